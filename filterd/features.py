@@ -1,0 +1,78 @@
+"""Token lists → per-document token counts `f_dw`, a batch at a time.
+
+A `DocBatch` holds n documents in CSR form: document i owns entries
+`indptr[i]:indptr[i+1]` of `keys` (token keys, unique and sorted within a document) and
+`counts` (occurrences `f_dw`). It is the one input format of learning and scoring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from filterd.vocab import TokenHasher
+
+
+@dataclass(frozen=True)
+class DocBatch:
+    indptr: np.ndarray  # (n + 1,) int64
+    keys: np.ndarray  # (nnz,) int64
+    counts: np.ndarray  # (nnz,) int64, f_dw ≥ 1
+    tokens: Sequence[str] = ()  # the flat token list the batch was made from, for explanations
+    token_index: np.ndarray | None = None  # (nnz,) position in `tokens` of each entry's first occurrence
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def doc_of_entry(self) -> np.ndarray:
+        """(nnz,) the document each entry belongs to."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.indptr))
+
+    def token(self, entry: int) -> str:
+        """The token string of one entry (needs the batch to have been made from tokens)."""
+        if self.token_index is None:
+            raise ValueError("this batch carries no token strings")
+        return self.tokens[int(self.token_index[entry])]
+
+
+def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatch:
+    """Count the tokens of each document of `docs` by key."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    flat = list(chain.from_iterable(docs))
+    keys = hasher.keys(flat)
+    doc = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
+    order = np.lexsort((keys, doc))
+    sorted_keys, sorted_doc = keys[order], doc[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_doc[1:] != sorted_doc[:-1])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, len(order)))
+    indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sorted_doc[starts], minlength=len(docs)), out=indptr[1:])
+    return DocBatch(indptr, sorted_keys[starts], counts.astype(np.int64), flat, order[starts])
+
+
+def from_counts(keys_per_doc: Sequence[Sequence[int]], counts_per_doc: Sequence[Sequence[int]]) -> DocBatch:
+    """A batch from given (key, count) pairs per document; keys must be unique within a document."""
+    indptr = np.zeros(len(keys_per_doc) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keys_per_doc], out=indptr[1:])
+    keys = np.fromiter(chain.from_iterable(keys_per_doc), dtype=np.int64, count=int(indptr[-1]))
+    counts = np.fromiter(chain.from_iterable(counts_per_doc), dtype=np.int64, count=int(indptr[-1]))
+    doc = np.repeat(np.arange(len(keys_per_doc)), np.diff(indptr))
+    order = np.lexsort((keys, doc))
+    return DocBatch(indptr, keys[order], counts[order])
+
+
+def select_docs(batch: DocBatch, docs: np.ndarray) -> DocBatch:
+    """The sub-batch of the documents at positions `docs`, in that order."""
+    docs = np.asarray(docs, dtype=np.int64)
+    lengths = batch.indptr[docs + 1] - batch.indptr[docs]
+    indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    entries = np.repeat(batch.indptr[docs] - indptr[:-1], lengths) + np.arange(indptr[-1])
+    token_index = None if batch.token_index is None else batch.token_index[entries]
+    return DocBatch(indptr, batch.keys[entries], batch.counts[entries], batch.tokens, token_index)

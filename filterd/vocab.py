@@ -1,0 +1,161 @@
+"""Token keys and the token → column map.
+
+A model may hold millions of distinct tokens; a Python dict of them costs ≈135 MB per
+million (measured), more than the whole statistics budget. Tokens are therefore
+represented by 62-bit keys computed for a whole batch at once with numpy, and the
+vocabulary is a pair of sorted numpy arrays (key → column id), ≈20 bytes a token.
+
+The key is two polynomial hashes modulo 31-bit primes, with bases drawn from a seed:
+
+    h_p(t) = Σ_i (b_i + 1) · B_p^i  mod p      (b_i the UTF-8 bytes of t)
+    key(t) = h_P1(t) · 2^31 + h_P2(t)
+
+For two distinct tokens of at most L bytes the chance that they collide is at most
+(L/P1)·(L/P2) over the choice of bases, so a model keeps its own random seed (an attacker
+who does not know it cannot aim a token at another's statistics) and persists it with
+the model: keys are stable for a given seed, unlike Python's per-process `hash()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+P1 = 2_147_483_647  # 2**31 - 1
+P2 = 2_147_483_629  # the largest prime below 2**31 - 1
+_SEPARATOR = "\x00"
+
+
+class TokenHasher:
+    """Maps token strings to stable 62-bit integer keys, a batch at a time."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = int(seed)
+        rng = np.random.default_rng(self.seed)
+        self._bases = (int(rng.integers(1 << 16, P1 - 1)), int(rng.integers(1 << 16, P2 - 1)))
+        self._powers = (np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64))
+
+    def keys(self, tokens: Sequence[str]) -> np.ndarray:
+        """Keys of `tokens` (int64, ≥ 0), one per token, in order."""
+        n = len(tokens)
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        joined = _SEPARATOR.join(tokens)
+        data = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        ends = np.flatnonzero(data == 0)
+        if len(ends) != n - 1:  # a token contained NUL: hash each one on its own
+            return np.concatenate([self.keys([t.replace(_SEPARATOR, "\ufffd")]) for t in tokens])
+        starts = np.empty(n, dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = ends + 1
+        lengths = np.diff(np.append(starts, len(data) + 1))  # token bytes + its separator
+        position = np.arange(len(data), dtype=np.int64) - np.repeat(starts, lengths)[: len(data)]
+        coefficient = data.astype(np.uint64) + 1
+        coefficient[ends] = 0  # separators add nothing
+        h1 = self._hash(coefficient, position, starts, 0)
+        h2 = self._hash(coefficient, position, starts, 1)
+        return ((h1 << np.uint64(31)) | h2).astype(np.int64)
+
+    def key(self, token: str) -> int:
+        """The key of one token."""
+        return int(self.keys([token])[0])
+
+    def _hash(self, coefficient: np.ndarray, position: np.ndarray, starts: np.ndarray, which: int) -> np.ndarray:
+        prime = (P1, P2)[which]
+        powers = self._power_table(which, int(position.max()) + 1)
+        # each term < 2**8 · 2**31 and a token has < 2**20 bytes, so the sums fit in uint64
+        terms = coefficient * powers[position]
+        return np.add.reduceat(terms, starts) % np.uint64(prime)
+
+    def _power_table(self, which: int, size: int) -> np.ndarray:
+        table = self._powers[which]
+        if len(table) >= size:
+            return table
+        prime, base = (P1, P2)[which], self._bases[which]
+        new = np.empty(max(size, 2 * len(table), 64), dtype=np.uint64)
+        new[: len(table)] = table
+        filled = len(table)
+        while filled < len(new):  # doubling: new[k + i] = new[i] · B^k
+            step = min(filled, len(new) - filled)
+            factor = np.uint64(pow(base, filled, prime))
+            new[filled : filled + step] = (new[:step] * factor) % np.uint64(prime)
+            filled += step
+        self._powers = tuple(new if i == which else t for i, t in enumerate(self._powers))  # type: ignore[assignment]
+        return new
+
+
+class Vocabulary:
+    """Token keys ↔ column ids. Ids are assigned in order of first appearance and never reused.
+
+    Lookups and insertions are vectorized. `add` replaces the sorted arrays rather than
+    mutating them, so a `snapshot()` taken by a model stays valid while learning goes on.
+    """
+
+    def __init__(self) -> None:
+        self._sorted_keys = np.empty(0, dtype=np.int64)
+        self._sorted_ids = np.empty(0, dtype=np.int64)
+        self._keys = np.empty(0, dtype=np.int64)  # id → key; capacity grows by doubling
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def keys(self) -> np.ndarray:
+        """Key of each id: `keys[id]`."""
+        return self._keys[: self._size]
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of `keys`, −1 where a key is not in the vocabulary."""
+        return _lookup(self._sorted_keys, self._sorted_ids, keys)
+
+    def add(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of `keys`, adding the ones not yet present."""
+        ids = self.lookup(keys)
+        missing = ids < 0
+        if missing.any():
+            new_keys, first, inverse = np.unique(keys[missing], return_index=True, return_inverse=True)
+            appearance = np.argsort(first, kind="stable")
+            new_ids = np.empty(len(new_keys), dtype=np.int64)
+            new_ids[appearance] = np.arange(self._size, self._size + len(new_keys))
+            at = np.searchsorted(self._sorted_keys, new_keys)
+            self._sorted_keys = np.insert(self._sorted_keys, at, new_keys)
+            self._sorted_ids = np.insert(self._sorted_ids, at, new_ids)
+            self._append(new_keys[appearance])
+            ids[missing] = new_ids[inverse]
+        return ids
+
+    def snapshot(self) -> VocabularySnapshot:
+        """A frozen key → id map of the vocabulary as it is now."""
+        return VocabularySnapshot(self._sorted_keys, self._sorted_ids, self._size)
+
+    def _append(self, new_keys: np.ndarray) -> None:
+        end = self._size + len(new_keys)
+        if end > len(self._keys):
+            grown = np.empty(max(end, 2 * len(self._keys), 1024), dtype=np.int64)
+            grown[: self._size] = self._keys[: self._size]
+            self._keys = grown
+        self._keys[self._size : end] = new_keys
+        self._size = end
+
+
+class VocabularySnapshot:
+    """Read-only key → id map with the ids that existed when it was taken (`size` of them)."""
+
+    def __init__(self, sorted_keys: np.ndarray, sorted_ids: np.ndarray, size: int) -> None:
+        self._sorted_keys = sorted_keys
+        self._sorted_ids = sorted_ids
+        self.size = size
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        return _lookup(self._sorted_keys, self._sorted_ids, keys)
+
+
+def _lookup(sorted_keys: np.ndarray, sorted_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    if len(sorted_keys) == 0:
+        return np.full(len(keys), -1, dtype=np.int64)
+    at = np.searchsorted(sorted_keys, keys)
+    np.minimum(at, len(sorted_keys) - 1, out=at)
+    found = sorted_keys[at] == keys
+    return np.where(found, sorted_ids[at], -1)

@@ -1,0 +1,30 @@
+import numpy as np
+
+from filterd.features import encode, select_docs
+from filterd.vocab import TokenHasher
+
+hasher = TokenHasher(0)
+
+
+def test_encode_counts_tokens_per_document():
+    batch = encode([["a", "b", "a"], [], ["c"]], hasher)
+    assert list(batch.indptr) == [0, 2, 2, 3]
+    counts = {batch.token(i): int(batch.counts[i]) for i in range(batch.indptr[1])}
+    assert counts == {"a": 2, "b": 1}
+    assert batch.token(2) == "c" and batch.counts[2] == 1
+    assert list(batch.doc_of_entry) == [0, 0, 2]
+
+
+def test_keys_are_sorted_within_each_document():
+    batch = encode([["z", "y", "x", "y"], ["q", "p"]], hasher)
+    for i in range(len(batch)):
+        part = batch.keys[batch.indptr[i] : batch.indptr[i + 1]]
+        assert (np.diff(part) > 0).all()
+
+
+def test_select_docs_keeps_the_chosen_documents_in_order():
+    batch = encode([["a"], ["b", "b", "c"], ["d"]], hasher)
+    sub = select_docs(batch, np.array([2, 1]))
+    assert list(sub.indptr) == [0, 1, 3]
+    assert [sub.token(i) for i in range(3)] == ["d"] + sorted(["b", "c"], key=lambda t: hasher.key(t))
+    assert list(sub.counts) == [1] + [2 if sub.token(i) == "b" else 1 for i in (1, 2)]

@@ -1,0 +1,103 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from filterd.stats import T_SCALE, Statistics
+
+words = st.sampled_from(["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5"])
+docs = st.lists(words, min_size=0, max_size=12)
+labelled = st.lists(st.tuples(docs, st.sampled_from(["ham", "spam", "fraud"])), max_size=15)
+
+
+def learned(items, seed=0):
+    stats = Statistics(seed=seed)
+    for tokens, label in items:
+        stats.learn(tokens, label)
+    return stats
+
+
+def test_statistics_are_those_of_methods_md():
+    stats = learned([(["a", "a", "b"], "spam"), (["a", "c"], "spam"), (["b"], "ham")])
+    c = stats.counts()
+    col = {t: stats.vocab.lookup(stats.hasher.keys([t]))[0] for t in "abc"}
+    spam = c.labels.index("spam")
+    assert c.N[spam, col["a"]] == 3 and c.DF[spam, col["a"]] == 2
+    assert list(c.D) == [2, 1] and c.Nc[spam] == 5 and c.V == 3
+    # t_dw = log(1+f)/‖log(1+f_d·)‖₂ summed over the class: doc1 a: log3/√(log²3+log²2), doc2 a: 1/√2
+    expected = math.log(3) / math.hypot(math.log(3), math.log(2)) + 1 / math.sqrt(2)
+    assert c.T[spam, col["a"]] == pytest.approx(expected, abs=2 / T_SCALE)
+
+
+@given(labelled, docs, st.sampled_from(["ham", "spam"]))
+def test_unlearn_is_the_exact_inverse_of_learn(items, doc, label):
+    stats = learned(items)
+    before = stats.canonical()
+    stats.learn(doc, label)
+    stats.unlearn(doc, label)
+    after = stats.canonical()
+    before.setdefault(label, (0, {}))  # learning may have introduced the class
+    assert after == before
+
+
+@settings(max_examples=50)
+@given(labelled, st.randoms(use_true_random=False))
+def test_learning_order_does_not_matter(items, random):
+    shuffled = list(items)
+    random.shuffle(shuffled)
+    assert learned(items).canonical() == learned(shuffled).canonical()
+
+
+def test_unlearning_what_was_not_learned_raises_and_changes_nothing():
+    stats = learned([(["free", "cash"], "spam")])
+    before = stats.canonical()
+    with pytest.raises(ValueError, match="not learned"):
+        stats.unlearn(["free", "cash"], "ham")
+    with pytest.raises(ValueError):
+        stats.unlearn(["free", "free", "free"], "spam")
+    assert stats.canonical() == before
+
+
+@settings(max_examples=50)
+@given(labelled, labelled)
+def test_a_copy_synced_by_deltas_equals_the_source(first, second):
+    source, replica = learned(first), Statistics()
+    replica.apply_delta(source.export_delta(0))
+    synced_at = source.version
+    for tokens, label in second:
+        source.learn(tokens, label)
+    if second:
+        source.unlearn(*second[0])
+    replica.apply_delta(source.export_delta(synced_at))
+    replica.apply_delta(source.export_delta(synced_at))  # applying twice changes nothing
+    assert _nonempty(replica.canonical()) == _nonempty(source.canonical())
+
+
+def _nonempty(canonical):
+    return {label: v for label, v in canonical.items() if v[0] or v[1]}
+
+
+def test_delta_names_only_rows_changed_since_the_version():
+    stats = learned([(["old"], "ham")])
+    version = stats.version
+    stats.learn(["new"], "spam")
+    delta = stats.export_delta(version)
+    assert list(delta.keys) == [stats.hasher.key("new")]
+
+
+def test_binary_view_sums_the_other_classes():
+    stats = learned([(["x"], "spam"), (["x", "y"], "ham"), (["x"], "fraud")])
+    view = stats.counts().binary("spam")
+    assert view.labels == ("spam", "not spam")
+    assert list(view.D) == [1, 2]
+    col = stats.vocab.lookup(stats.hasher.keys(["x"]))[0]
+    assert list(view.N[:, col]) == [1, 2]
+    with pytest.raises(KeyError, match="unknown class"):
+        stats.counts().binary("phishing")
+
+
+def test_set_of_words_view_counts_documents():
+    stats = learned([(["x", "x", "x"], "spam")])
+    view = stats.counts().set_of_words()
+    assert view.N.sum() == 1 and stats.counts().N.sum() == 3
