@@ -98,6 +98,17 @@ def write_corpus(records: Iterable[Record | Mapping[str, Any]], path: str | os.P
             f.writelines(lines)
 
 
+def to_records(objects: Iterable[Mapping[str, Any]]) -> list[Record]:
+    """Records from corpus-format dicts (e.g. `filterd.synth.generate`), checked like a file's lines."""
+    records = []
+    for position, obj in enumerate(objects, start=1):
+        try:
+            records.append(_record(dict(obj), position))
+        except ValueError as e:
+            raise CorpusError(f"record {position}: {e}") from None
+    return sorted(records, key=lambda r: r.order)
+
+
 def is_multilabel(records: Iterable[Record]) -> bool:
     """True if any record has more than one label."""
     return any(len(r.labels) > 1 for r in records)

@@ -81,7 +81,7 @@ def pcn(c: Counts, A: float | str = 1.0) -> Weights:
     if A == "min":
         A = float(Nc[Nc > 0].min()) if (Nc > 0).any() else 1.0
     scale = _safe_divide(np.full_like(Nc, float(A)), Nc)
-    return mnb(replace(c, N=c.N * scale[:, None]), alpha=1.0)
+    return mnb(replace(c, N=c.N * scale[:, None], Nc=Nc * scale), alpha=1.0)
 
 
 # --- 3. centroid -------------------------------------------------------------------------------
@@ -91,6 +91,8 @@ def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
     """Centroid: W[c,w] = N[c,w]/‖N[c,·]‖ (L2, or L1 = /N_c), b_c = 0."""
     if norm not in ("l1", "l2"):
         raise ValueError(f"norm must be l1 or l2, not {norm!r}")
+    if norm == "l2":
+        c.require_full("the L2 centroid")
     length = c.Nc if norm == "l1" else np.sqrt((c.N * c.N).sum(axis=1))
     return _weights(c, _safe_divide(c.N, length[:, None]), np.zeros(len(c.labels)))
 
@@ -100,8 +102,7 @@ def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
 
 def complement_log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
     """log θ̃[c,w] = log(N[c̄,w]+α) − log(N_c̄+αV), estimated from every class but c."""
-    N_bar = c.complement(c.N)
-    return _log(N_bar + alpha) - _log(N_bar.sum(axis=1) + alpha * c.V)[:, None]
+    return _log(c.complement(c.N) + alpha) - _log(c.complement(c.Nc) + alpha * c.V)[:, None]
 
 
 def cnb(c: Counts, alpha: float = 1.0) -> Weights:
@@ -111,6 +112,7 @@ def cnb(c: Counts, alpha: float = 1.0) -> Weights:
 
 def wcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """WCNB: CNB with each class's weights divided by Σ_w |log θ̃[c,w]| first."""
+    c.require_full("WCNB's normalization")
     log_theta = complement_log_theta(c, alpha)
     total = np.where(c.known, np.abs(log_theta), 0.0).sum(axis=1, keepdims=True)
     return _weights(c, -_safe_divide(log_theta, total), np.zeros(len(c.labels)))
@@ -129,7 +131,8 @@ def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
     learned, so that learning and unlearning stay exact.
     """
     i = idf(c)
-    w = wcnb(replace(c, N=c.T * i), alpha)
+    N = c.T * i
+    w = wcnb(replace(c, N=N, Nc=N.sum(axis=1)), alpha)
     return replace(w, transform="log_tf_idf", idf=i)
 
 
@@ -156,8 +159,7 @@ def likelihood_ratio(f_nu, n_nu, f_de, n_de, lam, smoothed: bool = True) -> np.n
 def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
     """UNB-R: W[c,w] = log r̃(w,c) with per-class λ_c (λ=0: plain UNB), b_c = log(D_c/D_c̄)."""
     lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),))[:, None]
-    N_bar = c.complement(c.N)
-    r = likelihood_ratio(c.N, c.Nc[:, None], N_bar, N_bar.sum(axis=1)[:, None], lam_c)
+    r = likelihood_ratio(c.N, c.Nc[:, None], c.complement(c.N), c.complement(c.Nc)[:, None], lam_c)
     return _weights(c, _log(r), _log_prior_odds(c))
 
 
@@ -168,7 +170,7 @@ def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     """WMNB (Zhang et al.): W = log N[c,w] − log N_c where N[c,w] > 0, else γ/Z_c
     (Z_c = known tokens unseen in c). γ must be far below the real log-probabilities."""
     seen = c.N > 0
-    Z = np.maximum((~seen & c.known).sum(axis=1), 1)
+    Z = np.maximum(c.V - c.U, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         W = np.where(seen, _log(c.N) - _log(c.Nc)[:, None], (gamma / Z)[:, None])
     return _weights(c, W, _log_prior(c))
@@ -191,8 +193,8 @@ def pnbc(
     if smoothing == "laplace":
         return mnb(c, alpha)
     N, Nc = c.N, c.Nc[:, None]
-    p_bg = c.N.sum(axis=0) / max(c.N.sum(), 1.0)
-    U = (N > 0).sum(axis=1, keepdims=True)
+    p_bg = c.N.sum(axis=0) / max(c.Nc.sum(), 1.0)
+    U = c.U[:, None]
     if smoothing == "absolute":
         p = _safe_divide(np.maximum(N - delta, 0.0) + delta * U * p_bg, Nc)
     elif smoothing == "linear":

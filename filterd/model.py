@@ -21,8 +21,7 @@ from scipy.special import chdtr
 from filterd.estimators import ESTIMATORS, Weights, idf
 from filterd.features import DocBatch, encode
 from filterd.select import Selection, global_top, local_top, strength
-from filterd.stats import Statistics
-from filterd.vocab import TokenHasher
+from filterd.stats import Counts, Statistics
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,12 @@ class ModelSpec:
         name = self.variant + (f"({params})" if params else "") + ("+sow" if self.set_of_words else "")
         return name if self.selection.kind == "none" else f"{name}+{self.selection}"
 
+    @property
+    def needs_whole_vocabulary(self) -> bool:
+        """Whether the weights need sums over the whole vocabulary (no per-batch column subsets)."""
+        l2_centroid = self.variant == "centroid" and self.params.get("norm", "l2") == "l2"
+        return self.variant in ("wcnb", "twcnb") or l2_centroid or self.selection.kind == "global"
+
 
 def _format(value: Any) -> str:
     if isinstance(value, (list, tuple)):
@@ -50,46 +55,72 @@ def _format(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-class Model:
-    """Weights and selection for one statistics version. Immutable; build a new one to update."""
+@dataclass(frozen=True)
+class _Compiled:
+    """Weights and token strength for some columns of the vocabulary."""
 
-    def __init__(self, weights: Weights, spec: ModelSpec, hasher: TokenHasher, vocab, token_keys: np.ndarray,
-                 token_strength: np.ndarray | None, version: int) -> None:  # fmt: skip
-        self.weights = weights
+    weights: Weights
+    strength: np.ndarray | None
+
+
+def _compile(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> _Compiled:
+    weights = ESTIMATORS[spec.variant](counts, **spec.params)
+    if spec.set_of_words and weights.transform == "counts":
+        weights = replace(weights, transform="binary")
+    if spec.selection.kind == "ir" and weights.idf is None:
+        weights = replace(weights, idf=idf(counts))
+    token_strength = weights.strength
+    if token_strength is None and spec.selection.kind in ("local", "global"):
+        if len(counts.labels) != 2:
+            raise ValueError("local and global selection rank tokens for a target class: give a target")
+        token_strength = strength(counts, spec.selection.ranking)
+    if spec.selection.kind == "global":
+        keep = global_top(token_strength, keys, spec.selection.n)
+        weights = replace(weights, W=np.where(keep, weights.W, 0.0), known=weights.known & keep)
+    return _Compiled(weights, token_strength)
+
+
+class Model:
+    """Scores documents with the weights of one statistics version.
+
+    Built in full (the default), the weights of the whole vocabulary are computed once and
+    the model stays valid while the statistics keep learning. Built lazily, weights are
+    computed per batch for the batch's tokens only: cheap when statistics change after
+    every document (the online replay) or when classes are many; such a model refuses to
+    score once its statistics have changed.
+    """
+
+    def __init__(self, spec: ModelSpec, target: str | None, stats: Statistics, lazy: bool) -> None:
         self.spec = spec
-        self.hasher = hasher
-        self.version = version
-        self._vocab = vocab
-        self._token_keys = token_keys
-        self._strength = token_strength
-        self._transform = "idf_l2" if spec.selection.kind == "ir" else weights.transform
+        self.target_class = target
+        self.hasher = stats.hasher
+        self.version = stats.version
+        self._stats = stats
+        self._lazy = lazy
+        if lazy:
+            if spec.needs_whole_vocabulary:
+                raise ValueError(f"{spec} needs the whole vocabulary: build it in full, not lazily")
+            self._vocab = stats.vocab
+            self._compiled: _Compiled | None = None
+            self.labels = (target, f"not {target}") if target is not None else tuple(stats.labels)
+        else:
+            self._vocab = stats.vocab.snapshot()
+            keys = stats.vocab.keys.copy()
+            self._compiled = _compile(stats.counts(target, None, spec.set_of_words), spec, keys)
+            self.labels = self._compiled.weights.labels
 
     @classmethod
-    def build(cls, stats: Statistics, spec: ModelSpec = ModelSpec(), target: str | None = None) -> Model:
-        """Compute the weights of `spec` from `stats`; with `target`, on the target-vs-rest view."""
-        counts = stats.counts()
-        if spec.set_of_words:
-            counts = counts.set_of_words()
-        view = counts.binary(target) if target is not None else counts
-        weights = ESTIMATORS[spec.variant](view, **spec.params)
-        if spec.set_of_words and weights.transform == "counts":
-            weights = replace(weights, transform="binary")
-        if spec.selection.kind == "ir" and weights.idf is None:
-            weights = replace(weights, idf=idf(view))
-        token_strength = weights.strength
-        if token_strength is None and spec.selection.kind in ("local", "global"):
-            if len(view.labels) != 2:
-                raise ValueError("local and global selection rank tokens for a target class: give a target")
-            token_strength = strength(view, spec.selection.ranking)
-        keys = stats.vocab.keys.copy()
-        if spec.selection.kind == "global":
-            keep = global_top(token_strength, keys, spec.selection.n)
-            weights = replace(weights, W=np.where(keep, weights.W, 0.0), known=weights.known & keep)
-        return cls(weights, spec, stats.hasher, stats.vocab.snapshot(), keys, token_strength, stats.version)
+    def build(cls, stats: Statistics, spec: ModelSpec = ModelSpec(), target: str | None = None,
+              lazy: bool = False) -> Model:  # fmt: skip
+        """A model of `spec` on `stats`; with `target`, on the target-vs-rest view."""
+        return cls(spec, target, stats, lazy)
 
     @property
-    def labels(self) -> tuple[str, ...]:
-        return self.weights.labels
+    def weights(self) -> Weights:
+        """The weights of the whole vocabulary (full models only)."""
+        if self._compiled is None:
+            raise ValueError("a lazy model computes weights per batch")
+        return self._compiled.weights
 
     @property
     def target(self) -> str:
@@ -104,32 +135,43 @@ class Model:
 
     def score(self, batch: DocBatch) -> Scores:
         """Class scores of every document of `batch`, with what each decision rested on."""
-        w = self.weights
         ids = self._vocab.lookup(batch.keys)
+        if self._lazy:
+            if self._stats.version != self.version:
+                raise ValueError("the statistics changed since this lazy model was built: build a new one")
+            columns, ids[ids >= 0] = np.unique(ids[ids >= 0], return_inverse=True)
+            counts = self._stats.counts(self.target_class, columns, self.spec.set_of_words)
+            compiled = _compile(counts, self.spec, self._stats.vocab.keys[columns])
+        else:
+            compiled = self._compiled
+        w = compiled.weights
         usable = ids >= 0
         usable[usable] = w.known[ids[usable]]
         entry = np.flatnonzero(usable)
         ids, doc = ids[entry], batch.doc_of_entry[entry]
-        x = self._transformed(batch.counts[entry].astype(np.float64), ids, doc, len(batch))
+        transform = "idf_l2" if self.spec.selection.kind == "ir" else w.transform
+        x = _transformed(transform, w.idf, batch.counts[entry].astype(np.float64), ids, doc, len(batch))
         if self.spec.selection.kind == "local" or w.combine == "fisher":
             n = self.spec.selection.n if self.spec.selection.kind == "local" else len(entry)
-            keep = local_top(doc, self._strength[ids], batch.keys[entry], n, self.spec.selection.min_strength)
+            keep = local_top(doc, compiled.strength[ids], batch.keys[entry], n, self.spec.selection.min_strength)
             entry, ids, doc, x = entry[keep], ids[keep], doc[keep], x[keep]
         if w.combine == "fisher":
             class_scores = _fisher(w.W[0, ids], doc, len(batch))
         else:
             class_scores = _linear(w.W, w.b, ids, x, doc, len(batch))
-        return Scores(self, batch, class_scores, entry, ids, doc, x)
+        return Scores(self.labels, w, batch, class_scores, entry, ids, doc, x)
 
-    def _transformed(self, f: np.ndarray, ids: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
-        t = self._transform
-        if t == "counts":
-            return f
-        if t == "binary":
-            return np.ones_like(f)
-        x = self.weights.idf[ids] * (np.log1p(f) if t == "log_tf_idf" else 1.0)
-        norms = np.sqrt(np.bincount(doc, weights=x * x, minlength=n_docs))
-        return x / np.where(norms > 0, norms, 1.0)[doc]
+
+def _transformed(transform: str, idf_: np.ndarray | None, f: np.ndarray, ids: np.ndarray, doc: np.ndarray,
+                 n_docs: int) -> np.ndarray:  # fmt: skip
+    """x_w of the test document: raw counts, presence, or (log-TF·)IDF with L2 norm per document."""
+    if transform == "counts":
+        return f
+    if transform == "binary":
+        return np.ones_like(f)
+    x = idf_[ids] * (np.log1p(f) if transform == "log_tf_idf" else 1.0)
+    norms = np.sqrt(np.bincount(doc, weights=x * x, minlength=n_docs))
+    return x / np.where(norms > 0, norms, 1.0)[doc]
 
 
 def _linear(W: np.ndarray, b: np.ndarray, ids: np.ndarray, x: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
@@ -156,17 +198,14 @@ def _fisher(f: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
 class Scores:
     """Class scores of a batch (n × C) and the selected tokens they rest on."""
 
-    model: Model
+    labels: tuple[str, ...]
+    weights: Weights  # the weights the batch was scored with (ids below index their columns)
     batch: DocBatch
     class_scores: np.ndarray
     _entry: np.ndarray
     _ids: np.ndarray
     _doc: np.ndarray
     _x: np.ndarray
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return self.model.labels
 
     def binary(self, target: str | None = None) -> np.ndarray:
         """(n,) decision scores s_t(x) − max_{c≠t} s_c(x) for `target` (default: the model's row 0)."""
@@ -184,8 +223,8 @@ class Scores:
         (log(f/(1−f)) for Robinson–Fisher)."""
         lo, hi = np.searchsorted(self._doc, [i, i + 1])
         ids, x = self._ids[lo:hi], self._x[lo:hi]
-        W = self.model.weights.W
-        if self.model.weights.combine == "fisher":
+        W = self.weights.W
+        if self.weights.combine == "fisher":
             f = np.clip(W[0, ids], 1e-12, 1 - 1e-12)
             contribution = np.log(f) - np.log1p(-f)
         else:

@@ -3,7 +3,9 @@
 Strength is computed on a target-vs-rest view (row 0 the target t, row 1 its complement t̄):
     ALO  |W_mnb[t,w] − W_mnb[t̄,w]|                                absolute log odds
     MI   Σ_{e∈{0,1}, k∈{t,t̄}} p(e,k) log(p(e,k) / (p(e)p(k)))     token presence e vs class
-    OR   |log( P(w|t)(1−P(w|t̄)) / ((1−P(w|t))P(w|t̄)) )|          P(w|c) = (DF[c,w]+1)/(D_c+2)
+    OR   log( P(w|t)(1−P(w|t̄)) / ((1−P(w|t))P(w|t̄)) )           P(w|c) = (DF[c,w]+1)/(D_c+2)
+OR is signed, as Kołcz uses it: it prefers the tokens that predict the target class, so a
+document keeps its most target-like evidence (ALO and MI are symmetric).
 Unknown tokens have strength −∞ and are never selected.
 
 Selections:
@@ -39,7 +41,7 @@ def strength(c: Counts, ranking: Ranking = "alo") -> np.ndarray:
     elif ranking == "or":
         p_t = (c.DF[0] + 1) / (c.D[0] + 2)
         p_o = (c.DF[1] + 1) / (c.D[1] + 2)
-        s = np.abs(np.log(p_t) + np.log1p(-p_o) - np.log1p(-p_t) - np.log(p_o))
+        s = np.log(p_t) + np.log1p(-p_o) - np.log1p(-p_t) - np.log(p_o)
     else:
         raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
     return np.where(c.known, s, -np.inf)

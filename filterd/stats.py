@@ -50,6 +50,11 @@ class Statistics:
         self.DF = np.zeros((0, 0), dtype=np.int64)
         self.T = np.zeros((0, 0), dtype=np.int64)
         self.D = np.zeros(0, dtype=np.int64)
+        # whole-vocabulary aggregates, kept up to date so that views of a few columns stay cheap
+        self.Nc = np.zeros(0, dtype=np.int64)  # Σ_w N[c,w]
+        self.DFc = np.zeros(0, dtype=np.int64)  # Σ_w DF[c,w]
+        self.U = np.zeros(0, dtype=np.int64)  # distinct tokens of each class
+        self.V = 0  # distinct tokens with any statistic > 0
         self.version = 0
         self._changed_at = np.zeros(0, dtype=np.int64)  # per token: the version of its last change
         for label in labels:
@@ -90,10 +95,18 @@ class Statistics:
         self._changed_at[ids] = self.version
 
     def _add(self, rows, ids, counts, t, doc_class, sign: int) -> None:
+        touched = np.unique(ids)
+        seen_before = self.DF[:, touched] > 0
         np.add.at(self.N, (rows, ids), sign * counts)
         np.add.at(self.DF, (rows, ids), sign)
         np.add.at(self.T, (rows, ids), sign * t)
         np.add.at(self.D, doc_class, sign)
+        seen_after = self.DF[:, touched] > 0
+        C = len(self.labels)
+        self.Nc += np.bincount(rows, weights=counts, minlength=C).astype(np.int64) * sign
+        self.DFc += np.bincount(rows, minlength=C) * sign
+        self.U += seen_after.sum(axis=1) - seen_before.sum(axis=1)
+        self.V += int(seen_after.any(axis=0).sum() - seen_before.any(axis=0).sum())
 
     # --- classes and capacity -------------------------------------------------------------
 
@@ -106,7 +119,7 @@ class Statistics:
             self._label_ids[label] = cid
             grow = lambda a: np.vstack([a, np.zeros((1, a.shape[1]), dtype=a.dtype)])  # noqa: E731
             self.N, self.DF, self.T = grow(self.N), grow(self.DF), grow(self.T)
-            self.D = np.append(self.D, 0)
+            self.D, self.Nc, self.DFc, self.U = (np.append(a, 0) for a in (self.D, self.Nc, self.DFc, self.U))
         return cid
 
     def _reserve(self, size: int) -> None:
@@ -138,24 +151,46 @@ class Statistics:
         self.D[rows] = delta.D
         self.version = max(self.version + 1, delta.version)
         self._changed_at[ids] = self.version
+        self._recount()
+
+    def _recount(self) -> None:
+        v = len(self.vocab)
+        self.Nc, self.DFc = self.N[:, :v].sum(axis=1), self.DF[:, :v].sum(axis=1)
+        self.U = np.count_nonzero(self.DF[:, :v], axis=1)
+        self.V = int(np.count_nonzero(self.DF[:, :v].sum(axis=0)))
 
     # --- reading --------------------------------------------------------------------------
 
-    @property
-    def n_tokens(self) -> int:
-        """V: distinct tokens with any statistic > 0."""
-        return int(np.count_nonzero(self.DF[:, : len(self.vocab)].sum(axis=0)))
+    def counts(self, target: str | None = None, columns: np.ndarray | None = None,
+               set_of_words: bool = False) -> Counts:  # fmt: skip
+        """The statistics as the estimators read them.
 
-    def counts(self) -> Counts:
-        """The statistics as floats for the estimators, one column per vocabulary id."""
-        v = len(self.vocab)
-        return Counts(
-            labels=tuple(self.labels),
-            N=self.N[:, :v].astype(np.float64),
-            DF=self.DF[:, :v].astype(np.float64),
-            T=self.T[:, :v] / T_SCALE,
-            D=self.D.astype(np.float64),
-        )
+        target        rows [target, the rest together] instead of one row per class
+        columns       only these vocabulary ids (class aggregates still cover the whole vocabulary)
+        set_of_words  Kołcz's mode: a document is the set of its tokens, so N becomes DF
+        """
+        cols = slice(0, len(self.vocab)) if columns is None else columns
+        N, DF, T = self.N[:, cols], self.DF[:, cols], self.T[:, cols]
+        D, Nc, U = self.D, (self.DFc if set_of_words else self.Nc), self.U
+        labels = tuple(self.labels)
+        if target is not None:
+            if target not in self._label_ids:
+                raise KeyError(f"unknown class {target!r}; classes are {', '.join(self.labels)}")
+            t = self._label_ids[target]
+            N, DF, T, D, Nc = (_target_and_rest(a, t) for a in (N, DF, T, D, Nc))
+            U = np.array([U[t], self._distinct_outside(t)])
+            labels = (target, f"not {target}")
+        if set_of_words:
+            N = DF
+        return Counts(labels, N.astype(np.float64), DF.astype(np.float64), T / T_SCALE, D.astype(np.float64),
+                      Nc.astype(np.float64), U, self.V, full=columns is None)  # fmt: skip
+
+    def _distinct_outside(self, t: int) -> int:
+        """Distinct tokens of all classes but t together."""
+        if len(self.labels) == 2:
+            return int(self.U[1 - t])
+        others = np.delete(self.DF[:, : len(self.vocab)], t, axis=0)
+        return int(np.count_nonzero(others.sum(axis=0)))
 
     def canonical(self) -> dict[str, tuple]:
         """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
@@ -172,43 +207,40 @@ class Statistics:
 
 @dataclass(frozen=True)
 class Counts:
-    """Statistics as floats, as the estimators read them: rows are classes, columns vocabulary ids."""
+    """Statistics as floats, as the estimators read them: rows are classes, columns vocabulary ids.
+
+    The columns may be a subset of the vocabulary (`full` is False); the class aggregates
+    always describe the whole vocabulary, so that weights computed for a subset of columns
+    equal the same columns computed for all. Estimators that need other sums over the whole
+    vocabulary (WCNB's normalizer, the L2 centroid) require a full view.
+    """
 
     labels: tuple[str, ...]
-    N: np.ndarray  # (C, V) N[c,w]; DF[c,w] in set-of-words mode
-    DF: np.ndarray  # (C, V)
-    T: np.ndarray  # (C, V)
-    D: np.ndarray  # (C,)
+    N: np.ndarray  # (C, m) N[c,w]; DF[c,w] in set-of-words mode
+    DF: np.ndarray  # (C, m)
+    T: np.ndarray  # (C, m)
+    D: np.ndarray  # (C,) D_c
+    Nc: np.ndarray  # (C,) N_c = Σ_w N[c,w] over the whole vocabulary
+    U: np.ndarray  # (C,) distinct tokens of each class
+    V: int  # distinct tokens with any statistic > 0
+    full: bool = True
 
     @property
     def known(self) -> np.ndarray:
-        """(V,) tokens seen in any learned document; the others carry no evidence."""
+        """(m,) tokens seen in any learned document; the others carry no evidence."""
         return self.DF.sum(axis=0) > 0
-
-    @property
-    def V(self) -> int:
-        return int(np.count_nonzero(self.known))
-
-    @property
-    def Nc(self) -> np.ndarray:
-        """(C,) N_c = Σ_w N[c,w]."""
-        return self.N.sum(axis=1)
 
     def complement(self, a: np.ndarray) -> np.ndarray:
         """Row c̄ of a per-class array: the sum over all classes but c."""
         return a.sum(axis=0, keepdims=True) - a
 
-    def binary(self, target: str) -> Counts:
-        """Two rows: `target` and all other classes together (its complement)."""
-        if target not in self.labels:
-            raise KeyError(f"unknown class {target!r}; classes are {', '.join(self.labels)}")
-        t = self.labels.index(target)
-        pick = lambda a: np.stack([a[t], a.sum(axis=0) - a[t]])  # noqa: E731
-        return Counts((target, f"not {target}"), pick(self.N), pick(self.DF), pick(self.T), pick(self.D))
+    def require_full(self, what: str) -> None:
+        if not self.full:
+            raise ValueError(f"{what} needs the whole vocabulary, not a subset of columns")
 
-    def set_of_words(self) -> Counts:
-        """Kołcz's set-of-words mode: a document is the set of its tokens, so N becomes DF."""
-        return Counts(self.labels, self.DF, self.DF, self.T, self.D)
+
+def _target_and_rest(a: np.ndarray, t: int) -> np.ndarray:
+    return np.stack([a[t], a.sum(axis=0) - a[t]])
 
 
 def _fixed_point_log_tf(batch: DocBatch) -> np.ndarray:

@@ -14,7 +14,7 @@ def view():
     for text, label in [("a a b", "spam"), ("a c", "spam"), ("b c", "ham"), ("c d", "ham")]:
         stats.learn(text.split(), label)
     cols = stats.vocab.lookup(stats.hasher.keys(list("abcd")))
-    return stats.counts().binary("spam"), cols
+    return stats.counts(target="spam"), cols
 
 
 def test_alo_is_the_absolute_mnb_log_odds(view):
@@ -24,10 +24,14 @@ def test_alo_is_the_absolute_mnb_log_odds(view):
     assert s[1] == pytest.approx(abs(math.log(2 / 9) - math.log(2 / 8)))  # b
 
 
-def test_odds_ratio_from_smoothed_document_frequencies(view):
+def test_odds_ratio_is_signed_towards_the_target(view):
     c, cols = view
     p_t, p_o = (2 + 1) / (2 + 2), (0 + 1) / (2 + 2)  # token a: DF spam 2, ham 0
-    assert strength(c, "or")[cols[0]] == pytest.approx(abs(math.log(p_t * (1 - p_o) / ((1 - p_t) * p_o))))
+    odds_ratio = strength(c, "or")[cols]
+    assert odds_ratio[0] == pytest.approx(math.log(p_t * (1 - p_o) / ((1 - p_t) * p_o)))
+    # d: DF spam 0 of 2, ham 1 of 2 → P(d|t) = 1/4, P(d|t̄) = 2/4: a ham predictor ranks low
+    assert odds_ratio[3] == pytest.approx(math.log((1 / 4) * (2 / 4) / ((3 / 4) * (2 / 4))))
+    assert odds_ratio[3] < 0 < odds_ratio[0]
 
 
 def test_mutual_information_is_zero_for_an_even_token_and_positive_for_a_skewed_one(view):

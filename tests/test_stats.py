@@ -88,16 +88,39 @@ def test_delta_names_only_rows_changed_since_the_version():
 
 def test_binary_view_sums_the_other_classes():
     stats = learned([(["x"], "spam"), (["x", "y"], "ham"), (["x"], "fraud")])
-    view = stats.counts().binary("spam")
+    view = stats.counts(target="spam")
     assert view.labels == ("spam", "not spam")
     assert list(view.D) == [1, 2]
     col = stats.vocab.lookup(stats.hasher.keys(["x"]))[0]
     assert list(view.N[:, col]) == [1, 2]
     with pytest.raises(KeyError, match="unknown class"):
-        stats.counts().binary("phishing")
+        stats.counts(target="phishing")
 
 
 def test_set_of_words_view_counts_documents():
     stats = learned([(["x", "x", "x"], "spam")])
-    view = stats.counts().set_of_words()
-    assert view.N.sum() == 1 and stats.counts().N.sum() == 3
+    view = stats.counts(set_of_words=True)
+    assert view.N.sum() == 1 and view.Nc.sum() == 1 and stats.counts().N.sum() == 3
+
+
+def test_a_subset_of_columns_keeps_the_whole_vocabulary_aggregates():
+    stats = learned([(["x", "y", "y"], "spam"), (["x", "z"], "ham"), (["w"], "fraud")])
+    whole = stats.counts(target="spam")
+    cols = stats.vocab.lookup(stats.hasher.keys(["y", "w"]))
+    part = stats.counts(target="spam", columns=cols)
+    assert not part.full and whole.full
+    assert (part.N == whole.N[:, cols]).all() and (part.T == whole.T[:, cols]).all()
+    assert (part.Nc == whole.Nc).all() and (part.U == whole.U).all() and part.V == whole.V == 4
+    assert list(whole.U) == [2, 3] and list(whole.Nc) == [3, 3]
+
+
+@settings(max_examples=50)
+@given(labelled, st.integers(0, 14))
+def test_maintained_aggregates_equal_a_recount(items, unlearn_first):
+    stats = learned(items)
+    for tokens, label in items[:unlearn_first]:
+        stats.unlearn(tokens, label)
+    kept = (stats.Nc.copy(), stats.DFc.copy(), stats.U.copy(), stats.V)
+    stats._recount()
+    assert [list(a) for a in kept[:3]] == [list(stats.Nc), list(stats.DFc), list(stats.U)]
+    assert kept[3] == stats.V

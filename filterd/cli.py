@@ -1,0 +1,167 @@
+"""The `filterd` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+
+import click
+
+from filterd import __version__
+from filterd.corpus import CorpusError, Record, read_corpus, to_records, write_corpus
+from filterd.estimators import parse_params
+from filterd.evaluate import Corpus, Evaluation, evaluate
+from filterd.model import ModelSpec
+from filterd.select import Selection
+from filterd.synth import SynthConfig, generate
+from filterd.tokenize import Tokenizer, TokenizerConfig
+
+DEMO_MESSAGES = 5000
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="filterd")
+def main() -> None:
+    """filterd: a streaming spam and fraud filter."""
+
+
+@main.command(name="evaluate")
+@click.argument("corpus", required=False, type=click.Path(dir_okay=False))
+@click.option("--demo", is_flag=True, help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.")
+@click.option("--variant", "variants", multiple=True, metavar="NAME[+sow]",
+              help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
+                   "+sow for set-of-words mode. Repeat for a table. Default: mnb.")
+@click.option("--param", "params", multiple=True, metavar="[VARIANT.]KEY=VALUE",
+              help="Estimator parameter, e.g. alpha=0.1, pcn.A=min, unb.lam=1e-5. Repeatable.")
+@click.option("--select", "selections", multiple=True, metavar="SPEC",
+              help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. Default: none.")
+@click.option("--protocol", type=click.Choice(["split", "online"]), default="split", show_default=True,
+              help="split: train/test; online: TREC immediate-feedback replay in `order`.")
+@click.option("--target", help="Target class (default: spam for two-label corpora).")
+@click.option("--bigrams", is_flag=True, help="Also use word bigrams.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
+def evaluate_command(corpus, demo, variants, params, selections, protocol, target, bigrams, as_json) -> None:  # fmt: skip
+    """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, see shared/corpora/README.md)."""
+    if (corpus is None) == (not demo):
+        raise click.UsageError("give a CORPUS file or --demo (not both)")
+    specs = _specs(variants or ("mnb",), params, selections or ("none",))
+    records = _demo_records() if demo else _read(corpus)
+    tokenizer = Tokenizer(TokenizerConfig(bigrams=bigrams))
+    with _progress(records, "tokenizing") as bar:
+        tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
+    rows = []
+    for spec in specs:
+        try:
+            with _progress(range(len(records)), f"{spec} {protocol}", enabled=protocol == "online") as bar:
+                result = evaluate(tokenized, spec, protocol, target, progress=lambda it: _follow(it, bar))
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+        rows.append(result)
+        if as_json:
+            click.echo(json.dumps(result.as_dict()))
+    if not as_json:
+        click.echo(format_table(rows))
+
+
+@main.command(name="synth")
+@click.argument("path", type=click.Path(dir_okay=False, writable=True))
+@click.option("--messages", "n_messages", type=click.IntRange(min=1), default=DEMO_MESSAGES, show_default=True)
+@click.option("--spam-share", type=click.FloatRange(0.001, 0.999), default=0.15, show_default=True)
+@click.option("--drift", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def synth_command(path, n_messages, spam_share, drift, seed) -> None:
+    """Write a synthetic labelled corpus to PATH (.jsonl or .jsonl.gz)."""
+    config = SynthConfig(n_messages=n_messages, class_priors={"ham": 1 - spam_share, "spam": spam_share},
+                         drift=drift, seed=seed)  # fmt: skip
+    write_corpus(generate(config), path)
+    click.echo(f"wrote {n_messages} messages to {path}", err=True)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _specs(variants: Sequence[str], params: Sequence[str], selections: Sequence[str]) -> list[ModelSpec]:
+    names = [v.removesuffix("+sow") for v in variants]
+    scoped: dict[str, dict[str, str]] = {name: {} for name in names}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+        variant, dot, key = key.rpartition(".")
+        targets = [variant] if dot else [n for n in names if _accepts(n, key)]
+        if dot and variant not in scoped:
+            raise click.BadParameter(f"{item!r} names variant {variant!r}, which is not evaluated", param_hint="--param")
+        if not targets:
+            raise click.BadParameter(f"no evaluated variant has a parameter {key!r}", param_hint="--param")
+        for name in targets:
+            scoped[name][key] = value
+    try:
+        selection_specs = [Selection.parse(s) for s in selections]
+        return [
+            ModelSpec(name, parse_params(name, scoped[name]), selection, set_of_words=variant.endswith("+sow"))
+            for variant, name in zip(variants, names)
+            for selection in selection_specs
+        ]
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def _accepts(variant: str, key: str) -> bool:
+    try:
+        parse_params(variant, {key: "0"})
+    except ValueError:
+        return False
+    return True
+
+
+def _read(path: str) -> list[Record]:
+    try:
+        records = read_corpus(path)
+    except CorpusError as error:
+        raise click.ClickException(str(error)) from None
+    if not records:
+        raise click.ClickException(f"{path}: the corpus is empty")
+    return records
+
+
+def _demo_records() -> list[Record]:
+    return to_records(generate(SynthConfig(n_messages=DEMO_MESSAGES)))
+
+
+def _progress(items: Sequence, label: str, enabled: bool = True):
+    """A progress bar on stderr (silent when disabled or when stderr is not a terminal)."""
+    return click.progressbar(items, label=label, file=sys.stderr if enabled else _Null())
+
+
+def _follow(items: Iterable, bar) -> Iterable:
+    for item in items:
+        bar.update(1)
+        yield item
+
+
+class _Null:
+    def write(self, _: str) -> None: ...
+    def flush(self) -> None: ...
+    def isatty(self) -> bool:
+        return False
+
+
+COLUMNS = [
+    ("variant", "variant", "{}"), ("select", "select", "{}"), ("protocol", "protocol", "{}"),
+    ("n_train", "train", "{}"), ("n_test", "test", "{}"), ("auc", "AUC", "{:.4f}"),
+    ("one_minus_auc_pct", "(1-AUC)%", "{:.3f}"), ("spec_at_full_recall", "spec@R=1", "{:.3f}"),
+    ("recall_at_fpr_0_1pct", "R@FPR.1%", "{:.3f}"), ("lam_pct", "lam%", "{:.2f}"),
+    ("accuracy", "acc", "{:.4f}"), ("macro_f1", "macroF1", "{:.4f}"), ("messages_per_second", "msg/s", "{:,.0f}"),
+]  # fmt: skip
+
+
+def format_table(rows: Sequence[Evaluation]) -> str:
+    """A plain-text table, one row per evaluation."""
+    cells = [[title for _, title, _ in COLUMNS]]
+    for row in rows:
+        values = row.as_dict()
+        cells.append(["-" if values[key] is None else fmt.format(values[key]) for key, _, fmt in COLUMNS])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.rjust(w) if i > 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                     for r in cells)  # fmt: skip

@@ -1,0 +1,226 @@
+"""The protocols of `filterd evaluate`, on a tokenized corpus.
+
+split   the corpus's own train/test split if it has one, else stratified 66/34 with seed 0
+        (Frank & Bouckaert, Kołcz): learn the training part, score the test part.
+online  the TREC immediate-feedback replay in `order`: score each message with everything
+        learned before it, then learn its label (a two-class task).
+
+Tasks, by the corpus:
+binary      two labels, or any corpus with a target class (target vs the rest): the decision
+            score s(x) = s_t − max_{c≠t} s_c; lam% and accuracy at τ = 0 (the Bayes decision).
+multiclass  one label of many, no target: accuracy and macro-F1 of the predicted class, and the
+            ranking measures one-vs-rest per class, macro-averaged (Kołcz, Rennie).
+multilabel  `labels` (Reuters): one binary task per category with positives in both parts,
+            macro-averaged (the papers' protocol).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from filterd import metrics
+from filterd.corpus import Record, is_multilabel, train_test_split
+from filterd.features import DocBatch, encode, select_docs
+from filterd.model import Model, ModelSpec
+from filterd.stats import Statistics
+
+SEED = 0  # token-key seed of evaluation runs; any fixed value gives the same results
+Progress = Callable[[Iterable], Iterable]
+
+
+@dataclass
+class Evaluation:
+    variant: str
+    select: str
+    protocol: str
+    task: str
+    target: str | None
+    n_train: int
+    n_test: int
+    auc: float | None = None
+    one_minus_auc_pct: float | None = None
+    spec_at_full_recall: float | None = None
+    recall_at_fpr_0_1pct: float | None = None
+    lam_pct: float | None = None
+    accuracy: float | None = None
+    macro_f1: float | None = None
+    seconds: float = 0.0
+    messages_per_second: float = 0.0
+    per_class: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Records with their token counts, computed once and shared by every variant."""
+
+    records: list[Record]
+    batch: DocBatch
+    tokenize_seconds: float
+
+    @classmethod
+    def tokenize(cls, records: Sequence[Record], tokenizer, progress: Progress = iter) -> Corpus:
+        started = time.perf_counter()
+        docs = [tokenizer(r.message()).tokens for r in progress(records)]
+        batch = encode(docs, Statistics(seed=SEED).hasher)
+        return cls(list(records), batch, time.perf_counter() - started)
+
+    @property
+    def seconds_per_message(self) -> float:
+        return self.tokenize_seconds / max(len(self.records), 1)
+
+
+def task_of(records: Sequence[Record], target: str | None) -> tuple[str, str | None]:
+    """The task a corpus calls for, and its target class ("spam" by default for two labels)."""
+    labels = sorted({label for r in records for label in r.labels})
+    if target is not None and target not in labels:
+        raise ValueError(f"target {target!r} is not a label of this corpus ({_some(labels)})")
+    if is_multilabel(records):
+        return ("multilabel", target) if target is None else ("binary", target)
+    if target is not None:
+        return "binary", target
+    if len(labels) == 2:
+        if "spam" in labels:
+            return "binary", "spam"
+        raise ValueError(f"two labels ({', '.join(labels)}): say which is the target with --target")
+    if len(labels) < 2:
+        raise ValueError("the corpus needs at least two labels")
+    return "multiclass", None
+
+
+def _some(labels: list[str]) -> str:
+    return ", ".join(labels[:8]) + (", …" if len(labels) > 8 else "")
+
+
+def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: str | None = None,
+             progress: Progress = iter) -> Evaluation:  # fmt: skip
+    """Run one variant on `corpus` under `protocol` ("split" or "online")."""
+    task, target = task_of(corpus.records, target)
+    if protocol == "split":
+        return _split(corpus, spec, task, target)
+    if protocol == "online":
+        if task != "binary":
+            raise ValueError("the online protocol replays a two-class stream: give a --target class")
+        return _online(corpus, spec, target, progress)
+    raise ValueError(f"protocol must be split or online, not {protocol!r}")
+
+
+# --- split -----------------------------------------------------------------------------------
+
+
+def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Evaluation:
+    position = {r.id: i for i, r in enumerate(corpus.records)}
+    train, test = train_test_split(corpus.records)
+    train_batch = select_docs(corpus.batch, np.array([position[r.id] for r in train], dtype=np.int64))
+    test_batch = select_docs(corpus.batch, np.array([position[r.id] for r in test], dtype=np.int64))
+    result = Evaluation(spec_name(spec), str(spec.selection), "split", task, target, len(train), len(test))
+    started = time.perf_counter()
+    if task == "multilabel":
+        _multilabel(result, spec, train, train_batch, test, test_batch)
+    else:
+        stats = Statistics(seed=SEED)
+        stats.update(train_batch, [_label(r, target) for r in train])
+        if task == "binary":
+            scores = Model.build(stats, spec, target).score(test_batch).binary()
+            _binary_measures(result, scores, np.array([target in r.labels for r in test]))
+        else:
+            _multiclass(result, stats, spec, test, test_batch)
+    _timing(result, corpus, started, len(train) + len(test))
+    return result
+
+
+def _label(record: Record, target: str | None) -> str:
+    """Single-label corpora keep their labels; a multi-label record is the target or the rest."""
+    if len(record.labels) == 1:
+        return record.labels[0]
+    return target if target in record.labels else f"not {target}"
+
+
+def _binary_measures(result: Evaluation, scores: np.ndarray, truth: np.ndarray) -> None:
+    summary = metrics.binary_summary(scores, truth, tau=0.0)
+    for name in ("auc", "one_minus_auc_pct", "spec_at_full_recall", "recall_at_fpr_0_1pct", "lam_pct"):
+        setattr(result, name, float(summary[name]))
+    predicted = scores >= 0.0
+    result.accuracy = metrics.accuracy(truth, predicted)
+    result.macro_f1 = metrics.macro_f1(truth, predicted, labels=[True, False])
+
+
+def _multiclass(result: Evaluation, stats: Statistics, spec: ModelSpec, test: list[Record], batch: DocBatch) -> None:
+    truth = [r.label for r in test]
+    one_vs_rest = {c: Model.build(stats, spec, c).score(batch).binary() for c in stats.labels}
+    for c, scores in one_vs_rest.items():
+        positives = np.array([t == c for t in truth])
+        if positives.any() and not positives.all():
+            result.per_class[c] = metrics.binary_summary(scores, positives, tau=0.0)
+    if spec.selection.kind in ("local", "global"):  # selection ranks tokens per target class
+        columns = list(one_vs_rest)
+        predicted = [columns[i] for i in np.column_stack(list(one_vs_rest.values())).argmax(axis=1)]
+    else:
+        predicted = Model.build(stats, spec).score(batch).predict()
+    result.accuracy = metrics.accuracy(np.array(truth), np.array(predicted))
+    result.macro_f1 = metrics.macro_f1(truth, predicted)
+    _macro_average(result)
+
+
+def _multilabel(result, spec, train, train_batch, test, test_batch) -> None:
+    categories = sorted({c for r in train for c in r.labels} & {c for r in test for c in r.labels})
+    f1 = []
+    for c in categories:
+        stats = Statistics(seed=SEED)
+        stats.update(train_batch, [c if c in r.labels else f"not {c}" for r in train])
+        scores = Model.build(stats, spec, c).score(test_batch).binary()
+        truth = np.array([c in r.labels for r in test])
+        result.per_class[c] = metrics.binary_summary(scores, truth, tau=0.0)
+        f1.append(_f1(truth, scores >= 0.0))
+    result.macro_f1 = float(np.mean(f1)) if f1 else None
+    _macro_average(result)
+
+
+def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    tp = np.sum(truth & predicted)
+    return float(2 * tp / max(truth.sum() + predicted.sum(), 1))
+
+
+def _macro_average(result: Evaluation) -> None:
+    if not result.per_class:
+        return
+    for name in ("auc", "one_minus_auc_pct", "spec_at_full_recall", "recall_at_fpr_0_1pct", "lam_pct"):
+        setattr(result, name, float(np.mean([m[name] for m in result.per_class.values()])))
+
+
+# --- online ----------------------------------------------------------------------------------
+
+
+def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) -> Evaluation:
+    records = sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order)
+    truth = np.array([target in corpus.records[i].labels for i in records])
+    labels = [target if t else f"not {target}" for t in truth]
+    stats = Statistics([target, f"not {target}"], seed=SEED)
+    scores = np.zeros(len(records))
+    lazy = not spec.needs_whole_vocabulary  # weights for the message's own tokens only
+    started = time.perf_counter()
+    for step, i in enumerate(progress(records)):
+        one = select_docs(corpus.batch, np.array([i]))
+        if stats.D.min() > 0:  # until both classes have a document there is nothing to score with
+            scores[step] = Model.build(stats, spec, target, lazy=lazy).score(one).binary()[0]
+        stats.update(one, [labels[step]])
+    result = Evaluation(spec_name(spec), str(spec.selection), "online", "binary", target, len(records), len(records))
+    _binary_measures(result, scores, truth)
+    _timing(result, corpus, started, len(records))
+    return result
+
+
+def _timing(result: Evaluation, corpus: Corpus, started: float, messages: int) -> None:
+    result.seconds = time.perf_counter() - started + corpus.seconds_per_message * messages
+    result.messages_per_second = messages / result.seconds if result.seconds > 0 else 0.0
+
+
+def spec_name(spec: ModelSpec) -> str:
+    """The variant part of a spec's name (without the selection)."""
+    return str(ModelSpec(spec.variant, spec.params, set_of_words=spec.set_of_words))

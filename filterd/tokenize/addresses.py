@@ -1,0 +1,47 @@
+"""Sender and recipient fields (mail headers, the message's `sender`) → prefixed tokens.
+
+A sender ("From", "Reply-To", "Return-Path", the message's `sender`) gives, with its prefix:
+
+    <prefix><domain>            "from:example.com"
+    <prefix>local:<local part>  "from:local:john.doe"
+    <prefix>name:<word>         each word of the display name: "from:name:paypal"
+    <prefix>id:<compact>        only when there is no address: the value without spaces or
+                                punctuation other than ".+-" ("from:id:+447700900123")
+
+Recipients ("To", "Cc") give `<prefix><domain>` per address.
+"""
+
+from __future__ import annotations
+
+import re
+
+from filterd.tokenize.limits import cap
+from filterd.tokenize.text import normalize, plain_tokens
+
+# The local part may not start inside a longer run of its characters: see links.FIND_LINKS.
+_ADDRESS = re.compile(r"(?<![\w.+-])([\w.+-]++)@([\w-]++(?:\.[\w-]++)*+)")
+_NOT_ID = re.compile(r"[^\w.+-]+")
+
+
+def sender_tokens(value: str, prefix: str, max_token_length: int) -> list[str]:
+    """Tokens of one sender value, e.g. `'"John" <john@example.com>'` with prefix "from:"."""
+    text = normalize(value)
+    addresses = _ADDRESS.findall(text)
+    out: list[str] = []
+    for local, domain in addresses:
+        out.append(prefix + cap(domain, max_token_length))
+        out.append(prefix + "local:" + cap(local, max_token_length))
+    if addresses:
+        text = _ADDRESS.sub(" ", text)
+    else:
+        compact = _NOT_ID.sub("", text)
+        if compact:
+            out.append(prefix + "id:" + cap(compact, max_token_length))
+    name = prefix + "name:"
+    out += [name + word for word in plain_tokens(text, max_token_length)]
+    return out
+
+
+def recipient_tokens(value: str, prefix: str, max_token_length: int) -> list[str]:
+    """`<prefix><domain>` for each address in one recipient value ("To", "Cc")."""
+    return [prefix + cap(domain, max_token_length) for _, domain in _ADDRESS.findall(normalize(value))]

@@ -1,0 +1,107 @@
+"""Message attributes ({key: JSON value}) → "key=value" tokens.
+
+    {"country": "US"}                   → country=us
+    {"geo": {"city": "New York"}}       → geo.city=new_york      (nested keys joined by ".")
+    {"tags": ["a", "b"]}                → tags=a, tags=b         (list items share the key)
+    {"ok": True, "x": None}             → ok=true, x=null        (JSON spelling)
+    {"amount": 250.5}                   → amount=250.5, amount~1e2  (numbers add their magnitude)
+
+Keys and string values are normalized like text (NFKC, casefold); whitespace and control
+characters become "_"; a key or value longer than the length limit becomes its skip marker.
+A free-text value is one token: free text belongs in the message's `text`.
+Nesting deeper than `MAX_ATTRIBUTE_DEPTH` gives "key=nested" and the flag "max_depth";
+the walk is iterative, and stops after `max_tokens` values (flag "max_tokens").
+Values of other types are stringified; sets are sorted first, so the tokens are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from filterd.tokenize.limits import MAX_ATTRIBUTE_DEPTH, MAX_DEPTH, MAX_TOKENS, cap
+from filterd.tokenize.text import normalize
+
+_SEPARATORS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+_SURROGATES = re.compile(r"[\ud800-\udfff]+")
+_MAX_INT_BITS = 10_000  # str() of a longer int raises (int_max_str_digits); also pointless
+
+
+def attribute_tokens(
+    attributes: Mapping[Any, Any], max_token_length: int, max_tokens: int, flags: set[str]
+) -> list[str]:
+    """Tokens of an attribute mapping, in its order. Adds "max_depth"/"max_tokens" to `flags`."""
+    out: list[str] = []
+    visited = 0  # values, containers included: bounds the work on [[], [], …] too
+    stack: list[tuple[Iterator[tuple[str, Any]], int]] = [(_children("", attributes, max_token_length), 1)]
+    while stack:
+        children, depth = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            continue
+        visited += 1
+        if visited > max_tokens:
+            flags.add(MAX_TOKENS)
+            break
+        key, value = child
+        if isinstance(value, (Mapping, list, tuple, set, frozenset)):
+            if depth < MAX_ATTRIBUTE_DEPTH:
+                stack.append((_children(key, value, max_token_length), depth + 1))
+            else:
+                flags.add(MAX_DEPTH)
+                out.append(key + "=nested")
+            continue
+        out += _scalar_tokens(key, value, max_token_length)
+    return out
+
+
+def _children(key: str, value: Any, max_length: int) -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) pairs one level below `value`."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            name = clean(k, max_length)
+            yield (f"{key}.{name}" if key else name), v
+    elif isinstance(value, (set, frozenset)):
+        for v in sorted(value, key=repr):
+            yield key, v
+    else:
+        for v in value:
+            yield key, v
+
+
+def _scalar_tokens(key: str, value: Any, max_length: int) -> list[str]:
+    if value is None:
+        return [key + "=null"]
+    if isinstance(value, bool):
+        return [key + ("=true" if value else "=false")]
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_INT_BITS:
+            return [key + "=bigint", f"{key}~{'-' if value < 0 else ''}bigint"]
+        return [key + "=" + cap(str(value), max_length), key + "~" + _magnitude(value)]
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return [key + "=" + cap(repr(value), max_length), key + "~" + _magnitude(value)]
+        return [key + "=" + repr(value)]  # nan, inf, -inf
+    return [key + "=" + clean(value, max_length)]
+
+
+def _magnitude(x: float) -> str:
+    """The decade of a finite number: 250.5 → "1e2", -0.03 → "-1e-2", 0 → "0"."""
+    if x == 0:
+        return "0"
+    return f"{'-' if x < 0 else ''}1e{math.floor(math.log10(abs(x)))}"
+
+
+def clean(value: Any, max_length: int) -> str:
+    """`value` as one token part: normalized, no whitespace, control characters or surrogates."""
+    if isinstance(value, (bytes, bytearray)):
+        text = bytes(value).decode("utf-8", "replace")
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = str(value)
+    text = _SEPARATORS.sub("_", _SURROGATES.sub("", normalize(text)))
+    return cap(text, max_length) if text else text

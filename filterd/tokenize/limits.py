@@ -1,0 +1,62 @@
+"""Bounds on what one message may cost: byte truncation, long-token markers, and flag names.
+
+Every limit that drops input is reported through a flag (see `LIMIT_FLAGS`); a flagged
+result has `Tokens.truncated` set.
+"""
+
+from __future__ import annotations
+
+# Flags naming a limit that dropped part of the input.
+MAX_BYTES = "max_bytes"  # a string field was cut at TokenizerConfig.max_bytes
+MAX_TOKENS = "max_tokens"  # the token list was cut at TokenizerConfig.max_tokens
+MAX_PARTS = "max_parts"  # a mail had more MIME parts (or delimiters) than MAX_MIME_PARTS
+MAX_DEPTH = "max_depth"  # attributes nested deeper than MAX_ATTRIBUTE_DEPTH
+INTERNAL_ERROR = "internal_error"  # a tokenizer bug; nothing was tokenized
+LIMIT_FLAGS = frozenset({MAX_BYTES, MAX_TOKENS, MAX_PARTS, MAX_DEPTH, INTERNAL_ERROR})
+
+# Flags naming an input problem that did not drop anything.
+MIME_DEFECT = "mime_defect"  # the mail parser reported defects or failed
+BAD_MESSAGE = "bad_message"  # the message is not a mapping
+BAD_ATTRIBUTES = "bad_attributes"  # `attributes` is present but not a mapping
+UNKNOWN_FORMAT = "unknown_format"  # `format` is neither "text" nor "email"; read as text
+
+# Fixed bounds that are not configuration: real mail stays far below them, and beyond them
+# the stdlib parser's cost grows with parts x nesting depth.
+MAX_MIME_PARTS = 1000
+MAX_MIME_BOUNDARIES = 100
+MAX_ATTRIBUTE_DEPTH = 8
+
+
+def skip_marker(token: str) -> str:
+    """The SpamBayes length-class marker for an over-long token: `skip:<first char>:<len // 10 * 10>`."""
+    return f"skip:{token[0]}:{len(token) // 10 * 10}"
+
+
+def cap(token: str, max_length: int) -> str:
+    """`token` itself, or its skip marker when longer than `max_length`. `token` must not be empty."""
+    return token if len(token) <= max_length else skip_marker(token)
+
+
+def cap_all(tokens: list[str], max_length: int) -> list[str]:
+    """`tokens` with every over-long token replaced by its skip marker (the same list if none is)."""
+    if tokens and max(map(len, tokens)) > max_length:
+        return [t if len(t) <= max_length else skip_marker(t) for t in tokens]
+    return tokens
+
+
+def truncate_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
+    """(`text` cut to at most `max_bytes` UTF-8 bytes at a character boundary, whether it was cut).
+
+    Lone surrogates count as the 3 bytes `surrogatepass` gives them, so any str is accepted.
+    """
+    if len(text) <= max_bytes // 4 or (text.isascii() and len(text) <= max_bytes):
+        return text, False
+    if text.isascii():
+        return text[:max_bytes], True
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text, False
+    end = max_bytes
+    while end > 0 and data[end] & 0xC0 == 0x80:  # step back off a continuation byte
+        end -= 1
+    return data[:end].decode("utf-8", "surrogatepass"), True

@@ -1,0 +1,246 @@
+"""Raw RFC 822 mail → tokens: headers by name, MIME parts decoded, HTML made visible text.
+
+Token forms (body words are unprefixed, like plain text, so mail and SMS share a vocabulary):
+
+    subject:<token>             each token of the decoded Subject ("subject:free")
+    from:… reply-to:… return-path:…   sender tokens (see addresses.py)
+    to:<domain> cc:<domain>     one per recipient address
+    content-type:<type>         the top part's and every part's type ("content-type:text/html")
+    content-transfer-encoding:<cte>, charset:<charset>   of text parts that declare one
+    <body tokens>               text/* parts; HTML as visible text plus its link targets' tokens
+    attach:<type>               each non-text part, or a part with Content-Disposition: attachment
+    attachsize:<class>          its decoded size: 1k, 10k, 100k, 1m, 10m or more (upper bounds)
+    attachext:<ext>             its file name's extension ("attachext:exe")
+    header:<name>               each distinct header name of the top part ("header:x-mailer")
+
+Parsing uses the stdlib with `policy=compat32`: measured 15x faster than `policy.default`
+on a 4.5 KB two-part mail (0.12 ms vs 1.7 ms), and it records defects instead of raising.
+RFC 2047 encoded words are decoded here. Parser defects set the flag "mime_defect". A mail
+with more than `MAX_MIME_PARTS` delimiter lines or `MAX_MIME_BOUNDARIES` boundaries (whose
+parse time grows with parts x depth, and which recurses per nesting level) is read as headers
+plus a plain-text body, flagged "max_parts".
+"""
+
+from __future__ import annotations
+
+import binascii
+import email
+import email.parser
+import email.policy
+import re
+from email.message import Message
+
+from filterd.tokenize.addresses import recipient_tokens, sender_tokens
+from filterd.tokenize.config import TokenizerConfig
+from filterd.tokenize.limits import MAX_MIME_BOUNDARIES, MAX_MIME_PARTS, MAX_PARTS, MIME_DEFECT, cap
+from filterd.tokenize.links import email_tokens, url_tokens
+from filterd.tokenize.markup import html_text
+from filterd.tokenize.text import normalize, plain_tokens, text_tokens
+
+_SENDERS = ("from", "reply-to", "return-path")
+_RECIPIENTS = ("to", "cc")
+
+_ENCODED_WORD = re.compile(r"=\?([^?\s]{1,64})\?([bBqQ])\?([^?\s]*)\?=")
+_BETWEEN_ENCODED_WORDS = re.compile(r"(?<=\?=)\s+(?==\?)")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_CTYPE = re.compile(r"[a-z0-9][\w.+-]{0,63}/[\w.+-]{1,64}")
+_LABEL = re.compile(r"[a-z0-9][\w.:-]{0,39}")  # charset, transfer encoding
+_CHARSET = re.compile(r"""\bcharset\s*=\s*["']?([^\s"';]+)""", re.IGNORECASE)
+_HEADER_NAME = re.compile(r"[!-9;-~]{1,40}")  # printable ASCII but ":"
+_EXTENSION = re.compile(r"\.([^\W_]{1,10})\Z")
+_URL_START = re.compile(r"(?:https?:|ftp:)?//|www\.")
+_MAILTO = re.compile(r"mailto:([\w.+-]++)@([\w-]++(?:\.[\w-]++)*+)")
+
+# Codecs that are not charsets: mail must not choose one (punycode decoding is quadratic).
+_NOT_CHARSETS = frozenset({"punycode", "idna", "undefined", "unicode_escape", "raw_unicode_escape"})
+_SIZE_CLASSES = ((1 << 10, "1k"), (10 << 10, "10k"), (100 << 10, "100k"), (1 << 20, "1m"), (10 << 20, "10m"))
+
+
+def mail_tokens(raw: str, config: TokenizerConfig, flags: set[str]) -> list[str]:
+    """Tokens of one raw mail, in order: headers, parts, header names. Adds flags to `flags`."""
+    message = _parse(_without_surrogates(raw), flags)
+    if message is None:
+        flags.add(MIME_DEFECT)
+        return text_tokens(raw, config.max_token_length, config.bigrams)
+    out = _header_tokens(message, config.max_token_length)
+    out += _part_tokens(message, config, flags)
+    names = dict.fromkeys(str(name).casefold() for name in message.keys())
+    out += ["header:" + name for name in names if _HEADER_NAME.fullmatch(name)]
+    return out
+
+
+def _without_surrogates(raw: str) -> str:
+    """`raw` with lone surrogates as U+FFFD: compat32 wraps such headers in Header objects,
+    whose str() raises."""
+    if raw.isascii():
+        return raw
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", raw)
+    return raw
+
+
+def _parse(raw: str, flags: set[str]) -> Message | None:
+    """The parsed mail, only its headers when it is too complex, None when unparseable."""
+    headers_only = _too_complex(raw)
+    if headers_only:
+        flags.add(MAX_PARTS)
+    else:
+        try:
+            return email.message_from_string(raw, policy=email.policy.compat32)
+        except Exception:  # RecursionError on deep nesting, or a parser bug
+            flags.add(MIME_DEFECT)
+    try:
+        return email.parser.Parser(policy=email.policy.compat32).parsestr(raw, headersonly=True)
+    except Exception:
+        return None
+
+
+def _too_complex(raw: str) -> bool:
+    """Whether `raw` has more MIME delimiter lines or boundaries than we parse."""
+    # str.count is C-speed; a regex scan here cost as much as tokenizing the body.
+    if raw.count("\n--") >= MAX_MIME_PARTS:
+        return True
+    return raw.lower().count("boundary") >= MAX_MIME_BOUNDARIES
+
+
+def decode_header(value: str) -> str:
+    """A header value with its RFC 2047 encoded words decoded (undecodable bytes replaced)."""
+    if "=?" not in value:
+        return value
+    return _ENCODED_WORD.sub(_decode_word, _BETWEEN_ENCODED_WORDS.sub("", value))
+
+
+def _decode_word(m: re.Match[str]) -> str:
+    charset, encoding, data = m.groups()
+    ascii_data = data.encode("ascii", "ignore")
+    try:
+        if encoding in "bB":
+            raw = binascii.a2b_base64(ascii_data + b"=" * (-len(ascii_data) % 4))
+        else:
+            raw = binascii.a2b_qp(ascii_data, header=True)
+    except (binascii.Error, ValueError):
+        return data
+    return decode_bytes(raw, charset.partition("*")[0])  # "*" starts an RFC 2231 language
+
+
+def decode_bytes(data: bytes, charset: str | None) -> str:
+    """`data` as text in `charset`; unknown or missing charsets read as UTF-8, else cp1252."""
+    name = (charset or "").strip().lower()
+    if name and name not in ("us-ascii", "ascii") and name.replace("-", "_") not in _NOT_CHARSETS:
+        try:
+            return data.decode(name, "replace")
+        except Exception:  # LookupError, or a codec that is no text encoding
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", "replace")
+
+
+def _header_tokens(message: Message, max_length: int) -> list[str]:
+    out: list[str] = []
+    subject = message.get("subject")
+    if subject is not None:
+        subject_text = decode_header(str(subject))
+        out += ["subject:" + t for t in text_tokens(subject_text, max_length)]
+    for name in _SENDERS:
+        for value in message.get_all(name, ()):
+            out += sender_tokens(decode_header(str(value)), name + ":", max_length)
+    for name in _RECIPIENTS:
+        for value in message.get_all(name, ()):
+            out += recipient_tokens(str(value), name + ":", max_length)
+    return out
+
+
+def _part_tokens(message: Message, config: TokenizerConfig, flags: set[str]) -> list[str]:
+    """Tokens of every part, depth first in message order; iterative, so depth costs no stack."""
+    out: list[str] = []
+    stack = [message]
+    seen = 0
+    while stack:
+        part = stack.pop()
+        seen += 1
+        if seen > MAX_MIME_PARTS:
+            flags.add(MAX_PARTS)
+            break
+        try:
+            payload = part.get_payload()
+            if isinstance(payload, list):
+                out.append("content-type:" + _content_type(part))
+                stack.extend(p for p in reversed(payload) if isinstance(p, Message))
+            else:
+                out += _leaf_tokens(part, str(payload), config)
+        except Exception:  # a part the stdlib cannot decode must not lose the others
+            flags.add(MIME_DEFECT)
+        if part.defects:  # after decoding, which adds base64 padding defects
+            flags.add(MIME_DEFECT)
+    return out
+
+
+def _content_type(part: Message) -> str:
+    ctype = part.get_content_type()
+    return ctype if _CTYPE.fullmatch(ctype) else "invalid"
+
+
+def _leaf_tokens(part: Message, payload: str, config: TokenizerConfig) -> list[str]:
+    max_length = config.max_token_length
+    ctype = _content_type(part)
+    out = ["content-type:" + ctype]
+    cte = str(part.get("content-transfer-encoding", "")).strip().lower()
+    disposition = str(part.get("content-disposition", "")).strip().lower()
+    # A mail read headers-only keeps its multipart body as one string: read it as text.
+    is_text = ctype.startswith(("text/", "multipart/", "message/")) or ctype == "invalid"
+    if is_text:
+        if cte and _LABEL.fullmatch(cte):
+            out.append("content-transfer-encoding:" + cte)
+        charset = _charset(part)
+        if charset and _LABEL.fullmatch(charset):
+            out.append("charset:" + charset)
+        text = _decoded_text(part, payload, cte, charset)
+        if ctype == "text/html":
+            visible, links = html_text(text)
+            out += text_tokens(visible, max_length, config.bigrams)
+            for link in links:
+                out += _link_tokens(link, max_length)
+        else:
+            out += text_tokens(text, max_length, config.bigrams)
+    if not is_text or disposition.startswith("attachment"):
+        out += _attachment_tokens(part, ctype, payload, cte, max_length)
+    return out
+
+
+def _charset(part: Message) -> str | None:
+    # A regex on the header: a third of the cost of Message.get_content_charset().
+    m = _CHARSET.search(str(part.get("content-type", "")))
+    return m.group(1).lower() if m else None
+
+
+def _decoded_text(part: Message, payload: str, cte: str, charset: str | None) -> str:
+    if cte not in ("base64", "quoted-printable"):
+        return payload  # 7bit/8bit text is already text: the mail arrived as a str
+    data = part.get_payload(decode=True)
+    return decode_bytes(data, charset) if isinstance(data, bytes) else payload
+
+
+def _link_tokens(link: str, max_length: int) -> list[str]:
+    link = normalize(link.strip())
+    m = _MAILTO.match(link)
+    if m is not None:
+        return email_tokens(m.group(1), m.group(2), max_length)
+    if _URL_START.match(link):
+        return url_tokens(link, max_length)
+    return []  # relative, cid:, javascript: …
+
+
+def _attachment_tokens(part: Message, ctype: str, payload: str, cte: str, max_length: int) -> list[str]:
+    size = len(payload) * 3 // 4 if cte == "base64" else len(payload)
+    size_class = next((name for limit, name in _SIZE_CLASSES if size <= limit), "more")
+    out = ["attach:" + ctype, "attachsize:" + size_class]
+    filename = part.get_filename()
+    if filename:
+        m = _EXTENSION.search(normalize(decode_header(str(filename))).strip())
+        if m:
+            out.append("attachext:" + cap(m.group(1), max_length))
+    return out

@@ -1,0 +1,139 @@
+"""Message record → `Tokens`: the one entry point of the scorer and the learner.
+
+A message is `{id, text?, subject?, sender?, format: "text"|"email", attributes?, tenant?, ts?}`.
+Tokens come in this order, so that `max_tokens` keeps the most telling ones:
+`subject:` tokens, `from:` tokens of `sender`, the text (plain, or the raw mail's headers,
+parts and header names), then the attributes' `key=value` tokens.
+
+Never raises: odd field types are coerced (bytes decoded as UTF-8, others through `str()`,
+None is absent), and an unexpected error yields empty tokens flagged "internal_error",
+because one exception here would stop a stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from filterd.tokenize.addresses import sender_tokens
+from filterd.tokenize.attributes import attribute_tokens
+from filterd.tokenize.config import TokenizerConfig
+from filterd.tokenize.limits import (
+    BAD_ATTRIBUTES,
+    BAD_MESSAGE,
+    INTERNAL_ERROR,
+    LIMIT_FLAGS,
+    MAX_BYTES,
+    MAX_TOKENS,
+    UNKNOWN_FORMAT,
+    truncate_utf8,
+)
+from filterd.tokenize.mail import mail_tokens
+from filterd.tokenize.text import text_tokens
+
+_NO_FLAGS: frozenset[str] = frozenset()
+_DEFAULT_CONFIG = TokenizerConfig()
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The tokens of one message.
+
+    tokens: in message order, with repeats (the caller counts them); none is empty or holds
+        NUL or whitespace, except the one space inside a bigram.
+    truncated: a limit dropped part of the input (any of `limits.LIMIT_FLAGS` is set).
+    flags: the limits hit and problems met: "max_bytes", "max_tokens", "max_parts",
+        "max_depth", "mime_defect", "unknown_format", "bad_attributes", "bad_message",
+        "internal_error".
+    """
+
+    tokens: list[str]
+    truncated: bool
+    flags: frozenset[str]
+
+
+class Tokenizer:
+    """Turns message records into tokens under one `TokenizerConfig`. Pure and thread-safe."""
+
+    def __init__(self, config: TokenizerConfig = _DEFAULT_CONFIG) -> None:
+        self.config = config
+
+    def __call__(self, message: Mapping[str, Any]) -> Tokens:
+        """The tokens of one message record. Never raises."""
+        try:
+            return self._tokens(message)
+        except Exception:  # a bug must not stop the stream; the flag makes it visible
+            return Tokens([], True, frozenset({INTERNAL_ERROR}))
+
+    def text(self, text: str) -> list[str]:
+        """Tokens of plain text alone: the fast path. Limits apply without being reported."""
+        config = self.config
+        try:
+            body = self._field(text, set())
+            return text_tokens(body, config.max_token_length, config.bigrams)[: config.max_tokens]
+        except Exception:  # see __call__
+            return []
+
+    def _tokens(self, message: Mapping[str, Any]) -> Tokens:
+        if not isinstance(message, (dict, Mapping)):  # dict first: the ABC check is slower
+            return Tokens([], False, frozenset({BAD_MESSAGE}))
+        config = self.config
+        max_length = config.max_token_length
+        flags: set[str] = set()
+
+        text = self._field(message.get("text"), flags)
+        format_ = message.get("format")
+        if format_ is None or format_ == "text":
+            out = text_tokens(text, max_length, config.bigrams)
+        elif isinstance(format_, str) and format_.strip().lower() == "email":
+            out = mail_tokens(text, config, flags)
+        else:
+            flags.add(UNKNOWN_FORMAT)
+            out = text_tokens(text, max_length, config.bigrams)
+
+        head: list[str] = []
+        subject = message.get("subject")
+        if subject is not None:
+            head += ["subject:" + t for t in text_tokens(self._field(subject, flags), max_length)]
+        sender = message.get("sender")
+        if sender is not None:
+            head += sender_tokens(self._field(sender, flags), "from:", max_length)
+        if head:
+            out = head + out
+
+        attributes = message.get("attributes")
+        if attributes is not None:
+            if isinstance(attributes, (dict, Mapping)):
+                out += attribute_tokens(attributes, max_length, config.max_tokens, flags)
+            else:
+                flags.add(BAD_ATTRIBUTES)
+
+        if len(out) > config.max_tokens:
+            del out[config.max_tokens :]
+            flags.add(MAX_TOKENS)
+        if not flags:
+            return Tokens(out, False, _NO_FLAGS)
+        return Tokens(out, not flags.isdisjoint(LIMIT_FLAGS), frozenset(flags))
+
+    def _field(self, value: Any, flags: set[str]) -> str:
+        """A message field as text cut to `max_bytes` (flagging the cut); None is ""."""
+        if value is None:
+            return ""
+        if type(value) is str:
+            text = value
+        elif isinstance(value, str):
+            text = str(value)  # a str subclass could override its methods
+        elif isinstance(value, (bytes, bytearray)):
+            text = bytes(value).decode("utf-8", "replace")
+        else:
+            text = str(value)
+        text, cut = truncate_utf8(text, self.config.max_bytes)
+        if cut:
+            flags.add(MAX_BYTES)
+        return text
+
+
+def tokenize(message: Mapping[str, Any], config: TokenizerConfig = _DEFAULT_CONFIG) -> Tokens:
+    """`Tokenizer(config)(message)`."""
+    return Tokenizer(config)(message)

@@ -1,0 +1,53 @@
+import json
+
+from click.testing import CliRunner
+
+from filterd.cli import main
+
+REQUIRED = {"variant", "select", "protocol", "n_train", "n_test", "auc", "one_minus_auc_pct", "spec_at_full_recall",
+            "recall_at_fpr_0_1pct", "lam_pct", "accuracy", "macro_f1", "seconds", "messages_per_second"}  # fmt: skip
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_evaluate_demo_as_json_gives_one_object_per_variant_and_selection():
+    result = run("evaluate", "--demo", "--variant", "mnb", "--variant", "twcnb", "--select", "none",
+                 "--select", "local:6:or", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["variant"], r["select"]) for r in rows] == [
+        ("mnb", "none"), ("mnb", "local:6:or"), ("twcnb", "none"), ("twcnb", "local:6:or")]
+    assert all(REQUIRED <= set(r) for r in rows)
+
+
+def test_evaluate_a_corpus_file_prints_a_table(tmp_path):
+    assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
+    result = run("evaluate", str(tmp_path / "c.jsonl.gz"), "--variant", "unb", "--param", "lam=1e-5")
+    assert result.exit_code == 0, result.output
+    header, row = result.stdout.splitlines()
+    assert header.split()[:3] == ["variant", "select", "protocol"]
+    assert row.startswith("unb(lam=1e-05)")
+
+
+def one_line_error(result, code):
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result.output.strip().splitlines()[-1]
+
+
+def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path):
+    assert "bad selection" in one_line_error(run("evaluate", "--demo", "--select", "local:x"), 2)
+    assert "no parameter" in one_line_error(run("evaluate", "--demo", "--param", "mnb.beta=1"), 2)
+    assert "unknown variant" in one_line_error(run("evaluate", "--demo", "--variant", "svm"), 2)
+    assert "not both" in one_line_error(run("evaluate"), 2)
+    assert "no such file" in one_line_error(run("evaluate", str(tmp_path / "missing.jsonl")), 1)
+    (tmp_path / "bad.jsonl").write_text('{"id": "1", "label": "ham", "text": "hi"}\nnot json\n')
+    assert "bad.jsonl:2" in one_line_error(run("evaluate", str(tmp_path / "bad.jsonl")), 1)
+    assert "--protocol" in one_line_error(run("evaluate", "--demo", "--protocol", "sideways"), 2)
+
+
+def test_target_must_be_a_label(tmp_path):
+    assert "not a label" in one_line_error(run("evaluate", "--demo", "--target", "fraud"), 1)

@@ -1,0 +1,199 @@
+"""Raw mail (format "email"): headers, MIME parts, encodings, HTML, attachments, broken mail."""
+
+from email.message import EmailMessage
+from email.mime.application import MIMEApplication
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
+
+from filterd.tokenize import Tokens, tokenize
+
+
+def mail(raw: str) -> Tokens:
+    return tokenize({"id": "m", "text": raw, "format": "email"})
+
+
+def test_headers_give_prefixed_tokens():
+    m = EmailMessage()
+    m["From"] = '"PayPal Security" <Service@PayPal.com.evil.ru>'
+    m["Reply-To"] = "collect@drop.example"
+    m["To"] = "Alice <alice@corp.example.com>, bob@home.example.net"
+    m["Subject"] = "Verify your ACCOUNT now"
+    m.set_content("Hello there\n")
+    result = mail(m.as_string())
+    assert result.tokens[:4] == ["subject:verify", "subject:your", "subject:account", "subject:now"]
+    for token in [
+        "from:paypal.com.evil.ru", "from:local:service", "from:name:paypal", "from:name:security",
+        "reply-to:drop.example", "to:corp.example.com", "to:home.example.net",
+        "content-type:text/plain", "hello", "there", "header:from", "header:subject",
+    ]:
+        assert token in result.tokens
+    assert result.flags == frozenset()
+
+
+def test_encoded_word_subject_is_decoded():
+    raw = "Subject: =?utf-8?q?Caf=C3=A9_gratuit?= =?iso-8859-1?b?6XTp?=\n\nbody\n"
+    assert mail(raw).tokens[:2] == ["subject:café", "subject:gratuitété"]
+
+
+def test_multipart_alternative_reads_both_parts():
+    m = EmailMessage()
+    m["Subject"] = "offer"
+    m.set_content("plain cheap pills\n")
+    m.add_alternative('<html><body><p>html <b>cheap</b> meds</p></body></html>', subtype="html")
+    tokens = mail(m.as_string()).tokens
+    assert tokens.index("content-type:multipart/alternative") < tokens.index("content-type:text/plain")
+    assert {"plain", "pills", "html", "meds", "content-type:text/html"} <= set(tokens)
+    assert tokens.count("cheap") == 2
+
+
+def test_base64_body_is_decoded():
+    part = MIMEText("Gewinnen Sie jetzt Geld, schnell und einfach", "plain", "utf-8")
+    assert part["Content-Transfer-Encoding"] == "base64"
+    tokens = mail(part.as_string()).tokens
+    assert {"gewinnen", "geld", "einfach", "content-transfer-encoding:base64", "charset:utf-8"} <= set(tokens)
+    assert not any("R2V3" in t for t in tokens)  # no base64 text
+
+
+def test_quoted_printable_body_is_decoded():
+    raw = (
+        "Content-Type: text/plain; charset=iso-8859-1\n"
+        "Content-Transfer-Encoding: quoted-printable\n\n"
+        "Tr=E8s bon march=E9, soft=\nbreak\n"
+    )
+    tokens = mail(raw).tokens
+    assert {"très", "bon", "marché", "softbreak"} <= set(tokens)
+
+
+def test_html_only_mail_gives_visible_text_and_link_hosts():
+    html = (
+        "<html><head><style>.x{color:red}</style><script>var hidden='secret';</script></head>"
+        '<body><div class="promo">Claim your <b>PRIZE</b> &amp; more&nbsp;today'
+        '<a href="http://Claim.Prize-Site.ru/win?id=7">here</a>'
+        "<img src='https://cdn.example.net/p.gif'><!-- invisible comment --></div></body></html>"
+    )
+    tokens = mail(MIMEText(html, "html", "utf-8").as_string()).tokens
+    assert {"claim", "your", "prize", "more", "today", "here"} <= set(tokens)
+    assert {"url:claim.prize-site.ru", "url:prize-site.ru", "urlpath:win", "url:cdn.example.net"} <= set(tokens)
+    for absent in ("div", "promo", "class", "color", "hidden", "secret", "invisible", "img", "href"):
+        assert absent not in tokens
+    assert not any("<" in t or ">" in t or "&" in t for t in tokens)
+
+
+def test_mailto_links_give_address_tokens():
+    html = '<p>write <a href="MAILTO:Boss@Example.com?subject=hi">me</a></p>'
+    tokens = mail(MIMEText(html, "html").as_string()).tokens
+    assert {"email:boss", "email:example.com"} <= set(tokens)
+
+
+def test_unknown_charset_with_8bit_bytes_still_gives_tokens():
+    raw = (
+        'Content-Type: text/plain; charset="x-unknown"\n'
+        "Content-Transfer-Encoding: 8bit\n\n"
+        "Achetez maintenant caf\xe9 cr\xe8me\n"
+    )
+    assert {"achetez", "maintenant", "café", "crème", "charset:x-unknown"} <= set(mail(raw).tokens)
+
+
+def test_unknown_charset_with_base64_bytes_falls_back():
+    raw = (
+        'Content-Type: text/plain; charset="x-unknown"\n'
+        "Content-Transfer-Encoding: base64\n\n"
+        "QWNoZXRleiBjYWbpIG1haW50ZW5hbnQ=\n"  # b"Achetez caf\xe9 maintenant": not UTF-8
+    )
+    assert {"achetez", "café", "maintenant"} <= set(mail(raw).tokens)
+
+
+def test_lying_and_bogus_charsets_do_not_raise():
+    for charset in ("utf-8", "base64", "rot13", "punycode", "utf-16", "\x00"):
+        raw = f'Content-Type: text/plain; charset="{charset}"\nContent-Transfer-Encoding: base64\n\n/////w==\n'
+        result = mail(raw)
+        assert "content-type:text/plain" in result.tokens
+
+
+def test_mail_without_body():
+    result = mail("From: someone@example.com\nSubject: empty\n")
+    assert result.tokens[:3] == ["subject:empty", "from:example.com", "from:local:someone"]
+    assert "content-type:text/plain" in result.tokens
+
+
+def test_empty_mail():
+    assert mail("").tokens == ["content-type:text/plain"]
+
+
+def test_huge_subject_is_cut_at_max_tokens():
+    raw = "Subject: " + "free money " * 100_000 + "\n\nbody\n"  # 1.1 MB
+    result = mail(raw)
+    assert result.tokens[:2] == ["subject:free", "subject:money"]
+    assert len(result.tokens) == 10_000
+    assert result.truncated and {"max_bytes", "max_tokens"} <= result.flags
+
+
+def test_attachment_gives_type_size_and_extension():
+    m = MIMEMultipart()
+    m["Subject"] = "invoice"
+    m.attach(MIMEText("see attached"))
+    pdf = MIMEApplication(b"%PDF" + bytes(5000), "pdf")
+    pdf.add_header("Content-Disposition", "attachment", filename="Invoice.2024.PDF.exe")
+    m.attach(pdf)
+    tokens = mail(m.as_string()).tokens
+    assert {"see", "attached", "attach:application/pdf", "attachsize:10k", "attachext:exe"} <= set(tokens)
+    assert "content-type:multipart/mixed" in tokens
+
+
+def test_text_attachment_is_read_and_marked():
+    m = MIMEMultipart()
+    note = MIMEText("secret plans")
+    note.add_header("Content-Disposition", "attachment", filename="plans.txt")
+    m.attach(note)
+    tokens = mail(m.as_string()).tokens
+    assert {"secret", "plans", "attach:text/plain", "attachsize:1k", "attachext:txt"} <= set(tokens)
+
+
+def test_malformed_boundary_is_flagged_and_still_tokenized():
+    raw = (
+        'Content-Type: multipart/mixed; boundary="XYZ"\n\n'
+        "preamble words\n"
+        "--WRONG\n"
+        "Content-Type: text/plain\n\n"
+        "lost boundary body\n"
+    )
+    result = mail(raw)
+    assert "mime_defect" in result.flags
+    assert not result.truncated
+    assert {"lost", "boundary", "body"} <= set(result.tokens)
+
+
+def test_broken_base64_is_flagged():
+    raw = "Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\naGVsbG8gd29ybGQ\n"
+    result = mail(raw)
+    assert "mime_defect" in result.flags
+    assert "hello" in result.tokens
+
+
+def test_text_that_is_not_mail_is_read_as_body():
+    result = mail("just some words, no headers at all")
+    assert {"just", "some", "words", "headers"} <= set(result.tokens)
+    assert "mime_defect" in result.flags
+
+
+def test_deep_nesting_is_read_as_headers_and_text():
+    depth = 3000  # the stdlib parser recurses per level: this would raise RecursionError
+    raw = "Subject: nest\n"
+    for i in range(depth):
+        raw += f'Content-Type: multipart/mixed; boundary="b{i}"\n\n--b{i}\n'
+    raw += "Content-Type: text/plain\n\ninnermost words\n"
+    result = mail(raw)
+    assert result.tokens[0] == "subject:nest"
+    assert result.truncated and "max_parts" in result.flags
+
+
+def test_nested_message_parts_are_walked():
+    inner = EmailMessage()
+    inner["Subject"] = "inner"
+    inner.set_content("forwarded lottery text")
+    outer = EmailMessage()
+    outer["Subject"] = "fwd"
+    outer.set_content("see below")
+    outer.add_attachment(inner)
+    tokens = mail(outer.as_string()).tokens
+    assert {"see", "below", "forwarded", "lottery", "content-type:message/rfc822"} <= set(tokens)

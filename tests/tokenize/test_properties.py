@@ -1,0 +1,68 @@
+"""Properties over arbitrary input: never raises, never an empty, NUL or whitespace token."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from filterd.tokenize import Tokenizer, TokenizerConfig
+
+# Any code point, lone surrogates included; and text dense in the characters the patterns
+# treat specially, so that URL, address, number and markup paths are actually reached.
+ANY_TEXT = st.text(st.characters(exclude_categories=()))
+SPECIAL_TEXT = st.lists(
+    st.sampled_from(list("aZ9_ .,;:/@!?$£%'’-=<>\"&#\n\t\x00\u200b\u3000ｆ你🔥é\ud800") + [
+        "http://", "www.", ".com", "=?utf-8?q?", "?=", "<a href=", "<script>", "</script>",
+        "<!--", "-->", "&amp;", "--b\n", 'boundary="b"', "Content-Type: multipart/mixed; ",
+        "Content-Transfer-Encoding: base64\n", "Subject: ", "From: ", "\n\n", "mailto:",
+    ]),
+    max_size=60,
+).map("".join)
+TEXT = st.one_of(ANY_TEXT, SPECIAL_TEXT)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(TEXT, children, max_size=4),
+    max_leaves=12,
+)
+MESSAGE = st.fixed_dictionaries(
+    {"id": st.text(max_size=3)},
+    optional={
+        "text": TEXT | st.none() | st.binary() | st.integers(),
+        "subject": TEXT,
+        "sender": TEXT,
+        "format": st.sampled_from(["text", "email", "other"]) | st.none(),
+        "attributes": st.dictionaries(TEXT, JSON, max_size=4) | JSON,
+    },
+)
+TOKENIZERS = [
+    Tokenizer(),
+    Tokenizer(TokenizerConfig(bigrams=True, max_token_length=5, max_tokens=50, max_bytes=64)),
+]
+
+
+def check(tokens: list[str], bigrams: bool) -> None:
+    for token in tokens:
+        assert token and "\x00" not in token, token
+        parts = token.split(" ") if bigrams else [token]
+        assert len(parts) <= 2, token
+        for part in parts:
+            assert part and not any(c.isspace() for c in part), token
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MESSAGE)
+def test_any_message_gives_clean_tokens(message):
+    for tokenizer in TOKENIZERS:
+        result = tokenizer(message)
+        assert "internal_error" not in result.flags
+        assert len(result.tokens) <= tokenizer.config.max_tokens
+        assert result.truncated == bool(result.flags & {"max_bytes", "max_tokens", "max_parts", "max_depth"})
+        check(result.tokens, tokenizer.config.bigrams)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_any_text_gives_clean_tokens(text):
+    for tokenizer in TOKENIZERS:
+        check(tokenizer.text(text), tokenizer.config.bigrams)
+        result = tokenizer({"id": "x", "text": text, "format": "email"})
+        assert "internal_error" not in result.flags
+        check(result.tokens, tokenizer.config.bigrams)

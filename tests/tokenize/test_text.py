@@ -1,0 +1,124 @@
+"""Plain-text tokens: words, normalization, money, links, long words, bigrams."""
+
+from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
+
+
+def tokens(text: str, **config) -> list[str]:
+    return Tokenizer(TokenizerConfig(**config)).text(text)
+
+
+def test_words_are_casefolded_in_order_with_repeats():
+    assert tokens("Hello hello WORLD Straße") == ["hello", "hello", "world", "strasse"]
+
+
+def test_inner_apostrophes_and_hyphens_stay_in_the_word():
+    assert tokens("Don't x-ray rock'n'roll 'quoted' dash- -dash") == [
+        "don't", "x-ray", "rock'n'roll", "quoted", "dash", "dash",
+    ]
+
+
+def test_typographic_apostrophe_reads_as_ascii():
+    assert tokens("don\u2019t") == ["don't"]
+
+
+def test_nfkc_folds_fullwidth_and_ligatures():
+    assert tokens("ＦＲＥＥ ﬁnance Ｗｉｎ！！") == ["free", "finance", "win", "!!"]
+
+
+def test_invisible_characters_do_not_split_words():
+    assert tokens("fr\u200bee mo\u00adney") == ["free", "money"]
+
+
+def test_single_characters_are_kept_and_punctuation_dropped():
+    assert tokens("u r 2 good 4 me ; - ... ?? ()") == ["u", "r", "2", "good", "4", "me"]
+
+
+def test_exclamation_runs_are_one_two_or_three():
+    assert tokens("win! win!! win!!!!!!") == ["win", "!", "win", "!!", "win", "!!!"]
+
+
+def test_money_and_percent_keep_their_sign():
+    assert tokens("Only $100, £5.99 or 100€; 50% off, 3.14 and 1,000 and 100k $2.5m") == [
+        "only", "$100", "£5.99", "or", "100€", "50%", "off", "3.14", "and", "1,000", "and",
+        "100k", "$2.5m",
+    ]
+
+
+def test_sentence_punctuation_is_not_part_of_a_number():
+    assert tokens("Call 0800-123-456 now. Costs 100.") == ["call", "0800-123-456", "now", "costs", "100"]
+
+
+def test_han_and_kana_are_one_token_per_character():
+    assert tokens("免费 ゲーム win") == ["免", "费", "ゲ", "ー", "ム", "win"]
+
+
+def test_emoji_are_tokens():
+    assert tokens("hot🔥deal 💰") == ["hot", "🔥", "deal", "💰"]
+
+
+def test_url_becomes_host_suffix_port_and_path_tokens():
+    assert tokens("Go to HTTPS://Login.Example.com:8443/Secure/verify.php?acct=1.") == [
+        "go", "to", "proto:https", "url:login.example.com", "url:example.com", "url:com",
+        "urlport:8443", "urlpath:secure", "urlpath:verify", "urlpath:php", "urlpath:acct",
+    ]
+
+
+def test_www_url_without_scheme_and_trailing_punctuation():
+    assert tokens("see www.win.co.uk!!") == [
+        "see", "url:www.win.co.uk", "url:win.co.uk", "url:co.uk", "url:uk", "!!",
+    ]
+
+
+def test_url_with_ip_host_and_userinfo():
+    assert tokens("http://user:pw@192.168.0.1/x") == ["proto:http", "url:192.168.0.1", "url:ip"]
+
+
+def test_deep_host_gives_at_most_four_suffixes():
+    found = tokens("http://a.b.c.d.e.f.example.com")
+    assert found == [
+        "proto:http", "url:a.b.c.d.e.f.example.com", "url:e.f.example.com", "url:f.example.com",
+        "url:example.com", "url:com",
+    ]
+
+
+def test_email_address_becomes_local_and_domain():
+    assert tokens("write John.Doe+x@Mail.Example.org today") == [
+        "write", "email:john.doe+x", "email:mail.example.org", "today",
+    ]
+
+
+def test_long_token_becomes_skip_marker():
+    assert tokens("a" * 45 + " ok " + "b" * 40) == ["skip:a:40", "ok", "b" * 40]
+    assert tokens("x" * 12, max_token_length=10) == ["skip:x:10"]
+    assert tokens("http://" + "h" * 60 + ".com/" + "p" * 99) == [
+        "proto:http", "url:skip:h:60", "url:com", "urlpath:skip:p:90",
+    ]
+
+
+def test_bigrams_are_off_by_default_and_pair_adjacent_words():
+    assert tokens("free cash now") == ["free", "cash", "now"]
+    assert tokens("free cash now", bigrams=True) == [
+        "free", "cash", "free cash", "now", "cash now",
+    ]
+
+
+def test_bigrams_do_not_cross_links_exclamations_or_skip_markers():
+    text = "click here! now http://x.com see " + "z" * 50 + " me"
+    assert tokens(text, bigrams=True) == [
+        "click", "here", "click here", "!", "now", "proto:http", "url:x.com", "url:com",
+        "see", "skip:z:50", "me",
+    ]
+
+
+def test_tokenize_is_deterministic():
+    message = {"id": "1", "text": "WIN £1000 now!! http://win.example.com/claim café ＦＲＥＥ"}
+    first = tokenize(message)
+    assert all(tokenize(message) == first for _ in range(3))
+    assert first.tokens[:4] == ["win", "£1000", "now", "!!"]
+    assert first.truncated is False and first.flags == frozenset()
+
+
+def test_text_path_matches_message_path():
+    tokenizer = Tokenizer(TokenizerConfig(bigrams=True))
+    text = "Urgent: verify your account at http://bank.example.com today!"
+    assert tokenizer({"id": 1, "text": text}).tokens == tokenizer.text(text)
