@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from filterd.features import DocBatch, encode
+from filterd.storage import DenseStorage, SparseStorage
 from filterd.vocab import TokenHasher, Vocabulary
 
 T_SCALE = float(1 << 24)
@@ -39,16 +40,18 @@ class Delta:
 
 
 class Statistics:
-    """Token statistics for any number of classes (labels are strings), dense per class."""
+    """Token statistics for any number of classes (labels are strings).
 
-    def __init__(self, labels: Sequence[str] = (), seed: int = 0) -> None:
+    Dense storage by default; `sparse=True` keeps only the (token, class) pairs that occur,
+    for many classes (see `filterd.storage`). Both behave identically.
+    """
+
+    def __init__(self, labels: Sequence[str] = (), seed: int = 0, sparse: bool = False) -> None:
         self.hasher = TokenHasher(seed)
         self.vocab = Vocabulary()
+        self.storage = SparseStorage() if sparse else DenseStorage()
         self.labels: list[str] = []
         self._label_ids: dict[str, int] = {}
-        self.N = np.zeros((0, 0), dtype=np.int64)
-        self.DF = np.zeros((0, 0), dtype=np.int64)
-        self.T = np.zeros((0, 0), dtype=np.int64)
         self.D = np.zeros(0, dtype=np.int64)
         # whole-vocabulary aggregates, kept up to date so that views of a few columns stay cheap
         self.Nc = np.zeros(0, dtype=np.int64)  # Σ_w N[c,w]
@@ -86,27 +89,27 @@ class Statistics:
         ids = self.vocab.add(batch.keys)
         self._reserve(len(self.vocab))
         rows = doc_class[batch.doc_of_entry]
-        t = _fixed_point_log_tf(batch)
-        self._add(rows, ids, batch.counts, t, doc_class, sign)
-        if sign < 0 and (self.D.min() < 0 or (len(ids) and self.N[rows, ids].min() < 0)):
-            self._add(rows, ids, batch.counts, t, doc_class, -sign)
+        increments = np.stack([batch.counts, np.ones_like(batch.counts), _fixed_point_log_tf(batch)])
+        touched = np.unique(ids)
+        if not self._add(rows, ids, increments, doc_class, touched, sign):
+            self._add(rows, ids, increments, doc_class, touched, -sign)
             raise ValueError("cannot unlearn documents that were not learned with these labels")
         self.version += 1
         self._changed_at[ids] = self.version
 
-    def _add(self, rows, ids, counts, t, doc_class, sign: int) -> None:
-        touched = np.unique(ids)
-        seen_before = self.DF[:, touched] > 0
-        np.add.at(self.N, (rows, ids), sign * counts)
-        np.add.at(self.DF, (rows, ids), sign)
-        np.add.at(self.T, (rows, ids), sign * t)
+    def _add(self, rows, ids, increments, doc_class, touched, sign: int) -> bool:
+        """Apply signed increments, keep the aggregates; False if any count went below zero."""
+        seen_before = self.storage.columns(touched)[1] > 0
+        self.storage.add(rows, ids, sign * increments)
         np.add.at(self.D, doc_class, sign)
-        seen_after = self.DF[:, touched] > 0
+        after = self.storage.columns(touched)
+        seen_after = after[1] > 0
         C = len(self.labels)
-        self.Nc += np.bincount(rows, weights=counts, minlength=C).astype(np.int64) * sign
+        self.Nc += np.bincount(rows, weights=increments[0], minlength=C).astype(np.int64) * sign
         self.DFc += np.bincount(rows, minlength=C) * sign
         self.U += seen_after.sum(axis=1) - seen_before.sum(axis=1)
         self.V += int(seen_after.any(axis=0).sum() - seen_before.any(axis=0).sum())
+        return sign > 0 or (self.D.min() >= 0 and (after.size == 0 or after.min() >= 0))
 
     # --- classes and capacity -------------------------------------------------------------
 
@@ -115,49 +118,43 @@ class Statistics:
         cid = self._label_ids.get(label)
         if cid is None:
             cid = len(self.labels)
+            self.storage.add_class()
             self.labels.append(label)
             self._label_ids[label] = cid
-            grow = lambda a: np.vstack([a, np.zeros((1, a.shape[1]), dtype=a.dtype)])  # noqa: E731
-            self.N, self.DF, self.T = grow(self.N), grow(self.DF), grow(self.T)
             self.D, self.Nc, self.DFc, self.U = (np.append(a, 0) for a in (self.D, self.Nc, self.DFc, self.U))
         return cid
 
     def _reserve(self, size: int) -> None:
-        capacity = self.N.shape[1]
-        if size <= capacity:
-            return
-        new_capacity = max(size, 2 * capacity, 1024)
-        widen = lambda a: np.pad(a, ((0, 0), (0, new_capacity - capacity)))  # noqa: E731
-        self.N, self.DF, self.T = widen(self.N), widen(self.DF), widen(self.T)
-        self._changed_at = np.pad(self._changed_at, (0, new_capacity - capacity))
+        self.storage.reserve(size)
+        if size > len(self._changed_at):
+            self._changed_at = np.pad(self._changed_at, (0, max(size, 2 * len(self._changed_at)) - len(self._changed_at)))
 
     # --- sync -----------------------------------------------------------------------------
 
     def export_delta(self, since: int = 0) -> Delta:
         """Every token row changed after version `since`, with its current values."""
         ids = np.flatnonzero(self._changed_at[: len(self.vocab)] > since)
-        return Delta(
-            self.version, tuple(self.labels), self.D.copy(), self.vocab.keys[ids].copy(),
-            self.N[:, ids], self.DF[:, ids], self.T[:, ids],
-        )  # fmt: skip
+        N, DF, T = self.storage.columns(ids)
+        return Delta(self.version, tuple(self.labels), self.D.copy(), self.vocab.keys[ids].copy(), N, DF, T)
 
     def apply_delta(self, delta: Delta) -> None:
         """Bring the rows named by `delta` to its values (idempotent)."""
         rows = np.array([self.class_id(label) for label in delta.labels], dtype=np.int64)
         ids = self.vocab.add(delta.keys)
         self._reserve(len(self.vocab))
-        index = np.ix_(rows, ids)
-        self.N[index], self.DF[index], self.T[index] = delta.N, delta.DF, delta.T
+        self.storage.set_columns(rows, ids, np.stack([delta.N, delta.DF, delta.T]))
         self.D[rows] = delta.D
         self.version = max(self.version + 1, delta.version)
         self._changed_at[ids] = self.version
         self._recount()
 
     def _recount(self) -> None:
-        v = len(self.vocab)
-        self.Nc, self.DFc = self.N[:, :v].sum(axis=1), self.DF[:, :v].sum(axis=1)
-        self.U = np.count_nonzero(self.DF[:, :v], axis=1)
-        self.V = int(np.count_nonzero(self.DF[:, :v].sum(axis=0)))
+        rows, ids, values = self.storage.entries(len(self.vocab))
+        C = len(self.labels)
+        self.Nc = np.bincount(rows, weights=values[0], minlength=C).astype(np.int64)
+        self.DFc = np.bincount(rows, weights=values[1], minlength=C).astype(np.int64)
+        self.U = np.bincount(rows, minlength=C)
+        self.V = len(np.unique(ids))
 
     # --- reading --------------------------------------------------------------------------
 
@@ -170,7 +167,7 @@ class Statistics:
         set_of_words  Kołcz's mode: a document is the set of its tokens, so N becomes DF
         """
         cols = slice(0, len(self.vocab)) if columns is None else columns
-        N, DF, T = self.N[:, cols], self.DF[:, cols], self.T[:, cols]
+        N, DF, T = self.storage.columns(cols)
         D, Nc, U = self.D, (self.DFc if set_of_words else self.Nc), self.U
         labels = tuple(self.labels)
         if target is not None:
@@ -189,19 +186,17 @@ class Statistics:
         """Distinct tokens of all classes but t together."""
         if len(self.labels) == 2:
             return int(self.U[1 - t])
-        others = np.delete(self.DF[:, : len(self.vocab)], t, axis=0)
-        return int(np.count_nonzero(others.sum(axis=0)))
+        rows, ids, _ = self.storage.entries(len(self.vocab))
+        return len(np.unique(ids[rows != t]))
 
     def canonical(self) -> dict[str, tuple]:
         """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
-        whatever the order of learning or of first appearance of labels and tokens."""
-        v = len(self.vocab)
-        keys = self.vocab.keys
-        out = {}
-        for label, c in self._label_ids.items():
-            nz = np.flatnonzero(self.DF[c, :v])
-            rows = {int(keys[i]): (int(self.N[c, i]), int(self.DF[c, i]), int(self.T[c, i])) for i in nz}
-            out[label] = (int(self.D[c]), rows)
+        whatever the order of learning, of first appearance of labels and tokens, or the storage."""
+        rows, ids, values = self.storage.entries(len(self.vocab))
+        keys = self.vocab.keys[ids]
+        out: dict[str, tuple] = {label: (int(self.D[c]), {}) for label, c in self._label_ids.items()}
+        for r, key, (n, df, t) in zip(rows.tolist(), keys.tolist(), values.T.tolist()):
+            out[self.labels[r]][1][key] = (n, df, t)
         return out
 
 

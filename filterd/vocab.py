@@ -126,6 +126,15 @@ class Vocabulary:
             ids[missing] = new_ids[inverse]
         return ids
 
+    def in_ranges(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every key k with low[i] ≤ k < high[i], as (i, key, id) arrays, in key order per range."""
+        start = np.searchsorted(self._sorted_keys, low)
+        lengths = np.searchsorted(self._sorted_keys, high) - start
+        which = np.repeat(np.arange(len(low)), lengths)
+        offsets = np.cumsum(lengths) - lengths
+        positions = np.repeat(start - offsets, lengths) + np.arange(int(lengths.sum()))
+        return which, self._sorted_keys[positions], self._sorted_ids[positions]
+
     def snapshot(self) -> VocabularySnapshot:
         """A frozen key → id map of the vocabulary as it is now."""
         return VocabularySnapshot(self._sorted_keys, self._sorted_ids, self._size)

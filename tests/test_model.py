@@ -144,3 +144,14 @@ def test_a_lazy_model_refuses_stale_statistics_and_whole_vocabulary_variants():
         lazy.score_tokens([["a"]])
     with pytest.raises(ValueError, match="whole vocabulary"):
         Model.build(s, ModelSpec("twcnb"), target="spam", lazy=True)
+
+
+def test_sparse_statistics_score_like_dense_ones(stats):
+    sparse = Statistics(sparse=True)
+    sparse.apply_delta(stats.export_delta(0))
+    docs = [["free", "cash", "meet"], ["noon", "bob", "unseen"]]
+    for spec in (ModelSpec("mnb", selection=Selection("local", 2, "or")), ModelSpec("pnbc"), ModelSpec("wmnb")):
+        dense_scores = Model.build(stats, spec, target="spam").score_tokens(docs).class_scores
+        for lazy in (False, True):
+            assert np.allclose(Model.build(sparse, spec, target="spam", lazy=lazy).score_tokens(docs).class_scores,
+                               dense_scores)  # fmt: skip

@@ -11,8 +11,8 @@ docs = st.lists(words, min_size=0, max_size=12)
 labelled = st.lists(st.tuples(docs, st.sampled_from(["ham", "spam", "fraud"])), max_size=15)
 
 
-def learned(items, seed=0):
-    stats = Statistics(seed=seed)
+def learned(items, seed=0, sparse=False):
+    stats = Statistics(seed=seed, sparse=sparse)
     for tokens, label in items:
         stats.learn(tokens, label)
     return stats
@@ -124,3 +124,55 @@ def test_maintained_aggregates_equal_a_recount(items, unlearn_first):
     stats._recount()
     assert [list(a) for a in kept[:3]] == [list(stats.Nc), list(stats.DFc), list(stats.U)]
     assert kept[3] == stats.V
+
+
+@settings(max_examples=60)
+@given(labelled, st.integers(0, 14), st.sampled_from([None, "spam", "ham"]), st.booleans())
+def test_sparse_storage_behaves_like_dense(items, unlearn_first, target, set_of_words):
+    dense, sparse = learned(items), learned(items, sparse=True)
+    for tokens, label in items[:unlearn_first]:
+        dense.unlearn(tokens, label)
+        sparse.unlearn(tokens, label)
+    assert sparse.canonical() == dense.canonical()
+    assert (list(sparse.U), sparse.V, list(sparse.Nc)) == (list(dense.U), dense.V, list(dense.Nc))
+    if target in dense.labels:
+        columns = np.arange(0, len(dense.vocab), 2)
+        a = dense.counts(target, columns, set_of_words)
+        b = sparse.counts(target, columns, set_of_words)
+        assert (a.N == b.N).all() and (a.DF == b.DF).all() and (a.T == b.T).all()
+        assert (a.Nc == b.Nc).all() and (a.U == b.U).all() and a.V == b.V
+
+
+@settings(max_examples=40)
+@given(labelled, labelled)
+def test_deltas_move_statistics_between_storages(first, second):
+    source = learned(first, sparse=True)
+    replica = Statistics()
+    replica.apply_delta(source.export_delta(0))
+    synced_at = source.version
+    for tokens, label in second:
+        source.learn(tokens, label)
+    if second:
+        source.unlearn(*second[0])
+    replica.apply_delta(source.export_delta(synced_at))
+    assert _nonempty(replica.canonical()) == _nonempty(source.canonical())
+    back = Statistics(sparse=True)
+    back.apply_delta(replica.export_delta(0))
+    assert _nonempty(back.canonical()) == _nonempty(source.canonical())
+
+
+def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing():
+    stats = learned([(["free", "cash"], "spam"), (["noon"], "ham")], sparse=True)
+    before = stats.canonical()
+    with pytest.raises(ValueError, match="not learned"):
+        stats.unlearn(["free", "noon"], "ham")
+    assert stats.canonical() == before
+
+
+def test_sparse_storage_keeps_only_the_pairs_that_occur():
+    stats = Statistics(sparse=True)
+    for c in range(300):
+        stats.learn([f"word{c}", f"word{c + 1}", "common"], f"class{c}")
+    assert stats.storage.n_pairs == 300 * 3  # dense storage would hold 300 × 302 cells
+    view = stats.counts(target="class7", columns=stats.vocab.lookup(stats.hasher.keys(["word7", "common"])))
+    assert view.N.tolist() == [[1, 1], [1, 299]]

@@ -100,9 +100,11 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
 def _too_complex(raw: str) -> bool:
     """Whether `raw` has more MIME delimiter lines or boundaries than we parse."""
     # str.count is C-speed; a regex scan here cost as much as tokenizing the body.
-    if raw.count("\n--") >= MAX_MIME_PARTS:
+    delimiters = raw.count("\n--")
+    if delimiters >= MAX_MIME_PARTS:
         return True
-    return raw.lower().count("boundary") >= MAX_MIME_BOUNDARIES
+    # Each level of nesting needs a delimiter line: few of them bound the depth already.
+    return delimiters >= MAX_MIME_BOUNDARIES and raw.lower().count("boundary") >= MAX_MIME_BOUNDARIES
 
 
 def decode_header(value: str) -> str:

@@ -3,6 +3,8 @@
 Comments, <script> and <style> are dropped with their content (an unclosed one runs to the
 end, as in a browser); every other tag becomes a space; entities are unescaped. Links are
 the values of href, src and action attributes outside scripts, unescaped, in document order.
+Both come out lowercased (tokens are casefolded anyway): lowercasing first lets the regexes
+below skip to their literal starts, which IGNORECASE prevents (3x slower measured).
 """
 
 from __future__ import annotations
@@ -12,21 +14,15 @@ import re
 
 # Each alternative ends in "or the end of input", so a match never fails after scanning
 # ahead: an unclosed "<!--" repeated 100,000 times costs one pass, not one per occurrence.
-_HIDDEN = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)",
-    re.IGNORECASE | re.DOTALL,
-)
+_HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)", re.DOTALL)
 # A tag cannot contain "<", so a failing scan stops at the next "<": linear.
-_TAG = re.compile(r"<[a-zA-Z/!?][^<>]*+>")
-_LINK = re.compile(
-    r"""\b(?:href|src|action)\s*+=\s*+(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]++))""",
-    re.IGNORECASE,
-)
+_TAG = re.compile(r"<[a-z/!?][^<>]*+>")
+_LINK = re.compile(r"""(?:href|src|action)\s*+=\s*+(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]++))""")
 
 
 def html_text(markup: str) -> tuple[str, list[str]]:
-    """(the visible text of `markup`, its link targets)."""
-    markup = _HIDDEN.sub(" ", markup)
+    """(the visible text of `markup`, its link targets), lowercased."""
+    markup = _HIDDEN.sub(" ", markup.lower())
     links = [html.unescape(a or b or c) for a, b, c in _LINK.findall(markup)]
     visible = html.unescape(_TAG.sub(" ", markup))
     return visible, [link for link in links if link]

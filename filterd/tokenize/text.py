@@ -44,17 +44,22 @@ _TOKEN = re.compile(
     _WORD.format(tail=_TAIL.format(cur=_CURRENCY), cur=_CURRENCY)
     + r"|[\u2600-\u27bf\U0001F000-\U0001F3FA\U0001F400-\U0001FAFF]"  # emoji
 )
-_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]+")
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002FFFF]+")
+_INVISIBLE_CHARS = r"\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_UNSPACED_CHARS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002FFFF"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
+_UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
+# One scan decides whether any of the three fix-ups below is needed: most text needs none.
+_NEEDS_FIXING = re.compile(f"[{_INVISIBLE_CHARS}{_UNSPACED_CHARS}\u2019]")
 
 
 def normalize(text: str) -> str:
     """NFKC, casefolded, without invisible characters, "’" as "'", Han/kana spaced apart."""
     if text.isascii():  # NFKC is the identity on ASCII, and casefold is lower
         return text.lower()
-    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)).casefold()
-    text = text.replace("\u2019", "'")
-    if _UNSPACED.search(text) is not None:
+    # Fix-ups come after NFKC, which maps some compatibility characters into Han and kana.
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if _NEEDS_FIXING.search(text) is not None:
+        text = _INVISIBLE.sub("", text).replace("\u2019", "'")
         text = _UNSPACED.sub(_spaced, text)
     return text
 

@@ -1,0 +1,109 @@
+"""Where the per-(class, token) statistics live: dense arrays, or (token, class) pairs.
+
+Both keep three int64 values per (class c, token id w): N[c,w], DF[c,w] and T[c,w] in fixed
+point, and answer the same few questions. Dense storage is C × V arrays: fastest, and right
+for a few classes. Sparse storage keeps only the pairs that occur (≈48 bytes each), so that
+many classes with mostly disjoint vocabularies (Zhang's 1,000-class setting) fit in memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from filterd.vocab import Vocabulary
+
+_CLASS_BITS = 20  # a pair key is token_id · 2²⁰ + class; at most 2²⁰ classes
+
+
+class DenseStorage:
+    """(3, C, capacity) values: N, DF, T."""
+
+    sparse = False
+
+    def __init__(self) -> None:
+        self.values = np.zeros((3, 0, 0), dtype=np.int64)
+
+    def add_class(self) -> None:
+        self.values = np.concatenate([self.values, np.zeros((3, 1, self.values.shape[2]), np.int64)], axis=1)
+
+    def reserve(self, n_tokens: int) -> None:
+        capacity = self.values.shape[2]
+        if n_tokens > capacity:
+            new = max(n_tokens, 2 * capacity, 1024)
+            self.values = np.pad(self.values, ((0, 0), (0, 0), (0, new - capacity)))
+
+    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray) -> None:
+        """values[:, rows[i], ids[i]] += increments[:, i] (repeated pairs add up)."""
+        for k in range(3):
+            np.add.at(self.values[k], (rows, ids), increments[k])
+
+    def columns(self, ids: np.ndarray | slice) -> np.ndarray:
+        """(3, C, m) values of the given token ids."""
+        return self.values[:, :, ids]
+
+    def set_columns(self, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
+        """values[:, rows × ids] = values (3, len(rows), len(ids))."""
+        self.values[:, rows[:, None], ids[None, :]] = values
+
+    def entries(self, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (class, token) with DF > 0, as rows, ids and (3, nnz) values."""
+        rows, ids = np.nonzero(self.values[1, :, :n_tokens])
+        return rows, ids, self.values[:, rows, ids]
+
+
+class SparseStorage:
+    """Values of the (token, class) pairs that occur, found through a pair-key vocabulary."""
+
+    sparse = True
+
+    def __init__(self) -> None:
+        self.n_classes = 0
+        self._pairs = Vocabulary()
+        self._values = np.zeros((3, 0), dtype=np.int64)
+
+    def add_class(self) -> None:
+        if self.n_classes + 1 >= 1 << _CLASS_BITS:
+            raise ValueError(f"sparse statistics hold at most {(1 << _CLASS_BITS) - 1} classes")
+        self.n_classes += 1
+
+    def reserve(self, n_tokens: int) -> None:
+        pass  # pairs are allocated as they occur
+
+    def _slots(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        slots = self._pairs.add((ids << _CLASS_BITS) | rows)
+        if len(self._pairs) > self._values.shape[1]:
+            grown = max(len(self._pairs), 2 * self._values.shape[1], 1024)
+            self._values = np.pad(self._values, ((0, 0), (0, grown - self._values.shape[1])))
+        return slots
+
+    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray) -> None:
+        slots = self._slots(rows, ids)
+        for k in range(3):
+            np.add.at(self._values[k], slots, increments[k])
+
+    def columns(self, ids: np.ndarray | slice) -> np.ndarray:
+        if isinstance(ids, slice):
+            ids = np.arange(ids.start or 0, ids.stop)
+        out = np.zeros((3, self.n_classes, len(ids)), dtype=np.int64)
+        which, keys, slots = self._pairs.in_ranges(ids << _CLASS_BITS, (ids + 1) << _CLASS_BITS)
+        out[:, keys & ((1 << _CLASS_BITS) - 1), which] = self._values[:, slots]
+        return out
+
+    def set_columns(self, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
+        r = np.repeat(rows, len(ids))
+        w = np.tile(ids, len(rows))
+        flat = values.reshape(3, -1)
+        present = self._pairs.lookup((w << _CLASS_BITS) | r) >= 0
+        write = present | (flat[1] != 0)  # never create a pair just to store zeros
+        slots = self._slots(r[write], w[write])
+        self._values[:, slots] = flat[:, write]
+
+    def entries(self, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = len(self._pairs)
+        keys, values = self._pairs.keys, self._values[:, :n]
+        live = values[1] > 0
+        return keys[live] & ((1 << _CLASS_BITS) - 1), keys[live] >> _CLASS_BITS, values[:, live]
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self._pairs)
