@@ -23,7 +23,7 @@ from filterd.tokenize import Tokenizer
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "20newsgroups-bydate", "reuters-21578-modapte"]
 ONLINE = {"sms-spam", "spamassassin"}
-DEFAULT_SELECTIONS = ["none", "local:8:or"]
+DEFAULT_SELECTIONS = ["none", "local:6:alo", "local:10:or"]
 
 
 def main() -> None:

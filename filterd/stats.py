@@ -21,7 +21,7 @@ import numpy as np
 
 from filterd.features import DocBatch, encode
 from filterd.storage import DenseStorage, SparseStorage
-from filterd.vocab import TokenHasher, Vocabulary
+from filterd.vocab import TokenHasher, Vocabulary, next_capacity
 
 T_SCALE = float(1 << 24)
 
@@ -127,7 +127,8 @@ class Statistics:
     def _reserve(self, size: int) -> None:
         self.storage.reserve(size)
         if size > len(self._changed_at):
-            self._changed_at = np.pad(self._changed_at, (0, max(size, 2 * len(self._changed_at)) - len(self._changed_at)))
+            grown = next_capacity(size, len(self._changed_at))
+            self._changed_at = np.pad(self._changed_at, (0, grown - len(self._changed_at)))
 
     # --- sync -----------------------------------------------------------------------------
 

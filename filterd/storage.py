@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from filterd.vocab import Vocabulary
+from filterd.vocab import Vocabulary, next_capacity
 
 _CLASS_BITS = 20  # a pair key is token_id · 2²⁰ + class; at most 2²⁰ classes
 
@@ -29,7 +29,7 @@ class DenseStorage:
     def reserve(self, n_tokens: int) -> None:
         capacity = self.values.shape[2]
         if n_tokens > capacity:
-            new = max(n_tokens, 2 * capacity, 1024)
+            new = next_capacity(n_tokens, capacity)
             self.values = np.pad(self.values, ((0, 0), (0, 0), (0, new - capacity)))
 
     def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray) -> None:
@@ -72,7 +72,7 @@ class SparseStorage:
     def _slots(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
         slots = self._pairs.add((ids << _CLASS_BITS) | rows)
         if len(self._pairs) > self._values.shape[1]:
-            grown = max(len(self._pairs), 2 * self._values.shape[1], 1024)
+            grown = next_capacity(len(self._pairs), self._values.shape[1])
             self._values = np.pad(self._values, ((0, 0), (0, grown - self._values.shape[1])))
         return slots
 

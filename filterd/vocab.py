@@ -27,6 +27,11 @@ P2 = 2_147_483_629  # the largest prime below 2**31 - 1
 _SEPARATOR = "\x00"
 
 
+def next_capacity(needed: int, current: int) -> int:
+    """Capacity for growing arrays: ×1.25 keeps appends amortized O(1) and wastes at most a fifth."""
+    return max(needed, current + current // 4, 1024)
+
+
 class TokenHasher:
     """Maps token strings to stable 62-bit integer keys, a batch at a time."""
 
@@ -142,7 +147,7 @@ class Vocabulary:
     def _append(self, new_keys: np.ndarray) -> None:
         end = self._size + len(new_keys)
         if end > len(self._keys):
-            grown = np.empty(max(end, 2 * len(self._keys), 1024), dtype=np.int64)
+            grown = np.empty(next_capacity(end, len(self._keys)), dtype=np.int64)
             grown[: self._size] = self._keys[: self._size]
             self._keys = grown
         self._keys[self._size : end] = new_keys

@@ -18,8 +18,10 @@ import re
 from filterd.tokenize.limits import cap
 from filterd.tokenize.text import normalize, plain_tokens
 
-# The local part may not start inside a longer run of its characters: see links.FIND_LINKS.
-_ADDRESS = re.compile(r"(?<![\w.+-])([\w.+-]++)@([\w-]++(?:\.[\w-]++)*+)")
+# A local part is RFC 5322 atext and dots ("owner+a/b=c@…" is one address); it may not start
+# inside a longer run of its characters (see links.FIND_LINKS), which keeps the scan linear.
+_LOCAL = r"[\w.!#$%&'*+/=?^`{|}~-]"
+_ADDRESS = re.compile(rf"(?<!{_LOCAL})({_LOCAL}++)@([\w-]++(?:\.[\w-]++)*+)")
 _NOT_ID = re.compile(r"[^\w.+-]+")
 
 
@@ -44,4 +46,6 @@ def sender_tokens(value: str, prefix: str, max_token_length: int) -> list[str]:
 
 def recipient_tokens(value: str, prefix: str, max_token_length: int) -> list[str]:
     """`<prefix><domain>` for each address in one recipient value ("To", "Cc")."""
-    return [prefix + cap(domain, max_token_length) for _, domain in _ADDRESS.findall(normalize(value))]
+    return [
+        prefix + cap(domain, max_token_length) for _, domain in _ADDRESS.findall(normalize(value))
+    ]

@@ -26,7 +26,6 @@ from filterd.tokenize.text import normalize
 
 _SEPARATORS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 _SURROGATES = re.compile(r"[\ud800-\udfff]+")
-_MAX_INT_BITS = 10_000  # str() of a longer int raises (int_max_str_digits); also pointless
 
 
 def attribute_tokens(
@@ -35,7 +34,9 @@ def attribute_tokens(
     """Tokens of an attribute mapping, in its order. Adds "max_depth"/"max_tokens" to `flags`."""
     out: list[str] = []
     visited = 0  # values, containers included: bounds the work on [[], [], …] too
-    stack: list[tuple[Iterator[tuple[str, Any]], int]] = [(_children("", attributes, max_token_length), 1)]
+    stack: list[tuple[Iterator[tuple[str, Any]], int]] = [
+        (_children("", attributes, max_token_length), 1)
+    ]
     while stack:
         children, depth = stack[-1]
         child = next(children, None)
@@ -78,9 +79,11 @@ def _scalar_tokens(key: str, value: Any, max_length: int) -> list[str]:
     if isinstance(value, bool):
         return [key + ("=true" if value else "=false")]
     if isinstance(value, int):
-        if value.bit_length() > _MAX_INT_BITS:
-            return [key + "=bigint", f"{key}~{'-' if value < 0 else ''}bigint"]
-        return [key + "=" + cap(str(value), max_length), key + "~" + _magnitude(value)]
+        try:
+            digits = str(value)
+        except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+            digits = "bigint"
+        return [key + "=" + cap(digits, max_length), key + "~" + _magnitude(value)]
     if isinstance(value, float):
         if math.isfinite(value):
             return [key + "=" + cap(repr(value), max_length), key + "~" + _magnitude(value)]

@@ -28,17 +28,17 @@ MAX_ATTRIBUTE_DEPTH = 8
 
 
 def skip_marker(token: str) -> str:
-    """The SpamBayes length-class marker for an over-long token: `skip:<first char>:<len // 10 * 10>`."""
+    """SpamBayes' length class of a long token: `skip:<first char>:<len // 10 * 10>`."""
     return f"skip:{token[0]}:{len(token) // 10 * 10}"
 
 
 def cap(token: str, max_length: int) -> str:
-    """`token` itself, or its skip marker when longer than `max_length`. `token` must not be empty."""
+    """`token`, or its skip marker when longer than `max_length`. `token` must not be empty."""
     return token if len(token) <= max_length else skip_marker(token)
 
 
 def cap_all(tokens: list[str], max_length: int) -> list[str]:
-    """`tokens` with every over-long token replaced by its skip marker (the same list if none is)."""
+    """`tokens` with each over-long token replaced by its skip marker (the same list if none)."""
     if tokens and max(map(len, tokens)) > max_length:
         return [t if len(t) <= max_length else skip_marker(t) for t in tokens]
     return tokens

@@ -35,7 +35,7 @@ from filterd.tokenize.config import TokenizerConfig
 from filterd.tokenize.limits import MAX_MIME_BOUNDARIES, MAX_MIME_PARTS, MAX_PARTS, MIME_DEFECT, cap
 from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
-from filterd.tokenize.text import normalize, plain_tokens, text_tokens
+from filterd.tokenize.text import normalize, text_tokens
 
 _SENDERS = ("from", "reply-to", "return-path")
 _RECIPIENTS = ("to", "cc")
@@ -53,7 +53,13 @@ _MAILTO = re.compile(r"mailto:([\w.+-]++)@([\w-]++(?:\.[\w-]++)*+)")
 
 # Codecs that are not charsets: mail must not choose one (punycode decoding is quadratic).
 _NOT_CHARSETS = frozenset({"punycode", "idna", "undefined", "unicode_escape", "raw_unicode_escape"})
-_SIZE_CLASSES = ((1 << 10, "1k"), (10 << 10, "10k"), (100 << 10, "100k"), (1 << 20, "1m"), (10 << 20, "10m"))
+_SIZE_CLASSES = (
+    (1 << 10, "1k"),
+    (10 << 10, "10k"),
+    (100 << 10, "100k"),
+    (1 << 20, "1m"),
+    (10 << 20, "10m"),
+)
 
 
 def mail_tokens(raw: str, config: TokenizerConfig, flags: set[str]) -> list[str]:
@@ -104,7 +110,9 @@ def _too_complex(raw: str) -> bool:
     if delimiters >= MAX_MIME_PARTS:
         return True
     # Each level of nesting needs a delimiter line: few of them bound the depth already.
-    return delimiters >= MAX_MIME_BOUNDARIES and raw.lower().count("boundary") >= MAX_MIME_BOUNDARIES
+    return (
+        delimiters >= MAX_MIME_BOUNDARIES and raw.lower().count("boundary") >= MAX_MIME_BOUNDARIES
+    )
 
 
 def decode_header(value: str) -> str:
@@ -173,7 +181,7 @@ def _part_tokens(message: Message, config: TokenizerConfig, flags: set[str]) -> 
                 out.append("content-type:" + _content_type(part))
                 stack.extend(p for p in reversed(payload) if isinstance(p, Message))
             else:
-                out += _leaf_tokens(part, str(payload), config)
+                out += _leaf_tokens(part, "" if payload is None else str(payload), config)
         except Exception:  # a part the stdlib cannot decode must not lose the others
             flags.add(MIME_DEFECT)
         if part.defects:  # after decoding, which adds base64 padding defects
@@ -236,7 +244,9 @@ def _link_tokens(link: str, max_length: int) -> list[str]:
     return []  # relative, cid:, javascript: …
 
 
-def _attachment_tokens(part: Message, ctype: str, payload: str, cte: str, max_length: int) -> list[str]:
+def _attachment_tokens(
+    part: Message, ctype: str, payload: str, cte: str, max_length: int
+) -> list[str]:
     size = len(payload) * 3 // 4 if cte == "base64" else len(payload)
     size_class = next((name for limit, name in _SIZE_CLASSES if size <= limit), "more")
     out = ["attach:" + ctype, "attachsize:" + size_class]

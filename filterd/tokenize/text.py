@@ -2,8 +2,8 @@
 
 Choices (SpamBayes-like, adjusted for short messages):
 
-- text is NFKC-normalized and casefolded; invisible characters (zero-width spaces, soft
-  hyphens, bidi controls) are removed first, so "fr\u200bee" and "ＦＲＥＥ" read "free";
+- text is NFKC-normalized and casefolded, and invisible characters (zero-width spaces,
+  soft hyphens, bidi controls) are removed: "ＦＲＥＥ" and "fr<U+200B>ee" read "free".
   "’" reads "'".
 - a word is a run of letters, digits and "_", with inner "'" or "-" ("don't", "x-ray",
   "0800-123-456"). Single-character words are kept: in SMS and chat "u", "2" and "4" carry
@@ -85,7 +85,9 @@ def plain_tokens(text: str, max_token_length: int, bigrams: bool = False) -> lis
     return with_bigrams(tokens) if bigrams else tokens
 
 
-def _linked_tokens(text: str, finder: re.Pattern[str], max_token_length: int, bigrams: bool) -> list[str]:
+def _linked_tokens(
+    text: str, finder: re.Pattern[str], max_token_length: int, bigrams: bool
+) -> list[str]:
     """Tokens of normalized text with the URLs (and addresses) `finder` finds in it, in order."""
     out: list[str] = []
     start = 0

@@ -70,8 +70,9 @@ class Tokenizer:
         """Tokens of plain text alone: the fast path. Limits apply without being reported."""
         config = self.config
         try:
-            body = self._field(text, set())
-            return text_tokens(body, config.max_token_length, config.bigrams)[: config.max_tokens]
+            tokens = text_tokens(self._field(text, set()), config.max_token_length, config.bigrams)
+            del tokens[config.max_tokens :]
+            return tokens
         except Exception:  # see __call__
             return []
 

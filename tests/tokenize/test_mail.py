@@ -22,9 +22,18 @@ def test_headers_give_prefixed_tokens():
     result = mail(m.as_string())
     assert result.tokens[:4] == ["subject:verify", "subject:your", "subject:account", "subject:now"]
     for token in [
-        "from:paypal.com.evil.ru", "from:local:service", "from:name:paypal", "from:name:security",
-        "reply-to:drop.example", "to:corp.example.com", "to:home.example.net",
-        "content-type:text/plain", "hello", "there", "header:from", "header:subject",
+        "from:paypal.com.evil.ru",
+        "from:local:service",
+        "from:name:paypal",
+        "from:name:security",
+        "reply-to:drop.example",
+        "to:corp.example.com",
+        "to:home.example.net",
+        "content-type:text/plain",
+        "hello",
+        "there",
+        "header:from",
+        "header:subject",
     ]:
         assert token in result.tokens
     assert result.flags == frozenset()
@@ -39,9 +48,11 @@ def test_multipart_alternative_reads_both_parts():
     m = EmailMessage()
     m["Subject"] = "offer"
     m.set_content("plain cheap pills\n")
-    m.add_alternative('<html><body><p>html <b>cheap</b> meds</p></body></html>', subtype="html")
+    m.add_alternative("<html><body><p>html <b>cheap</b> meds</p></body></html>", subtype="html")
     tokens = mail(m.as_string()).tokens
-    assert tokens.index("content-type:multipart/alternative") < tokens.index("content-type:text/plain")
+    assert tokens.index("content-type:multipart/alternative") < tokens.index(
+        "content-type:text/plain"
+    )
     assert {"plain", "pills", "html", "meds", "content-type:text/html"} <= set(tokens)
     assert tokens.count("cheap") == 2
 
@@ -50,7 +61,13 @@ def test_base64_body_is_decoded():
     part = MIMEText("Gewinnen Sie jetzt Geld, schnell und einfach", "plain", "utf-8")
     assert part["Content-Transfer-Encoding"] == "base64"
     tokens = mail(part.as_string()).tokens
-    assert {"gewinnen", "geld", "einfach", "content-transfer-encoding:base64", "charset:utf-8"} <= set(tokens)
+    assert {
+        "gewinnen",
+        "geld",
+        "einfach",
+        "content-transfer-encoding:base64",
+        "charset:utf-8",
+    } <= set(tokens)
     assert not any("R2V3" in t for t in tokens)  # no base64 text
 
 
@@ -73,8 +90,23 @@ def test_html_only_mail_gives_visible_text_and_link_hosts():
     )
     tokens = mail(MIMEText(html, "html", "utf-8").as_string()).tokens
     assert {"claim", "your", "prize", "more", "today", "here"} <= set(tokens)
-    assert {"url:claim.prize-site.ru", "url:prize-site.ru", "urlpath:win", "url:cdn.example.net"} <= set(tokens)
-    for absent in ("div", "promo", "class", "color", "hidden", "secret", "invisible", "img", "href"):
+    assert {
+        "url:claim.prize-site.ru",
+        "url:prize-site.ru",
+        "urlpath:win",
+        "url:cdn.example.net",
+    } <= set(tokens)
+    for absent in (
+        "div",
+        "promo",
+        "class",
+        "color",
+        "hidden",
+        "secret",
+        "invisible",
+        "img",
+        "href",
+    ):
         assert absent not in tokens
     assert not any("<" in t or ">" in t or "&" in t for t in tokens)
 
@@ -105,7 +137,10 @@ def test_unknown_charset_with_base64_bytes_falls_back():
 
 def test_lying_and_bogus_charsets_do_not_raise():
     for charset in ("utf-8", "base64", "rot13", "punycode", "utf-16", "\x00"):
-        raw = f'Content-Type: text/plain; charset="{charset}"\nContent-Transfer-Encoding: base64\n\n/////w==\n'
+        raw = (
+            f'Content-Type: text/plain; charset="{charset}"\n'
+            "Content-Transfer-Encoding: base64\n\n/////w==\n"
+        )
         result = mail(raw)
         assert "content-type:text/plain" in result.tokens
 
@@ -136,7 +171,9 @@ def test_attachment_gives_type_size_and_extension():
     pdf.add_header("Content-Disposition", "attachment", filename="Invoice.2024.PDF.exe")
     m.attach(pdf)
     tokens = mail(m.as_string()).tokens
-    assert {"see", "attached", "attach:application/pdf", "attachsize:10k", "attachext:exe"} <= set(tokens)
+    assert {"see", "attached", "attach:application/pdf", "attachsize:10k", "attachext:exe"} <= set(
+        tokens
+    )
     assert "content-type:multipart/mixed" in tokens
 
 

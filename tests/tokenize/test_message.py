@@ -6,47 +6,99 @@ from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens, tokenize
 
 
 def test_fields_come_in_order_subject_sender_text_attributes():
-    result = tokenize({
-        "id": "1", "subject": "Hi there", "sender": "Bank <alerts@bank.example>",
-        "text": "pay now", "attributes": {"channel": "SMS"}, "tenant": "t", "ts": 5,
-    })
+    result = tokenize(
+        {
+            "id": "1",
+            "subject": "Hi there",
+            "sender": "Bank <alerts@bank.example>",
+            "text": "pay now",
+            "attributes": {"channel": "SMS"},
+            "tenant": "t",
+            "ts": 5,
+        }
+    )
     assert result.tokens == [
-        "subject:hi", "subject:there", "from:bank.example", "from:local:alerts", "from:name:bank",
-        "pay", "now", "channel=sms",
+        "subject:hi",
+        "subject:there",
+        "from:bank.example",
+        "from:local:alerts",
+        "from:name:bank",
+        "pay",
+        "now",
+        "channel=sms",
     ]
     assert result == Tokens(result.tokens, False, frozenset())
 
 
 def test_sender_without_address_is_an_id():
     assert tokenize({"sender": "+44 7700 900123"}).tokens == [
-        "from:id:+447700900123", "from:name:44", "from:name:7700", "from:name:900123",
+        "from:id:+447700900123",
+        "from:name:44",
+        "from:name:7700",
+        "from:name:900123",
     ]
 
 
 def test_attributes_scalars_use_json_spelling_and_numbers_add_magnitude():
-    attributes = {"Country": "US", "ok": True, "no": False, "x": None, "amount": 250.5, "n": -3, "z": 0}
+    attributes = {
+        "Country": "US",
+        "ok": True,
+        "no": False,
+        "x": None,
+        "amount": 250.5,
+        "n": -3,
+        "z": 0,
+    }
     assert tokenize({"attributes": attributes}).tokens == [
-        "country=us", "ok=true", "no=false", "x=null", "amount=250.5", "amount~1e2",
-        "n=-3", "n~-1e0", "z=0", "z~0",
+        "country=us",
+        "ok=true",
+        "no=false",
+        "x=null",
+        "amount=250.5",
+        "amount~1e2",
+        "n=-3",
+        "n~-1e0",
+        "z=0",
+        "z~0",
     ]
 
 
 def test_attributes_nested_values_are_flattened():
     attributes = {"geo": {"City": "New  York", "ll": [1.5, 2]}, "tags": ["a", "B"], "s": {"y", "x"}}
     assert tokenize({"attributes": attributes}).tokens == [
-        "geo.city=new_york", "geo.ll=1.5", "geo.ll~1e0", "geo.ll=2", "geo.ll~1e0",
-        "tags=a", "tags=b", "s=x", "s=y",
+        "geo.city=new_york",
+        "geo.ll=1.5",
+        "geo.ll~1e0",
+        "geo.ll=2",
+        "geo.ll~1e0",
+        "tags=a",
+        "tags=b",
+        "s=x",
+        "s=y",
     ]
 
 
 def test_attribute_odd_values_do_not_raise():
     attributes = {
-        "big": 10**5000, "nan": math.nan, "inf": -math.inf, "bytes": b"caf\xc3\xa9",
-        "obj": object, "long": "v" * 100, "": "empty key", "ctl": "a\x00b\tc\ud800",
+        "big": 10**5000,
+        "nan": math.nan,
+        "inf": -math.inf,
+        "bytes": b"caf\xc3\xa9",
+        "obj": object,
+        "long": "v" * 100,
+        "": "empty key",
+        "ctl": "a\x00b\tc\ud800",
         "deep": [[[[[[[[[["x"]]]]]]]]]],
     }
     result = tokenize({"attributes": attributes})
-    assert result.tokens[:6] == ["big=bigint", "big~bigint", "nan=nan", "inf=-inf", "bytes=café", "obj=<class_'object'>"]
+    assert result.tokens[:6] == [
+        "big=bigint",
+        "big~1e5000",
+        "nan=nan",
+        "inf=-inf",
+        "bytes=café",
+        "obj=<class_'object'>",
+    ]
     assert result.tokens[6:9] == ["long=skip:v:100", "=empty_key", "ctl=a_b_c"]
     assert "deep=nested" in result.tokens and "max_depth" in result.flags
 

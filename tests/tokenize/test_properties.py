@@ -9,11 +9,30 @@ from filterd.tokenize import Tokenizer, TokenizerConfig
 # treat specially, so that URL, address, number and markup paths are actually reached.
 ANY_TEXT = st.text(st.characters(exclude_categories=()))
 SPECIAL_TEXT = st.lists(
-    st.sampled_from(list("aZ9_ .,;:/@!?$£%'’-=<>\"&#\n\t\x00\u200b\u3000ｆ你🔥é\ud800") + [
-        "http://", "www.", ".com", "=?utf-8?q?", "?=", "<a href=", "<script>", "</script>",
-        "<!--", "-->", "&amp;", "--b\n", 'boundary="b"', "Content-Type: multipart/mixed; ",
-        "Content-Transfer-Encoding: base64\n", "Subject: ", "From: ", "\n\n", "mailto:",
-    ]),
+    st.sampled_from(
+        list("aZ9_ .,;:/@!?$£%'’-=<>\"&#\n\t\x00\u200b\u3000ｆ你🔥é\ud800")
+        + [
+            "http://",
+            "www.",
+            ".com",
+            "=?utf-8?q?",
+            "?=",
+            "<a href=",
+            "<script>",
+            "</script>",
+            "<!--",
+            "-->",
+            "&amp;",
+            "--b\n",
+            'boundary="b"',
+            "Content-Type: multipart/mixed; ",
+            "Content-Transfer-Encoding: base64\n",
+            "Subject: ",
+            "From: ",
+            "\n\n",
+            "mailto:",
+        ]
+    ),
     max_size=60,
 ).map("".join)
 TEXT = st.one_of(ANY_TEXT, SPECIAL_TEXT)
@@ -54,7 +73,9 @@ def test_any_message_gives_clean_tokens(message):
         result = tokenizer(message)
         assert "internal_error" not in result.flags
         assert len(result.tokens) <= tokenizer.config.max_tokens
-        assert result.truncated == bool(result.flags & {"max_bytes", "max_tokens", "max_parts", "max_depth"})
+        assert result.truncated == bool(
+            result.flags & {"max_bytes", "max_tokens", "max_parts", "max_depth"}
+        )
         check(result.tokens, tokenizer.config.bigrams)
 
 

@@ -13,7 +13,12 @@ def test_words_are_casefolded_in_order_with_repeats():
 
 def test_inner_apostrophes_and_hyphens_stay_in_the_word():
     assert tokens("Don't x-ray rock'n'roll 'quoted' dash- -dash") == [
-        "don't", "x-ray", "rock'n'roll", "quoted", "dash", "dash",
+        "don't",
+        "x-ray",
+        "rock'n'roll",
+        "quoted",
+        "dash",
+        "dash",
     ]
 
 
@@ -39,13 +44,30 @@ def test_exclamation_runs_are_one_two_or_three():
 
 def test_money_and_percent_keep_their_sign():
     assert tokens("Only $100, £5.99 or 100€; 50% off, 3.14 and 1,000 and 100k $2.5m") == [
-        "only", "$100", "£5.99", "or", "100€", "50%", "off", "3.14", "and", "1,000", "and",
-        "100k", "$2.5m",
+        "only",
+        "$100",
+        "£5.99",
+        "or",
+        "100€",
+        "50%",
+        "off",
+        "3.14",
+        "and",
+        "1,000",
+        "and",
+        "100k",
+        "$2.5m",
     ]
 
 
 def test_sentence_punctuation_is_not_part_of_a_number():
-    assert tokens("Call 0800-123-456 now. Costs 100.") == ["call", "0800-123-456", "now", "costs", "100"]
+    assert tokens("Call 0800-123-456 now. Costs 100.") == [
+        "call",
+        "0800-123-456",
+        "now",
+        "costs",
+        "100",
+    ]
 
 
 def test_han_and_kana_are_one_token_per_character():
@@ -58,14 +80,28 @@ def test_emoji_are_tokens():
 
 def test_url_becomes_host_suffix_port_and_path_tokens():
     assert tokens("Go to HTTPS://Login.Example.com:8443/Secure/verify.php?acct=1.") == [
-        "go", "to", "proto:https", "url:login.example.com", "url:example.com", "url:com",
-        "urlport:8443", "urlpath:secure", "urlpath:verify", "urlpath:php", "urlpath:acct",
+        "go",
+        "to",
+        "proto:https",
+        "url:login.example.com",
+        "url:example.com",
+        "url:com",
+        "urlport:8443",
+        "urlpath:secure",
+        "urlpath:verify",
+        "urlpath:php",
+        "urlpath:acct",
     ]
 
 
 def test_www_url_without_scheme_and_trailing_punctuation():
     assert tokens("see www.win.co.uk!!") == [
-        "see", "url:www.win.co.uk", "url:win.co.uk", "url:co.uk", "url:uk", "!!",
+        "see",
+        "url:www.win.co.uk",
+        "url:win.co.uk",
+        "url:co.uk",
+        "url:uk",
+        "!!",
     ]
 
 
@@ -76,14 +112,21 @@ def test_url_with_ip_host_and_userinfo():
 def test_deep_host_gives_at_most_four_suffixes():
     found = tokens("http://a.b.c.d.e.f.example.com")
     assert found == [
-        "proto:http", "url:a.b.c.d.e.f.example.com", "url:e.f.example.com", "url:f.example.com",
-        "url:example.com", "url:com",
+        "proto:http",
+        "url:a.b.c.d.e.f.example.com",
+        "url:e.f.example.com",
+        "url:f.example.com",
+        "url:example.com",
+        "url:com",
     ]
 
 
 def test_email_address_becomes_local_and_domain():
     assert tokens("write John.Doe+x@Mail.Example.org today") == [
-        "write", "email:john.doe+x", "email:mail.example.org", "today",
+        "write",
+        "email:john.doe+x",
+        "email:mail.example.org",
+        "today",
     ]
 
 
@@ -91,22 +134,38 @@ def test_long_token_becomes_skip_marker():
     assert tokens("a" * 45 + " ok " + "b" * 40) == ["skip:a:40", "ok", "b" * 40]
     assert tokens("x" * 12, max_token_length=10) == ["skip:x:10"]
     assert tokens("http://" + "h" * 60 + ".com/" + "p" * 99) == [
-        "proto:http", "url:skip:h:60", "url:com", "urlpath:skip:p:90",
+        "proto:http",
+        "url:skip:h:60",
+        "url:com",
+        "urlpath:skip:p:90",
     ]
 
 
 def test_bigrams_are_off_by_default_and_pair_adjacent_words():
     assert tokens("free cash now") == ["free", "cash", "now"]
     assert tokens("free cash now", bigrams=True) == [
-        "free", "cash", "free cash", "now", "cash now",
+        "free",
+        "cash",
+        "free cash",
+        "now",
+        "cash now",
     ]
 
 
 def test_bigrams_do_not_cross_links_exclamations_or_skip_markers():
     text = "click here! now http://x.com see " + "z" * 50 + " me"
     assert tokens(text, bigrams=True) == [
-        "click", "here", "click here", "!", "now", "proto:http", "url:x.com", "url:com",
-        "see", "skip:z:50", "me",
+        "click",
+        "here",
+        "click here",
+        "!",
+        "now",
+        "proto:http",
+        "url:x.com",
+        "url:com",
+        "see",
+        "skip:z:50",
+        "me",
     ]
 
 
