@@ -64,6 +64,67 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
         click.echo(format_table(rows))
 
 
+@main.command(name="tune")
+@click.argument("corpus", required=False, type=click.Path(dir_okay=False))
+@click.option("--demo", is_flag=True, help="Tune on the synthetic demo corpus.")
+@click.option("--variant", default="mnb", show_default=True, metavar="NAME[+sow]")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fixed estimator parameters.")
+@click.option("--select", "selection", default="none", show_default=True, metavar="SPEC")
+@click.option("--grid", "grids", multiple=True, metavar="KEY=V1,V2,...",
+              help="Values to try: estimator parameters or select (e.g. alpha=0.01,0.1,1 or "
+                   "select=local:4:alo,local:8:or). Without --grid, unb tunes its per-class λ by differential evolution.")
+@click.option("--objective", type=click.Choice(["auc", "spec_at_full_recall", "macro_f1"]), default=None,
+              help="What to maximize on the validation share (default: macro_f1 for λ and multi-class, else auc).")
+@click.option("--target", help="Target class (default: spam for two-label corpora).")
+@click.option("--json", "as_json", is_flag=True)
+def tune_command(corpus, demo, variant, params, selection, grids, objective, target, as_json) -> None:  # fmt: skip
+    """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
+    from filterd.evaluate import validation_split
+    from filterd.tune import grid_search, tune_unb_lambda
+
+    if (corpus is None) == (not demo):
+        raise click.UsageError("give a CORPUS file or --demo (not both)")
+    (spec,) = _specs((variant,), params, (selection,))
+    grid = {}
+    for item in grids:
+        key, sep, values = item.partition("=")
+        if not sep or not values:
+            raise click.BadParameter(f"{item!r} is not KEY=V1,V2,...", param_hint="--grid")
+        grid[key] = values.split(",") if key == "select" else [_grid_value(spec.variant, key, v) for v in values.split(",")]
+    if not grid and spec.variant != "unb":
+        raise click.UsageError("give at least one --grid (only unb has a default search: its per-class λ)")
+    records = _demo_records() if demo else _read(corpus)
+    tokenized = Corpus.tokenize(records, Tokenizer())
+    try:
+        stats, batch, truth, target = validation_split(tokenized, target)
+        chosen_objective = objective or ("macro_f1" if target is None or not grid else "auc")
+        if grid:
+            tuned = grid_search(stats, batch, truth, spec, grid, chosen_objective, target)
+        else:
+            if chosen_objective != "macro_f1":
+                raise click.UsageError("unb's λ search maximizes macro_f1 (Kikuchi & Ozono)")
+            tuned = tune_unb_lambda(stats, batch, truth, spec, target)
+        before, after = evaluate(tokenized, spec, "split", target), evaluate(tokenized, tuned.spec, "split", target)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    if as_json:
+        click.echo(json.dumps({"best": str(tuned.spec), "params": dict(tuned.spec.params), "objective": chosen_objective,
+                               "validation": tuned.value, "test_before": before.as_dict(), "test_after": after.as_dict()},
+                              default=str))  # fmt: skip
+        return
+    for candidate, value in tuned.tried:
+        click.echo(f"  {str(candidate):40s} validation {chosen_objective} {value:.4f}")
+    click.echo(f"best: {tuned.spec} (validation {chosen_objective} {tuned.value:.4f})\n")
+    click.echo(format_table([before, after]))
+
+
+def _grid_value(variant: str, key: str, text: str):
+    try:
+        return parse_params(variant, {key: text})[key]
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--grid") from None
+
+
 @main.command(name="synth")
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @click.option("--messages", "n_messages", type=click.IntRange(min=1), default=DEMO_MESSAGES, show_default=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -112,6 +112,23 @@ def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: s
 
 
 # --- split -----------------------------------------------------------------------------------
+
+
+def validation_split(corpus: Corpus, target: str | None = None, fraction: float = 0.25):
+    """For tuning: statistics of the training part less a stratified validation share, that
+    share's documents and labels (the test part stays untouched)."""
+    task, target = task_of(corpus.records, target)
+    if task == "multilabel":
+        raise ValueError("tuning on a multi-label corpus needs a --target category")
+    position = {r.id: i for i, r in enumerate(corpus.records)}
+    train, _ = train_test_split(corpus.records)
+    fit, valid = train_test_split([replace(r, split=None) for r in train], test_fraction=fraction, seed=1)
+    stats = Statistics(seed=SEED)
+    stats.update(select_docs(corpus.batch, np.array([position[r.id] for r in fit])), [_label(r, target) for r in fit])
+    batch = select_docs(corpus.batch, np.array([position[r.id] for r in valid], dtype=np.int64))
+    truth = [target if target in r.labels else f"not {target}" for r in valid] if task == "binary" else [r.label for r in valid]
+    return stats, batch, truth, target
+
 
 
 def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Evaluation:

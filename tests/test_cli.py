@@ -51,3 +51,23 @@ def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path):
 
 def test_target_must_be_a_label(tmp_path):
     assert "not a label" in one_line_error(run("evaluate", "--demo", "--target", "fraud"), 1)
+
+
+def test_tune_grid_reports_every_candidate_and_measures_the_choice_on_the_test_part():
+    result = run("tune", "--demo", "--variant", "wmnb", "--grid", "gamma=-1,-1e6", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["params"] == {"gamma": -1e6} and report["objective"] == "auc"
+    assert report["test_after"]["auc"] > report["test_before"]["auc"] - 1e-9
+
+
+def test_tune_unb_lambda_by_differential_evolution():
+    result = run("tune", "--demo", "--variant", "unb", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["objective"] == "macro_f1" and len(report["params"]["lam"]) == 2
+
+
+def test_tune_needs_something_to_search():
+    assert "--grid" in one_line_error(run("tune", "--demo", "--variant", "mnb"), 2)
+    assert "no parameter" in one_line_error(run("tune", "--demo", "--variant", "mnb", "--grid", "gamma=1,2"), 2)
