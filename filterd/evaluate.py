@@ -29,6 +29,7 @@ from filterd.model import Model, ModelSpec
 from filterd.stats import Statistics
 
 SEED = 0  # token-key seed of evaluation runs; any fixed value gives the same results
+SPARSE_ABOVE = 64  # classes; beyond, statistics are kept as (token, class) pairs
 Progress = Callable[[Iterable], Iterable]
 
 
@@ -141,15 +142,21 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
     if task == "multilabel":
         _multilabel(result, spec, train, train_batch, test, test_batch)
     else:
-        stats = Statistics(seed=SEED)
-        stats.update(train_batch, [_label(r, target) for r in train])
+        labels = [_label(r, target) for r in train]
+        stats = Statistics(seed=SEED, sparse=len(set(labels)) > SPARSE_ABOVE)
+        stats.update(train_batch, labels)
         if task == "binary":
-            scores = Model.build(stats, spec, target).score(test_batch).binary()
+            scores = _model(stats, spec, target).score(test_batch).binary()
             _binary_measures(result, scores, np.array([target in r.labels for r in test]))
         else:
             _multiclass(result, stats, spec, test, test_batch)
     _timing(result, corpus, started, len(train) + len(test))
     return result
+
+
+def _model(stats: Statistics, spec: ModelSpec, target: str | None) -> Model:
+    """Sparse statistics (many classes) score lazily: weights per batch, for its tokens only."""
+    return Model.build(stats, spec, target, lazy=stats.storage.sparse and not spec.needs_whole_vocabulary)
 
 
 def _label(record: Record, target: str | None) -> str:
@@ -170,7 +177,7 @@ def _binary_measures(result: Evaluation, scores: np.ndarray, truth: np.ndarray) 
 
 def _multiclass(result: Evaluation, stats: Statistics, spec: ModelSpec, test: list[Record], batch: DocBatch) -> None:
     truth = [r.label for r in test]
-    one_vs_rest = {c: Model.build(stats, spec, c).score(batch).binary() for c in stats.labels}
+    one_vs_rest = {c: _model(stats, spec, c).score(batch).binary() for c in stats.labels}
     for c, scores in one_vs_rest.items():
         positives = np.array([t == c for t in truth])
         if positives.any() and not positives.all():
@@ -179,7 +186,7 @@ def _multiclass(result: Evaluation, stats: Statistics, spec: ModelSpec, test: li
         columns = list(one_vs_rest)
         predicted = [columns[i] for i in np.column_stack(list(one_vs_rest.values())).argmax(axis=1)]
     else:
-        predicted = Model.build(stats, spec).score(batch).predict()
+        predicted = _model(stats, spec, None).score(batch).predict()
     result.accuracy = metrics.accuracy(np.array(truth), np.array(predicted))
     result.macro_f1 = metrics.macro_f1(truth, predicted)
     _macro_average(result)

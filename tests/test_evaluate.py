@@ -75,3 +75,14 @@ def test_local_selection_raises_specificity_at_full_recall_on_sms():
     local = evaluate(corpus, ModelSpec("mnb", selection=Selection("local", 10, "or")), "split")
     assert everything.auc > 0.98
     assert local.spec_at_full_recall > everything.spec_at_full_recall + 0.2  # Kołcz's direction (0.20 → 0.57)
+
+
+def test_a_corpus_of_many_classes_is_evaluated_on_sparse_statistics(monkeypatch):
+    import filterd.evaluate as evaluation
+
+    monkeypatch.setattr(evaluation, "SPARSE_ABOVE", 2)  # make three classes count as many
+    corpus = synthetic(n=900, sport=0.4, tech=0.3, food=0.3)
+    sparse = evaluation.evaluate(corpus, ModelSpec("pnbc"), "split")
+    monkeypatch.setattr(evaluation, "SPARSE_ABOVE", 64)
+    dense = evaluation.evaluate(corpus, ModelSpec("pnbc"), "split")
+    assert sparse.accuracy == dense.accuracy and sparse.auc == pytest.approx(dense.auc)
