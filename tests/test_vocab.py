@@ -46,3 +46,12 @@ def test_snapshot_is_frozen_while_the_vocabulary_grows():
     vocab.add(np.array([4, 1]))
     assert (snapshot.lookup(np.array([5, 3, 4])) == [0, 1, -1]).all()
     assert (vocab.lookup(np.array([4, 1])) == [2, 3]).all()
+
+
+def test_in_ranges_lists_the_keys_of_each_range_in_order():
+    vocab = Vocabulary()
+    vocab.add(np.array([40, 10, 25, 11, 30]))
+    which, keys, ids = vocab.in_ranges(np.array([10, 26, 100]), np.array([26, 41, 200]))
+    assert which.tolist() == [0, 0, 0, 1, 1]
+    assert keys.tolist() == [10, 11, 25, 30, 40]
+    assert ids.tolist() == [1, 3, 2, 4, 0]
