@@ -89,7 +89,7 @@ class Statistics:
         ids = self.vocab.add(batch.keys)
         self._reserve(len(self.vocab))
         rows = doc_class[batch.doc_of_entry]
-        increments = np.stack([batch.counts, np.ones_like(batch.counts), _fixed_point_log_tf(batch)])
+        increments = np.stack([batch.counts, np.ones_like(batch.counts), fixed_point_log_tf(batch)])
         touched = np.unique(ids)
         if not self._add(rows, ids, increments, doc_class, touched, sign):
             self._add(rows, ids, increments, doc_class, touched, -sign)
@@ -239,7 +239,7 @@ def _target_and_rest(a: np.ndarray, t: int) -> np.ndarray:
     return np.stack([a[t], a.sum(axis=0) - a[t]])
 
 
-def _fixed_point_log_tf(batch: DocBatch) -> np.ndarray:
+def fixed_point_log_tf(batch: DocBatch) -> np.ndarray:
     """t_dw = log(1+f_dw) / ‖log(1+f_d·)‖₂ per entry, in fixed point."""
     log_tf = np.log1p(batch.counts.astype(np.float64))
     doc = batch.doc_of_entry

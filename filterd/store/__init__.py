@@ -1,0 +1,1 @@
+"""The model store: statistics, feedback ledger, holdout window and thresholds in SQL."""

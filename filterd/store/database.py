@@ -1,0 +1,72 @@
+"""Connecting to the store and migrating its schema (Alembic, in the top-level `migrations/`).
+
+The URL comes from the caller (CLI flag), else the environment variable FILTERD_DATABASE_URL,
+else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install filterd[postgres]`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+DEFAULT_URL = "sqlite:///var/filterd.db"
+URL_VARIABLE = "FILTERD_DATABASE_URL"
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def database_url(url: str | None = None) -> str:
+    """The URL to use: `url`, else $FILTERD_DATABASE_URL, else the default SQLite file."""
+    url = url or os.environ.get(URL_VARIABLE) or DEFAULT_URL
+    parsed = make_url(url)  # raises ArgumentError on a malformed URL
+    if parsed.drivername in ("postgresql", "postgres"):
+        url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return url
+
+
+def connect(url: str | None = None) -> Engine:
+    """An engine for the store; SQLite gets WAL, NORMAL sync and enforced foreign keys."""
+    url = database_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    return engine
+
+
+def alembic_config(url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", database_url(url).replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str | None, revision: str) -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def current(url: str | None = None) -> str | None:
+    """The schema revision of the database (None when it has never been migrated)."""
+    with connect(url).connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

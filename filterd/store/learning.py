@@ -1,0 +1,295 @@
+"""Learning from labelled feedback through the store: idempotent, relabel-aware, batched.
+
+`apply_feedback` runs one transaction per batch:
+- it takes the model row's lock and the next change sequence number first, so concurrent
+  learners of one model queue instead of deadlocking, and sequence order is commit order
+  (which makes `sync(since_seq)` exact);
+- a message id already learned with the same label changes nothing; with a different label
+  the old contribution is unlearned and the new one learned, except that an automatic label
+  never overrides an analyst's; a new id is learned, unless it falls in the holdout fraction
+  (deterministic by id), in which case it is kept for calibration and not learned;
+- all contributions of the batch are summed per (token, class) first and written as additive
+  upserts sorted by key; CHECK constraints keep every count ≥ 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Literal
+
+import numpy as np
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from filterd.features import DocBatch, encode
+from filterd.model import ModelSpec
+from filterd.select import Selection
+from filterd.stats import fixed_point_log_tf
+from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
+from filterd.vocab import TokenHasher
+
+Source = Literal["analyst", "auto"]
+SOURCES = ("analyst", "auto")
+CHUNK = 500  # ids per IN (...) query
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A label for a message, with the message's tokens."""
+
+    message_id: str
+    label: str
+    tokens: Sequence[str]
+    source: Source = "analyst"
+    ts: datetime | None = None
+
+
+@dataclass
+class Applied:
+    """What a batch did."""
+
+    learned: int = 0
+    relabelled: int = 0
+    duplicates: int = 0
+    held_out: int = 0
+    kept_analyst_label: int = 0  # automatic labels that did not override an analyst's
+    seq: int = 0
+
+
+class UnknownModel(LookupError):
+    pass
+
+
+# --- models -------------------------------------------------------------------------------------
+
+
+def create_model(engine: Engine, name: str, spec: ModelSpec = ModelSpec(), seed: int | None = None) -> int:
+    """Add a model (its token-key seed is random unless given); returns its id."""
+    seed = int(np.random.default_rng().integers(0, 2**62)) if seed is None else seed
+    with engine.begin() as conn:
+        return conn.execute(
+            insert(ModelRow).values(name=name, spec=spec_to_json(spec), hash_seed=seed, seq=0,
+                                    created_at=datetime.now(timezone.utc)).returning(ModelRow.id)  # fmt: skip
+        ).scalar_one()
+
+
+def spec_to_json(spec: ModelSpec) -> dict:
+    return {"variant": spec.variant, "params": dict(spec.params), "selection": str(spec.selection),
+            "set_of_words": spec.set_of_words}  # fmt: skip
+
+
+def spec_from_json(data: dict) -> ModelSpec:
+    return ModelSpec(data["variant"], data.get("params", {}), Selection.parse(data.get("selection", "none")),
+                     data.get("set_of_words", False))  # fmt: skip
+
+
+def model_row(conn: Connection, name: str) -> ModelRow:
+    row = conn.execute(select(ModelRow).where(ModelRow.name == name)).scalar_one_or_none()
+    if row is None:
+        raise UnknownModel(f"no model named {name!r} in the store")
+    return row
+
+
+# --- feedback ---------------------------------------------------------------------------------
+
+
+def in_holdout(message_id: str, fraction: float) -> bool:
+    """Whether a message id belongs to the holdout share (stable across processes and runs)."""
+    digest = hashlib.blake2b(message_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") < fraction * 2**64
+
+
+def pack(keys: np.ndarray, counts: np.ndarray) -> bytes:
+    return np.stack([keys, counts]).astype("<i8").tobytes()
+
+
+def unpack(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    keys, counts = np.frombuffer(data, dtype="<i8").reshape(2, -1)
+    return keys.astype(np.int64), counts.astype(np.int64)
+
+
+def apply_feedback(engine: Engine, model: str, items: Sequence[Feedback], holdout_fraction: float = 0.1,
+                   now: datetime | None = None) -> Applied:  # fmt: skip
+    """Apply a batch of feedback to `model` in one transaction (see the module docstring)."""
+    for item in items:
+        if item.source not in SOURCES:
+            raise ValueError(f"feedback source must be analyst or auto, not {item.source!r}")
+    now = now or datetime.now(timezone.utc)
+    with engine.begin() as conn:
+        model_id, seq, seed = conn.execute(
+            update(ModelRow).where(ModelRow.name == model).values(seq=ModelRow.seq + 1)
+            .returning(ModelRow.id, ModelRow.seq, ModelRow.hash_seed)
+        ).one_or_none() or (None, None, None)  # fmt: skip
+        if model_id is None:
+            raise UnknownModel(f"no model named {model!r} in the store")
+        result = Applied(seq=seq)
+        batch = encode([item.tokens for item in items], TokenHasher(seed))
+        plan = _Plan(conn, model_id, [item.message_id for item in items])
+        for i, item in enumerate(items):
+            plan.decide(i, item, batch, holdout_fraction, result)
+        class_ids = _class_ids(conn, model_id, {label for label, *_ in plan.contributions})
+        _write_statistics(conn, model_id, seq, now, plan.contributions, class_ids)
+        _write_ledger(conn, model_id, now, plan)
+    return result
+
+
+class _Plan:
+    """Per-message decisions of one batch, against the ledger and the holdout table."""
+
+    def __init__(self, conn: Connection, model_id: int, message_ids: list[str]) -> None:
+        unique = list(dict.fromkeys(message_ids))
+        self.ledger: dict[str, tuple[str, str, bytes]] = {}
+        self.holdout: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(unique), CHUNK):
+            chunk = unique[start : start + CHUNK]
+            rows = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.source,
+                                       FeedbackLedger.tokens)
+                                .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id.in_(chunk)))  # fmt: skip
+            self.ledger.update({m: (label, source, tokens) for m, label, source, tokens in rows})
+            rows = conn.execute(select(Holdout.message_id, Holdout.label, Holdout.source)
+                                .where(Holdout.model_id == model_id, Holdout.message_id.in_(chunk)))  # fmt: skip
+            self.holdout.update({m: (label, source) for m, label, source in rows})
+        self.existing = set(self.ledger)
+        self.existing_holdout = set(self.holdout)
+        self.ledger_writes: dict[str, tuple[str, str, bytes]] = {}
+        self.holdout_writes: dict[str, tuple[str, str, bytes, datetime | None]] = {}
+        self.contributions: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # label, keys, counts, sign
+
+    def decide(self, i: int, item: Feedback, batch: DocBatch, fraction: float, result: Applied) -> None:
+        keys = batch.keys[batch.indptr[i] : batch.indptr[i + 1]]
+        counts = batch.counts[batch.indptr[i] : batch.indptr[i + 1]]
+        known = self.ledger.get(item.message_id) or self.holdout.get(item.message_id)
+        if known is not None:
+            label, source = known[0], known[1]
+            if label == item.label:
+                result.duplicates += 1
+                if source == "auto" and item.source == "analyst":  # confirmed: now an analyst's label
+                    self._set_source(item.message_id, "analyst")
+                return
+            if source == "analyst" and item.source == "auto":
+                result.kept_analyst_label += 1
+                return
+            result.relabelled += 1
+            if item.message_id in self.holdout:
+                self.holdout[item.message_id] = (item.label, item.source)
+                self.holdout_writes[item.message_id] = (item.label, item.source, pack(keys, counts), item.ts)
+                return
+            old_keys, old_counts = unpack(self.ledger[item.message_id][2])
+            self.contributions.append((label, old_keys, old_counts, -1))
+        elif in_holdout(item.message_id, fraction):
+            result.held_out += 1
+            self.holdout[item.message_id] = (item.label, item.source)
+            self.holdout_writes[item.message_id] = (item.label, item.source, pack(keys, counts), item.ts)
+            return
+        else:
+            result.learned += 1
+        packed = pack(keys, counts)
+        self.contributions.append((item.label, keys, counts, +1))
+        self.ledger[item.message_id] = (item.label, item.source, packed)
+        self.ledger_writes[item.message_id] = (item.label, item.source, packed)
+
+    def _set_source(self, message_id: str, source: str) -> None:
+        if message_id in self.ledger:
+            label, _, packed = self.ledger[message_id]
+            self.ledger[message_id] = self.ledger_writes[message_id] = (label, source, packed)
+        else:
+            label, _ = self.holdout[message_id]
+            self.holdout[message_id] = (label, source)
+            _, _, packed, ts = self.holdout_writes.get(message_id, (label, source, b"", None))
+            self.holdout_writes[message_id] = (label, source, packed, ts)
+
+
+def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, int]:
+    """Class ids of `labels`, adding classes never seen (the model row lock is held)."""
+    rows = conn.execute(select(ClassStats.label, ClassStats.class_id).where(ClassStats.model_id == model_id))
+    ids = dict(rows.all())
+    for label in sorted(labels - set(ids)):
+        ids[label] = max(ids.values(), default=-1) + 1
+        conn.execute(insert(ClassStats).values(model_id=model_id, class_id=ids[label], label=label, docs=0,
+                                               tokens=0, seq=0))  # fmt: skip
+    return ids
+
+
+def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> None:
+    if not contributions:
+        return
+    lengths = np.array([len(keys) for _, keys, _, _ in contributions], dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    keys = np.concatenate([k for _, k, _, _ in contributions]).astype(np.int64)
+    counts = np.concatenate([c for _, _, c, _ in contributions]).astype(np.int64)
+    sign = np.array([s for *_, s in contributions], dtype=np.int64)
+    cls = np.array([class_ids[label] for label, *_ in contributions], dtype=np.int64)
+    t = fixed_point_log_tf(DocBatch(indptr, keys, counts))
+    entry_sign, entry_cls = np.repeat(sign, lengths), np.repeat(cls, lengths)
+    # one row per (token, class), sorted by key so that concurrent writers lock in one order
+    order = np.lexsort((entry_cls, keys))
+    k, c = keys[order], entry_cls[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (k[1:] != k[:-1]) | (c[1:] != c[:-1])
+    starts = np.flatnonzero(first)
+    sums = [np.add.reduceat((entry_sign * v)[order], starts) for v in (counts, np.ones_like(counts), t)]
+    day = int(now.timestamp() // 86400)
+    rows = [dict(model_id=model_id, token_key=int(key), class_id=int(cid), count=int(n), doc_freq=int(df),
+                 tfn=int(tf), seq=seq, last_seen=day)
+            for key, cid, n, df, tf in zip(k[starts], c[starts], *sums) if n or df or tf]  # fmt: skip
+    # CHECK constraints apply to the row an INSERT proposes, before ON CONFLICT turns it into an
+    # update: net removals are plain UPDATEs of rows that must exist.
+    growing = [r for r in rows if r["count"] >= 0 and r["doc_freq"] >= 0 and r["tfn"] >= 0]
+    shrinking = [r for r in rows if not (r["count"] >= 0 and r["doc_freq"] >= 0 and r["tfn"] >= 0)]
+    _additive_upsert(conn, TokenStats, growing, ("count", "doc_freq", "tfn"), ("seq", "last_seen"))
+    if shrinking:
+        table = TokenStats.__table__
+        statement = (table.update()
+                     .where(table.c.model_id == bindparam("m"), table.c.token_key == bindparam("k"),
+                            table.c.class_id == bindparam("c"))
+                     .values(count=table.c.count + bindparam("n"), doc_freq=table.c.doc_freq + bindparam("df"),
+                             tfn=table.c.tfn + bindparam("tf"), seq=seq))  # fmt: skip
+        changed = conn.execute(statement, [dict(m=r["model_id"], k=r["token_key"], c=r["class_id"], n=r["count"],
+                                                df=r["doc_freq"], tf=r["tfn"]) for r in shrinking])  # fmt: skip
+        if changed.rowcount != len(shrinking):
+            raise ValueError("the ledger names token counts the statistics do not hold: store inconsistent")
+    docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
+    tokens = np.bincount(entry_cls, weights=entry_sign * counts, minlength=len(class_ids) + 1)
+    for label, cid in class_ids.items():
+        if docs[cid] or tokens[cid]:
+            conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == cid)
+                         .values(docs=ClassStats.docs + int(docs[cid]), tokens=ClassStats.tokens + int(tokens[cid]),
+                                 seq=seq))  # fmt: skip
+
+
+def _additive_upsert(conn: Connection, table, rows: list[dict], added: tuple[str, ...], replaced: tuple[str, ...]) -> None:
+    if not rows:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table)
+    columns = table.__table__.c
+    statement = statement.on_conflict_do_update(
+        index_elements=[c.name for c in table.__table__.primary_key],
+        set_={**{name: columns[name] + statement.excluded[name] for name in added},
+              **{name: statement.excluded[name] for name in replaced}},
+    )  # fmt: skip
+    conn.execute(statement, rows)
+
+
+def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -> None:
+    fresh = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, learned_at=now)
+             for m, (label, source, tokens) in plan.ledger_writes.items() if m not in plan.existing]  # fmt: skip
+    if fresh:
+        conn.execute(insert(FeedbackLedger), fresh)
+    for m, (label, source, tokens) in plan.ledger_writes.items():
+        if m in plan.existing:
+            conn.execute(update(FeedbackLedger)
+                         .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == m)
+                         .values(label=label, source=source, tokens=tokens, learned_at=now))  # fmt: skip
+    new_holdout = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, ts=ts or now)
+                   for m, (label, source, tokens, ts) in plan.holdout_writes.items()
+                   if m not in plan.existing_holdout]  # fmt: skip
+    if new_holdout:
+        conn.execute(insert(Holdout), new_holdout)
+    for m, (label, source, _, _) in plan.holdout_writes.items():
+        if m in plan.existing_holdout:
+            conn.execute(update(Holdout).where(Holdout.model_id == model_id, Holdout.message_id == m)
+                         .values(label=label, source=source))  # fmt: skip

@@ -1,0 +1,121 @@
+"""The model store's tables (SQLAlchemy 2.x). Every table is keyed by a model id, so that
+several models (per tenant, per channel) share one database.
+
+models           one row per model: estimator spec, token-key seed, the change sequence `seq`
+class_stats      per class: D_c (docs) and N_c (tokens)
+token_stats      per (token key, class): N, DF, T (fixed point), the `seq` of the last change
+                 and the day it was last seen
+feedback_ledger  per message id: the label learned, its source, and its token counts (to unlearn)
+holdout          labelled feedback kept out of learning, for calibration
+thresholds       versions of the decision threshold
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+    MetaData, String,
+)  # fmt: skip
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class ModelRow(Base):
+    __tablename__ = "models"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    spec: Mapped[dict] = mapped_column(JSON)  # variant, params, selection, set_of_words
+    hash_seed: Mapped[int] = mapped_column(BigInteger)
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)  # last change; bumped under the row lock
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ClassStats(Base):
+    __tablename__ = "class_stats"
+    __table_args__ = (
+        CheckConstraint("docs >= 0 AND tokens >= 0", name="nonnegative"),
+        Index(None, "model_id", "label", unique=True),
+    )
+
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    class_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    label: Mapped[str] = mapped_column(String(200))
+    docs: Mapped[int] = mapped_column(BigInteger, default=0)
+    tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class TokenStats(Base):
+    __tablename__ = "token_stats"
+    __table_args__ = (
+        CheckConstraint("count >= 0 AND doc_freq >= 0 AND tfn >= 0", name="nonnegative"),
+        Index(None, "model_id", "seq"),
+    )
+
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    token_key: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    class_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
+    doc_freq: Mapped[int] = mapped_column(BigInteger)
+    tfn: Mapped[int] = mapped_column(BigInteger)  # T in units of 2⁻²⁴
+    seq: Mapped[int] = mapped_column(BigInteger)
+    last_seen: Mapped[int] = mapped_column(Integer)  # days since 1970-01-01
+
+
+class FeedbackLedger(Base):
+    __tablename__ = "feedback_ledger"
+
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    label: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16))  # analyst | auto
+    tokens: Mapped[bytes] = mapped_column(LargeBinary)  # packed token keys and counts
+    learned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Holdout(Base):
+    __tablename__ = "holdout"
+    __table_args__ = (Index(None, "model_id", "ts"),)
+
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    label: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16))
+    tokens: Mapped[bytes] = mapped_column(LargeBinary)
+    ts: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Threshold(Base):
+    __tablename__ = "thresholds"
+
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    target_class: Mapped[str] = mapped_column(String(200))
+    target_recall: Mapped[float] = mapped_column(Float)
+    tau: Mapped[float] = mapped_column(Float)
+    auc: Mapped[float | None] = mapped_column(Float, nullable=True)
+    recall: Mapped[float | None] = mapped_column(Float, nullable=True)
+    specificity: Mapped[float | None] = mapped_column(Float, nullable=True)
+    precision: Mapped[float | None] = mapped_column(Float, nullable=True)
+    n_pos: Mapped[int] = mapped_column(Integer)
+    n_neg: Mapped[int] = mapped_column(Integer)
+    window_start: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    window_end: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    conservative: Mapped[bool] = mapped_column(Boolean, default=False)
+    forced: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

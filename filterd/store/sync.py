@@ -1,0 +1,62 @@
+"""From the store to in-memory statistics: a full load, then incremental syncs.
+
+`sync(engine, model, stats, since)` brings `stats` up to date with every token row changed
+after sequence number `since` and returns the sequence number to pass next time. A delta
+carries the current values of every class of each changed token (not increments), so
+applying one twice, or a row newer than the returned number, is harmless.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import Engine, select, text
+
+from filterd.stats import Delta, Statistics
+from filterd.store.learning import UnknownModel
+from filterd.store.schema import ClassStats, ModelRow
+
+_CHANGED_ROWS = text(
+    "SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
+    "WHERE model_id = :model AND token_key IN "
+    "(SELECT token_key FROM token_stats WHERE model_id = :model AND seq > :since)"
+)
+_ALL_ROWS = text("SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats WHERE model_id = :model")
+
+
+def load(engine: Engine, model: str, sparse: bool = False) -> tuple[Statistics, int]:
+    """The model's statistics, and the sequence number they reflect."""
+    with engine.connect() as conn:
+        seed = conn.execute(select(ModelRow.hash_seed).where(ModelRow.name == model)).scalar_one_or_none()
+    if seed is None:
+        raise UnknownModel(f"no model named {model!r} in the store")
+    stats = Statistics(seed=seed, sparse=sparse)
+    return stats, sync(engine, model, stats, since=None)
+
+
+def sync(engine: Engine, model: str, stats: Statistics, since: int | None) -> int:
+    """Apply every change after `since` (None: everything) to `stats`; returns the new `since`."""
+    with engine.connect() as conn:
+        found = conn.execute(select(ModelRow.id, ModelRow.seq).where(ModelRow.name == model)).one_or_none()
+        if found is None:
+            raise UnknownModel(f"no model named {model!r} in the store")
+        model_id, seq = found
+        classes = conn.execute(select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
+                               .where(ClassStats.model_id == model_id).order_by(ClassStats.class_id)).all()  # fmt: skip
+        if since is None:
+            rows = conn.execute(_ALL_ROWS, {"model": model_id}).all()
+        else:
+            rows = conn.execute(_CHANGED_ROWS, {"model": model_id, "since": since}).all()
+    stats.apply_delta(_delta(seq, classes, rows))
+    return seq
+
+
+def _delta(seq: int, classes, rows) -> Delta:
+    position = {class_id: i for i, (class_id, _, _) in enumerate(classes)}
+    values = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    keys, column = np.unique(values[:, 0], return_inverse=True)
+    arrays = np.zeros((3, len(classes), len(keys)), dtype=np.int64)
+    row = np.array([position[c] for c in values[:, 1]], dtype=np.int64)
+    arrays[:, row, column] = values[:, 2:].T
+    labels = tuple(label for _, label, _ in classes)
+    docs = np.array([d for *_, d in classes], dtype=np.int64)
+    return Delta(seq, labels, docs, keys, arrays[0], arrays[1], arrays[2])

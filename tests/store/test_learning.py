@@ -1,0 +1,114 @@
+import uuid
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
+
+from filterd.stats import Statistics
+from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, in_holdout
+from filterd.store.schema import TokenStats
+from filterd.store.sync import load, sync
+
+SEED = 7
+DOCS = {"m1": "free cash now", "m2": "meet at noon", "m3": "win a free prize now", "m4": "lunch with bob at noon"}
+
+
+def fb(message_id, label, source="analyst"):
+    return Feedback(message_id, label, DOCS[message_id].split(), source)
+
+
+def learned_directly(pairs):
+    stats = Statistics(seed=SEED)
+    for message_id, label in pairs:
+        stats.learn(DOCS[message_id].split(), label)
+    return nonempty(stats.canonical())
+
+
+def nonempty(canonical):
+    return {label: v for label, v in canonical.items() if v[0] or v[1]}
+
+
+def store_statistics(engine):
+    return nonempty(load(engine, "default")[0].canonical())
+
+
+@pytest.fixture
+def store(engine):
+    create_model(engine, "default", seed=SEED)
+    return engine
+
+
+def test_learning_then_redelivery_changes_nothing(store):
+    first = apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    assert (first.learned, first.duplicates) == (2, 0)
+    before = store_statistics(store)
+    again = apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    assert (again.learned, again.duplicates) == (0, 2)
+    assert store_statistics(store) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
+
+
+def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store):
+    apply_feedback(store, "default", [fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    result = apply_feedback(store, "default", [fb("m3", "ham")], holdout_fraction=0)
+    assert result.relabelled == 1
+    assert store_statistics(store) == learned_directly([("m1", "spam"), ("m3", "ham"), ("m2", "ham")])
+
+
+def test_an_automatic_label_never_overrides_an_analyst(store):
+    apply_feedback(store, "default", [fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0)
+    result = apply_feedback(store, "default", [fb("m1", "spam", "auto"), fb("m2", "ham", "analyst")], holdout_fraction=0)
+    assert (result.kept_analyst_label, result.relabelled) == (1, 1)
+    assert store_statistics(store) == learned_directly([("m1", "ham"), ("m2", "ham")])
+
+
+def test_the_holdout_share_is_kept_out_of_learning(store):
+    ids = [f"id-{i}" for i in range(2000)]
+    share = np.mean([in_holdout(i, 0.1) for i in ids])
+    assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
+    held = next(i for i in ids if in_holdout(i, 0.5))
+    kept = next(i for i in ids if not in_holdout(i, 0.5))
+    result = apply_feedback(store, "default", [Feedback(held, "spam", ["free"]), Feedback(kept, "ham", ["noon"])],
+                            holdout_fraction=0.5)  # fmt: skip
+    assert (result.held_out, result.learned) == (1, 1)
+    stats = Statistics(seed=SEED)
+    stats.learn(["noon"], "ham")
+    assert store_statistics(store) == nonempty(stats.canonical())
+
+
+def test_counts_can_never_go_below_zero(store):
+    with pytest.raises(IntegrityError):
+        with store.begin() as conn:
+            conn.execute(insert(TokenStats).values(model_id=1, token_key=1, class_id=0, count=-1, doc_freq=0, tfn=0,
+                                                   seq=1, last_seen=0))  # fmt: skip
+
+
+def test_unknown_model_and_bad_source_are_refused(store):
+    with pytest.raises(UnknownModel):
+        apply_feedback(store, "nope", [fb("m1", "spam")])
+    with pytest.raises(ValueError, match="source"):
+        apply_feedback(store, "default", [Feedback("m1", "spam", ["x"], source="robot")])
+
+
+feedback = st.lists(st.tuples(st.sampled_from(sorted(DOCS)), st.sampled_from(["ham", "spam"]),
+                              st.sampled_from(["analyst", "auto"])), min_size=1, max_size=6)  # fmt: skip
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(feedback, min_size=1, max_size=4))
+def test_any_feedback_sequence_equals_learning_each_final_label_once(engine, batches):
+    name = f"model-{uuid.uuid4().hex}"
+    create_model(engine, name, seed=SEED)
+    replica, synced = Statistics(seed=SEED), None
+    final: dict[str, tuple[str, str]] = {}
+    for batch in batches:
+        apply_feedback(engine, name, [fb(*item) for item in batch], holdout_fraction=0)
+        synced = sync(engine, name, replica, synced)
+        for message_id, label, source in batch:  # the rules, replayed in plain Python
+            if message_id in final and final[message_id][1] == "analyst" and source == "auto":
+                continue
+            final[message_id] = (label, source)
+    expected = learned_directly([(m, label) for m, (label, _) in final.items()])
+    assert nonempty(load(engine, name)[0].canonical()) == expected
+    assert nonempty(replica.canonical()) == expected  # incremental sync = full load
