@@ -86,13 +86,6 @@ def spec_from_json(data: dict) -> ModelSpec:
                      data.get("set_of_words", False))  # fmt: skip
 
 
-def model_row(conn: Connection, name: str) -> ModelRow:
-    row = conn.execute(select(ModelRow).where(ModelRow.name == name)).scalar_one_or_none()
-    if row is None:
-        raise UnknownModel(f"no model named {name!r} in the store")
-    return row
-
-
 # --- feedback ---------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The `filterd` command line."""
+"""`filterd evaluate`, `filterd tune`, `filterd synth`: measuring variants on labelled corpora."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 
 import click
 
-from filterd import __version__
 from filterd.corpus import CorpusError, Record, read_corpus, to_records, write_corpus
 from filterd.estimators import parse_params
 from filterd.evaluate import Corpus, Evaluation, evaluate
@@ -20,13 +19,7 @@ from filterd.tokenize import Tokenizer, TokenizerConfig
 DEMO_MESSAGES = 5000
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="filterd")
-def main() -> None:
-    """filterd: a streaming spam and fraud filter."""
-
-
-@main.command(name="evaluate")
+@click.command(name="evaluate")
 @click.argument("corpus", required=False, type=click.Path(dir_okay=False))
 @click.option("--demo", is_flag=True, help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME[+sow]",
@@ -64,7 +57,7 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
         click.echo(format_table(rows))
 
 
-@main.command(name="tune")
+@click.command(name="tune")
 @click.argument("corpus", required=False, type=click.Path(dir_okay=False))
 @click.option("--demo", is_flag=True, help="Tune on the synthetic demo corpus.")
 @click.option("--variant", default="mnb", show_default=True, metavar="NAME[+sow]")
@@ -125,7 +118,7 @@ def _grid_value(variant: str, key: str, text: str):
         raise click.BadParameter(str(error), param_hint="--grid") from None
 
 
-@main.command(name="synth")
+@click.command(name="synth")
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @click.option("--messages", "n_messages", type=click.IntRange(min=1), default=DEMO_MESSAGES, show_default=True)
 @click.option("--spam-share", type=click.FloatRange(0.001, 0.999), default=0.15, show_default=True)

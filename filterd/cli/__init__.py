@@ -1,0 +1,19 @@
+"""The `filterd` command line: one click group, commands in a module per concern."""
+
+from __future__ import annotations
+
+import click
+
+from filterd import __version__
+from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
+from filterd.cli.store import db, learn_command, model
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="filterd")
+def main() -> None:
+    """filterd: a streaming spam and fraud filter."""
+
+
+for command in (evaluate_command, tune_command, synth_command, db, learn_command, model):
+    main.add_command(command)

@@ -1,0 +1,242 @@
+"""`filterd db …`, `filterd learn`, `filterd model …`: the model store from the command line."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import sys
+from collections.abc import Iterator
+
+import click
+from sqlalchemy import func, select
+from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
+
+from filterd.cli.evaluation import _read, _specs
+from filterd.stats import not_ready
+from filterd.store import backup, database
+from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, spec_from_json
+from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, Threshold, TokenStats
+from filterd.tokenize import Tokenizer
+
+DB_HELP = f"Database URL (default: ${database.URL_VARIABLE}, else {database.DEFAULT_URL})."
+db_option = click.option("--db", "url", metavar="URL", help=DB_HELP)
+model_option = click.option("--model", "name", default="default", show_default=True, help="Model name.")
+
+
+@contextlib.contextmanager
+def store_errors() -> Iterator[None]:
+    """Database problems as one-line errors."""
+    try:
+        yield
+    except ArgumentError as error:
+        raise click.ClickException(f"bad database URL: {error}") from None
+    except (OperationalError, ProgrammingError) as error:
+        message = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        if "no such table" in message or "does not exist" in message and "relation" in message:
+            raise click.ClickException("the database has no filterd schema: run `filterd db upgrade`") from None
+        raise click.ClickException(f"database error: {message}") from None
+    except (UnknownModel, ValueError) as error:
+        raise click.ClickException(str(error.args[0] if error.args else error)) from None
+    except SQLAlchemyError as error:
+        raise click.ClickException(f"database error: {error.__class__.__name__}: {error}") from None
+
+
+# --- db ------------------------------------------------------------------------------------------
+
+
+@click.group(name="db")
+def db() -> None:
+    """The store's schema (Alembic migrations)."""
+
+
+@db.command(name="upgrade")
+@db_option
+@click.argument("revision", default="head")
+def db_upgrade(url, revision) -> None:
+    """Migrate the database to REVISION (default: the latest)."""
+    with store_errors():
+        database.upgrade(url, revision)
+        click.echo(f"{database.database_url(url)}: at revision {database.current(url)}")
+
+
+@db.command(name="downgrade")
+@db_option
+@click.argument("revision")
+def db_downgrade(url, revision) -> None:
+    """Migrate the database back to REVISION ("base": no filterd tables)."""
+    with store_errors():
+        database.downgrade(url, revision)
+        click.echo(f"{database.database_url(url)}: at revision {database.current(url) or 'base'}")
+
+
+@db.command(name="current")
+@db_option
+def db_current(url) -> None:
+    """The database's schema revision."""
+    with store_errors():
+        revision = database.current(url)
+    click.echo(revision or "not migrated: run `filterd db upgrade`")
+
+
+# --- learn ---------------------------------------------------------------------------------------
+
+
+@click.command(name="learn")
+@click.argument("corpus", type=click.Path(dir_okay=False))
+@db_option
+@model_option
+@click.option("--label-source", type=click.Choice(["analyst", "auto"]), default="analyst", show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True)
+@click.option("--holdout-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
+              help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
+def learn_command(corpus, url, name, label_source, batch_size, holdout_fraction) -> None:
+    """Learn a labelled CORPUS into the store (idempotent: a second run changes nothing)."""
+    records = _read(corpus)
+    if any(len(r.labels) != 1 for r in records):
+        raise click.ClickException(f"{corpus}: multi-label records cannot be learned as feedback")
+    tokenize = Tokenizer()
+    totals = dict.fromkeys(("learned", "relabelled", "duplicates", "held_out", "kept_analyst_label"), 0)
+    with store_errors():
+        engine = database.connect(url)
+        with engine.connect() as conn:
+            exists = conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None
+        if not exists:
+            create_model(engine, name)
+            click.echo(f"created model {name!r} (default settings)", err=True)
+        with click.progressbar(length=len(records), label="learning", file=sys.stderr) as bar:
+            for start in range(0, len(records), batch_size):
+                part = records[start : start + batch_size]
+                items = [Feedback(r.id, r.label, tokenize(r.message()).tokens, label_source) for r in part]
+                applied = apply_feedback(engine, name, items, holdout_fraction)
+                for key in totals:
+                    totals[key] += getattr(applied, key)
+                bar.update(len(part))
+    click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in totals.items()))
+
+
+# --- model ---------------------------------------------------------------------------------------
+
+
+@click.group(name="model")
+def model() -> None:
+    """Models in the store: create, inspect, export, import."""
+
+
+@model.command(name="create")
+@click.argument("name")
+@db_option
+@click.option("--variant", default="mnb", show_default=True, metavar="NAME[+sow]")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE")
+@click.option("--select", "selection", default="none", show_default=True, metavar="SPEC")
+def model_create(name, url, variant, params, selection) -> None:
+    """Add a model NAME with an estimator and a selection."""
+    (spec,) = _specs((variant,), params, (selection,))
+    with store_errors():
+        engine = database.connect(url)
+        with engine.connect() as conn:
+            if conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None:
+                raise click.ClickException(f"a model named {name!r} exists already")
+        create_model(engine, name, spec)
+    click.echo(f"created model {name!r}: {spec}")
+
+
+@model.command(name="stats")
+@db_option
+@model_option
+@click.option("--min-docs", type=click.IntRange(1), default=20, show_default=True,
+              help="Learned documents each class needs before the model decides.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True)
+def model_stats(url, name, min_docs, as_json) -> None:
+    """Classes, documents, tokens, holdout size, last learn, current threshold, readiness."""
+    with store_errors():
+        report = _model_report(database.connect(url), name, min_docs)
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+        return
+    click.echo(f"model {report['model']}: {report['spec']}  (change seq {report['seq']})")
+    for c in report["classes"]:
+        click.echo(f"  class {c['label']!r}: {c['docs']} documents, {c['tokens']} tokens")
+    click.echo(f"  distinct tokens {report['distinct_tokens']}, holdout {report['holdout']}, "
+               f"ledger {report['ledger']}, last learn {report['last_learn'] or 'never'}")  # fmt: skip
+    threshold = report["threshold"]
+    click.echo("  threshold: " + (f"version {threshold['version']}, τ = {threshold['tau']:.4g} for "
+                                  f"{threshold['target_class']!r} at recall ≥ {threshold['target_recall']}"
+                                  if threshold else "none yet"))  # fmt: skip
+    click.echo("  ready" if report["ready"] else f"  not ready: {report['not_ready']}")
+
+
+def _model_report(engine, name: str, min_docs: int) -> dict:
+    with engine.connect() as conn:
+        row = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
+        if row is None:
+            raise UnknownModel(f"no model named {name!r} in the store")
+        classes = conn.execute(select(ClassStats.label, ClassStats.docs, ClassStats.tokens)
+                               .where(ClassStats.model_id == row.id).order_by(ClassStats.class_id)).all()  # fmt: skip
+        count = lambda table: conn.execute(select(func.count()).select_from(table)  # noqa: E731
+                                           .where(table.model_id == row.id)).scalar_one()  # fmt: skip
+        distinct = conn.execute(select(func.count(func.distinct(TokenStats.token_key)))
+                                .where(TokenStats.model_id == row.id, TokenStats.doc_freq > 0)).scalar_one()  # fmt: skip
+        last = conn.execute(select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == row.id)).scalar()
+        threshold = conn.execute(select(Threshold.__table__).where(Threshold.model_id == row.id)
+                                 .order_by(Threshold.version.desc()).limit(1)).one_or_none()  # fmt: skip
+        reason = not_ready([c.label for c in classes], [c.docs for c in classes], min_docs)
+        return {
+            "model": name, "spec": str(spec_from_json(row.spec)), "seq": row.seq,
+            "classes": [{"label": c.label, "docs": c.docs, "tokens": c.tokens} for c in classes],
+            "distinct_tokens": distinct, "holdout": count(Holdout), "ledger": count(FeedbackLedger),
+            "last_learn": last, "ready": reason is None, "not_ready": reason,
+            "threshold": None if threshold is None else {
+                "version": threshold.version, "tau": threshold.tau, "target_class": threshold.target_class,
+                "target_recall": threshold.target_recall},
+        }  # fmt: skip
+
+
+@model.command(name="export")
+@db_option
+@model_option
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+              help="File (.jsonl or .jsonl.gz); default: gzip on stdout.")  # fmt: skip
+def model_export(url, name, output) -> None:
+    """Write a model (statistics, ledger, holdout, thresholds) as gzip JSON lines."""
+    if output is None and sys.stdout.isatty():
+        raise click.UsageError("refusing to write gzip to a terminal: redirect stdout or give --output")
+    with store_errors():
+        engine = database.connect(url)
+        if output is None:
+            with gzip.GzipFile(fileobj=sys.stdout.buffer, mode="wb", mtime=0) as raw:
+                with io.TextIOWrapper(raw, encoding="utf-8") as text:
+                    rows = backup.export_model(engine, name, text)
+        else:
+            opener = gzip.open if output.endswith(".gz") else open
+            with opener(output, "wt", encoding="utf-8") as text:
+                rows = backup.export_model(engine, name, text)
+    click.echo(f"exported model {name!r}: {rows} rows", err=True)
+
+
+@model.command(name="import")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@db_option
+@click.option("--as", "rename", metavar="NAME", help="Import under another name.")
+def model_import(path, url, rename) -> None:
+    """Restore a model exported by `filterd model export` (PATH, or - for stdin)."""
+    with store_errors():
+        engine = database.connect(url)
+        with _open_export(path) as lines:
+            name = backup.import_model(engine, lines, rename)
+    click.echo(f"imported model {name!r}", err=True)
+
+
+@contextlib.contextmanager
+def _open_export(path: str):
+    raw = sys.stdin.buffer if path == "-" else open(path, "rb")
+    try:
+        data = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+        stream = gzip.GzipFile(fileobj=raw) if data == b"\x1f\x8b" else raw
+        yield io.TextIOWrapper(stream, encoding="utf-8")
+    except OSError as error:
+        raise click.ClickException(f"{path}: {error}") from None
+    finally:
+        if raw is not sys.stdin.buffer:
+            raw.close()

@@ -1,0 +1,48 @@
+import json
+
+from click.testing import CliRunner
+
+from filterd.cli import main
+from filterd.corpus import write_corpus
+from filterd.synth import SynthConfig, generate
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def test_upgrade_learn_twice_stats_export_import(tmp_path):
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=300)), corpus)
+    assert "not migrated" in run("db", "current", "--db", db).stdout
+    assert run("db", "upgrade", "--db", db).exit_code == 0
+    assert run("db", "current", "--db", db).stdout.strip() == "0001"
+    first = run("learn", str(corpus), "--db", db)
+    assert first.exit_code == 0, first.output
+    second = run("learn", str(corpus), "--db", db)
+    assert "learned 0" in second.stdout and "duplicates 300" in second.stdout  # idempotent
+    report = json.loads(run("model", "stats", "--db", db, "--json").stdout)
+    assert sum(c["docs"] for c in report["classes"]) + report["holdout"] == 300
+    assert report["ready"] is True and report["threshold"] is None
+    export = tmp_path / "m.jsonl.gz"
+    assert run("model", "export", "--db", db, "-o", str(export)).exit_code == 0
+    assert run("model", "import", str(export), "--db", db, "--as", "copy").exit_code == 0
+    copy = json.loads(run("model", "stats", "--db", db, "--model", "copy", "--json").stdout)
+    assert copy["classes"] == report["classes"]
+
+
+def test_the_url_can_come_from_the_environment(tmp_path):
+    env = {"FILTERD_DATABASE_URL": f"sqlite:///{tmp_path / 'env.db'}"}
+    assert run("db", "upgrade", env=env).exit_code == 0
+    assert run("db", "current", env=env).stdout.strip() == "0001"
+
+
+def test_store_errors_are_one_line(tmp_path):
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = run("model", "stats", "--db", db)
+    assert result.exit_code == 1 and "filterd db upgrade" in result.output and "Traceback" not in result.output
+    run("db", "upgrade", "--db", db)
+    assert "no model named 'nope'" in run("model", "stats", "--db", db, "--model", "nope").output
+    assert "bad database URL" in run("db", "current", "--db", "not a url").output
+    assert run("model", "create", "x", "--db", db, "--variant", "svm").exit_code == 2
