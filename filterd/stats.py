@@ -143,11 +143,17 @@ class Statistics:
         rows = np.array([self.class_id(label) for label in delta.labels], dtype=np.int64)
         ids = self.vocab.add(delta.keys)
         self._reserve(len(self.vocab))
+        before = self.storage.columns(ids)
         self.storage.set_columns(rows, ids, np.stack([delta.N, delta.DF, delta.T]))
+        after = self.storage.columns(ids)
+        # the aggregates move by the difference in the changed columns only
+        self.Nc += after[0].sum(axis=1) - before[0].sum(axis=1)
+        self.DFc += after[1].sum(axis=1) - before[1].sum(axis=1)
+        self.U += (after[1] > 0).sum(axis=1) - (before[1] > 0).sum(axis=1)
+        self.V += int((after[1] > 0).any(axis=0).sum() - (before[1] > 0).any(axis=0).sum())
         self.D[rows] = delta.D
         self.version = max(self.version + 1, delta.version)
         self._changed_at[ids] = self.version
-        self._recount()
 
     def _recount(self) -> None:
         rows, ids, values = self.storage.entries(len(self.vocab))

@@ -73,6 +73,9 @@ def test_a_copy_synced_by_deltas_equals_the_source(source_sparse, replica_sparse
     replica.apply_delta(source.export_delta(synced_at))
     replica.apply_delta(source.export_delta(synced_at))  # applying twice changes nothing
     assert _nonempty(replica.canonical()) == _nonempty(source.canonical())
+    kept = (list(replica.Nc), list(replica.DFc), list(replica.U), replica.V)
+    replica._recount()
+    assert kept == (list(replica.Nc), list(replica.DFc), list(replica.U), replica.V)
 
 
 def _nonempty(canonical):

