@@ -56,9 +56,7 @@ def db() -> None:
 @click.argument("revision", default="head")
 def db_upgrade(url, revision) -> None:
     """Migrate the database to REVISION (default: the latest)."""
-    with store_errors():
-        database.upgrade(url, revision)
-        click.echo(f"{database.database_url(url)}: at revision {database.current(url)}")
+    _migrate(database.upgrade, url, revision)
 
 
 @db.command(name="downgrade")
@@ -66,8 +64,12 @@ def db_upgrade(url, revision) -> None:
 @click.argument("revision")
 def db_downgrade(url, revision) -> None:
     """Migrate the database back to REVISION ("base": no filterd tables)."""
+    _migrate(database.downgrade, url, revision)
+
+
+def _migrate(step, url: str | None, revision: str) -> None:
     with store_errors():
-        database.downgrade(url, revision)
+        step(url, revision)
         click.echo(f"{database.database_url(url)}: at revision {database.current(url) or 'base'}")
 
 
