@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQ
 from filterd.cli.evaluation import _read, _specs
 from filterd.stats import not_ready
 from filterd.store import backup, database
+from filterd.store.expiry import prune
 from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, spec_from_json
 from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, Threshold, TokenStats
 from filterd.tokenize import Tokenizer
@@ -80,6 +81,22 @@ def db_current(url) -> None:
     with store_errors():
         revision = database.current(url)
     click.echo(revision or "not migrated: run `filterd db upgrade`")
+
+
+@db.command(name="prune")
+@db_option
+@model_option
+@click.option("--unseen-days", type=click.IntRange(0), required=True, help="Expire tokens not seen for this many days…")
+@click.option("--max-count", type=click.IntRange(0), required=True, help="…whose count over all classes is at most this.")
+@click.option("--pause", type=click.FloatRange(0.0), default=0.05, show_default=True,
+              help="Seconds between chunks of 500 tokens, to spare concurrent learners.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
+def db_prune(url, name, unseen_days, max_count, pause, dry_run) -> None:
+    """Expire rare tokens unseen for a while (run it as a scheduled job, not inline with scoring)."""
+    with store_errors():
+        result = prune(database.connect(url), name, unseen_days, max_count, pause=pause, dry_run=dry_run)
+    verb = "would expire" if dry_run else "expired"
+    click.echo(f"{verb} {result.tokens} tokens ({result.rows} rows, {result.counts_removed} occurrences)")
 
 
 # --- learn ---------------------------------------------------------------------------------------

@@ -227,23 +227,43 @@ def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> Non
     n, df, tf = sums
     live = (n != 0) | (df != 0) | (tf != 0)
     # CHECK constraints apply to the row an INSERT proposes, before ON CONFLICT turns it into an
-    # update: net removals are plain UPDATEs of rows that must exist.
+    # update: net removals are plain UPDATEs of existing rows.
     growing = live & (n >= 0) & (df >= 0) & (tf >= 0)
-    shrinking = live & ~growing
+    shrinking = np.flatnonzero(live & ~growing)
     day = int(now.timestamp() // 86400)
     write = _write_postgresql if conn.dialect.name == "postgresql" else _write_sqlite
     write(conn, model_id, seq, day, *(a[growing] for a in (key, cid, n, df, tf)), insert=True)
-    if shrinking.any():
-        changed = write(conn, model_id, seq, day, *(a[shrinking] for a in (key, cid, n, df, tf)), insert=False)
-        if changed != int(shrinking.sum()):
-            raise ValueError("the ledger names token counts the statistics do not hold: store inconsistent")
+    applied_tokens = np.bincount(cid[growing], weights=n[growing], minlength=len(class_ids) + 1)
+    if len(shrinking):
+        # Tokens expired by `prune` may be gone, or re-learned from fewer documents since:
+        # remove at most what is there, so that class totals stay the sums of the rows.
+        present, current = _current_values(conn, model_id, key[shrinking], cid[shrinking])
+        rows = shrinking[present]
+        applied = [np.maximum(v[rows], -current[i][present]) for i, v in enumerate((n, df, tf))]
+        write(conn, model_id, seq, day, key[rows], cid[rows], *applied, insert=False)
+        applied_tokens += np.bincount(cid[rows], weights=applied[0], minlength=len(class_ids) + 1)
     docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
-    tokens = np.bincount(entry_cls, weights=entry_sign * counts, minlength=len(class_ids) + 1)
-    for label, cid in class_ids.items():
-        if docs[cid] or tokens[cid]:
-            conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == cid)
-                         .values(docs=ClassStats.docs + int(docs[cid]), tokens=ClassStats.tokens + int(tokens[cid]),
-                                 seq=seq))  # fmt: skip
+    for label, class_id in class_ids.items():
+        if docs[class_id] or applied_tokens[class_id]:
+            conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
+                         .values(docs=ClassStats.docs + int(docs[class_id]),
+                                 tokens=ClassStats.tokens + int(applied_tokens[class_id]), seq=seq))  # fmt: skip
+
+
+def _current_values(conn, model_id: int, keys: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Which (key, class) rows exist, and their current count, doc_freq and tfn (0 where absent)."""
+    found: dict[tuple[int, int], tuple[int, int, int]] = {}
+    unique_keys = sorted(set(keys.tolist()))
+    for start in range(0, len(unique_keys), CHUNK):
+        rows = conn.execute(select(TokenStats.token_key, TokenStats.class_id, TokenStats.count, TokenStats.doc_freq,
+                                   TokenStats.tfn)
+                            .where(TokenStats.model_id == model_id,
+                                   TokenStats.token_key.in_(unique_keys[start : start + CHUNK])))  # fmt: skip
+        found.update({(k, c): (n, df, tf) for k, c, n, df, tf in rows})
+    values = [found.get(pair) for pair in zip(keys.tolist(), classes.tolist())]
+    present = np.array([v is not None for v in values], dtype=bool)
+    columns = np.array([v or (0, 0, 0) for v in values], dtype=np.int64).reshape(-1, 3).T
+    return present, [columns[0], columns[1], columns[2]]
 
 
 _UPSERT_SET = ("count = token_stats.count + excluded.count, doc_freq = token_stats.doc_freq + excluded.doc_freq, "

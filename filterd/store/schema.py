@@ -1,7 +1,8 @@
 """The model store's tables (SQLAlchemy 2.x). Every table is keyed by a model id, so that
 several models (per tenant, per channel) share one database.
 
-models           one row per model: estimator spec, token-key seed, the change sequence `seq`
+models           one row per model: estimator spec, token-key seed, the change sequence `seq`,
+                 and `pruned_seq`, the change at which tokens were last expired (deleted)
 class_stats      per class: D_c (docs) and N_c (tokens)
 token_stats      per (token key, class): N, DF, T (fixed point), the `seq` of the last change
                  and the day it was last seen
@@ -41,6 +42,7 @@ class ModelRow(Base):
     spec: Mapped[dict] = mapped_column(JSON)  # variant, params, selection, set_of_words
     hash_seed: Mapped[int] = mapped_column(BigInteger)
     seq: Mapped[int] = mapped_column(BigInteger, default=0)  # last change; bumped under the row lock
+    pruned_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")  # last token expiry
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

@@ -1,5 +1,8 @@
 """From the store to in-memory statistics: a full load, then incremental syncs.
 
+After token expiry (`filterd.store.expiry`) a sync from before it is a full resync, which
+also zeroes the tokens the store no longer has.
+
 `sync(engine, model, stats, since)` brings `stats` up to date with every token row changed
 after sequence number `since` and returns the sequence number to pass next time. A delta
 carries the current values of every class of each changed token (not increments), so
@@ -43,21 +46,33 @@ def load(engine: Engine, model: str, sparse: bool = False) -> tuple[Statistics, 
 def sync(engine: Engine, model: str, stats: Statistics, since: int | None) -> int:
     """Apply every change after `since` (None: everything) to `stats`; returns the new `since`."""
     with engine.connect() as conn:
-        found = conn.execute(select(ModelRow.id, ModelRow.seq).where(ModelRow.name == model)).one_or_none()
+        found = conn.execute(select(ModelRow.id, ModelRow.seq, ModelRow.pruned_seq)
+                             .where(ModelRow.name == model)).one_or_none()  # fmt: skip
         if found is None:
             raise UnknownModel(f"no model named {model!r} in the store")
-        model_id, seq = found
+        model_id, seq, pruned_seq = found
+        expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
         classes = conn.execute(select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
                                .where(ClassStats.model_id == model_id).order_by(ClassStats.class_id)).all()  # fmt: skip
-        if since is None:
+        if since is None or expired_since:
             rows = conn.execute(_ALL_ROWS, {"model": model_id}).all()
         elif conn.dialect.name == "postgresql":
             keys = conn.execute(_CHANGED_KEYS, {"model": model_id, "since": since}).scalars().all()
             rows = conn.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys}).all() if keys else []
         else:
             rows = conn.execute(_CHANGED_ROWS, {"model": model_id, "since": since}).all()
-    stats.apply_delta(_delta(seq, classes, rows))
+    delta = _delta(seq, classes, rows)
+    if expired_since:
+        delta = _with_zeros_for(delta, np.setdiff1d(stats.vocab.keys, delta.keys))
+    stats.apply_delta(delta)
     return seq
+
+
+def _with_zeros_for(delta: Delta, keys: np.ndarray) -> Delta:
+    """`delta` that also sets `keys` (tokens the store no longer has) to zero."""
+    pad = lambda a: np.concatenate([a, np.zeros((a.shape[0], len(keys)), dtype=a.dtype)], axis=1)  # noqa: E731
+    return Delta(delta.version, delta.labels, delta.D, np.concatenate([delta.keys, keys]),
+                 pad(delta.N), pad(delta.DF), pad(delta.T))  # fmt: skip
 
 
 def _delta(seq: int, classes, rows) -> Delta:

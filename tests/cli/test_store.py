@@ -17,7 +17,7 @@ def test_upgrade_learn_twice_stats_export_import(tmp_path):
     write_corpus(generate(SynthConfig(n_messages=300)), corpus)
     assert "not migrated" in run("db", "current", "--db", db).stdout
     assert run("db", "upgrade", "--db", db).exit_code == 0
-    assert run("db", "current", "--db", db).stdout.strip() == "0001"
+    assert run("db", "current", "--db", db).stdout.strip() == "0002"
     first = run("learn", str(corpus), "--db", db)
     assert first.exit_code == 0, first.output
     second = run("learn", str(corpus), "--db", db)
@@ -35,7 +35,7 @@ def test_upgrade_learn_twice_stats_export_import(tmp_path):
 def test_the_url_can_come_from_the_environment(tmp_path):
     env = {"FILTERD_DATABASE_URL": f"sqlite:///{tmp_path / 'env.db'}"}
     assert run("db", "upgrade", env=env).exit_code == 0
-    assert run("db", "current", env=env).stdout.strip() == "0001"
+    assert run("db", "current", env=env).stdout.strip() == "0002"
 
 
 def test_store_errors_are_one_line(tmp_path):
@@ -46,3 +46,16 @@ def test_store_errors_are_one_line(tmp_path):
     assert "no model named 'nope'" in run("model", "stats", "--db", db, "--model", "nope").output
     assert "bad database URL" in run("db", "current", "--db", "not a url").output
     assert run("model", "create", "x", "--db", db, "--variant", "svm").exit_code == 2
+
+
+def test_prune_from_the_command_line(tmp_path):
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=200)), corpus)
+    run("db", "upgrade", "--db", db)
+    run("learn", str(corpus), "--db", db)
+    before = json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"]
+    dry = run("db", "prune", "--db", db, "--unseen-days", "0", "--max-count", "1", "--dry-run", "--pause", "0")
+    assert dry.exit_code == 0 and dry.stdout.startswith("would expire 0 tokens")  # everything was seen today
+    assert json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"] == before
+    assert run("db", "prune", "--db", db, "--unseen-days", "-1", "--max-count", "1").exit_code == 2

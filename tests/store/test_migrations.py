@@ -15,7 +15,7 @@ def tables(url):
 def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url):
     assert current(empty_url) is None
     upgrade(empty_url)
-    assert current(empty_url) == "0001" and tables(empty_url) == TABLES
+    assert current(empty_url) == "0002" and tables(empty_url) == TABLES
     downgrade(empty_url, "base")
     assert current(empty_url) is None and tables(empty_url) == set()
     upgrade(empty_url)

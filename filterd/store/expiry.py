@@ -1,0 +1,76 @@
+"""Token expiry, in the spirit of SpamAssassin's bayes_expiry and bogoutil: drop rare tokens
+that have not been seen for a while, so that the model does not grow without bound.
+
+A token is expired when it was last seen more than `unseen_days` ago and its count over all
+classes is at most `max_count`. Its rows are deleted and their counts leave the class totals,
+so the statistics stay consistent. The job works in chunks of tokens, each its own short
+transaction, with an optional pause between chunks, and never runs inside scoring. Each chunk
+records its change number as the model's `pruned_seq`: a scorer whose last sync is older
+resyncs in full (deletions leave no rows to sync from).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import Engine, delete, func, select, update
+
+from filterd.store.learning import UnknownModel
+from filterd.store.schema import ClassStats, ModelRow, TokenStats
+
+CHUNK = 500  # tokens per transaction (and per IN (...) list)
+
+
+@dataclass
+class Pruned:
+    tokens: int = 0
+    rows: int = 0
+    counts_removed: int = 0
+
+
+def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: datetime | None = None,
+          pause: float = 0.0, dry_run: bool = False) -> Pruned:  # fmt: skip
+    """Expire the tokens of `model` unseen for `unseen_days` days with total count ≤ `max_count`."""
+    if unseen_days < 0 or max_count < 0:
+        raise ValueError("unseen_days and max_count must not be negative")
+    cutoff = int((now or datetime.now(timezone.utc)).timestamp() // 86400) - unseen_days
+    with engine.connect() as conn:
+        model_id = conn.execute(select(ModelRow.id).where(ModelRow.name == model)).scalar_one_or_none()
+        if model_id is None:
+            raise UnknownModel(f"no model named {model!r} in the store")
+        candidates = conn.execute(_expired(model_id, cutoff, max_count)).scalars().all()
+    result = Pruned()
+    for start in range(0, len(candidates), CHUNK):
+        with engine.begin() as conn:
+            seq = conn.execute(update(ModelRow).where(ModelRow.id == model_id)
+                               .values(seq=ModelRow.seq + 1, pruned_seq=ModelRow.seq + 1)
+                               .returning(ModelRow.seq)).scalar_one()  # fmt: skip
+            # checked again under the lock: a candidate may have been learned meanwhile
+            keys = conn.execute(_expired(model_id, cutoff, max_count,
+                                         candidates[start : start + CHUNK])).scalars().all()  # fmt: skip
+            rows = conn.execute(select(TokenStats.class_id, func.sum(TokenStats.count), func.count())
+                                .where(TokenStats.model_id == model_id, TokenStats.token_key.in_(keys))
+                                .group_by(TokenStats.class_id)).all()  # fmt: skip
+            result.tokens += len(keys)
+            result.rows += sum(r[2] for r in rows)
+            result.counts_removed += sum(r[1] or 0 for r in rows)
+            if dry_run:
+                conn.rollback()
+                continue
+            for class_id, removed, _ in rows:
+                conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
+                             .values(tokens=ClassStats.tokens - int(removed or 0), seq=seq))  # fmt: skip
+            conn.execute(delete(TokenStats).where(TokenStats.model_id == model_id, TokenStats.token_key.in_(keys)))
+        if pause:
+            time.sleep(pause)
+    return result
+
+
+def _expired(model_id: int, cutoff: int, max_count: int, among: list[int] | None = None):
+    query = select(TokenStats.token_key).where(TokenStats.model_id == model_id)
+    if among is not None:
+        query = query.where(TokenStats.token_key.in_(among))
+    return (query.group_by(TokenStats.token_key)
+            .having(func.max(TokenStats.last_seen) < cutoff, func.sum(TokenStats.count) <= max_count))  # fmt: skip

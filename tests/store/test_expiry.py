@@ -1,0 +1,71 @@
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import func, select
+
+from filterd.store.expiry import prune
+from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.schema import ClassStats, TokenStats
+from filterd.store.sync import load, sync
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+LATER = T0 + timedelta(days=30)
+
+
+def nonempty(canonical):
+    return {label: (d, rows) for label, (d, rows) in canonical.items() if d or rows}
+
+
+def tokens_of(engine, model="default"):
+    stats, _ = load(engine, model)
+    keys = {stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]}
+    return {keys[k] for rows in (v[1] for v in stats.canonical().values()) for k in rows if k in keys}
+
+
+def consistent(engine) -> bool:
+    """Class totals are the sums of the token rows, and nothing is negative."""
+    with engine.connect() as conn:
+        sums = dict(conn.execute(select(TokenStats.class_id, func.sum(TokenStats.count)).group_by(TokenStats.class_id)).all())
+        totals = dict(conn.execute(select(ClassStats.class_id, ClassStats.tokens)).all())
+        negative = conn.execute(select(func.count()).select_from(TokenStats).where(TokenStats.count < 0)).scalar_one()
+    return all(sums.get(c, 0) == t for c, t in totals.items()) and negative == 0
+
+
+@pytest.fixture
+def store(engine):
+    create_model(engine, "default", seed=1)
+    apply_feedback(engine, "default", [Feedback("a", "spam", ["rare", "common", "common"]),
+                                       Feedback("b", "ham", ["old", "old", "common", "ham1"])],
+                   holdout_fraction=0, now=T0)  # fmt: skip
+    apply_feedback(engine, "default", [Feedback("c", "spam", ["fresh", "common", "spam1"])], holdout_fraction=0, now=LATER)
+    return engine
+
+
+def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store):
+    result = prune(store, "default", unseen_days=10, max_count=1, now=LATER)
+    # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1 were seen lately
+    assert (result.tokens, result.counts_removed) == (2, 2)
+    assert tokens_of(store) == {"old", "common", "fresh", "spam1"}
+    assert consistent(store)
+
+
+def test_a_dry_run_changes_nothing(store):
+    before = nonempty(load(store, "default")[0].canonical())
+    assert prune(store, "default", unseen_days=10, max_count=1, now=LATER, dry_run=True).tokens == 2
+    assert nonempty(load(store, "default")[0].canonical()) == before
+
+
+def test_a_scorer_synced_before_the_prune_catches_up_exactly(store):
+    scorer, since = load(store, "default")
+    prune(store, "default", unseen_days=10, max_count=5, now=LATER)
+    sync(store, "default", scorer, since)
+    assert nonempty(scorer.canonical()) == nonempty(load(store, "default")[0].canonical())
+
+
+def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store):
+    prune(store, "default", unseen_days=10, max_count=1, now=LATER)
+    apply_feedback(store, "default", [Feedback("d", "ham", ["rare"])], holdout_fraction=0, now=LATER)  # re-learned
+    result = apply_feedback(store, "default", [Feedback("a", "ham", ["rare", "common", "common"])],
+                            holdout_fraction=0, now=LATER)  # fmt: skip
+    assert result.relabelled == 1
+    assert consistent(store)
