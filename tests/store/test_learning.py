@@ -12,7 +12,9 @@ from filterd.store.schema import TokenStats
 from filterd.store.sync import load, sync
 
 SEED = 7
-DOCS = {"m1": "free cash now", "m2": "meet at noon", "m3": "win a free prize now", "m4": "lunch with bob at noon"}
+HOLDOUT = 0.3
+DOCS = {"m1": "free cash now", "m2": "meet at noon", "m3": "win a free prize now", "m4": "lunch with bob at noon",
+        "h3": "claim your free prize", "h4": "see you at lunch"}  # h3, h4: in a 30 % holdout share
 
 
 def fb(message_id, label, source="analyst"):
@@ -103,12 +105,16 @@ def test_any_feedback_sequence_equals_learning_each_final_label_once(engine, bat
     replica, synced = Statistics(seed=SEED), None
     final: dict[str, tuple[str, str]] = {}
     for batch in batches:
-        apply_feedback(engine, name, [fb(*item) for item in batch], holdout_fraction=0)
+        apply_feedback(engine, name, [fb(*item) for item in batch], holdout_fraction=HOLDOUT)
         synced = sync(engine, name, replica, synced)
         for message_id, label, source in batch:  # the rules, replayed in plain Python
             if message_id in final and final[message_id][1] == "analyst" and source == "auto":
                 continue
+            if message_id in final and final[message_id][0] == label:
+                source = "analyst" if "analyst" in (source, final[message_id][1]) else source
             final[message_id] = (label, source)
-    expected = learned_directly([(m, label) for m, (label, _) in final.items()])
+    assert {in_holdout(m, HOLDOUT) for m in DOCS} == {True, False}  # both kinds are in play
+    learned_ids = [m for m in final if not in_holdout(m, HOLDOUT)]  # held-out ids are never learned
+    expected = learned_directly([(m, final[m][0]) for m in learned_ids])
     assert nonempty(load(engine, name)[0].canonical()) == expected
     assert nonempty(replica.canonical()) == expected  # incremental sync = full load
