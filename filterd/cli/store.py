@@ -107,7 +107,7 @@ def db_prune(url, name, unseen_days, max_count, pause, dry_run) -> None:
 @db_option
 @model_option
 @click.option("--label-source", type=click.Choice(["analyst", "auto"]), default="analyst", show_default=True)
-@click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True)
 @click.option("--holdout-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
               help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
 def learn_command(corpus, url, name, label_source, batch_size, holdout_fraction) -> None:
