@@ -21,20 +21,26 @@ Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
-class Message(msgspec.Struct, kw_only=True):
-    """A message to decide on. Raw RFC 822 mail goes in `text` with `format: email`."""
+class Content(msgspec.Struct, kw_only=True):
+    """What a message says: the fields the tokenizer reads. Raw RFC 822 mail goes in `text`
+    with `format: email`."""
 
-    id: Id
     text: str | None = None
     subject: str | None = None
     sender: str | None = None
     format: Literal["text", "email"] = "text"
     attributes: dict[str, Any] | None = None
-    tenant: str | None = None
     ts: datetime | None = None
 
 
-class Feedback(msgspec.Struct, kw_only=True):
+class Message(Content, kw_only=True):
+    """A message to decide on. Raw RFC 822 mail goes in `text` with `format: email`."""
+
+    id: Id
+    tenant: str | None = None
+
+
+class Feedback(Content, kw_only=True):
     """A label for a message, new or corrected; without message fields it names a message
     scored recently, by id."""
 
@@ -42,12 +48,6 @@ class Feedback(msgspec.Struct, kw_only=True):
     label: Label
     source: Literal["analyst", "auto"] = "analyst"
     analyst: str | None = None
-    text: str | None = None
-    subject: str | None = None
-    sender: str | None = None
-    format: Literal["text", "email"] = "text"
-    attributes: dict[str, Any] | None = None
-    ts: datetime | None = None
 
     @property
     def has_message(self) -> bool:
