@@ -1,0 +1,219 @@
+"""filterd's configuration: defaults, then a TOML file, then FILTERD_… environment variables,
+then command-line flags (each overriding the one before).
+
+Every key lives in a section: `database.url` is `[database] url = …` in the file and
+FILTERD_DATABASE_URL in the environment. An unknown key, a value of the wrong type or out of
+range stops start-up with one message naming the key. Kafka client settings not listed here
+(SASL, TLS, timeouts) pass through from `[kafka]` to kafka-python unchanged; values whose
+key says they are secret never appear in `Config.public()`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from filterd.select import Selection
+
+ENV_PREFIX = "FILTERD_"
+SECRET_WORDS = ("password", "secret", "token", "key")
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Topics:
+    messages: str = "filterd.messages"
+    decisions: str = "filterd.decisions"
+    feedback: str = "filterd.feedback"
+    dead_letter: str = "filterd.dead-letter"
+
+
+@dataclass(frozen=True)
+class Groups:
+    scorer: str = "filterd-scorer"
+    learner: str = "filterd-learner"
+
+
+@dataclass(frozen=True)
+class Database:
+    url: str = "sqlite:///var/filterd.db"
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str = "default"
+    variant: str = "mnb"
+    params: dict[str, Any] = field(default_factory=dict)
+    select: str = "none"
+    min_docs: int = 20
+    holdout_fraction: float = 0.1
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int = 1_000_000
+    max_tokens: int = 10_000
+    max_token_length: int = 40
+
+
+@dataclass(frozen=True)
+class Decision:
+    target_class: str = "spam"
+    target_recall: float = 0.99
+
+
+@dataclass(frozen=True)
+class Batches:
+    poll_records: int = 500
+    feedback: int = 2000
+
+
+@dataclass(frozen=True)
+class Intervals:
+    sync_seconds: float = 5.0
+    threshold_reload_seconds: float = 5.0
+    calibrate_seconds: float = 0.0  # 0: off
+
+
+@dataclass(frozen=True)
+class Observe:
+    metrics_port: int = 9108
+    log_format: str = "json"
+
+
+@dataclass(frozen=True)
+class Config:
+    kafka: dict[str, Any] = field(default_factory=lambda: {"bootstrap_servers": "127.0.0.1:9092"})
+    topics: Topics = Topics()
+    groups: Groups = Groups()
+    database: Database = Database()
+    model: Model = Model()
+    limits: Limits = Limits()
+    decision: Decision = Decision()
+    batches: Batches = Batches()
+    intervals: Intervals = Intervals()
+    observe: Observe = Observe()
+
+    def public(self) -> dict[str, dict[str, Any]]:
+        """The configuration with secrets masked, fit for a start-up log line."""
+        out: dict[str, dict[str, Any]] = {}
+        for section in fields(self):
+            values = getattr(self, section.name)
+            items = values.items() if isinstance(values, dict) else ((f.name, getattr(values, f.name)) for f in fields(values))
+            out[section.name] = {k: "***" if _secret(k) and v else v for k, v in items}
+        if "://" in out["database"]["url"] and "@" in out["database"]["url"]:
+            scheme, rest = out["database"]["url"].split("://", 1)
+            out["database"]["url"] = f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+        return out
+
+
+def _secret(key: str) -> bool:
+    return any(word in key.lower() for word in SECRET_WORDS)
+
+
+def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
+         overrides: Mapping[str, Any] | None = None) -> Config:  # fmt: skip
+    """Defaults ← the TOML file at `path` (if any) ← FILTERD_SECTION_KEY variables ← `overrides`
+    ({"section.key": value}, e.g. from CLI flags; None values are ignored)."""
+    environ = os.environ if environ is None else environ
+    config = Config()
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read the configuration ({error.strerror})") from None
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path}: not valid TOML ({error})") from None
+        for section, values in data.items():
+            if not isinstance(values, dict):
+                raise ConfigError(f"{path}: {section!r} must be a [section] of keys")
+            for key, value in values.items():
+                config = _set(config, section, key, value, f"{path}: {section}.{key}")
+    for name, raw in environ.items():
+        if name.startswith(ENV_PREFIX) and name != ENV_PREFIX + "CONFIG":
+            section, key = _split_variable(name)
+            config = _set(config, section, key, raw, f"environment variable {name}", from_text=True)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            section, _, key = dotted.partition(".")
+            config = _set(config, section, key, value, f"option {dotted}")
+    _check(config)
+    return config
+
+
+def _split_variable(name: str) -> tuple[str, str]:
+    rest = name[len(ENV_PREFIX) :].lower()
+    for section in (f.name for f in fields(Config)):
+        if rest.startswith(section + "_"):
+            return section, rest[len(section) + 1 :]
+    return rest, ""
+
+
+def _set(config: Config, section: str, key: str, value: Any, where: str, from_text: bool = False) -> Config:
+    sections = {f.name: f for f in fields(Config)}
+    if section not in sections:
+        raise ConfigError(f"{where}: unknown section {section!r} (sections: {', '.join(sections)})")
+    current = getattr(config, section)
+    if isinstance(current, dict):  # [kafka]: passed through to the client
+        return replace(config, **{section: {**current, key: _from_text(value) if from_text else value}})
+    known = {f.name: f for f in fields(current)}
+    if key not in known:
+        raise ConfigError(f"{where}: unknown key '{section}.{key}' (keys: {', '.join(known)})")
+    default = getattr(type(current)(), key)
+    return replace(config, **{section: replace(current, **{key: _typed(value, default, where, from_text)})})
+
+
+def _typed(value: Any, default: Any, where: str, from_text: bool) -> Any:
+    kind = type(default)
+    if from_text and kind is not str:
+        value = _from_text(value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is dict and isinstance(value, str):
+        raise ConfigError(f"{where}: expected a table of parameters, got a string")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _from_text(text: str) -> Any:
+    """An environment value as TOML would read it (numbers, booleans, tables), else the string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _check(config: Config) -> None:
+    from filterd.estimators import ESTIMATORS, parse_params  # late: keeps `load` cheap to import
+
+    def require(ok: bool, key: str, message: str) -> None:
+        if not ok:
+            raise ConfigError(f"{key}: {message}")
+
+    m = config.model
+    require(m.variant in ESTIMATORS, "model.variant", f"unknown variant {m.variant!r} ({', '.join(ESTIMATORS)})")
+    try:
+        parse_params(m.variant, {k: str(v) for k, v in m.params.items()})
+        Selection.parse(m.select)
+    except ValueError as error:
+        raise ConfigError(f"model.params / model.select: {error}") from None
+    require(m.min_docs >= 1, "model.min_docs", "must be at least 1")
+    require(0.0 <= m.holdout_fraction < 1.0, "model.holdout_fraction", "must be in [0, 1)")
+    require(0.0 < config.decision.target_recall <= 1.0, "decision.target_recall", "must be in (0, 1]")
+    for key in ("max_bytes", "max_tokens", "max_token_length"):
+        require(getattr(config.limits, key) >= 1, f"limits.{key}", "must be at least 1")
+    for key in ("poll_records", "feedback"):
+        require(getattr(config.batches, key) >= 1, f"batches.{key}", "must be at least 1")
+    for key in ("sync_seconds", "threshold_reload_seconds", "calibrate_seconds"):
+        require(getattr(config.intervals, key) >= 0, f"intervals.{key}", "must not be negative")
+    require(0 <= config.observe.metrics_port <= 65535, "observe.metrics_port", "must be a port number (0 = off)")
+    require(config.observe.log_format in ("json", "console"), "observe.log_format", "must be json or console")
+    require(bool(config.kafka.get("bootstrap_servers")), "kafka.bootstrap_servers", "must name at least one broker")
