@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -72,6 +73,14 @@ class Corpus:
         batch = encode(docs, Statistics(seed=SEED).hasher)
         return cls(list(records), batch, time.perf_counter() - started)
 
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {r.id: i for i, r in enumerate(self.records)}
+
+    def batch_of(self, records: Sequence[Record]) -> DocBatch:
+        """The token counts of `records` (records of this corpus), in their order."""
+        return select_docs(self.batch, np.array([self._position[r.id] for r in records], dtype=np.int64))
+
     @property
     def seconds_per_message(self) -> float:
         return self.tokenize_seconds / max(len(self.records), 1)
@@ -121,22 +130,19 @@ def validation_split(corpus: Corpus, target: str | None = None, fraction: float 
     task, target = task_of(corpus.records, target)
     if task == "multilabel":
         raise ValueError("tuning on a multi-label corpus needs a --target category")
-    position = {r.id: i for i, r in enumerate(corpus.records)}
     train, _ = train_test_split(corpus.records)
     fit, valid = train_test_split([replace(r, split=None) for r in train], test_fraction=fraction, seed=1)
     stats = Statistics(seed=SEED)
-    stats.update(select_docs(corpus.batch, np.array([position[r.id] for r in fit])), [_label(r, target) for r in fit])
-    batch = select_docs(corpus.batch, np.array([position[r.id] for r in valid], dtype=np.int64))
+    stats.update(corpus.batch_of(fit), [_label(r, target) for r in fit])
+    batch = corpus.batch_of(valid)
     truth = [target if target in r.labels else f"not {target}" for r in valid] if task == "binary" else [r.label for r in valid]
     return stats, batch, truth, target
 
 
 
 def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Evaluation:
-    position = {r.id: i for i, r in enumerate(corpus.records)}
     train, test = train_test_split(corpus.records)
-    train_batch = select_docs(corpus.batch, np.array([position[r.id] for r in train], dtype=np.int64))
-    test_batch = select_docs(corpus.batch, np.array([position[r.id] for r in test], dtype=np.int64))
+    train_batch, test_batch = corpus.batch_of(train), corpus.batch_of(test)
     result = Evaluation(spec_name(spec), str(spec.selection), "split", task, target, len(train), len(test))
     started = time.perf_counter()
     if task == "multilabel":

@@ -56,17 +56,6 @@ def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatch:
     return DocBatch(indptr, sorted_keys[starts], counts.astype(np.int64), flat, order[starts])
 
 
-def from_counts(keys_per_doc: Sequence[Sequence[int]], counts_per_doc: Sequence[Sequence[int]]) -> DocBatch:
-    """A batch from given (key, count) pairs per document; keys must be unique within a document."""
-    indptr = np.zeros(len(keys_per_doc) + 1, dtype=np.int64)
-    np.cumsum([len(k) for k in keys_per_doc], out=indptr[1:])
-    keys = np.fromiter(chain.from_iterable(keys_per_doc), dtype=np.int64, count=int(indptr[-1]))
-    counts = np.fromiter(chain.from_iterable(counts_per_doc), dtype=np.int64, count=int(indptr[-1]))
-    doc = np.repeat(np.arange(len(keys_per_doc)), np.diff(indptr))
-    order = np.lexsort((keys, doc))
-    return DocBatch(indptr, keys[order], counts[order])
-
-
 def select_docs(batch: DocBatch, docs: np.ndarray) -> DocBatch:
     """The sub-batch of the documents at positions `docs`, in that order."""
     docs = np.asarray(docs, dtype=np.int64)

@@ -1,9 +1,7 @@
-import numpy as np
 import pytest
 
 from filterd.features import encode
 from filterd.model import Model, ModelSpec
-from filterd.select import Selection
 from filterd.stats import Statistics
 from filterd.synth import SynthConfig, generate
 from filterd.tune import LAMBDA_GRID, grid_search, objective_value, tune_unb_lambda

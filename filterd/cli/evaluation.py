@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterable, Sequence
 
 import click
 
-from filterd.corpus import CorpusError, Record, read_corpus, to_records, write_corpus
+from filterd.cli.common import model_specs, read_records
+from filterd.corpus import Record, to_records, write_corpus
 from filterd.estimators import parse_params
-from filterd.evaluate import Corpus, Evaluation, evaluate
-from filterd.model import ModelSpec
-from filterd.select import Selection
+from filterd.evaluate import Corpus, Evaluation, evaluate, validation_split
 from filterd.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer, TokenizerConfig
+from filterd.tune import grid_search, tune_unb_lambda
 
 DEMO_MESSAGES = 5000
 
@@ -38,8 +39,8 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, see shared/corpora/README.md)."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
-    specs = _specs(variants or ("mnb",), params, selections or ("none",))
-    records = _demo_records() if demo else _read(corpus)
+    specs = model_specs(variants or ("mnb",), params, selections or ("none",))
+    records = _demo_records() if demo else read_records(corpus)
     tokenizer = Tokenizer(TokenizerConfig(bigrams=bigrams))
     with _progress(records, "tokenizing") as bar:
         tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
@@ -72,12 +73,9 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
 @click.option("--json", "as_json", is_flag=True)
 def tune_command(corpus, demo, variant, params, selection, grids, objective, target, as_json) -> None:  # fmt: skip
     """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
-    from filterd.evaluate import validation_split
-    from filterd.tune import grid_search, tune_unb_lambda
-
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
-    (spec,) = _specs((variant,), params, (selection,))
+    (spec,) = model_specs((variant,), params, (selection,))
     grid = {}
     for item in grids:
         key, sep, values = item.partition("=")
@@ -86,7 +84,7 @@ def tune_command(corpus, demo, variant, params, selection, grids, objective, tar
         grid[key] = values.split(",") if key == "select" else [_grid_value(spec.variant, key, v) for v in values.split(",")]
     if not grid and spec.variant != "unb":
         raise click.UsageError("give at least one --grid (only unb has a default search: its per-class λ)")
-    records = _demo_records() if demo else _read(corpus)
+    records = _demo_records() if demo else read_records(corpus)
     tokenized = Corpus.tokenize(records, Tokenizer())
     try:
         stats, batch, truth, target = validation_split(tokenized, target)
@@ -135,70 +133,19 @@ def synth_command(path, n_messages, spam_share, drift, seed) -> None:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _specs(variants: Sequence[str], params: Sequence[str], selections: Sequence[str]) -> list[ModelSpec]:
-    names = [v.removesuffix("+sow") for v in variants]
-    scoped: dict[str, dict[str, str]] = {name: {} for name in names}
-    for item in params:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
-        variant, dot, key = key.rpartition(".")
-        targets = [variant] if dot else [n for n in names if _accepts(n, key)]
-        if dot and variant not in scoped:
-            raise click.BadParameter(f"{item!r} names variant {variant!r}, which is not evaluated", param_hint="--param")
-        if not targets:
-            raise click.BadParameter(f"no evaluated variant has a parameter {key!r}", param_hint="--param")
-        for name in targets:
-            scoped[name][key] = value
-    try:
-        selection_specs = [Selection.parse(s) for s in selections]
-        return [
-            ModelSpec(name, parse_params(name, scoped[name]), selection, set_of_words=variant.endswith("+sow"))
-            for variant, name in zip(variants, names)
-            for selection in selection_specs
-        ]
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
-
-
-def _accepts(variant: str, key: str) -> bool:
-    try:
-        parse_params(variant, {key: "0"})
-    except ValueError:
-        return False
-    return True
-
-
-def _read(path: str) -> list[Record]:
-    try:
-        records = read_corpus(path)
-    except CorpusError as error:
-        raise click.ClickException(str(error)) from None
-    if not records:
-        raise click.ClickException(f"{path}: the corpus is empty")
-    return records
-
-
 def _demo_records() -> list[Record]:
     return to_records(generate(SynthConfig(n_messages=DEMO_MESSAGES)))
 
 
 def _progress(items: Sequence, label: str, enabled: bool = True):
     """A progress bar on stderr (silent when disabled or when stderr is not a terminal)."""
-    return click.progressbar(items, label=label, file=sys.stderr if enabled else _Null())
+    return click.progressbar(items, label=label, file=sys.stderr if enabled else io.StringIO())
 
 
 def _follow(items: Iterable, bar) -> Iterable:
     for item in items:
         bar.update(1)
         yield item
-
-
-class _Null:
-    def write(self, _: str) -> None: ...
-    def flush(self) -> None: ...
-    def isatty(self) -> bool:
-        return False
 
 
 COLUMNS = [

@@ -13,7 +13,7 @@ import click
 from sqlalchemy import func, select
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
-from filterd.cli.evaluation import _read, _specs
+from filterd.cli.common import model_specs, read_records
 from filterd.stats import not_ready
 from filterd.store import backup, database
 from filterd.store.expiry import prune
@@ -112,7 +112,7 @@ def db_prune(url, name, unseen_days, max_count, pause, dry_run) -> None:
               help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
 def learn_command(corpus, url, name, label_source, batch_size, holdout_fraction) -> None:
     """Learn a labelled CORPUS into the store (idempotent: a second run changes nothing)."""
-    records = _read(corpus)
+    records = read_records(corpus)
     if any(len(r.labels) != 1 for r in records):
         raise click.ClickException(f"{corpus}: multi-label records cannot be learned as feedback")
     tokenize = Tokenizer()
@@ -151,7 +151,7 @@ def model() -> None:
 @click.option("--select", "selection", default="none", show_default=True, metavar="SPEC")
 def model_create(name, url, variant, params, selection) -> None:
     """Add a model NAME with an estimator and a selection."""
-    (spec,) = _specs((variant,), params, (selection,))
+    (spec,) = model_specs((variant,), params, (selection,))
     with store_errors():
         engine = database.connect(url)
         with engine.connect() as conn:

@@ -1,0 +1,58 @@
+"""What several command groups share: reading a corpus and turning options into model specs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from filterd.corpus import CorpusError, Record, read_corpus
+from filterd.estimators import parse_params
+from filterd.model import ModelSpec
+from filterd.select import Selection
+
+
+def model_specs(variants: Sequence[str], params: Sequence[str], selections: Sequence[str]) -> list[ModelSpec]:
+    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select."""
+    names = [v.removesuffix("+sow") for v in variants]
+    scoped: dict[str, dict[str, str]] = {name: {} for name in names}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+        variant, dot, key = key.rpartition(".")
+        targets = [variant] if dot else [n for n in names if _accepts(n, key)]
+        if dot and variant not in scoped:
+            raise click.BadParameter(f"{item!r} names variant {variant!r}, which is not evaluated", param_hint="--param")
+        if not targets:
+            raise click.BadParameter(f"no evaluated variant has a parameter {key!r}", param_hint="--param")
+        for name in targets:
+            scoped[name][key] = value
+    try:
+        selection_specs = [Selection.parse(s) for s in selections]
+        return [
+            ModelSpec(name, parse_params(name, scoped[name]), selection, set_of_words=variant.endswith("+sow"))
+            for variant, name in zip(variants, names)
+            for selection in selection_specs
+        ]
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def _accepts(variant: str, key: str) -> bool:
+    try:
+        parse_params(variant, {key: "0"})
+    except ValueError:
+        return False
+    return True
+
+
+def read_records(path: str) -> list[Record]:
+    """A corpus file's records, or a one-line error."""
+    try:
+        records = read_corpus(path)
+    except CorpusError as error:
+        raise click.ClickException(str(error)) from None
+    if not records:
+        raise click.ClickException(f"{path}: the corpus is empty")
+    return records
