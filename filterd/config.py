@@ -54,6 +54,7 @@ class Model:
     select: str = "none"
     min_docs: int = 20
     holdout_fraction: float = 0.1
+    labels: list[str] = field(default_factory=list)  # feedback labels accepted (empty: any)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,21 @@ class Limits:
     max_bytes: int = 1_000_000
     max_tokens: int = 10_000
     max_token_length: int = 40
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    payload_bytes: int = 65_536
+    max_ratio: float = 0.5
+    window: int = 1000
+    max_consecutive: int = 1000
+
+
+@dataclass(frozen=True)
+class Recent:
+    max_messages: int = 100_000
+    max_bytes: int = 64_000_000
+    ttl_seconds: float = 21_600.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +94,7 @@ class Batches:
 @dataclass(frozen=True)
 class Intervals:
     sync_seconds: float = 5.0
-    threshold_reload_seconds: float = 5.0
+    threshold_reload_seconds: float = 1.0
     calibrate_seconds: float = 0.0  # 0: off
 
 
@@ -96,6 +112,8 @@ class Config:
     database: Database = Database()
     model: Model = Model()
     limits: Limits = Limits()
+    dead_letter: DeadLetters = DeadLetters()
+    recent: Recent = Recent()
     decision: Decision = Decision()
     batches: Batches = Batches()
     intervals: Intervals = Intervals()
@@ -115,7 +133,7 @@ class Config:
 
 
 def _secret(key: str) -> bool:
-    return any(word in key.lower() for word in SECRET_WORDS)
+    return any(part in SECRET_WORDS for part in key.lower().split("_"))
 
 
 def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
@@ -210,6 +228,16 @@ def _check(config: Config) -> None:
     require(0.0 < config.decision.target_recall <= 1.0, "decision.target_recall", "must be in (0, 1]")
     for key in ("max_bytes", "max_tokens", "max_token_length"):
         require(getattr(config.limits, key) >= 1, f"limits.{key}", "must be at least 1")
+    d = config.dead_letter
+    require(d.payload_bytes >= 0, "dead_letter.payload_bytes", "must not be negative")
+    require(0.0 < d.max_ratio <= 1.0, "dead_letter.max_ratio", "must be in (0, 1] (1: off)")
+    require(d.window >= 1, "dead_letter.window", "must be at least 1")
+    require(d.max_consecutive >= 0, "dead_letter.max_consecutive", "must not be negative (0: off)")
+    r = config.recent
+    for key in ("max_messages", "max_bytes"):
+        require(getattr(r, key) >= 0, f"recent.{key}", "must not be negative (0: keep none)")
+    require(r.ttl_seconds >= 0, "recent.ttl_seconds", "must not be negative")
+    require(all(isinstance(x, str) and x for x in m.labels), "model.labels", "must be a list of label strings")
     for key in ("poll_records", "feedback"):
         require(getattr(config.batches, key) >= 1, f"batches.{key}", "must be at least 1")
     for key in ("sync_seconds", "threshold_reload_seconds", "calibrate_seconds"):

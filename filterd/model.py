@@ -222,15 +222,31 @@ class Scores:
         strongest first: x_w·(W[t,w] − W[c*,w]) against its best competing class c*
         (log(f/(1−f)) for Robinson–Fisher)."""
         lo, hi = np.searchsorted(self._doc, [i, i + 1])
-        ids, x = self._ids[lo:hi], self._x[lo:hi]
-        W = self.weights.W
-        if self.weights.combine == "fisher":
-            f = np.clip(W[0, ids], 1e-12, 1 - 1e-12)
-            contribution = np.log(f) - np.log1p(-f)
-        else:
-            t = 0 if target is None else self.labels.index(target)
-            rivals = self.class_scores[i].copy()
-            rivals[t] = -np.inf
-            contribution = x * (W[t, ids] - W[int(rivals.argmax()), ids])
+        contribution = self._contributions(lo, hi, target)
         order = np.argsort(-np.abs(contribution), kind="stable")
         return [(self.batch.token(int(self._entry[lo + j])), float(contribution[j])) for j in order]
+
+    def explanations(self, limit: int, target: str | None = None) -> list[list[tuple[str, float]]]:
+        """`explain(i)[:limit]` of every document, computed for the whole batch at once."""
+        contribution = self._contributions(0, len(self._entry), target)
+        order = np.lexsort((-np.abs(contribution), self._doc))  # by document, strongest first
+        starts = np.searchsorted(self._doc, np.arange(len(self.batch)))
+        rank = np.arange(len(order)) - starts[self._doc[order]]
+        keep = order[rank < limit]
+        tokens, index = self.batch.tokens, self.batch.token_index[self._entry[keep]].tolist()
+        out: list[list[tuple[str, float]]] = [[] for _ in range(len(self.batch))]
+        for doc, position, value in zip(self._doc[keep].tolist(), index, contribution[keep].tolist()):
+            out[doc].append((tokens[position], value))
+        return out
+
+    def _contributions(self, lo: int, hi: int, target: str | None) -> np.ndarray:
+        """Signed contributions of the selected entries lo:hi (see `explain`)."""
+        ids, x, W = self._ids[lo:hi], self._x[lo:hi], self.weights.W
+        if self.weights.combine == "fisher":
+            f = np.clip(W[0, ids], 1e-12, 1 - 1e-12)
+            return np.log(f) - np.log1p(-f)
+        t = 0 if target is None else self.labels.index(target)
+        rivals = self.class_scores.copy()
+        rivals[:, t] = -np.inf
+        rival = rivals.argmax(axis=1)[self._doc[lo:hi]]
+        return x * (W[t, ids] - W[rival, ids])

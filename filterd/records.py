@@ -97,7 +97,7 @@ class RecordError(ValueError):
 
 def decode(data: bytes, kind: type[T], max_bytes: int = 1_000_000) -> T:
     """Decode and validate one JSON record, or raise RecordError (reasons: oversized,
-    invalid_json, schema, too_deep)."""
+    invalid_json, invalid_utf8, schema, too_deep)."""
     if len(data) > max_bytes:
         raise RecordError("oversized", f"record of {len(data)} bytes exceeds the limit of {max_bytes}")
     try:
@@ -106,6 +106,8 @@ def decode(data: bytes, kind: type[T], max_bytes: int = 1_000_000) -> T:
         raise RecordError("schema", f"not a valid {kind.__name__.lower()}: {error}") from None
     except msgspec.DecodeError as error:
         raise RecordError("invalid_json", f"not JSON: {error}") from None
+    except UnicodeDecodeError as error:
+        raise RecordError("invalid_utf8", f"not UTF-8: {error}") from None
     except RecursionError:
         raise RecordError("too_deep", "nested too deeply") from None
 

@@ -155,3 +155,15 @@ def test_sparse_statistics_score_like_dense_ones(stats):
         for lazy in (False, True):
             assert np.allclose(Model.build(sparse, spec, target="spam", lazy=lazy).score_tokens(docs).class_scores,
                                dense_scores)  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", ["mnb", "robinson_fisher", "twcnb"])
+def test_batch_explanations_equal_each_documents_explanation(variant):
+    stats = Statistics(seed=2)
+    for doc, label in [("win cash prize now", "spam"), ("cash prize claim", "spam"), ("lunch at noon", "ham"),
+                       ("meeting at noon now", "ham"), ("invoice due now", "billing")]:  # fmt: skip
+        stats.learn(doc.split(), label)
+    model = Model.build(stats, ModelSpec(variant, selection=Selection.parse("local:3:alo")), target="spam")
+    scores = model.score_tokens([d.split() for d in ["win cash at noon", "", "prize", "claim lunch invoice now"]])
+    for limit in (1, 2, 10):
+        assert scores.explanations(limit) == [scores.explain(i)[:limit] for i in range(4)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from filterd import __version__
+from filterd.cli.calibration import calibrate_command
+from filterd.cli.daemon import run_command, score_command, topics
 from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
 from filterd.cli.store import db, learn_command, model
 
@@ -15,5 +17,6 @@ def main() -> None:
     """filterd: a streaming spam and fraud filter."""
 
 
-for command in (evaluate_command, tune_command, synth_command, db, learn_command, model):
+for command in (run_command, score_command, topics, calibrate_command, evaluate_command, tune_command, synth_command, db, learn_command,
+                model):
     main.add_command(command)

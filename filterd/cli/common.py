@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import click
 
+from filterd import config
+from filterd.config import Config
 from filterd.corpus import CorpusError, Record, read_corpus
 from filterd.estimators import parse_params
 from filterd.model import ModelSpec
@@ -56,3 +58,15 @@ def read_records(path: str) -> list[Record]:
     if not records:
         raise click.ClickException(f"{path}: the corpus is empty")
     return records
+
+
+config_option = click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="FILTERD_CONFIG",
+                             help="Configuration file (TOML; default: $FILTERD_CONFIG, else the built-in defaults).")  # fmt: skip
+
+
+def load_config(path: str | None, **overrides) -> Config:
+    """The configuration (file ← environment ← flags), or a one-line error naming the key."""
+    try:
+        return config.load(path, overrides={k.replace("__", "."): v for k, v in overrides.items()})
+    except config.ConfigError as error:
+        raise click.ClickException(f"invalid configuration: {error}") from None

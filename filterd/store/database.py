@@ -70,3 +70,10 @@ def current(url: str | None = None) -> str | None:
     """The schema revision of the database (None when it has never been migrated)."""
     with connect(url).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
+
+
+def head() -> str:
+    """The newest schema revision this version of filterd knows."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()

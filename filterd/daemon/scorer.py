@@ -1,0 +1,99 @@
+"""The scorer: messages topic → decisions topic (one decision per message, keyed by its id),
+bad records → dead-letter topic with the reason.
+
+A record is dead-lettered when it is not a valid message (reasons of `filterd.records.decode`:
+oversized, invalid_json, invalid_utf8, schema, too_deep) or when tokenizing it hit a limit that makes its
+decision meaningless (`REJECTED_FLAGS`); a mail with minor MIME defects is still decided,
+because spam often has them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from filterd import stream
+from filterd.decide import Decider, ThresholdSetting
+from filterd.daemon.loop import Loop, Retry
+from filterd.daemon.model_state import ModelState
+from filterd.daemon.recent import RecentMessages
+from filterd.records import Decision, Message, RecordError, decode, encode
+from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR, MAX_DEPTH, MAX_TOKENS
+
+REJECTED_FLAGS = {
+    MAX_TOKENS: "too_many_tokens",
+    MAX_DEPTH: "too_deep",
+    BAD_MESSAGE: "bad_message",
+    INTERNAL_ERROR: "tokenizer_error",
+}
+
+
+def rejection(flags: frozenset[str]) -> str | None:
+    """The dead-letter reason of a tokenized record, or None when it can be decided."""
+    for flag, reason in REJECTED_FLAGS.items():
+        if flag in flags:
+            return reason
+    return None
+
+
+class Scorer(Loop):
+    role = "scorer"
+
+    def __init__(self, state: ModelState, recent: RecentMessages, decisions_topic: str, max_bytes: int,
+                 **loop) -> None:  # fmt: skip
+        super().__init__(**loop)
+        self.state, self.recent = state, recent
+        self.decisions_topic, self.max_bytes = decisions_topic, max_bytes
+
+    def on_idle(self) -> None:
+        self.state.refresh()
+
+    def process(self, batch: stream.Batch) -> dict[str, int]:
+        decider = self.state.decider
+        if decider is None:
+            raise Retry("no model loaded from the store yet")
+        result = decide_payloads(decider, self.state.threshold, [r.value for r in batch.records], self.max_bytes)
+        self.guard.check(result.dead)
+        for decision in result.decisions:
+            self.publisher.send(self.decisions_topic, decision.message_id, encode(decision))
+        for i, reason, error in result.failures:
+            self.dead_letter(batch.records[i], reason, error)
+        self.flush()
+        self.recent.put([d.message_id for d in result.decisions], result.tokens)
+        for label, count in Counter(d.label for d in result.decisions).items():
+            self.metrics.decisions.labels(label=label).inc(count)
+        self.metrics.messages.labels(outcome="decided").inc(len(result.decisions))
+        self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
+        return {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
+
+
+@dataclass
+class Decided:
+    """What a batch of raw records came to: decisions (with the tokens they rest on) and failures."""
+
+    decisions: list[Decision]
+    tokens: list[list[str]]
+    failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
+    dead: list[bool]  # per record, in order
+
+
+def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Sequence[bytes | None],
+                    max_bytes: int) -> Decided:  # fmt: skip
+    """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`)."""
+    messages, tokens, failures, dead = [], [], [], []
+    for i, payload in enumerate(payloads):
+        try:
+            message = decode(payload or b"", Message, max_bytes)
+            result = decider.tokenize(message)
+            reason = rejection(result.flags)
+            if reason is not None:
+                raise RecordError(reason, f"message {message.id!r}: tokenizer flags {sorted(result.flags)}")
+        except RecordError as error:
+            failures.append((i, error.reason, str(error)))
+            dead.append(True)
+            continue
+        messages.append(message)
+        tokens.append(result.tokens)
+        dead.append(False)
+    return Decided(decider.decide(messages, threshold, tokens), tokens, failures, dead)

@@ -1,0 +1,182 @@
+"""`filterd calibrate` through click's runner, on a SQLite file."""
+
+import json
+import sqlite3
+import sys
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+
+from filterd.cli.calibration import calibrate_command, parse_duration
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.thresholds import latest_threshold, threshold_history
+from filterd.synth import SynthConfig, generate
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A store that learned 3,000 synthetic messages (20 % held out, fed just now), built once."""
+    path = tmp_path_factory.mktemp("template") / "store.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", seed=0)
+    records = generate(
+        SynthConfig(
+            n_messages=3000,
+            class_priors={"ham": 0.6, "spam": 0.4},
+            signal=0.2,
+            mean_length=12,
+            seed=1,
+        )
+    )
+    for start in range(0, len(records), 1500):
+        apply_feedback(
+            engine,
+            "default",
+            [
+                Feedback(r["id"], r["label"], r["text"].split())
+                for r in records[start : start + 1500]
+            ],
+            holdout_fraction=0.2,
+        )
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def db(template, tmp_path):
+    path = tmp_path / "store.db"
+    with sqlite3.connect(template) as source, sqlite3.connect(path) as copy:
+        source.backup(copy)  # WAL-safe copy
+    return f"sqlite:///{path}"
+
+
+def run(*args):
+    return CliRunner().invoke(calibrate_command, list(args))
+
+
+def error_line(result):
+    """The last line of the output, once it is known to be a clean click error."""
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.output.strip().splitlines()
+    if result.exit_code == 1:  # a refusal or a store problem: that one line and nothing else
+        assert len(lines) == 1, result.output
+    return lines[-1]
+
+
+def test_a_report_then_one_beside_the_previous_version(db):
+    first = run("--db", db)
+    assert first.exit_code == 0, first.output
+    assert "recall ≥ 0.99 (exact)" in first.output and "wrote threshold version 1" in first.output
+    assert "(14.0 days)" in first.output and "no previous" in first.output
+    second = run("--db", db, "--target-recall", "0.95", "--json")
+    report = json.loads(second.stdout)
+    assert (
+        report["version"] == 2
+        and report["previous"]["version"] == 1
+        and report["target_recall"] == 0.95
+    )
+    assert report["recall"] >= 0.95 and report["ham_misclassification"] == pytest.approx(
+        1 - report["specificity"]
+    )
+    assert report["auc"] == report["previous"]["auc"]
+    text = run("--db", db, "--dry-run").output
+    assert (
+        "previous (v2)" in text
+        and "previous τ on this window" in text
+        and "dry run: nothing written" in text
+    )
+    engine = connect(db)
+    assert latest_threshold(engine, "default", "spam").version == 2
+    assert threshold_history(engine, "default")[0].created_by.startswith("filterd calibrate")
+
+
+def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db):
+    refused = run("--db", db, "--last", "100")
+    assert refused.exit_code == 1
+    assert error_line(refused).startswith("Error: refused for 'spam': too few positives")
+    assert "needs at least 100" in refused.output and "--force" in refused.output
+    assert latest_threshold(connect(db), "default", "spam") is None
+    forced = run("--db", db, "--last", "100", "--force", "--json")
+    assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
+    assert latest_threshold(connect(db), "default", "spam").forced
+    conservative = run("--db", db, "--conservative", "--force")  # ≈ 240 positives; 0.99 needs 299
+    assert conservative.exit_code == 1 and "cannot override" in error_line(conservative)
+
+
+def test_a_dry_run_writes_nothing(db):
+    result = run("--db", db, "--dry-run", "--window", "12h")
+    assert (
+        result.exit_code == 0
+        and "dry run: nothing written" in result.output
+        and "(12.0 hours)" in result.output
+    )
+    assert latest_threshold(connect(db), "default", "spam") is None
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--window", "3x"], "'3x' is not a duration"),
+        (["--window", "0d"], "longer than zero"),
+        (["--window", "14d", "--last", "5"], "--window or --last, not both"),
+        (["--target-recall", "1.5"], "--target-recall"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(db, args, message):
+    result = run("--db", db, *args)
+    assert result.exit_code == 2 and message in error_line(result)
+
+
+def test_store_problems_are_one_line_errors(db, tmp_path):
+    assert (
+        error_line(run("--db", db, "--model", "nope"))
+        == "Error: no model named 'nope' in the store"
+    )
+    not_ready = run("--db", db, "--min-docs", "100000")
+    assert not_ready.exit_code == 1 and error_line(not_ready).startswith(
+        "Error: model 'default' is not ready"
+    )
+    empty = run("--db", f"sqlite:///{tmp_path / 'empty.db'}")
+    assert empty.exit_code == 1 and "filterd db upgrade" in error_line(empty)
+
+
+def test_durations():
+    assert parse_duration("14d") == timedelta(days=14) and parse_duration("1d12h") == timedelta(
+        hours=36
+    )
+    assert parse_duration("30m") == timedelta(minutes=30) and parse_duration("1.5h") == timedelta(
+        minutes=90
+    )
+    for bad in ("", "14", "d", "14 days", "-3d"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_every_class_one_vs_rest(db):
+    result = run("--db", db, "--all-classes", "--target-recall", "0.95", "--json")
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["target_class"], r["version"]) for r in reports] == [("ham", 1), ("spam", 2)]
+
+
+def test_the_plot_is_a_png(db, tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "roc.png"
+    run("--db", db, "--target-recall", "0.95")
+    result = run("--db", db, "--plot", str(path))
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
+
+
+def test_without_matplotlib_the_plot_says_what_to_install(db, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    result = run("--db", db, "--plot", str(tmp_path / "roc.png"))
+    assert (
+        result.exit_code == 1
+        and error_line(result) == "Error: --plot needs matplotlib: pip install 'filterd[plot]'"
+    )
+    assert latest_threshold(connect(db), "default", "spam") is None  # refused before writing

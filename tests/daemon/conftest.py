@@ -1,0 +1,182 @@
+"""`filterd run` as a real process against the session's broker and a real database.
+
+    daemon = start_daemon(db_url)            # a `filterd run` child process, its own config file
+    produce(kafka_config, topics["messages"], [message(...) ...])
+    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= n)
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import jsonschema
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from filterd.broker import free_port
+from filterd.records import schemas
+
+VALIDATORS = {name.split(".")[0]: jsonschema.Draft202012Validator(schema) for name, schema in schemas().items()}
+
+
+def valid(kind: str, value: bytes) -> dict:
+    """The record, after checking it against its JSON Schema in schemas/."""
+    record = json.loads(value)
+    VALIDATORS[kind].validate(record)
+    return record
+
+
+def message(i: int, text: str = "hello there", prefix: str = "m") -> bytes:
+    return json.dumps({"id": f"{prefix}{i}", "text": text}).encode()
+
+
+def feedback(message_id: str, label: str, text: str | None = None) -> bytes:
+    record = {"message_id": message_id, "label": label}
+    if text is not None:
+        record["text"] = text
+    return json.dumps(record).encode()
+
+
+def produce(kafka_config: dict, topic: str, values: list[bytes], keys: list[str] | None = None) -> None:
+    producer = KafkaProducer(bootstrap_servers=kafka_config["bootstrap_servers"], enable_idempotence=False,
+                             linger_ms=5, max_request_size=20_000_000)  # fmt: skip
+    for i, value in enumerate(values):
+        producer.send(topic, value=value, key=None if keys is None else keys[i].encode())
+    producer.flush()
+    producer.close()
+
+
+def read_all(kafka_config: dict, topic: str, until=lambda records: False, timeout: float = 60.0) -> list:
+    """Every record of `topic` from the beginning, read until `until(records)` or `timeout` s."""
+    consumer = KafkaConsumer(bootstrap_servers=kafka_config["bootstrap_servers"], enable_auto_commit=False)
+    partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning()
+    records: list = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not until(records):
+        for batch in consumer.poll(timeout_ms=200).values():
+            records.extend(batch)
+    consumer.close()
+    return records
+
+
+def ids_of(decisions: list) -> list[str]:
+    return [json.loads(r.value)["message_id"] for r in decisions]
+
+
+class DaemonProcess:
+    """`filterd run` in a child process, with a metrics port and its log in a file."""
+
+    def __init__(self, config_path: Path, role: str, log_path: Path) -> None:
+        self.config_path, self.role, self.log_path = config_path, role, log_path
+        self.port = int(json.loads(config_path.with_suffix(".json").read_text())["port"])
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "DaemonProcess":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(self.config_path),
+                                         "--role", self.role], stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        log.close()
+        return self
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    def wait(self, timeout: float = 30.0) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def metric(self, name: str, **labels) -> float:
+        """The value of one sample of /metrics (0 when absent)."""
+        wanted = name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else "")
+        _, text = self.get("/metrics")
+        for line in text.splitlines():
+            if line.startswith(wanted + " "):
+                return float(line.split()[-1])
+        return 0.0
+
+    def wait_for(self, condition, timeout: float = 60.0, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if self.process.poll() is not None:
+                raise AssertionError(f"daemon exited ({self.process.returncode}) while waiting for {what}:\n{self.log()}")
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}:\n{self.log()[-3000:]}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def write_config(directory: Path, kafka_config: dict, topics: dict, db_url: str, **sections) -> Path:
+    """A filterd.toml for one daemon (and a side file with its metrics port)."""
+    port = free_port()
+    values = {
+        "kafka": {k: v for k, v in kafka_config.items()},
+        "topics": topics,
+        "groups": {"scorer": f"scorer-{topics['messages']}", "learner": f"learner-{topics['messages']}"},
+        "database": {"url": db_url},
+        "model": {"min_docs": 5},
+        "intervals": {"sync_seconds": 0.5, "threshold_reload_seconds": 0.5},
+        "observe": {"metrics_port": port, "log_format": "json"},
+    }
+    for section, overrides in sections.items():
+        values.setdefault(section, {}).update(overrides)
+    lines = []
+    for section, items in values.items():
+        lines.append(f"[{section}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in items.items()]
+    path = directory / f"filterd-{port}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    path.with_suffix(".json").write_text(json.dumps({"port": port}))
+    return path
+
+
+@pytest.fixture
+def start_daemon(tmp_path, kafka_config, topics):
+    """Starts `filterd run` processes on this test's topics; stops them at the end."""
+    started: list[DaemonProcess] = []
+
+    def start(db_url: str, role: str = "all", config: Path | None = None, **sections) -> DaemonProcess:
+        path = config or write_config(tmp_path, kafka_config, topics, db_url, **sections)
+        daemon = DaemonProcess(path, role, tmp_path / f"daemon-{len(started)}.log").start()
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.stop()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'filterd.db'}"
+
+
+os.environ.setdefault("PYTHONUNBUFFERED", "1")

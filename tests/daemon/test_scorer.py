@@ -1,0 +1,59 @@
+"""Raw records → decisions or dead-letter reasons, as the scorer and `filterd score` do it (no I/O)."""
+
+import json
+
+import pytest
+
+from filterd.decide import Decider, ThresholdSetting
+from filterd.model import ModelSpec
+from filterd.tokenize import Tokenizer, TokenizerConfig
+from tests.test_decide import trained
+
+GOOD = json.dumps({"id": "ok", "text": "win cash now"}).encode()
+
+
+def nested(depth):
+    value = "x"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+HOSTILE = {
+    "invalid_json": b"{not json",
+    "schema": json.dumps({"text": "a message without an id"}).encode(),
+    "oversized": json.dumps({"id": "big", "text": "a" * 10_000_000}).encode(),
+    "too_many_tokens": json.dumps({"id": "long", "text": "word " * 100_000}).encode(),
+    "invalid_utf8": b'{"id": "bad", "text": "\xff\xfe\xfd"}',
+    "too_deep": json.dumps({"id": "deep", "attributes": nested(50)}).encode(),
+    "empty": None,
+}
+EXPECTED_REASON = {"empty": "invalid_json"}
+
+
+@pytest.fixture(scope="module")
+def decider():
+    decider = Decider(ModelSpec("mnb"), "spam", min_docs=5, tokenizer=Tokenizer(TokenizerConfig(max_tokens=10_000)))
+    decider.update(trained(), version=1)
+    return decider
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
+    from filterd.daemon.scorer import decide_payloads
+
+    result = decide_payloads(decider, ThresholdSetting(), [GOOD, HOSTILE[kind], GOOD], max_bytes=1_000_000)
+    assert [d.message_id for d in result.decisions] == ["ok", "ok"]
+    assert result.dead == [False, True, False]
+    ((position, reason, error),) = result.failures
+    assert position == 1 and reason == EXPECTED_REASON.get(kind, kind) and error
+
+
+def test_decisions_keep_the_order_of_the_records(decider):
+    from filterd.daemon.scorer import decide_payloads
+
+    payloads = [json.dumps({"id": f"m{i}", "text": t}).encode() for i, t in enumerate(["win cash", "at noon"] * 50)]
+    result = decide_payloads(decider, ThresholdSetting(), payloads, max_bytes=1_000_000)
+    assert [d.message_id for d in result.decisions] == [f"m{i}" for i in range(100)]
+    assert [d.label for d in result.decisions[:2]] == ["spam", "ham"]
+    assert result.tokens[0] == ["win", "cash"]

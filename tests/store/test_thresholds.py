@@ -1,0 +1,409 @@
+"""Threshold versions and the calibration job, on SQLite and PostgreSQL (`engine` fixture)."""
+
+import math
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, delete, func, select, text
+from sqlalchemy.engine import make_url
+
+from filterd import metrics
+from filterd.calibrate import Threshold
+from filterd.corpus import Record
+from filterd.decide import NotReady, decision_scores, scoring_model
+from filterd.evaluate import Corpus, evaluate
+from filterd.features import encode
+from filterd.model import ModelSpec
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, in_holdout
+from filterd.store.schema import Threshold as ThresholdRow
+from filterd.store.sync import load
+from filterd.store.thresholds import (
+    GuardrailError,
+    calibrate_classes,
+    calibrate_model,
+    default_min_positives,
+    holdout_window,
+    latest_threshold,
+    threshold_history,
+    write_threshold,
+)
+from filterd.synth import SynthConfig, generate
+from filterd.tokenize import Tokenizer
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HOLDOUT = 0.2
+# AUC ≈ 0.96: hard enough that τ matters; 3,000 messages leave ≈ 240 spam, 360 ham held out.
+CONFIG = SynthConfig(
+    n_messages=3000, class_priors={"ham": 0.6, "spam": 0.4}, signal=0.2, mean_length=12, seed=1
+)
+RECORDS = generate(CONFIG)
+
+
+def feedback(records):
+    return [Feedback(r["id"], r["label"], r["text"].split()) for r in records]
+
+
+def learn(engine, records, fraction=HOLDOUT, now=T0):
+    for start in range(0, len(records), 2000):
+        apply_feedback(
+            engine, "default", feedback(records[start : start + 2000]), fraction, now=now
+        )
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def learned(request, tmp_path_factory):
+    """A store that learned RECORDS, once per module and database kind (learning is slow)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('learned') / 'store.db'}"
+    else:
+        server = request.getfixturevalue("postgres_server")
+        base, _, query = server.partition("?")
+        url = f"{base.rsplit('/', 1)[0]}/learned_{uuid.uuid4().hex[:8]}?{query}"
+        admin = create_engine(server, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{make_url(url).database}"'))
+        admin.dispose()
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", seed=0)
+    learn(engine, RECORDS)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store(learned):
+    """The learned store without threshold versions."""
+    yield learned
+    with learned.begin() as conn:
+        conn.execute(delete(ThresholdRow))
+
+
+def count_versions(engine):
+    with engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(ThresholdRow)).scalar_one()
+
+
+def threshold(tau, recall=0.99):
+    return Threshold(
+        tau=tau,
+        target_recall=0.99,
+        recall=recall,
+        specificity=0.9,
+        precision=0.8,
+        n_pos=120,
+        n_neg=800,
+        conservative=False,
+        recall_lower_bound=0.97,
+    )
+
+
+def rescored(engine, target="spam", **window):
+    """The window's scores through the daemon's own path, independently of calibrate_model."""
+    items = holdout_window(engine, "default", now=T0, **window)
+    stats, _ = load(engine, "default")
+    return decision_scores(
+        scoring_model(stats, ModelSpec(), target), items.batch
+    ), items.labels == target
+
+
+# --- versions --------------------------------------------------------------------------------
+
+
+def test_versions_increase_per_model_and_the_latest_is_per_class(engine):
+    create_model(engine, "default")
+    create_model(engine, "other")
+    assert latest_threshold(engine, "default", "spam") is None
+    first = write_threshold(
+        engine, "default", "spam", threshold(-1.0), 0.97, T0, T0 + timedelta(days=14), "test"
+    )
+    fraud = write_threshold(engine, "default", "fraud", threshold(0.5), 0.95, None, None, "test")
+    second = write_threshold(
+        engine, "default", "spam", threshold(-2.0), None, None, None, "test", forced=True
+    )
+    elsewhere = write_threshold(engine, "other", "spam", threshold(3.0), 0.9, None, None, "test")
+    assert [first.version, fraud.version, second.version, elsewhere.version] == [1, 2, 3, 1]
+    latest = latest_threshold(engine, "default", "spam")
+    assert latest == second and latest.forced and latest.auc is None and latest.tau == -2.0
+    assert latest_threshold(engine, "default", "fraud").tau == 0.5
+    assert [v.version for v in threshold_history(engine, "default")] == [3, 2, 1]
+    again = threshold_history(engine, "default")[-1]
+    assert again.window_start == T0 and again.window_end.tzinfo is not None and again == first
+    with pytest.raises(UnknownModel):
+        latest_threshold(engine, "nope", "spam")
+    with pytest.raises(UnknownModel):
+        write_threshold(engine, "nope", "spam", threshold(0.0), None, None, None, "test")
+
+
+def test_concurrent_writers_never_share_a_version(engine):
+    create_model(engine, "default")
+
+    def writer(tau):
+        for i in range(6):
+            write_threshold(engine, "default", "spam", threshold(tau + i), None, None, None, "test")
+
+    with ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(writer, 100 * k) for k in range(3)]:
+            done.result()  # raises what a writer raised
+    versions = sorted(v.version for v in threshold_history(engine, "default", limit=100))
+    assert versions == list(range(1, 19))
+
+
+# --- the holdout window ---------------------------------------------------------------------
+
+
+def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(engine):
+    create_model(engine, "default", seed=0)
+    learn(engine, RECORDS[:1000], fraction=0.5, now=T0)
+    learn(engine, RECORDS[1000:2000], fraction=0.5, now=T0 + timedelta(days=10))
+    everything = holdout_window(engine, "default")
+    late = holdout_window(engine, "default", window=timedelta(days=3), now=T0 + timedelta(days=11))
+    newest = holdout_window(engine, "default", last=50)
+    held = [r for r in RECORDS[:2000] if in_holdout(r["id"], 0.5)]
+    assert len(everything) == len(held) and set(everything.ts) == {T0, T0 + timedelta(days=10)}
+    assert len(late) == sum(1 for r in RECORDS[1000:2000] if in_holdout(r["id"], 0.5))
+    assert set(late.ts) == {T0 + timedelta(days=10)}
+    assert (late.start, late.end) == (T0 + timedelta(days=8), T0 + timedelta(days=11))
+    assert len(newest) == 50 and newest.start == newest.end == T0 + timedelta(days=10)
+    assert (
+        len(
+            holdout_window(engine, "default", window=timedelta(hours=1), now=T0 - timedelta(days=1))
+        )
+        == 0
+    )
+    with pytest.raises(ValueError):
+        holdout_window(engine, "default", window=timedelta(days=1), last=5)
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_figures(store):
+    report = calibrate_model(store, "default", "spam", 0.99, now=T0)
+    scores, positives = rescored(store)
+    assert (
+        report.version == 1
+        and report.n_pos == positives.sum()
+        and report.n_neg == (~positives).sum()
+    )
+    assert report.recall >= 0.99 and report.recall == np.mean(scores[positives] >= report.tau)
+    assert report.specificity == np.mean(scores[~positives] < report.tau)
+    assert report.ham_misclassification == pytest.approx(1 - report.specificity)
+    assert report.auc == metrics.auc(scores, positives)
+    for ours, theirs in zip(report.roc, metrics.roc_curve(scores, positives)):
+        np.testing.assert_array_equal(ours, theirs)
+    stored = latest_threshold(store, "default", "spam")
+    assert (stored.version, stored.tau, stored.auc, stored.n_pos, stored.forced) == (
+        1,
+        report.tau,
+        report.auc,
+        report.n_pos,
+        False,
+    )
+    assert (
+        stored.window_start == report.window_start == T0 == stored.window_end
+    )  # the whole holdout
+    second = calibrate_model(store, "default", "spam", 0.95, now=T0)
+    assert second.version == 2 and second.previous == stored and second.tau >= report.tau
+    assert second.previous_here.tau == report.tau and second.previous_here.recall == report.recall
+
+
+def test_the_report_equals_filterd_evaluate_on_the_same_items(engine):
+    """Learn the train part through the store, hold out the test part; R = 1 gives spec@R=1."""
+    create_model(engine, "default", seed=0)  # evaluate hashes tokens with seed 0 as well
+    records = [
+        Record(
+            r["id"],
+            (r["label"],),
+            r["text"],
+            "text",
+            r["order"],
+            "test" if in_holdout(r["id"], HOLDOUT) else "train",
+        )
+        for r in RECORDS[:1500]
+    ]
+    tokenize = Tokenizer()
+    items = [Feedback(r.id, r.label, tokenize(r.message()).tokens) for r in records]
+    apply_feedback(engine, "default", items, HOLDOUT, now=T0)
+    report = calibrate_model(
+        engine, "default", "spam", 1.0, min_positives=1, min_negatives=1, now=T0
+    )
+    evaluation = evaluate(Corpus.tokenize(records, tokenize), ModelSpec(), "split", "spam")
+    assert report.n_pos + report.n_neg == evaluation.n_test
+    assert report.auc == pytest.approx(evaluation.auc, abs=1e-12)
+    assert report.specificity == pytest.approx(evaluation.spec_at_full_recall, abs=1e-12)
+
+
+def test_a_dry_run_writes_nothing(store):
+    report = calibrate_model(store, "default", "spam", 0.99, dry_run=True, now=T0)
+    assert report.version is None and count_versions(store) == 0
+
+
+def test_too_few_positives_is_refused_and_force_is_recorded(store):
+    assert default_min_positives(0.99) == 100 and default_min_positives(0.9) == 10
+    assert default_min_positives(1.0) == 100
+    with pytest.raises(GuardrailError, match="needs at least 100") as refused:
+        calibrate_model(store, "default", "spam", 0.99, last=150, min_negatives=10, now=T0)
+    assert refused.value.reasons == ("too_few_positives",) and refused.value.forceable
+    assert count_versions(store) == 0
+    report = calibrate_model(
+        store, "default", "spam", 0.99, last=150, min_negatives=10, force=True, now=T0
+    )
+    assert report.forced and "too few positives" in report.overridden[0]
+    assert latest_threshold(store, "default", "spam").forced
+    unforced = calibrate_model(
+        store, "default", "spam", 0.99, force=True, now=T0
+    )  # nothing to override
+    assert not unforced.forced and not latest_threshold(store, "default", "spam").forced
+
+
+def test_too_few_negatives_is_refused(store):
+    with pytest.raises(GuardrailError, match="at least 100000 needed") as refused:
+        calibrate_model(store, "default", "spam", 0.99, min_negatives=100_000, now=T0)
+    assert refused.value.reasons == ("too_few_negatives",)
+    assert calibrate_model(
+        store, "default", "spam", 0.99, min_negatives=100_000, force=True, now=T0
+    ).forced
+
+
+def test_an_auc_drop_is_refused(store):
+    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test")
+    with pytest.raises(GuardrailError, match=r"AUC fell from 0.9990 \(version 1\)") as refused:
+        calibrate_model(store, "default", "spam", 0.99, now=T0)
+    assert refused.value.reasons == ("auc_drop",) and count_versions(store) == 1
+    assert calibrate_model(store, "default", "spam", 0.99, max_auc_drop=0.5, now=T0).version == 2
+    assert (
+        calibrate_model(store, "default", "spam", 0.99, max_auc_drop=0.0, now=T0).version == 3
+    )  # same AUC
+    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test")
+    assert calibrate_model(store, "default", "spam", 0.99, force=True, now=T0).forced
+
+
+def test_an_unreachable_target_is_refused_even_when_forced(store):
+    n_pos = calibrate_model(store, "default", "spam", 0.99, dry_run=True, now=T0).n_pos
+    assert n_pos < 299  # what the conservative 95 % bound needs for 0.99
+    with pytest.raises(GuardrailError, match="needs at least 299") as refused:
+        calibrate_model(store, "default", "spam", 0.99, conservative=True, now=T0)
+    assert refused.value.forceable
+    with pytest.raises(GuardrailError, match="needs at least 299 positives") as refused:
+        calibrate_model(store, "default", "spam", 0.99, conservative=True, force=True, now=T0)
+    assert refused.value.reasons == ("unreachable",) and not refused.value.forceable
+    with pytest.raises(GuardrailError, match="any finite number of positives"):
+        calibrate_model(store, "default", "spam", 1.0, conservative=True, force=True, now=T0)
+    with pytest.raises(GuardrailError, match="no positives"):  # an empty window
+        calibrate_model(
+            store,
+            "default",
+            "spam",
+            0.99,
+            window=timedelta(hours=1),
+            force=True,
+            now=T0 - timedelta(days=1),
+        )
+    assert count_versions(store) == 0
+    conservative = calibrate_model(store, "default", "spam", 0.95, conservative=True, now=T0)
+    assert conservative.recall_lower_bound >= 0.95 and conservative.recall >= 0.95
+
+
+def test_a_model_not_ready_or_unknown_is_an_error(store):
+    with pytest.raises(NotReady, match="needs 100000 learned documents"):
+        calibrate_model(store, "default", "spam", 0.99, min_docs=100_000, now=T0)
+    with pytest.raises(UnknownModel):
+        calibrate_model(store, "nope", "spam", 0.99, now=T0)
+
+
+def test_many_classes_get_one_threshold_each_or_none(engine):
+    create_model(engine, "default", seed=0)
+    config = SynthConfig(
+        n_messages=2000, class_priors={"a": 0.5, "b": 0.3, "c": 0.2}, signal=0.2, seed=2
+    )
+    learn(engine, generate(config))
+    with pytest.raises(GuardrailError, match="refused for 'c'"):  # b: 101 positives, c: fewer
+        calibrate_classes(engine, "default", None, 0.99, min_positives=95, now=T0)
+    assert count_versions(engine) == 0
+    reports = calibrate_classes(engine, "default", None, 0.95, now=T0)
+    assert [(r.target_class, r.version) for r in reports] == [("a", 1), ("b", 2), ("c", 3)]
+    for r in reports:
+        scores, positives = rescored(engine, r.target_class)
+        assert r.recall >= 0.95 and r.auc == metrics.auc(scores, positives)
+        assert latest_threshold(engine, "default", r.target_class).tau == r.tau
+
+
+# --- on fresh data from the same distribution (SQLite only: no database behaviour here) -----
+
+
+@pytest.fixture(scope="module")
+def windows(tmp_path_factory):
+    """A model learned from 2,000 messages, 30 holdout windows of 250 (≈ 100 spam each, one per
+    hour), and the decision scores of 5,000 fresh messages of the same stationary stream."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('windows') / 'store.db'}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", seed=0)
+    k, size, train, fresh = 30, 250, 2000, 5000
+    records = generate(
+        SynthConfig(
+            n_messages=train + k * size + fresh,
+            class_priors={"ham": 0.6, "spam": 0.4},
+            signal=0.2,
+            mean_length=12,
+            seed=5,
+        )
+    )
+    apply_feedback(engine, "default", feedback(records[:train]), holdout_fraction=0.0, now=T0)
+    for i in range(k):
+        part = records[train + i * size : train + (i + 1) * size]
+        apply_feedback(
+            engine, "default", feedback(part), holdout_fraction=1.0, now=T0 + timedelta(hours=i + 1)
+        )
+    stats, _ = load(engine, "default")
+    model = scoring_model(stats, ModelSpec(), "spam")
+    new = records[train + k * size :]
+    scores = decision_scores(model, encode([r["text"].split() for r in new], model.hasher))
+    yield engine, k, scores[np.array([r["label"] == "spam" for r in new])]
+    engine.dispose()
+
+
+def fresh_recalls(windows, target, conservative):
+    engine, k, fresh_positive_scores = windows
+    reports = [
+        calibrate_model(
+            engine,
+            "default",
+            "spam",
+            target,
+            window=timedelta(minutes=30),
+            now=T0 + timedelta(hours=i + 1, minutes=1),
+            conservative=conservative,
+            dry_run=True,
+        )
+        for i in range(k)
+    ]
+    assert all(r.recall >= target for r in reports) and {r.n_pos + r.n_neg for r in reports} == {
+        250
+    }
+    recalls = np.array([np.mean(fresh_positive_scores >= r.tau) for r in reports])
+    return recalls, np.array([r.n_pos for r in reports])
+
+
+def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows):
+    """τ is the k-th largest of P positive scores, k = ⌈R·P⌉; a new positive scores at least
+    that with probability k/(P+1), so the average falls short of R by at most ≈ 1/(P+1)."""
+    target = 0.95
+    recalls, n_pos = fresh_recalls(windows, target, conservative=False)
+    se = recalls.std(ddof=1) / math.sqrt(len(recalls))
+    expected = np.mean([math.ceil(target * p) / (p + 1) for p in n_pos])
+    assert abs(recalls.mean() - expected) < 3 * se + 0.005
+    assert recalls.mean() >= target - 1 / (n_pos.mean() + 1) - 3 * se
+
+
+def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(windows):
+    target = 0.95
+    recalls, _ = fresh_recalls(windows, target, conservative=True)
+    coverage = np.mean(recalls >= target)
+    assert coverage >= 0.85  # 95 % stated; 30 windows: binomial sd ≈ 4 points
+    assert recalls.mean() > target
