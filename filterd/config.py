@@ -11,9 +11,11 @@ key says they are secret never appear in `Config.public()`.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,21 @@ class Intervals:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    window: str = "14d"
+    conservative: bool = False
+    min_positives: int = 0  # 0: ⌈1/(1−R)⌉ (filterd.store.thresholds)
+    max_auc_drop: float = 0.02
+
+
+@dataclass(frozen=True)
+class Drift:
+    window: int = 5000
+    recall_margin: float = 0.02
+    min_positives: int = 50
+
+
+@dataclass(frozen=True)
 class Observe:
     metrics_port: int = 9108
     log_format: str = "json"
@@ -117,6 +134,8 @@ class Config:
     decision: Decision = Decision()
     batches: Batches = Batches()
     intervals: Intervals = Intervals()
+    calibration: Calibration = Calibration()
+    drift: Drift = Drift()
     observe: Observe = Observe()
 
     def public(self) -> dict[str, dict[str, Any]]:
@@ -164,6 +183,22 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
             config = _set(config, section, key, value, f"option {dotted}")
     _check(config)
     return config
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+
+
+def parse_duration(text: str) -> timedelta:
+    """A duration such as 14d, 12h, 30m, 90s, 2w, or a sum such as 1d12h; else ValueError."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _PART.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(f"{text!r} is not a duration: use a number and s, m, h, d or w, e.g. 14d, 12h, 30m")
+    seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: the window must be longer than zero")
+    return timedelta(seconds=seconds)
 
 
 def _split_variable(name: str) -> tuple[str, str]:
@@ -242,6 +277,15 @@ def _check(config: Config) -> None:
         require(getattr(config.batches, key) >= 1, f"batches.{key}", "must be at least 1")
     for key in ("sync_seconds", "threshold_reload_seconds", "calibrate_seconds"):
         require(getattr(config.intervals, key) >= 0, f"intervals.{key}", "must not be negative")
+    try:
+        parse_duration(config.calibration.window)
+    except ValueError as error:
+        raise ConfigError(f"calibration.window: {error}") from None
+    require(config.calibration.min_positives >= 0, "calibration.min_positives", "must not be negative (0: automatic)")
+    require(config.calibration.max_auc_drop >= 0, "calibration.max_auc_drop", "must not be negative")
+    require(config.drift.window >= 10, "drift.window", "must be at least 10")
+    require(0 <= config.drift.recall_margin < 1, "drift.recall_margin", "must be in [0, 1)")
+    require(config.drift.min_positives >= 1, "drift.min_positives", "must be at least 1")
     require(0 <= config.observe.metrics_port <= 65535, "observe.metrics_port", "must be a port number (0 = off)")
     require(config.observe.log_format in ("json", "console"), "observe.log_format", "must be json or console")
     require(bool(config.kafka.get("bootstrap_servers")), "kafka.bootstrap_servers", "must name at least one broker")

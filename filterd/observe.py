@@ -216,6 +216,16 @@ class Metrics:
         self.not_ready = Gauge(
             "filterd_not_ready", "1 while the daemon is not ready, else 0.", registry=r
         )
+        self.rolling_auc = Gauge(
+            "filterd_rolling_auc", "AUC of the last drift.window feedback records, scored before learning.", registry=r
+        )
+        self.rolling_recall = Gauge(
+            "filterd_rolling_recall", "Target-class recall at the current threshold over that window.", registry=r
+        )
+        self.rolling_specificity = Gauge(
+            "filterd_rolling_specificity", "Specificity at the current threshold over that window.", registry=r
+        )
+        self.rolling_count = Gauge("filterd_rolling_count", "Feedback records in that window.", registry=r)
         self.store_errors = Counter(
             "filterd_store_errors",
             "Failed operations on the model store, by role.",

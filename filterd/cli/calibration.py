@@ -12,7 +12,6 @@ from __future__ import annotations
 import getpass
 import json
 import math
-import re
 from datetime import timedelta
 
 import click
@@ -20,6 +19,7 @@ import click
 from filterd.cli.store import db_option, model_option, store_errors
 from filterd.decide import NotReady
 from filterd.store import database
+from filterd.config import parse_duration
 from filterd.store.thresholds import (
     MAX_AUC_DROP,
     MIN_NEGATIVES,
@@ -29,23 +29,6 @@ from filterd.store.thresholds import (
 )
 
 DEFAULT_WINDOW = timedelta(days=14)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-
-
-def parse_duration(text: str) -> timedelta:
-    """A duration such as 14d, 12h, 30m, 90s, 2w, or a sum such as 1d12h; else ValueError."""
-    compact = text.strip().lower().replace(" ", "")
-    parts = _PART.findall(compact)
-    if not parts or "".join(n + u for n, u in parts) != compact:
-        raise ValueError(
-            f"{text!r} is not a duration: use a number and s, m, h, d or w, e.g. 14d, 12h, 30m"
-        )
-    seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if seconds <= 0:
-        raise ValueError(f"{text!r}: the window must be longer than zero")
-    return timedelta(seconds=seconds)
-
 
 class Duration(click.ParamType):
     name = "DURATION"

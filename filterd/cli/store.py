@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQ
 from filterd.cli.common import model_specs, read_records
 from filterd.stats import not_ready
 from filterd.store import backup, database
+from filterd.store.drift import drift_report
 from filterd.store.expiry import prune
 from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, spec_from_json
 from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, Threshold, TokenStats
@@ -166,11 +167,17 @@ def model_create(name, url, variant, params, selection) -> None:
 @model_option
 @click.option("--min-docs", type=click.IntRange(1), default=20, show_default=True,
               help="Learned documents each class needs before the model decides.")  # fmt: skip
+@click.option("--target-class", default="spam", show_default=True, help="The class of the drift figures.")
+@click.option("--drift-window", type=click.IntRange(1), default=5000, show_default=True,
+              help="Newest feedback records the drift figures cover.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
-def model_stats(url, name, min_docs, as_json) -> None:
-    """Classes, documents, tokens, holdout size, last learn, current threshold, readiness."""
+def model_stats(url, name, min_docs, target_class, drift_window, as_json) -> None:
+    """Classes, documents, tokens, holdout size, last learn, current threshold, readiness, and the
+    rolling figures of feedback scored before it was learned (drift)."""
     with store_errors():
-        report = _model_report(database.connect(url), name, min_docs)
+        engine = database.connect(url)
+        report = _model_report(engine, name, min_docs)
+        report["drift"] = drift_report(engine, name, target_class, drift_window).as_dict()
     if as_json:
         click.echo(json.dumps(report, default=str))
         return
@@ -184,6 +191,14 @@ def model_stats(url, name, min_docs, as_json) -> None:
                                   f"{threshold['target_class']!r} at recall ≥ {threshold['target_recall']}"
                                   if threshold else "none yet"))  # fmt: skip
     click.echo("  ready" if report["ready"] else f"  not ready: {report['not_ready']}")
+    d = report["drift"]
+    if d["n"]:
+        fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731
+        click.echo(f"  drift, last {d['n']} feedback scored before learning ({d['n_pos']} {d['target_class']!r}): "
+                   f"AUC {fmt(d['auc'])}, recall {fmt(d['recall'])}, specificity {fmt(d['specificity'])} "
+                   f"at τ = {d['tau']:.4g}")  # fmt: skip
+    else:
+        click.echo("  drift: no feedback scored yet (the daemon records it)")
 
 
 def _model_report(engine, name: str, min_docs: int) -> dict:

@@ -24,6 +24,7 @@ from filterd.config import Config
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
 from filterd.daemon.model_state import ModelState, tokenizer_of
+from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import Scorer
 from filterd.estimators import parse_params
@@ -31,6 +32,7 @@ from filterd.model import ModelSpec
 from filterd.observe import Health, Metrics, ObserveServer
 from filterd.select import Selection
 from filterd.store import database
+from filterd.store.database import error_detail
 from filterd.store.learning import create_model
 from filterd.store.schema import ModelRow
 from filterd.stream import Publisher
@@ -102,12 +104,13 @@ class Daemon:
                         metrics=self.metrics, health=self.health, log=self.log)  # fmt: skip
 
         loops = []
+        state = ModelState(engine, config, self.metrics, self.health, self.log)  # one model for both roles
         if self.role in ("all", "scorer"):
-            state = ModelState(engine, config, self.metrics, self.health, self.log.bind(role="scorer"))
             loops.append(Scorer(state, recent, config.topics.decisions, config.limits.max_bytes,
                                 **common(config.topics.messages, config.groups.scorer, config.batches.poll_records)))  # fmt: skip
         if self.role in ("all", "learner"):
-            loops.append(Learner(engine, config.model.name, tokenizer_of(config), recent, config.model.labels,
+            monitor = Monitor(engine, config, state, self.metrics, self.log)
+            loops.append(Learner(engine, config.model.name, tokenizer_of(config), recent, monitor, config.model.labels,
                                  config.model.holdout_fraction, config.limits.max_bytes,
                                  **common(config.topics.feedback, config.groups.learner, config.batches.feedback)))  # fmt: skip
         return loops
@@ -134,7 +137,7 @@ class Daemon:
             try:
                 return prepare_store(self.config, self.log)
             except SQLAlchemyError as error:
-                detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+                detail = error_detail(error)
                 self.health.set_ready("model store", False, detail)
                 self.log.warning("store unreachable at start-up, retrying", error=detail, retry_seconds=delay)
                 self._stop.wait(delay)

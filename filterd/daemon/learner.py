@@ -13,24 +13,29 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from filterd import stream
-from filterd.decide import message_fields
 from filterd.daemon.loop import Loop, Retry
+from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import rejection
+from filterd.decide import message_fields
 from filterd.records import Feedback, RecordError, decode
 from filterd.store import learning
+from filterd.store.database import error_detail
 from filterd.tokenize import Tokenizer
 
-OUTCOMES = ("learned", "relabelled", "duplicates", "held_out", "kept_analyst_label")
+# metric outcome ← `learning.Applied` field
+OUTCOMES = {"learned": "learned", "relabelled": "relabelled", "duplicate": "duplicates", "held_out": "held_out",
+            "kept_analyst_label": "kept_analyst_label"}  # fmt: skip
 
 
 class Learner(Loop):
     role = "learner"
 
-    def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages,
+    def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages, monitor: Monitor,
                  labels: list[str], holdout_fraction: float, max_bytes: int, **loop) -> None:  # fmt: skip
         super().__init__(**loop)
         self.engine, self.model, self.tokenizer, self.recent = engine, model, tokenizer, recent
+        self.monitor = monitor
         self.labels, self.holdout_fraction, self.max_bytes = set(labels), holdout_fraction, max_bytes
 
     def process(self, batch: stream.Batch) -> dict[str, int]:
@@ -45,23 +50,28 @@ class Learner(Loop):
             items.append(item)
             dead.append(False)
         self.guard.check(dead)
+        scored = self.monitor.score(items)
         try:
             applied = (learning.apply_feedback(self.engine, self.model, items, self.holdout_fraction)
                        if items else learning.Applied())  # fmt: skip
         except SQLAlchemyError as error:
-            detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            detail = error_detail(error)
             self.health.set_ready("feedback store", False, detail)
             self.metrics.store_errors.labels(role=self.role).inc()
             raise Retry(f"store unavailable: {detail}") from None
         self.health.set_ready("feedback store", True)
+        self.monitor.record(scored)
         for record, reason, error in failures:
             self.dead_letter(record, reason, error)
         self.flush()
-        counts = {key: getattr(applied, key) for key in OUTCOMES}
+        counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
         for key, value in counts.items():
             self.metrics.feedback.labels(outcome=key).inc(value)
         self.metrics.feedback.labels(outcome="dead_lettered").inc(len(failures))
         return {**counts, "dead_lettered": len(failures)}
+
+    def on_idle(self) -> None:
+        self.monitor.on_idle()
 
     def _item(self, feedback: Feedback) -> learning.Feedback:
         """The store's feedback item, or RecordError with the dead-letter reason."""

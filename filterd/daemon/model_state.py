@@ -19,6 +19,7 @@ from filterd.decide import Decider, ThresholdSetting
 from filterd.model import ModelSpec
 from filterd.observe import Health, Metrics
 from filterd.stats import Statistics
+from filterd.store.database import error_detail
 from filterd.store.learning import spec_from_json
 from filterd.store.schema import ModelRow
 from filterd.store.sync import load, sync
@@ -67,7 +68,7 @@ class ModelState:
         try:
             step()
         except SQLAlchemyError as error:
-            detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            detail = error_detail(error)
             self.health.set_ready("model store", False, detail)
             self.metrics.store_errors.labels(role="scorer").inc()
             self.log.warning("store unreachable, deciding with the last model", step=what, error=detail,

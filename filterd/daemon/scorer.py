@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from filterd import stream
-from filterd.decide import Decider, ThresholdSetting
 from filterd.daemon.loop import Loop, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
+from filterd.decide import Decider, ThresholdSetting
 from filterd.records import Decision, Message, RecordError, decode, encode
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR, MAX_DEPTH, MAX_TOKENS
 

@@ -77,3 +77,9 @@ def head() -> str:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def error_detail(error: Exception) -> str:
+    """The first line of a database error's message (the driver's, when there is one)."""
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    return lines[0] if lines else error.__class__.__name__

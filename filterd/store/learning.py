@@ -308,6 +308,14 @@ def _write_postgresql(conn, model_id, seq, day, key, cid, n, df, tf, insert: boo
     return cursor.rowcount
 
 
+def as_utc(moment: datetime | None) -> datetime | None:
+    """`moment` in UTC; naive times are taken as UTC (SQLite gives back naive datetimes written as
+    UTC), so that time windows compare alike on every database."""
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
 def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -> None:
     fresh = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, learned_at=now)
              for m, (label, source, tokens) in plan.ledger_writes.items() if m not in plan.existing]  # fmt: skip
@@ -318,7 +326,7 @@ def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -
             conn.execute(update(FeedbackLedger)
                          .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == m)
                          .values(label=label, source=source, tokens=tokens, learned_at=now))  # fmt: skip
-    new_holdout = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, ts=ts or now)
+    new_holdout = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, ts=as_utc(ts) or now)
                    for m, (label, source, tokens, ts) in plan.holdout_writes.items()
                    if m not in plan.existing_holdout]  # fmt: skip
     if new_holdout:

@@ -9,6 +9,7 @@ token_stats      per (token key, class): N, DF, T (fixed point), the `seq` of th
 feedback_ledger  per message id: the label learned, its source, and its token counts (to unlearn)
 holdout          labelled feedback kept out of learning, for calibration
 thresholds       versions of the decision threshold
+prequential      the score each feedback record got before it was learned (drift monitoring)
 """
 
 from __future__ import annotations
@@ -121,3 +122,16 @@ class Threshold(Base):
     forced: Mapped[bool] = mapped_column(Boolean, default=False)
     created_by: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Prequential(Base):
+    __tablename__ = "prequential"
+    __table_args__ = (Index(None, "model_id", "scored_at"),)
+
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    label: Mapped[str] = mapped_column(String(200))
+    score: Mapped[float] = mapped_column(Float)  # decision score for the target class
+    target_class: Mapped[str] = mapped_column(String(200))
+    model_version: Mapped[int] = mapped_column(BigInteger)
+    scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -50,7 +50,7 @@ from filterd import metrics
 from filterd.calibrate import CalibrationError, Threshold, _positives_needed, recall_threshold
 from filterd.decide import decision_scores, scoring_model
 from filterd.features import DocBatch
-from filterd.store.learning import UnknownModel, spec_from_json, unpack
+from filterd.store.learning import UnknownModel, as_utc, spec_from_json, unpack
 from filterd.store.schema import Holdout, ModelRow
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.store.sync import load
@@ -98,17 +98,10 @@ class ThresholdVersion:
         return None if self.specificity is None else 1.0 - self.specificity
 
 
-def _utc(moment: datetime | None) -> datetime | None:
-    """Aware UTC (SQLite gives back naive datetimes; they were written as UTC)."""
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def _version(row) -> ThresholdVersion:
     values = row._asdict()
     for name in ("window_start", "window_end", "created_at"):
-        values[name] = _utc(values[name])
+        values[name] = as_utc(values[name])
     return ThresholdVersion(**values)
 
 
@@ -186,12 +179,12 @@ def write_threshold(
             precision=threshold.precision,
             n_pos=threshold.n_pos,
             n_neg=threshold.n_neg,
-            window_start=_utc(window_start),
-            window_end=_utc(window_end),
+            window_start=as_utc(window_start),
+            window_end=as_utc(window_end),
             conservative=threshold.conservative,
             forced=forced,
             created_by=created_by[:200],
-            created_at=_utc(now) or datetime.now(UTC),
+            created_at=as_utc(now) or datetime.now(UTC),
         )
         conn.execute(insert(ThresholdRow).values(**asdict(row)))
     return row
@@ -228,7 +221,7 @@ def holdout_window(
         raise ValueError(f"the window must be positive, not {window}")
     if last is not None and last < 1:
         raise ValueError(f"the number of items must be at least 1, not {last}")
-    now = _utc(now) or datetime.now(UTC)
+    now = as_utc(now) or datetime.now(UTC)
     query = select(Holdout.label, Holdout.tokens, Holdout.ts)
     with engine.connect() as conn:
         query = query.where(Holdout.model_id == _model_id(conn, model))
@@ -249,7 +242,7 @@ def holdout_window(
         np.concatenate([np.zeros(0, np.int64), *keys]),
         np.concatenate([np.zeros(0, np.int64), *counts]),
     )
-    ts = [_utc(t) for _, _, t in rows]
+    ts = [as_utc(t) for _, _, t in rows]
     if window is not None:
         start, end = now - window, now
     else:
@@ -381,7 +374,7 @@ def calibrate_classes(
     """
     if not 0.0 < target_recall <= 1.0:
         raise CalibrationError(f"target recall must be in (0, 1], got {target_recall}")
-    now = _utc(now) or datetime.now(UTC)
+    now = as_utc(now) or datetime.now(UTC)
     with engine.connect() as conn:
         spec = conn.execute(
             select(ModelRow.spec).where(ModelRow.name == model)

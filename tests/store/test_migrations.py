@@ -2,10 +2,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from filterd.store.database import connect, current, downgrade, upgrade
+from filterd.store.database import connect, current, downgrade, head, upgrade
 from filterd.store.schema import Base
 
-TABLES = {"models", "class_stats", "token_stats", "feedback_ledger", "holdout", "thresholds"}
+TABLES = {"models", "class_stats", "token_stats", "feedback_ledger", "holdout", "thresholds", "prequential"}
 
 
 def tables(url):
@@ -15,7 +15,7 @@ def tables(url):
 def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url):
     assert current(empty_url) is None
     upgrade(empty_url)
-    assert current(empty_url) == "0002" and tables(empty_url) == TABLES
+    assert current(empty_url) == head() and tables(empty_url) == TABLES
     downgrade(empty_url, "base")
     assert current(empty_url) is None and tables(empty_url) == set()
     upgrade(empty_url)
