@@ -6,6 +6,7 @@ import click
 
 from filterd import __version__
 from filterd.cli.calibration import calibrate_command
+from filterd.cli.demo import demo_command
 from filterd.cli.daemon import run_command, score_command, topics
 from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
 from filterd.cli.store import db, learn_command, model
@@ -17,6 +18,6 @@ def main() -> None:
     """filterd: a streaming spam and fraud filter."""
 
 
-for command in (run_command, score_command, topics, calibrate_command, evaluate_command, tune_command, synth_command, db, learn_command,
+for command in (demo_command, run_command, score_command, topics, calibrate_command, evaluate_command, tune_command, synth_command, db, learn_command,
                 model):
     main.add_command(command)

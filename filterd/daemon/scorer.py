@@ -59,8 +59,9 @@ class Scorer(Loop):
             self.publisher.send(self.decisions_topic, decision.message_id, encode(decision))
         for i, reason, error in result.failures:
             self.dead_letter(batch.records[i], reason, error)
-        self.flush()
+        # before the flush: once a decision is out, feedback naming its message may follow at once
         self.recent.put([d.message_id for d in result.decisions], result.tokens)
+        self.flush()
         for label, count in Counter(d.label for d in result.decisions).items():
             self.metrics.decisions.labels(label=label).inc(count)
         self.metrics.messages.labels(outcome="decided").inc(len(result.decisions))

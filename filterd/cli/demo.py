@@ -1,0 +1,289 @@
+"""`filterd demo`: broker, store and daemon in one process, a labelled stream replayed through
+them, and a live one-screen summary (`filterd.demo` does the work; this is the screen).
+
+On a terminal the summary is redrawn in place about once a second, with notable moments (model
+ready, threshold written, calibration refused) printed above it; otherwise (a pipe, a log) it
+is one line every few seconds. Exit status: 0 when every message was decided and every label
+applied, 1 on a timeout, a daemon failure or a bad option, 130 after Ctrl-C (or SIGTERM).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+import click
+from kafka.errors import KafkaError
+
+from filterd.broker import BrokerError
+from filterd.demo import (
+    BROKER_LOG,
+    DAEMON_LOG,
+    DB_FILE,
+    Demo,
+    DemoError,
+    DemoOptions,
+    Outcome,
+    Snapshot,
+    check_workdir,
+    labelled_stream,
+)
+
+WIDTH = 96  # of the summary's wrapped lines
+INDENT = " " * 11  # where the summary's values begin
+PLAIN_EVERY = 5.0  # seconds between two summary lines when not on a terminal
+CLEAR_BLOCK = "\x1b[{n}F\x1b[J"  # cursor to the start of the line n lines up, clear below
+
+
+# --- the text ---------------------------------------------------------------------------------
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{100 * value:.{digits}f} %"
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _others(s: Snapshot) -> str:
+    """What the non-target messages are called: ham when the target is spam."""
+    return "ham" if s.target == "spam" else f"not {s.target}"
+
+
+def _indented(text: str) -> list[str]:
+    """`text` wrapped under the summary's values (a guardrail's reason can be long)."""
+    return textwrap.wrap(text, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT)
+
+
+def render(s: Snapshot) -> list[str]:
+    """The summary block: one line per subject, at most about 100 characters each."""
+    q = s.quality
+    labels = " · ".join(f"{label} {n:,}" for label, n in sorted(s.labels.items())) or "none yet"
+    rates = f"{s.rate_now:,.0f} msg/s ({s.rate_mean:,.0f} average)"
+    if s.finished:
+        rates = f"{s.rate_mean:,.0f} msg/s on average"
+    kept = f"{_others(s)} kept"
+    lines = [
+        f"filterd demo · {s.elapsed:.1f} s · {s.source}",
+        (f"messages   sent {s.sent:,} of {s.total:,} · decided {s.decided:,} · "
+         f"dead-lettered {s.dead_lettered:,} · {rates}"),
+        f"decisions  {labels}",
+        (f"ranking    AUC {_num(q.auc)} · {kept} {_pct(q.spec_at_recall)} at {s.target} recall "
+         f"{s.target_recall:.4g} (τ in hindsight) · over {q.n_ready:,} ready decisions"),
+    ]
+    if q.n_thresholded:
+        lines.append(f"at τ       {s.target} caught {_pct(q.recall_at_tau)} · {kept} "
+                     f"{_pct(q.spec_at_tau)} · over {q.n_thresholded:,} decisions with a "
+                     "threshold")  # fmt: skip
+    t = s.threshold
+    if t is not None:
+        line = (f"threshold  v{t.version}: τ = {t.tau:.4g} · on the holdout: {t.n_pos:,} "
+                f"{s.target} / {t.n_neg:,} {_others(s)}, AUC {t.auc:.4f}, {kept} "
+                f"{_pct(t.specificity)}")  # fmt: skip
+        lines.append(line)
+        if s.threshold_note:
+            lines += _indented(f"last attempt: {s.threshold_note}")
+    else:
+        lines.append("threshold  none yet: decisions use τ = 0, the Bayes decision")
+        lines += _indented(s.threshold_note)
+    f = s.feedback
+    applied = f.get("learned", 0) + f.get("relabelled", 0)
+    other = {k: v for k, v in f.items() if k not in ("learned", "relabelled", "held_out") and v}
+    extra = "".join(f" · {k.replace('_', ' ')} {v:,}" for k, v in sorted(other.items()))
+    lines.append(f"feedback   sent {s.feedback_sent:,} · learned {applied:,} · held out "
+                 f"{f.get('held_out', 0):,}{extra} · waiting to be sent "
+                 f"{s.feedback_pending:,}")  # fmt: skip
+    state = "ready · " if s.model_ready else "not ready: "
+    lines.append(f"model      {state}{s.model_note}")
+    return lines
+
+
+def one_line(s: Snapshot) -> str:
+    """The summary as one line, for pipes and logs."""
+    q, t = s.quality, s.threshold
+    threshold = f"threshold v{t.version} τ={t.tau:.4g}" if t else "no threshold yet"
+    return (f"[{s.elapsed:5.1f} s] sent {s.sent:,}/{s.total:,} · decided {s.decided:,} "
+            f"({s.rate_now:,.0f}/s) · AUC {_num(q.auc)} · {_others(s)} kept "
+            f"{_pct(q.spec_at_recall)} at recall {s.target_recall:.4g} · {threshold} · "
+            f"feedback {s.feedback_sent:,} sent, {s.feedback.get('learned', 0):,} learned, "
+            f"{s.feedback.get('held_out', 0):,} held out")  # fmt: skip
+
+
+# --- the screen -------------------------------------------------------------------------------
+
+
+class Screen:
+    """Live summary on `out`: redrawn in place on a terminal, periodic lines otherwise.
+    Thread-safe: events come from the calibration thread."""
+
+    def __init__(self, out: TextIO, live: bool) -> None:
+        self.out, self.live = out, live
+        self._lock = threading.Lock()
+        self._block: list[str] = []
+        self._last_plain = -PLAIN_EVERY
+
+    def _width(self) -> int:
+        return max(40, shutil.get_terminal_size((100, 24)).columns - 1)
+
+    def _clip(self, lines: list[str]) -> list[str]:
+        # A wrapped line would break the cursor arithmetic of the redraw.
+        width = self._width()
+        return [line if len(line) <= width else line[: width - 1] + "…" for line in lines]
+
+    def _erase(self) -> None:
+        if self._block:
+            self.out.write(CLEAR_BLOCK.format(n=len(self._block)))
+            self._block = []
+
+    def tick(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            if self.live:
+                self._erase()
+                self._block = self._clip(render(snapshot))
+                self.out.write("\n".join(self._block) + "\n")
+            elif snapshot.elapsed - self._last_plain >= PLAIN_EVERY:
+                self._last_plain = snapshot.elapsed
+                self.out.write(one_line(snapshot) + "\n")
+            self.out.flush()
+
+    def event(self, line: str) -> None:
+        with self._lock:
+            block = self._block
+            self._erase()
+            stamp = time.strftime("%H:%M:%S")
+            self.out.write(f"{stamp} {line}\n")
+            if block:
+                self._block = block
+                self.out.write("\n".join(block) + "\n")
+            self.out.flush()
+
+    def final(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            self._erase()
+            self.out.write("\n".join(render(snapshot)) + "\n")
+            self.out.flush()
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the demo like Ctrl-C does (in the main thread only: signals need it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum, _frame) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@click.command(name="demo")
+@click.option("--messages", type=click.IntRange(1), metavar="N",
+              help="Messages to replay (default: 20,000 synthetic; with --corpus, all of it).")
+@click.option("--spam-share", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.15, show_default=True, help="Share of spam in the synthetic stream.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Of the synthetic stream.")
+@click.option("--corpus", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help="Replay a labelled corpus (JSON Lines, e.g. ../shared/corpora/sms-spam/"
+                   "messages.jsonl.gz) in its order instead of a synthetic stream.")
+@click.option("--rate", type=click.FloatRange(0), default=400.0, show_default=True,
+              help="Messages per second (0: as fast as possible).")
+@click.option("--feedback-delay", type=click.IntRange(0), default=300, show_default=True,
+              metavar="N", help="The label of message i is sent after message i+N.")
+@click.option("--target", default="spam", show_default=True,
+              help="The class the threshold is calibrated for.")
+@click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=0.99,
+              show_default=True,
+              help="Recall the threshold is calibrated for; it needs 1/(1-R) target messages "
+                   "in the holdout (10 % of the labels): the SMS corpus has 83, so use 0.98.")
+@click.option("--recalibrate-every", type=click.IntRange(1), default=1000, show_default=True,
+              metavar="K", help="Recalibrate after every K feedback records applied.")
+@click.option("--variant", help="Model variant (overrides model.variant; default mnb).")
+@click.option("--select", help="Feature selection (overrides model.select; default none).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A filterd.toml for other settings (model, limits, batches); the demo sets "
+                   "the broker, the store and the intervals itself.")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Keep the store and the logs here (default: a temporary directory, removed).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Serve the daemon's /metrics, /healthz and /readyz on this port (0: off).")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=60.0,
+              show_default=True, help="Seconds to wait for the last decisions after the replay.")
+def demo_command(workdir: Path | None, **settings) -> None:
+    """Run broker, store and daemon locally and replay a labelled stream through them.
+
+    A local Kafka-protocol broker (Tansu, memory storage), a SQLite store, the daemon (scorer
+    and learner), messages plus delayed feedback by id, recalibration of the threshold from the
+    holdout, and a live summary: decisions per second, AUC and specificity at the target recall
+    so far, the threshold in force. Ctrl-C stops everything cleanly (exit status 130)."""
+    context = click.get_current_context()
+    if settings["corpus"] is not None:
+        for name in ("spam_share", "seed"):
+            if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"--{name.replace('_', '-')} is for the synthetic stream, "
+                                       "not --corpus")  # fmt: skip
+    temporary = workdir is None
+    directory = Path(tempfile.mkdtemp(prefix="filterd-demo-")) if temporary else workdir.resolve()
+    out = sys.stdout
+    screen = Screen(out, live=out.isatty())
+    try:
+        # Every check that can fail fast does, before a broker or a daemon is started.
+        options = DemoOptions(**settings)
+        check_workdir(directory)
+        items, source = labelled_stream(options)
+        demo = Demo(options, directory, items, source, on_tick=screen.tick, on_event=screen.event)
+    except DemoError as error:
+        if temporary:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise click.ClickException(str(error)) from None
+    click.echo(f"filterd demo: {source}"
+               + (f" ({options.corpus.resolve()})" if options.corpus else ""))
+    click.echo(f"  broker {demo.broker.bootstrap_servers} (Tansu, memory storage) · store "
+               f"sqlite:///{directory / DB_FILE}")  # fmt: skip
+    click.echo(f"  logs {directory / DAEMON_LOG}, {directory / BROKER_LOG}"
+               + (" (temporary: removed at exit; --workdir DIR keeps them)" if temporary else ""))
+    try:
+        with _sigterm_as_interrupt():
+            outcome = demo.run()
+    except KeyboardInterrupt:
+        screen.final(demo.snapshot())
+        kept = "removed the temporary work dir" if temporary else f"work dir kept: {directory}"
+        click.echo(f"interrupted: replay, daemon and broker stopped cleanly; {kept}", err=True)
+        sys.exit(130)
+    except (DemoError, BrokerError) as error:
+        raise click.ClickException(str(error)) from None
+    except KafkaError as error:
+        raise click.ClickException(f"the local broker failed: {error!r}") from None
+    finally:
+        if temporary:
+            shutil.rmtree(directory, ignore_errors=True)
+    _report(screen, outcome, directory, temporary)
+
+
+def _report(screen: Screen, outcome: Outcome, directory: Path, temporary: bool) -> None:
+    screen.final(outcome.snapshot)
+    timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.seconds.items())
+    where = ("temporary work dir removed (--workdir DIR keeps the store and logs)" if temporary
+             else f"kept in {directory}: {DB_FILE}, {DAEMON_LOG}, {BROKER_LOG}")  # fmt: skip
+    if outcome.status == "done":
+        click.echo(f"done: every message decided, every label applied ({timings}); {where}")
+        return
+    click.echo(f"stopped early ({timings}); {where}")
+    raise click.ClickException(f"{outcome.status}: {outcome.detail}")

