@@ -1,0 +1,77 @@
+"""The learner's monitor: prequential scores, rolling figures, the recall warning, scheduled calibration."""
+
+import structlog
+from structlog.testing import capture_logs
+
+from filterd.config import load
+from filterd.daemon.model_state import ModelState
+from filterd.daemon.monitor import Monitor
+from filterd.observe import Health, Metrics
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.thresholds import latest_threshold
+from filterd.synth import SynthConfig, generate
+from filterd.tokenize import Tokenizer
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def monitored_store(tmp_path, **overrides):
+    url = f"sqlite:///{tmp_path / 'filterd.db'}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", seed=1)
+    config = load(None, environ={}, overrides={"database.url": url, "model.min_docs": 5, **overrides})
+    metrics, clock = Metrics(), Clock()
+    state = ModelState(engine, config, metrics, Health(), structlog.get_logger())
+    return engine, config, Monitor(engine, config, state, metrics, structlog.get_logger(), clock=clock), metrics, clock
+
+
+def feedback(records):
+    tokenize = Tokenizer()
+    return [Feedback(r["id"], r["label"], tokenize(r).tokens) for r in records]
+
+
+def test_scores_before_learning_become_rolling_figures_and_a_recall_warning(tmp_path):
+    engine, config, monitor, metrics, clock = monitored_store(tmp_path, **{"drift.min_positives": 5})
+    stream = generate(SynthConfig(n_messages=1500, seed=4, class_priors={"ham": 0.7, "spam": 0.3}))
+    assert monitor.score(feedback(stream[:10])) == []  # no model yet: nothing to measure
+    apply_feedback(engine, "default", feedback(stream[:1000]), holdout_fraction=0.0)
+    monitor.state.refresh(force=True)
+    items = feedback(stream[1000:])
+    scored = monitor.score(items)
+    assert [s.message_id for s in scored] == [i.message_id for i in items]
+    monitor.record(scored)
+    clock.now = 11.0
+    monitor.on_idle()
+    assert metrics.rolling_count._value.get() == 500
+    assert metrics.rolling_auc._value.get() > 0.95
+    # a threshold far above every spam score: recall collapses, and the monitor says so
+    from filterd.calibrate import Threshold
+    from filterd.store.thresholds import write_threshold
+
+    write_threshold(engine, "default", "spam", Threshold(1e9, 0.99, 1, 1, 1, 1, 1, False, None), 0.99, None, None, "t")
+    clock.now = 22.0
+    with capture_logs() as logs:
+        monitor.on_idle()
+    assert metrics.rolling_recall._value.get() == 0.0
+    assert [e for e in logs if e["event"] == "rolling recall below the target"]
+
+
+def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_path):
+    engine, config, monitor, metrics, clock = monitored_store(
+        tmp_path, **{"intervals.calibrate_seconds": 60.0, "decision.target_recall": 0.9})
+    stream = generate(SynthConfig(n_messages=3000, seed=6, class_priors={"ham": 0.7, "spam": 0.3}))
+    apply_feedback(engine, "default", feedback(stream), holdout_fraction=0.2)
+    clock.now = 61.0
+    monitor.on_idle()
+    first = latest_threshold(engine, "default", "spam")
+    assert first is not None and first.version == 1 and first.created_by == "filterd run"
+    clock.now = 122.0
+    monitor.on_idle()  # the newest version is younger than the interval (wall clock): no new one
+    assert latest_threshold(engine, "default", "spam").version == 1
