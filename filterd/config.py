@@ -102,6 +102,7 @@ class Intervals:
 
 @dataclass(frozen=True)
 class Calibration:
+    source: str = "holdout"
     window: str = "14d"
     conservative: bool = False
     min_positives: int = 0  # 0: ⌈1/(1−R)⌉ (filterd.store.thresholds)
@@ -281,6 +282,8 @@ def _check(config: Config) -> None:
         parse_duration(config.calibration.window)
     except ValueError as error:
         raise ConfigError(f"calibration.window: {error}") from None
+    require(config.calibration.source in ("holdout", "prequential"), "calibration.source",
+            "must be holdout or prequential")
     require(config.calibration.min_positives >= 0, "calibration.min_positives", "must not be negative (0: automatic)")
     require(config.calibration.max_auc_drop >= 0, "calibration.max_auc_drop", "must not be negative")
     require(config.drift.window >= 10, "drift.window", "must be at least 10")

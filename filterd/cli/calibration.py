@@ -24,6 +24,7 @@ from filterd.store.thresholds import (
     MAX_AUC_DROP,
     MIN_NEGATIVES,
     CalibrationReport,
+    SOURCES,
     GuardrailError,
     calibrate_classes,
 )
@@ -70,6 +71,14 @@ class Duration(click.ParamType):
 )
 @click.option(
     "--last", type=click.IntRange(1), metavar="N", help="The last N holdout items instead."
+)
+@click.option(
+    "--source",
+    type=click.Choice(SOURCES),
+    default="holdout",
+    show_default=True,
+    help="holdout: the holdout items re-scored with the current model; prequential: the scores "
+    "feedback got when it arrived, before it was learned (recorded by `filterd run`).",
 )
 @click.option(
     "--conservative",
@@ -127,6 +136,7 @@ def calibrate_command(
     target_recall,
     window,
     last,
+    source,
     conservative,
     confidence,
     min_positives,
@@ -161,6 +171,7 @@ def calibrate_command(
                 force=force,
                 dry_run=dry_run,
                 created_by=_created_by(),
+                source=source,
             )
         except GuardrailError as error:
             raise click.ClickException(str(error)) from None

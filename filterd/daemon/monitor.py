@@ -96,7 +96,8 @@ class Monitor:
             report = calibrate_model(self.engine, self.config.model.name, self.target, self.config.decision.target_recall,
                                      window=parse_duration(c.window), conservative=c.conservative,
                                      min_positives=c.min_positives or None, max_auc_drop=c.max_auc_drop,
-                                     min_docs=self.config.model.min_docs, created_by="filterd run")  # fmt: skip
+                                     min_docs=self.config.model.min_docs, created_by="filterd run",
+                                     source=c.source)  # fmt: skip
         except (CalibrationError, NotReady) as reason:
             self.log.info("threshold not recalibrated", reason=str(reason))
             return

@@ -12,6 +12,9 @@ Calibration (`calibrate_model`, `calibrate_classes`) for target class t and reca
 2. each re-scored with the model's current statistics through `decide.scoring_model` and
    `decide.decision_scores`, the daemon's own scores s(x) = s_t(x) − max_{c≠t} s_c(x);
    positives are the items labelled t, negatives all others (one-vs-rest for many classes);
+   or, with source "prequential", steps 1–2 are the scores every feedback record (learned or
+   held out) got from the daemon when it arrived, before it was learned (`store.drift`):
+   the scores new traffic really gets, from a model as far behind as the daemon's;
 3. ROC and AUC (`filterd.metrics`); τ by `calibrate.recall_threshold`: exact mode, the
    k-th largest positive score with k = ⌈R·P⌉; conservative mode, the smallest k whose
    one-sided Clopper–Pearson lower bound on recall is ≥ R;
@@ -51,13 +54,14 @@ from filterd.calibrate import CalibrationError, Threshold, _positives_needed, re
 from filterd.decide import decision_scores, scoring_model
 from filterd.features import DocBatch
 from filterd.store.learning import UnknownModel, as_utc, spec_from_json, unpack
-from filterd.store.schema import Holdout, ModelRow
+from filterd.store.schema import Holdout, ModelRow, Prequential
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.store.sync import load
 
 MIN_POSITIVES_FULL_RECALL = 100  # R = 1: expected miss rate 1/(P+1) ≤ 1 %
 MIN_NEGATIVES = 100  # specificity to 1 %
 MAX_AUC_DROP = 0.02
+SOURCES = ("holdout", "prequential")
 
 
 class GuardrailError(CalibrationError):
@@ -252,6 +256,25 @@ def holdout_window(
     )
 
 
+def prequential_window(engine: Engine, model: str, target_class: str, window: timedelta | None = None,
+                       last: int | None = None, now: datetime | None = None):  # fmt: skip
+    """(scores, labels, (start, end)) of the feedback scored for `target_class` before it was
+    learned, with now − window < scored_at ≤ now, or the last `last`, or all the store keeps."""
+    now = as_utc(now) or datetime.now(UTC)
+    query = select(Prequential.score, Prequential.label, Prequential.scored_at)
+    with engine.connect() as conn:
+        query = query.where(Prequential.model_id == _model_id(conn, model), Prequential.target_class == target_class)
+        if window is not None:
+            query = query.where(Prequential.scored_at > now - window, Prequential.scored_at <= now)
+        query = query.order_by(Prequential.scored_at.desc())
+        rows = conn.execute(query.limit(last) if last is not None else query).all()
+    scores = np.array([r.score for r in rows], dtype=np.float64)
+    labels = np.array([r.label for r in rows], dtype=object)
+    times = [as_utc(r.scored_at) for r in rows]
+    bounds = (now - window, now) if window is not None else ((min(times), max(times)) if times else (None, None))
+    return scores, labels, bounds
+
+
 # --- calibration --------------------------------------------------------------------------
 
 
@@ -367,8 +390,12 @@ def calibrate_classes(
     dry_run: bool = False,
     created_by: str = "filterd calibrate",
     now: datetime | None = None,
+    source: str = "holdout",
 ) -> list[CalibrationReport]:
     """One report per target class, one-vs-rest (None: every class of the model).
+
+    source "holdout": the holdout items re-scored with the current model; "prequential": the
+    scores feedback records got when they arrived, before they were learned (`store.drift`).
 
     All classes are checked before any is written: a refusal for one writes none.
     """
@@ -381,20 +408,26 @@ def calibrate_classes(
         ).scalar_one_or_none()
     if spec is None:
         raise UnknownModel(f"no model named {model!r} in the store")
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
     stats, _ = load(engine, model)
-    items = holdout_window(engine, model, window, last, now)
+    items = holdout_window(engine, model, window, last, now) if source == "holdout" else None
     classes = list(stats.labels) if target_classes is None else list(target_classes)
     checked = []
     for target in classes:
         scorer = scoring_model(stats, spec_from_json(spec), target, min_docs)
-        scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
+        if items is not None:
+            scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
+            labels, bounds = items.labels, (items.start, items.end)
+        else:
+            scores, labels, bounds = prequential_window(engine, model, target, window, last, now)
         checked.append(
             _check(
                 model,
                 target,
                 scores,
-                items.labels == target,
-                items,
+                labels == target,
+                bounds,
                 target_recall,
                 latest_threshold(engine, model, target),
                 conservative=conservative,
@@ -430,7 +463,7 @@ def _check(
     target: str,
     scores: np.ndarray,
     positives: np.ndarray,
-    items: HoldoutWindow,
+    bounds: tuple[datetime | None, datetime | None],
     target_recall: float,
     previous: ThresholdVersion | None,
     *,
@@ -488,8 +521,8 @@ def _check(
         target_recall=float(target_recall),
         conservative=conservative,
         confidence=confidence,
-        window_start=items.start,
-        window_end=items.end,
+        window_start=bounds[0],
+        window_end=bounds[1],
         n_pos=n_pos,
         n_neg=n_neg,
         auc=auc,

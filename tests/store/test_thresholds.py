@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, delete, func, select, text
 from sqlalchemy.engine import make_url
 
 from filterd import metrics
-from filterd.calibrate import Threshold
+from filterd.calibrate import Threshold, recall_threshold
 from filterd.corpus import Record
 from filterd.decide import NotReady, decision_scores, scoring_model
 from filterd.evaluate import Corpus, evaluate
@@ -407,3 +407,27 @@ def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(win
     coverage = np.mean(recalls >= target)
     assert coverage >= 0.85  # 95 % stated; 30 windows: binomial sd ≈ 4 points
     assert recalls.mean() > target
+
+
+def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
+    from filterd.store.drift import Scored, record_scores
+    from filterd.store.schema import Prequential
+
+    rng = np.random.default_rng(3)
+    labels = list(rng.permutation(["spam"] * 300 + ["ham"] * 700))
+    scores = np.where(np.array(labels) == "spam", rng.normal(2, 1, 1000), rng.normal(-2, 1, 1000))
+    record_scores(store, "default", "spam", [Scored(f"p{i}", label, float(s), 1)
+                                             for i, (label, s) in enumerate(zip(labels, scores))], keep=5000)  # fmt: skip
+    try:
+        report = calibrate_model(store, "default", "spam", 0.99, source="prequential", dry_run=True)
+        positives = np.array(labels) == "spam"
+        assert (report.n_pos, report.n_neg) == (300, 700)
+        assert report.tau == recall_threshold(scores, positives, 0.99).tau
+        assert report.auc == pytest.approx(metrics.auc(scores, positives))
+        newest = calibrate_model(store, "default", "spam", 0.9, source="prequential", last=400, dry_run=True)
+        assert newest.n_pos + newest.n_neg == 400 and newest.n_pos == labels[-400:].count("spam")
+        with pytest.raises(ValueError, match="source"):
+            calibrate_model(store, "default", "spam", 0.99, source="elsewhere")
+    finally:
+        with store.begin() as conn:
+            conn.execute(delete(Prequential))
