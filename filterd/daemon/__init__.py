@@ -18,7 +18,7 @@ import threading
 
 import structlog
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from filterd.config import Config
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
@@ -150,9 +150,14 @@ def prepare_store(config: Config, log) -> Engine:
     url = config.database.url
     revision = database.current(url)
     if revision is None:
-        database.upgrade(url)
-        log.info("database schema created", revision=database.head())
-    elif revision != database.head():
+        try:
+            database.upgrade(url)
+            log.info("database schema created", revision=database.head())
+        except SQLAlchemyError:
+            if database.current(url) is None:  # not a daemon starting beside us: a real failure
+                raise
+        revision = database.current(url)
+    if revision != database.head():
         raise StartupError(f"the database schema is at revision {revision}, this filterd needs "
                            f"{database.head()}: run `filterd db upgrade`")  # fmt: skip
     engine = database.connect(url)
@@ -162,7 +167,10 @@ def prepare_store(config: Config, log) -> Engine:
     if not exists:
         spec = ModelSpec(m.variant, parse_params(m.variant, {k: str(v) for k, v in m.params.items()}),
                          Selection.parse(m.select))
-        create_model(engine, m.name, spec)
-        log.info("model created", spec=str(spec))
+        try:
+            create_model(engine, m.name, spec)
+            log.info("model created", spec=str(spec))
+        except IntegrityError:
+            pass  # another daemon created it a moment ago
     return engine
 
