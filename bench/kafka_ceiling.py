@@ -56,8 +56,8 @@ def sms_records(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
 
 def _produce(config: dict[str, Any], topic: str, records: list[tuple[bytes, bytes]],
              acks: int | str) -> float:
-    producer = KafkaProducer(**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
-                             acks=acks)
+    producer = KafkaProducer(**{**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+                                "acks": acks})
     try:
         producer.partitions_for(topic)  # the metadata fetch is not part of the rate
         start = time.perf_counter()
@@ -102,8 +102,8 @@ def _consume(config: dict[str, Any], topic: str, n: int, max_poll_records: int) 
 def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_records: int,
               acks: int | str) -> dict:
     consumer = _consumer(config, source, max_poll_records)
-    producer = KafkaProducer(**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
-                             acks=acks)
+    producer = KafkaProducer(**{**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+                                "acks": acks})
     decision = json.dumps({"label": "ham", "score": 0.0123, "threshold": 0.5,
                            "target_recall": 0.95, "model_version": 1, "threshold_version": 1,
                            "explanation": [["prize", 2.1], ["call", 1.3]]}).encode()

@@ -105,7 +105,8 @@ class Decider:
         scores = self.model.score(encode(tokens, self.model.hasher))
         s = scores.binary()
         labels = np.where(s >= threshold.tau, self.target_class, self._other)
-        explanations = scores.explanations(self.explain_tokens)
+        # 4 decimals: enough to read, and decisions stay small (they are most of what is produced)
+        explanations = [[(token, round(c, 4)) for token, c in e] for e in scores.explanations(self.explain_tokens)]
         return [decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))]
 
 

@@ -33,6 +33,7 @@ from filterd.store.drift import Scored, drift_report, record_scores
 from filterd.store.thresholds import calibrate_model, latest_threshold
 
 REPORT_SECONDS = 10.0
+TRIM_EVERY = 10  # batches between trims of the prequential table to drift.window
 
 
 class Monitor:
@@ -43,6 +44,7 @@ class Monitor:
         self.clock = clock
         self.target = config.decision.target_class
         self._last_report = self._last_calibration = clock()
+        self._recorded = 0
 
     def score(self, items: Sequence[learning.Feedback]) -> list[Scored]:
         """The current model's scores of feedback about to be learned ([] before it is ready)."""
@@ -54,8 +56,10 @@ class Monitor:
         return [Scored(item.message_id, item.label, float(s), decider.model_version) for item, s in zip(items, scores)]
 
     def record(self, scored: Sequence[Scored]) -> None:
+        self._recorded += 1
         try:
-            record_scores(self.engine, self.config.model.name, self.target, scored, keep=self.config.drift.window)
+            record_scores(self.engine, self.config.model.name, self.target, scored, keep=self.config.drift.window,
+                          trim=self._recorded % TRIM_EVERY == 0)  # fmt: skip
         except SQLAlchemyError as error:
             self.log.warning("prequential scores not recorded", error=error_detail(error))
 

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from filterd import metrics
 from filterd.decide import DEFAULT_TAU
@@ -61,22 +62,25 @@ def _model_id(conn, model: str) -> int:
 
 
 def record_scores(engine: Engine, model: str, target_class: str, scored: Sequence[Scored], keep: int,
-                  now: datetime | None = None) -> None:  # fmt: skip
-    """Store the scores of a batch of feedback (the last record of an id wins) and keep the newest `keep`."""
+                  now: datetime | None = None, trim: bool = True) -> None:  # fmt: skip
+    """Store the scores of a batch of feedback (the last record of an id wins) and, with `trim`,
+    drop all but the newest `keep` (trimming now and then is enough: it only bounds the table)."""
     if not scored:
         return
     now = now or datetime.now(timezone.utc)
     latest = {s.message_id: s for s in scored}
     with engine.begin() as conn:
         model_id = _model_id(conn, model)
-        ids = sorted(latest)
-        for start in range(0, len(ids), 500):
-            conn.execute(delete(Prequential).where(Prequential.model_id == model_id,
-                                                   Prequential.message_id.in_(ids[start : start + 500])))  # fmt: skip
-        conn.execute(insert(Prequential), [
+        upsert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(Prequential)
+        upsert = upsert.on_conflict_do_update(
+            index_elements=[Prequential.model_id, Prequential.message_id],
+            set_={c: upsert.excluded[c] for c in ("label", "score", "target_class", "model_version", "scored_at")})
+        conn.execute(upsert, [
             dict(model_id=model_id, message_id=s.message_id, label=s.label, score=s.score, target_class=target_class,
                  model_version=s.model_version, scored_at=now + timedelta(microseconds=i))  # a total order
             for i, s in enumerate(latest.values())])  # fmt: skip
+        if not trim:
+            return
         cutoff = conn.execute(select(Prequential.scored_at).where(Prequential.model_id == model_id)
                               .order_by(Prequential.scored_at.desc()).offset(keep).limit(1)).scalar()  # fmt: skip
         if cutoff is not None:

