@@ -120,11 +120,9 @@ class Batch:
             bounds[tp] = (min(lo, r.offset), max(hi, r.offset))
         return bounds
 
-    def commit(self, client: KafkaConsumer) -> None:
-        """Commit the offsets after this batch's records (raises on failure)."""
-        offsets = {tp: OffsetAndMetadata(hi + 1, "", -1) for tp, (_, hi) in self._bounds().items()}
-        if offsets:
-            client.commit(offsets)
+    def offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The offsets to commit once this batch is done: after each partition's last record."""
+        return {tp: OffsetAndMetadata(hi + 1, "", -1) for tp, (_, hi) in self._bounds().items()}
 
     def rewind(self, client: KafkaConsumer) -> None:
         """Make the next polls return this batch's records again (partitions still assigned)."""

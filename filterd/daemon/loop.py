@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from kafka.errors import CommitFailedError, KafkaError
+from kafka.errors import KafkaError
 
 from filterd import stream
 from filterd.daemon.guard import DeadLetterGuard
@@ -45,6 +45,7 @@ class Loop:
         self.batches = 0
         self._last_summary = 0.0
         self._summary: dict[str, int] = {}
+        self._uncommitted: dict = {}  # partition → offset committed asynchronously, not yet confirmed
 
     def process(self, batch: stream.Batch) -> dict[str, int]:
         """Handle one batch completely (or raise Retry); returns counts for the batch summary."""
@@ -83,20 +84,35 @@ class Loop:
             self._close(consumer)
 
     def _commit(self, batch: stream.Batch, consumer) -> None:
-        try:
-            batch.commit(consumer)
-        except CommitFailedError as error:
-            # the partitions moved to another member, which reads the batch again: its effects
-            # are idempotent, so this costs duplicates, not losses
-            self.log.warning("offsets not committed after a rebalance", error=str(error), **_position(batch))
-        except KafkaError as error:
-            self.log.warning("offsets not committed", error=repr(error), **_position(batch))
+        """Commit without waiting: the batch's effects are durable already, so a commit that is
+        lost only means reading the batch again. The last one is committed synchronously on close."""
+        offsets = batch.offsets()
+        self._uncommitted.update(offsets)
+        consumer.commit_async(offsets, callback=self._committed)
+
+    def _committed(self, offsets, result) -> None:
+        if isinstance(result, Exception):
+            # e.g. the partitions moved to another member, which reads the batch again: its
+            # effects are idempotent, so this costs duplicates, not losses
+            self.log.warning("offsets not committed", error=repr(result),
+                             partitions=sorted(tp.partition for tp in offsets))  # fmt: skip
+        else:
+            for tp, offset in offsets.items():
+                if self._uncommitted.get(tp) == offset:
+                    del self._uncommitted[tp]
 
     def _close(self, consumer) -> None:
         try:
             self.publisher.close()
         except KafkaError as error:
             self.log.warning("producer did not close cleanly", error=repr(error))
+        assigned = consumer.assignment()
+        pending = {tp: offset for tp, offset in self._uncommitted.items() if tp in assigned}
+        if pending:
+            try:
+                consumer.commit(pending)
+            except KafkaError as error:
+                self.log.warning("last offsets not committed", error=repr(error))
         consumer.close(autocommit=False)
         self.log.info("stopped", batches=self.batches)
 
