@@ -23,6 +23,7 @@ from filterd.records import DeadLetter, encode
 
 POLL_TIMEOUT_MS = 500
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
+CLOSE_TIMEOUT_MS = 5000  # a broker in the middle of a rebalance must not hold a shutdown for long
 
 
 class Retry(RuntimeError):
@@ -110,10 +111,10 @@ class Loop:
         pending = {tp: offset for tp, offset in self._uncommitted.items() if tp in assigned}
         if pending:
             try:
-                consumer.commit(pending)
+                consumer.commit(pending, timeout_ms=CLOSE_TIMEOUT_MS)
             except KafkaError as error:
                 self.log.warning("last offsets not committed", error=repr(error))
-        consumer.close(autocommit=False)
+        consumer.close(autocommit=False, timeout_ms=CLOSE_TIMEOUT_MS)
         self.log.info("stopped", batches=self.batches)
 
     def dead_letter(self, record, reason: str, error: str) -> DeadLetter:

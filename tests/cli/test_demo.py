@@ -107,7 +107,7 @@ def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_pat
         else:
             pytest.fail("the demo did not start deciding:\n" + "".join(lines))
         os.kill(process.pid, signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
