@@ -57,7 +57,10 @@ class Loop:
 
     def run(self, stop: threading.Event) -> None:
         self.health.register_loop(self.role, stall_seconds=60.0)
-        consumer = stream.consumer(self.kafka, self.topic, self.group, self.max_records, self.log)
+        consumer = self._connect(stop)
+        if consumer is None:
+            self.health.unregister_loop(self.role)
+            return
         backoff = BACKOFF_FIRST
         try:
             while not stop.is_set():
@@ -83,6 +86,25 @@ class Loop:
         finally:
             self.health.unregister_loop(self.role)
             self._close(consumer)
+
+    def _connect(self, stop: threading.Event):
+        """The consumer, once the brokers answer (None if stopped before): an unreachable broker at
+        start-up is an outage like any other, retried with back-off."""
+        delay, condition = BACKOFF_FIRST, f"{self.role} broker"
+        while not stop.is_set():
+            self.health.beat(self.role)
+            try:
+                consumer = stream.consumer(self.kafka, self.topic, self.group, self.max_records, self.log)
+            except KafkaError as error:
+                self.health.set_ready(condition, False, str(error))
+                self.log.warning("broker unreachable, retrying", bootstrap_servers=self.kafka.get("bootstrap_servers"),
+                                 error=str(error), retry_seconds=delay)  # fmt: skip
+                stop.wait(delay)
+                delay = min(2 * delay, BACKOFF_MAX)
+                continue
+            self.health.set_ready(condition, True)
+            return consumer
+        return None
 
     def _commit(self, batch: stream.Batch, consumer) -> None:
         """Commit without waiting: the batch's effects are durable already, so a commit that is

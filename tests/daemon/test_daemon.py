@@ -280,3 +280,24 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
     time.sleep(0.2)  # signals do not queue: the second must come while the first is being honoured
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(10) == 128 + signal.SIGTERM
+
+
+def test_a_broker_unreachable_at_start_up_is_waited_for(start_daemon, kafka_config, topics, sqlite_url, tmp_path):
+    from filterd.broker import LocalBroker, free_port
+    from filterd.stream import create_topics
+
+    late = LocalBroker(port=free_port(), log_path=tmp_path / "late-broker.log")
+    offline = {**kafka_config, "bootstrap_servers": late.bootstrap_servers}
+    daemon = start_daemon(sqlite_url, kafka=offline)
+    try:
+        daemon.wait_for(lambda: "ECONNREFUSED" in daemon.log() or "broker unreachable" in daemon.log(),
+                        what="failed connection attempts")  # fmt: skip
+        assert daemon.get("/readyz")[0] == 503
+        late.start()
+        create_topics(offline, list(topics.values()))
+        produce(offline, topics["messages"], [message(i) for i in range(50)])
+        decisions = read_all(offline, topics["decisions"], until=lambda rs: len(rs) >= 50)
+        assert sorted(ids_of(decisions)) == sorted(f"m{i}" for i in range(50))
+    finally:
+        daemon.stop()
+        late.stop()
