@@ -179,7 +179,9 @@ class Screen:
 
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops the demo like Ctrl-C does (in the main thread only: signals need it)."""
+    """SIGTERM and SIGINT stop the demo as Ctrl-C does (in the main thread only: signals need it).
+    SIGINT is set explicitly: a process started in the background by a non-interactive shell
+    inherits it ignored, and Python then installs no KeyboardInterrupt for it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -187,11 +189,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     def interrupt(_signum, _frame) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @click.command(name="demo")

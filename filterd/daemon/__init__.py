@@ -15,6 +15,7 @@ dead-letter guard tripped, 1 when a loop failed otherwise.
 from __future__ import annotations
 
 import threading
+import time
 
 import structlog
 from sqlalchemy import Engine, select
@@ -39,6 +40,7 @@ from filterd.stream import Publisher
 
 ROLES = ("all", "scorer", "learner")
 EXIT_OK, EXIT_FAILED, EXIT_FLOOD = 0, 1, 3
+SCHEMA_WAIT_SECONDS = 15.0
 
 
 class StartupError(RuntimeError):
@@ -156,6 +158,10 @@ def prepare_store(config: Config, log) -> Engine:
         except SQLAlchemyError:
             if database.current(url) is None:  # not a daemon starting beside us: a real failure
                 raise
+        revision = database.current(url)
+    deadline = time.monotonic() + SCHEMA_WAIT_SECONDS
+    while revision != database.head() and time.monotonic() < deadline:
+        time.sleep(0.5)  # a daemon starting beside us may be migrating an empty database right now
         revision = database.current(url)
     if revision != database.head():
         raise StartupError(f"the database schema is at revision {revision}, this filterd needs "
