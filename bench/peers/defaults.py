@@ -1,0 +1,59 @@
+"""Candidate default configurations of filterd on all four shared corpora (issue 6, "Defaults").
+
+    .venv/bin/python bench/peers/defaults.py [--corpus NAME ...] [--bigrams] CANDIDATE ...
+
+A CANDIDATE is "VARIANT[,KEY=VALUE...][+SELECT]" (as run.py's --candidate, e.g.
+"robinson_fisher,s=0.0178,x=0.52+local:1000000:alo:0.2"). The code path of `filterd evaluate`
+(`filterd.evaluate.evaluate`, one tokenization per corpus): the split protocol on every corpus,
+the online protocol on the two spam corpora. One line per candidate and corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from adapters import candidate  # noqa: E402
+
+CORPORA = HERE.parents[2] / "shared" / "corpora"
+ALL = ["sms-spam", "spamassassin", "20newsgroups-bydate", "reuters-21578-modapte"]
+SPAM = {"sms-spam", "spamassassin"}
+
+
+def main() -> None:
+    from filterd.corpus import read_corpus
+    from filterd.evaluate import Corpus, evaluate
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("candidates", nargs="+")
+    parser.add_argument("--corpus", action="append", choices=ALL)
+    parser.add_argument("--bigrams", action="store_true", help="tokenize with word bigrams")
+    parser.add_argument("--no-online", action="store_true")
+    args = parser.parse_args()
+    peers = [candidate(c + ("+bigrams" if args.bigrams else "")) for c in args.candidates]
+    print("| corpus | candidate | split AUC | split spec@R=1 | split h=.1% | acc | macro-F1 | online (1−AUC)% | online spec@R=1 | online lam% |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.corpus or ALL:
+        started = time.perf_counter()
+        corpus = Corpus.tokenize(read_corpus(CORPORA / name / "messages.jsonl.gz"), peers[0].tokenizer())
+        print(f"({name}: tokenized in {time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+        for peer in peers:
+            split = evaluate(corpus, peer.spec(), "split")
+            cells = [f"{split.auc:.4f}", f"{split.spec_at_full_recall:.3f}", f"{100 * (1 - split.recall_at_fpr_0_1pct):.1f}",
+                     "–" if split.accuracy is None else f"{split.accuracy:.4f}",
+                     "–" if split.macro_f1 is None else f"{split.macro_f1:.4f}"]  # fmt: skip
+            if name in SPAM and not args.no_online:
+                online = evaluate(corpus, peer.spec(), "online")
+                cells += [f"{online.one_minus_auc_pct:.3f}", f"{online.spec_at_full_recall:.3f}", f"{online.lam_pct:.2f}"]
+            else:
+                cells += ["–", "–", "–"]
+            print(f"| {name} | {peer.name} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

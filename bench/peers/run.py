@@ -1,0 +1,392 @@
+"""filterd side by side with the filters people run today (issue 6), on the shared corpora.
+
+    .venv/bin/python bench/peers/run.py --corpus ../shared/corpora/sms-spam [--corpus …]
+        [--protocol split|online|both] [--peers bogofilter,spamassassin,crm114,sklearn,river,filterd]
+        [--repeats 3] [--repeat-budget 90] [--limit N] [--out bench/peers/out] [--results bench/peers/RESULTS.md]
+
+Same messages in the same order for every peer: the corpus read by `filterd.corpus.read_corpus`
+(sorted by `order`, the first N with --limit), the split of `filterd.corpus.train_test_split`
+(the corpus's own, else stratified 66/34 with seed 0: the one `filterd evaluate` uses), the online
+protocol the TREC immediate-feedback replay in that order. Every peer's scores are measured by the
+same functions of `filterd.metrics`. Each peer runs in a fresh worker process per repetition
+(so that its peak memory is its own); repetitions go round-robin over the peers, and speed is
+the median over them. A peer whose first run took longer than --repeat-budget seconds is not
+repeated (marked ¹). Per-message scores go to --out (outside git); the tables to --results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import numpy as np  # noqa: E402
+
+from adapters import Msg, all_peers, ensure, wrap_as_mail  # noqa: E402
+
+FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd"]
+
+
+# --- the messages -----------------------------------------------------------------------------
+
+
+def load(corpus: Path, limit: int | None):
+    from filterd.corpus import read_corpus
+
+    path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
+    records = read_corpus(path)
+    if limit:
+        records = records[:limit]
+    labels = {label for r in records for label in r.labels}
+    if labels != {"ham", "spam"}:
+        raise SystemExit(f"{path}: a spam/ham corpus is needed, this one has labels {sorted(labels)[:5]}")
+    return records
+
+
+def corpus_name(corpus: Path) -> str:
+    return (corpus if corpus.is_dir() else corpus.parent).name
+
+
+def message_files(records, folder: Path) -> dict[str, str]:
+    """Each message as a file (text messages wrapped as mail), written once per invocation."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for i, r in enumerate(records):
+        path = folder / f"{i:06d}.eml"
+        text = r.text if r.format == "email" else wrap_as_mail(r.id, r.text)
+        data = text.encode("utf-8", "surrogateescape")
+        if not path.exists() or path.stat().st_size != len(data) or path.read_bytes() != data:
+            path.write_bytes(data)
+        paths[r.id] = str(path)
+    return paths
+
+
+# --- one run of one peer (a worker process) ---------------------------------------------------
+
+
+def _rss_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def worker(args) -> None:
+    from filterd.corpus import train_test_split
+
+    peer = next(p for p in all_peers(args.candidate) if p.name == args.peer)
+    records = load(Path(args.corpus), args.limit)
+    paths = json.loads(Path(args.paths).read_text())
+    msgs = {r.id: Msg(r.id, r.label == "spam", r.text, r.format, paths[r.id]) for r in records}
+    train, test = train_test_split(records)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if peer.family == "filterd":
+        run = (lambda: peer.split_records(records)) if args.protocol == "split" else (lambda: peer.online_records(records))
+        scored = test if args.protocol == "split" else records
+        n = len(records)
+    elif args.protocol == "split":
+        tr, te = [msgs[r.id] for r in train], [msgs[r.id] for r in test]
+        run = lambda: peer.split(tr, te, work)  # noqa: E731
+        scored, n = test, len(train) + len(test)
+    else:
+        scored = records[: args.stream_limit] if args.stream_limit else records
+        stream = [msgs[r.id] for r in scored]
+        run = lambda: peer.online(stream, work)  # noqa: E731
+        n = len(scored)
+    peer.warm()  # imports and first calls, outside the timed run
+    try:  # reset the peak RSS so that it is this run's (Linux ≥ 4.0)
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    rss_before = _rss_kb("VmRSS")
+    started = time.perf_counter()
+    scores = np.asarray(run(), dtype=float)
+    seconds = time.perf_counter() - started
+    if peer.memory_kind == "child":  # measured outside the timed run (see adapters.timed_kb)
+        peak_kb = peer.probe(work, [msgs[r.id] for r in scored[-3:]])
+    else:
+        peak_kb = _rss_kb("VmHWM") - rss_before
+    result = {"seconds": seconds, "messages": n, "peak_kb": peak_kb, "memory_kind": peer.memory_kind}
+    if len(scores) != len(scored):
+        raise SystemExit(f"{peer.name}: {len(scores)} scores for {len(scored)} messages")
+    if args.scores:
+        with open(args.scores, "w") as f:
+            f.write("id\tlabel\tscore\n")
+            f.writelines(f"{r.id}\t{r.label}\t{s!r}\n" for r, s in zip(scored, scores.tolist()))
+        if peer.family == "filterd":
+            result["check"] = peer.check(records, args.protocol, scores)
+    print(json.dumps(result))
+
+
+# --- the invocation ---------------------------------------------------------------------------
+
+
+def measures(scores_file: Path, tau: float, first: int | None = None) -> dict:
+    from filterd import metrics
+
+    rows = [line.rstrip("\n").split("\t") for line in scores_file.read_text().splitlines()[1:]][:first]
+    truth = np.array([label == "spam" for _, label, _ in rows])
+    scores = np.array([float(s) for _, _, s in rows])
+    summary = metrics.binary_summary(scores, truth, tau=tau)
+    return {"auc": summary["auc"], "one_minus_auc_pct": summary["one_minus_auc_pct"], "lam_pct": summary["lam_pct"],
+            "h_pct": 100 * (1 - summary["recall_at_fpr_0_1pct"]), "spec": summary["spec_at_full_recall"],
+            "n_pos": summary["n_pos"], "n_neg": summary["n_neg"]}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", action="append", type=Path, help="a corpus folder (or its messages.jsonl.gz); repeatable")
+    parser.add_argument("--protocol", choices=["split", "online", "both"], default="both")
+    parser.add_argument("--peers", default=",".join(FAMILIES), help="comma-separated: " + ",".join(FAMILIES))
+    parser.add_argument("--only", action="append", default=[], help="run only the rows whose name contains this (repeatable)")
+    parser.add_argument("--candidate", action="append", default=[], metavar="VARIANT[,K=V…][+SELECT][+bigrams]",
+                        help="another filterd configuration to measure (repeatable)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeat-budget", type=float, default=90.0,
+                        help="seconds: a peer whose first run took longer is not repeated")
+    parser.add_argument("--limit", type=int, help="the first N messages (in order) of each corpus")
+    parser.add_argument("--peer-limit", action="append", default=[], metavar="NAME=N",
+                        help="run the rows whose name contains NAME on the first N messages of the online "
+                             "stream only (their split run is skipped); filterd's reference is measured on the same prefix")
+    parser.add_argument("--out", type=Path, default=HERE / "out", help="per-message scores, message files, peer databases")
+    parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--no-results", action="store_true", help="print the tables only")
+    # worker mode (internal)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer", help=argparse.SUPPRESS)
+    parser.add_argument("--paths", help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
+    parser.add_argument("--scores", help=argparse.SUPPRESS)
+    parser.add_argument("--stream-limit", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        args.corpus = args.corpus[0]
+        return worker(args)
+    if not args.corpus:
+        parser.error("give at least one --corpus")
+
+    families = [f.strip() for f in args.peers.split(",") if f.strip()]
+    for family in families:
+        if family not in FAMILIES:
+            parser.error(f"unknown peer {family!r}: choose from {', '.join(FAMILIES)}")
+    if "filterd" not in families:
+        families.append("filterd")  # the ratios are against filterd
+    versions, skipped = {}, {}
+    for family in families:
+        ok, text = ensure(family)
+        (versions if ok else skipped)[family] = text
+        print(f"{family}: {text}" if ok else f"{family}: SKIPPED, {text}", file=sys.stderr)
+    peers = [p for p in all_peers(args.candidate) if p.family in versions and (not args.only or p.family == "filterd"
+                                                                  or any(o in p.name for o in args.only))]  # fmt: skip
+    protocols = ["split", "online"] if args.protocol == "both" else [args.protocol]
+    command = "python bench/peers/run.py " + shlex.join(sys.argv[1:])
+    sections = {}
+    for corpus in args.corpus:
+        name = corpus_name(corpus)
+        records = load(corpus, args.limit)
+        out = args.out / name
+        paths_file = out / "paths.json"
+        out.mkdir(parents=True, exist_ok=True)
+        paths_file.write_text(json.dumps(message_files(records, out / "mail")))
+        tables = []
+        for protocol in protocols:
+            runs = run_round_robin(args, corpus, protocol, peers, out, paths_file)
+            tables.append(table(name, protocol, records, peers, runs, out))
+            print(tables[-1], flush=True)
+        sections[name] = tables
+    if not args.no_results:
+        write_results(args.results, command, versions, skipped, sections, args)
+
+
+def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_file: Path) -> dict:
+    runs: dict[str, list[dict]] = {}
+    for rep in range(args.repeats):
+        for peer in peers:
+            if protocol not in peer.protocols:
+                continue
+            done = runs.setdefault(peer.name, [])
+            prefix = peer_limit(args, peer)
+            if prefix and protocol == "split":
+                if not rep:
+                    done.append({"error": f"not run: --peer-limit {prefix} (online prefix only)"})
+                continue
+            if rep and (not done or "error" in done[0] or done[0]["seconds"] > args.repeat_budget):
+                continue
+            scores = out / protocol / (slug(peer.name) + ".tsv") if rep == 0 else None
+            if scores:
+                scores.parent.mkdir(parents=True, exist_ok=True)
+            command = [sys.executable, __file__, "--worker", "--peer", peer.name, "--corpus", str(corpus),
+                       "--protocol", protocol, "--paths", str(paths_file), "--work", str(out / "work" / slug(peer.name))]  # fmt: skip
+            if args.limit:
+                command += ["--limit", str(args.limit)]
+            for c in args.candidate:
+                command += ["--candidate", c]
+            if scores:
+                command += ["--scores", str(scores)]
+            if prefix:
+                command += ["--stream-limit", str(prefix)]
+            started = time.perf_counter()
+            done_ = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+            if done_.returncode != 0:
+                error = (done_.stderr.strip().splitlines() or ["exit status %d" % done_.returncode])[-1]
+                print(f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: FAILED: {error}", file=sys.stderr)
+                done.append({"error": error})
+                continue
+            result = json.loads(done_.stdout.strip().splitlines()[-1])
+            result["scores"] = str(scores) if scores else None
+            done.append(result)
+            print(f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: {result['seconds']:.1f} s, "
+                  f"{result['messages'] / result['seconds']:,.0f} msg/s (wall {time.perf_counter() - started:.0f} s)"
+                  + (f"  CHECK: {result['check']}" if result.get("check") else ""), file=sys.stderr, flush=True)  # fmt: skip
+    return runs
+
+
+def peer_limit(args, peer) -> int | None:
+    for item in args.peer_limit:
+        name, _, n = item.rpartition("=")
+        if name and name in peer.name:
+            return int(n)
+    return None
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+
+
+def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> str:
+    from filterd.corpus import train_test_split
+
+    train, test = train_test_split(records)
+    head = (f"**{name}**, {protocol} protocol ("
+            + (f"{len(train):,} train / {len(test):,} test" if protocol == "split" else f"{len(records):,} messages, in order")
+            + ")\n\n")  # fmt: skip
+    rows, speeds = [], {}
+    for peer in peers:
+        done = [r for r in runs.get(peer.name, []) if "error" not in r]
+        if protocol not in peer.protocols:
+            continue
+        if not done:
+            errors = [r["error"] for r in runs.get(peer.name, [])]
+            rows.append((peer, None, None, errors[0] if errors else "not run"))
+            continue
+        speed = statistics.median(r["messages"] / r["seconds"] for r in done)
+        speeds[peer.name] = speed
+        rows.append((peer, measures(Path(done[0]["scores"]), peer.tau), (speed, len(done), done), None))
+    reference = next((p.name for p in peers if p.family == "filterd" and p.name in speeds and "robinson" in p.name),
+                     next((n for n in speeds if n.startswith("filterd")), None))  # fmt: skip
+    lines = [head + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd RF ÷ peer | peak MB |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for peer, m, timing, error in rows:
+        if m is None:
+            lines.append(f"| {peer.name} | – | – | – | – | – | – | – | {error} |")
+            continue
+        speed, count, done = timing
+        ratio = speeds[reference] / speed if reference else float("nan")
+        label = peer.name
+        if done[0]["messages"] < len(records) and protocol == "online" and reference:
+            ref_done = next(r for r in runs[reference] if r.get("scores"))
+            ref = measures(Path(ref_done["scores"]), 0.0, first=done[0]["messages"])
+            label += (f" (first {done[0]['messages']:,} messages only; filterd RF on them: (1−AUC)% "
+                      f"{ref['one_minus_auc_pct']:.3f}, spec@R=1 {ref['spec']:.3f})")
+        mark = "¹" if count == 1 else ""
+        peak = max(r["peak_kb"] for r in done) / 1024
+        kind = "ᶜ" if peer.memory_kind == "child" else "ʳ"
+        lines.append(f"| {label} | {m['auc']:.4f} | {m['one_minus_auc_pct']:.3f} | {m['lam_pct']:.2f} | {m['h_pct']:.1f} | "
+                     f"{m['spec']:.3f} | {speed:,.0f}{mark} | {ratio:.2f} | {peak:,.0f}{kind} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+NOTES = """\
+Columns: AUC (ties ½), (1−AUC)%, lam% (TREC logistic average misclassification at the peer's own
+Bayes decision: probability 0.5, log-odds/pR/S−H 0), h=.1% (spam missed at 0.1 % ham
+misclassification, 100 − 100·R@FPR.1%), spec@R=1 (ham kept at 100 % spam recall), all by
+`filterd.metrics` on the per-message scores; msg/s = messages learned + scored per second of
+wall time, including the peer's own parsing and process start-ups, median over the repetitions
+(¹ = one run: the first run took longer than --repeat-budget); "filterd RF ÷ peer" = the speed of
+filterd robinson_fisher + local:1000000:alo:0.2 over the peer's, in the same protocol (> 1:
+filterd faster); peak MB: ᶜ = the largest peak RSS of one of the peer's own processes (
+is measured by GNU time on the run's last messages, for one-process-per-message peers, by the
+SpamAssassin driver's own VmHWM and by GNU time around sa-learn), ʳ = peak RSS of the worker during the run less its RSS before (VmHWM reset via
+/proc/self/clear_refs), for in-process Python peers.
+"""
+
+
+def write_results(path: Path, command: str, versions: dict, skipped: dict, sections: dict, args) -> None:
+    """Replace each corpus's section of RESULTS.md (kept between markers), keep the others."""
+    old = path.read_text() if path.exists() else ""
+    kept = {}
+    for chunk in old.split("<!-- corpus: ")[1:]:
+        name, _, body = chunk.partition(" -->\n")
+        kept[name] = body.split("<!-- end -->")[0]
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.machine())
+    stamp = datetime.date.today().isoformat()
+    for name, tables in sections.items():
+        body = [f"Produced on {stamp} by `{command}`\n({os.cpu_count()} cores, {cpu}; other work shared the machine; "
+                f"{args.repeats} repetitions, --repeat-budget {args.repeat_budget:g} s"
+                + (f"; first {args.limit} messages" if args.limit else "") + ").\n",
+                "Versions: " + "; ".join(versions.values()) + ".\n"]  # fmt: skip
+        if skipped:
+            body.append("Skipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()) + ".\n")
+        kept[name] = "\n".join(body) + "\n" + "\n".join(tables)
+    text = [HEADER, NOTES]
+    for name, body in kept.items():
+        text.append(f"<!-- corpus: {name} -->\n{body.rstrip()}\n<!-- end -->\n")
+    path.write_text("\n".join(text))
+    print(f"tables written to {path}", file=sys.stderr)
+
+
+HEADER = """\
+# filterd side by side with bogofilter, SpamAssassin's Bayes, CRM114, scikit-learn and River
+
+Produced by `python bench/peers/run.py` (see bench/README.md, "Peers"); per-message scores are in
+`bench/peers/out/` (not in git). One section per corpus, each with the command and date that
+produced it. The same messages in the same order for every row: the split of
+`filterd.corpus.train_test_split` (the one `filterd evaluate` uses) and the TREC immediate-feedback
+replay in `order`. Text messages (SMS) reach the mail filters wrapped as a minimal e-mail
+(adapters.wrap_as_mail); e-mail corpora as their raw files.
+
+How each peer is driven (bench/peers/adapters.py):
+- bogofilter: a private wordlist directory (`-d`), the system configuration, `-s`/`-n` to register,
+  `-TT` for the spamicity (16 digits); one process per step (online: score, then register), or
+  bulk mode (`-b`, file names on stdin: register the spam, the ham, then score the test part;
+  split protocol only, as bulk mode cannot interleave scoring and learning).
+- SpamAssassin: Bayes alone (only the Check and Bayes plugins, the shipped BAYES_* rules and
+  Bayes stop-words, a private bayes_path, `lock_method flock`, auto-learning off,
+  `bayes_min_ham_num`/`bayes_min_spam_num` 1 instead of 200 so that it scores from the start);
+  one Perl process for the stream through Mail::SpamAssassin (sa_bayes.pl: `learn` as sa-learn
+  does, `check` as spamd does), score = Bayes's spam probability (0.5 when Bayes has no opinion);
+  the second row trains with the `sa-learn` command (`--spam`/`--ham -f LIST`, then `--sync`).
+- CRM114: `<osb unique microgroom>` on the first 16,000 bytes, tokens `[[:graph:]]+`, nonspam.css |
+  spam.css, thick-threshold training (mailfilter.cf's 5.0), one `crm` process per message
+  (crm_osb.crm); score = −pR(nonspam). mailreaver.crm itself was not used: it needs its cache
+  directories, rewrites and the `openssl` base64 expansion per message.
+- scikit-learn: HashingVectorizer(n_features=2**18, alternate_sign=False) as in its out-of-core
+  example (the default 2**20 is ~9× slower one at a time: partial_fit recomputes every feature's
+  log-probability), MultinomialNB / ComplementNB(α=1), partial_fit one message at a time or in
+  mini-batches of 100 (online: a batch is scored before it is learned, so feedback comes up to 99
+  messages late); score = joint log-likelihood spam − ham.
+- River: BagOfWords() + naive_bayes.MultinomialNB / ComplementNB, learn_one and
+  joint_log_likelihood one at a time. River's ComplementNB sums over the whole vocabulary for each
+  token of each message (O(|x|·V)); on the e-mail corpus it runs on a prefix of the stream.
+- filterd: the code path of `filterd evaluate` (filterd.evaluate; each worker checks its figures
+  against `evaluate()`), tokenization included in the time. "+received" adds `rcvd:` tokens of the
+  Received headers (bench/peers/tokexp.py), a tokenizer change proposed, not yet in filterd.
+"""
+
+
+if __name__ == "__main__":
+    main()
