@@ -22,7 +22,7 @@ from filterd.features import DocBatch, encode
 from filterd.model import Model, ModelSpec
 from filterd.records import Content, Decision, Message
 from filterd.stats import Statistics, not_ready
-from filterd.tokenize import Tokenizer, Tokens
+from filterd.tokenize import Tokenizer
 
 UNDECIDED = "unknown"  # the label of decisions taken before the model is ready
 DEFAULT_TAU = 0.0
@@ -83,11 +83,8 @@ class Decider:
         self._other = others[0] if len(others) == 1 else f"not {self.target_class}"
         self.model_version = version
 
-    def tokenize(self, message: Content) -> Tokens:
-        return self.tokenizer(message_fields(message))
-
     def tokens(self, messages: Sequence[Content]) -> list[list[str]]:
-        return [self.tokenize(m).tokens for m in messages]
+        return [self.tokenizer(message_fields(m)).tokens for m in messages]
 
     def decide(self, messages: Sequence[Message], threshold: ThresholdSetting,
                tokens: Sequence[Sequence[str]] | None = None, now: datetime | None = None) -> list[Decision]:  # fmt: skip
@@ -106,7 +103,7 @@ class Decider:
         s = scores.binary()
         labels = np.where(s >= threshold.tau, self.target_class, self._other)
         # 4 decimals: enough to read, and decisions stay small (they are most of what is produced)
-        explanations = [[(token, round(c, 4)) for token, c in e] for e in scores.explanations(self.explain_tokens)]
+        explanations = scores.explanations(self.explain_tokens, decimals=4)
         return [decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))]
 
 

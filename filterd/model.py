@@ -226,8 +226,10 @@ class Scores:
         order = np.argsort(-np.abs(contribution), kind="stable")
         return [(self.batch.token(int(self._entry[lo + j])), float(contribution[j])) for j in order]
 
-    def explanations(self, limit: int, target: str | None = None) -> list[list[tuple[str, float]]]:
-        """`explain(i)[:limit]` of every document, computed for the whole batch at once."""
+    def explanations(self, limit: int, target: str | None = None,
+                     decimals: int | None = None) -> list[list[tuple[str, float]]]:  # fmt: skip
+        """`explain(i)[:limit]` of every document, computed for the whole batch at once
+        (contributions rounded to `decimals` if given)."""
         contribution = self._contributions(0, len(self._entry), target)
         order = np.lexsort((-np.abs(contribution), self._doc))  # by document, strongest first
         starts = np.searchsorted(self._doc, np.arange(len(self.batch)))
@@ -235,7 +237,8 @@ class Scores:
         keep = order[rank < limit]
         tokens, index = self.batch.tokens, self.batch.token_index[self._entry[keep]].tolist()
         out: list[list[tuple[str, float]]] = [[] for _ in range(len(self.batch))]
-        for doc, position, value in zip(self._doc[keep].tolist(), index, contribution[keep].tolist()):
+        kept = contribution[keep] if decimals is None else contribution[keep].round(decimals)
+        for doc, position, value in zip(self._doc[keep].tolist(), index, kept.tolist()):
             out[doc].append((tokens[position], value))
         return out
 

@@ -16,8 +16,7 @@ from filterd import stream
 from filterd.daemon.loop import Loop, Retry
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
-from filterd.daemon.scorer import rejection
-from filterd.decide import message_fields
+from filterd.daemon.scorer import accepted_tokens
 from filterd.records import Feedback, RecordError, decode
 from filterd.store import learning
 from filterd.store.database import error_detail
@@ -79,11 +78,7 @@ class Learner(Loop):
             raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
                                                f"{', '.join(sorted(self.labels))} (model.labels)")  # fmt: skip
         if feedback.has_message:
-            result = self.tokenizer(message_fields(feedback))
-            reason = rejection(result.flags)
-            if reason is not None:
-                raise RecordError(reason, f"message {feedback.message_id!r}: tokenizer flags {sorted(result.flags)}")
-            tokens = result.tokens
+            tokens = accepted_tokens(self.tokenizer, feedback.message_id, feedback)
         else:
             tokens = self.recent.get(feedback.message_id)
             if tokens is None:

@@ -44,7 +44,7 @@ class ModelState:
         self.threshold = ThresholdSetting(target_recall=config.decision.target_recall)
         self._stats: Statistics | None = None
         self._since: int | None = None
-        self._last_sync = self._last_attempt = self._last_threshold = -float("inf")
+        self._last_attempt = self._last_threshold = -float("inf")
         self._synced_at = clock()
         self._lock = threading.Lock()
 
@@ -95,7 +95,7 @@ class ModelState:
             self.log.info("model updated", model_version=seq, seconds=round(time.perf_counter() - started, 3),
                           classes=dict(zip(stats.labels, stats.D.tolist())), not_ready=self.decider.not_ready)  # fmt: skip
         self._stats, self._since = stats, seq
-        self._synced_at = self._last_sync = self.clock()
+        self._synced_at = self.clock()
         self.health.set_ready("model store", True)
         self.health.set_ready("model", self.decider.not_ready is None, self.decider.not_ready or "")
         self.metrics.not_ready.set(0 if self.decider.not_ready is None else 1)

@@ -17,8 +17,9 @@ from filterd import stream
 from filterd.daemon.loop import Loop, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
-from filterd.decide import Decider, ThresholdSetting
-from filterd.records import Decision, Message, RecordError, decode, encode
+from filterd.decide import Decider, ThresholdSetting, message_fields
+from filterd.records import Content, Decision, Message, RecordError, decode, encode
+from filterd.tokenize import Tokenizer
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR, MAX_DEPTH, MAX_TOKENS
 
 REJECTED_FLAGS = {
@@ -29,12 +30,13 @@ REJECTED_FLAGS = {
 }
 
 
-def rejection(flags: frozenset[str]) -> str | None:
-    """The dead-letter reason of a tokenized record, or None when it can be decided."""
+def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> list[str]:
+    """The tokens of a message, or RecordError when tokenizing it hit a limit in REJECTED_FLAGS."""
+    result = tokenizer(message_fields(content))
     for flag, reason in REJECTED_FLAGS.items():
-        if flag in flags:
-            return reason
-    return None
+        if flag in result.flags:
+            raise RecordError(reason, f"message {message_id!r}: tokenizer flags {sorted(result.flags)}")
+    return result.tokens
 
 
 class Scorer(Loop):
@@ -86,15 +88,12 @@ def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Seq
     for i, payload in enumerate(payloads):
         try:
             message = decode(payload or b"", Message, max_bytes)
-            result = decider.tokenize(message)
-            reason = rejection(result.flags)
-            if reason is not None:
-                raise RecordError(reason, f"message {message.id!r}: tokenizer flags {sorted(result.flags)}")
+            message_tokens = accepted_tokens(decider.tokenizer, message.id, message)
         except RecordError as error:
             failures.append((i, error.reason, str(error)))
             dead.append(True)
             continue
         messages.append(message)
-        tokens.append(result.tokens)
+        tokens.append(message_tokens)
         dead.append(False)
     return Decided(decider.decide(messages, threshold, tokens), tokens, failures, dead)

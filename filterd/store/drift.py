@@ -20,8 +20,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from filterd import metrics
 from filterd.decide import DEFAULT_TAU
-from filterd.store.learning import UnknownModel
-from filterd.store.schema import ModelRow, Prequential
+from filterd.store.learning import find_model_id
+from filterd.store.schema import Prequential
 from filterd.store.thresholds import latest_threshold
 
 
@@ -54,13 +54,6 @@ class DriftReport:
         return asdict(self)
 
 
-def _model_id(conn, model: str) -> int:
-    model_id = conn.execute(select(ModelRow.id).where(ModelRow.name == model)).scalar_one_or_none()
-    if model_id is None:
-        raise UnknownModel(f"no model named {model!r} in the store")
-    return model_id
-
-
 def record_scores(engine: Engine, model: str, target_class: str, scored: Sequence[Scored], keep: int,
                   now: datetime | None = None, trim: bool = True) -> None:  # fmt: skip
     """Store the scores of a batch of feedback (the last record of an id wins) and, with `trim`,
@@ -70,7 +63,7 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
     now = now or datetime.now(timezone.utc)
     latest = {s.message_id: s for s in scored}
     with engine.begin() as conn:
-        model_id = _model_id(conn, model)
+        model_id = find_model_id(conn, model)
         upsert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(Prequential)
         upsert = upsert.on_conflict_do_update(
             index_elements=[Prequential.model_id, Prequential.message_id],
@@ -90,7 +83,7 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
 def drift_report(engine: Engine, model: str, target_class: str, window: int = 5000) -> DriftReport:
     """The rolling figures over the newest `window` scored feedback records."""
     with engine.connect() as conn:
-        model_id = _model_id(conn, model)
+        model_id = find_model_id(conn, model)
         rows = conn.execute(select(Prequential.label, Prequential.score, Prequential.scored_at)
                             .where(Prequential.model_id == model_id, Prequential.target_class == target_class)
                             .order_by(Prequential.scored_at.desc()).limit(window)).all()  # fmt: skip

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, delete, func, select, update
 
-from filterd.store.learning import UnknownModel
+from filterd.store.learning import find_model_id
 from filterd.store.schema import ClassStats, ModelRow, TokenStats
 
 CHUNK = 500  # tokens per transaction (and per IN (...) list)
@@ -37,9 +37,7 @@ def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: dat
         raise ValueError("unseen_days and max_count must not be negative")
     cutoff = int((now or datetime.now(timezone.utc)).timestamp() // 86400) - unseen_days
     with engine.connect() as conn:
-        model_id = conn.execute(select(ModelRow.id).where(ModelRow.name == model)).scalar_one_or_none()
-        if model_id is None:
-            raise UnknownModel(f"no model named {model!r} in the store")
+        model_id = find_model_id(conn, model)
         candidates = conn.execute(_expired(model_id, cutoff, max_count)).scalars().all()
     result = Pruned()
     for start in range(0, len(candidates), CHUNK):

@@ -62,6 +62,14 @@ class UnknownModel(LookupError):
     pass
 
 
+def find_model_id(conn: Connection, model: str) -> int:
+    """The id of the model named `model`, or UnknownModel."""
+    found = conn.execute(select(ModelRow.id).where(ModelRow.name == model)).scalar_one_or_none()
+    if found is None:
+        raise UnknownModel(f"no model named {model!r} in the store")
+    return found
+
+
 def id_chunks(conn: Connection, ids: list[str]) -> list[list[str]]:
     """`ids` in pieces for `among`: one piece on PostgreSQL (an array parameter), else CHUNK ids."""
     if conn.dialect.name == "postgresql":

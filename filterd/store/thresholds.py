@@ -47,13 +47,13 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import Engine, func, insert, select, update
 
 from filterd import metrics
 from filterd.calibrate import CalibrationError, Threshold, _positives_needed, recall_threshold
 from filterd.decide import decision_scores, scoring_model
 from filterd.features import DocBatch
-from filterd.store.learning import UnknownModel, as_utc, spec_from_json, unpack
+from filterd.store.learning import UnknownModel, as_utc, find_model_id, spec_from_json, unpack
 from filterd.store.schema import Holdout, ModelRow, Prequential
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.store.sync import load
@@ -109,13 +109,6 @@ def _version(row) -> ThresholdVersion:
     return ThresholdVersion(**values)
 
 
-def _model_id(conn: Connection, model: str) -> int:
-    model_id = conn.execute(select(ModelRow.id).where(ModelRow.name == model)).scalar_one_or_none()
-    if model_id is None:
-        raise UnknownModel(f"no model named {model!r} in the store")
-    return model_id
-
-
 def latest_threshold(engine: Engine, model: str, target_class: str) -> ThresholdVersion | None:
     """The threshold in force for `target_class` (its highest version), None if there is none."""
     with engine.connect() as conn:
@@ -127,7 +120,7 @@ def latest_threshold(engine: Engine, model: str, target_class: str) -> Threshold
             .limit(1)
         ).one_or_none()
         if row is None:
-            _model_id(conn, model)  # an unknown model is an error, not "no threshold yet"
+            find_model_id(conn, model)  # an unknown model is an error, not "no threshold yet"
             return None
     return _version(row)
 
@@ -135,7 +128,7 @@ def latest_threshold(engine: Engine, model: str, target_class: str) -> Threshold
 def threshold_history(engine: Engine, model: str, limit: int = 20) -> list[ThresholdVersion]:
     """The model's latest `limit` versions, newest first, all target classes."""
     with engine.connect() as conn:
-        model_id = _model_id(conn, model)
+        model_id = find_model_id(conn, model)
         rows = conn.execute(
             select(ThresholdRow.__table__)
             .where(ThresholdRow.model_id == model_id)
@@ -228,7 +221,7 @@ def holdout_window(
     now = as_utc(now) or datetime.now(UTC)
     query = select(Holdout.label, Holdout.tokens, Holdout.ts)
     with engine.connect() as conn:
-        query = query.where(Holdout.model_id == _model_id(conn, model))
+        query = query.where(Holdout.model_id == find_model_id(conn, model))
         if window is not None:
             query = query.where(Holdout.ts > now - window, Holdout.ts <= now)
         if last is not None:
@@ -263,7 +256,7 @@ def prequential_window(engine: Engine, model: str, target_class: str, window: ti
     now = as_utc(now) or datetime.now(UTC)
     query = select(Prequential.score, Prequential.label, Prequential.scored_at)
     with engine.connect() as conn:
-        query = query.where(Prequential.model_id == _model_id(conn, model), Prequential.target_class == target_class)
+        query = query.where(Prequential.model_id == find_model_id(conn, model), Prequential.target_class == target_class)
         if window is not None:
             query = query.where(Prequential.scored_at > now - window, Prequential.scored_at <= now)
         query = query.order_by(Prequential.scored_at.desc())
