@@ -11,7 +11,10 @@ Token forms (body words are unprefixed, like plain text, so mail and SMS share a
     attach:<type>               each non-text part, or a part with Content-Disposition: attachment
     attachsize:<class>          its decoded size: 1k, 10k, 100k, 1m, 10m or more (upper bounds)
     attachext:<ext>             its file name's extension ("attachext:exe")
-    header:<name>               each distinct header name of the top part ("header:x-mailer")
+    received:<host|ip prefix>   relays of the Received headers (see headers.py)
+    <header>:<token>            tokens of Message-ID, X-Mailer, User-Agent, … (headers.VALUE_HEADERS)
+    header:<name>               each distinct header name of the top part ("header:x-mailer"),
+                                but those of mailing lists and delivery (headers.IGNORED_NAMES)
 
 Parsing uses the stdlib with `policy=compat32`: measured 15x faster than `policy.default`
 on a 4.5 KB two-part mail (0.12 ms vs 1.7 ms), and it records defects instead of raising.
@@ -32,6 +35,7 @@ from email.message import Message
 
 from filterd.tokenize.addresses import recipient_tokens, sender_tokens
 from filterd.tokenize.config import TokenizerConfig
+from filterd.tokenize.headers import VALUE_HEADERS, header_name_tokens, received_tokens
 from filterd.tokenize.limits import MAX_MIME_BOUNDARIES, MAX_MIME_PARTS, MAX_PARTS, MIME_DEFECT, cap
 from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
@@ -46,7 +50,6 @@ _SURROGATES = re.compile(r"[\ud800-\udfff]")
 _CTYPE = re.compile(r"[a-z0-9][\w.+-]{0,63}/[\w.+-]{1,64}")
 _LABEL = re.compile(r"[a-z0-9][\w.:-]{0,39}")  # charset, transfer encoding
 _CHARSET = re.compile(r"""\bcharset\s*=\s*["']?([^\s"';]+)""", re.IGNORECASE)
-_HEADER_NAME = re.compile(r"[!-9;-~]{1,40}")  # printable ASCII but ":"
 _EXTENSION = re.compile(r"\.([^\W_]{1,10})\Z")
 _URL_START = re.compile(r"(?:https?:|ftp:)?//|www\.")
 _MAILTO = re.compile(r"mailto:([\w.+-]++)@([\w-]++(?:\.[\w-]++)*+)")
@@ -70,8 +73,7 @@ def mail_tokens(raw: str, config: TokenizerConfig, flags: set[str]) -> list[str]
         return text_tokens(raw, config.max_token_length, config.bigrams)
     out = _header_tokens(message, config.max_token_length)
     out += _part_tokens(message, config, flags)
-    names = dict.fromkeys(str(name).casefold() for name in message.keys())
-    out += ["header:" + name for name in names if _HEADER_NAME.fullmatch(name)]
+    out += header_name_tokens(message.keys())
     return out
 
 
@@ -161,6 +163,11 @@ def _header_tokens(message: Message, max_length: int) -> list[str]:
     for name in _RECIPIENTS:
         for value in message.get_all(name, ()):
             out += recipient_tokens(str(value), name + ":", max_length)
+    for value in message.get_all("received", ()):
+        out += received_tokens(str(value), max_length)
+    for name in VALUE_HEADERS:
+        for value in message.get_all(name, ()):
+            out += [name + ":" + t for t in text_tokens(decode_header(str(value)), max_length)]
     return out
 
 
