@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from filterd.model import DEFAULT_SPEC
 from filterd.select import Selection
 
 ENV_PREFIX = "FILTERD_"
@@ -51,9 +52,9 @@ class Database:
 @dataclass(frozen=True)
 class Model:
     name: str = "default"
-    variant: str = "mnb"
-    params: dict[str, Any] = field(default_factory=dict)
-    select: str = "none"
+    variant: str = DEFAULT_SPEC.variant
+    params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SPEC.params))
+    select: str = str(DEFAULT_SPEC.selection)
     min_docs: int = 20
     holdout_fraction: float = 0.1
     labels: list[str] = field(default_factory=list)  # feedback labels accepted (empty: any)

@@ -49,6 +49,12 @@ class ModelSpec:
         return self.variant in ("wcnb", "twcnb") or l2_centroid or self.selection.kind == "global"
 
 
+# What `filterd run`, `filterd evaluate`, `filterd tune` and `filterd model create` use unless told
+# otherwise: Robinson–Fisher with bogofilter's s and x over every clue of strength |f − 0.5| ≥ 0.2.
+# Chosen across the shared corpora against the peers (bench/peers; README "Defaults").
+DEFAULT_SPEC = ModelSpec("robinson_fisher", {"s": 0.0178, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.2))
+
+
 def _format(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(_format(v) for v in value)

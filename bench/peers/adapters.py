@@ -433,9 +433,8 @@ class Filterd:
     memory_kind = "rss"
 
     def __init__(self, label: str, variant: str, params: dict[str, str] | None = None, select: str = "none",
-                 bigrams: bool = False, received: bool = False) -> None:  # fmt: skip
+                 bigrams: bool = False) -> None:  # fmt: skip
         self.label, self.variant, self.raw_params, self.select, self.bigrams = label, variant, params or {}, select, bigrams
-        self.received = received  # + rcvd: tokens of Received headers (a proposed tokenizer change, tokexp.py)
         self.name = f"filterd {label}"
 
     def warm(self) -> None:
@@ -458,12 +457,7 @@ class Filterd:
         from filterd.tokenize import Tokenizer
         from filterd.tokenize.config import TokenizerConfig
 
-        tokenizer = Tokenizer(TokenizerConfig(bigrams=self.bigrams))
-        if self.received:
-            from tokexp import ExtraTokens
-
-            return ExtraTokens(tokenizer, {"received"})
-        return tokenizer
+        return Tokenizer(TokenizerConfig(bigrams=self.bigrams))
 
     def corpus(self, records):
         from filterd.evaluate import Corpus
@@ -559,24 +553,23 @@ def _run(command: list[str], input: bytes | None = None, ok: tuple[int, ...] = (
 
 
 FILTERD_CANDIDATES = [
-    Filterd("mnb (current default)", "mnb"),
+    Filterd("default: robinson_fisher(s=0.0178,x=0.52) + local:1000000:alo:0.2", "robinson_fisher",
+            {"s": "0.0178", "x": "0.52"}, "local:1000000:alo:0.2"),  # filterd.model.DEFAULT_SPEC
+    Filterd("mnb", "mnb"),
     Filterd("twcnb + local:6:alo", "twcnb", select="local:6:alo"),
-    Filterd("robinson_fisher(s=0.0178,x=0.52) + local:1000000:alo:0.2", "robinson_fisher",
-            {"s": "0.0178", "x": "0.52"}, "local:1000000:alo:0.2"),  # fmt: skip
     Filterd("pnbc + local:6:alo", "pnbc", select="local:6:alo"),
 ]
 
 
 def candidate(text: str) -> Filterd:
     """A filterd configuration from "VARIANT[,KEY=VALUE...][+SELECT][+bigrams]",
-    e.g. "robinson_fisher,s=0.0178,x=0.52+local:1000000:alo:0.2+bigrams"; "+received" adds
-    the rcvd: tokens of Received headers (tokexp.py), a tokenizer change not in filterd yet."""
+    e.g. "robinson_fisher,s=0.0178,x=0.52+local:1000000:alo:0.2+bigrams"."""
     head, *rest = text.split("+")
     variant, *pairs = head.split(",")
     params = dict(pair.split("=", 1) for pair in pairs)
-    bigrams, received = "bigrams" in rest, "received" in rest
-    selections = [r for r in rest if r not in ("bigrams", "received")]
-    return Filterd(text, variant, params, selections[0] if selections else "none", bigrams, received)
+    bigrams = "bigrams" in rest
+    selections = [r for r in rest if r != "bigrams"]
+    return Filterd(text, variant, params, selections[0] if selections else "none", bigrams)
 
 
 def all_peers(candidates: Sequence[str] = ()) -> list:

@@ -286,9 +286,9 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         speed = statistics.median(r["messages"] / r["seconds"] for r in done)
         speeds[peer.name] = speed
         rows.append((peer, measures(Path(done[0]["scores"]), peer.tau), (speed, len(done), done), None))
-    reference = next((p.name for p in peers if p.family == "filterd" and p.name in speeds and "robinson" in p.name),
+    reference = next((p.name for p in peers if p.family == "filterd" and p.name in speeds and "default" in p.name),
                      next((n for n in speeds if n.startswith("filterd")), None))  # fmt: skip
-    lines = [head + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd RF ÷ peer | peak MB |",
+    lines = [head + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd default ÷ peer | peak MB |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for peer, m, timing, error in rows:
         if m is None:
@@ -300,7 +300,7 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         if done[0]["messages"] < len(records) and protocol == "online" and reference:
             ref_done = next(r for r in runs[reference] if r.get("scores"))
             ref = measures(Path(ref_done["scores"]), 0.0, first=done[0]["messages"])
-            label += (f" (first {done[0]['messages']:,} messages only; filterd RF on them: (1−AUC)% "
+            label += (f" (first {done[0]['messages']:,} messages only; filterd default on them: (1−AUC)% "
                       f"{ref['one_minus_auc_pct']:.3f}, spec@R=1 {ref['spec']:.3f})")
         mark = "¹" if count == 1 else ""
         peak = max(r["peak_kb"] for r in done) / 1024
@@ -316,8 +316,8 @@ Bayes decision: probability 0.5, log-odds/pR/S−H 0), h=.1% (spam missed at 0.1
 misclassification, 100 − 100·R@FPR.1%), spec@R=1 (ham kept at 100 % spam recall), all by
 `filterd.metrics` on the per-message scores; msg/s = messages learned + scored per second of
 wall time, including the peer's own parsing and process start-ups, median over the repetitions
-(¹ = one run: the first run took longer than --repeat-budget); "filterd RF ÷ peer" = the speed of
-filterd robinson_fisher + local:1000000:alo:0.2 over the peer's, in the same protocol (> 1:
+(¹ = one run: the first run took longer than --repeat-budget); "filterd default ÷ peer" = the speed of
+filterd's default configuration over the peer's, in the same protocol (> 1:
 filterd faster); peak MB: ᶜ = the largest peak RSS of one of the peer's own processes (
 is measured by GNU time on the run's last messages, for one-process-per-message peers, by the
 SpamAssassin driver's own VmHWM and by GNU time around sa-learn), ʳ = peak RSS of the worker during the run less its RSS before (VmHWM reset via
@@ -383,8 +383,8 @@ How each peer is driven (bench/peers/adapters.py):
   joint_log_likelihood one at a time. River's ComplementNB sums over the whole vocabulary for each
   token of each message (O(|x|·V)); on the e-mail corpus it runs on a prefix of the stream.
 - filterd: the code path of `filterd evaluate` (filterd.evaluate; each worker checks its figures
-  against `evaluate()`), tokenization included in the time. "+received" adds `rcvd:` tokens of the
-  Received headers (bench/peers/tokexp.py), a tokenizer change proposed, not yet in filterd.
+  against `evaluate()`), tokenization included in the time; "default" is `filterd.model.DEFAULT_SPEC`,
+  what `filterd run` uses out of the box.
 """
 
 

@@ -4,9 +4,10 @@
 
 bogofilter (`bogolexer -p`) tokenizes every header: Received lines as `rcvd:` tokens (hosts,
 IPs, words), the mbox envelope line and all other headers as `head:` tokens, and keeps case.
-filterd's mail tokenizer (filterd/tokenize/mail.py) reads only Subject, From/Reply-To/
-Return-Path, To/Cc, the content types and the header names. This wraps filterd's Tokenizer and
-adds, per --extra: `received` (rcvd:<token> of every Received header), `envelope` (head:<token>
+filterd's mail tokenizer (filterd/tokenize/mail.py, headers.py) reads Subject, From/Reply-To/
+Return-Path, To/Cc, the relays of the Received headers (hosts and networks), a few client and
+threading headers, the content types and the header names. This wraps filterd's Tokenizer and
+adds, per --extra: `received` (rcvd:<word> of every word of every Received header), `envelope` (head:<token>
 of the mbox "From " line), `headers` (head:<token> of every other header value not read by
 filterd, except Date and Message-ID), `case` (the body's words once more, case kept, as
 case:<Word>, for words with an upper-case letter). Measured with the code path of

@@ -10,12 +10,21 @@ from filterd import config
 from filterd.config import Config
 from filterd.corpus import CorpusError, Record, read_corpus
 from filterd.estimators import parse_params
-from filterd.model import ModelSpec
+from filterd.model import DEFAULT_SPEC, ModelSpec
 from filterd.select import Selection
 
 
 def model_specs(variants: Sequence[str], params: Sequence[str], selections: Sequence[str]) -> list[ModelSpec]:
-    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select."""
+    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select.
+
+    Without a variant: the default spec (`DEFAULT_SPEC`), its parameters overridden by --param and
+    its selection unless --select is given. With variants but no --select: no selection.
+    """
+    if not variants:
+        variants = (DEFAULT_SPEC.variant,)
+        params = (*(f"{k}={v}" for k, v in DEFAULT_SPEC.params.items()), *params)
+        selections = selections or (str(DEFAULT_SPEC.selection),)
+    selections = selections or ("none",)
     names = [v.removesuffix("+sow") for v in variants]
     scoped: dict[str, dict[str, str]] = {name: {} for name in names}
     for item in params:

@@ -25,11 +25,12 @@ DEMO_MESSAGES = 5000
 @click.option("--demo", is_flag=True, help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME[+sow]",
               help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
-                   "+sow for set-of-words mode. Repeat for a table. Default: mnb.")
+                   "+sow for set-of-words mode. Repeat for a table. Default: robinson_fisher s=0.0178 x=0.52.")
 @click.option("--param", "params", multiple=True, metavar="[VARIANT.]KEY=VALUE",
               help="Estimator parameter, e.g. alpha=0.1, pcn.A=min, unb.lam=1e-5. Repeatable.")
 @click.option("--select", "selections", multiple=True, metavar="SPEC",
-              help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. Default: none.")
+              help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. "
+                   "Default: none with --variant, else local:1000000:alo:0.2 (the default model's).")
 @click.option("--protocol", type=click.Choice(["split", "online"]), default="split", show_default=True,
               help="split: train/test; online: TREC immediate-feedback replay in `order`.")
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
@@ -39,7 +40,7 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, see shared/corpora/README.md)."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
-    specs = model_specs(variants or ("mnb",), params, selections or ("none",))
+    specs = model_specs(variants, params, selections)
     records = _demo_records() if demo else read_records(corpus)
     tokenizer = Tokenizer(TokenizerConfig(bigrams=bigrams))
     with _progress(records, "tokenizing") as bar:
@@ -61,9 +62,9 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
 @click.command(name="tune")
 @click.argument("corpus", required=False, type=click.Path(dir_okay=False))
 @click.option("--demo", is_flag=True, help="Tune on the synthetic demo corpus.")
-@click.option("--variant", default="mnb", show_default=True, metavar="NAME[+sow]")
+@click.option("--variant", metavar="NAME[+sow]", help="Default: robinson_fisher with the default parameters and selection.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fixed estimator parameters.")
-@click.option("--select", "selection", default="none", show_default=True, metavar="SPEC")
+@click.option("--select", "selection", metavar="SPEC", help="Default: none with --variant, else the default selection.")
 @click.option("--grid", "grids", multiple=True, metavar="KEY=V1,V2,...",
               help="Values to try: estimator parameters or select (e.g. alpha=0.01,0.1,1 or "
                    "select=local:4:alo,local:8:or). Without --grid, unb tunes its per-class λ by differential evolution.")
@@ -75,7 +76,7 @@ def tune_command(corpus, demo, variant, params, selection, grids, objective, tar
     """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
-    (spec,) = model_specs((variant,), params, (selection,))
+    (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())
     grid = {}
     for item in grids:
         key, sep, values = item.partition("=")

@@ -147,12 +147,12 @@ def model() -> None:
 @model.command(name="create")
 @click.argument("name")
 @db_option
-@click.option("--variant", default="mnb", show_default=True, metavar="NAME[+sow]")
+@click.option("--variant", metavar="NAME[+sow]", help="Default: robinson_fisher with the default parameters and selection.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE")
-@click.option("--select", "selection", default="none", show_default=True, metavar="SPEC")
+@click.option("--select", "selection", metavar="SPEC", help="Default: none with --variant, else the default selection.")
 def model_create(name, url, variant, params, selection) -> None:
     """Add a model NAME with an estimator and a selection."""
-    (spec,) = model_specs((variant,), params, (selection,))
+    (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())
     with store_errors():
         engine = database.connect(url)
         with engine.connect() as conn:

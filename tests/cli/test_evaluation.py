@@ -31,6 +31,15 @@ def test_evaluate_a_corpus_file_prints_a_table(tmp_path):
     assert row.startswith("unb(lam=1e-05)")
 
 
+def test_without_variant_the_default_model_is_evaluated(tmp_path):
+    assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
+    (row,) = [json.loads(line) for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json").stdout.splitlines()]
+    assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.0178,x=0.52)", "local:1000000:alo:0.2")
+    (row,) = [json.loads(line) for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json", "--param", "s=0.45",
+                                               "--select", "none").stdout.splitlines()]  # fmt: skip
+    assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.45,x=0.52)", "none")
+
+
 def one_line_error(result, code):
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
@@ -40,7 +49,8 @@ def one_line_error(result, code):
 
 def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path):
     assert "bad selection" in one_line_error(run("evaluate", "--demo", "--select", "local:x"), 2)
-    assert "no parameter" in one_line_error(run("evaluate", "--demo", "--param", "mnb.beta=1"), 2)
+    assert "no parameter" in one_line_error(run("evaluate", "--demo", "--variant", "mnb", "--param", "mnb.beta=1"), 2)
+    assert "not evaluated" in one_line_error(run("evaluate", "--demo", "--param", "mnb.alpha=1"), 2)
     assert "unknown variant" in one_line_error(run("evaluate", "--demo", "--variant", "svm"), 2)
     assert "not both" in one_line_error(run("evaluate"), 2)
     assert "no such file" in one_line_error(run("evaluate", str(tmp_path / "missing.jsonl")), 1)
