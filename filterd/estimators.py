@@ -6,6 +6,8 @@ norm). Robinson–Fisher is the one non-linear rule: it combines per-token proba
 with Fisher's chi-square method (`combine="fisher"`).
 
 Tokens with no statistics carry no evidence: their weights are 0 in every estimator.
+The bias b depends on the class aggregates only (the online replay relies on it), and
+takes their shape: (C, 1), or (C, m) where every column has aggregates of its own.
 Names follow METHODS.md: N, DF, T, D, N_c, V, θ̃ (theta_c for the complement), λ, γ.
 """
 
@@ -28,7 +30,7 @@ Combine = Literal["linear", "fisher"]
 class Weights:
     labels: tuple[str, ...]
     W: np.ndarray  # (C, V); for "fisher", W[0] = f(w) of the target class, W[1] = 1 − f(w)
-    b: np.ndarray  # (C,)
+    b: np.ndarray  # (C, 1) b_c; (C, n) for n documents that each have their own (the online replay)
     known: np.ndarray  # (V,) tokens that carry evidence
     transform: Transform = "counts"
     combine: Combine = "linear"
@@ -49,13 +51,18 @@ def _weights(c: Counts, W: np.ndarray, b: np.ndarray, **kw: Any) -> Weights:
 
 def _log_prior(c: Counts) -> np.ndarray:
     """b_c = log(D_c / D)."""
-    return _log(c.D / c.D.sum())
+    return _log(c.D / c.D.sum(axis=0, keepdims=True))
 
 
 def _log_prior_odds(c: Counts) -> np.ndarray:
     """b_c = log(D_c / D_c̄)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return _log(c.D) - _log(c.complement(c.D))
+
+
+def _no_prior(c: Counts) -> np.ndarray:
+    """b_c = 0."""
+    return np.zeros_like(c.D)
 
 
 def _safe_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -66,22 +73,27 @@ def _safe_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # --- 1–2. MNB and per-class normalization ----------------------------------------------------
 
 
+def log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
+    """log θ[c,w] = log(N[c,w]+α) − log(N_c+αV)."""
+    return _log(c.N + alpha) - _log(c.Nc + alpha * c.V)
+
+
 def mnb(c: Counts, alpha: float = 1.0) -> Weights:
     """MNB with Lidstone smoothing: W[c,w] = log(N[c,w]+α) − log(N_c+αV), b_c = log(D_c/D)."""
-    W = _log(c.N + alpha) - _log(c.Nc + alpha * c.V)[:, None]
-    return _weights(c, W, _log_prior(c))
+    return _weights(c, log_theta(c, alpha), _log_prior(c))
 
 
 def pcn(c: Counts, A: float | str = 1.0) -> Weights:
     """MNB-PCN (Frank & Bouckaert): N[c,·] → A·N[c,·]/N_c, then MNB with α=1.
 
-    A = 1 (default), "min" (min_c N_c, "PCN-min") or any positive value.
+    A = 1 (default), "min" (min_c N_c over the classes with tokens, "PCN-min") or any positive value.
     """
     Nc = c.Nc
     if A == "min":
-        A = float(Nc[Nc > 0].min()) if (Nc > 0).any() else 1.0
-    scale = _safe_divide(np.full_like(Nc, float(A)), Nc)
-    return mnb(replace(c, N=c.N * scale[:, None], Nc=Nc * scale), alpha=1.0)
+        smallest = np.where(Nc > 0, Nc, np.inf).min(axis=0, keepdims=True)
+        A = np.where(np.isfinite(smallest), smallest, 1.0)
+    scale = _safe_divide(np.broadcast_to(np.asarray(A, dtype=np.float64), Nc.shape), Nc)
+    return mnb(replace(c, N=c.N * scale, Nc=Nc * scale), alpha=1.0)
 
 
 # --- 3. centroid -------------------------------------------------------------------------------
@@ -93,8 +105,8 @@ def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
         raise ValueError(f"norm must be l1 or l2, not {norm!r}")
     if norm == "l2":
         c.require_full("the L2 centroid")
-    length = c.Nc if norm == "l1" else np.sqrt((c.N * c.N).sum(axis=1))
-    return _weights(c, _safe_divide(c.N, length[:, None]), np.zeros(len(c.labels)))
+    length = c.Nc if norm == "l1" else np.sqrt((c.N * c.N).sum(axis=1, keepdims=True))
+    return _weights(c, _safe_divide(c.N, length), _no_prior(c))
 
 
 # --- 4. complement NB family ----------------------------------------------------------------
@@ -102,26 +114,26 @@ def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
 
 def complement_log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
     """log θ̃[c,w] = log(N[c̄,w]+α) − log(N_c̄+αV), estimated from every class but c."""
-    return _log(c.complement(c.N) + alpha) - _log(c.complement(c.Nc) + alpha * c.V)[:, None]
+    return log_theta(replace(c, N=c.complement(c.N), Nc=c.complement(c.Nc)), alpha)
 
 
 def cnb(c: Counts, alpha: float = 1.0) -> Weights:
     """CNB (Rennie): W[c,w] = −log θ̃[c,w]; b_c = 0 (Rennie drops the prior)."""
-    return _weights(c, -complement_log_theta(c, alpha), np.zeros(len(c.labels)))
+    return _weights(c, -complement_log_theta(c, alpha), _no_prior(c))
 
 
 def wcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """WCNB: CNB with each class's weights divided by Σ_w |log θ̃[c,w]| first."""
     c.require_full("WCNB's normalization")
-    log_theta = complement_log_theta(c, alpha)
-    total = np.where(c.known, np.abs(log_theta), 0.0).sum(axis=1, keepdims=True)
-    return _weights(c, -_safe_divide(log_theta, total), np.zeros(len(c.labels)))
+    log_theta_bar = complement_log_theta(c, alpha)
+    total = np.where(c.known, np.abs(log_theta_bar), 0.0).sum(axis=1, keepdims=True)
+    return _weights(c, -_safe_divide(log_theta_bar, total), _no_prior(c))
 
 
 def idf(c: Counts) -> np.ndarray:
     """IDF per token: log(D / DF[w]) (0 for unknown tokens)."""
     df = c.DF.sum(axis=0)
-    return np.where(df > 0, _log(c.D.sum() / np.maximum(df, 1)), 0.0)
+    return np.where(df > 0, _log(c.D.sum(axis=0) / np.maximum(df, 1)), 0.0)
 
 
 def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
@@ -132,14 +144,13 @@ def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """
     i = idf(c)
     N = c.T * i
-    w = wcnb(replace(c, N=N, Nc=N.sum(axis=1)), alpha)
+    w = wcnb(replace(c, N=N, Nc=N.sum(axis=1, keepdims=True)), alpha)
     return replace(w, transform="log_tf_idf", idf=i)
 
 
 def ova(c: Counts, alpha: float = 1.0) -> Weights:
     """One-vs-all-but-one: W[c,w] = log θ[c,w] − log θ̃[c,w], b_c = log(D_c/D_c̄)."""
-    log_theta = _log(c.N + alpha) - _log(c.Nc + alpha * c.V)[:, None]
-    return _weights(c, log_theta - complement_log_theta(c, alpha), _log_prior_odds(c))
+    return _weights(c, log_theta(c, alpha) - complement_log_theta(c, alpha), _log_prior_odds(c))
 
 
 # --- 5. regularized universal-set NB ------------------------------------------------------------
@@ -158,8 +169,8 @@ def likelihood_ratio(f_nu, n_nu, f_de, n_de, lam, smoothed: bool = True) -> np.n
 
 def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
     """UNB-R: W[c,w] = log r̃(w,c) with per-class λ_c (λ=0: plain UNB), b_c = log(D_c/D_c̄)."""
-    lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),))[:, None]
-    r = likelihood_ratio(c.N, c.Nc[:, None], c.complement(c.N), c.complement(c.Nc)[:, None], lam_c)
+    lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),)).reshape(-1, 1)  # a column per class
+    r = likelihood_ratio(c.N, c.Nc, c.complement(c.N), c.complement(c.Nc), lam_c)
     return _weights(c, _log(r), _log_prior_odds(c))
 
 
@@ -172,7 +183,7 @@ def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     seen = c.N > 0
     Z = np.maximum(c.V - c.U, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        W = np.where(seen, _log(c.N) - _log(c.Nc)[:, None], (gamma / Z)[:, None])
+        W = np.where(seen, _log(c.N) - _log(c.Nc), gamma / Z)
     return _weights(c, W, _log_prior(c))
 
 
@@ -192,9 +203,8 @@ def pnbc(
     """
     if smoothing == "laplace":
         return mnb(c, alpha)
-    N, Nc = c.N, c.Nc[:, None]
-    p_bg = c.N.sum(axis=0) / max(c.Nc.sum(), 1.0)
-    U = c.U[:, None]
+    N, Nc, U = c.N, c.Nc, c.U
+    p_bg = N.sum(axis=0) / np.maximum(Nc.sum(axis=0), 1.0)
     if smoothing == "absolute":
         p = _safe_divide(np.maximum(N - delta, 0.0) + delta * U * p_bg, Nc)
     elif smoothing == "linear":
@@ -218,14 +228,14 @@ def robinson_fisher(c: Counts, s: float = 0.45, x: float = 0.5) -> Weights:
     """
     if len(c.labels) != 2:
         raise ValueError("robinson_fisher is a two-class rule: build it on a target-vs-rest view")
-    rate_t = _safe_divide(c.DF[0], c.D[0:1])
-    rate_o = _safe_divide(c.DF[1], c.D[1:2])
+    rate_t = _safe_divide(c.DF[0], c.D[0])
+    rate_o = _safe_divide(c.DF[1], c.D[1])
     p = _safe_divide(rate_t, rate_t + rate_o)
     n = c.DF[0] + c.DF[1]
     f = (s * x + n * p) / (s + n)
     known = c.known
     return Weights(
-        c.labels, np.stack([f, 1.0 - f]), np.zeros(2), known,
+        c.labels, np.stack([f, 1.0 - f]), _no_prior(c), known,
         transform="binary", combine="fisher", strength=np.where(known, np.abs(f - 0.5), -np.inf),
     )  # fmt: skip
 

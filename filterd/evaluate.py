@@ -3,7 +3,7 @@
 split   the corpus's own train/test split if it has one, else stratified 66/34 with seed 0
         (Frank & Bouckaert, Kołcz): learn the training part, score the test part.
 online  the TREC immediate-feedback replay in `order`: score each message with everything
-        learned before it, then learn its label (a two-class task).
+        learned before it, then learn its label (a two-class task; filterd.replay).
 
 Tasks, by the corpus:
 binary      two labels, or any corpus with a target class (target vs the rest): the decision
@@ -27,6 +27,7 @@ from filterd import metrics
 from filterd.corpus import Record, is_multilabel, train_test_split
 from filterd.features import DocBatch, encode, select_docs
 from filterd.model import Model, ModelSpec
+from filterd.replay import online_scores
 from filterd.stats import Statistics
 
 SEED = 0  # token-key seed of evaluation runs; any fixed value gives the same results
@@ -228,21 +229,13 @@ def _macro_average(result: Evaluation) -> None:
 
 
 def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) -> Evaluation:
-    records = sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order)
-    truth = np.array([target in corpus.records[i].labels for i in records])
-    labels = [target if t else f"not {target}" for t in truth]
-    stats = Statistics([target, f"not {target}"], seed=SEED)
-    scores = np.zeros(len(records))
-    lazy = not spec.needs_whole_vocabulary  # weights for the message's own tokens only
+    order = np.array(sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order), dtype=np.int64)
+    truth = np.array([target in corpus.records[i].labels for i in order])
     started = time.perf_counter()
-    for step, i in enumerate(progress(records)):
-        one = select_docs(corpus.batch, np.array([i]))
-        if stats.D.min() > 0:  # until both classes have a document there is nothing to score with
-            scores[step] = Model.build(stats, spec, target, lazy=lazy).score(one).binary()[0]
-        stats.update(one, [labels[step]])
-    result = Evaluation(spec_name(spec), str(spec.selection), "online", "binary", target, len(records), len(records))
+    scores = online_scores(select_docs(corpus.batch, order), truth, spec, target, progress)
+    result = Evaluation(spec_name(spec), str(spec.selection), "online", "binary", target, len(order), len(order))
     _binary_measures(result, scores, truth)
-    _timing(result, corpus, started, len(records))
+    _timing(result, corpus, started, len(order))
     return result
 
 

@@ -62,14 +62,16 @@ def _format(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class _Compiled:
-    """Weights and token strength for some columns of the vocabulary."""
+class Compiled:
+    """Weights and token strength for some columns (`Counts`), as `spec` asks for them."""
 
     weights: Weights
     strength: np.ndarray | None
 
 
-def _compile(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> _Compiled:
+def compile_weights(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> Compiled:
+    """The estimator's weights on `counts` with the selection's strength (global top-N
+    applied); `keys` are the columns' token keys, to break ties."""
     weights = ESTIMATORS[spec.variant](counts, **spec.params)
     if spec.set_of_words and weights.transform == "counts":
         weights = replace(weights, transform="binary")
@@ -83,7 +85,7 @@ def _compile(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> _Compiled:
     if spec.selection.kind == "global":
         keep = global_top(token_strength, keys, spec.selection.n)
         weights = replace(weights, W=np.where(keep, weights.W, 0.0), known=weights.known & keep)
-    return _Compiled(weights, token_strength)
+    return Compiled(weights, token_strength)
 
 
 class Model:
@@ -107,12 +109,12 @@ class Model:
             if spec.needs_whole_vocabulary:
                 raise ValueError(f"{spec} needs the whole vocabulary: build it in full, not lazily")
             self._vocab = stats.vocab
-            self._compiled: _Compiled | None = None
+            self._compiled: Compiled | None = None
             self.labels = (target, f"not {target}") if target is not None else tuple(stats.labels)
         else:
             self._vocab = stats.vocab.snapshot()
             keys = stats.vocab.keys.copy()
-            self._compiled = _compile(stats.counts(target, None, spec.set_of_words), spec, keys)
+            self._compiled = compile_weights(stats.counts(target, None, spec.set_of_words), spec, keys)
             self.labels = self._compiled.weights.labels
 
     @classmethod
@@ -147,25 +149,34 @@ class Model:
                 raise ValueError("the statistics changed since this lazy model was built: build a new one")
             columns, ids[ids >= 0] = np.unique(ids[ids >= 0], return_inverse=True)
             counts = self._stats.counts(self.target_class, columns, self.spec.set_of_words)
-            compiled = _compile(counts, self.spec, self._stats.vocab.keys[columns])
+            compiled = compile_weights(counts, self.spec, self._stats.vocab.keys[columns])
         else:
             compiled = self._compiled
-        w = compiled.weights
-        usable = ids >= 0
-        usable[usable] = w.known[ids[usable]]
-        entry = np.flatnonzero(usable)
-        ids, doc = ids[entry], batch.doc_of_entry[entry]
-        transform = "idf_l2" if self.spec.selection.kind == "ir" else w.transform
-        x = _transformed(transform, w.idf, batch.counts[entry].astype(np.float64), ids, doc, len(batch))
-        if self.spec.selection.kind == "local" or w.combine == "fisher":
-            n = self.spec.selection.n if self.spec.selection.kind == "local" else len(entry)
-            keep = local_top(doc, compiled.strength[ids], batch.keys[entry], n, self.spec.selection.min_strength)
-            entry, ids, doc, x = entry[keep], ids[keep], doc[keep], x[keep]
-        if w.combine == "fisher":
-            class_scores = _fisher(w.W[0, ids], doc, len(batch))
-        else:
-            class_scores = _linear(w.W, w.b, ids, x, doc, len(batch))
-        return Scores(self.labels, w, batch, class_scores, entry, ids, doc, x)
+        return score_columns(compiled, self.spec.selection, self.labels, batch, ids)
+
+
+def score_columns(compiled: Compiled, selection: Selection, labels: tuple[str, ...], batch: DocBatch,
+                  ids: np.ndarray) -> Scores:  # fmt: skip
+    """Class scores of every document of `batch`, entry e scored with column `ids[e]` of
+    `compiled` (−1: a token without a column). Tokens that carry no evidence are dropped, the
+    document transformed, the local top-N (or Robinson–Fisher's clues) kept, then combined.
+    A bias of shape (C, len(batch)) gives each document its own."""
+    w = compiled.weights
+    usable = ids >= 0
+    usable[usable] = w.known[ids[usable]]
+    entry = np.flatnonzero(usable)
+    ids, doc = ids[entry], batch.doc_of_entry[entry]
+    transform = "idf_l2" if selection.kind == "ir" else w.transform
+    x = _transformed(transform, w.idf, batch.counts[entry].astype(np.float64), ids, doc, len(batch))
+    if selection.kind == "local" or w.combine == "fisher":
+        n = selection.n if selection.kind == "local" else len(entry)
+        keep = local_top(doc, compiled.strength[ids], batch.keys[entry], n, selection.min_strength)
+        entry, ids, doc, x = entry[keep], ids[keep], doc[keep], x[keep]
+    if w.combine == "fisher":
+        class_scores = _fisher(w.W[0, ids], doc, len(batch))
+    else:
+        class_scores = _linear(w.W, w.b, ids, x, doc, len(batch))
+    return Scores(labels, w, batch, class_scores, entry, ids, doc, x)
 
 
 def _transformed(transform: str, idf_: np.ndarray | None, f: np.ndarray, ids: np.ndarray, doc: np.ndarray,
@@ -181,11 +192,12 @@ def _transformed(transform: str, idf_: np.ndarray | None, f: np.ndarray, ids: np
 
 
 def _linear(W: np.ndarray, b: np.ndarray, ids: np.ndarray, x: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
-    C = len(b)
+    """(n_docs, C) b_c + Σ_w x_w W[c,w]; b is (C, 1), or (C, n_docs) with a bias per document."""
+    C = len(W)
     contributions = W[:, ids] * x  # (C, m)
     flat = (doc[None, :] * C + np.arange(C)[:, None]).ravel()
     sums = np.bincount(flat, weights=contributions.ravel(), minlength=n_docs * C).reshape(n_docs, C)
-    return sums + b
+    return sums + b.T
 
 
 def _fisher(f: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:

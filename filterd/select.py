@@ -48,8 +48,8 @@ def strength(c: Counts, ranking: Ranking = "alo") -> np.ndarray:
 
 
 def _mutual_information(DF: np.ndarray, D: np.ndarray) -> np.ndarray:
-    total = D.sum()
-    cells = np.stack([DF, D[:, None] - DF])  # (presence, class, token) counts
+    total = D.sum(axis=0)
+    cells = np.stack([DF, D - DF])  # (presence, class, token) counts
     p = cells / total
     p_presence = p.sum(axis=1, keepdims=True)
     p_class = p.sum(axis=0, keepdims=True)

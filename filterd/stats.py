@@ -175,19 +175,16 @@ class Statistics:
         """
         cols = slice(0, len(self.vocab)) if columns is None else columns
         N, DF, T = self.storage.columns(cols)
-        D, Nc, U = self.D, (self.DFc if set_of_words else self.Nc), self.U
+        D, Nc, DFc, U = (aggregate.reshape(-1, 1) for aggregate in (self.D, self.Nc, self.DFc, self.U))
         labels = tuple(self.labels)
         if target is not None:
             if target not in self._label_ids:
                 raise KeyError(f"unknown class {target!r}; classes are {', '.join(self.labels)}")
             t = self._label_ids[target]
-            N, DF, T, D, Nc = (_target_and_rest(a, t) for a in (N, DF, T, D, Nc))
-            U = np.array([U[t], self._distinct_outside(t)])
+            N, DF, T, D, Nc, DFc = (_target_and_rest(a, t) for a in (N, DF, T, D, Nc, DFc))
+            U = np.array([[U[t, 0]], [self._distinct_outside(t)]])
             labels = (target, f"not {target}")
-        if set_of_words:
-            N = DF
-        return Counts(labels, N.astype(np.float64), DF.astype(np.float64), T / T_SCALE, D.astype(np.float64),
-                      Nc.astype(np.float64), U, self.V, full=columns is None)  # fmt: skip
+        return Counts.from_integers(labels, N, DF, T, D, Nc, DFc, U, self.V, set_of_words, full=columns is None)
 
     def _distinct_outside(self, t: int) -> int:
         """Distinct tokens of all classes but t together."""
@@ -220,23 +217,41 @@ def not_ready(labels: Sequence[str], docs: Sequence[int], min_docs: int = 20) ->
 
 @dataclass(frozen=True)
 class Counts:
-    """Statistics as floats, as the estimators read them: rows are classes, columns vocabulary ids.
+    """Statistics as floats, as the estimators read them: rows are classes, columns tokens.
 
     The columns may be a subset of the vocabulary (`full` is False); the class aggregates
     always describe the whole vocabulary, so that weights computed for a subset of columns
     equal the same columns computed for all. Estimators that need other sums over the whole
     vocabulary (WCNB's normalizer, the L2 centroid) require a full view.
+
+    The class aggregates broadcast against the (C, m) token columns: D, N_c and U are (C, 1)
+    when one set of statistics holds for every column (a model), or (C, m) when each column
+    has its own (the online replay, filterd.replay, where a column is a token of message i
+    as of before message i); V is a scalar or (1, m) alike. Estimators write formulas once,
+    for both.
     """
 
     labels: tuple[str, ...]
     N: np.ndarray  # (C, m) N[c,w]; DF[c,w] in set-of-words mode
     DF: np.ndarray  # (C, m)
     T: np.ndarray  # (C, m)
-    D: np.ndarray  # (C,) D_c
-    Nc: np.ndarray  # (C,) N_c = Σ_w N[c,w] over the whole vocabulary
-    U: np.ndarray  # (C,) distinct tokens of each class
-    V: int  # distinct tokens with any statistic > 0
+    D: np.ndarray  # (C, 1) or (C, m) D_c
+    Nc: np.ndarray  # (C, 1) or (C, m) N_c = Σ_w N[c,w] over the whole vocabulary
+    U: np.ndarray  # (C, 1) or (C, m) distinct tokens of each class
+    V: int | np.ndarray  # scalar or (1, m) distinct tokens with any statistic > 0
     full: bool = True
+
+    @classmethod
+    def from_integers(cls, labels: tuple[str, ...], N: np.ndarray, DF: np.ndarray, T: np.ndarray, D: np.ndarray,
+                      Nc: np.ndarray, DFc: np.ndarray, U: np.ndarray, V: int | np.ndarray,
+                      set_of_words: bool = False, full: bool = True) -> Counts:  # fmt: skip
+        """Counts from the integer statistics as `Statistics` keeps them (T in fixed point,
+        DFc = Σ_w DF[c,w]). Set-of-words mode (Kołcz): a document is the set of its tokens,
+        so N becomes DF and N_c becomes DFc."""
+        if set_of_words:
+            N, Nc = DF, DFc
+        return cls(labels, N.astype(np.float64), DF.astype(np.float64), T / T_SCALE, D.astype(np.float64),
+                   Nc.astype(np.float64), U, V, full)  # fmt: skip
 
     @property
     def known(self) -> np.ndarray:

@@ -57,7 +57,7 @@ def test_explanation_adds_up_to_the_decision_score(stats):
     scores = model.score_tokens([["free", "free", "cash", "meet", "unseen"]])
     explanation = scores.explain(0)
     b = model.weights.b
-    assert sum(c for _, c in explanation) + (b[0] - b[1]) == pytest.approx(scores.binary()[0])
+    assert sum(c for _, c in explanation) + (b[0, 0] - b[1, 0]) == pytest.approx(scores.binary()[0])
     W, keys = model.weights.W, model.hasher.keys(["free", "cash"])
     free, cash = (int(np.flatnonzero(stats.vocab.keys == k)[0]) for k in keys)
     contributions = dict(explanation)

@@ -424,7 +424,7 @@ class Filterd:
     """A filterd configuration through the code path of `filterd evaluate` (filterd.evaluate):
     tokenization of every message included in the time, the split protocol learning the
     training part as one batch and scoring the test part as one batch, the online protocol
-    building a model for each message (lazily, for its own tokens, where the estimator allows).
+    through filterd.replay (one vectorized replay where the estimator allows, else a model per message).
     Scores: s_spam − s_ham (log-odds; S − H for Robinson–Fisher)."""
 
     family = "filterd"
@@ -477,22 +477,11 @@ class Filterd:
         return Model.build(stats, self.spec(), "spam").score(corpus.batch_of(test)).binary()
 
     def online_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.evaluate import SEED
-        from filterd.features import select_docs
-        from filterd.model import Model
-        from filterd.stats import Statistics
+        from filterd.replay import online_scores
 
         corpus = corpus or self.corpus(records)
-        spec = self.spec()
-        stats = Statistics(["spam", "not spam"], seed=SEED)
-        lazy = not spec.needs_whole_vocabulary
-        scores = np.zeros(len(corpus.records))
-        for i, record in enumerate(corpus.records):
-            one = select_docs(corpus.batch, np.array([i]))
-            if stats.D.min() > 0:
-                scores[i] = Model.build(stats, spec, "spam", lazy=lazy).score(one).binary()[0]
-            stats.update(one, ["spam" if record.label == "spam" else "not spam"])
-        return scores
+        is_spam = np.array([record.label == "spam" for record in corpus.records], dtype=bool)
+        return online_scores(corpus.batch, is_spam, self.spec(), "spam")
 
     def check(self, records, protocol: str, scores: np.ndarray) -> str | None:
         """None if `filterd.evaluate.evaluate` gives the same AUC and spec@R=1 as `scores`."""
