@@ -8,6 +8,7 @@ never skips a record and never needs the consumer to stay out of `poll()` for lo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -103,11 +104,12 @@ class Batch:
     """The records of one poll, in partition order, and how to commit or re-read them."""
 
     records: list
+    polled_at: float = 0.0  # time.monotonic() when poll() returned them: where decision latency starts
 
     @classmethod
     def poll(cls, client: KafkaConsumer, timeout_ms: int, max_records: int) -> Batch:
         polled = client.poll(timeout_ms=timeout_ms, max_records=max_records)
-        return cls([record for tp in sorted(polled) for record in polled[tp]])
+        return cls([record for tp in sorted(polled) for record in polled[tp]], time.monotonic())
 
     def __len__(self) -> int:
         return len(self.records)
