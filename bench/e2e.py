@@ -850,7 +850,7 @@ def print_latency(args, lat: dict, n: int, fresh: bool) -> None:
     print(f"The target's measure, from the daemon's `filterd_decision_latency_seconds` ({d['count']:,.0f} decisions): "
           f"from the return of the poll() that delivered a message to the return of the producer flush that "
           f"confirmed the broker's acknowledgement of its decision. p50 {d['p50']:.1f} ms, p90 {d['p90']:.1f} ms, "
-          f"**p99 {d['p99']:.1f} ms**, mean {d['mean']:.1f} ms (quantiles interpolated inside buckets 1–5 ms wide); "
+          f"**p99 {d['p99']:.1f} ms**, mean {d['mean']:.1f} ms (quantiles interpolated inside its buckets: 1–5 ms wide up to 50 ms, wider beyond); "
           f"**{d['within']:.2%} of the decisions within 50 ms** (exact: a bucket bound) — the target is met when "
           f"≥ 99 %: {verdict(d['within'] >= 0.99)}.")
     print()
