@@ -635,6 +635,7 @@ def phase_latency(args, bootstrap: str, scorer: Daemon, topics: Topics, reader: 
     visible = [reader.seen[mid][3] - sent[mid][1] for mid in got]
     return {
         "sent": len(sent), "rate": len(sent) / send_seconds, "missing": len(sent) - len(got),
+        "window": (start, start + send_seconds),  # epoch seconds of the paced sending
         "timestamp_type": reader.seen[got[0]][1] if got else None,
         "record": quantiles_ms(record_ts), "scored": quantiles_ms(scored_at),
         "visible": quantiles_ms(visible) if args.observer else None,
