@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import sys
@@ -27,6 +28,8 @@ from typing import Any, Self, TextIO
 import prometheus_client
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
 
 LEVELS = {
     "debug": logging.DEBUG,
@@ -38,6 +41,9 @@ LEVELS = {
 KAFKA_LOGGER = "kafka"
 KAFKA_WINDOW_SECONDS = 10.0
 BATCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Fine around the 50 ms target (issue 4), so that the share of decisions within it is exact.
+LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.0175, 0.02, 0.025, 0.03,
+                   0.035, 0.04, 0.045, 0.05, 0.06, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5, 5.0, 10.0)  # fmt: skip
 MESSAGE_OUTCOMES = ("decided", "dead_lettered")
 FEEDBACK_OUTCOMES = (
     "learned",
@@ -168,6 +174,38 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+class WeightedHistogram(Collector):
+    """A Prometheus histogram whose `observe` takes a count: the decisions of one batch share
+    their latency, and prometheus_client's Histogram costs ~3.4 µs per observation, 4 % of a
+    core at 13,000 decisions/s."""
+
+    def __init__(self, name: str, documentation: str, buckets: tuple[float, ...], registry: CollectorRegistry) -> None:
+        self.name, self.documentation = name, documentation
+        self.bounds = (*buckets, float("inf"))
+        self._counts = [0] * len(self.bounds)  # per bucket, not cumulative
+        self._sum = 0.0
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def observe(self, seconds: float, count: int = 1) -> None:
+        """`count` observations of `seconds`."""
+        if count <= 0:
+            return
+        bucket = bisect.bisect_left(self.bounds, seconds)  # the first bound ≥ seconds, as le= means
+        with self._lock:
+            self._counts[bucket] += count
+            self._sum += seconds * count
+
+    def collect(self) -> list[HistogramMetricFamily]:
+        with self._lock:
+            counts, total = list(self._counts), self._sum
+        cumulative, buckets = 0, []
+        for bound, count in zip(self.bounds, counts):
+            cumulative += count
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        return [HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total)]
+
+
 class Metrics:
     """The daemon's Prometheus metrics, in a registry of its own (never the global default
     registry, so tests and several daemons in one process do not clash)."""
@@ -199,6 +237,13 @@ class Metrics:
             ["role"],
             buckets=BATCH_BUCKETS,
             registry=r,
+        )
+        self.decision_latency = WeightedHistogram(
+            "filterd_decision_latency_seconds",
+            "Per decision: from the poll() that returned its message to the broker's acknowledgement of "
+            "the decision (the producer flush returned).",
+            LATENCY_BUCKETS,
+            r,
         )
         self.model_version = Gauge(
             "filterd_model_version", "Version of the model in use.", registry=r

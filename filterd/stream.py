@@ -8,6 +8,7 @@ never skips a record and never needs the consumer to stay out of `poll()` for lo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -43,17 +44,27 @@ class PublishError(RuntimeError):
     """Records could not be delivered to the broker; the batch must be retried."""
 
 
-def client_settings(kafka: Mapping[str, Any], client: type) -> dict[str, Any]:
-    """The `[kafka]` settings `client` (KafkaConsumer, KafkaProducer, KafkaAdminClient) knows."""
-    defaults = {KafkaProducer: PRODUCER_DEFAULTS, KafkaConsumer: CONSUMER_DEFAULTS}.get(client, {})
+# The learner: feedback has no latency target, and each empty fetch cycle costs kafka-python
+# ~1–2 ms of CPU; with 20 ms an idle learner thread took 0.04–0.07 core (and the broker 0.02)
+# from the scorer beside it (`--role all`), with 500 ms (kafka-python's default) almost none.
+LEARNER_CONSUMER_DEFAULTS = {**CONSUMER_DEFAULTS, "fetch_max_wait_ms": 500}
+
+
+def client_settings(kafka: Mapping[str, Any], client: type,
+                    defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The `[kafka]` settings `client` (KafkaConsumer, KafkaProducer, KafkaAdminClient) knows, over
+    `defaults` (by default ours for that client)."""
+    if defaults is None:
+        defaults = {KafkaProducer: PRODUCER_DEFAULTS, KafkaConsumer: CONSUMER_DEFAULTS}.get(client, {})
     known = client.DEFAULT_CONFIG
     return {**defaults, **{k: v for k, v in kafka.items() if k in known}}
 
 
 def consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
-             log: structlog.typing.FilteringBoundLogger) -> KafkaConsumer:  # fmt: skip
+             log: structlog.typing.FilteringBoundLogger,
+             defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> KafkaConsumer:  # fmt: skip
     """A consumer in `group` subscribed to `topic`, committing only when told to."""
-    settings = client_settings(kafka, KafkaConsumer)
+    settings = client_settings(kafka, KafkaConsumer, defaults)
     settings.update(group_id=group, enable_auto_commit=False, max_poll_records=max_poll_records)
     client = KafkaConsumer(**settings)
     client.subscribe([topic], listener=_LoggingListener(log.bind(topic=topic, group=group)))
@@ -103,11 +114,12 @@ class Batch:
     """The records of one poll, in partition order, and how to commit or re-read them."""
 
     records: list
+    polled_at: float = 0.0  # time.monotonic() when poll() returned them: where decision latency starts
 
     @classmethod
     def poll(cls, client: KafkaConsumer, timeout_ms: int, max_records: int) -> Batch:
         polled = client.poll(timeout_ms=timeout_ms, max_records=max_records)
-        return cls([record for tp in sorted(polled) for record in polled[tp]])
+        return cls([record for tp in sorted(polled) for record in polled[tp]], time.monotonic())
 
     def __len__(self) -> int:
         return len(self.records)

@@ -96,6 +96,26 @@ def test_metrics_show_counters_with_their_labels(server):
         assert line in text
 
 
+def test_decision_latency_counts_a_batch_of_decisions_at_once(server):
+    latency = server.metrics.decision_latency
+    latency.observe(0.05, 80)  # a bound itself counts in its bucket (le = less or equal)
+    latency.observe(0.0501, 2)
+    latency.observe(30.0)
+    latency.observe(0.001, 0)  # an empty batch changes nothing
+    text = get(server, "/metrics")[2].decode().splitlines()
+    for line in [
+        'filterd_decision_latency_seconds_bucket{le="0.045"} 0.0',
+        'filterd_decision_latency_seconds_bucket{le="0.05"} 80.0',
+        'filterd_decision_latency_seconds_bucket{le="0.06"} 82.0',
+        'filterd_decision_latency_seconds_bucket{le="10.0"} 82.0',
+        'filterd_decision_latency_seconds_bucket{le="+Inf"} 83.0',
+        "filterd_decision_latency_seconds_count 83.0",
+    ]:
+        assert line in text
+    total = next(line for line in text if line.startswith("filterd_decision_latency_seconds_sum "))
+    assert float(total.split()[1]) == pytest.approx(80 * 0.05 + 2 * 0.0501 + 30.0)
+
+
 def test_each_metrics_has_a_registry_of_its_own():
     a, b = Metrics(), Metrics()  # the same names twice in one registry would raise
     a.decisions.labels(label="ham").inc()

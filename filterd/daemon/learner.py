@@ -29,6 +29,7 @@ OUTCOMES = {"learned": "learned", "relabelled": "relabelled", "duplicate": "dupl
 
 class Learner(Loop):
     role = "learner"
+    consumer_defaults = stream.LEARNER_CONSUMER_DEFAULTS
 
     def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages, monitor: Monitor,
                  labels: list[str], holdout_fraction: float, max_bytes: int, **loop) -> None:  # fmt: skip

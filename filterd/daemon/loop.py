@@ -34,6 +34,7 @@ class Loop:
     """One consumer group member: subclasses define `role`, `topic`, `group` and `process`."""
 
     role = "loop"
+    consumer_defaults: dict[str, Any] = stream.CONSUMER_DEFAULTS  # under the [kafka] settings
 
     def __init__(self, kafka: Mapping[str, Any], topic: str, group: str, max_records: int,
                  publisher: stream.Publisher, guard: DeadLetterGuard, dead_letter_topic: str,
@@ -94,7 +95,8 @@ class Loop:
         while not stop.is_set():
             self.health.beat(self.role)
             try:
-                consumer = stream.consumer(self.kafka, self.topic, self.group, self.max_records, self.log)
+                consumer = stream.consumer(self.kafka, self.topic, self.group, self.max_records, self.log,
+                                           self.consumer_defaults)
             except KafkaError as error:
                 self.health.set_ready(condition, False, str(error))
                 self.log.warning("broker unreachable, retrying", bootstrap_servers=self.kafka.get("bootstrap_servers"),

@@ -9,6 +9,7 @@ because spam often has them.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ class Scorer(Loop):
         # before the flush: once a decision is out, feedback naming its message may follow at once
         self.recent.put([d.message_id for d in result.decisions], result.tokens)
         self.flush()
+        self.metrics.decision_latency.observe(time.monotonic() - batch.polled_at, len(result.decisions))
         for label, count in Counter(d.label for d in result.decisions).items():
             self.metrics.decisions.labels(label=label).inc(count)
         self.metrics.messages.labels(outcome="decided").inc(len(result.decisions))

@@ -90,6 +90,20 @@ def test_bad_records_are_dead_lettered_and_the_stream_goes_on(start_daemon, kafk
     assert next(x for x in letters if x["reason"] == "oversized")["payload_truncated"] is True
 
 
+def test_the_decision_latency_histogram_counts_every_decision(start_daemon, kafka_config, topics, sqlite_url):
+    values = messages_of(STREAM[:500])
+    values[100:100] = [b"not json", b"{}"]  # dead-lettered: no decision, no latency
+    produce(kafka_config, topics["messages"], values)
+    daemon = start_daemon(sqlite_url, batches={"poll_records": 50})  # several batches
+    daemon.wait_for(lambda: daemon.metric("filterd_messages_total", outcome="dead_lettered") == 2
+                    and daemon.metric("filterd_messages_total", outcome="decided") == 500, what="every message")  # fmt: skip
+    assert daemon.metric("filterd_decision_latency_seconds_count") == 500
+    assert daemon.metric("filterd_decision_latency_seconds_bucket", le="+Inf") == 500
+    assert daemon.metric("filterd_decision_latency_seconds_bucket", le="10.0") == 500  # seconds, not milliseconds
+    assert 0 < daemon.metric("filterd_decision_latency_seconds_sum") < 500 * 10.0
+    assert len(read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)) == 500
+
+
 def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
