@@ -84,7 +84,7 @@ from store import synthetic_token_feedback  # noqa: E402
 from filterd.broker import LocalBroker, free_port  # noqa: E402
 from filterd.corpus import read_corpus, train_test_split  # noqa: E402
 from filterd.estimators import parse_params  # noqa: E402
-from filterd.model import ModelSpec  # noqa: E402
+from filterd.model import DEFAULT_SPEC, ModelSpec  # noqa: E402
 from filterd.select import Selection  # noqa: E402
 from filterd.store.database import connect, upgrade  # noqa: E402
 from filterd.store.learning import Feedback, apply_feedback, create_model  # noqa: E402
@@ -919,8 +919,8 @@ def main() -> None:
     parser.add_argument("--ceiling-records", type=int, default=50_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--poll-records", type=int, default=500, help="the scorer's batches.poll_records")
-    parser.add_argument("--variant", default="mnb", help="model variant of the SMS model (config default mnb)")
-    parser.add_argument("--select", default="none", help="selection of the SMS model (config default none)")
+    parser.add_argument("--variant", default=DEFAULT_SPEC.variant, help="model variant of the SMS model (default: the configuration's, with its parameters)")
+    parser.add_argument("--select", default=str(DEFAULT_SPEC.selection), help="selection of the SMS model (default: the configuration's)")
     parser.add_argument("--no-observer", dest="observer", action="store_false",
                         help="no live consumer of the decisions during the latency runs (it takes CPU the daemon "
                              "could use on a small machine); the decisions are read afterwards")
@@ -936,7 +936,8 @@ def main() -> None:
     variant = settings([item for item in args.latency_variant.split(",") if item.strip()])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
-    spec = ModelSpec(args.variant, parse_params(args.variant, {}), Selection.parse(args.select))
+    params = dict(DEFAULT_SPEC.params) if args.variant == DEFAULT_SPEC.variant else parse_params(args.variant, {})
+    spec = ModelSpec(args.variant, params, Selection.parse(args.select))
     train, test, source = sms_parts()
     report: dict = {"spec": str(spec), "source": source, "load_start": _loadavg()}
     daemons: list[Daemon] = []

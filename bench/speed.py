@@ -3,7 +3,7 @@
     .venv/bin/python bench/speed.py            # SMS and SpamAssassin from ../shared/corpora if present
 
 Prints messages/s (median of several runs, one core, after warm-up) for:
-  - scoring SMS-size messages with local top-N, tokenization included: in poll-sized batches and one at a time
+  - scoring SMS-size messages with the default model (robinson_fisher over its local clues), tokenization included: in poll-sized batches and one at a time
   - scoring raw e-mails of about 5 KB, MIME parsing included
   - learning SMS-size messages (tokenize + learn, batches)
   - scikit-learn HashingVectorizer + MultinomialNB scoring one message at a time, and the ratio
@@ -27,8 +27,7 @@ import numpy as np  # noqa: E402
 
 from filterd.corpus import read_corpus  # noqa: E402
 from filterd.features import encode  # noqa: E402
-from filterd.model import Model, ModelSpec  # noqa: E402
-from filterd.select import Selection  # noqa: E402
+from filterd.model import DEFAULT_SPEC, Model  # noqa: E402
 from filterd.stats import Statistics  # noqa: E402
 from filterd.synth import SynthConfig, generate  # noqa: E402
 from filterd.tokenize import Tokenizer  # noqa: E402
@@ -36,7 +35,7 @@ from filterd.tokenize import Tokenizer  # noqa: E402
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPEATS = 5
 BATCH = 1000
-SPEC = ModelSpec("mnb", selection=Selection("local", 8, "or"))
+SPEC = DEFAULT_SPEC  # what `filterd run` uses
 
 
 def median_rate(n: int, run) -> float:
