@@ -57,6 +57,9 @@ _IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.
 
 def received_tokens(value: str, max_length: int) -> list[str]:
     """`received:` tokens of one Received header: host suffixes, then IPv4 prefixes."""
+    # Both patterns need a "." and treat whitespace as outside a match, before and after: the
+    # words with a "." hold every match, and scanning only them halved the time (measured).
+    value = " ".join([word for word in value.split() if "." in word])
     out: list[str] = []
     for host in _HOST.findall(value):
         labels = host.lower().split(".")

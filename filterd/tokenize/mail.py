@@ -44,6 +44,7 @@ from filterd.tokenize.text import normalize, text_tokens
 
 _SENDERS = ("from", "reply-to", "return-path")
 _RECIPIENTS = ("to", "cc")
+_READ_HEADERS = frozenset(("subject", *_SENDERS, *_RECIPIENTS, "received", *VALUE_HEADERS))
 
 _ENCODED_WORD = re.compile(r"=\?([^?\s]{1,64})\?([bBqQ])\?([^?\s]*)\?=")
 _BETWEEN_ENCODED_WORDS = re.compile(r"(?<=\?=)\s+(?==\?)")
@@ -156,23 +157,35 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
 
 
 def _header_tokens(message: Message, max_length: int) -> list[str]:
+    values = _header_values(message)
     out: list[str] = []
-    subject = message.get("subject")
-    if subject is not None:
-        subject_text = decode_header(str(subject))
-        out += ["subject:" + t for t in text_tokens(subject_text, max_length)]
+    subjects = values.get("subject")
+    if subjects:
+        out += ["subject:" + t for t in text_tokens(decode_header(subjects[0]), max_length)]
     for name in _SENDERS:
-        for value in message.get_all(name, ()):
-            out += sender_tokens(decode_header(str(value)), name + ":", max_length)
+        for value in values.get(name, ()):
+            out += sender_tokens(decode_header(value), name + ":", max_length)
     for name in _RECIPIENTS:
-        for value in message.get_all(name, ()):
-            out += recipient_tokens(str(value), name + ":", max_length)
-    for value in message.get_all("received", ()):
-        out += received_tokens(str(value), max_length)
+        for value in values.get(name, ()):
+            out += recipient_tokens(value, name + ":", max_length)
+    for value in values.get("received", ()):
+        out += received_tokens(value, max_length)
     for name in VALUE_HEADERS:
-        for value in message.get_all(name, ()):
-            out += [name + ":" + t for t in text_tokens(decode_header(str(value)), max_length)]
+        for value in values.get(name, ()):
+            out += [name + ":" + t for t in text_tokens(decode_header(value), max_length)]
     return out
+
+
+def _header_values(message: Message) -> dict[str, list[str]]:
+    """The values of the headers read here, by lowercased name, in order, as `get_all` gives
+    them (the raw mail holds no surrogates, so no value is a Header): one pass over the
+    headers instead of one per name (get_all cost 37 µs a mail)."""
+    values: dict[str, list[str]] = {}
+    for name, value in message.raw_items():
+        name = name.lower()
+        if name in _READ_HEADERS:
+            values.setdefault(name, []).append(str(value))
+    return values
 
 
 def _part_tokens(message: Message, config: TokenizerConfig, flags: set[str]) -> list[str]:
