@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from itertools import islice
 
 from filterd.tokenize.limits import cap
+from filterd.tokenize.memo import memoized
 
 # A URL in running text: a scheme or "www." start, then everything up to whitespace or a
 # character that cannot appear unquoted in one; possessive, so a failing match never backtracks.
@@ -93,12 +94,13 @@ _MAX_SUFFIXES = 4
 _MAX_PATH_WORDS = 10
 
 
-def url_tokens(url: str, max_token_length: int) -> list[str]:
+@memoized
+def url_tokens(url: str, max_token_length: int) -> tuple[str, ...]:
     """Tokens of one normalized URL ("https://…", "//host/…" or "www.…")."""
     m = _URL_PARTS.match(url)
     out: list[str] = []
     if m is None:  # cannot happen (every group is optional); kept for the never-raise contract
-        return out
+        return ()
     scheme, host, port = m.group("scheme", "host", "port")
     if scheme:
         out.append("proto:" + cap(scheme, max_token_length))
@@ -115,10 +117,9 @@ def url_tokens(url: str, max_token_length: int) -> list[str]:
                     out.append("url:" + cap(suffix, max_token_length))
     if port:
         out.append("urlport:" + port)
-    rest = url[m.end() :]
-    for word in islice(_PATH_WORD.finditer(rest), _MAX_PATH_WORDS):
+    for word in islice(_PATH_WORD.finditer(url, m.end()), _MAX_PATH_WORDS):
         out.append("urlpath:" + cap(word.group(), max_token_length))
-    return out
+    return tuple(out)
 
 
 def email_tokens(local: str, domain: str, max_token_length: int) -> list[str]:

@@ -39,6 +39,7 @@ from filterd.tokenize.headers import VALUE_HEADERS, header_name_tokens, received
 from filterd.tokenize.limits import MAX_MIME_BOUNDARIES, MAX_MIME_PARTS, MAX_PARTS, MIME_DEFECT, cap
 from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
+from filterd.tokenize.memo import memoized
 from filterd.tokenize.mime import split_mail
 from filterd.tokenize.text import normalize, text_tokens
 
@@ -258,14 +259,15 @@ def _decoded_text(part: Message, payload: str, cte: str, charset: str | None) ->
     return decode_bytes(data, charset) if isinstance(data, bytes) else payload
 
 
-def _link_tokens(link: str, max_length: int) -> list[str]:
+@memoized
+def _link_tokens(link: str, max_length: int) -> tuple[str, ...]:
     link = normalize(link.strip())
     m = _MAILTO.match(link)
     if m is not None:
-        return email_tokens(m.group(1), m.group(2), max_length)
+        return tuple(email_tokens(m.group(1), m.group(2), max_length))
     if _URL_START.match(link):
         return url_tokens(link, max_length)
-    return []  # relative, cid:, javascript: …
+    return ()  # relative, cid:, javascript: …
 
 
 def _attachment_tokens(
