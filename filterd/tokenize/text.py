@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 
 from filterd.tokenize.limits import cap_all
-from filterd.tokenize.links import FIND_LINKS, FIND_URLS, URL_TRAILER, email_tokens, url_tokens
+from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_links, url_tokens
 
 _CURRENCY = "$£€¥₹₩₽¢"
 _PAIRABLE_START = "_" + _CURRENCY
@@ -72,9 +73,9 @@ def text_tokens(text: str, max_token_length: int = 40, bigrams: bool = False) ->
     """Tokens of plain text, in order, with repeats. Never raises on any str."""
     text = normalize(text)
     if "@" in text:
-        return _linked_tokens(text, FIND_LINKS, max_token_length, bigrams)
+        return _linked_tokens(text, find_links(text), max_token_length, bigrams)
     if "://" in text or "www." in text:
-        return _linked_tokens(text, FIND_URLS, max_token_length, bigrams)
+        return _linked_tokens(text, FIND_URLS.finditer(text), max_token_length, bigrams)
     return plain_tokens(text, max_token_length, bigrams)
 
 
@@ -86,12 +87,12 @@ def plain_tokens(text: str, max_token_length: int, bigrams: bool = False) -> lis
 
 
 def _linked_tokens(
-    text: str, finder: re.Pattern[str], max_token_length: int, bigrams: bool
+    text: str, links: Iterator[re.Match[str]], max_token_length: int, bigrams: bool
 ) -> list[str]:
-    """Tokens of normalized text with the URLs (and addresses) `finder` finds in it, in order."""
+    """Tokens of normalized text and of `links`, its URL (and address) matches, in order."""
     out: list[str] = []
     start = 0
-    for m in finder.finditer(text):
+    for m in links:
         out += plain_tokens(text[start : m.start()], max_token_length, bigrams)
         url = m.group("url")
         if url is not None:

@@ -1,6 +1,10 @@
 """Plain-text tokens: words, normalization, money, links, long words, bigrams."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
+from filterd.tokenize.links import FIND_LINKS, find_links
 
 
 def tokens(text: str, **config) -> list[str]:
@@ -181,3 +185,21 @@ def test_text_path_matches_message_path():
     tokenizer = Tokenizer(TokenizerConfig(bigrams=True))
     text = "Urgent: verify your account at http://bank.example.com today!"
     assert tokenizer({"id": 1, "text": text}).tokens == tokenizer.text(text)
+
+
+LINKY_TEXT = st.lists(
+    st.sampled_from(
+        ["a", "Z", "9", "_", ".", "+", "-", "@", "@@", " ", "\n", ":", "/", "'", "é", "ж", "x.com"]
+        + ["http://", "https://", "ftp://", "www.", "mailto:", "a@b.c", "\u00a0"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(LINKY_TEXT, st.text()))
+def test_find_links_gives_the_matches_of_the_links_pattern(text):
+    def spans(matches):
+        return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
+
+    assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
