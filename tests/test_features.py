@@ -28,3 +28,21 @@ def test_select_docs_keeps_the_chosen_documents_in_order():
     assert list(sub.indptr) == [0, 1, 3]
     assert [sub.token(i) for i in range(3)] == ["d"] + sorted(["b", "c"], key=lambda t: hasher.key(t))
     assert list(sub.counts) == [1] + [2 if sub.token(i) == "b" else 1 for i in (1, 2)]
+
+
+def test_repeated_tokens_across_documents_keep_their_first_occurrence():
+    hasher = TokenHasher(seed=3)
+    docs = [["b", "a", "b"], [], ["a", "c", "a", "b"]]
+    batch = encode(docs, hasher)
+    assert batch.indptr.tolist() == [0, 2, 2, 5]
+    flat = [t for d in docs for t in d]
+    for i, doc in enumerate(docs):
+        lo, hi = batch.indptr[i], batch.indptr[i + 1]
+        by_key = {hasher.key(t): t for t in doc}
+        assert batch.keys[lo:hi].tolist() == sorted(by_key)
+        for entry in range(lo, hi):
+            token = batch.token(entry)
+            assert hasher.key(token) == batch.keys[entry]
+            assert batch.counts[entry] == doc.count(token)
+            offset = sum(len(d) for d in docs[:i])
+            assert batch.token_index[entry] == offset + doc.index(token) and flat[batch.token_index[entry]] == token
