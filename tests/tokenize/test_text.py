@@ -1,9 +1,12 @@
 """Plain-text tokens: words, normalization, money, links, long words, bigrams."""
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
+from filterd.tokenize import text as text_module
 from filterd.tokenize.links import FIND_LINKS, find_links
 
 
@@ -203,3 +206,19 @@ def test_find_links_gives_the_matches_of_the_links_pattern(text):
         return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
 
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
+
+
+WORDY_TEXT = st.lists(
+    st.sampled_from(list("aZ9_ .,'-%$£€!\n") + ["1.5", "x-y", "don't", "50%", "$3", "ж", "🔥"]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(WORDY_TEXT, st.text()))
+def test_word_patterns_match_their_backtracking_form(text):
+    # The patterns' possessive quantifiers must not change a match: compare with the same
+    # patterns without them.
+    for pattern in (text_module._ASCII_TOKEN, text_module._TOKEN):
+        reference = re.compile(pattern.pattern.replace("++", "+").replace("*+", "*"), pattern.flags)
+        assert pattern.findall(text) == reference.findall(text)
