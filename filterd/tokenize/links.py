@@ -38,9 +38,8 @@ _LOCAL_RUN = re.compile(r"[\w.+-]*+")
 URL_TRAILER = ".,;:!?)]}'\""
 
 
-
 def find_links(text: str) -> Iterator[re.Match[str]]:
-    """The matches of `FIND_LINKS.finditer(text)`, found 5x faster (measured on SpamAssassin).
+    """The matches of `FIND_LINKS.finditer(text)`, found 4x faster (measured on SpamAssassin).
 
     Scanning for FIND_LINKS tries the address branch, lookbehind first, at every position.
     Instead, URLs come from FIND_URLS, which skips to its literal starts, and addresses from
