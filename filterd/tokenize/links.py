@@ -38,9 +38,8 @@ _LOCAL_RUN = re.compile(r"[\w.+-]*+")
 URL_TRAILER = ".,;:!?)]}'\""
 
 
-
 def find_links(text: str) -> Iterator[re.Match[str]]:
-    """The matches of `FIND_LINKS.finditer(text)`, found 5x faster (measured on SpamAssassin).
+    """The matches of `FIND_LINKS.finditer(text)`, found 4x faster (measured on SpamAssassin).
 
     Scanning for FIND_LINKS tries the address branch, lookbehind first, at every position.
     Instead, URLs come from FIND_URLS, which skips to its literal starts, and addresses from
@@ -92,6 +91,7 @@ _IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 _PATH_WORD = re.compile(r"[^\W_]{2,}")
 _MAX_SUFFIXES = 4
 _MAX_PATH_WORDS = 10
+_FINDALL_MAX = 1000
 
 
 @memoized
@@ -117,9 +117,17 @@ def url_tokens(url: str, max_token_length: int) -> tuple[str, ...]:
                     out.append("url:" + cap(suffix, max_token_length))
     if port:
         out.append("urlport:" + port)
-    for word in islice(_PATH_WORD.finditer(url, m.end()), _MAX_PATH_WORDS):
-        out.append("urlpath:" + cap(word.group(), max_token_length))
+    out += ["urlpath:" + cap(word, max_token_length) for word in _path_words(url, m.end())]
     return tuple(out)
+
+
+def _path_words(url: str, start: int) -> list[str]:
+    """The first path words of `url` from `start` on. findall is twice as fast as finditer
+    (measured: the path words were 3/4 of url_tokens' time), but on a long URL would
+    collect every word."""
+    if len(url) - start <= _FINDALL_MAX:
+        return _PATH_WORD.findall(url, start)[:_MAX_PATH_WORDS]
+    return [word.group() for word in islice(_PATH_WORD.finditer(url, start), _MAX_PATH_WORDS)]
 
 
 def email_tokens(local: str, domain: str, max_token_length: int) -> list[str]:

@@ -37,8 +37,9 @@ _NOT_CTE_OF_MULTIPART = ("7bit", "8bit", "binary")
 # The header lines at the cursor are the longest run of lines that email.feedparser.headerRE
 # matches (an envelope line, a field name and ":", or a continuation); a header is a name, ":"
 # and its value from the first non-blank on, continuation lines included. Two versions of
-# each: one for input without "\r", where "." and "^" find line ends (4x faster to find the
-# block, 2x faster to split it), and one where lines may end at "\r\n" or a lone "\r" too.
+# each: one for input whose lines end at "\n" or "\r\n", where "." and "^" find line ends
+# (4x faster to find the block, 2x faster to split it; a value then keeps its "\r", which
+# header_source_parse strips as it does), and one where lines may end at a lone "\r" too.
 _NAME = r"[\041-\071\073-\176]"
 _HEADER_BLOCK_LF = re.compile(rf"(?:(?:From |{_NAME}*+:|[\t ]).*+(?:\n|\Z))*+")
 _HEADER_LF = re.compile(rf"^({_NAME}++):[ \t]*+(.*+(?:\n[\t ].*+)*+)", re.MULTILINE)
@@ -106,6 +107,7 @@ class _Splitter:
         self.pos = 0
         # Lines end at "\n", "\r\n" or a lone "\r", as in the feed parser's StringIO(newline="").
         self.has_cr = "\r" in raw
+        self.lone_cr = self.has_cr and raw.count("\r") != raw.count("\r\n")
         self.boundaries: list[_Boundary] = []  # of the enclosing multiparts: a false end of input
         self.last: Message | None = None  # the feed parser's `_last`
 
@@ -203,8 +205,8 @@ class _Splitter:
         line by line, headers cost 4x more)."""
         text = self.text
         start = self.pos
-        has_cr = self.has_cr
-        end = (_HEADER_BLOCK_CR if has_cr else _HEADER_BLOCK_LF).match(text, start).end()
+        lone_cr = self.lone_cr
+        end = (_HEADER_BLOCK_CR if lone_cr else _HEADER_BLOCK_LF).match(text, start).end()
         block = text[start:end]
         if self.boundaries and ("\n--" in block or "\r--" in block or block.startswith("--")):
             raise _Refused  # a header line that may be an enclosing delimiter: rare
@@ -216,14 +218,14 @@ class _Splitter:
             block.startswith((" ", "\t", ":", "From "))  # a continuation or no name first
             or "\nFrom " in block  # an envelope line after the first line
             or "\n:" in block
-            or (has_cr and ("\rFrom " in block or "\r:" in block))
+            or (lone_cr and ("\rFrom " in block or "\r:" in block))
         ):
             raise _Refused
         # Set as Message.set_raw(*compat32.header_source_parse(lines)) would, one by one.
-        if has_cr:  # the value less its last line ending, as header_source_parse
-            message._headers = [(n, v.rstrip("\r\n")) for n, v in _HEADER_CR.findall(block)]
-        else:  # the pattern leaves the last "\n" out
-            message._headers = _HEADER_LF.findall(block)
+        headers = (_HEADER_CR if lone_cr else _HEADER_LF).findall(block)
+        if self.has_cr:  # the value less its last line ending, as header_source_parse
+            headers = [(name, value.rstrip("\r\n")) for name, value in headers]
+        message._headers = headers  # _HEADER_LF leaves the last "\n" out already
         self.pos = end
         if end < len(text) and text[end] in "\r\n":
             self.pos = self.line_end(end)  # the blank line after the headers: consumed

@@ -70,7 +70,8 @@ class Tokenizer:
         """Tokens of plain text alone: the fast path. Limits apply without being reported."""
         config = self.config
         try:
-            tokens = text_tokens(self._field(text, set()), config.max_token_length, config.bigrams)
+            text = self._field(text, set())
+            tokens = text_tokens(text, config.max_token_length, config.bigrams, config.max_tokens)
             del tokens[config.max_tokens :]
             return tokens
         except Exception:  # see __call__
@@ -85,13 +86,15 @@ class Tokenizer:
 
         text = self._field(message.get("text"), flags)
         format_ = message.get("format")
+        # The head and attributes come around `out`, which is cut at max_tokens: text beyond
+        # that need not be tokenized (text_tokens' `enough`).
         if format_ is None or format_ == "text":
-            out = text_tokens(text, max_length, config.bigrams)
+            out = text_tokens(text, max_length, config.bigrams, config.max_tokens)
         elif isinstance(format_, str) and format_.strip().lower() == "email":
             out = mail_tokens(text, config, flags)
         else:
             flags.add(UNKNOWN_FORMAT)
-            out = text_tokens(text, max_length, config.bigrams)
+            out = text_tokens(text, max_length, config.bigrams, config.max_tokens)
 
         head: list[str] = []
         subject = message.get("subject")

@@ -5,6 +5,8 @@ regression hangs the suite instead of passing quietly.
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
 from filterd.tokenize.limits import truncate_utf8
@@ -28,6 +30,49 @@ def test_max_tokens_cuts_the_list_and_flags_it():
     result = tokenize({"text": "spam " * 50, "subject": "hi"}, TokenizerConfig(max_tokens=10))
     assert result.tokens == ["subject:hi"] + ["spam"] * 9
     assert result.truncated and result.flags == {"max_tokens"}
+
+
+# Text dense in links, parts and headers: what the tokenizer may stop reading at max_tokens.
+MANY_TOKENS = st.lists(
+    st.sampled_from(
+        ["word ", "a@b.com ", "http://x.com/p ", "www.y.org ", "!! ", "\n", "\n\n", "Subject: s\n"]
+        + ["Content-Type: multipart/mixed; boundary=b\n", "--b\n", "--b--\n", "Received: a.b.c\n"]
+        + ["Content-Type: text/html\n", '<a href="http://z.net/q">z</a> ', "=ZZ", "bad base64 "]
+        + ["Content-Transfer-Encoding: base64\n", "From: me@x.com\n"]
+    ),
+    max_size=80,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    MANY_TOKENS,
+    st.sampled_from(["email", "text"]),
+    st.integers(1, 30),
+    st.booleans(),
+    st.sampled_from([None, "hello there"]),
+)
+def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
+    text, format_, limit, bigrams, subject
+):
+    # The tokenizer stops reading text once past max_tokens; what it keeps and flags must be
+    # what cutting the whole list gives.
+    message = {"text": text, "format": format_, "subject": subject}
+    whole = Tokenizer(TokenizerConfig(max_tokens=1_000_000, bigrams=bigrams))(message)
+    cut = Tokenizer(TokenizerConfig(max_tokens=limit, bigrams=bigrams))(message)
+    assert cut.tokens == whole.tokens[:limit]
+    over = len(whole.tokens) > limit
+    assert cut.flags == whole.flags | ({"max_tokens"} if over else set())
+    assert Tokenizer(TokenizerConfig(max_tokens=limit)).text(text) == Tokenizer().text(text)[:limit]
+
+
+def test_parts_past_max_tokens_are_still_checked_for_defects():
+    raw = (
+        "Content-Type: multipart/mixed; boundary=b\n\n--b\n\n" + "word " * 50 + "\n--b\n"
+        "Content-Transfer-Encoding: base64\n\nQUJD=\n--b--\n"  # bad base64 padding
+    )
+    result = Tokenizer(TokenizerConfig(max_tokens=10))({"text": raw, "format": "email"})
+    assert {"max_tokens", "mime_defect"} <= result.flags
 
 
 def test_limits_apply_to_the_text_fast_path_without_a_report():

@@ -59,7 +59,8 @@ MULTIPART_TYPES = st.sampled_from(["mixed", "alternative", "digest", "related"])
 
 @st.composite
 def parts(draw, depth: int = 0) -> dict:
-    kind = draw(st.sampled_from(["leaf", "leaf", "multipart", "message"] if depth < 3 else ["leaf"]))
+    kinds = ["leaf", "leaf", "multipart", "message"] if depth < 3 else ["leaf"]
+    kind = draw(st.sampled_from(kinds))
     headers = draw(st.lists(HEADER, max_size=3))
     part: dict = {"headers": headers}
     if kind == "leaf":

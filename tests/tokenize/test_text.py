@@ -1,9 +1,12 @@
 """Plain-text tokens: words, normalization, money, links, long words, bigrams."""
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
+from filterd.tokenize import text as text_module
 from filterd.tokenize.links import FIND_LINKS, find_links
 
 
@@ -203,3 +206,31 @@ def test_find_links_gives_the_matches_of_the_links_pattern(text):
         return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
 
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
+
+
+WORDY_TEXT = st.lists(
+    st.sampled_from(
+        list("aZ9_ .,'-%$£€!\n") + ["1.5", "x-y", "don't", "50%", "$3", "ж", "🔥", "➀", "٣"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+# The word patterns of text.py in plain form: its patterns, written for speed, must match as these.
+PLAIN_TAIL = r"(?:[-'.,%{cur}](?:(?<=[-'])\w+|(?<=\d[.,])\d\w*|(?<=\d[%{cur}])))*"
+PLAIN_WORD = r"\w+{tail}|[{cur}](?=\d)\w+{tail}|!{{1,3}}(?!!)"
+PLAIN_ASCII_TOKEN = re.compile(
+    PLAIN_WORD.format(tail=PLAIN_TAIL.format(cur=r"\$"), cur=r"\$"), re.ASCII
+)
+CURRENCY = "$£€¥₹₩₽¢"
+PLAIN_TOKEN = re.compile(
+    PLAIN_WORD.format(tail=PLAIN_TAIL.format(cur=CURRENCY), cur=CURRENCY)
+    + r"|[\u2600-\u27bf\U0001F000-\U0001F3FA\U0001F400-\U0001FAFF]"
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(WORDY_TEXT, st.text()))
+def test_word_patterns_match_their_plain_form(text):
+    assert text_module._ASCII_TOKEN.findall(text) == PLAIN_ASCII_TOKEN.findall(text)
+    assert text_module._TOKEN.findall(text) == PLAIN_TOKEN.findall(text)
