@@ -226,7 +226,7 @@ class Daemon:
     topics: Topics
     db_url: str
     model: str
-    spec: ModelSpec = field(default_factory=ModelSpec)
+    spec: ModelSpec = DEFAULT_SPEC
     poll_records: int = 500
     kafka: dict = field(default_factory=dict)  # more [kafka] client settings
     port: int = field(default_factory=free_port)

@@ -183,6 +183,10 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         if value is not None:
             section, _, key = dotted.partition(".")
             config = _set(config, section, key, value, f"option {dotted}")
+    if config.model.variant != DEFAULT_SPEC.variant and config.model.params == DEFAULT_SPEC.params:
+        # the default's parameters belong to the default variant: another variant named without
+        # parameters takes its own defaults rather than failing on the default's
+        config = replace(config, model=replace(config.model, params={}))
     _check(config)
     return config
 

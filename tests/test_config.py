@@ -23,6 +23,14 @@ def test_file_then_environment_then_flags(tmp_path):
     assert config.kafka == {"bootstrap_servers": "127.0.0.1:9092", "sasl_mechanism": "PLAIN"}
 
 
+def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
+    path = tmp_path / "f.toml"
+    path.write_text('[model]\nvariant = "mnb"\n')
+    assert load(path, environ={}).model.params == {}
+    assert load(None, {"FILTERD_MODEL_VARIANT": "twcnb"}).model.params == {}
+    assert load(None, {}).model.params == Config().model.params != {}
+
+
 @pytest.mark.parametrize("text, env, named", [
     ("[model]\nvariant = 'svm'\n", {}, "model.variant"),
     ("[model]\nmin_docs = 'many'\n", {}, "model.min_docs"),

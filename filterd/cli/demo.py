@@ -218,8 +218,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
                    "in the holdout (10 % of the labels): the SMS corpus has 83, so use 0.98.")
 @click.option("--recalibrate-every", type=click.IntRange(1), default=1000, show_default=True,
               metavar="K", help="Recalibrate after every K feedback records applied.")
-@click.option("--variant", help="Model variant (overrides model.variant; default mnb).")
-@click.option("--select", help="Feature selection (overrides model.select; default none).")
+@click.option("--variant", help="Model variant (overrides model.variant; default: the configuration's, robinson_fisher).")
+@click.option("--select", help="Feature selection (overrides model.select; default: the configuration's).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A filterd.toml for other settings (model, limits, batches); the demo sets "
                    "the broker, the store and the intervals itself.")
