@@ -60,8 +60,9 @@ def test_local_top_keeps_the_n_strongest_of_each_document(entries, n):
             assert s[kept].min() >= s[dropped].max()
 
 
-def test_local_top_honours_a_minimum_strength():
-    keep = local_top(np.zeros(4, dtype=np.int64), np.array([0.1, 2.0, 0.5, 3.0]), np.arange(4), n=3, min_strength=0.4)
+@pytest.mark.parametrize("n", [3, 1_000_000])  # ranked, and N above every document's length
+def test_local_top_honours_a_minimum_strength(n):
+    keep = local_top(np.zeros(4, dtype=np.int64), np.array([0.1, 2.0, 0.5, 3.0]), np.arange(4), n=n, min_strength=0.4)
     assert list(keep) == [1, 2, 3]
 
 
