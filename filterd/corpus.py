@@ -50,14 +50,29 @@ class Record:
         return {"id": self.id, "text": self.text, "format": self.format}
 
 
+CORPUS_FILES = ("messages.jsonl.gz", "messages.jsonl")  # a corpus folder's file (../shared/corpora)
+
+
+def corpus_file(path: str | os.PathLike) -> Path:
+    """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if none)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for name in CORPUS_FILES:
+        if (path / name).is_file():
+            return path / name
+    raise CorpusError(f"{path}: a folder without {' or '.join(CORPUS_FILES)}")
+
+
 def read_corpus(path: str | os.PathLike) -> list[Record]:
-    """All records of a .jsonl or .jsonl.gz file (gzip detected by its magic bytes), sorted
+    """All records of a .jsonl or .jsonl.gz file (gzip detected by its magic bytes), or of a
+    corpus folder's file (`corpus_file`), sorted
     by `order` (ties keep file order). Empty lines are skipped.
 
     Raises CorpusError, naming the file and line, if the file is missing or unreadable,
     not gzip/JSON, or a record lacks id/text/label(s), has an invalid field, or repeats an id.
     """
-    path = Path(path)
+    path = corpus_file(path)
     records: list[Record] = []
     seen: dict[str, int] = {}  # id -> line of first occurrence
     for lineno, line in _lines(path):

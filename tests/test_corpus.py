@@ -106,6 +106,19 @@ def test_multilabel_records(tmp_path: Path) -> None:
 # --- errors --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["messages.jsonl.gz", "messages.jsonl"])
+def test_a_corpus_folder_reads_its_messages_file(tmp_path: Path, name: str) -> None:
+    records = make_records({"ham": 2, "spam": 1})
+    write_corpus(records, tmp_path / name)
+    assert read_corpus(tmp_path) == records
+
+
+def test_a_folder_without_a_messages_file_raises(tmp_path: Path) -> None:
+    (tmp_path / "other.jsonl").write_text("")
+    with pytest.raises(CorpusError, match="a folder without messages.jsonl.gz or messages.jsonl"):
+        read_corpus(tmp_path)
+
+
 def test_missing_file_raises(tmp_path: Path) -> None:
     with pytest.raises(CorpusError, match="nope.jsonl"):
         read_corpus(tmp_path / "nope.jsonl")

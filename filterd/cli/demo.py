@@ -203,7 +203,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 @click.option("--spam-share", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.15, show_default=True, help="Share of spam in the synthetic stream.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Of the synthetic stream.")
-@click.option("--corpus", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+@click.option("--corpus", type=click.Path(dir_okay=True, path_type=Path), metavar="PATH",
               help="Replay a labelled corpus (JSON Lines, e.g. ../shared/corpora/sms-spam/"
                    "messages.jsonl.gz) in its order instead of a synthetic stream.")
 @click.option("--rate", type=click.FloatRange(0), default=400.0, show_default=True,

@@ -21,7 +21,7 @@ DEMO_MESSAGES = 5000
 
 
 @click.command(name="evaluate")
-@click.argument("corpus", required=False, type=click.Path(dir_okay=False))
+@click.argument("corpus", required=False, type=click.Path(dir_okay=True))
 @click.option("--demo", is_flag=True, help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME[+sow]",
               help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
@@ -37,7 +37,8 @@ DEMO_MESSAGES = 5000
 @click.option("--bigrams", is_flag=True, help="Also use word bigrams.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
 def evaluate_command(corpus, demo, variants, params, selections, protocol, target, bigrams, as_json) -> None:  # fmt: skip
-    """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, see shared/corpora/README.md)."""
+    """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding messages.jsonl[.gz];
+    see shared/corpora/README.md)."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     specs = model_specs(variants, params, selections)
@@ -60,7 +61,7 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
 
 
 @click.command(name="tune")
-@click.argument("corpus", required=False, type=click.Path(dir_okay=False))
+@click.argument("corpus", required=False, type=click.Path(dir_okay=True))
 @click.option("--demo", is_flag=True, help="Tune on the synthetic demo corpus.")
 @click.option("--variant", metavar="NAME[+sow]", help="Default: robinson_fisher with the default parameters and selection.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fixed estimator parameters.")

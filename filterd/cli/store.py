@@ -104,7 +104,7 @@ def db_prune(url, name, unseen_days, max_count, pause, dry_run) -> None:
 
 
 @click.command(name="learn")
-@click.argument("corpus", type=click.Path(dir_okay=False))
+@click.argument("corpus", type=click.Path(dir_okay=True))
 @db_option
 @model_option
 @click.option("--label-source", type=click.Choice(["analyst", "auto"]), default="analyst", show_default=True)

@@ -31,6 +31,13 @@ def test_evaluate_a_corpus_file_prints_a_table(tmp_path):
     assert row.startswith("unb(lam=1e-05)")
 
 
+def test_evaluate_a_corpus_folder_reads_its_messages_file(tmp_path):
+    assert run("synth", str(tmp_path / "messages.jsonl.gz"), "--messages", "400").exit_code == 0
+    by_folder = json.loads(run("evaluate", str(tmp_path), "--json").stdout)
+    by_file = json.loads(run("evaluate", str(tmp_path / "messages.jsonl.gz"), "--json").stdout)
+    assert (by_folder["n_train"], by_folder["auc"]) == (by_file["n_train"], by_file["auc"])
+
+
 def test_without_variant_the_default_model_is_evaluated(tmp_path):
     assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
     (row,) = [json.loads(line) for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json").stdout.splitlines()]
@@ -54,6 +61,7 @@ def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path):
     assert "unknown variant" in one_line_error(run("evaluate", "--demo", "--variant", "svm"), 2)
     assert "not both" in one_line_error(run("evaluate"), 2)
     assert "no such file" in one_line_error(run("evaluate", str(tmp_path / "missing.jsonl")), 1)
+    assert "a folder without" in one_line_error(run("evaluate", str(tmp_path)), 1)
     (tmp_path / "bad.jsonl").write_text('{"id": "1", "label": "ham", "text": "hi"}\nnot json\n')
     assert "bad.jsonl:2" in one_line_error(run("evaluate", str(tmp_path / "bad.jsonl")), 1)
     assert "--protocol" in one_line_error(run("evaluate", "--demo", "--protocol", "sideways"), 2)
