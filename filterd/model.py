@@ -20,7 +20,7 @@ from scipy.special import chdtr
 
 from filterd.estimators import ESTIMATORS, Weights, idf
 from filterd.features import DocBatch, encode
-from filterd.select import Selection, global_top, local_top, strength
+from filterd.select import STRENGTH_DECIMALS, Selection, global_top, local_top, strength
 from filterd.stats import Counts, Statistics
 
 
@@ -82,6 +82,12 @@ def compile_weights(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> Compil
         if len(counts.labels) != 2:
             raise ValueError("local and global selection rank tokens for a target class: give a target")
         token_strength = strength(counts, spec.selection.ranking)
+    if token_strength is not None:
+        # Equal strengths must tie wherever they are computed: numpy may sum in another order for
+        # the whole vocabulary than for a batch's columns, and a last-bit difference would then
+        # decide between two tokens that the key should (the lazy model, the full one and the
+        # replay would differ). This covers a rule's own ranking (Robinson–Fisher) too.
+        token_strength = np.round(token_strength, STRENGTH_DECIMALS)
     if spec.selection.kind == "global":
         keep = global_top(token_strength, keys, spec.selection.n)
         weights = replace(weights, W=np.where(keep, weights.W, 0.0), known=weights.known & keep)

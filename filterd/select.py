@@ -27,7 +27,7 @@ from filterd.stats import Counts
 
 Ranking = Literal["alo", "mi", "or"]
 RANKINGS: tuple[Ranking, ...] = ("alo", "mi", "or")
-STRENGTH_DECIMALS = 9  # strengths are compared rounded to this many decimals
+STRENGTH_DECIMALS = 9  # strengths are compared rounded to this many decimals (model.compile_weights)
 
 
 def strength(c: Counts, ranking: Ranking = "alo") -> np.ndarray:
@@ -45,10 +45,7 @@ def strength(c: Counts, ranking: Ranking = "alo") -> np.ndarray:
         s = np.log(p_t) + np.log1p(-p_o) - np.log1p(-p_t) - np.log(p_o)
     else:
         raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
-    # Equal strengths must tie wherever they are computed: numpy may sum in another order for the
-    # whole vocabulary than for a batch's columns, and a last-bit difference would then decide
-    # between two tokens that the key should (the lazy model, the full one and the replay differ).
-    return np.where(c.known, np.round(s, STRENGTH_DECIMALS), -np.inf)
+    return np.where(c.known, s, -np.inf)
 
 
 def _mutual_information(DF: np.ndarray, D: np.ndarray) -> np.ndarray:
