@@ -259,12 +259,11 @@ class Scores:
         starts = np.searchsorted(self._doc, np.arange(len(self.batch)))
         rank = np.arange(len(order)) - starts[self._doc[order]]
         keep = order[rank < limit]
-        tokens, index = self.batch.tokens, self.batch.token_index[self._entry[keep]].tolist()
-        out: list[list[tuple[str, float]]] = [[] for _ in range(len(self.batch))]
         kept = contribution[keep] if decimals is None else contribution[keep].round(decimals)
-        for doc, position, value in zip(self._doc[keep].tolist(), index, kept.tolist()):
-            out[doc].append((tokens[position], value))
-        return out
+        index = self.batch.token_index[self._entry[keep]].tolist()
+        pairs = list(zip(map(self.batch.tokens.__getitem__, index), kept.tolist()))
+        bounds = np.searchsorted(self._doc[keep], np.arange(len(self.batch) + 1)).tolist()
+        return [pairs[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
 
     def _contributions(self, lo: int, hi: int, target: str | None) -> np.ndarray:
         """Signed contributions of the selected entries lo:hi (see `explain`)."""

@@ -9,7 +9,7 @@ never skips a record and never needs the consumer to stay out of `poll()` for lo
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -18,8 +18,10 @@ import structlog
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import KafkaError, TopicAlreadyExistsError, for_code
+from kafka.partitioner.default import DefaultPartitioner
 from kafka.structs import OffsetAndMetadata
 
+from filterd.partitioner import partitions_of
 from filterd.records import DeadLetter
 
 # Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
@@ -159,6 +161,25 @@ class Publisher:
             self._producer = producer(self.kafka)
         key_bytes = None if key is None else key.encode("utf-8", "surrogatepass")
         self._pending.append(self._producer.send(topic, key=key_bytes, value=value))
+
+    def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None:
+        """`send` each (key, value), with the partitions Kafka's default partitioner would choose
+        computed for the whole batch (`filterd.partitioner`): kafka-python's per-record
+        partitioning was half the cost of a send."""
+        if not records:
+            return
+        if self._producer is None:
+            self._producer = producer(self.kafka)
+        keys = [key.encode("utf-8", "surrogatepass") for key, _ in records]
+        partitions: Iterable[int | None] = [None] * len(keys)  # kafka-python partitions them
+        if type(self._producer.config["partitioner"]) is DefaultPartitioner:
+            try:
+                partitions = partitions_of(keys, self._producer.partitions_for(topic))
+            except KafkaError:
+                pass  # send() meets the same error and reports it through the records' futures
+        send, pending = self._producer.send, self._pending
+        for key, (_, value), partition in zip(keys, records, partitions):
+            pending.append(send(topic, key=key, value=value, partition=partition))
 
     def flush(self) -> None:
         """Wait until every record sent is acknowledged, or raise PublishError."""

@@ -58,8 +58,7 @@ class Scorer(Loop):
             raise Retry("no model loaded from the store yet")
         result = decide_payloads(decider, self.state.threshold, [r.value for r in batch.records], self.max_bytes)
         self.guard.check(result.dead)
-        for decision in result.decisions:
-            self.publisher.send(self.decisions_topic, decision.message_id, encode(decision))
+        self.publisher.send_keyed(self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions])
         for i, reason, error in result.failures:
             self.dead_letter(batch.records[i], reason, error)
         # before the flush: once a decision is out, feedback naming its message may follow at once
