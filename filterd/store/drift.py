@@ -16,10 +16,10 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 from sqlalchemy import Engine, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from filterd import metrics
 from filterd.decide import DEFAULT_TAU
+from filterd.store.bulk import insert_rows
 from filterd.store.learning import find_model_id
 from filterd.store.schema import Prequential
 from filterd.store.thresholds import latest_threshold
@@ -64,14 +64,12 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
     latest = {s.message_id: s for s in scored}
     with engine.begin() as conn:
         model_id = find_model_id(conn, model)
-        upsert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(Prequential)
-        upsert = upsert.on_conflict_do_update(
-            index_elements=[Prequential.model_id, Prequential.message_id],
-            set_={c: upsert.excluded[c] for c in ("label", "score", "target_class", "model_version", "scored_at")})
-        conn.execute(upsert, [
-            dict(model_id=model_id, message_id=s.message_id, label=s.label, score=s.score, target_class=target_class,
-                 model_version=s.model_version, scored_at=now + timedelta(microseconds=i))  # a total order
-            for i, s in enumerate(latest.values())])  # fmt: skip
+        rows = [dict(model_id=model_id, message_id=s.message_id, label=s.label, score=s.score,
+                     target_class=target_class, model_version=s.model_version,
+                     scored_at=now + timedelta(microseconds=i))  # a total order
+                for i, s in enumerate(latest.values())]  # fmt: skip
+        insert_rows(conn, Prequential.__table__, rows, conflict=("model_id", "message_id"),
+                    update=("label", "score", "target_class", "model_version", "scored_at"))  # fmt: skip
         if not trim:
             return
         cutoff = conn.execute(select(Prequential.scored_at).where(Prequential.model_id == model_id)

@@ -1,0 +1,45 @@
+"""Many-row inserts and upserts, on SQLite and PostgreSQL: values of any content come back as given."""
+
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import select
+
+from filterd.store.bulk import insert_rows
+from filterd.store.learning import create_model
+from filterd.store.schema import FeedbackLedger, Prequential
+
+AWKWARD_IDS = ["plain", "a,b", "{braces}", '"quoted"', "back\\slash", "NULL", "", "ünïcødé 🙂", "new\nline"]
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
+
+
+def test_rows_with_awkward_values_round_trip(engine):
+    model_id = create_model(engine, "m")
+    rows = [dict(model_id=model_id, message_id=m, label=f"label {i}", source="analyst",
+                 tokens=bytes([0, 255, i, 92, 44]), learned_at=NOW + timedelta(seconds=i))
+            for i, m in enumerate(AWKWARD_IDS)]  # fmt: skip
+    with engine.begin() as conn:
+        insert_rows(conn, FeedbackLedger.__table__, rows)
+        insert_rows(conn, FeedbackLedger.__table__, [])
+    with engine.connect() as conn:
+        stored = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.tokens,
+                                     FeedbackLedger.learned_at)).all()  # fmt: skip
+    as_read = {m: (label, tokens, at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at)
+               for m, label, tokens, at in stored}  # fmt: skip
+    assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
+
+
+def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine):
+    model_id = create_model(engine, "m")
+
+    def row(message_id, label, score, version):
+        return dict(model_id=model_id, message_id=message_id, label=label, score=score, target_class="spam",
+                    model_version=version, scored_at=NOW)  # fmt: skip
+
+    upsert = dict(conflict=("model_id", "message_id"), update=("label", "score"))
+    with engine.begin() as conn:
+        insert_rows(conn, Prequential.__table__, [row("a,1", "ham", -1.5, 1), row("b", "spam", 2.0, 1)], **upsert)
+        insert_rows(conn, Prequential.__table__, [row("a,1", "spam", 0.25, 9), row("c", "ham", -3.0, 9)], **upsert)
+    with engine.connect() as conn:
+        stored = conn.execute(select(Prequential.message_id, Prequential.label, Prequential.score,
+                                     Prequential.model_version)).all()  # fmt: skip
+    assert sorted(stored) == [("a,1", "spam", 0.25, 1), ("b", "spam", 2.0, 1), ("c", "ham", -3.0, 9)]
