@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import KafkaError, TopicAlreadyExistsError, for_code
+from kafka.errors import BrokerResponseError, KafkaError, TopicAlreadyExistsError, for_code
 from kafka.partitioner.default import DefaultPartitioner
 from kafka.structs import OffsetAndMetadata
 
@@ -175,8 +175,8 @@ class Publisher:
         if type(self._producer.config["partitioner"]) is DefaultPartitioner:
             try:
                 partitions = partitions_of(keys, self._producer.partitions_for(topic))
-            except KafkaError:
-                pass  # send() meets the same error and reports it through the records' futures
+            except BrokerResponseError:
+                pass  # send() meets it again and reports it through the records' futures, as usual
         send, pending = self._producer.send, self._pending
         for key, (_, value), partition in zip(keys, records, partitions):
             pending.append(send(topic, key=key, value=value, partition=partition))
