@@ -187,8 +187,8 @@ def _record(obj: Any, default_order: int) -> Record:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     record_id = obj.get("id")
-    if not isinstance(record_id, str) or not record_id:
-        raise ValueError("missing or invalid 'id' (a non-empty string)")
+    if not isinstance(record_id, str) or not record_id or "\x00" in record_id:
+        raise ValueError("missing or invalid 'id' (a non-empty string without NUL)")
     text = obj.get("text")
     if not isinstance(text, str):
         raise ValueError(f"record {record_id!r}: missing or invalid 'text' (a string)")
@@ -200,14 +200,14 @@ def _record(obj: Any, default_order: int) -> Record:
         if (
             not isinstance(labels, list)
             or not labels
-            or not all(isinstance(x, str) and x for x in labels)
+            or not all(isinstance(x, str) and x and "\x00" not in x for x in labels)
         ):
-            raise ValueError(f"record {record_id!r}: 'labels' must be a non-empty list of strings")
+            raise ValueError(f"record {record_id!r}: 'labels' must be a non-empty list of strings without NUL")
         labels = tuple(labels)
     else:
         label = obj.get("label")
-        if not isinstance(label, str) or not label:
-            raise ValueError(f"record {record_id!r}: missing or invalid 'label' (or 'labels')")
+        if not isinstance(label, str) or not label or "\x00" in label:
+            raise ValueError(f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string without NUL)")
         labels = (label,)
 
     fmt = obj.get("format", "text")

@@ -16,8 +16,11 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 VERSION = 1
-Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+# PostgreSQL text cannot hold NUL: an id or label with one could never be stored, and feedback
+# carrying one would be retried forever instead of dead-lettered.
+WITHOUT_NUL = "^[^\x00]*$"
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=WITHOUT_NUL)]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)]
 Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 

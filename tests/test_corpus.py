@@ -163,6 +163,9 @@ def test_duplicate_id_raises(tmp_path: Path) -> None:
         ({"id": "a", "label": "ham", "text": "t", "format": "html", "order": 1}, "format"),
         ({"id": "a", "label": "ham", "text": "t", "order": 1, "split": "dev"}, "split"),
         ({"id": "a", "label": "x", "labels": ["y"], "text": "t", "order": 1}, "both"),
+        ({"id": "a\x00", "label": "ham", "text": "t"}, "without NUL"),
+        ({"id": "a", "label": "h\x00m", "text": "t"}, "without NUL"),
+        ({"id": "a", "labels": ["ham", "\x00"], "text": "t"}, "without NUL"),
         (["not", "an", "object"], "JSON object"),
     ],
 )

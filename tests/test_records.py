@@ -25,6 +25,7 @@ def test_a_message_decodes_with_defaults_and_ignores_unknown_fields():
 @pytest.mark.parametrize("data, reason", [
     (b'{"text": "no id"}', "schema"),
     (b'{"id": ""}', "schema"),
+    (b'{"id": "m\\u0000", "text": "an id no database can store"}', "schema"),
     (b'{"id": "m1", "format": "fax"}', "schema"),
     (b'{"id": "m1", "text": "unterminated', "invalid_json"),
     (b"\xff\xfe not utf-8", "invalid_json"),
@@ -70,3 +71,12 @@ def test_the_schema_files_reject_what_decoding_rejects():
     schema = json.loads((SCHEMAS / "decision.v1.json").read_text())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"message_id": "m1", "label": "spam", "score": 1.0}, schema)
+
+
+@pytest.mark.parametrize("feedback", [{"message_id": "m\x00", "label": "spam"}, {"message_id": "m1", "label": "sp\x00am"}])
+def test_feedback_whose_id_or_label_no_database_can_store_is_refused(feedback):
+    with pytest.raises(RecordError) as refused:
+        decode(json.dumps(feedback).encode(), Feedback)
+    assert refused.value.reason == "schema"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(feedback, json.loads((SCHEMAS / "feedback.v1.json").read_text()))
