@@ -116,12 +116,20 @@ class ModelState:
                       target_recall=found.target_recall)  # fmt: skip
 
 
+# The scorer allocates ~100 objects a message and keeps few: with CPython's default young
+# threshold (700) it ran 2,204 young, 200 middle and 18 full collections for 100,000 SMS
+# messages, 0.86 s of its 12.9 s of CPU; with 10,000, 50 and 2 (0.25 s), each young one ~4 ms.
+GC_THRESHOLD = (10_000, 20, 20)
+
+
 def _settle_after_load() -> None:
     """After the first full load: move the objects alive now (clients, modules, the model) out
     of the garbage collector's sight — a full collection over them paused scoring for ~90 ms,
-    the tail of the decision latency — and give the heap freed by the load back to the system
-    (glibc keeps it otherwise: ~100 MB for a 1,000,000-token model; no-op without glibc)."""
+    the tail of the decision latency — collect less often (GC_THRESHOLD), and give the heap
+    freed by the load back to the system (glibc keeps it otherwise: ~100 MB for a
+    1,000,000-token model; no-op without glibc)."""
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

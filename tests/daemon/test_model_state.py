@@ -1,0 +1,30 @@
+"""The scorer's model state: the first full load settles the process for a long stream."""
+
+import gc
+
+import structlog
+
+from filterd.config import load as load_config
+from filterd.daemon.model_state import GC_THRESHOLD, ModelState
+from filterd.observe import Health, Metrics
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import Feedback, apply_feedback, create_model
+
+
+def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_path):
+    url = f"sqlite:///{tmp_path / 'filterd.db'}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default")
+    apply_feedback(engine, "default", [Feedback("m1", "spam", ["win", "cash"]), Feedback("m2", "ham", ["lunch"])])
+    config = load_config(None, environ={}, overrides={"database.url": url})
+    before = gc.get_threshold()
+    try:
+        state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+        state.refresh(force=True)
+        assert state.decider is not None and state.decider.model_version == 1
+        assert gc.get_threshold() == GC_THRESHOLD and gc.get_freeze_count() > 0
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+        engine.dispose()
