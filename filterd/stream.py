@@ -156,11 +156,14 @@ class Publisher:
         self._producer: KafkaProducer | None = None
         self._pending: list = []
 
-    def send(self, topic: str, key: str | None, value: bytes) -> None:
+    def _client(self) -> KafkaProducer:
         if self._producer is None:
             self._producer = producer(self.kafka)
+        return self._producer
+
+    def send(self, topic: str, key: str | None, value: bytes) -> None:
         key_bytes = None if key is None else key.encode("utf-8", "surrogatepass")
-        self._pending.append(self._producer.send(topic, key=key_bytes, value=value))
+        self._pending.append(self._client().send(topic, key=key_bytes, value=value))
 
     def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None:
         """`send` each (key, value), with the partitions Kafka's default partitioner would choose
@@ -168,16 +171,15 @@ class Publisher:
         partitioning was half the cost of a send."""
         if not records:
             return
-        if self._producer is None:
-            self._producer = producer(self.kafka)
+        client = self._client()
         keys = [key.encode("utf-8", "surrogatepass") for key, _ in records]
         partitions: Iterable[int | None] = [None] * len(keys)  # kafka-python partitions them
-        if type(self._producer.config["partitioner"]) is DefaultPartitioner:
+        if type(client.config["partitioner"]) is DefaultPartitioner:
             try:
-                partitions = partitions_of(keys, self._producer.partitions_for(topic))
+                partitions = partitions_of(keys, client.partitions_for(topic))
             except BrokerResponseError:
                 pass  # send() meets it again and reports it through the records' futures, as usual
-        send, pending = self._producer.send, self._pending
+        send, pending = client.send, self._pending
         for key, (_, value), partition in zip(keys, records, partitions):
             pending.append(send(topic, key=key, value=value, partition=partition))
 
