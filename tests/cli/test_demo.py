@@ -86,7 +86,8 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
     assert (workdir / "daemon.log").stat().st_size > 0
     assert '"event"' not in out
     assert not running(broker_port(out))
-    assert children() == before
+    # no child left; a child of an earlier test may have exited meanwhile, so not equality
+    assert children() <= before
 
 
 @needs_broker
