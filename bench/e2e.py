@@ -12,7 +12,8 @@ prints, in markdown:
 
 1. the kafka-python ceiling on the same broker (`kafka_ceiling.ceiling`, medians of `--scorer-runs`
    runs): consume +
-   produce + flush + commit per poll() batch of 500 with acks=all, as the daemon does; the
+   publish + flush + commit per poll() batch of 500 with acks=all through the daemon's own
+   `filterd.stream.Publisher`, as the daemon does (and through KafkaProducer, for reference); the
    daemon's rates are also given as a ratio of it;
 2. scorer throughput: a model learned from the SMS corpus's training part (synthetic messages if
    the corpus is absent) in SQLite, `--messages` SMS-size messages produced beforehand (the test
@@ -766,7 +767,7 @@ def print_report(args, report: dict, ceiling: dict | None, command: str) -> None
         print(f"CPU during the ceiling runs, cores of {os.cpu_count()}: this process {cpu['bench']:.2f}, the broker "
               f"{cpu['broker']:.2f}, **other work on the machine {cpu['others'] + cpu['other']:.2f}**")
         print()
-    print("## Against the targets" + (f" (ceiling: {c:,.0f} records/s consume + produce + flush + commit)" if c else ""))
+    print("## Against the targets" + (f" (ceiling: {c:,.0f} records/s consume + publish + flush + commit)" if c else ""))
     print()
     print("| measure | figure | target | | ratio to the ceiling | CPU cores: daemon / other work on the machine |")
     print("|---|---:|---|---|---:|---:|")

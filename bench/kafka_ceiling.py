@@ -9,10 +9,12 @@ in records/s:
   then flush, with acks=1 and acks='all' (each into its own topic);
 - consume: KafkaConsumer in a fresh group, max_poll_records=500, from the first record to the
   n-th (the group join is reported apart);
-- pipeline: consume + one ~250-byte record produced per record consumed to a second topic +
-  flush + synchronous commit per poll() batch, which is what a do-nothing daemon does per batch:
-  the client-library ceiling. Its p50/p99 batch latency is from poll() returning to the commit
-  returning.
+- pipeline: consume + one ~250-byte record published per record consumed to a second topic,
+  keyed by the record's key, through the daemon's own `filterd.stream.Publisher` + flush +
+  synchronous commit per poll() batch, which is what a do-nothing daemon does per batch: the
+  client-library ceiling. Its p50/p99 batch latency is from poll() returning to the commit
+  returning. The same again with KafkaProducer (send per record, then flush) instead of the
+  Publisher, for reference: the path the daemon took before 2026-11-23.
 `ceiling()` returns the figures as a dict and `table()` formats them, so that the end-to-end
 benchmark can print the ceiling beside its own figures.
 """
@@ -32,7 +34,7 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer
 
 from filterd.broker import LocalBroker
-from filterd.stream import client_settings, create_topics
+from filterd.stream import Publisher, client_settings, create_topics
 
 # Tuned group timeouts: Tansu makes a join wait about session_timeout_ms / 2.
 GROUP_CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
@@ -100,10 +102,15 @@ def _consume(config: dict[str, Any], topic: str, n: int, max_poll_records: int) 
 
 
 def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_records: int,
-              acks: int | str) -> dict:
+              acks: int | str, kafka_producer: bool = False) -> dict:
+    """Consume + produce + flush + commit per batch through the daemon's Publisher, or with
+    `kafka_producer` through KafkaProducer (keys "pipeline_kafka_producer", …)."""
     consumer = _consumer(config, source, max_poll_records)
-    producer = KafkaProducer(**{**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
-                                "acks": acks})
+    if kafka_producer:
+        producer = KafkaProducer(**{**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+                                    "acks": acks})
+    else:
+        producer = Publisher({**config, "acks": acks})
     decision = json.dumps({"label": "ham", "score": 0.0123, "threshold": 0.5,
                            "target_recall": 0.95, "model_version": 1, "threshold_version": 1,
                            "explanation": [["prize", 2.1], ["call", 1.3]]}).encode()
@@ -115,8 +122,11 @@ def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_r
         while True:
             t0 = time.perf_counter()
             for records in batch.values():
-                for record in records:
-                    producer.send(sink, key=record.key, value=decision)
+                if kafka_producer:
+                    for record in records:
+                        producer.send(sink, key=record.key, value=decision)
+                else:
+                    producer.send_keyed(sink, [(record.key.decode(), decision) for record in records])
                 seen += len(records)
             if batch:
                 producer.flush()
@@ -130,9 +140,10 @@ def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_r
         producer.close()
         consumer.close()
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
-    return {"pipeline": seen / elapsed, "pipeline_join_s": join, "batches": len(latencies),
-            "batch_records": seen / len(latencies), "batch_p50_ms": cuts[49] * 1000,
-            "batch_p99_ms": cuts[98] * 1000}
+    figures = {"pipeline": seen / elapsed, "pipeline_join_s": join, "batches": len(latencies),
+               "batch_records": seen / len(latencies), "batch_p50_ms": cuts[49] * 1000,
+               "batch_p99_ms": cuts[98] * 1000}
+    return {f"{key}_kafka_producer" if kafka_producer else key: value for key, value in figures.items()}
 
 
 def ceiling(bootstrap_servers: str, n: int = 200_000, partitions: int = 4,
@@ -141,8 +152,9 @@ def ceiling(bootstrap_servers: str, n: int = 200_000, partitions: int = 4,
     """Measure the kafka-python ceiling on a broker; returns records/s and batch latencies.
 
     Keys: n, repeats, record_bytes, pipeline_acks, produce_acks_1, produce_acks_all, consume,
-    join_s, pipeline, pipeline_join_s, batches, batch_records, batch_p50_ms, batch_p99_ms (rates
-    in records/s; each figure the median of `repeats` runs, as shared machines are noisy).
+    join_s, pipeline, pipeline_join_s, batches, batch_records, batch_p50_ms, batch_p99_ms, and the
+    pipeline's keys again with the suffix _kafka_producer (rates in records/s; each figure the
+    median of `repeats` runs, as shared machines are noisy).
     Creates uniquely named topics of `partitions` partitions per run; `client_config` passes
     SASL/TLS and other client settings through (each client takes the keys it knows).
     """
@@ -157,8 +169,8 @@ def _one_run(bootstrap_servers: str, n: int, partitions: int, max_poll_records: 
              pipeline_acks: int | str, client_config: Mapping[str, Any] | None) -> dict:
     config = {**(client_config or {}), "bootstrap_servers": bootstrap_servers}
     run = uuid.uuid4().hex[:8]
-    source, spare, sink = (f"ceiling-{kind}-{run}" for kind in ("in", "acks-all", "out"))
-    create_topics({**config, "bootstrap_servers": bootstrap_servers}, [source, spare, sink], partitions)
+    source, spare, sink, sink2 = (f"ceiling-{kind}-{run}" for kind in ("in", "acks-all", "out", "out-kp"))
+    create_topics({**config, "bootstrap_servers": bootstrap_servers}, [source, spare, sink, sink2], partitions)
     records = sms_records(n)
     result: dict[str, Any] = {
         "n": n, "record_bytes": sum(len(v) for _, v in records) / n,
@@ -168,6 +180,7 @@ def _one_run(bootstrap_servers: str, n: int, partitions: int, max_poll_records: 
     }
     result |= _consume(config, source, n, max_poll_records)
     result |= _pipeline(config, source, sink, n, max_poll_records, pipeline_acks)
+    result |= _pipeline(config, source, sink2, n, max_poll_records, pipeline_acks, kafka_producer=True)
     return result
 
 
@@ -180,8 +193,10 @@ def table(result: Mapping[str, Any]) -> str:
         ("produce, acks=all", result["produce_acks_all"], ""),
         ("consume (group, max_poll_records=500)", result["consume"],
          f"group join {result['join_s']:.1f} s"),
-        (f"consume + produce + flush + commit per batch (acks={result['pipeline_acks']})",
+        (f"consume + publish + flush + commit per batch, the daemon's Publisher (acks={result['pipeline_acks']})",
          result["pipeline"], batches),
+        ("the same with KafkaProducer (send per record, flush), for reference", result["pipeline_kafka_producer"],
+         f"batch p50 {result['batch_p50_ms_kafka_producer']:.1f} ms, p99 {result['batch_p99_ms_kafka_producer']:.1f} ms"),
     ]
     title = (f"kafka-python ceiling: {result['n']:,} records of ~{result['record_bytes']:.0f} B,"
              f" median of {result['repeats']} run(s)")

@@ -17,21 +17,16 @@ from typing import Any
 import structlog
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import BrokerResponseError, KafkaError, TopicAlreadyExistsError, for_code
-from kafka.partitioner.default import DefaultPartitioner
+from kafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 from kafka.structs import OffsetAndMetadata
 
-from filterd.partitioner import partitions_of
+from filterd.produce import BatchProducer, PublishError
 from filterd.records import DeadLetter
 
 # Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
 PRODUCER_DEFAULTS = {
     "acks": "all",
-    "linger_ms": 5,
-    "batch_size": 256 * 1024,
-    # Decisions are idempotent by message id; kafka-python's idempotent producer fails every
-    # send after a broker restart until it is recreated (DESIGN.md, measured pitfalls).
-    "enable_idempotence": False,
+    "batch_size": 256 * 1024,  # bytes of one record batch: a poll's decisions per partition in one
 }
 CONSUMER_DEFAULTS = {
     "auto_offset_reset": "earliest",
@@ -40,10 +35,6 @@ CONSUMER_DEFAULTS = {
     # records arrive meanwhile; a short wait keeps the decision latency low at low rates.
     "fetch_max_wait_ms": 20,
 }
-
-
-class PublishError(RuntimeError):
-    """Records could not be delivered to the broker; the batch must be retried."""
 
 
 # The learner: feedback has no latency target, and each empty fetch cycle costs kafka-python
@@ -71,10 +62,6 @@ def consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records:
     client = KafkaConsumer(**settings)
     client.subscribe([topic], listener=_LoggingListener(log.bind(topic=topic, group=group)))
     return client
-
-
-def producer(kafka: Mapping[str, Any]) -> KafkaProducer:
-    return KafkaProducer(**client_settings(kafka, KafkaProducer))
 
 
 def create_topics(kafka: Mapping[str, Any], names: Iterable[str], partitions: int = 4,
@@ -147,67 +134,48 @@ class Batch:
 
 
 class Publisher:
-    """Sends records and confirms their delivery; recreated after a failure, because a
-    kafka-python producer can stay broken after a broker restart."""
+    """Collects records and delivers them at `flush()`, in one `BatchProducer.publish` call;
+    its client is recreated after a failure, which may have left a connection broken."""
 
     def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0) -> None:
         self.kafka = kafka
         self.timeout = timeout
-        self._producer: KafkaProducer | None = None
-        self._pending: list = []
-
-    def _client(self) -> KafkaProducer:
-        if self._producer is None:
-            self._producer = producer(self.kafka)
-        return self._producer
+        # created here, so that settings it cannot use stop the start-up (it connects when used)
+        self._producer: BatchProducer | None = BatchProducer(client_settings(kafka, KafkaProducer))
+        self._pending: list[tuple[str, bytes | None, bytes]] = []
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
-        key_bytes = None if key is None else key.encode("utf-8", "surrogatepass")
-        self._pending.append(self._client().send(topic, key=key_bytes, value=value))
+        self._pending.append((topic, None if key is None else key.encode("utf-8", "surrogatepass"), value))
 
     def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None:
-        """`send` each (key, value), with the partitions Kafka's default partitioner would choose
-        computed for the whole batch (`filterd.partitioner`): kafka-python's per-record
-        partitioning was half the cost of a send."""
-        if not records:
-            return
-        client = self._client()
-        keys = [key.encode("utf-8", "surrogatepass") for key, _ in records]
-        partitions: Iterable[int | None] = [None] * len(keys)  # kafka-python partitions them
-        if type(client.config["partitioner"]) is DefaultPartitioner:
-            try:
-                partitions = partitions_of(keys, client.partitions_for(topic))
-            except BrokerResponseError:
-                pass  # send() meets it again and reports it through the records' futures, as usual
-        send, pending = client.send, self._pending
-        for key, (_, value), partition in zip(keys, records, partitions):
-            pending.append(send(topic, key=key, value=value, partition=partition))
+        """`send` each (key, value)."""
+        self._pending += [(topic, key.encode("utf-8", "surrogatepass"), value) for key, value in records]
 
     def flush(self) -> None:
-        """Wait until every record sent is acknowledged, or raise PublishError."""
+        """Deliver every record sent since the last flush, or raise PublishError (they are then
+        dropped: the caller sends its batch again)."""
         pending, self._pending = self._pending, []
-        if self._producer is None or not pending:
+        if not pending:
             return
         try:
-            self._producer.flush(timeout=self.timeout)
-            failed = [f.exception for f in pending if not f.succeeded()]
-        except KafkaError as error:
-            failed = [error]
-        if failed:
+            if self._producer is None:
+                self._producer = BatchProducer(client_settings(self.kafka, KafkaProducer))
+            self._producer.publish(pending, self.timeout)
+        except (KafkaError, PublishError) as error:
             self.reset()
-            raise PublishError(f"{len(failed)} of {len(pending)} records not delivered: {failed[0]!r}")
+            raise PublishError(f"{len(pending)} records not delivered: {error}") from None
 
     def reset(self) -> None:
         if self._producer is not None:
             try:
-                self._producer.close(timeout=1)
-            except Exception:  # noqa: BLE001 - a broken producer may fail to close; it is dropped anyway
+                self._producer.close()
+            except Exception:  # noqa: BLE001 - a broken client may fail to close; it is dropped anyway
                 pass
         self._producer, self._pending = None, []
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.close(timeout=self.timeout)
+            self._producer.close()
             self._producer = None
 
 
