@@ -117,7 +117,9 @@ def in_holdout(message_id: str, fraction: float) -> bool:
 
 
 def pack(keys: np.ndarray, counts: np.ndarray) -> bytes:
-    return np.stack([keys, counts]).astype("<i8").tobytes()
+    """Keys then counts as little-endian int64 (`unpack` reverses it)."""
+    # two tobytes() instead of np.stack: a tenth of the learner's batch time went to stacking
+    return keys.astype("<i8", copy=False).tobytes() + counts.astype("<i8", copy=False).tobytes()
 
 
 def unpack(data: bytes) -> tuple[np.ndarray, np.ndarray]:
