@@ -5,10 +5,10 @@ builder, without its `KafkaProducer`.
 The daemon publishes what one poll() caused, waits until the broker has acknowledged all of
 it, and on any failure publishes the whole batch again (at-least-once; decisions are keyed by
 message id). `KafkaProducer` does much more — an accumulator shared with a sender thread,
-lingering, per-record futures and retries — and costs for it: 38–41 µs of CPU a record
+lingering, per-record futures and retries — and costs for it: 29–36 µs of CPU a record
 (`send()` about 16 µs of the calling thread, the rest in its sender), where building the
-batches here and sending them costs 6.6–9.2 µs (100,000 decisions of ~220 B in batches of 500,
-acks=all, local Tansu broker, alternating runs).
+batches here and sending them costs 10–13 µs (`python bench/publish.py`: 100,000 decisions of
+~220 B in batches of 500, acks=all, local Tansu broker, alternating rounds).
 
 Records with a key go where Kafka's default partitioner puts them (`filterd.partitioner`);
 records without one go to one available partition per call, chosen at random.
