@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from filterd.model import DEFAULT_SPEC
+from filterd.produce import check_compression
 from filterd.select import Selection
 
 ENV_PREFIX = "FILTERD_"
@@ -299,3 +300,7 @@ def _check(config: Config) -> None:
     require(0 <= config.observe.metrics_port <= 65535, "observe.metrics_port", "must be a port number (0 = off)")
     require(config.observe.log_format in ("json", "console"), "observe.log_format", "must be json or console")
     require(bool(config.kafka.get("bootstrap_servers")), "kafka.bootstrap_servers", "must name at least one broker")
+    try:
+        check_compression(config.kafka.get("compression_type"))
+    except ValueError as error:
+        raise ConfigError(f"kafka.compression_type: {error}") from None

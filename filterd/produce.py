@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka import KafkaProducer, TopicPartition
+from kafka import KafkaProducer, TopicPartition, codec
 from kafka.errors import for_code
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
@@ -33,6 +33,17 @@ from filterd.partitioner import partitions_of
 Partition = ProduceRequest.TopicProduceData.PartitionProduceData
 # kafka-python's compression_type names → the record batch attribute codes of the protocol
 COMPRESSION = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+# whether the library each codec needs is installed
+CODEC_INSTALLED = {None: lambda: True, "gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4,
+                   "zstd": codec.has_zstd}  # fmt: skip
+
+
+def check_compression(name: str | None) -> None:
+    """ValueError unless records can be compressed with `name` here (None: not compressed)."""
+    if name not in COMPRESSION:
+        raise ValueError(f"{name!r} is not one of {', '.join(str(known) for known in COMPRESSION)}")
+    if not CODEC_INSTALLED[name]():
+        raise ValueError(f"{name!r} needs a library that is not installed (see kafka-python's optional dependencies)")
 
 
 class PublishError(RuntimeError):
@@ -49,9 +60,10 @@ class BatchProducer:
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self.config = {**KafkaProducer.DEFAULT_CONFIG, **settings}
-        if self.config["compression_type"] not in COMPRESSION:
-            raise ValueError(f"compression_type {self.config['compression_type']!r} is not one of "
-                             f"{', '.join(str(name) for name in COMPRESSION)}")  # fmt: skip
+        try:
+            check_compression(self.config["compression_type"])
+        except ValueError as error:
+            raise ValueError(f"compression_type: {error}") from None
         acks = self.config["acks"]
         self.acks = -1 if acks == "all" else int(acks)
         self.client = KafkaNetClient(**self.config)

@@ -41,6 +41,7 @@ def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
     ("[model]\nselect = 'local:x'\n", {}, "model.select"),
     ("[model]\nparams = { beta = 1 }\n", {}, "no parameter 'beta'"),
     ("[decision\n", {}, "not valid TOML"),
+    ("[kafka]\ncompression_type = 'brotli'\n", {}, "kafka.compression_type: 'brotli' is not one of"),
 ])  # fmt: skip
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from filterd.partitioner import partitions_of
-from filterd.produce import BatchProducer, PublishError
+from filterd.produce import CODEC_INSTALLED, BatchProducer, PublishError
 from filterd.stream import create_topics
 from tests.daemon.conftest import read_all
 
@@ -71,8 +71,18 @@ def test_an_unreachable_broker_is_a_publish_error_within_the_timeout():
 
 
 def test_an_unknown_compression_is_refused_when_the_producer_is_made():
-    with pytest.raises(ValueError, match="compression_type 'brotli'"):
+    with pytest.raises(ValueError, match="compression_type: 'brotli' is not one of"):
         BatchProducer({"bootstrap_servers": "127.0.0.1:1", "compression_type": "brotli"})
+
+
+@pytest.mark.parametrize("compression", ["snappy", "lz4", "zstd"])
+def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(compression, monkeypatch):
+    settings = {"bootstrap_servers": "127.0.0.1:1", "compression_type": compression}
+    monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: False)
+    with pytest.raises(ValueError, match=f"compression_type: '{compression}' needs a library"):
+        BatchProducer(settings)
+    monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: True)
+    BatchProducer(settings).close()
 
 
 @pytest.mark.parametrize("acks", [0, 1])
