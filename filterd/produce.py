@@ -124,9 +124,10 @@ class BatchProducer:
         for topic, pairs in by_topic.items():
             partitions = self._partitions(topic, deadline)
             keyed = [key for key, _ in pairs if key is not None]
-            placed = iter(partitions_of(keyed, sorted(partitions)) if keyed else ())
-            available = sorted(self.client.cluster.available_partitions_for_topic(topic) or partitions)
-            unkeyed = random.choice(available)
+            placed = iter(partitions_of(keyed, partitions) if keyed else ())
+            unkeyed = None
+            if len(keyed) < len(pairs):
+                unkeyed = random.choice(sorted(self.client.cluster.available_partitions_for_topic(topic) or partitions))
             built: dict[int, list[DefaultRecordBatchBuilder]] = {}
             count: dict[int, int] = {}  # records in each partition's last batch: the next offset delta
             for key, value in pairs:

@@ -138,10 +138,10 @@ class Publisher:
     its client is recreated after a failure, which may have left a connection broken."""
 
     def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0) -> None:
-        self.kafka = kafka
+        self.settings = client_settings(kafka, KafkaProducer)
         self.timeout = timeout
         # created here, so that settings it cannot use stop the start-up (it connects when used)
-        self._producer: BatchProducer | None = BatchProducer(client_settings(kafka, KafkaProducer))
+        self._producer: BatchProducer | None = BatchProducer(self.settings)
         self._pending: list[tuple[str, bytes | None, bytes]] = []
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
@@ -159,7 +159,7 @@ class Publisher:
             return
         try:
             if self._producer is None:
-                self._producer = BatchProducer(client_settings(self.kafka, KafkaProducer))
+                self._producer = BatchProducer(self.settings)
             self._producer.publish(pending, self.timeout)
         except (KafkaError, PublishError) as error:
             self.reset()
