@@ -61,6 +61,21 @@ def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatch:
     return DocBatch(indptr, sorted_keys[starts], counts.astype(np.int64), flat, order[starts])
 
 
+def concat(batches: Sequence[DocBatch]) -> DocBatch:
+    """The documents of `batches`, one batch after another, as one batch."""
+    if len(batches) == 1:
+        return batches[0]
+    starts = np.cumsum([0] + [b.indptr[-1] for b in batches])  # entry offset of each batch
+    indptr = np.concatenate([[0]] + [b.indptr[1:] + start for b, start in zip(batches, starts)])
+    keys = np.concatenate([np.empty(0, dtype=np.int64)] + [b.keys for b in batches])
+    counts = np.concatenate([np.empty(0, dtype=np.int64)] + [b.counts for b in batches])
+    if any(b.token_index is None for b in batches):
+        return DocBatch(indptr, keys, counts)
+    offsets = np.cumsum([0] + [len(b.tokens) for b in batches])
+    token_index = np.concatenate([b.token_index + offset for b, offset in zip(batches, offsets)])
+    return DocBatch(indptr, keys, counts, list(chain.from_iterable(b.tokens for b in batches)), token_index)
+
+
 def select_docs(batch: DocBatch, docs: np.ndarray) -> DocBatch:
     """The sub-batch of the documents at positions `docs`, in that order."""
     docs = np.asarray(docs, dtype=np.int64)

@@ -1,6 +1,6 @@
 import numpy as np
 
-from filterd.features import encode, select_docs
+from filterd.features import concat, encode, select_docs
 from filterd.vocab import TokenHasher
 
 hasher = TokenHasher(0)
@@ -46,3 +46,15 @@ def test_repeated_tokens_across_documents_keep_their_first_occurrence():
             assert batch.counts[entry] == doc.count(token)
             offset = sum(len(d) for d in docs[:i])
             assert batch.token_index[entry] == offset + doc.index(token) and flat[batch.token_index[entry]] == token
+
+
+def test_concat_equals_encoding_the_documents_together():
+    docs = [["b", "a", "b"], [], ["a", "c"], ["c", "c", "d"], []]
+    whole = encode(docs, hasher)
+    for cut in ([2], [0, 3], [1, 2, 4], [5]):
+        bounds = [0, *cut, len(docs)]
+        joined = concat([encode(docs[lo:hi], hasher) for lo, hi in zip(bounds, bounds[1:])])
+        assert joined.indptr.tolist() == whole.indptr.tolist()
+        assert joined.keys.tolist() == whole.keys.tolist()
+        assert joined.counts.tolist() == whole.counts.tolist()
+        assert [joined.token(e) for e in range(len(joined.keys))] == [whole.token(e) for e in range(len(whole.keys))]
