@@ -50,9 +50,9 @@ class ModelSpec:
 
 
 # What `filterd run`, `filterd evaluate`, `filterd tune` and `filterd model create` use unless told
-# otherwise: Robinson–Fisher with bogofilter's s and x over every clue of strength |f − 0.5| ≥ 0.2.
+# otherwise: Robinson–Fisher (s = 0.025, x = 0.52) over every clue of strength |f − 0.5| ≥ 0.18.
 # Chosen across the shared corpora against the peers (bench/peers; README "Defaults").
-DEFAULT_SPEC = ModelSpec("robinson_fisher", {"s": 0.0178, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.2))
+DEFAULT_SPEC = ModelSpec("robinson_fisher", {"s": 0.025, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.18))
 
 
 def _format(value: Any) -> str:

@@ -542,8 +542,8 @@ def _run(command: list[str], input: bytes | None = None, ok: tuple[int, ...] = (
 
 
 FILTERD_CANDIDATES = [
-    Filterd("default: robinson_fisher(s=0.0178,x=0.52) + local:1000000:alo:0.2", "robinson_fisher",
-            {"s": "0.0178", "x": "0.52"}, "local:1000000:alo:0.2"),  # filterd.model.DEFAULT_SPEC
+    Filterd("default: robinson_fisher(s=0.025,x=0.52) + local:1000000:alo:0.18", "robinson_fisher",
+            {"s": "0.025", "x": "0.52"}, "local:1000000:alo:0.18"),  # filterd.model.DEFAULT_SPEC
     Filterd("mnb", "mnb"),
     Filterd("twcnb + local:6:alo", "twcnb", select="local:6:alo"),
     Filterd("pnbc + local:6:alo", "pnbc", select="local:6:alo"),

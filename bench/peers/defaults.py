@@ -3,7 +3,7 @@
     .venv/bin/python bench/peers/defaults.py [--corpus NAME ...] [--bigrams] CANDIDATE ...
 
 A CANDIDATE is "VARIANT[,KEY=VALUE...][+SELECT]" (as run.py's --candidate, e.g.
-"robinson_fisher,s=0.0178,x=0.52+local:1000000:alo:0.2"). The code path of `filterd evaluate`
+"robinson_fisher,s=0.025,x=0.52+local:1000000:alo:0.18"). The code path of `filterd evaluate`
 (`filterd.evaluate.evaluate`, one tokenization per corpus): the split protocol on every corpus,
 the online protocol on the two spam corpora. One line per candidate and corpus.
 """

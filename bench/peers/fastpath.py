@@ -4,7 +4,7 @@
 
 filterd's online replay builds a numpy model for every message (`Model.build(..., lazy=True)`):
 about a hundred small numpy calls per message, whatever its size. This computes the same
-Robinson–Fisher scores (s = 0.0178, x = 0.52, every clue with |f − 0.5| ≥ 0.2) with plain
+Robinson–Fisher scores (s = 0.025, x = 0.52, every clue with |f − 0.5| ≥ 0.18) with plain
 dictionaries of document frequencies, one message at a time, with filterd's own tokenizer,
 and checks that the scores match filterd's (filterd.evaluate) before printing both speeds.
 """
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 CORPORA = HERE.parents[2] / "shared" / "corpora"
 
-S, X, MIN_STRENGTH = 0.0178, 0.52, 0.2
+S, X, MIN_STRENGTH = 0.025, 0.52, 0.18
 
 
 def online_dicts(records, tokenizer) -> np.ndarray:

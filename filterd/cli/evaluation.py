@@ -25,12 +25,12 @@ DEMO_MESSAGES = 5000
 @click.option("--demo", is_flag=True, help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.")
 @click.option("--variant", "variants", multiple=True, metavar="NAME[+sow]",
               help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
-                   "+sow for set-of-words mode. Repeat for a table. Default: robinson_fisher s=0.0178 x=0.52.")
+                   "+sow for set-of-words mode. Repeat for a table. Default: robinson_fisher s=0.025 x=0.52.")
 @click.option("--param", "params", multiple=True, metavar="[VARIANT.]KEY=VALUE",
               help="Estimator parameter, e.g. alpha=0.1, pcn.A=min, unb.lam=1e-5. Repeatable.")
 @click.option("--select", "selections", multiple=True, metavar="SPEC",
               help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. "
-                   "Default: none with --variant, else local:1000000:alo:0.2 (the default model's).")
+                   "Default: none with --variant, else local:1000000:alo:0.18 (the default model's).")
 @click.option("--protocol", type=click.Choice(["split", "online"]), default="split", show_default=True,
               help="split: train/test; online: TREC immediate-feedback replay in `order`.")
 @click.option("--target", help="Target class (default: spam for two-label corpora).")

@@ -41,7 +41,7 @@ def test_evaluate_a_corpus_folder_reads_its_messages_file(tmp_path):
 def test_without_variant_the_default_model_is_evaluated(tmp_path):
     assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
     (row,) = [json.loads(line) for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json").stdout.splitlines()]
-    assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.0178,x=0.52)", "local:1000000:alo:0.2")
+    assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.025,x=0.52)", "local:1000000:alo:0.18")
     (row,) = [json.loads(line) for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json", "--param", "s=0.45",
                                                "--select", "none").stdout.splitlines()]  # fmt: skip
     assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.45,x=0.52)", "none")
