@@ -57,7 +57,13 @@ def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_confi
         assert record.key.decode() == decision["message_id"]
     assert daemon.metric("filterd_messages_total", outcome="decided") == len(expected)
     assert daemon.get("/healthz")[0] == 200
-    # the model learned the feedback: later messages are decided, and mostly right
+    # the model learned the feedback: later messages are decided, and mostly right. They go in
+    # once the scorer uses a model with all of it: one learned from the learner's first batch
+    # alone is right less often, and which one a message meets would depend on timing.
+    daemon.wait_for(lambda: sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out")) == 600,
+                    what="all feedback applied")  # fmt: skip
+    version = load(connect(sqlite_url), "default")[1]
+    daemon.wait_for(lambda: daemon.metric("filterd_model_version") >= version, what="the scorer's sync")
     more = STREAM[:600]
     produce(kafka_config, topics["messages"], messages_of(more, prefix="again-"))
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
