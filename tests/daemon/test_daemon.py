@@ -18,8 +18,8 @@ from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.sync import load
 from filterd.synth import SynthConfig, generate
 from tests.conftest import fresh_postgres
-from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
 from tests.daemon.conftest import feedback, ids_of, message, produce, read_all, valid
+from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
 
 STREAM = generate(SynthConfig(n_messages=3000, seed=11))
 
@@ -30,6 +30,11 @@ def messages_of(records, prefix=""):
 
 def feedback_of(records, prefix="", with_text=True):
     return [feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records]
+
+
+def feedback_applied(daemon) -> float:
+    """Feedback records the daemon has learned or held out."""
+    return sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out"))
 
 
 def counts(url):
@@ -60,8 +65,7 @@ def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_confi
     # the model learned the feedback: later messages are decided, and mostly right. They go in
     # once the scorer uses a model with all of it: one learned from the learner's first batch
     # alone is right less often, and which one a message meets would depend on timing.
-    daemon.wait_for(lambda: sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out")) == 600,
-                    what="all feedback applied")  # fmt: skip
+    daemon.wait_for(lambda: feedback_applied(daemon) == 600, what="all feedback applied")
     version = load(connect(sqlite_url), "default")[1]
     daemon.wait_for(lambda: daemon.metric("filterd_model_version") >= version, what="the scorer's sync")
     more = STREAM[:600]
@@ -79,7 +83,7 @@ def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_confi
 def test_bad_records_are_dead_lettered_and_the_stream_goes_on(start_daemon, kafka_config, topics, sqlite_url):
     bad = HOSTILE  # invalid JSON, schema violation, 10 MB, 100,000 tokens, invalid UTF-8, deep nesting, null
     values = []
-    for reason, value in bad.items():
+    for value in bad.values():
         values += [message(len(values)), value]
     values.append(message(len(values)))
     produce(kafka_config, topics["messages"], values, keys=["same"] * len(values))  # one partition, in order
@@ -162,7 +166,7 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(start_daemon, kafka_c
                          and len(rs) >= 3 * len(STREAM))  # fmt: skip
     assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
     again.wait_for(lambda: sum(counts(sqlite_url)) == len(STREAM), what="all feedback in the store")
-    ledger, holdout = counts(sqlite_url)
+    ledger, _ = counts(sqlite_url)
     stats = load(connect(sqlite_url), "default")[0]
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
 
@@ -223,8 +227,7 @@ def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(start_daem
     url = own_postgres.get_uri().replace("postgresql://", "postgresql+psycopg://")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     daemon = start_daemon(url)
-    applied = lambda: sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out"))  # noqa: E731
-    daemon.wait_for(lambda: applied() == 600, what="learning")
+    daemon.wait_for(lambda: feedback_applied(daemon) == 600, what="learning")
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
 
     own_postgres.cleanup()  # the server stops
@@ -233,10 +236,10 @@ def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(start_daem
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)  # the scorer goes on
     daemon.wait_for(lambda: daemon.metric("filterd_store_errors_total", role="learner") > 0, what="learner retries")
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 503, what="readiness false")
-    assert applied() == 600
+    assert feedback_applied(daemon) == 600
 
     restarted = embedded_postgres_restart(own_postgres)
-    daemon.wait_for(lambda: applied() == 900, timeout=90, what="catching up")
+    daemon.wait_for(lambda: feedback_applied(daemon) == 900, timeout=90, what="catching up")
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness again")
     assert sum(counts(url)) == 900
     restarted.cleanup()
