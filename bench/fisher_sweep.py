@@ -30,9 +30,9 @@ def _floats(text: str) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--s", type=_floats, default=_floats("0.0178,0.02,0.0225,0.025,0.0275,0.03,0.035,0.04,0.06,0.1"))
-    parser.add_argument("--x", type=_floats, default=_floats("0.52"))
-    parser.add_argument("--strength", type=_floats, default=_floats("0.15,0.17,0.18,0.19,0.2,0.22,0.25"))
+    parser.add_argument("--s", type=_floats, default=[0.0178, 0.02, 0.0225, 0.025, 0.0275, 0.03, 0.035, 0.04, 0.06, 0.1])
+    parser.add_argument("--x", type=_floats, default=[0.52])
+    parser.add_argument("--strength", type=_floats, default=[0.15, 0.17, 0.18, 0.19, 0.2, 0.22, 0.25])
     args = parser.parse_args()
     corpora = {name: Corpus.tokenize(read_corpus(CORPORA / name / "messages.jsonl.gz"), Tokenizer())
                for name in ("sms-spam", "spamassassin")}  # fmt: skip
