@@ -7,7 +7,7 @@ from hypothesis import example, given, settings, strategies as st
 from filterd.corpus import to_records
 from filterd.evaluate import Corpus
 from filterd.features import encode, select_docs
-from filterd.model import Model, ModelSpec
+from filterd.model import DEFAULT_SPEC, Model, ModelSpec
 from filterd.replay import _History, online_scores, replay_scores, stepwise_scores
 from filterd.select import Selection
 from filterd.stats import Statistics
@@ -49,9 +49,9 @@ def synthetic_stream(n: int, seed: int, spam: float = 0.3):
     return corpus.batch, np.array([r.label == "spam" for r in records])
 
 
-def assert_replays_agree(batch, is_target, spec):
+def assert_replays_agree(batch, is_target, spec, **blocks):
     stepwise = stepwise_scores(batch, is_target, spec)
-    replayed = replay_scores(batch, is_target, spec)
+    replayed = replay_scores(batch, is_target, spec, **blocks)
     np.testing.assert_allclose(replayed, stepwise, rtol=0, atol=1e-9, err_msg=str(spec))
 
 
@@ -66,16 +66,24 @@ def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(stream, spec):
     assert_replays_agree(batch, is_target, spec)
 
 
+@pytest.mark.parametrize("block_entries", [1, 7, 100])
+@pytest.mark.parametrize("spec", [DEFAULT_SPEC, *SOME_SPECS[::7]], ids=str)
+def test_a_replay_in_blocks_equals_the_stepwise_replay(stream, spec, block_entries):
+    # blocks of one document (1 entry), a few and many; the stream has 150 documents of ≈8 tokens
+    batch, is_target = stream
+    assert_replays_agree(batch, is_target, spec, block_entries=block_entries)
+
+
 words = st.sampled_from(["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5"])
 docs = st.lists(words, min_size=0, max_size=10)  # empty documents and repeated tokens
 streams = st.lists(st.tuples(docs, st.booleans()), min_size=0, max_size=25)
 
 
 @settings(max_examples=40, deadline=None)
-@given(streams, st.sampled_from(LAZY_SPECS))
-def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec):
+@given(streams, st.sampled_from(LAZY_SPECS), st.integers(1, 40))
+def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_entries):
     batch = encode([tokens for tokens, _ in items], Statistics().hasher)
-    assert_replays_agree(batch, np.array([spam for _, spam in items], dtype=bool), spec)
+    assert_replays_agree(batch, np.array([spam for _, spam in items], dtype=bool), spec, block_entries=block_entries)
 
 
 @settings(max_examples=10, deadline=None)
