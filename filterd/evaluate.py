@@ -29,7 +29,6 @@ from filterd.features import DocBatch, concat, encode, select_docs
 from filterd.model import Model, ModelSpec
 from filterd.replay import online_scores
 from filterd.stats import Statistics
-from filterd.vocab import TokenHasher
 
 SEED = 0  # token-key seed of evaluation runs; any fixed value gives the same results
 ENCODE_CHUNK = 100  # documents tokenized, then encoded together
@@ -81,9 +80,9 @@ class Corpus:
         for record in progress(records):
             docs.append(tokenizer(record.message()).tokens)
             if len(docs) == ENCODE_CHUNK:
-                batches.append(_counts_of(docs, hasher))
+                batches.append(encode(docs, hasher, with_tokens=False))
                 docs = []
-        batches.append(_counts_of(docs, hasher))
+        batches.append(encode(docs, hasher, with_tokens=False))
         return cls(list(records), concat(batches), time.perf_counter() - started)
 
     @cached_property
@@ -97,11 +96,6 @@ class Corpus:
     @property
     def seconds_per_message(self) -> float:
         return self.tokenize_seconds / max(len(self.records), 1)
-
-
-def _counts_of(docs: list[list[str]], hasher: TokenHasher) -> DocBatch:
-    batch = encode(docs, hasher)
-    return DocBatch(batch.indptr, batch.keys, batch.counts)
 
 
 def task_of(records: Sequence[Record], target: str | None) -> tuple[str, str | None]:

@@ -13,7 +13,14 @@ from itertools import chain
 
 import numpy as np
 
-from filterd.vocab import TokenHasher
+from filterd.vocab import P1, P2, TokenHasher
+
+try:  # the C loop of `encode`, built where a compiler was at hand (setup.py)
+    from filterd import _speedups
+except ImportError:  # pragma: no cover - depends on the build
+    _speedups = None
+else:
+    assert (_speedups.P1, _speedups.P2) == (P1, P2), "filterd._speedups was built for other primes"
 
 
 @dataclass(frozen=True)
@@ -39,8 +46,26 @@ class DocBatch:
         return self.tokens[int(self.token_index[entry])]
 
 
-def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatch:
-    """Count the tokens of each document of `docs` by key."""
+def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher, with_tokens: bool = True) -> DocBatch:
+    """Count the tokens of each document of `docs` by key; `with_tokens=False` leaves the
+    token strings out of the batch (for counting alone, as evaluation does).
+
+    With filterd._speedups, one C loop over the tokens: the SpamAssassin corpus, 100 mails a
+    call, counts in 0.12 s instead of 0.42 s (0.15 s with the strings; measured). Otherwise,
+    and for the input it declines, `encode_python`, its reference."""
+    if _speedups is not None and type(docs) is list:
+        arrays = _speedups.count_keys(docs, *hasher.bases)
+        if arrays is not None:
+            indptr, keys, counts, token_index = (np.frombuffer(a, dtype=np.int64) for a in arrays)
+            if not with_tokens:
+                return DocBatch(indptr, keys, counts)
+            return DocBatch(indptr, keys, counts, list(chain.from_iterable(docs)), token_index)
+    batch = encode_python(docs, hasher)
+    return batch if with_tokens else DocBatch(batch.indptr, batch.keys, batch.counts)
+
+
+def encode_python(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatch:
+    """`encode` in numpy and Python: every input, and the reference of the C loop."""
     lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
     flat = list(chain.from_iterable(docs))
     # Tokens repeat (Zipf): hashing each distinct string once halved the time of encoding the

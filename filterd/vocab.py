@@ -41,6 +41,11 @@ class TokenHasher:
         self._bases = (int(rng.integers(1 << 16, P1 - 1)), int(rng.integers(1 << 16, P2 - 1)))
         self._powers = (np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64))
 
+    @property
+    def bases(self) -> tuple[int, int]:
+        """(B_P1, B_P2), the bases drawn from the seed."""
+        return self._bases
+
     def keys(self, tokens: Sequence[str]) -> np.ndarray:
         """Keys of `tokens` (int64, ≥ 0), one per token, in order."""
         n = len(tokens)

@@ -1,6 +1,11 @@
-import numpy as np
+import os
 
-from filterd.features import concat, encode, select_docs
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+
+from filterd import features
+from filterd.features import concat, encode, encode_python, select_docs
 from filterd.vocab import TokenHasher
 
 hasher = TokenHasher(0)
@@ -58,3 +63,37 @@ def test_concat_equals_encoding_the_documents_together():
         assert joined.keys.tolist() == whole.keys.tolist()
         assert joined.counts.tolist() == whole.counts.tolist()
         assert [joined.token(e) for e in range(len(joined.keys))] == [whole.token(e) for e in range(len(whole.keys))]
+
+
+def assert_same_batch(a, b):
+    for field in ("indptr", "keys", "counts", "token_index"):
+        assert getattr(a, field).tolist() == getattr(b, field).tolist(), field
+    assert list(a.tokens) == list(b.tokens)
+
+
+def test_the_c_loop_is_built_where_ci_runs():
+    # setup.py builds it optionally, so that a machine without a compiler can still install
+    # filterd; CI has one, and must not lose the accelerator unnoticed.
+    if os.environ.get("CI") and features._speedups is None:
+        pytest.fail("filterd._speedups was not built: encode runs in pure Python")
+
+
+@pytest.mark.skipif(features._speedups is None, reason="filterd._speedups not built (no C compiler)")
+@given(
+    docs=st.lists(st.lists(st.text(min_size=1, max_size=12) | st.sampled_from(["a", "é", "a\x00", "\ud800", "x" * 41])), max_size=6),
+    seed=st.integers(0, 2**32),  # tokens are never empty (Tokens), nor are they here
+)
+@example(docs=[["b", "a", "b"], [], ["a\x00b", "a\ufffdb"]], seed=0)  # NUL hashes as U+FFFD: one key
+@example(docs=[["\ud83d", "ok"]], seed=1)  # a lone surrogate: the pure-Python path
+@example(docs=[[str(i % 50) for i in range(300)]], seed=2)  # past the C loop's insertion sort
+def test_the_c_loop_counts_as_the_reference_does(docs, seed):
+    hasher = TokenHasher(seed)
+    assert_same_batch(encode(docs, hasher), encode_python(docs, hasher))
+
+
+def test_counting_alone_leaves_the_strings_out():
+    docs = [["b", "a", "b"], ["c"]]
+    bare = encode(docs, hasher, with_tokens=False)
+    whole = encode(docs, hasher)
+    assert bare.keys.tolist() == whole.keys.tolist() and bare.counts.tolist() == whole.counts.tolist()
+    assert bare.token_index is None and len(bare.tokens) == 0

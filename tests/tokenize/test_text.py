@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -234,3 +236,17 @@ PLAIN_TOKEN = re.compile(
 def test_word_patterns_match_their_plain_form(text):
     assert text_module._ASCII_TOKEN.findall(text) == PLAIN_ASCII_TOKEN.findall(text)
     assert text_module._TOKEN.findall(text) == PLAIN_TOKEN.findall(text)
+
+
+ASCII_WORDY_TEXT = st.lists(
+    st.sampled_from(list("aZ9_ .,'-%$!\n") + ["1.5", "x-y", "don't", "50%", "$3", "1,000.5", "!!!!"]),
+    max_size=60,
+).map("".join)
+
+
+@pytest.mark.skipif(text_module.ascii_words is None, reason="filterd._speedups not built (no C compiler)")
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(ASCII_WORDY_TEXT, st.text(st.characters(max_codepoint=127))), st.integers(1, 12))
+def test_the_c_scan_gives_the_regex_tokens(text, max_length):
+    assert text_module.ascii_words(text, max_length) == text_module.regex_tokens(text, max_length)
+    assert text_module.ascii_words(text + "é", max_length) is None  # not ASCII: the regex reads it
