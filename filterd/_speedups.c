@@ -2,8 +2,8 @@
    same results on every input and is used where this module is not built or declines.
 
    count_keys   the per-token loop of filterd.features.encode (reference: encode_python)
-   ascii_words  the ASCII tokens of filterd.tokenize.text.plain_tokens (reference: the
-                _ASCII_TOKEN regex and cap_all)
+   words        the words of filterd.tokenize.text.plain_tokens (reference: its regexes
+                and cap_all, regex_tokens)
 
    count_keys(docs, base1, base2) -> (indptr, keys, counts, token_index) | None
 
@@ -239,56 +239,74 @@ done:
     return result;
 }
 
-/* ascii_words(text, max_length) -> list[str] | None
+/* words(text, max_length) -> list[str]
 
-   The matches of text._ASCII_TOKEN.findall(text) (text lowercased ASCII; any ASCII text is
-   read), each longer than max_length as its skip marker "skip:<first>:<len // 10 * 10>":
-       \w+TAIL | $(?=\d)\w+TAIL | !{1,3} not followed by "!"
-   TAIL: "-" or "'" then word characters; "." or "," between digits then a digit and word
-   characters; "%" or "$" after a digit; repeated. None for text that is not ASCII.
-   tests/tokenize/test_text.py checks it against the regex. */
+   The matches of text._TOKEN.findall(text) (text._ASCII_TOKEN's for ASCII text, the same
+   matches), each longer than max_length characters as its skip marker
+   "skip:<first>:<len // 10 * 10>", as cap_all gives it:
+       \w+TAIL | [cur](?=\d)\w+TAIL | !{1,3} not followed by "!" | an emoji
+   TAIL: "-" or "'" then word characters; "." or "," after a digit then a digit and word
+   characters; "%" or a currency sign after a digit; repeated. \w and \d as the re module
+   reads them in str patterns: Py_UNICODE_ISALNUM or "_", Py_UNICODE_ISDECIMAL.
+   tests/tokenize/test_text.py checks it against the regexes. */
 
 static inline int
-is_word(unsigned char c)
+is_word(Py_UCS4 c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (c < 128)
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_';
+    return Py_UNICODE_ISALNUM(c);
 }
 
 static inline int
-is_digit(unsigned char c)
+is_digit(Py_UCS4 c)
 {
-    return c >= '0' && c <= '9';
+    return c < 128 ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c);
 }
 
-static inline Py_ssize_t
-word_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t q)
+static inline int
+is_currency(Py_UCS4 c) /* text._CURRENCY: $ £ € ¥ ₹ ₩ ₽ ¢ */
 {
-    while (q < n && is_word(s[q]))
+    return c == '$' || c == 0xA3 || c == 0x20AC || c == 0xA5 || c == 0x20B9 || c == 0x20A9 ||
+           c == 0x20BD || c == 0xA2;
+}
+
+static inline int
+is_emoji(Py_UCS4 c) /* text._EMOJI */
+{
+    return (c >= 0x2600 && c <= 0x27BF) || (c >= 0x1F000 && c <= 0x1F3FA) || (c >= 0x1F400 && c <= 0x1FAFF);
+}
+
+/* One source for the three string kinds: inlined into `scan` with a constant kind, so that
+   PyUnicode_READ's switch folds away. */
+#define AT(i) PyUnicode_READ(kind, data, (i))
+
+static inline __attribute__((always_inline)) Py_ssize_t
+word_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t q)
+{
+    while (q < n && is_word(AT(q)))
         q++;
     return q;
 }
 
-/* The end of the TAIL that starts at q (q > start of the token, so s[q - 1] exists). */
-static Py_ssize_t
-tail_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t q)
+/* The end of the TAIL that starts at q (q > the token's start, so AT(q - 1) exists). */
+static inline __attribute__((always_inline)) Py_ssize_t
+tail_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t q)
 {
     while (q < n) {
-        unsigned char c = s[q];
+        Py_UCS4 c = AT(q);
         if (c == '-' || c == '\'') {
-            if (q + 1 < n && is_word(s[q + 1]))
-                q = word_end(s, n, q + 2);
-            else
+            if (!(q + 1 < n && is_word(AT(q + 1))))
                 break;
+            q = word_end(kind, data, n, q + 2);
         } else if (c == '.' || c == ',') {
-            if (is_digit(s[q - 1]) && q + 1 < n && is_digit(s[q + 1]))
-                q = word_end(s, n, q + 2);
-            else
+            if (!(is_digit(AT(q - 1)) && q + 1 < n && is_digit(AT(q + 1))))
                 break;
-        } else if (c == '%' || c == '$') {
-            if (is_digit(s[q - 1]))
-                q++;
-            else
+            q = word_end(kind, data, n, q + 2);
+        } else if (c == '%' || is_currency(c)) {
+            if (!is_digit(AT(q - 1)))
                 break;
+            q++;
         } else {
             break;
         }
@@ -297,17 +315,13 @@ tail_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t q)
 }
 
 static int
-append_token(PyObject *out, const unsigned char *s, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_length)
+append_token(PyObject *out, PyObject *text, Py_UCS4 first, Py_ssize_t start, Py_ssize_t end,
+             Py_ssize_t max_length)
 {
     Py_ssize_t length = end - start;
-    PyObject *token;
-    if (length > max_length) {
-        token = PyUnicode_FromFormat("skip:%c:%zd", (int)s[start], length / 10 * 10);
-    } else {
-        token = PyUnicode_New(length, 127);
-        if (token != NULL)
-            memcpy(PyUnicode_1BYTE_DATA(token), s + start, length);
-    }
+    PyObject *token = length > max_length
+        ? PyUnicode_FromFormat("skip:%c:%zd", (int)first, length / 10 * 10)
+        : PyUnicode_Substring(text, start, end);
     if (token == NULL)
         return -1;
     int failed = PyList_Append(out, token);
@@ -315,49 +329,70 @@ append_token(PyObject *out, const unsigned char *s, Py_ssize_t start, Py_ssize_t
     return failed;
 }
 
+static inline __attribute__((always_inline)) int
+scan(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t max_length)
+{
+    Py_ssize_t p = 0;
+    while (p < n) {
+        Py_UCS4 c = AT(p);
+        Py_ssize_t start = p, end;
+        if (is_word(c)) {
+            end = tail_end(kind, data, n, word_end(kind, data, n, p + 1));
+        } else if (is_currency(c) && p + 1 < n && is_digit(AT(p + 1))) {
+            end = tail_end(kind, data, n, word_end(kind, data, n, p + 2));
+        } else if (c == '!') {
+            end = p + 1;
+            while (end < n && AT(end) == '!')
+                end++;
+            if (end - p > 3) /* a longer run matches only at its last three */
+                start = end - 3;
+        } else if (is_emoji(c)) {
+            end = p + 1;
+        } else {
+            p++;
+            continue;
+        }
+        if (append_token(out, text, AT(start), start, end, max_length) < 0)
+            return -1;
+        p = end;
+    }
+    return 0;
+}
+
+#undef AT
+
 static PyObject *
-ascii_words(PyObject *self, PyObject *args)
+words(PyObject *self, PyObject *args)
 {
     PyObject *text;
     Py_ssize_t max_length;
     if (!PyArg_ParseTuple(args, "Un", &text, &max_length))
         return NULL;
-    if (!PyUnicode_IS_ASCII(text))
-        Py_RETURN_NONE;
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), p = 0;
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
-    while (p < n) {
-        unsigned char c = s[p];
-        Py_ssize_t start = p, end;
-        if (is_word(c)) {
-            end = tail_end(s, n, word_end(s, n, p + 1));
-        } else if (c == '$' && p + 1 < n && is_digit(s[p + 1])) {
-            end = tail_end(s, n, word_end(s, n, p + 2));
-        } else if (c == '!') {
-            end = p + 1;
-            while (end < n && s[end] == '!')
-                end++;
-            if (end - p > 3) /* a longer run matches only at its last three */
-                start = end - 3;
-        } else {
-            p++;
-            continue;
-        }
-        if (append_token(out, s, start, end, max_length) < 0) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        p = end;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int failed;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        failed = scan(out, text, PyUnicode_1BYTE_KIND, data, n, max_length);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        failed = scan(out, text, PyUnicode_2BYTE_KIND, data, n, max_length);
+        break;
+    default:
+        failed = scan(out, text, PyUnicode_4BYTE_KIND, data, n, max_length);
+    }
+    if (failed) {
+        Py_DECREF(out);
+        return NULL;
     }
     return out;
 }
 
 static PyMethodDef methods[] = {
-    {"ascii_words", ascii_words, METH_VARARGS,
-     "ascii_words(text, max_length) -> the ASCII tokens of plain_tokens, or None for non-ASCII text."},
+    {"words", words, METH_VARARGS, "words(text, max_length) -> the words of plain_tokens (see text.py)."},
     {"count_keys", count_keys, METH_VARARGS,
      "count_keys(docs, base1, base2) -> (indptr, keys, counts, token_index) as int64 bytearrays, "
      "or None for input only the pure-Python encode handles."},

@@ -32,10 +32,10 @@ from collections.abc import Iterator
 from filterd.tokenize.limits import cap_all
 from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_links, url_tokens
 
-try:  # the ASCII scan in C, built where a compiler was at hand (setup.py)
-    from filterd._speedups import ascii_words
+try:  # the word scan in C, built where a compiler was at hand (setup.py)
+    from filterd._speedups import words as c_words
 except ImportError:  # pragma: no cover - depends on the build
-    ascii_words = None
+    c_words = None
 
 _CURRENCY = "$£€¥₹₩₽¢"
 _PAIRABLE_START = "_" + _CURRENCY
@@ -109,16 +109,17 @@ def text_tokens(
 
 def plain_tokens(text: str, max_token_length: int, bigrams: bool = False) -> list[str]:
     """Tokens of normalized text, reading any URL or address in it as words."""
-    # ASCII text (most of it) is scanned by filterd._speedups where built: the same tokens as
-    # the regex; the SpamAssassin corpus tokenizes in 1.24 s of CPU instead of 1.44 (measured).
-    tokens = None if ascii_words is None else ascii_words(text, max_token_length)
-    if tokens is None:
+    # Scanned by filterd._speedups where built: the same tokens as the regexes; the
+    # SpamAssassin corpus tokenizes in 1.17 s of CPU instead of 1.42, SMS 2x as fast (measured).
+    if c_words is not None:
+        tokens = c_words(text, max_token_length)
+    else:
         tokens = regex_tokens(text, max_token_length)
     return with_bigrams(tokens) if bigrams else tokens
 
 
 def regex_tokens(text: str, max_token_length: int) -> list[str]:
-    """The words of normalized text by the regex (every text; the reference of ascii_words)."""
+    """The words of normalized text by the regexes: the reference of `c_words`."""
     pattern = _ASCII_TOKEN if text.isascii() else _TOKEN
     return cap_all(pattern.findall(text), max_token_length)
 
