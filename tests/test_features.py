@@ -2,7 +2,8 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from filterd import features
 from filterd.features import concat, encode, encode_python, select_docs
