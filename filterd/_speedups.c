@@ -159,7 +159,7 @@ count_keys(PyObject *self, PyObject *args)
             longest = len;
     }
 
-    int64_t *indptr, *keys, *counts, *token_index;
+    int64_t *indptr = NULL, *keys = NULL, *counts = NULL, *token_index = NULL;
     PyObject *indptr_out = new_int64s(n_docs + 1, &indptr);
     PyObject *keys_out = new_int64s(n_tokens, &keys);
     PyObject *counts_out = new_int64s(n_tokens, &counts);

@@ -8,6 +8,8 @@ with Fisher's chi-square method (`combine="fisher"`).
 Tokens with no statistics carry no evidence: their weights are 0 in every estimator.
 The bias b depends on the class aggregates only (the online replay relies on it), and
 takes their shape: (C, 1), or (C, m) where every column has aggregates of its own.
+Each estimator declares the per-token statistics it reads (`reads`): the online replay
+computes only those, and gives the others as None, on which any arithmetic fails.
 Names follow METHODS.md: N, DF, T, D, N_c, V, θ̃ (theta_c for the complement), λ, γ.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -24,6 +26,8 @@ from filterd.stats import Counts
 
 Transform = Literal["counts", "binary", "log_tf_idf"]
 Combine = Literal["linear", "fisher"]
+Statistic = Literal["N", "DF", "T"]  # the per-token statistics of `Counts`
+TOKEN_STATISTICS: frozenset[Statistic] = frozenset(("N", "DF", "T"))
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,32 @@ def _safe_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
 
 
+# --- what an estimator reads --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What weighing with an estimator reads of the per-token statistics (`known` reads DF)."""
+
+    statistics: frozenset[Statistic] = TOKEN_STATISTICS
+    ranks_clues: bool = False  # its weights rank their own clues (`Weights.strength`): selection reads no more
+
+
+Estimator = TypeVar("Estimator", bound=Callable[..., Weights])
+_READS: dict[Callable[..., Weights], Reads] = {}
+
+
+def reads(*statistics: Statistic, ranks_clues: bool = False) -> Callable[[Estimator], Estimator]:
+    """Declares what the estimator it decorates reads (`reads_of`); an estimator without a
+    declaration reads every statistic."""
+
+    def declare(estimator: Estimator) -> Estimator:
+        _READS[estimator] = Reads(frozenset(statistics), ranks_clues)
+        return estimator
+
+    return declare
+
+
 # --- 1–2. MNB and per-class normalization ----------------------------------------------------
 
 
@@ -78,11 +108,13 @@ def log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
     return _log(c.N + alpha) - _log(c.Nc + alpha * c.V)
 
 
+@reads("N", "DF")
 def mnb(c: Counts, alpha: float = 1.0) -> Weights:
     """MNB with Lidstone smoothing: W[c,w] = log(N[c,w]+α) − log(N_c+αV), b_c = log(D_c/D)."""
     return _weights(c, log_theta(c, alpha), _log_prior(c))
 
 
+@reads("N", "DF")
 def pcn(c: Counts, A: float | str = 1.0) -> Weights:
     """MNB-PCN (Frank & Bouckaert): N[c,·] → A·N[c,·]/N_c, then MNB with α=1.
 
@@ -99,6 +131,7 @@ def pcn(c: Counts, A: float | str = 1.0) -> Weights:
 # --- 3. centroid -------------------------------------------------------------------------------
 
 
+@reads("N", "DF")
 def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
     """Centroid: W[c,w] = N[c,w]/‖N[c,·]‖ (L2, or L1 = /N_c), b_c = 0."""
     if norm not in ("l1", "l2"):
@@ -117,11 +150,13 @@ def complement_log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
     return log_theta(replace(c, N=c.complement(c.N), Nc=c.complement(c.Nc)), alpha)
 
 
+@reads("N", "DF")
 def cnb(c: Counts, alpha: float = 1.0) -> Weights:
     """CNB (Rennie): W[c,w] = −log θ̃[c,w]; b_c = 0 (Rennie drops the prior)."""
     return _weights(c, -complement_log_theta(c, alpha), _no_prior(c))
 
 
+@reads("N", "DF")
 def wcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """WCNB: CNB with each class's weights divided by Σ_w |log θ̃[c,w]| first."""
     c.require_full("WCNB's normalization")
@@ -136,6 +171,7 @@ def idf(c: Counts) -> np.ndarray:
     return np.where(df > 0, _log(c.D.sum(axis=0) / np.maximum(df, 1)), 0.0)
 
 
+@reads("T", "DF")
 def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """TWCNB: WCNB on T[c,w]·IDF(w); the test document becomes log(1+f)·IDF, L2-normalized.
 
@@ -148,6 +184,7 @@ def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
     return replace(w, transform="log_tf_idf", idf=i)
 
 
+@reads("N", "DF")
 def ova(c: Counts, alpha: float = 1.0) -> Weights:
     """One-vs-all-but-one: W[c,w] = log θ[c,w] − log θ̃[c,w], b_c = log(D_c/D_c̄)."""
     return _weights(c, log_theta(c, alpha) - complement_log_theta(c, alpha), _log_prior_odds(c))
@@ -167,6 +204,7 @@ def likelihood_ratio(f_nu, n_nu, f_de, n_de, lam, smoothed: bool = True) -> np.n
     return (f_nu / n_nu) / (f_de / n_de + lam)
 
 
+@reads("N", "DF")
 def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
     """UNB-R: W[c,w] = log r̃(w,c) with per-class λ_c (λ=0: plain UNB), b_c = log(D_c/D_c̄)."""
     lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),)).reshape(-1, 1)  # a column per class
@@ -177,6 +215,7 @@ def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
 # --- 6. web-scale NB: weight manipulation and parametric smoothing ------------------------------
 
 
+@reads("N", "DF")
 def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     """WMNB (Zhang et al.): W = log N[c,w] − log N_c where N[c,w] > 0, else γ/Z_c
     (Z_c = known tokens unseen in c). γ must be far below the real log-probabilities."""
@@ -187,6 +226,7 @@ def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     return _weights(c, W, _log_prior(c))
 
 
+@reads("N", "DF")
 def pnbc(
     c: Counts,
     smoothing: Literal["laplace", "absolute", "linear", "witten_bell"] = "absolute",
@@ -219,6 +259,7 @@ def pnbc(
 # --- 8. Robinson–Fisher -------------------------------------------------------------------------
 
 
+@reads("DF", ranks_clues=True)
 def robinson_fisher(c: Counts, s: float = 0.45, x: float = 0.5) -> Weights:
     """Robinson's token probability, combined with Fisher's method at scoring time.
 
@@ -255,6 +296,11 @@ ESTIMATORS: dict[str, Callable[..., Weights]] = {
     "pnbc": pnbc,
     "robinson_fisher": robinson_fisher,
 }
+
+
+def reads_of(variant: str) -> Reads:
+    """What estimator `variant` declares it reads (see `reads`)."""
+    return _READS.get(ESTIMATORS[variant], Reads())
 
 
 def parse_params(variant: str, raw: dict[str, str]) -> dict[str, Any]:

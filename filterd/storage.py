@@ -8,6 +8,8 @@ many classes with mostly disjoint vocabularies (Zhang's 1,000-class setting) fit
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from filterd.vocab import Vocabulary, next_capacity
@@ -32,14 +34,24 @@ class DenseStorage:
             new = next_capacity(n_tokens, capacity)
             self.values = np.pad(self.values, ((0, 0), (0, 0), (0, new - capacity)))
 
-    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray) -> None:
-        """values[:, rows[i], ids[i]] += increments[:, i] (repeated pairs add up)."""
+    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray | Sequence[np.ndarray]) -> None:
+        """values[k, rows[i], ids[i]] += increments[k][i] (repeated pairs add up); `increments`
+        is (3, n), or three (n,) arrays."""
+        # np.add.at with a flat index into the (contiguous) values, not a (rows, ids) pair: 7 ms
+        # instead of 30 for the 890k entries of learning the SpamAssassin corpus (measured)
+        flat = self.values.reshape(3, -1)
+        index = rows * self.values.shape[2]
+        index += ids
         for k in range(3):
-            np.add.at(self.values[k], (rows, ids), increments[k])
+            np.add.at(flat[k], index, increments[k])
 
     def columns(self, ids: np.ndarray | slice) -> np.ndarray:
         """(3, C, m) values of the given token ids."""
-        return self.values[:, :, ids]
+        if isinstance(ids, slice):
+            return self.values[:, :, ids]
+        # np.take, not values[:, :, ids]: indexing lays the copy out token-major, and the per-class
+        # sums over it were 20 times slower (1.2 ms instead of 0.06 for 115k tokens, measured)
+        return np.take(self.values, ids, axis=2)
 
     def set_columns(self, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
         """values[:, rows × ids] = values (3, len(rows), len(ids))."""
@@ -76,7 +88,7 @@ class SparseStorage:
             self._values = np.pad(self._values, ((0, 0), (0, grown - self._values.shape[1])))
         return slots
 
-    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray) -> None:
+    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray | Sequence[np.ndarray]) -> None:
         slots = self._slots(rows, ids)
         for k in range(3):
             np.add.at(self._values[k], slots, increments[k])

@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from filterd.estimators import ESTIMATORS
+from filterd import model as model_module
 from filterd.model import Model, ModelSpec
 from filterd.select import Selection
 from filterd.stats import Statistics
@@ -167,3 +168,19 @@ def test_batch_explanations_equal_each_documents_explanation(variant):
     scores = model.score_tokens([d.split() for d in ["win cash at noon", "", "prize", "claim lunch invoice now"]])
     for limit in (1, 2, 10):
         assert scores.explanations(limit) == [scores.explain(i)[:limit] for i in range(4)]
+
+
+@settings(max_examples=30)
+@given(st.lists(documents, min_size=1, max_size=6),
+       st.sampled_from(["local:1000000:alo:0.18", "local:5:or:0.1", "none", "local:3", "global:4"]),
+       st.sampled_from(["robinson_fisher", "mnb", "unb"]), st.booleans())  # fmt: skip
+def test_clues_by_threshold_are_those_the_ranking_keeps(stats, docs, select, variant, lazy):
+    spec = ModelSpec(variant, selection=Selection.parse(select))
+    if lazy and spec.needs_whole_vocabulary:
+        return
+    fast = Model.build(stats, spec, target="spam", lazy=lazy).score_tokens(docs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model_module, "_threshold_only", lambda selection, batch: False)
+        ranked = Model.build(stats, spec, target="spam", lazy=lazy).score_tokens(docs)
+    for name in ("class_scores", "_entry", "_ids", "_doc", "_x"):
+        assert np.array_equal(getattr(fast, name), getattr(ranked, name), equal_nan=True), name

@@ -1,14 +1,18 @@
 """The vectorized online replay gives the scores of the stepwise one (score, then learn)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
+from filterd import estimators
 from filterd.corpus import to_records
+from filterd.estimators import TOKEN_STATISTICS, reads, reads_of
 from filterd.evaluate import Corpus
 from filterd.features import encode, select_docs
 from filterd.model import DEFAULT_SPEC, Model, ModelSpec
-from filterd.replay import _History, online_scores, replay_scores, stepwise_scores
+from filterd.replay import _History, online_scores, replay_scores, statistics_read, stepwise_scores
 from filterd.select import Selection
 from filterd.stats import Statistics
 from filterd.synth import SynthConfig, generate
@@ -127,12 +131,15 @@ def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream):
 
 
 @settings(max_examples=40, deadline=None)
-@given(streams, st.booleans())
-def test_replay_columns_hold_the_statistics_as_of_before_each_message(items, set_of_words):
-    """Every statistic, T included (no lazy estimator reads it), as `Statistics.counts` gives it."""
+@given(streams, st.booleans(), st.sampled_from([TOKEN_STATISTICS, {"DF"}, {"N", "DF"}, {"T", "DF"}]))
+def test_replay_columns_hold_the_statistics_as_of_before_each_message(items, set_of_words, statistics):
+    """Every statistic computed, T included (no lazy estimator reads it), as `Statistics.counts`
+    gives it; the others None (N is DF in set-of-words mode)."""
     batch = encode([tokens for tokens, _ in items], Statistics().hasher)
     is_target = np.array([spam for _, spam in items], dtype=bool)
-    history = _History.of(batch, (np.arange(2).reshape(-1, 1) == np.where(is_target, 0, 1)).astype(np.int64))
+    in_class = (np.arange(2).reshape(-1, 1) == np.where(is_target, 0, 1)).astype(np.int64)
+    history = _History.of(batch, in_class, statistics)
+    computed = statistics | {"DF"} | ({"N"} if set_of_words else set())
     spec = ModelSpec(set_of_words=set_of_words)
     stats = Statistics(["spam", "not spam"])
     for i in range(len(batch)):
@@ -143,8 +150,54 @@ def test_replay_columns_hold_the_statistics_as_of_before_each_message(items, set
         assert (replayed.DF[:, ~seen] == 0).all()  # tokens never learned
         expected = stats.counts("spam", ids[seen], set_of_words)
         for name in ("N", "DF", "T"):  # per token
-            assert np.array_equal(getattr(replayed, name)[:, seen], getattr(expected, name)), name
+            if name in computed:
+                assert np.array_equal(getattr(replayed, name)[:, seen], getattr(expected, name)), name
+            else:
+                assert getattr(replayed, name) is None, name
         for name in ("D", "Nc", "U", "V"):  # class aggregates, the same in every column of message i
             got = getattr(replayed, name)
             assert np.array_equal(got, np.broadcast_to(getattr(expected, name), got.shape)), name
         stats.update(select_docs(batch, np.array([i])), ["spam" if is_target[i] else "not spam"])
+
+
+# --- what the replay computes: the statistics the spec reads -----------------------------------
+
+# every estimator, with the parameters that change what it reads
+DECLARED = [*ESTIMATORS, ("pnbc", {"smoothing": "laplace"}), ("centroid", {"norm": "l2"}), ("wcnb", {}), ("twcnb", {})]
+
+
+@pytest.mark.parametrize("variant, params", DECLARED, ids=str)
+def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, params):
+    """The weights from the declared statistics alone (the others None) are the weights
+    from all; an estimator declares it ranks its own clues exactly when its weights have a strength."""
+    batch, is_target = stream
+    stats = Statistics(["spam", "not spam"])
+    stats.update(batch, ["spam" if t else "not spam" for t in is_target])
+    counts = stats.counts("spam")
+    declared = reads_of(variant)
+    alone = replace(counts, **dict.fromkeys(TOKEN_STATISTICS - declared.statistics))
+    full, partial = (estimators.ESTIMATORS[variant](c, **params) for c in (counts, alone))
+    for name in ("W", "b", "known", "idf", "strength"):
+        np.testing.assert_array_equal(getattr(partial, name), getattr(full, name), err_msg=name)
+    assert declared.ranks_clues == (full.strength is not None)
+
+
+def test_the_replay_computes_only_what_the_spec_reads():
+    assert statistics_read(DEFAULT_SPEC) == {"DF"}  # Robinson–Fisher ranks its own clues
+    assert statistics_read(ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))) == {"DF"}
+    assert statistics_read(ModelSpec("mnb")) == {"N", "DF"}
+    assert statistics_read(ModelSpec("mnb", set_of_words=True)) == {"DF"}  # N is DF
+    assert statistics_read(ModelSpec("centroid", {"norm": "l1"}, Selection.parse("ir"))) == {"N", "DF"}
+
+
+def test_an_undeclared_estimator_gets_every_statistic_and_a_wrong_declaration_fails(stream, monkeypatch):
+    batch, is_target = stream
+    monkeypatch.setitem(estimators.ESTIMATORS, "undeclared", lambda c: estimators.twcnb(c))
+    assert statistics_read(ModelSpec("undeclared")) == TOKEN_STATISTICS
+    assert statistics_read(ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))) == {"DF"}
+    monkeypatch.setitem(estimators.ESTIMATORS, "wrong", reads("DF")(lambda c: estimators.mnb(c)))
+    with pytest.raises((TypeError, AttributeError), match="NoneType"):
+        replay_scores(batch, is_target, ModelSpec("wrong"))
+    # one that does not declare it ranks its own clues gets what the selection's ranking reads too
+    monkeypatch.setitem(estimators.ESTIMATORS, "unranked", reads("DF")(lambda c: estimators.robinson_fisher(c)))
+    assert statistics_read(ModelSpec("unranked", selection=Selection.parse("local:5:alo"))) == {"N", "DF"}

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from filterd.features import encode
 from filterd.stats import T_SCALE, Statistics
 
 words = st.sampled_from(["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5"])
@@ -162,3 +163,44 @@ def test_sparse_storage_keeps_only_the_pairs_that_occur():
     assert stats.storage.n_pairs == 300 * 3  # dense storage would hold 300 × 302 cells
     view = stats.counts(target="class7", columns=stats.vocab.lookup(stats.hasher.keys(["word7", "common"])))
     assert view.N.tolist() == [[1, 1], [1, 299]]
+
+
+def big_corpus(n_docs=400, seed=1):
+    """Documents with ≥ 2¹⁴ entries in all, over a vocabulary of ≥ 2¹⁴ tokens: the batch paths."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(40_000)]
+    sizes = rng.integers(1, 300, size=n_docs)
+    docs = [[words[i] for i in np.concatenate([rng.zipf(1.3, size=n) % 50, rng.integers(0, len(words), size=n)])]
+            for n in sizes]  # fmt: skip
+    return [(doc, str(rng.choice(["ham", "spam", "fraud"]))) for doc in docs]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse):
+    items = big_corpus()
+    together = Statistics(sparse=sparse)
+    together.update(encode([d for d, _ in items], together.hasher), [label for _, label in items])
+    assert together.canonical() == learned(items).canonical()
+    kept = (list(together.Nc), list(together.DFc), list(together.U), together.V)
+    together._recount()
+    assert kept == (list(together.Nc), list(together.DFc), list(together.U), together.V)
+    half = items[::2]
+    together.update(encode([d for d, _ in half], together.hasher), [label for _, label in half], -1)
+    rest = learned(items)
+    for tokens, label in half:
+        rest.unlearn(tokens, label)
+    assert together.canonical() == rest.canonical()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_unlearning_a_large_batch_with_one_wrong_document_raises_and_changes_nothing(sparse):
+    items = big_corpus(200)
+    stats = learned(items, sparse=sparse)
+    before, aggregates = stats.canonical(), (list(stats.Nc), list(stats.DFc), list(stats.U), stats.V, list(stats.D))
+    docs, labels = [d for d, _ in items], [label for _, label in items]
+    other = next(label for label in stats.labels if label != labels[-1])
+    for wrong_docs, wrong_labels in ((docs, labels[:-1] + [other]), (docs[:-1] + [["never", "seen"]], labels)):
+        with pytest.raises(ValueError, match="not learned"):
+            stats.update(encode(wrong_docs, stats.hasher), wrong_labels, -1)
+        assert stats.canonical() == before
+        assert aggregates == (list(stats.Nc), list(stats.DFc), list(stats.U), stats.V, list(stats.D))

@@ -43,3 +43,11 @@ def test_sparse_storage_never_stores_pairs_only_to_hold_zeros():
     s.add_class()
     s.set_columns(np.array([0, 1]), np.array([3]), np.zeros((3, 2, 1), dtype=np.int64))
     assert s.n_pairs == 0
+
+
+def test_increments_may_come_as_three_arrays(storage):
+    rows, ids = np.array([0, 2, 2]), np.array([5, 5, 1])
+    storage.add(rows, ids, (np.array([1, 2, 3]), np.broadcast_to(np.int64(1), (3,)), np.array([7, 8, 9])))
+    N, DF, T = storage.columns(np.array([5, 1]))
+    assert N.tolist() == [[1, 0], [0, 0], [2, 3]] and DF.tolist() == [[1, 0], [0, 0], [1, 1]]
+    assert T[2].tolist() == [8, 9]
