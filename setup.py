@@ -1,7 +1,8 @@
-"""The optional C accelerator of filterd.features.encode; everything else is in pyproject.toml.
+"""The optional C loops of filterd (filterd/_speedups.c: features.encode's token counting and
+tokenize.text's word scan); everything else is in pyproject.toml.
 
-`optional=True`: where it cannot be compiled (no C compiler), filterd installs without it and
-encodes in pure Python, with the same results.
+`optional=True`: where it cannot be compiled (no C compiler or no Python headers), filterd
+installs without it and runs the pure-Python references, with the same results.
 """
 
 from setuptools import Extension, setup

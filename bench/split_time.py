@@ -1,6 +1,7 @@
 """Where the split protocol's time goes, step by step, for the default model.
 
     .venv/bin/python bench/split_time.py [--corpus ../shared/corpora/spamassassin] [--repeats 3]
+                                         [--pure-python]
 
 The steps of `filterd evaluate --protocol split` (and of the peers harness's filterd rows),
 through their own code: tokenizing every message, counting its tokens by key (the rest of
@@ -8,16 +9,22 @@ through their own code: tokenizing every message, counting its tokens by key (th
 learning the training part and scoring the test part. Prints the CPU seconds of each step
 (median of `--repeats` passes; CPU time, which other jobs on a shared machine disturb less
 than wall time) and the messages per second of the whole, counting every message once as the
-harness does.
+harness does. `--pure-python` runs without filterd's optional C loops (filterd._speedups),
+as an installation without a C compiler would.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
+if "--pure-python" in sys.argv:  # before filterd is imported: its modules then find no C loops
+    sys.modules["filterd._speedups"] = None  # type: ignore[assignment]
+
+from filterd import features
 from filterd.corpus import read_corpus, train_test_split
 from filterd.evaluate import SEED, Corpus
 from filterd.model import DEFAULT_SPEC, Model
@@ -55,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPORA / "spamassassin")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pure-python", action="store_true", help="without filterd._speedups")
     args = parser.parse_args()
     records = list(read_corpus(args.corpus / "messages.jsonl.gz"))
     tokenizer = Tokenizer()
@@ -62,8 +70,9 @@ def main() -> None:
     passes = [one_pass(records, tokenizer) for _ in range(args.repeats)]
     medians = {step: statistics.median(p[step] for p in passes) for step in STEPS}
     total = sum(medians.values())
+    build = "pure Python" if features._speedups is None else "with filterd._speedups"
     print(
-        f"{args.corpus.name}: {len(records):,} messages, CPU seconds (median of {args.repeats} passes)"
+        f"{args.corpus.name}: {len(records):,} messages, {build}, CPU seconds (median of {args.repeats} passes)"
     )
     for step in STEPS:
         print(f"  {step:<9} {medians[step]:6.2f} s  {medians[step] / total:4.0%}")

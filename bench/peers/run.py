@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", type=Path, help="a corpus folder (or its messages.jsonl.gz); repeatable")
     parser.add_argument("--protocol", choices=["split", "online", "both"], default="both")
     parser.add_argument("--peers", default=",".join(FAMILIES), help="comma-separated: " + ",".join(FAMILIES))
-    parser.add_argument("--only", action="append", default=[], help="run only the rows whose name contains this (repeatable)")
+    parser.add_argument("--only", action="append", default=[], help="run only the peers whose name contains this, and filterd's rows (repeatable)")
     parser.add_argument("--candidate", action="append", default=[], metavar="VARIANT[,K=V…][+SELECT][+bigrams]",
                         help="another filterd configuration to measure (repeatable)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -296,6 +296,8 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
             continue
         speed, count, done = timing
         ratio = speeds[reference] / speed if reference else float("nan")
+        rounds = round_ratios(runs.get(reference, []), runs[peer.name]) if reference and peer.name != reference else []
+        spread = f" ({min(rounds):.2f}–{max(rounds):.2f})" if len(rounds) > 1 else ""
         label = peer.name
         if done[0]["messages"] < len(records) and protocol == "online" and reference:
             ref_done = next(r for r in runs[reference] if r.get("scores"))
@@ -306,8 +308,15 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         peak = max(r["peak_kb"] for r in done) / 1024
         kind = "ᶜ" if peer.memory_kind == "child" else "ʳ"
         lines.append(f"| {label} | {m['auc']:.4f} | {m['one_minus_auc_pct']:.3f} | {m['lam_pct']:.2f} | {m['h_pct']:.1f} | "
-                     f"{m['spec']:.3f} | {speed:,.0f}{mark} | {ratio:.2f} | {peak:,.0f}{kind} |")  # fmt: skip
+                     f"{m['spec']:.3f} | {speed:,.0f}{mark} | {ratio:.2f}{spread} | {peak:,.0f}{kind} |")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def round_ratios(reference: list[dict], peer: list[dict]) -> list[float]:
+    """The reference's speed over the peer's in each round both ran: repetitions go round-robin,
+    so a round's two runs met the same state of the machine."""
+    return [(r["messages"] / r["seconds"]) / (p["messages"] / p["seconds"])
+            for r, p in zip(reference, peer) if "error" not in r and "error" not in p]  # fmt: skip
 
 
 NOTES = """\
@@ -318,7 +327,8 @@ misclassification, 100 − 100·R@FPR.1%), spec@R=1 (ham kept at 100 % spam reca
 wall time, including the peer's own parsing and process start-ups, median over the repetitions
 (¹ = one run: the first run took longer than --repeat-budget); "filterd default ÷ peer" = the speed of
 filterd's default configuration over the peer's, in the same protocol (> 1:
-filterd faster); peak MB: ᶜ = the largest peak RSS of one of the peer's own processes (
+filterd faster), the ratio of the medians, then in brackets the lowest and highest ratio within
+one round of the repetitions; peak MB: ᶜ = the largest peak RSS of one of the peer's own processes (
 is measured by GNU time on the run's last messages, for one-process-per-message peers, by the
 SpamAssassin driver's own VmHWM and by GNU time around sa-learn), ʳ = peak RSS of the worker during the run less its RSS before (VmHWM reset via
 /proc/self/clear_refs), for in-process Python peers.
