@@ -7,8 +7,9 @@
 What `run` does, in order: start a local Kafka-protocol broker (`LocalBroker`, Tansu, memory
 storage; its output in WORKDIR/broker.log); create the topics; start the daemon (`Daemon`, role
 "all", store `sqlite:///WORKDIR/filterd.db`, its logs in WORKDIR/daemon.log) in a thread; send
-the first message and wait for its decision (the daemon's consumer-group joins take 3 s or
-more on Tansu; the replay clock starts after them); replay the rest of the labelled stream as
+the first message and wait for its decision, then its label and wait until the learner has
+applied it (each of the daemon's consumer-group joins takes 3 s or more on Tansu; the replay
+clock starts after them); replay the rest of the labelled stream as
 messages at `rate` per second, plus each message's label as feedback by id once
 `feedback_delay` later messages have been sent; read the decisions and dead-letter topics and
 compare the decisions with the true labels (`Scoreboard`); recalibrate the threshold every
@@ -579,7 +580,7 @@ class Demo:
             seconds["start-up"] = time.monotonic() - self._started
             step = time.monotonic()
             failure = self._warm_up()
-            seconds["first decision"] = time.monotonic() - step
+            seconds["first decision and label"] = time.monotonic() - step
             if failure:
                 status, detail = "daemon not deciding", failure
             else:
@@ -623,17 +624,41 @@ class Demo:
             self._daemon_status = 1
 
     def _warm_up(self) -> str:
-        """Send the first message and wait for its decision: the replay clock starts once the
-        daemon consumes (its consumer-group joins take seconds), so that the rate holds and
-        the first labels follow soon. Returns why it failed, or ""."""
+        """Send the first message and wait for its decision, then its label and wait until the
+        learner has applied it: the replay clock starts once both of the daemon's consumers
+        consume (each consumer-group join takes seconds), so that the rate holds and the model
+        learns from the start. Returns why it failed, or ""."""
         assert self._producer is not None
         first = self.items[0]
         self._producer.send(self.config.topics.messages, key=first.id.encode(), value=first.payload)
         self._producer.flush()
         self._pending.append(0)
         self._sent = 1
-        started = self._last_tick = time.monotonic()
-        while not (self.board.decided(first.id) or self.board.dead(first.id)):
+        started = time.monotonic()
+        failure = self._wait_for(lambda: self.board.decided(first.id) or self.board.dead(first.id),
+                                 "no decision", started)  # fmt: skip
+        if failure:
+            return failure
+        deciding = time.monotonic() - started
+        if not self.board.decided(first.id):  # dead-lettered: nothing to label
+            self.on_event(f"the daemon is deciding: first decision {deciding:.1f} s after the first "
+                          "message (consumer-group joins)")  # fmt: skip
+            return ""
+        self._pending.popleft()
+        self._send_label(self.config.topics.feedback, first)
+        self._producer.flush()
+        failure = self._wait_for(lambda: self._feedback_applied() >= 1, "no label applied", started)
+        if failure:
+            return failure
+        self.on_event(f"the daemon is deciding and learning: first decision {deciding:.1f} s, first "
+                      f"label applied {time.monotonic() - started:.1f} s after the first message "
+                      "(consumer-group joins)")  # fmt: skip
+        return ""
+
+    def _wait_for(self, done: Callable[[], bool], missing: str, started: float) -> str:
+        """Tick until `done()`; why it failed ("MISSING from the daemon ..."), or ""."""
+        self._last_tick = time.monotonic()
+        while not done():
             now = time.monotonic()
             if now - self._last_tick >= self.tick:
                 self._last_tick = now
@@ -642,11 +667,9 @@ class Demo:
             if failure:
                 return failure
             if now - started > self.options.timeout:
-                return (f"no decision from the daemon {self.options.timeout:g} s after its start "
+                return (f"{missing} from the daemon {self.options.timeout:g} s after its start "
                         f"(see {self.workdir / DAEMON_LOG})")  # fmt: skip
             time.sleep(0.02)
-        self.on_event(f"the daemon is deciding: first decision {time.monotonic() - started:.1f} s "
-                      "after the first message (consumer-group joins)")  # fmt: skip
         return ""
 
     def _replay(self) -> tuple[str, str]:
@@ -707,9 +730,13 @@ class Demo:
                 self._pending.popleft()
                 continue
             self._pending.popleft()
-            value = json.dumps({"message_id": item.id, "label": item.label}).encode()
-            self._producer.send(topic, key=item.id.encode(), value=value)
-            self._feedback_sent += 1
+            self._send_label(topic, item)
+
+    def _send_label(self, topic: str, item: Item) -> None:
+        assert self._producer is not None
+        value = json.dumps({"message_id": item.id, "label": item.label}).encode()
+        self._producer.send(topic, key=item.id.encode(), value=value)
+        self._feedback_sent += 1
 
     def _feedback_applied(self) -> int:
         """Feedback records the learner has finished with (any outcome), from its metrics."""
