@@ -639,19 +639,18 @@ class Demo:
                                  "no decision", started)  # fmt: skip
         if failure:
             return failure
-        deciding = time.monotonic() - started
-        if not self.board.decided(first.id):  # dead-lettered: nothing to label
-            self.on_event(f"the daemon is deciding: first decision {deciding:.1f} s after the first "
-                          "message (consumer-group joins)")  # fmt: skip
-            return ""
-        self._pending.popleft()
-        self._send_label(self.config.topics.feedback, first)
-        self._producer.flush()
-        failure = self._wait_for(lambda: self._feedback_applied() >= 1, "no label applied", started)
-        if failure:
-            return failure
-        self.on_event(f"the daemon is deciding and learning: first decision {deciding:.1f} s, first "
-                      f"label applied {time.monotonic() - started:.1f} s after the first message "
+        state, times = "deciding", f"first decision {time.monotonic() - started:.1f} s"
+        if self.board.decided(first.id):  # a dead-lettered first message has no label to learn
+            self._pending.popleft()
+            self._send_label(self.config.topics.feedback, first)
+            self._producer.flush()
+            failure = self._wait_for(lambda: self._feedback_applied() >= 1, "no label applied",
+                                     started)  # fmt: skip
+            if failure:
+                return failure
+            applied = time.monotonic() - started
+            state, times = "deciding and learning", f"{times}, first label applied {applied:.1f} s"
+        self.on_event(f"the daemon is {state}: {times} after the first message "
                       "(consumer-group joins)")  # fmt: skip
         return ""
 
