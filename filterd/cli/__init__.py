@@ -6,8 +6,8 @@ import click
 
 from filterd import __version__
 from filterd.cli.calibration import calibrate_command
-from filterd.cli.demo import demo_command
 from filterd.cli.daemon import run_command, score_command, topics
+from filterd.cli.demo import demo_command
 from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
 from filterd.cli.store import db, learn_command, model
 

@@ -1,6 +1,6 @@
 """`filterd calibrate`: a new threshold version from the holdout window, with an ROC report.
 
-The command is `filterd.store.thresholds.calibrate_classes` from the command line: it prints
+The command is `filterd.jobs.calibrate.calibrate_classes` from the command line: it prints
 the window, the counts, AUC, τ and its recall, specificity (ham kept), precision and expected
 ham misclassification (1 − specificity) beside the previous version's, then writes the new
 version unless --dry-run. A guardrail refusal is one line on stderr and exit status 1.
@@ -17,17 +17,11 @@ from datetime import timedelta
 import click
 
 from filterd.cli.store import db_option, model_option, store_errors
-from filterd.decide import NotReady
+from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, GuardrailError
+from filterd.jobs.calibrate import SOURCES, CalibrationReport, calibrate_classes
+from filterd.service.config import parse_duration
+from filterd.service.decide import NotReady
 from filterd.store import database
-from filterd.config import parse_duration
-from filterd.store.thresholds import (
-    MAX_AUC_DROP,
-    MIN_NEGATIVES,
-    CalibrationReport,
-    SOURCES,
-    GuardrailError,
-    calibrate_classes,
-)
 
 DEFAULT_WINDOW = timedelta(days=14)
 

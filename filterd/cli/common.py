@@ -6,12 +6,13 @@ from collections.abc import Sequence
 
 import click
 
-from filterd import config
-from filterd.config import Config
-from filterd.corpus import CorpusError, Record, read_corpus
-from filterd.estimators import parse_params
-from filterd.model import DEFAULT_SPEC, ModelSpec
-from filterd.select import Selection
+from filterd.bayes.estimators import parse_params
+from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.selection import Selection
+from filterd.evaluation.corpus import CorpusError, Record, read_corpus
+from filterd.kafka import settings as kafka_settings
+from filterd.service import config
+from filterd.service.config import Config
 
 
 def model_specs(variants: Sequence[str], params: Sequence[str], selections: Sequence[str]) -> list[ModelSpec]:
@@ -76,6 +77,8 @@ config_option = click.option("--config", "config_path", type=click.Path(dir_okay
 def load_config(path: str | None, **overrides) -> Config:
     """The configuration (file ← environment ← flags), or a one-line error naming the key."""
     try:
-        return config.load(path, overrides={k.replace("__", "."): v for k, v in overrides.items()})
+        loaded = config.load(path, overrides={k.replace("__", "."): v for k, v in overrides.items()})
+        kafka_settings.check(loaded)
+        return loaded
     except config.ConfigError as error:
         raise click.ClickException(f"invalid configuration: {error}") from None

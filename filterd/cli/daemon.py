@@ -10,14 +10,17 @@ import click
 import structlog
 from kafka.errors import KafkaError
 
-from filterd import stream
 from filterd.cli.common import config_option, load_config
 from filterd.cli.store import store_errors
 from filterd.daemon import ROLES, Daemon, StartupError, prepare_store
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.scorer import decide_payloads
-from filterd.observe import Health, Metrics, configure_logging
-from filterd.records import encode
+from filterd.kafka.admin import create_topics
+from filterd.kafka.publisher import dead_letter_of
+from filterd.observe.health import Health
+from filterd.observe.logs import configure_logging
+from filterd.observe.metrics import Metrics
+from filterd.service.records import encode
 
 db_override = click.option("--db", "database__url", metavar="URL", help="Database URL (overrides database.url).")
 model_override = click.option("--model", "model__name", metavar="NAME", help="Model name (overrides model.name).")
@@ -102,7 +105,7 @@ def _score_batch(state, config, batch, first_line, out, dead_letter) -> None:
     out.flush()
     for i, reason, error in result.failures:
         record = _StdinRecord(batch[i], first_line + i)
-        dead_letter.write(encode(stream.dead_letter(record, reason, error, config.dead_letter.payload_bytes)).decode() + "\n")
+        dead_letter.write(encode(dead_letter_of(record, reason, error, config.dead_letter.payload_bytes)).decode() + "\n")
 
 
 class _StdinRecord:
@@ -129,7 +132,7 @@ def topics_create(config_path, partitions, replication_factor, **overrides) -> N
     config = load_config(config_path, **overrides)
     names = [config.topics.messages, config.topics.decisions, config.topics.feedback, config.topics.dead_letter]
     try:
-        created = stream.create_topics(config.kafka, names, partitions, replication_factor)
+        created = create_topics(config.kafka, names, partitions, replication_factor)
     except KafkaError as error:
         raise click.ClickException(f"cannot create topics on {config.kafka['bootstrap_servers']}: {error!r}") from None
     for name in names:

@@ -1,5 +1,5 @@
 """`filterd demo`: broker, store and daemon in one process, a labelled stream replayed through
-them, and a live one-screen summary (`filterd.demo` does the work; this is the screen).
+them, and a live one-screen summary (`filterd.demo.runner` does the work; this is the screen).
 
 On a terminal the summary is redrawn in place about once a second, with notable moments (model
 ready, threshold written, calibration refused) printed above it; otherwise (a pipe, a log) it
@@ -24,8 +24,8 @@ from typing import TextIO
 import click
 from kafka.errors import KafkaError
 
-from filterd.broker import BrokerError
-from filterd.demo import (
+from filterd.demo.broker import BrokerError
+from filterd.demo.runner import (
     BROKER_LOG,
     DAEMON_LOG,
     DB_FILE,

@@ -9,13 +9,13 @@ from collections.abc import Iterable, Sequence
 
 import click
 
+from filterd.bayes.estimators import parse_params
 from filterd.cli.common import model_specs, read_records
-from filterd.corpus import Record, to_records, write_corpus
-from filterd.estimators import parse_params
-from filterd.evaluate import Corpus, Evaluation, evaluate, validation_split
-from filterd.synth import SynthConfig, generate
+from filterd.evaluation.corpus import Record, to_records, write_corpus
+from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.tuning import grid_search, tune_unb_lambda
 from filterd.tokenize import Tokenizer, TokenizerConfig
-from filterd.tune import grid_search, tune_unb_lambda
 
 DEMO_MESSAGES = 5000
 

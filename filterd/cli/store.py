@@ -13,13 +13,26 @@ import click
 from sqlalchemy import func, select
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
+from filterd.bayes.statistics import not_ready
 from filterd.cli.common import model_specs, read_records
-from filterd.stats import not_ready
 from filterd.store import backup, database
 from filterd.store.drift import drift_report
 from filterd.store.expiry import prune
-from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, spec_from_json
-from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, Threshold, TokenStats
+from filterd.store.learning import (
+    LabelledTokens,
+    UnknownModel,
+    apply_feedback,
+    create_model,
+    spec_from_json,
+)
+from filterd.store.schema import (
+    ClassStats,
+    FeedbackLedger,
+    Holdout,
+    ModelRow,
+    Threshold,
+    TokenStats,
+)
 from filterd.tokenize import Tokenizer
 
 DB_HELP = f"Database URL (default: ${database.URL_VARIABLE}, else {database.DEFAULT_URL})."
@@ -128,7 +141,7 @@ def learn_command(corpus, url, name, label_source, batch_size, holdout_fraction)
         with click.progressbar(length=len(records), label="learning", file=sys.stderr) as bar:
             for start in range(0, len(records), batch_size):
                 part = records[start : start + batch_size]
-                items = [Feedback(r.id, r.label, tokenize(r.message()).tokens, label_source) for r in part]
+                items = [LabelledTokens(r.id, r.label, tokenize(r.message()).tokens, label_source) for r in part]
                 applied = apply_feedback(engine, name, items, holdout_fraction)
                 for key in totals:
                     totals[key] += getattr(applied, key)

@@ -21,22 +21,24 @@ import structlog
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from filterd.config import Config
+from filterd.bayes.estimators import parse_params
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.selection import Selection
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
 from filterd.daemon.model_state import ModelState, tokenizer_of
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import Scorer
-from filterd.estimators import parse_params
-from filterd.model import ModelSpec
-from filterd.observe import Health, Metrics, ObserveServer
-from filterd.select import Selection
+from filterd.kafka.publisher import Publisher
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.observe.server import ObserveServer
+from filterd.service.config import Config
 from filterd.store import database
 from filterd.store.database import error_detail
 from filterd.store.learning import create_model
 from filterd.store.schema import ModelRow
-from filterd.stream import Publisher
 
 ROLES = ("all", "scorer", "learner")
 EXIT_OK, EXIT_FAILED, EXIT_FLOOD = 0, 1, 3

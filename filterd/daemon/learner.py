@@ -12,12 +12,13 @@ from __future__ import annotations
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from filterd import stream
 from filterd.daemon.loop import Loop, Retry
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import accepted_tokens
-from filterd.records import Feedback, RecordError, decode
+from filterd.kafka.consumer import Batch
+from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
+from filterd.service.records import Feedback, RecordError, decode
 from filterd.store import learning
 from filterd.store.database import error_detail
 from filterd.tokenize import Tokenizer
@@ -29,7 +30,7 @@ OUTCOMES = {"learned": "learned", "relabelled": "relabelled", "duplicate": "dupl
 
 class Learner(Loop):
     role = "learner"
-    consumer_defaults = stream.LEARNER_CONSUMER_DEFAULTS
+    consumer_defaults = LEARNER_CONSUMER_DEFAULTS
 
     def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages, monitor: Monitor,
                  labels: list[str], holdout_fraction: float, max_bytes: int, **loop) -> None:  # fmt: skip
@@ -38,7 +39,7 @@ class Learner(Loop):
         self.monitor = monitor
         self.labels, self.holdout_fraction, self.max_bytes = set(labels), holdout_fraction, max_bytes
 
-    def process(self, batch: stream.Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> dict[str, int]:
         items, failures, dead = [], [], []
         for record in batch.records:
             try:
@@ -73,7 +74,7 @@ class Learner(Loop):
     def on_idle(self) -> None:
         self.monitor.on_idle()
 
-    def _item(self, feedback: Feedback) -> learning.Feedback:
+    def _item(self, feedback: Feedback) -> learning.LabelledTokens:
         """The store's feedback item, or RecordError with the dead-letter reason."""
         if self.labels and feedback.label not in self.labels:
             raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
@@ -85,4 +86,4 @@ class Learner(Loop):
             if tokens is None:
                 raise RecordError("unknown_message", f"feedback for message {feedback.message_id!r} carries no "
                                   "text, and no message with this id was scored recently by this process")  # fmt: skip
-        return learning.Feedback(feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts)
+        return learning.LabelledTokens(feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts)

@@ -16,10 +16,14 @@ from typing import Any
 
 from kafka.errors import KafkaError
 
-from filterd import stream
 from filterd.daemon.guard import DeadLetterGuard
-from filterd.observe import Health, Metrics
-from filterd.records import DeadLetter, encode
+from filterd.kafka.consumer import Batch, subscribed_consumer
+from filterd.kafka.producer import PublishError
+from filterd.kafka.publisher import Publisher, dead_letter_of
+from filterd.kafka.settings import CONSUMER_DEFAULTS
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.records import DeadLetter, encode
 
 POLL_TIMEOUT_MS = 500
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
@@ -34,10 +38,10 @@ class Loop:
     """One consumer group member: subclasses define `role`, `topic`, `group` and `process`."""
 
     role = "loop"
-    consumer_defaults: dict[str, Any] = stream.CONSUMER_DEFAULTS  # under the [kafka] settings
+    consumer_defaults: dict[str, Any] = CONSUMER_DEFAULTS  # under the [kafka] settings
 
     def __init__(self, kafka: Mapping[str, Any], topic: str, group: str, max_records: int,
-                 publisher: stream.Publisher, guard: DeadLetterGuard, dead_letter_topic: str,
+                 publisher: Publisher, guard: DeadLetterGuard, dead_letter_topic: str,
                  payload_limit: int, metrics: Metrics, health: Health, log) -> None:  # fmt: skip
         self.kafka, self.topic, self.group, self.max_records = kafka, topic, group, max_records
         self.publisher, self.guard = publisher, guard
@@ -49,7 +53,7 @@ class Loop:
         self._summary: dict[str, int] = {}
         self._uncommitted: dict = {}  # partition → offset committed asynchronously, not yet confirmed
 
-    def process(self, batch: stream.Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> dict[str, int]:
         """Handle one batch completely (or raise Retry); returns counts for the batch summary."""
         raise NotImplementedError
 
@@ -67,7 +71,7 @@ class Loop:
             while not stop.is_set():
                 self.health.beat(self.role)
                 self.on_idle()
-                batch = stream.Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
+                batch = Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
                 if not batch:
                     continue
                 started = time.perf_counter()
@@ -95,7 +99,7 @@ class Loop:
         while not stop.is_set():
             self.health.beat(self.role)
             try:
-                consumer = stream.consumer(self.kafka, self.topic, self.group, self.max_records, self.log,
+                consumer = subscribed_consumer(self.kafka, self.topic, self.group, self.max_records, self.log,
                                            self.consumer_defaults)
             except KafkaError as error:
                 self.health.set_ready(condition, False, str(error))
@@ -108,7 +112,7 @@ class Loop:
             return consumer
         return None
 
-    def _commit(self, batch: stream.Batch, consumer) -> None:
+    def _commit(self, batch: Batch, consumer) -> None:
         """Commit without waiting: the batch's effects are durable already, so a commit that is
         lost only means reading the batch again. The last one is committed synchronously on close."""
         offsets = batch.offsets()
@@ -143,7 +147,7 @@ class Loop:
 
     def dead_letter(self, record, reason: str, error: str) -> DeadLetter:
         """Send `record` to the dead-letter topic (delivered at the next flush)."""
-        letter = stream.dead_letter(record, reason, error, self.payload_limit)
+        letter = dead_letter_of(record, reason, error, self.payload_limit)
         self.publisher.send(self.dead_letter_topic, None, encode(letter))
         self.metrics.dead_letters.labels(reason=reason, topic=record.topic).inc()
         self.log.warning("dead-lettered", reason=reason, error=error[:300], topic=record.topic,
@@ -153,7 +157,7 @@ class Loop:
     def flush(self) -> None:
         try:
             self.publisher.flush()
-        except stream.PublishError as error:
+        except PublishError as error:
             raise Retry(str(error)) from None
 
     def _summarize(self, counts: dict[str, int], every: float = 10.0) -> None:
@@ -167,6 +171,6 @@ class Loop:
             self._last_summary, self._summary = now, {}
 
 
-def _position(batch: stream.Batch) -> dict[str, Any]:
+def _position(batch: Batch) -> dict[str, Any]:
     first = batch.records[0]
     return {"topic": first.topic, "partition": first.partition, "offset": first.offset, "records": len(batch)}

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from filterd.config import Config
-from filterd.decide import Decider, ThresholdSetting
-from filterd.model import ModelSpec
-from filterd.observe import Health, Metrics
-from filterd.stats import Statistics
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Statistics
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
+from filterd.service.decide import Decider, ThresholdSetting
 from filterd.store.database import error_detail
 from filterd.store.learning import spec_from_json
 from filterd.store.schema import ModelRow

@@ -21,16 +21,17 @@ from datetime import datetime, timezone
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from filterd.calibrate import CalibrationError
-from filterd.config import Config, parse_duration
+from filterd.bayes.features import encode
 from filterd.daemon.model_state import ModelState
-from filterd.decide import NotReady, decision_scores
-from filterd.features import encode
-from filterd.observe import Metrics
+from filterd.evaluation.calibration import CalibrationError
+from filterd.jobs.calibrate import calibrate_model
+from filterd.observe.metrics import Metrics
+from filterd.service.config import Config, parse_duration
+from filterd.service.decide import NotReady, decision_scores
 from filterd.store import learning
 from filterd.store.database import error_detail
 from filterd.store.drift import Scored, drift_report, record_scores
-from filterd.store.thresholds import calibrate_model, latest_threshold
+from filterd.store.thresholds import latest_threshold
 
 REPORT_SECONDS = 10.0
 TRIM_EVERY = 10  # batches between trims of the prequential table to drift.window
@@ -46,7 +47,7 @@ class Monitor:
         self._last_report = self._last_calibration = clock()
         self._recorded = 0
 
-    def score(self, items: Sequence[learning.Feedback]) -> list[Scored]:
+    def score(self, items: Sequence[learning.LabelledTokens]) -> list[Scored]:
         """The current model's scores of feedback about to be learned ([] before it is ready)."""
         decider = self.state.decider
         model = decider.model if decider is not None else None

@@ -1,7 +1,7 @@
 """The scorer: messages topic → decisions topic (one decision per message, keyed by its id),
 bad records → dead-letter topic with the reason.
 
-A record is dead-lettered when it is not a valid message (reasons of `filterd.records.decode`:
+A record is dead-lettered when it is not a valid message (reasons of `filterd.service.records.decode`:
 oversized, invalid_json, invalid_utf8, schema, too_deep) or when tokenizing it hit a limit that makes its
 decision meaningless (`REJECTED_FLAGS`); a mail with minor MIME defects is still decided,
 because spam often has them.
@@ -14,12 +14,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from filterd import stream
 from filterd.daemon.loop import Loop, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
-from filterd.decide import Decider, ThresholdSetting, message_fields
-from filterd.records import Content, Decision, Message, RecordError, decode, encode
+from filterd.kafka.consumer import Batch
+from filterd.service.decide import Decider, ThresholdSetting, message_fields
+from filterd.service.records import Content, Decision, Message, RecordError, decode, encode
 from filterd.tokenize import Tokenizer
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR, MAX_DEPTH, MAX_TOKENS
 
@@ -52,7 +52,7 @@ class Scorer(Loop):
     def on_idle(self) -> None:
         self.state.refresh()
 
-    def process(self, batch: stream.Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> dict[str, int]:
         decider = self.state.decider
         if decider is None:
             raise Retry("no model loaded from the store yet")

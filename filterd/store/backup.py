@@ -16,7 +16,14 @@ from typing import IO
 from sqlalchemy import Engine, insert, select
 
 from filterd.store.learning import UnknownModel
-from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, Threshold, TokenStats
+from filterd.store.schema import (
+    ClassStats,
+    FeedbackLedger,
+    Holdout,
+    ModelRow,
+    Threshold,
+    TokenStats,
+)
 
 FORMAT = "filterd-model/1"
 TABLES = {table.__tablename__: table for table in (ClassStats, TokenStats, FeedbackLedger, Holdout, Threshold)}

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 from sqlalchemy import Engine, delete, select
 
-from filterd import metrics
-from filterd.decide import DEFAULT_TAU
+from filterd.evaluation import ranking
+from filterd.service.decide import DEFAULT_TAU
 from filterd.store.bulk import insert_rows
 from filterd.store.learning import find_model_id
 from filterd.store.schema import Prequential
@@ -94,7 +94,7 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
     times = [r.scored_at for r in rows]
     return DriftReport(
         target_class=target_class, n=len(rows), n_pos=n_pos, n_neg=n_neg,
-        auc=metrics.auc(scores, positive) if n_pos and n_neg else None,
+        auc=ranking.auc(scores, positive) if n_pos and n_neg else None,
         tau=tau, threshold_version=threshold.version if threshold else None,
         target_recall=threshold.target_recall if threshold else None,
         recall=float(decided[positive].mean()) if n_pos else None,

@@ -23,13 +23,13 @@ from typing import Literal
 import numpy as np
 from sqlalchemy import ARRAY, Connection, Engine, String, any_, bindparam, insert, select, update
 
-from filterd.features import DocBatch, encode
-from filterd.model import ModelSpec
-from filterd.select import Selection
-from filterd.stats import fixed_point_log_tf
+from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.selection import Selection
+from filterd.bayes.statistics import fixed_point_log_tf
+from filterd.bayes.vocab import TokenHasher
 from filterd.store.bulk import insert_rows
 from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
-from filterd.vocab import TokenHasher
 
 Source = Literal["analyst", "auto"]
 SOURCES = ("analyst", "auto")
@@ -37,7 +37,7 @@ CHUNK = 500  # ids per IN (...) query
 
 
 @dataclass(frozen=True)
-class Feedback:
+class LabelledTokens:
     """A label for a message, with the message's tokens."""
 
     message_id: str
@@ -127,7 +127,7 @@ def unpack(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     return keys.astype(np.int64), counts.astype(np.int64)
 
 
-def apply_feedback(engine: Engine, model: str, items: Sequence[Feedback], holdout_fraction: float = 0.1,
+def apply_feedback(engine: Engine, model: str, items: Sequence[LabelledTokens], holdout_fraction: float = 0.1,
                    now: datetime | None = None) -> Applied:  # fmt: skip
     """Apply a batch of feedback to `model` in one transaction (see the module docstring)."""
     for item in items:
@@ -173,7 +173,7 @@ class _Plan:
         self.holdout_writes: dict[str, tuple[str, str, bytes, datetime | None]] = {}
         self.contributions: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # label, keys, counts, sign
 
-    def decide(self, i: int, item: Feedback, batch: DocBatch, fraction: float, result: Applied) -> None:
+    def decide(self, i: int, item: LabelledTokens, batch: DocBatch, fraction: float, result: Applied) -> None:
         keys = batch.keys[batch.indptr[i] : batch.indptr[i + 1]]
         counts = batch.counts[batch.indptr[i] : batch.indptr[i + 1]]
         known = self.ledger.get(item.message_id) or self.holdout.get(item.message_id)

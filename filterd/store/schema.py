@@ -17,8 +17,18 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
-    JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
-    MetaData, String,
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
 )  # fmt: skip
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 

@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 from sqlalchemy import Engine, select, text
 
-from filterd.stats import Delta, Statistics
+from filterd.bayes.statistics import Delta, Statistics
 from filterd.store.learning import UnknownModel
 from filterd.store.schema import ClassStats, ModelRow
 

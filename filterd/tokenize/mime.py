@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 from email import errors
 from email.message import Message
-from email.policy import compat32
 
 # Deeper than real mail nests; past it the stdlib decides (it may raise RecursionError).
 MAX_DEPTH = 50

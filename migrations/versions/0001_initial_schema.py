@@ -5,9 +5,8 @@ Revises:
 Create Date: 2026-11-21 11:52:46.249349
 """
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0001'
 down_revision = None

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from filterd.cli.calibration import calibrate_command, parse_duration
+from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, upgrade
-from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.thresholds import latest_threshold, threshold_history
-from filterd.synth import SynthConfig, generate
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def template(tmp_path_factory):
             engine,
             "default",
             [
-                Feedback(r["id"], r["label"], r["text"].split())
+                LabelledTokens(r["id"], r["label"], r["text"].split())
                 for r in records[start : start + 1500]
             ],
             holdout_fraction=0.2,

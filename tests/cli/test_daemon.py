@@ -7,8 +7,8 @@ import sys
 from click.testing import CliRunner
 
 from filterd.cli import main
-from filterd.corpus import write_corpus
-from filterd.synth import SynthConfig, generate
+from filterd.evaluation.corpus import write_corpus
+from filterd.evaluation.synth import SynthConfig, generate
 from tests.daemon.conftest import valid
 
 STREAM = generate(SynthConfig(n_messages=1200, seed=5))

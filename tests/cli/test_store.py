@@ -3,9 +3,9 @@ import json
 from click.testing import CliRunner
 
 from filterd.cli import main
+from filterd.evaluation.corpus import write_corpus
+from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head as database_head
-from filterd.corpus import write_corpus
-from filterd.synth import SynthConfig, generate
 
 
 def run(*args, env=None):

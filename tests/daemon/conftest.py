@@ -19,8 +19,8 @@ import jsonschema
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from filterd.broker import free_port
-from filterd.records import schemas
+from filterd.demo.broker import free_port
+from filterd.service.records import schemas
 
 VALIDATORS = {name.split(".")[0]: jsonschema.Draft202012Validator(schema) for name, schema in schemas().items()}
 

@@ -12,10 +12,10 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
+from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, current
 from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.sync import load
-from filterd.synth import SynthConfig, generate
 from tests.conftest import fresh_postgres
 from tests.daemon.conftest import feedback, ids_of, message, produce, read_all, valid
 from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
@@ -251,7 +251,8 @@ def embedded_postgres_restart(server):
 
 
 def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(start_daemon, kafka_config, topics, sqlite_url):
-    from filterd.store.thresholds import calibrate_model, latest_threshold
+    from filterd.jobs.calibrate import calibrate_model
+    from filterd.store.thresholds import latest_threshold
 
     stream = generate(SynthConfig(n_messages=4000, seed=12, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:1500]))
@@ -310,8 +311,8 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
 
 
 def test_a_broker_unreachable_at_start_up_is_waited_for_and_a_restart_survived(start_daemon, kafka_config, topics, sqlite_url, tmp_path):
-    from filterd.broker import LocalBroker, free_port
-    from filterd.stream import create_topics
+    from filterd.demo.broker import LocalBroker, free_port
+    from filterd.kafka.admin import create_topics
 
     late = LocalBroker(port=free_port(), log_path=tmp_path / "late-broker.log")
     offline = {**kafka_config, "bootstrap_servers": late.bootstrap_servers}

@@ -4,11 +4,12 @@ import gc
 
 import structlog
 
-from filterd.config import load as load_config
 from filterd.daemon.model_state import GC_THRESHOLD, ModelState
-from filterd.observe import Health, Metrics
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.config import load as load_config
 from filterd.store.database import connect, upgrade
-from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 
 
 def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_path):
@@ -16,7 +17,7 @@ def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_p
     upgrade(url)
     engine = connect(url)
     create_model(engine, "default")
-    apply_feedback(engine, "default", [Feedback("m1", "spam", ["win", "cash"]), Feedback("m2", "ham", ["lunch"])])
+    apply_feedback(engine, "default", [LabelledTokens("m1", "spam", ["win", "cash"]), LabelledTokens("m2", "ham", ["lunch"])])
     config = load_config(None, environ={}, overrides={"database.url": url})
     before = gc.get_threshold()
     try:

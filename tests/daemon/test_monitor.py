@@ -3,14 +3,15 @@
 import structlog
 from structlog.testing import capture_logs
 
-from filterd.config import load
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
-from filterd.observe import Health, Metrics
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.config import load
 from filterd.store.database import connect, upgrade
-from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.thresholds import latest_threshold
-from filterd.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
 
 
@@ -34,7 +35,7 @@ def monitored_store(tmp_path, **overrides):
 
 def feedback(records):
     tokenize = Tokenizer()
-    return [Feedback(r["id"], r["label"], tokenize(r).tokens) for r in records]
+    return [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in records]
 
 
 def test_scores_before_learning_become_rolling_figures_and_a_recall_warning(tmp_path):
@@ -52,7 +53,7 @@ def test_scores_before_learning_become_rolling_figures_and_a_recall_warning(tmp_
     assert metrics.rolling_count._value.get() == 500
     assert metrics.rolling_auc._value.get() > 0.95
     # a threshold far above every spam score: recall collapses, and the monitor says so
-    from filterd.calibrate import Threshold
+    from filterd.evaluation.calibration import Threshold
     from filterd.store.thresholds import write_threshold
 
     write_threshold(engine, "default", "spam", Threshold(1e9, 0.99, 1, 1, 1, 1, 1, False, None), 0.99, None, None, "t")

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from filterd.decide import Decider, ThresholdSetting
-from filterd.model import ModelSpec
+from filterd.bayes.model import ModelSpec
+from filterd.service.decide import Decider, ThresholdSetting
 from filterd.tokenize import Tokenizer, TokenizerConfig
-from tests.test_decide import trained
+from tests.service.test_decide import trained
 
 GOOD = json.dumps({"id": "ok", "text": "win cash now"}).encode()
 

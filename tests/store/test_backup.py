@@ -3,11 +3,11 @@ import json
 
 import pytest
 
+from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.backup import export_model, import_model
 from filterd.store.database import connect, upgrade
-from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.sync import load
-from filterd.synth import SynthConfig, generate
 
 
 def nonempty(canonical):
@@ -21,7 +21,7 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     source = connect(source_url)
     create_model(source, "default", seed=3)
     records = generate(SynthConfig(n_messages=400, seed=1))
-    apply_feedback(source, "default", [Feedback(r["id"], r["label"], r["text"].split()) for r in records])
+    apply_feedback(source, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records])
     dump = io.StringIO()
     rows = export_model(source, "default", dump)
     assert rows > 400
@@ -30,7 +30,7 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     assert import_model(target, dump, "restored") == "restored"
     assert nonempty(load(target, "restored")[0].canonical()) == nonempty(load(source, "default")[0].canonical())
     # the ledger came along: redelivering the same feedback changes nothing
-    again = apply_feedback(target, "restored", [Feedback(r["id"], r["label"], r["text"].split()) for r in records])
+    again = apply_feedback(target, "restored", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records])
     assert again.learned == 0 and again.duplicates == 400
 
 

@@ -12,13 +12,13 @@ N = 1200
 LEARNER = """
 import sys
 from filterd.store.database import connect
-from filterd.store.learning import Feedback, apply_feedback
-from filterd.synth import SynthConfig, generate
+from filterd.store.learning import LabelledTokens, apply_feedback
+from filterd.evaluation.synth import SynthConfig, generate
 url, start, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 records = generate(SynthConfig(n_messages=%d, seed=3))[start:stop]
 engine = connect(url)
 for i in range(0, len(records), 100):
-    apply_feedback(engine, "default", [Feedback(r["id"], r["label"], r["text"].split()) for r in records[i:i + 100]])
+    apply_feedback(engine, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records[i:i + 100]])
 """ % N
 
 

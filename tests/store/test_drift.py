@@ -2,7 +2,7 @@
 
 import pytest
 
-from filterd.calibrate import Threshold
+from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored, drift_report, record_scores
 from filterd.store.learning import UnknownModel, create_model
 from filterd.store.thresholds import write_threshold

@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy import func, select
 
 from filterd.store.expiry import prune
-from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.schema import ClassStats, TokenStats
 from filterd.store.sync import load, sync
 
@@ -34,10 +34,10 @@ def consistent(engine) -> bool:
 @pytest.fixture
 def store(engine):
     create_model(engine, "default", seed=1)
-    apply_feedback(engine, "default", [Feedback("a", "spam", ["rare", "common", "common"]),
-                                       Feedback("b", "ham", ["old", "old", "common", "ham1"])],
+    apply_feedback(engine, "default", [LabelledTokens("a", "spam", ["rare", "common", "common"]),
+                                       LabelledTokens("b", "ham", ["old", "old", "common", "ham1"])],
                    holdout_fraction=0, now=T0)  # fmt: skip
-    apply_feedback(engine, "default", [Feedback("c", "spam", ["fresh", "common", "spam1"])], holdout_fraction=0, now=LATER)
+    apply_feedback(engine, "default", [LabelledTokens("c", "spam", ["fresh", "common", "spam1"])], holdout_fraction=0, now=LATER)
     return engine
 
 
@@ -64,8 +64,8 @@ def test_a_scorer_synced_before_the_prune_catches_up_exactly(store):
 
 def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store):
     prune(store, "default", unseen_days=10, max_count=1, now=LATER)
-    apply_feedback(store, "default", [Feedback("d", "ham", ["rare"])], holdout_fraction=0, now=LATER)  # re-learned
-    result = apply_feedback(store, "default", [Feedback("a", "ham", ["rare", "common", "common"])],
+    apply_feedback(store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER)  # re-learned
+    result = apply_feedback(store, "default", [LabelledTokens("a", "ham", ["rare", "common", "common"])],
                             holdout_fraction=0, now=LATER)  # fmt: skip
     assert result.relabelled == 1
     assert consistent(store)

@@ -2,12 +2,19 @@ import uuid
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
-from filterd.stats import Statistics
-from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, in_holdout
+from filterd.bayes.statistics import Statistics
+from filterd.store.learning import (
+    LabelledTokens,
+    UnknownModel,
+    apply_feedback,
+    create_model,
+    in_holdout,
+)
 from filterd.store.schema import TokenStats
 from filterd.store.sync import load, sync
 
@@ -18,7 +25,7 @@ DOCS = {"m1": "free cash now", "m2": "meet at noon", "m3": "win a free prize now
 
 
 def fb(message_id, label, source="analyst"):
-    return Feedback(message_id, label, DOCS[message_id].split(), source)
+    return LabelledTokens(message_id, label, DOCS[message_id].split(), source)
 
 
 def learned_directly(pairs):
@@ -71,7 +78,7 @@ def test_the_holdout_share_is_kept_out_of_learning(store):
     assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
     held = next(i for i in ids if in_holdout(i, 0.5))
     kept = next(i for i in ids if not in_holdout(i, 0.5))
-    result = apply_feedback(store, "default", [Feedback(held, "spam", ["free"]), Feedback(kept, "ham", ["noon"])],
+    result = apply_feedback(store, "default", [LabelledTokens(held, "spam", ["free"]), LabelledTokens(kept, "ham", ["noon"])],
                             holdout_fraction=0.5)  # fmt: skip
     assert (result.held_out, result.learned) == (1, 1)
     stats = Statistics(seed=SEED)
@@ -90,7 +97,7 @@ def test_unknown_model_and_bad_source_are_refused(store):
     with pytest.raises(UnknownModel):
         apply_feedback(store, "nope", [fb("m1", "spam")])
     with pytest.raises(ValueError, match="source"):
-        apply_feedback(store, "default", [Feedback("m1", "spam", ["x"], source="robot")])
+        apply_feedback(store, "default", [LabelledTokens("m1", "spam", ["x"], source="robot")])
 
 
 feedback = st.lists(st.tuples(st.sampled_from(sorted(DOCS)), st.sampled_from(["ham", "spam"]),

@@ -10,28 +10,32 @@ import pytest
 from sqlalchemy import create_engine, delete, func, select, text
 from sqlalchemy.engine import make_url
 
-from filterd import metrics
-from filterd.calibrate import Threshold, recall_threshold
-from filterd.corpus import Record
-from filterd.decide import NotReady, decision_scores, scoring_model
-from filterd.evaluate import Corpus, evaluate
-from filterd.features import encode
-from filterd.model import ModelSpec
+from filterd.bayes.features import encode
+from filterd.bayes.model import ModelSpec
+from filterd.evaluation import ranking
+from filterd.evaluation.calibration import Threshold, recall_threshold
+from filterd.evaluation.corpus import Record
+from filterd.evaluation.guardrails import GuardrailError, default_min_positives
+from filterd.evaluation.protocols import Corpus, evaluate
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.jobs.calibrate import calibrate_classes, calibrate_model
+from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.database import connect, upgrade
-from filterd.store.learning import Feedback, UnknownModel, apply_feedback, create_model, in_holdout
+from filterd.store.learning import (
+    LabelledTokens,
+    UnknownModel,
+    apply_feedback,
+    create_model,
+    in_holdout,
+)
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.store.sync import load
 from filterd.store.thresholds import (
-    GuardrailError,
-    calibrate_classes,
-    calibrate_model,
-    default_min_positives,
     holdout_window,
     latest_threshold,
     threshold_history,
     write_threshold,
 )
-from filterd.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -44,7 +48,7 @@ RECORDS = generate(CONFIG)
 
 
 def feedback(records):
-    return [Feedback(r["id"], r["label"], r["text"].split()) for r in records]
+    return [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records]
 
 
 def learn(engine, records, fraction=HOLDOUT, now=T0):
@@ -193,8 +197,8 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     assert report.recall >= 0.99 and report.recall == np.mean(scores[positives] >= report.tau)
     assert report.specificity == np.mean(scores[~positives] < report.tau)
     assert report.ham_misclassification == pytest.approx(1 - report.specificity)
-    assert report.auc == metrics.auc(scores, positives)
-    for ours, theirs in zip(report.roc, metrics.roc_curve(scores, positives)):
+    assert report.auc == ranking.auc(scores, positives)
+    for ours, theirs in zip(report.roc, ranking.roc_curve(scores, positives)):
         np.testing.assert_array_equal(ours, theirs)
     stored = latest_threshold(store, "default", "spam")
     assert (stored.version, stored.tau, stored.auc, stored.n_pos, stored.forced) == (
@@ -227,7 +231,7 @@ def test_the_report_equals_filterd_evaluate_on_the_same_items(engine):
         for r in RECORDS[:1500]
     ]
     tokenize = Tokenizer()
-    items = [Feedback(r.id, r.label, tokenize(r.message()).tokens) for r in records]
+    items = [LabelledTokens(r.id, r.label, tokenize(r.message()).tokens) for r in records]
     apply_feedback(engine, "default", items, HOLDOUT, now=T0)
     report = calibrate_model(
         engine, "default", "spam", 1.0, min_positives=1, min_negatives=1, now=T0
@@ -329,7 +333,7 @@ def test_many_classes_get_one_threshold_each_or_none(engine):
     assert [(r.target_class, r.version) for r in reports] == [("a", 1), ("b", 2), ("c", 3)]
     for r in reports:
         scores, positives = rescored(engine, r.target_class)
-        assert r.recall >= 0.95 and r.auc == metrics.auc(scores, positives)
+        assert r.recall >= 0.95 and r.auc == ranking.auc(scores, positives)
         assert latest_threshold(engine, "default", r.target_class).tau == r.tau
 
 
@@ -423,7 +427,7 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
         positives = np.array(labels) == "spam"
         assert (report.n_pos, report.n_neg) == (300, 700)
         assert report.tau == recall_threshold(scores, positives, 0.99).tau
-        assert report.auc == pytest.approx(metrics.auc(scores, positives))
+        assert report.auc == pytest.approx(ranking.auc(scores, positives))
         newest = calibrate_model(store, "default", "spam", 0.9, source="prequential", last=400, dry_run=True)
         assert newest.n_pos + newest.n_neg == 400 and newest.n_pos == labels[-400:].count("spam")
         with pytest.raises(ValueError, match="source"):

@@ -1,0 +1,112 @@
+"""Token lists → per-document token counts `f_dw`, a batch at a time.
+
+A `DocBatch` holds n documents in CSR form: document i owns entries
+`indptr[i]:indptr[i+1]` of `keys` (token keys, unique and sorted within a document) and
+`counts` (occurrences `f_dw`). It is the one input format of learning and scoring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from filterd.bayes.vocab import P1, P2, TokenHasher
+
+try:  # the C loop of `encode`, built where a compiler was at hand (setup.py)
+    from filterd import _speedups
+except ImportError:  # pragma: no cover - depends on the build
+    _speedups = None
+else:
+    assert (_speedups.P1, _speedups.P2) == (P1, P2), "filterd._speedups was built for other primes"
+
+
+@dataclass(frozen=True)
+class DocBatch:
+    indptr: np.ndarray  # (n + 1,) int64
+    keys: np.ndarray  # (nnz,) int64
+    counts: np.ndarray  # (nnz,) int64, f_dw ≥ 1
+    tokens: Sequence[str] = ()  # the flat token list the batch was made from, for explanations
+    token_index: np.ndarray | None = None  # (nnz,) position in `tokens` of each entry's first occurrence
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def doc_of_entry(self) -> np.ndarray:
+        """(nnz,) the document each entry belongs to."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.indptr))
+
+    def token(self, entry: int) -> str:
+        """The token string of one entry (needs the batch to have been made from tokens)."""
+        if self.token_index is None:
+            raise ValueError("this batch carries no token strings")
+        return self.tokens[int(self.token_index[entry])]
+
+
+def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher, with_tokens: bool = True) -> DocBatch:
+    """Count the tokens of each document of `docs` by key; `with_tokens=False` leaves the
+    token strings out of the batch (for counting alone, as evaluation does).
+
+    With filterd._speedups, one C loop over the tokens: the SpamAssassin corpus, 100 mails a
+    call, counts in 0.12 s instead of 0.42 s (0.15 s with the strings; measured). Otherwise,
+    and for the input it declines, `encode_python`, its reference."""
+    if _speedups is not None and type(docs) is list:
+        arrays = _speedups.count_keys(docs, *hasher.bases)
+        if arrays is not None:
+            indptr, keys, counts, token_index = (np.frombuffer(a, dtype=np.int64) for a in arrays)
+            if not with_tokens:
+                return DocBatch(indptr, keys, counts)
+            return DocBatch(indptr, keys, counts, list(chain.from_iterable(docs)), token_index)
+    batch = encode_python(docs, hasher)
+    return batch if with_tokens else DocBatch(batch.indptr, batch.keys, batch.counts)
+
+
+def encode_python(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatch:
+    """`encode` in numpy and Python: every input, and the reference of the C loop."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    flat = list(chain.from_iterable(docs))
+    # Tokens repeat (Zipf): hashing each distinct string once halved the time of encoding the
+    # SpamAssassin corpus (1.6–2.2 s → 0.8–0.9 s, same batch) against hashing every occurrence.
+    first_seen: dict[str, int] = {}
+    index = np.fromiter((first_seen.setdefault(t, len(first_seen)) for t in flat), dtype=np.int64, count=len(flat))
+    distinct_keys = hasher.keys(list(first_seen))
+    _, rank = np.unique(distinct_keys, return_inverse=True)  # tokens with one key are one entry
+    doc = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
+    order = np.argsort(doc * (len(distinct_keys) + 1) + rank[index], kind="stable")  # by document, then key
+    sorted_keys, sorted_doc = distinct_keys[index[order]], doc[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_doc[1:] != sorted_doc[:-1])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, len(order)))
+    indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sorted_doc[starts], minlength=len(docs)), out=indptr[1:])
+    return DocBatch(indptr, sorted_keys[starts], counts.astype(np.int64), flat, order[starts])
+
+
+def concat(batches: Sequence[DocBatch]) -> DocBatch:
+    """The documents of `batches`, one batch after another, as one batch."""
+    if len(batches) == 1:
+        return batches[0]
+    starts = np.cumsum([0] + [b.indptr[-1] for b in batches])  # entry offset of each batch
+    indptr = np.concatenate([[0]] + [b.indptr[1:] + start for b, start in zip(batches, starts)])
+    keys = np.concatenate([np.empty(0, dtype=np.int64)] + [b.keys for b in batches])
+    counts = np.concatenate([np.empty(0, dtype=np.int64)] + [b.counts for b in batches])
+    if any(b.token_index is None for b in batches):
+        return DocBatch(indptr, keys, counts)
+    offsets = np.cumsum([0] + [len(b.tokens) for b in batches])
+    token_index = np.concatenate([b.token_index + offset for b, offset in zip(batches, offsets)])
+    return DocBatch(indptr, keys, counts, list(chain.from_iterable(b.tokens for b in batches)), token_index)
+
+
+def select_docs(batch: DocBatch, docs: np.ndarray) -> DocBatch:
+    """The sub-batch of the documents at positions `docs`, in that order."""
+    docs = np.asarray(docs, dtype=np.int64)
+    lengths = batch.indptr[docs + 1] - batch.indptr[docs]
+    indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    entries = np.repeat(batch.indptr[docs] - indptr[:-1], lengths) + np.arange(indptr[-1])
+    token_index = None if batch.token_index is None else batch.token_index[entries]
+    return DocBatch(indptr, batch.keys[entries], batch.counts[entries], batch.tokens, token_index)

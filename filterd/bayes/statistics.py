@@ -1,0 +1,295 @@
+"""Sufficient statistics of METHODS.md, learned and unlearned a document at a time.
+
+Per (class c, token w):
+    N[c,w]  = Σ_{d∈c} f_dw                       term counts
+    DF[c,w] = |{d ∈ c : f_dw > 0}|               document frequencies
+    T[c,w]  = Σ_{d∈c} t_dw,  t_dw = log(1+f_dw) / ‖log(1+f_d·)‖₂   length-normalized log-TF
+and per class D[c] = documents learned. Every estimator is a function of these, so learning
+is `+=` of one document's contribution and unlearning is `-=` of the same contribution.
+
+T is kept in fixed point (units of 2⁻²⁴), so that unlearning restores the statistics
+exactly and the result of learning a stream does not depend on its order; float sums
+would do neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.matrix import DenseMatrix, SparseMatrix
+from filterd.bayes.vocab import TokenHasher, Vocabulary, next_capacity
+
+T_SCALE = float(1 << 24)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Current values of every token row changed after some version: applying it is idempotent."""
+
+    version: int
+    labels: tuple[str, ...]
+    D: np.ndarray  # (C,) documents per class
+    keys: np.ndarray  # (k,) token keys
+    N: np.ndarray  # (C, k)
+    DF: np.ndarray  # (C, k)
+    T: np.ndarray  # (C, k) fixed point
+
+
+class Statistics:
+    """Token statistics for any number of classes (labels are strings).
+
+    Dense storage by default; `sparse=True` keeps only the (token, class) pairs that occur,
+    for many classes (see `filterd.bayes.matrix`). Both behave identically.
+    """
+
+    def __init__(self, labels: Sequence[str] = (), seed: int = 0, sparse: bool = False) -> None:
+        self.hasher = TokenHasher(seed)
+        self.vocab = Vocabulary()
+        self.storage = SparseMatrix() if sparse else DenseMatrix()
+        self.labels: list[str] = []
+        self._label_ids: dict[str, int] = {}
+        self.D = np.zeros(0, dtype=np.int64)
+        # whole-vocabulary aggregates, kept up to date so that views of a few columns stay cheap
+        self.Nc = np.zeros(0, dtype=np.int64)  # Σ_w N[c,w]
+        self.DFc = np.zeros(0, dtype=np.int64)  # Σ_w DF[c,w]
+        self.U = np.zeros(0, dtype=np.int64)  # distinct tokens of each class
+        self.V = 0  # distinct tokens with any statistic > 0
+        self.version = 0
+        self._changed_at = np.zeros(0, dtype=np.int64)  # per token: the version of its last change
+        for label in labels:
+            self.class_id(label)
+
+    # --- learning -------------------------------------------------------------------------
+
+    def learn(self, tokens: Sequence[str], label: str) -> None:
+        """Add one document's contribution to class `label`."""
+        self.update(encode([tokens], self.hasher), [label], +1)
+
+    def unlearn(self, tokens: Sequence[str], label: str) -> None:
+        """Remove one document's contribution from class `label` (exact inverse of `learn`)."""
+        self.update(encode([tokens], self.hasher), [label], -1)
+
+    def update(self, batch: DocBatch, labels: Sequence[str], sign: int = +1) -> None:
+        """Learn (`sign=+1`) or unlearn (`sign=-1`) every document of `batch` with its label.
+
+        Unlearning what was never learned would drive counts below zero; that raises
+        ValueError and leaves the statistics as they were.
+        """
+        if len(labels) != len(batch):
+            raise ValueError(f"{len(batch)} documents but {len(labels)} labels")
+        if len(batch) == 0:
+            return
+        if sign < 0 and (unknown := set(labels) - set(self._label_ids)):
+            raise ValueError(f"cannot unlearn documents of classes not learned: {', '.join(sorted(unknown))}")
+        doc_class = np.array([self.class_id(label) for label in labels], dtype=np.int64)
+        ids = self.vocab.add(batch.keys)
+        self._reserve(len(self.vocab))
+        doc = batch.doc_of_entry
+        rows = np.repeat(doc_class, np.diff(batch.indptr))  # doc_class[doc], without the gather
+        # N, DF and T increments as three arrays, the ones of DF a broadcast: no (3, n) copy of them
+        increments = (batch.counts, np.broadcast_to(np.int64(1), doc.shape), fixed_point_log_tf(batch, doc))
+        touched = _distinct_ids(ids, len(self.vocab))
+        docs = np.bincount(doc_class, minlength=len(self.labels))
+        before = self.storage.columns(touched)
+        self.storage.add(rows, ids, increments if sign > 0 else tuple(-a for a in increments))
+        after = self.storage.columns(touched)
+        if sign < 0 and ((self.D < docs).any() or after.min(initial=0) < 0):
+            self.storage.add(rows, ids, increments)
+            raise ValueError("cannot unlearn documents that were not learned with these labels")
+        self.D += sign * docs
+        self._account(before, after)
+        self.version += 1
+        self._changed_at[touched] = self.version
+
+    def _account(self, before: np.ndarray, after: np.ndarray) -> None:
+        """Move the aggregates by the change of some columns, (3, C, m) values before and after."""
+        self.Nc += after[0].sum(axis=1) - before[0].sum(axis=1)
+        self.DFc += after[1].sum(axis=1) - before[1].sum(axis=1)
+        seen_before, seen_after = before[1] > 0, after[1] > 0
+        self.U += seen_after.sum(axis=1) - seen_before.sum(axis=1)
+        self.V += int(seen_after.any(axis=0).sum() - seen_before.any(axis=0).sum())
+
+    # --- classes and capacity -------------------------------------------------------------
+
+    def class_id(self, label: str) -> int:
+        """The row of `label`, adding a class the first time a label is seen."""
+        cid = self._label_ids.get(label)
+        if cid is None:
+            cid = len(self.labels)
+            self.storage.add_class()
+            self.labels.append(label)
+            self._label_ids[label] = cid
+            self.D, self.Nc, self.DFc, self.U = (np.append(a, 0) for a in (self.D, self.Nc, self.DFc, self.U))
+        return cid
+
+    def _reserve(self, size: int) -> None:
+        self.storage.reserve(size)
+        if size > len(self._changed_at):
+            grown = next_capacity(size, len(self._changed_at))
+            self._changed_at = np.pad(self._changed_at, (0, grown - len(self._changed_at)))
+
+    # --- sync -----------------------------------------------------------------------------
+
+    def export_delta(self, since: int = 0) -> Delta:
+        """Every token row changed after version `since`, with its current values."""
+        ids = np.flatnonzero(self._changed_at[: len(self.vocab)] > since)
+        N, DF, T = self.storage.columns(ids)
+        return Delta(self.version, tuple(self.labels), self.D.copy(), self.vocab.keys[ids].copy(), N, DF, T)
+
+    def apply_delta(self, delta: Delta) -> None:
+        """Bring the rows named by `delta` to its values (idempotent)."""
+        rows = np.array([self.class_id(label) for label in delta.labels], dtype=np.int64)
+        ids = self.vocab.add(delta.keys)
+        self._reserve(len(self.vocab))
+        before = self.storage.columns(ids)
+        self.storage.set_columns(rows, ids, np.stack([delta.N, delta.DF, delta.T]))
+        self._account(before, self.storage.columns(ids))
+        self.D[rows] = delta.D
+        self.version = max(self.version + 1, delta.version)
+        self._changed_at[ids] = self.version
+
+    def _recount(self) -> None:
+        rows, ids, values = self.storage.entries(len(self.vocab))
+        C = len(self.labels)
+        self.Nc = np.bincount(rows, weights=values[0], minlength=C).astype(np.int64)
+        self.DFc = np.bincount(rows, weights=values[1], minlength=C).astype(np.int64)
+        self.U = np.bincount(rows, minlength=C)
+        self.V = len(np.unique(ids))
+
+    # --- reading --------------------------------------------------------------------------
+
+    def counts(self, target: str | None = None, columns: np.ndarray | None = None,
+               set_of_words: bool = False) -> Counts:  # fmt: skip
+        """The statistics as the estimators read them.
+
+        target        rows [target, the rest together] instead of one row per class
+        columns       only these vocabulary ids (class aggregates still cover the whole vocabulary)
+        set_of_words  Kołcz's mode: a document is the set of its tokens, so N becomes DF
+        """
+        cols = slice(0, len(self.vocab)) if columns is None else columns
+        N, DF, T = self.storage.columns(cols)
+        D, Nc, DFc, U = (aggregate.reshape(-1, 1) for aggregate in (self.D, self.Nc, self.DFc, self.U))
+        labels = tuple(self.labels)
+        if target is not None:
+            if target not in self._label_ids:
+                raise KeyError(f"unknown class {target!r}; classes are {', '.join(self.labels)}")
+            t = self._label_ids[target]
+            N, DF, T, D, Nc, DFc = (_target_and_rest(a, t) for a in (N, DF, T, D, Nc, DFc))
+            U = np.array([[U[t, 0]], [self._distinct_outside(t)]])
+            labels = (target, f"not {target}")
+        return Counts.from_integers(labels, N, DF, T, D, Nc, DFc, U, self.V, set_of_words, full=columns is None)
+
+    def _distinct_outside(self, t: int) -> int:
+        """Distinct tokens of all classes but t together."""
+        if len(self.labels) == 2:
+            return int(self.U[1 - t])
+        rows, ids, _ = self.storage.entries(len(self.vocab))
+        return len(np.unique(ids[rows != t]))
+
+    def canonical(self) -> dict[str, tuple]:
+        """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
+        whatever the order of learning, of first appearance of labels and tokens, or the storage."""
+        rows, ids, values = self.storage.entries(len(self.vocab))
+        keys = self.vocab.keys[ids]
+        out: dict[str, tuple] = {label: (int(self.D[c]), {}) for label, c in self._label_ids.items()}
+        for r, key, (n, df, t) in zip(rows.tolist(), keys.tolist(), values.T.tolist()):
+            out[self.labels[r]][1][key] = (n, df, t)
+        return out
+
+
+def not_ready(labels: Sequence[str], docs: Sequence[int], min_docs: int = 20) -> str | None:
+    """Why a model should not decide yet (fewer than two classes, or a class with fewer than
+    `min_docs` learned documents), or None when it is ready."""
+    if len(labels) < 2:
+        return f"needs at least two classes with {min_docs} learned documents each; has {len(labels)} class(es)"
+    short = [f"{label!r} has {int(d)}" for label, d in zip(labels, docs) if d < min_docs]
+    if short:
+        return f"needs {min_docs} learned documents per class: " + ", ".join(short)
+    return None
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Statistics as floats, as the estimators read them: rows are classes, columns tokens.
+
+    The columns may be a subset of the vocabulary (`full` is False); the class aggregates
+    always describe the whole vocabulary, so that weights computed for a subset of columns
+    equal the same columns computed for all. Estimators that need other sums over the whole
+    vocabulary (WCNB's normalizer, the L2 centroid) require a full view.
+
+    The class aggregates broadcast against the (C, m) token columns: D, N_c and U are (C, 1)
+    when one set of statistics holds for every column (a model), or (C, m) when each column
+    has its own (the online replay, filterd.bayes.replay, where a column is a token of message i
+    as of before message i); V is a scalar or (1, m) alike. Estimators write formulas once,
+    for both. The replay leaves N and T out (None) for an estimator that declares it does not
+    read them (`filterd.bayes.estimators.reads`).
+    """
+
+    labels: tuple[str, ...]
+    N: np.ndarray  # (C, m) N[c,w]; DF[c,w] in set-of-words mode; None where not computed (see below)
+    DF: np.ndarray  # (C, m)
+    T: np.ndarray  # (C, m); None where not computed
+    D: np.ndarray  # (C, 1) or (C, m) D_c
+    Nc: np.ndarray  # (C, 1) or (C, m) N_c = Σ_w N[c,w] over the whole vocabulary
+    U: np.ndarray  # (C, 1) or (C, m) distinct tokens of each class
+    V: int | np.ndarray  # scalar or (1, m) distinct tokens with any statistic > 0
+    full: bool = True
+
+    @classmethod
+    def from_integers(cls, labels: tuple[str, ...], N: np.ndarray, DF: np.ndarray, T: np.ndarray, D: np.ndarray,
+                      Nc: np.ndarray, DFc: np.ndarray, U: np.ndarray, V: int | np.ndarray,
+                      set_of_words: bool = False, full: bool = True) -> Counts:  # fmt: skip
+        """Counts from the integer statistics as `Statistics` keeps them (T in fixed point,
+        DFc = Σ_w DF[c,w]). Set-of-words mode (Kołcz): a document is the set of its tokens,
+        so N becomes DF and N_c becomes DFc."""
+        if set_of_words:
+            N, Nc = DF, DFc
+        return cls(labels, N.astype(np.float64), DF.astype(np.float64), T / T_SCALE, D.astype(np.float64),
+                   Nc.astype(np.float64), U, V, full)  # fmt: skip
+
+    @property
+    def known(self) -> np.ndarray:
+        """(m,) tokens seen in any learned document; the others carry no evidence."""
+        return self.DF.sum(axis=0) > 0
+
+    def complement(self, a: np.ndarray) -> np.ndarray:
+        """Row c̄ of a per-class array: the sum over all classes but c."""
+        return a.sum(axis=0, keepdims=True) - a
+
+    def require_full(self, what: str) -> None:
+        if not self.full:
+            raise ValueError(f"{what} needs the whole vocabulary, not a subset of columns")
+
+
+def _target_and_rest(a: np.ndarray, t: int) -> np.ndarray:
+    if len(a) == 2:  # the rest is the other row (integers: the same as summing)
+        return a[[t, 1 - t]]
+    return np.stack([a[t], a.sum(axis=0) - a[t]])
+
+
+def fixed_point_log_tf(batch: DocBatch, doc: np.ndarray | None = None) -> np.ndarray:
+    """t_dw = log(1+f_dw) / ‖log(1+f_d·)‖₂ per entry, in fixed point (`doc`: batch.doc_of_entry,
+    if the caller has it)."""
+    # in place, and the norms repeated rather than gathered: the same operations, fewer copies
+    log_tf = batch.counts.astype(np.float64)
+    np.log1p(log_tf, out=log_tf)
+    doc = batch.doc_of_entry if doc is None else doc
+    norms = np.sqrt(np.bincount(doc, weights=log_tf * log_tf, minlength=len(batch)))
+    t = np.divide(log_tf, np.repeat(norms, np.diff(batch.indptr)), out=log_tf)
+    t *= T_SCALE
+    return np.rint(t, out=t).astype(np.int64)
+
+
+def _distinct_ids(ids: np.ndarray, size: int) -> np.ndarray:
+    """The sorted distinct values of `ids`, each in [0, size)."""
+    if len(ids) * 16 < size:  # a few documents in a large vocabulary (the daemon's learner)
+        return np.unique(ids)
+    # a mask of the vocabulary: 1 ms for the 890k entries of learning the SpamAssassin corpus,
+    # where np.unique took 50 (measured)
+    seen = np.zeros(size, dtype=bool)
+    seen[ids] = True
+    return np.flatnonzero(seen)

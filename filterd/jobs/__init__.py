@@ -1,0 +1,1 @@
+"""Jobs that read the store, compute with the pure layers and write the store back: calibration."""

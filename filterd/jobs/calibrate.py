@@ -1,0 +1,282 @@
+"""The calibration job: a new threshold version per target class from a labelled window.
+
+Calibration (`calibrate_model`, `calibrate_classes`) for target class t and recall target R:
+1. the holdout items of the window, by feedback time ts: now − window < ts ≤ now, or the
+   last N by ts, or (neither) the whole holdout;
+2. each re-scored with the model's current statistics through `filterd.service.decide.scoring_model` and
+   `filterd.service.decide.decision_scores`, the daemon's own scores s(x) = s_t(x) − max_{c≠t} s_c(x);
+   positives are the items labelled t, negatives all others (one-vs-rest for many classes);
+   or, with source "prequential", steps 1–2 are the scores every feedback record (learned or
+   held out) got from the daemon when it arrived, before it was learned (`store.drift`):
+   the scores new traffic really gets, from a model as far behind as the daemon's;
+3. ROC and AUC (`filterd.evaluation.ranking`); τ by `filterd.evaluation.calibration.recall_threshold`: exact mode, the
+   k-th largest positive score with k = ⌈R·P⌉; conservative mode, the smallest k whose
+   one-sided Clopper–Pearson lower bound on recall is ≥ R;
+4. the guardrails, then a new version unless `dry_run`.
+
+The guardrails are `filterd.evaluation.guardrails`; a refusal is a `GuardrailError`.
+A model that is not ready (`filterd.service.decide.NotReady`) or unknown (`UnknownModel`) is an error too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from sqlalchemy import Engine, select
+
+from filterd.evaluation import ranking
+from filterd.evaluation.calibration import CalibrationError, Threshold
+from filterd.evaluation.guardrails import (
+    MAX_AUC_DROP,
+    MIN_NEGATIVES,
+    guarded_threshold,
+)
+from filterd.service.decide import decision_scores, scoring_model
+from filterd.store.learning import UnknownModel, as_utc, spec_from_json
+from filterd.store.schema import ModelRow
+from filterd.store.sync import load
+from filterd.store.thresholds import (
+    ThresholdVersion,
+    holdout_window,
+    latest_threshold,
+    prequential_window,
+    write_threshold,
+)
+
+SOURCES = ("holdout", "prequential")
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A threshold's figures on the window's scores."""
+
+    tau: float
+    recall: float
+    specificity: float
+    precision: float | None  # None when nothing is flagged
+
+
+def operating_point(scores: np.ndarray, positives: np.ndarray, tau: float) -> OperatingPoint:
+    flagged = scores >= tau
+    hits, false_alarms = int(np.sum(flagged & positives)), int(np.sum(flagged & ~positives))
+    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
+    return OperatingPoint(
+        tau,
+        hits / n_pos,
+        (n_neg - false_alarms) / n_neg,
+        hits / (hits + false_alarms) if hits + false_alarms else None,
+    )
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """What one calibration of one target class found, and what it wrote."""
+
+    model: str
+    target_class: str
+    target_recall: float
+    conservative: bool
+    confidence: float
+    window_start: datetime | None
+    window_end: datetime | None
+    n_pos: int
+    n_neg: int
+    auc: float
+    tau: float
+    recall: float  # on the window
+    specificity: float  # ham kept
+    precision: float
+    recall_lower_bound: float | None  # one-sided Clopper–Pearson at `confidence`
+    previous: ThresholdVersion | None  # the version in force before, with its own window's figures
+    previous_here: OperatingPoint | None  # the previous tau on this window's scores
+    version: int | None  # the version written; None on a dry run
+    forced: bool
+    overridden: tuple[str, ...]  # the guardrail messages `force` overrode
+    # fpr, tpr, thresholds (ranking.roc_curve), for the plot
+    roc: tuple[np.ndarray, np.ndarray, np.ndarray] = field(repr=False, compare=False)
+
+    @property
+    def ham_misclassification(self) -> float:
+        """Expected share of negatives flagged at tau: 1 − specificity."""
+        return 1.0 - self.specificity
+
+    def as_dict(self) -> dict:
+        """JSON-ready figures (times ISO 8601; the ROC points left out)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "roc"}
+        out["ham_misclassification"] = self.ham_misclassification
+        out["previous"] = (
+            None
+            if self.previous is None
+            else {
+                **asdict(self.previous),
+                "ham_misclassification": self.previous.ham_misclassification,
+            }
+        )
+        out["previous_here"] = None if self.previous_here is None else asdict(self.previous_here)
+        out["overridden"] = list(self.overridden)
+        return _iso(out)
+
+
+def _iso(value):
+    if isinstance(value, dict):
+        return {k: _iso(v) for k, v in value.items()}
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def calibrate_model(
+    engine: Engine, model: str, target_class: str, target_recall: float, **options
+) -> CalibrationReport:
+    """Calibrate `target_class` of `model` on its holdout window; the keywords (window, last,
+    conservative, confidence, min_positives, min_negatives, max_auc_drop, min_docs, force,
+    dry_run, created_by, now) are those of `calibrate_classes`."""
+    (report,) = calibrate_classes(engine, model, [target_class], target_recall, **options)
+    return report
+
+
+def calibrate_classes(
+    engine: Engine,
+    model: str,
+    target_classes: Sequence[str] | None,
+    target_recall: float,
+    *,
+    window: timedelta | None = None,
+    last: int | None = None,
+    conservative: bool = False,
+    confidence: float = 0.95,
+    min_positives: int | None = None,
+    min_negatives: int = MIN_NEGATIVES,
+    max_auc_drop: float = MAX_AUC_DROP,
+    min_docs: int = 20,
+    force: bool = False,
+    dry_run: bool = False,
+    created_by: str = "filterd calibrate",
+    now: datetime | None = None,
+    source: str = "holdout",
+) -> list[CalibrationReport]:
+    """One report per target class, one-vs-rest (None: every class of the model).
+
+    source "holdout": the holdout items re-scored with the current model; "prequential": the
+    scores feedback records got when they arrived, before they were learned (`store.drift`).
+
+    All classes are checked before any is written: a refusal for one writes none.
+    """
+    if not 0.0 < target_recall <= 1.0:
+        raise CalibrationError(f"target recall must be in (0, 1], got {target_recall}")
+    now = as_utc(now) or datetime.now(UTC)
+    with engine.connect() as conn:
+        spec = conn.execute(
+            select(ModelRow.spec).where(ModelRow.name == model)
+        ).scalar_one_or_none()
+    if spec is None:
+        raise UnknownModel(f"no model named {model!r} in the store")
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
+    stats, _ = load(engine, model)
+    items = holdout_window(engine, model, window, last, now) if source == "holdout" else None
+    classes = list(stats.labels) if target_classes is None else list(target_classes)
+    checked = []
+    for target in classes:
+        scorer = scoring_model(stats, spec_from_json(spec), target, min_docs)
+        if items is not None:
+            scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
+            labels, bounds = items.labels, (items.start, items.end)
+        else:
+            scores, labels, bounds = prequential_window(engine, model, target, window, last, now)
+        checked.append(
+            _check(
+                model,
+                target,
+                scores,
+                labels == target,
+                bounds,
+                target_recall,
+                latest_threshold(engine, model, target),
+                conservative=conservative,
+                confidence=confidence,
+                min_positives=min_positives,
+                min_negatives=min_negatives,
+                max_auc_drop=max_auc_drop,
+                force=force,
+            )
+        )
+    if dry_run:
+        return [report for report, _ in checked]
+    reports = []
+    for report, threshold in checked:
+        row = write_threshold(
+            engine,
+            model,
+            report.target_class,
+            threshold,
+            report.auc,
+            report.window_start,
+            report.window_end,
+            created_by,
+            forced=report.forced,
+            now=now,
+        )
+        reports.append(replace(report, version=row.version))
+    return reports
+
+
+def _check(
+    model: str,
+    target: str,
+    scores: np.ndarray,
+    positives: np.ndarray,
+    bounds: tuple[datetime | None, datetime | None],
+    target_recall: float,
+    previous: ThresholdVersion | None,
+    *,
+    conservative: bool,
+    confidence: float,
+    min_positives: int | None,
+    min_negatives: int,
+    max_auc_drop: float,
+    force: bool,
+) -> tuple[CalibrationReport, Threshold]:
+    """τ and its figures for one target class, through the guardrails."""
+    positives = positives.astype(bool)
+    guarded = guarded_threshold(
+        scores,
+        positives,
+        target_recall,
+        target=target,
+        previous_auc=None if previous is None else previous.auc,
+        previous_version=None if previous is None else previous.version,
+        conservative=conservative,
+        confidence=confidence,
+        min_positives=min_positives,
+        min_negatives=min_negatives,
+        max_auc_drop=max_auc_drop,
+        force=force,
+    )
+    threshold = guarded.threshold
+    report = CalibrationReport(
+        model=model,
+        target_class=target,
+        target_recall=float(target_recall),
+        conservative=conservative,
+        confidence=confidence,
+        window_start=bounds[0],
+        window_end=bounds[1],
+        n_pos=int(positives.sum()),
+        n_neg=int((~positives).sum()),
+        auc=guarded.auc,
+        tau=threshold.tau,
+        recall=threshold.recall,
+        specificity=threshold.specificity,
+        precision=threshold.precision,
+        recall_lower_bound=threshold.recall_lower_bound,
+        previous=previous,
+        previous_here=None
+        if previous is None
+        else operating_point(scores, positives, previous.tau),
+        version=None,
+        forced=bool(guarded.overridden),
+        overridden=guarded.overridden,
+        roc=ranking.roc_curve(scores, positives),
+    )
+    return report, threshold

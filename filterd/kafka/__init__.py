@@ -1,0 +1,1 @@
+"""Kafka through kafka-python: client settings, batched consuming, publishing, topic creation."""

@@ -1,0 +1,33 @@
+"""Topic administration: creating the topics filterd reads and writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.errors import TopicAlreadyExistsError, for_code
+
+from filterd.kafka.settings import client_settings
+
+
+def create_topics(kafka: Mapping[str, Any], names: Iterable[str], partitions: int = 4,
+                  replication_factor: int = 1) -> list[str]:  # fmt: skip
+    """Create the topics of `names` that do not exist yet; returns those created, in order.
+    Existing topics are left as they are, whatever their partition count."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        return []
+    admin = KafkaAdminClient(**client_settings(kafka, KafkaAdminClient))
+    try:
+        spec = {"num_partitions": partitions, "replication_factor": replication_factor}
+        response = admin.create_topics({name: dict(spec) for name in names}, raise_errors=False)
+    finally:
+        admin.close()
+    created = set()
+    for topic in response["topics"]:
+        if topic["error_code"] == 0:
+            created.add(topic["name"])
+        elif topic["error_code"] != TopicAlreadyExistsError.errno:
+            raise for_code(topic["error_code"])(f"creating topic {topic['name']!r}: {topic.get('error_message')}")
+    return [name for name in names if name in created]

@@ -1,0 +1,70 @@
+"""Publishing what a batch caused: decisions and dead letters, delivered together at `flush()`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from kafka import KafkaProducer
+from kafka.errors import KafkaError
+
+from filterd.kafka.producer import BatchProducer, PublishError
+from filterd.kafka.settings import client_settings
+from filterd.service.records import DeadLetter
+
+
+class Publisher:
+    """Collects records and delivers them at `flush()`, in one `BatchProducer.publish` call;
+    its client is recreated after a failure, which may have left a connection broken."""
+
+    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0) -> None:
+        self.settings = client_settings(kafka, KafkaProducer)
+        self.timeout = timeout
+        # created here, so that settings it cannot use stop the start-up (it connects when used)
+        self._producer: BatchProducer | None = BatchProducer(self.settings)
+        self._pending: list[tuple[str, bytes | None, bytes]] = []
+
+    def send(self, topic: str, key: str | None, value: bytes) -> None:
+        self._pending.append((topic, None if key is None else key.encode("utf-8", "surrogatepass"), value))
+
+    def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None:
+        """`send` each (key, value)."""
+        self._pending += [(topic, key.encode("utf-8", "surrogatepass"), value) for key, value in records]
+
+    def flush(self) -> None:
+        """Deliver every record sent since the last flush, or raise PublishError (they are then
+        dropped: the caller sends its batch again)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        try:
+            if self._producer is None:
+                self._producer = BatchProducer(self.settings)
+            self._producer.publish(pending, self.timeout)
+        except (KafkaError, PublishError) as error:
+            self.reset()
+            raise PublishError(f"{len(pending)} records not delivered: {error}") from None
+
+    def reset(self) -> None:
+        if self._producer is not None:
+            try:
+                self._producer.close()
+            except Exception:  # noqa: BLE001 - a broken client may fail to close; it is dropped anyway
+                pass
+        self._producer, self._pending = None, []
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close()
+            self._producer = None
+
+
+def dead_letter_of(record, reason: str, error: str, payload_limit: int) -> DeadLetter:
+    """The dead-letter record of a consumed Kafka record."""
+    payload = record.value or b""
+    return DeadLetter(source_topic=record.topic, partition=record.partition, offset=record.offset,
+                      error=error, reason=reason,
+                      payload=payload[:payload_limit].decode("utf-8", "replace"),
+                      payload_truncated=len(payload) > payload_limit,
+                      failed_at=datetime.now(timezone.utc))  # fmt: skip

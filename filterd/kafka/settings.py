@@ -1,0 +1,68 @@
+"""kafka-python client settings: our defaults under the `[kafka]` section, and which settings each client takes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, codec
+
+from filterd.service.config import COMPRESSION_TYPES, Config, ConfigError
+
+# Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
+PRODUCER_DEFAULTS = {
+    "acks": "all",
+    "batch_size": 256 * 1024,  # bytes of one record batch: a poll's decisions per partition in one
+}
+
+
+CONSUMER_DEFAULTS = {
+    "auto_offset_reset": "earliest",
+    "enable_auto_commit": False,
+    # Some Kafka-protocol brokers (Tansu) hold an empty fetch for the whole wait even when
+    # records arrive meanwhile; a short wait keeps the decision latency low at low rates.
+    "fetch_max_wait_ms": 20,
+}
+
+
+# The learner: feedback has no latency target, and each empty fetch cycle costs kafka-python
+# ~1–2 ms of CPU; with 20 ms an idle learner thread took 0.04–0.07 core (and the broker 0.02)
+# from the scorer beside it (`--role all`), with 500 ms (kafka-python's default) almost none.
+LEARNER_CONSUMER_DEFAULTS = {**CONSUMER_DEFAULTS, "fetch_max_wait_ms": 500}
+
+
+def client_settings(kafka: Mapping[str, Any], client: type,
+                    defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The `[kafka]` settings `client` (KafkaConsumer, KafkaProducer, KafkaAdminClient) knows, over
+    `defaults` (by default ours for that client)."""
+    if defaults is None:
+        defaults = {KafkaProducer: PRODUCER_DEFAULTS, KafkaConsumer: CONSUMER_DEFAULTS}.get(client, {})
+    known = client.DEFAULT_CONFIG
+    return {**defaults, **{k: v for k, v in kafka.items() if k in known}}
+
+
+
+# kafka-python's compression_type names → the record batch attribute codes of the protocol
+COMPRESSION = {name: code for code, name in enumerate(COMPRESSION_TYPES)}
+
+
+# whether the library each codec needs is installed
+CODEC_INSTALLED = {None: lambda: True, "gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4,
+                   "zstd": codec.has_zstd}  # fmt: skip
+
+
+def check_compression(name: str | None) -> None:
+    """ValueError unless records can be compressed with `name` here (None: not compressed)."""
+    if name not in COMPRESSION:
+        raise ValueError(f"{name!r} is not one of {', '.join(str(known) for known in COMPRESSION)}")
+    if not CODEC_INSTALLED[name]():
+        raise ValueError(f"{name!r} needs a library that is not installed (see kafka-python's optional dependencies)")
+
+
+def check(config: Config) -> None:
+    """ConfigError unless this installation can use the `[kafka]` settings of `config` (the codec
+    it names needs its library installed)."""
+    try:
+        check_compression(config.kafka.get("compression_type"))
+    except ValueError as error:
+        raise ConfigError(f"kafka.compression_type: {error}") from None

@@ -1,0 +1,152 @@
+"""The daemon's Prometheus metrics, in a registry of its own (never the global default one)."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+BATCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+# Fine around the 50 ms target (issue 4), so that the share of decisions within it is exact.
+LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.0175, 0.02, 0.025, 0.03,
+                   0.035, 0.04, 0.045, 0.05, 0.06, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5, 5.0, 10.0)  # fmt: skip
+
+
+MESSAGE_OUTCOMES = ("decided", "dead_lettered")
+
+
+FEEDBACK_OUTCOMES = (
+    "learned",
+    "duplicate",
+    "relabelled",
+    "held_out",
+    "kept_analyst_label",
+    "dead_lettered",
+)
+
+
+ROLES = ("scorer", "learner")
+
+
+class WeightedHistogram(Collector):
+    """A Prometheus histogram whose `observe` takes a count: the decisions of one batch share
+    their latency, and prometheus_client's Histogram costs ~3.4 µs per observation, 4 % of a
+    core at 13,000 decisions/s."""
+
+    def __init__(self, name: str, documentation: str, buckets: tuple[float, ...], registry: CollectorRegistry) -> None:
+        self.name, self.documentation = name, documentation
+        self.bounds = (*buckets, float("inf"))
+        self._counts = [0] * len(self.bounds)  # per bucket, not cumulative
+        self._sum = 0.0
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def observe(self, seconds: float, count: int = 1) -> None:
+        """`count` observations of `seconds`."""
+        if count <= 0:
+            return
+        bucket = bisect.bisect_left(self.bounds, seconds)  # the first bound ≥ seconds, as le= means
+        with self._lock:
+            self._counts[bucket] += count
+            self._sum += seconds * count
+
+    def collect(self) -> list[HistogramMetricFamily]:
+        with self._lock:
+            counts, total = list(self._counts), self._sum
+        cumulative, buckets = 0, []
+        for bound, count in zip(self.bounds, counts):
+            cumulative += count
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        return [HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total)]
+
+
+class Metrics:
+    """The daemon's Prometheus metrics, in a registry of its own (never the global default
+    registry, so tests and several daemons in one process do not clash)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.messages = Counter(
+            "filterd_messages",
+            "Messages consumed from the messages topic, by outcome.",
+            ["outcome"],
+            registry=r,
+        )
+        self.decisions = Counter(
+            "filterd_decisions", "Decisions published, by label.", ["label"], registry=r
+        )
+        self.dead_letters = Counter(
+            "filterd_dead_letters",
+            "Records sent to the dead-letter topic, by reason and source topic.",
+            ["reason", "topic"],
+            registry=r,
+        )
+        self.feedback = Counter(
+            "filterd_feedback", "Feedback records consumed, by outcome.", ["outcome"], registry=r
+        )
+        self.batch_seconds = Histogram(
+            "filterd_batch_seconds",
+            "Time to process one batch, by role.",
+            ["role"],
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.decision_latency = WeightedHistogram(
+            "filterd_decision_latency_seconds",
+            "Per decision: from the poll() that returned its message to the broker's acknowledgement of "
+            "the decision (the producer flush returned).",
+            LATENCY_BUCKETS,
+            r,
+        )
+        self.model_version = Gauge(
+            "filterd_model_version", "Version of the model in use.", registry=r
+        )
+        self.threshold_version = Gauge(
+            "filterd_threshold_version",
+            "Version of the decision threshold in use (-1 when none).",
+            registry=r,
+        )
+        self.model_staleness = Gauge(
+            "filterd_model_staleness_seconds",
+            "Seconds since the last successful sync with the model store.",
+            registry=r,
+        )
+        self.not_ready = Gauge(
+            "filterd_not_ready", "1 while the daemon is not ready, else 0.", registry=r
+        )
+        self.rolling_auc = Gauge(
+            "filterd_rolling_auc", "AUC of the last drift.window feedback records, scored before learning.", registry=r
+        )
+        self.rolling_recall = Gauge(
+            "filterd_rolling_recall", "Target-class recall at the current threshold over that window.", registry=r
+        )
+        self.rolling_specificity = Gauge(
+            "filterd_rolling_specificity", "Specificity at the current threshold over that window.", registry=r
+        )
+        self.rolling_count = Gauge("filterd_rolling_count", "Feedback records in that window.", registry=r)
+        self.store_errors = Counter(
+            "filterd_store_errors",
+            "Failed operations on the model store, by role.",
+            ["role"],
+            registry=r,
+        )
+        # Known label values start at 0 so that rate() and absence alerts see them from start-up.
+        for outcome in MESSAGE_OUTCOMES:
+            self.messages.labels(outcome=outcome)
+        for outcome in FEEDBACK_OUTCOMES:
+            self.feedback.labels(outcome=outcome)
+        for role in ROLES:
+            self.batch_seconds.labels(role=role)
+        self.threshold_version.set(-1)
+        self.not_ready.set(1)
+
+    def render(self) -> bytes:
+        """The metrics in the Prometheus text exposition format."""
+        return prometheus_client.generate_latest(self.registry)

@@ -1,0 +1,309 @@
+"""filterd's configuration: defaults, then a TOML file, then FILTERD_… environment variables,
+then command-line flags (each overriding the one before).
+
+Every key lives in a section: `database.url` is `[database] url = …` in the file and
+FILTERD_DATABASE_URL in the environment. An unknown key, a value of the wrong type or out of
+range stops start-up with one message naming the key. Kafka client settings not listed here
+(SASL, TLS, timeouts) pass through from `[kafka]` to kafka-python unchanged; values whose
+key says they are secret never appear in `Config.public()`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.selection import Selection
+
+ENV_PREFIX = "FILTERD_"
+SECRET_WORDS = ("password", "secret", "token", "key")
+# Kafka's record batch codecs (kafka-python's names), in the order of their protocol codes
+COMPRESSION_TYPES = (None, "gzip", "snappy", "lz4", "zstd")
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Topics:
+    messages: str = "filterd.messages"
+    decisions: str = "filterd.decisions"
+    feedback: str = "filterd.feedback"
+    dead_letter: str = "filterd.dead-letter"
+
+
+@dataclass(frozen=True)
+class Groups:
+    scorer: str = "filterd-scorer"
+    learner: str = "filterd-learner"
+
+
+@dataclass(frozen=True)
+class Database:
+    url: str = "sqlite:///var/filterd.db"
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    name: str = "default"
+    variant: str = DEFAULT_SPEC.variant
+    params: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SPEC.params))
+    select: str = str(DEFAULT_SPEC.selection)
+    min_docs: int = 20
+    holdout_fraction: float = 0.1
+    labels: list[str] = field(default_factory=list)  # feedback labels accepted (empty: any)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int = 1_000_000
+    max_tokens: int = 10_000
+    max_token_length: int = 40
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    payload_bytes: int = 65_536
+    max_ratio: float = 0.5
+    window: int = 1000
+    max_consecutive: int = 1000
+
+
+@dataclass(frozen=True)
+class Recent:
+    max_messages: int = 100_000
+    max_bytes: int = 64_000_000
+    ttl_seconds: float = 21_600.0
+
+
+@dataclass(frozen=True)
+class DecisionSettings:
+    target_class: str = "spam"
+    target_recall: float = 0.99
+
+
+@dataclass(frozen=True)
+class Batches:
+    poll_records: int = 500
+    # a transaction's fixed costs (commit, lookups, the prequential write) weigh less in larger
+    # batches: into PostgreSQL 4.5–4.9k records/s with 2,000, 5.1–7.2k with 5,000 (bench/e2e.py's learner)
+    feedback: int = 5000
+
+
+@dataclass(frozen=True)
+class Intervals:
+    sync_seconds: float = 5.0
+    threshold_reload_seconds: float = 1.0
+    calibrate_seconds: float = 0.0  # 0: off
+
+
+@dataclass(frozen=True)
+class Calibration:
+    source: str = "holdout"
+    window: str = "14d"
+    conservative: bool = False
+    min_positives: int = 0  # 0: ⌈1/(1−R)⌉ (filterd.store.thresholds)
+    max_auc_drop: float = 0.02
+
+
+@dataclass(frozen=True)
+class Drift:
+    window: int = 5000
+    recall_margin: float = 0.02
+    min_positives: int = 50
+
+
+@dataclass(frozen=True)
+class Observe:
+    metrics_port: int = 9108
+    log_format: str = "json"
+
+
+@dataclass(frozen=True)
+class Config:
+    kafka: dict[str, Any] = field(default_factory=lambda: {"bootstrap_servers": "127.0.0.1:9092"})
+    topics: Topics = Topics()
+    groups: Groups = Groups()
+    database: Database = Database()
+    model: ModelSettings = ModelSettings()
+    limits: Limits = Limits()
+    dead_letter: DeadLetters = DeadLetters()
+    recent: Recent = Recent()
+    decision: DecisionSettings = DecisionSettings()
+    batches: Batches = Batches()
+    intervals: Intervals = Intervals()
+    calibration: Calibration = Calibration()
+    drift: Drift = Drift()
+    observe: Observe = Observe()
+
+    def public(self) -> dict[str, dict[str, Any]]:
+        """The configuration with secrets masked, fit for a start-up log line."""
+        out: dict[str, dict[str, Any]] = {}
+        for section in fields(self):
+            values = getattr(self, section.name)
+            items = values.items() if isinstance(values, dict) else ((f.name, getattr(values, f.name)) for f in fields(values))
+            out[section.name] = {k: "***" if _secret(k) and v else v for k, v in items}
+        if "://" in out["database"]["url"] and "@" in out["database"]["url"]:
+            scheme, rest = out["database"]["url"].split("://", 1)
+            out["database"]["url"] = f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+        return out
+
+
+def _secret(key: str) -> bool:
+    return any(part in SECRET_WORDS for part in key.lower().split("_"))
+
+
+def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
+         overrides: Mapping[str, Any] | None = None) -> Config:  # fmt: skip
+    """Defaults ← the TOML file at `path` (if any) ← FILTERD_SECTION_KEY variables ← `overrides`
+    ({"section.key": value}, e.g. from CLI flags; None values are ignored)."""
+    environ = os.environ if environ is None else environ
+    config = Config()
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read the configuration ({error.strerror})") from None
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path}: not valid TOML ({error})") from None
+        for section, values in data.items():
+            if not isinstance(values, dict):
+                raise ConfigError(f"{path}: {section!r} must be a [section] of keys")
+            for key, value in values.items():
+                config = _set(config, section, key, value, f"{path}: {section}.{key}")
+    for name, raw in environ.items():
+        if name.startswith(ENV_PREFIX) and name != ENV_PREFIX + "CONFIG":
+            section, key = _split_variable(name)
+            config = _set(config, section, key, raw, f"environment variable {name}", from_text=True)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            section, _, key = dotted.partition(".")
+            config = _set(config, section, key, value, f"option {dotted}")
+    if config.model.variant != DEFAULT_SPEC.variant and config.model.params == DEFAULT_SPEC.params:
+        # the default's parameters belong to the default variant: another variant named without
+        # parameters takes its own defaults rather than failing on the default's
+        config = replace(config, model=replace(config.model, params={}))
+    _check(config)
+    return config
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+
+
+def parse_duration(text: str) -> timedelta:
+    """A duration such as 14d, 12h, 30m, 90s, 2w, or a sum such as 1d12h; else ValueError."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _PART.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(f"{text!r} is not a duration: use a number and s, m, h, d or w, e.g. 14d, 12h, 30m")
+    seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: the window must be longer than zero")
+    return timedelta(seconds=seconds)
+
+
+def _split_variable(name: str) -> tuple[str, str]:
+    rest = name[len(ENV_PREFIX) :].lower()
+    for section in (f.name for f in fields(Config)):
+        if rest.startswith(section + "_"):
+            return section, rest[len(section) + 1 :]
+    return rest, ""
+
+
+def _set(config: Config, section: str, key: str, value: Any, where: str, from_text: bool = False) -> Config:
+    sections = {f.name: f for f in fields(Config)}
+    if section not in sections:
+        raise ConfigError(f"{where}: unknown section {section!r} (sections: {', '.join(sections)})")
+    current = getattr(config, section)
+    if isinstance(current, dict):  # [kafka]: passed through to the client
+        return replace(config, **{section: {**current, key: _from_text(value) if from_text else value}})
+    known = {f.name: f for f in fields(current)}
+    if key not in known:
+        raise ConfigError(f"{where}: unknown key '{section}.{key}' (keys: {', '.join(known)})")
+    default = getattr(type(current)(), key)
+    return replace(config, **{section: replace(current, **{key: _typed(value, default, where, from_text)})})
+
+
+def _typed(value: Any, default: Any, where: str, from_text: bool) -> Any:
+    kind = type(default)
+    if from_text and kind is not str:
+        value = _from_text(value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is dict and isinstance(value, str):
+        raise ConfigError(f"{where}: expected a table of parameters, got a string")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _from_text(text: str) -> Any:
+    """An environment value as TOML would read it (numbers, booleans, tables), else the string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _check(config: Config) -> None:
+    from filterd.bayes.estimators import (  # late: keeps `load` cheap to import
+        ESTIMATORS,
+        parse_params,
+    )
+
+    def require(ok: bool, key: str, message: str) -> None:
+        if not ok:
+            raise ConfigError(f"{key}: {message}")
+
+    m = config.model
+    require(m.variant in ESTIMATORS, "model.variant", f"unknown variant {m.variant!r} ({', '.join(ESTIMATORS)})")
+    try:
+        parse_params(m.variant, {k: str(v) for k, v in m.params.items()})
+        Selection.parse(m.select)
+    except ValueError as error:
+        raise ConfigError(f"model.params / model.select: {error}") from None
+    require(m.min_docs >= 1, "model.min_docs", "must be at least 1")
+    require(0.0 <= m.holdout_fraction < 1.0, "model.holdout_fraction", "must be in [0, 1)")
+    require(0.0 < config.decision.target_recall <= 1.0, "decision.target_recall", "must be in (0, 1]")
+    for key in ("max_bytes", "max_tokens", "max_token_length"):
+        require(getattr(config.limits, key) >= 1, f"limits.{key}", "must be at least 1")
+    d = config.dead_letter
+    require(d.payload_bytes >= 0, "dead_letter.payload_bytes", "must not be negative")
+    require(0.0 < d.max_ratio <= 1.0, "dead_letter.max_ratio", "must be in (0, 1] (1: off)")
+    require(d.window >= 1, "dead_letter.window", "must be at least 1")
+    require(d.max_consecutive >= 0, "dead_letter.max_consecutive", "must not be negative (0: off)")
+    r = config.recent
+    for key in ("max_messages", "max_bytes"):
+        require(getattr(r, key) >= 0, f"recent.{key}", "must not be negative (0: keep none)")
+    require(r.ttl_seconds >= 0, "recent.ttl_seconds", "must not be negative")
+    require(all(isinstance(x, str) and x for x in m.labels), "model.labels", "must be a list of label strings")
+    for key in ("poll_records", "feedback"):
+        require(getattr(config.batches, key) >= 1, f"batches.{key}", "must be at least 1")
+    for key in ("sync_seconds", "threshold_reload_seconds", "calibrate_seconds"):
+        require(getattr(config.intervals, key) >= 0, f"intervals.{key}", "must not be negative")
+    try:
+        parse_duration(config.calibration.window)
+    except ValueError as error:
+        raise ConfigError(f"calibration.window: {error}") from None
+    require(config.calibration.source in ("holdout", "prequential"), "calibration.source",
+            "must be holdout or prequential")
+    require(config.calibration.min_positives >= 0, "calibration.min_positives", "must not be negative (0: automatic)")
+    require(config.calibration.max_auc_drop >= 0, "calibration.max_auc_drop", "must not be negative")
+    require(config.drift.window >= 10, "drift.window", "must be at least 10")
+    require(0 <= config.drift.recall_margin < 1, "drift.recall_margin", "must be in [0, 1)")
+    require(config.drift.min_positives >= 1, "drift.min_positives", "must be at least 1")
+    require(0 <= config.observe.metrics_port <= 65535, "observe.metrics_port", "must be a port number (0 = off)")
+    require(config.observe.log_format in ("json", "console"), "observe.log_format", "must be json or console")
+    require(bool(config.kafka.get("bootstrap_servers")), "kafka.bootstrap_servers", "must name at least one broker")
+    compression = config.kafka.get("compression_type")
+    require(compression in COMPRESSION_TYPES, "kafka.compression_type",
+            f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip

@@ -1,0 +1,113 @@
+"""Messages → decisions with one model version and one threshold: the scorer's pure core.
+
+The decision score is the binary score of METHODS.md for the target class t,
+s(x) = s_t(x) − max_{c≠t} s_c(x), on the target-vs-rest view of the statistics. A message is
+labelled t when s(x) ≥ τ, else the other class (two classes) or "not t" (more). Without a
+threshold version τ = 0, the Bayes decision. Until every class has `min_docs` learned
+documents the model is not ready and decisions say "unknown".
+
+The daemon, `filterd score` and the calibration job all score through `scoring_model` and
+`decision_scores`, so a threshold chosen on the holdout applies to the daemon's scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.model import Model, ModelSpec
+from filterd.bayes.statistics import Statistics, not_ready
+from filterd.service.records import Content, Decision, Message
+from filterd.tokenize import Tokenizer
+
+UNDECIDED = "unknown"  # the label of decisions taken before the model is ready
+DEFAULT_TAU = 0.0
+EXPLAIN_TOKENS = 10
+
+
+class NotReady(RuntimeError):
+    """The statistics cannot support decisions yet; the message says why."""
+
+
+@dataclass(frozen=True)
+class ThresholdSetting:
+    """The threshold decisions use, and the version of it they report."""
+
+    tau: float = DEFAULT_TAU
+    version: int | None = None
+    target_recall: float = 0.99
+
+
+def scoring_model(stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = 20) -> Model:
+    """The target-vs-rest model the daemon decides with, or NotReady."""
+    reason = not_ready(stats.labels, stats.D.tolist(), min_docs)
+    if reason is None and target_class not in stats.labels:
+        reason = f"no class {target_class!r} learned yet (classes: {', '.join(stats.labels)})"
+    if reason is not None:
+        raise NotReady(reason)
+    return Model.build(stats, spec, target=target_class)
+
+
+def decision_scores(model: Model, batch: DocBatch) -> np.ndarray:
+    """s(x) of every document of `batch` (row 0 of a target-vs-rest model is the target)."""
+    return model.score(batch).binary()
+
+
+class Decider:
+    """Tokenizes, scores and labels batches of messages; rebuilt model on `update(stats)`."""
+
+    def __init__(self, spec: ModelSpec, target_class: str, min_docs: int = 20,
+                 tokenizer: Tokenizer | None = None, explain_tokens: int = EXPLAIN_TOKENS) -> None:  # fmt: skip
+        self.spec = spec
+        self.target_class = target_class
+        self.min_docs = min_docs
+        self.tokenizer = tokenizer or Tokenizer()
+        self.explain_tokens = explain_tokens
+        self.model: Model | None = None
+        self.model_version = 0
+        self.not_ready: str | None = "no statistics loaded"
+        self._other = f"not {target_class}"
+
+    def update(self, stats: Statistics, version: int) -> None:
+        """Build the model of `stats` (the store's change number `version`)."""
+        try:
+            self.model = scoring_model(stats, self.spec, self.target_class, self.min_docs)
+            self.not_ready = None
+        except NotReady as reason:
+            self.model, self.not_ready = None, str(reason)
+        others = [label for label in stats.labels if label != self.target_class]
+        self._other = others[0] if len(others) == 1 else f"not {self.target_class}"
+        self.model_version = version
+
+    def tokens(self, messages: Sequence[Content]) -> list[list[str]]:
+        return [self.tokenizer(message_fields(m)).tokens for m in messages]
+
+    def decide(self, messages: Sequence[Message], threshold: ThresholdSetting,
+               tokens: Sequence[Sequence[str]] | None = None, now: datetime | None = None) -> list[Decision]:  # fmt: skip
+        """One decision per message, in order (`tokens`: their tokens, if already made)."""
+        now = now or datetime.now(timezone.utc)
+        tokens = self.tokens(messages) if tokens is None else tokens
+
+        def decision(i: int, label: str, score: float, explanation: list) -> Decision:
+            return Decision(message_id=messages[i].id, label=label, score=score, threshold=threshold.tau,
+                            target_recall=threshold.target_recall, model_version=self.model_version,
+                            threshold_version=threshold.version, explanation=explanation, scored_at=now)  # fmt: skip
+
+        if self.model is None:
+            return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
+        scores = self.model.score(encode(tokens, self.model.hasher))
+        s = scores.binary()
+        labels = np.where(s >= threshold.tau, self.target_class, self._other)
+        # 4 decimals: enough to read, and decisions stay small (they are most of what is produced)
+        explanations = scores.explanations(self.explain_tokens, decimals=4)
+        return [decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))]
+
+
+def message_fields(message: Content) -> dict:
+    """The fields of a message or feedback record the tokenizer reads."""
+    return {"text": message.text, "subject": message.subject, "sender": message.sender,
+            "format": message.format, "attributes": message.attributes}  # fmt: skip

@@ -1,0 +1,149 @@
+"""The public record types: message, feedback, decision, dead-letter (DESIGN.md "Contracts").
+
+Typed structs are the one source of truth: decoding a record validates it, and the JSON Schema
+files in the top-level `schemas/` are generated from them (`python -m filterd.service.records schemas/`;
+a test fails while the files are stale). Unknown fields are ignored, so producers may add some.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+
+VERSION = 1
+# PostgreSQL text cannot hold NUL: an id or label with one could never be stored, and feedback
+# carrying one would be retried forever instead of dead-lettered.
+WITHOUT_NUL = "^[^\x00]*$"
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=WITHOUT_NUL)]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)]
+Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class Content(msgspec.Struct, kw_only=True):
+    """What a message says: the fields the tokenizer reads. Raw RFC 822 mail goes in `text`
+    with `format: email`."""
+
+    text: str | None = None
+    subject: str | None = None
+    sender: str | None = None
+    format: Literal["text", "email"] = "text"
+    attributes: dict[str, Any] | None = None
+    ts: datetime | None = None
+
+
+class Message(Content, kw_only=True):
+    """A message to decide on. Raw RFC 822 mail goes in `text` with `format: email`."""
+
+    id: Id
+    tenant: str | None = None
+
+
+class Feedback(Content, kw_only=True):
+    """A label for a message, new or corrected; without message fields it names a message
+    scored recently, by id."""
+
+    message_id: Id
+    label: Label
+    source: Literal["analyst", "auto"] = "analyst"
+    analyst: str | None = None
+
+    @property
+    def has_message(self) -> bool:
+        return any(v is not None for v in (self.text, self.subject, self.sender, self.attributes))
+
+
+class Decision(msgspec.Struct, kw_only=True):
+    """The filter's decision on one message, with the tokens it rested on."""
+
+    message_id: Id
+    label: Label
+    score: float
+    threshold: float
+    target_recall: Probability
+    model_version: int
+    threshold_version: int | None
+    explanation: list[tuple[str, float]]
+    scored_at: datetime
+
+
+class DeadLetter(msgspec.Struct, kw_only=True):
+    """A record that could not be processed, with the reason and where it came from."""
+
+    source_topic: str
+    partition: int
+    offset: int
+    error: str
+    reason: str
+    payload: str  # as received (decoded with replacement), cut at `payload_limit` bytes
+    payload_truncated: bool
+    failed_at: datetime
+
+
+RECORDS: dict[str, type[msgspec.Struct]] = {
+    "message": Message, "feedback": Feedback, "decision": Decision, "dead-letter": DeadLetter,
+}  # fmt: skip
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+class RecordError(ValueError):
+    """A record that cannot be accepted; `reason` is a short code for metrics and dead letters."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def decode(data: bytes, kind: type[T], max_bytes: int = 1_000_000) -> T:
+    """Decode and validate one JSON record, or raise RecordError (reasons: oversized,
+    invalid_json, invalid_utf8, schema, too_deep)."""
+    if len(data) > max_bytes:
+        raise RecordError("oversized", f"record of {len(data)} bytes exceeds the limit of {max_bytes}")
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError as error:
+        raise RecordError("schema", f"not a valid {kind.__name__.lower()}: {error}") from None
+    except msgspec.DecodeError as error:
+        raise RecordError("invalid_json", f"not JSON: {error}") from None
+    except UnicodeDecodeError as error:
+        raise RecordError("invalid_utf8", f"not UTF-8: {error}") from None
+    except RecursionError:
+        raise RecordError("too_deep", "nested too deeply") from None
+
+
+def encode(record: msgspec.Struct) -> bytes:
+    return msgspec.json.encode(record)
+
+
+def schemas() -> dict[str, dict]:
+    """The JSON Schema of each record type, by file name."""
+    out = {}
+    for name, kind in RECORDS.items():
+        schema = msgspec.json.schema(kind)
+        definition = schema["$defs"][kind.__name__]
+        definition.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                           "$id": f"urn:filterd:schema:{name}:v{VERSION}",
+                           "description": " ".join((kind.__doc__ or "").split())})  # fmt: skip
+        defs = {k: v for k, v in schema["$defs"].items() if k != kind.__name__}
+        if defs:
+            definition["$defs"] = defs
+        out[f"{name}.v{VERSION}.json"] = definition
+    return out
+
+
+def write_schemas(directory: str | Path) -> list[Path]:
+    written = []
+    for file_name, schema in schemas().items():
+        path = Path(directory) / file_name
+        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write_schemas(sys.argv[1] if len(sys.argv) > 1 else "schemas"):
+        print(path)

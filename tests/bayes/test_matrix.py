@@ -1,0 +1,53 @@
+import numpy as np
+import pytest
+
+from filterd.bayes.matrix import DenseMatrix, SparseMatrix
+
+
+@pytest.fixture(params=[DenseMatrix, SparseMatrix])
+def storage(request):
+    s = request.param()
+    for _ in range(3):
+        s.add_class()
+    s.reserve(10)
+    return s
+
+
+def test_increments_add_up_and_columns_read_them_back(storage):
+    rows, ids = np.array([0, 2, 2, 1]), np.array([5, 5, 5, 9])
+    storage.add(rows, ids, np.array([[1, 2, 3, 4], [1, 1, 1, 1], [10, 20, 30, 40]]))
+    N, DF, T = storage.columns(np.array([5, 9, 0]))
+    assert N.tolist() == [[1, 0, 0], [0, 4, 0], [5, 0, 0]]
+    assert DF.tolist() == [[1, 0, 0], [0, 1, 0], [2, 0, 0]]
+    assert T[2, 0] == 50
+
+
+def test_entries_list_the_nonzero_pairs(storage):
+    storage.add(np.array([1, 0]), np.array([3, 7]), np.array([[2, 1], [1, 1], [5, 5]]))
+    storage.add(np.array([0]), np.array([7]), np.array([[-1], [-1], [-5]]))  # back to zero
+    rows, ids, values = storage.entries(10)
+    assert list(zip(rows.tolist(), ids.tolist())) == [(1, 3)]
+    assert values[:, 0].tolist() == [2, 1, 5]
+
+
+def test_set_columns_overwrites_and_zeroes(storage):
+    storage.add(np.array([0, 1]), np.array([4, 4]), np.array([[3, 3], [1, 1], [1, 1]]))
+    storage.set_columns(np.array([1, 0]), np.array([4, 6]), np.array([[[9, 0], [0, 2]], [[1, 0], [0, 1]], [[7, 0], [0, 8]]]))
+    N, DF, _ = storage.columns(np.array([4, 6]))
+    assert N.tolist() == [[0, 2], [9, 0], [0, 0]] and DF.tolist() == [[0, 1], [1, 0], [0, 0]]
+
+
+def test_sparse_storage_never_stores_pairs_only_to_hold_zeros():
+    s = SparseMatrix()
+    s.add_class()
+    s.add_class()
+    s.set_columns(np.array([0, 1]), np.array([3]), np.zeros((3, 2, 1), dtype=np.int64))
+    assert s.n_pairs == 0
+
+
+def test_increments_may_come_as_three_arrays(storage):
+    rows, ids = np.array([0, 2, 2]), np.array([5, 5, 1])
+    storage.add(rows, ids, (np.array([1, 2, 3]), np.broadcast_to(np.int64(1), (3,)), np.array([7, 8, 9])))
+    N, DF, T = storage.columns(np.array([5, 1]))
+    assert N.tolist() == [[1, 0], [0, 0], [2, 3]] and DF.tolist() == [[1, 0], [0, 0], [1, 1]]
+    assert T[2].tolist() == [8, 9]

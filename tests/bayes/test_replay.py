@@ -1,0 +1,210 @@
+"""The vectorized online replay gives the scores of the stepwise one (score, then learn)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from filterd.bayes import estimators
+from filterd.bayes.estimators import TOKEN_STATISTICS, reads, reads_of
+from filterd.bayes.features import encode, select_docs
+from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
+from filterd.bayes.replay import (
+    _History,
+    online_scores,
+    replay_scores,
+    statistics_read,
+    stepwise_scores,
+)
+from filterd.bayes.selection import Selection
+from filterd.bayes.statistics import Statistics
+from filterd.evaluation.corpus import to_records
+from filterd.evaluation.protocols import Corpus
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.tokenize import Tokenizer
+
+ESTIMATORS = [
+    ("mnb", {}),
+    ("mnb", {"alpha": 0.1}),
+    ("pcn", {}),
+    ("pcn", {"A": "min"}),
+    ("centroid", {"norm": "l1"}),
+    ("cnb", {}),
+    ("ova", {}),
+    ("unb", {}),
+    ("unb", {"lam": [1e-5, 1e-2]}),  # per-class λ
+    ("wmnb", {"gamma": -1e6}),
+    ("pnbc", {"smoothing": "absolute"}),
+    ("pnbc", {"smoothing": "linear"}),
+    ("pnbc", {"smoothing": "witten_bell"}),
+    ("robinson_fisher", {}),
+    ("robinson_fisher", {"s": 0.0178, "x": 0.52}),
+]
+SELECTIONS = ["none", "local:3:alo", "local:5:mi", "local:4:or", "local:8:alo:0.5", "ir"]
+LAZY_SPECS = [ModelSpec(v, p, Selection.parse(s), sow) for v, p in ESTIMATORS for s in SELECTIONS for sow in (False, True)]
+# on the synthetic stream (the stepwise replay is slow): every estimator plain, with local
+# selection and in set-of-words mode; every selection with a few estimators
+SOME_SPECS = (
+    [ModelSpec(v, p, Selection.parse(s)) for v, p in ESTIMATORS for s in ("none", "local:3:alo")]
+    + [ModelSpec(v, p, set_of_words=True, selection=Selection.parse("local:5:mi")) for v, p in ESTIMATORS]
+    + [ModelSpec(v, p, Selection.parse(s)) for v, p in ESTIMATORS[::4] for s in SELECTIONS[2:]]
+)
+
+
+def synthetic_stream(n: int, seed: int, spam: float = 0.3):
+    records = to_records(generate(SynthConfig(n_messages=n, class_priors={"ham": 1 - spam, "spam": spam},
+                                              vocab_size=400, mean_length=8, seed=seed)))  # fmt: skip
+    corpus = Corpus.tokenize(records, Tokenizer())
+    return corpus.batch, np.array([r.label == "spam" for r in records])
+
+
+def assert_replays_agree(batch, is_target, spec, **blocks):
+    stepwise = stepwise_scores(batch, is_target, spec)
+    replayed = replay_scores(batch, is_target, spec, **blocks)
+    np.testing.assert_allclose(replayed, stepwise, rtol=0, atol=1e-9, err_msg=str(spec))
+
+
+@pytest.fixture(scope="module")
+def stream():
+    return synthetic_stream(150, seed=4)
+
+
+@pytest.mark.parametrize("spec", SOME_SPECS, ids=str)
+def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(stream, spec):
+    batch, is_target = stream
+    assert_replays_agree(batch, is_target, spec)
+
+
+@pytest.mark.parametrize("block_entries", [1, 7, 100])
+@pytest.mark.parametrize("spec", [DEFAULT_SPEC, *SOME_SPECS[::7]], ids=str)
+def test_a_replay_in_blocks_equals_the_stepwise_replay(stream, spec, block_entries):
+    # blocks of one document (1 entry), a few and many; the stream has 150 documents of ≈8 tokens
+    batch, is_target = stream
+    assert_replays_agree(batch, is_target, spec, block_entries=block_entries)
+
+
+words = st.sampled_from(["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5"])
+docs = st.lists(words, min_size=0, max_size=10)  # empty documents and repeated tokens
+streams = st.lists(st.tuples(docs, st.booleans()), min_size=0, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams, st.sampled_from(LAZY_SPECS), st.integers(1, 40))
+def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_entries):
+    batch = encode([tokens for tokens, _ in items], Statistics().hasher)
+    assert_replays_agree(batch, np.array([spam for _, spam in items], dtype=bool), spec, block_entries=block_entries)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.02, 0.6), st.sampled_from(LAZY_SPECS))
+@example(2069, 0.5, ModelSpec("mnb", {}, Selection.parse("local:5:mi")))  # MI ties equal only up to the last bit
+def test_replay_equals_the_stepwise_replay_on_seeded_streams(seed, spam, spec):
+    batch, is_target = synthetic_stream(60, seed, spam)
+    assert_replays_agree(batch, is_target, spec)
+
+
+def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand():
+    batch = encode([["free", "cash"], ["free"], ["noon"], [], ["free", "noon"]], Statistics().hasher)
+    scores = replay_scores(batch, np.array([True, True, False, False, True]), ModelSpec("mnb"))
+    assert (scores[:3] == 0).all()
+    assert scores[3] == pytest.approx(np.log(2 / 1))  # an empty message: the prior odds alone
+    # spam: free 2, cash 1 (N_c 3); ham: noon 1 (N_c 1); V = 3; α = 1
+    free = np.log(3 / 6) - np.log(1 / 4)
+    noon = np.log(1 / 6) - np.log(2 / 4)
+    assert scores[4] == pytest.approx(np.log(2 / 2) + free + noon)
+    assert (replay_scores(batch, np.ones(5, dtype=bool), ModelSpec("mnb")) == 0).all()
+
+
+def test_the_replay_is_the_immediate_feedback_protocol():
+    """Scoring message i after learning 0..i-1 by hand gives the replay's score."""
+    batch, is_target = synthetic_stream(80, seed=1)
+    spec = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
+    scores = replay_scores(batch, is_target, spec)
+    for i in (10, 47, 79):
+        stats = Statistics(["spam", "not spam"])
+        stats.update(select_docs(batch, np.arange(i)), ["spam" if t else "not spam" for t in is_target[:i]])
+        alone = Model.build(stats, spec, "spam").score(select_docs(batch, np.array([i]))).binary()[0]
+        assert scores[i] == pytest.approx(alone, abs=1e-9)
+
+
+def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream):
+    batch, is_target = stream
+    for spec in (ModelSpec("twcnb"), ModelSpec("centroid"), ModelSpec("mnb", selection=Selection.parse("global:20"))):
+        with pytest.raises(ValueError, match="whole vocabulary"):
+            replay_scores(batch, is_target, spec)
+        assert np.array_equal(online_scores(batch, is_target, spec), stepwise_scores(batch, is_target, spec))
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams, st.booleans(), st.sampled_from([TOKEN_STATISTICS, {"DF"}, {"N", "DF"}, {"T", "DF"}]))
+def test_replay_columns_hold_the_statistics_as_of_before_each_message(items, set_of_words, statistics):
+    """Every statistic computed, T included (no lazy estimator reads it), as `Statistics.counts`
+    gives it; the others None (N is DF in set-of-words mode)."""
+    batch = encode([tokens for tokens, _ in items], Statistics().hasher)
+    is_target = np.array([spam for _, spam in items], dtype=bool)
+    in_class = (np.arange(2).reshape(-1, 1) == np.where(is_target, 0, 1)).astype(np.int64)
+    history = _History.of(batch, in_class, statistics)
+    computed = statistics | {"DF"} | ({"N"} if set_of_words else set())
+    spec = ModelSpec(set_of_words=set_of_words)
+    stats = Statistics(["spam", "not spam"])
+    for i in range(len(batch)):
+        entries = np.arange(batch.indptr[i], batch.indptr[i + 1])
+        ids = stats.vocab.lookup(batch.keys[entries])
+        seen = ids >= 0
+        replayed = history.counts(("spam", "not spam"), np.full(len(entries), i), spec, entries)
+        assert (replayed.DF[:, ~seen] == 0).all()  # tokens never learned
+        expected = stats.counts("spam", ids[seen], set_of_words)
+        for name in ("N", "DF", "T"):  # per token
+            if name in computed:
+                assert np.array_equal(getattr(replayed, name)[:, seen], getattr(expected, name)), name
+            else:
+                assert getattr(replayed, name) is None, name
+        for name in ("D", "Nc", "U", "V"):  # class aggregates, the same in every column of message i
+            got = getattr(replayed, name)
+            assert np.array_equal(got, np.broadcast_to(getattr(expected, name), got.shape)), name
+        stats.update(select_docs(batch, np.array([i])), ["spam" if is_target[i] else "not spam"])
+
+
+# --- what the replay computes: the statistics the spec reads -----------------------------------
+
+# every estimator, with the parameters that change what it reads
+DECLARED = [*ESTIMATORS, ("pnbc", {"smoothing": "laplace"}), ("centroid", {"norm": "l2"}), ("wcnb", {}), ("twcnb", {})]
+
+
+@pytest.mark.parametrize("variant, params", DECLARED, ids=str)
+def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, params):
+    """The weights from the declared statistics alone (the others None) are the weights
+    from all; an estimator declares it ranks its own clues exactly when its weights have a strength."""
+    batch, is_target = stream
+    stats = Statistics(["spam", "not spam"])
+    stats.update(batch, ["spam" if t else "not spam" for t in is_target])
+    counts = stats.counts("spam")
+    declared = reads_of(variant)
+    alone = replace(counts, **dict.fromkeys(TOKEN_STATISTICS - declared.statistics))
+    full, partial = (estimators.ESTIMATORS[variant](c, **params) for c in (counts, alone))
+    for name in ("W", "b", "known", "idf", "strength"):
+        np.testing.assert_array_equal(getattr(partial, name), getattr(full, name), err_msg=name)
+    assert declared.ranks_clues == (full.strength is not None)
+
+
+def test_the_replay_computes_only_what_the_spec_reads():
+    assert statistics_read(DEFAULT_SPEC) == {"DF"}  # Robinson–Fisher ranks its own clues
+    assert statistics_read(ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))) == {"DF"}
+    assert statistics_read(ModelSpec("mnb")) == {"N", "DF"}
+    assert statistics_read(ModelSpec("mnb", set_of_words=True)) == {"DF"}  # N is DF
+    assert statistics_read(ModelSpec("centroid", {"norm": "l1"}, Selection.parse("ir"))) == {"N", "DF"}
+
+
+def test_an_undeclared_estimator_gets_every_statistic_and_a_wrong_declaration_fails(stream, monkeypatch):
+    batch, is_target = stream
+    monkeypatch.setitem(estimators.ESTIMATORS, "undeclared", lambda c: estimators.twcnb(c))
+    assert statistics_read(ModelSpec("undeclared")) == TOKEN_STATISTICS
+    assert statistics_read(ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))) == {"DF"}
+    monkeypatch.setitem(estimators.ESTIMATORS, "wrong", reads("DF")(lambda c: estimators.mnb(c)))
+    with pytest.raises((TypeError, AttributeError), match="NoneType"):
+        replay_scores(batch, is_target, ModelSpec("wrong"))
+    # one that does not declare it ranks its own clues gets what the selection's ranking reads too
+    monkeypatch.setitem(estimators.ESTIMATORS, "unranked", reads("DF")(lambda c: estimators.robinson_fisher(c)))
+    assert statistics_read(ModelSpec("unranked", selection=Selection.parse("local:5:alo"))) == {"N", "DF"}

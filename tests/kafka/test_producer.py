@@ -1,0 +1,95 @@
+"""BatchProducer against the session's real broker: what it publishes is what a consumer reads,
+where Kafka's partitioner puts it, split into batches and requests as the limits demand."""
+
+import time
+import uuid
+
+import pytest
+
+from filterd.kafka.admin import create_topics
+from filterd.kafka.partitioner import partitions_of
+from filterd.kafka.producer import BatchProducer, PublishError
+from filterd.kafka.settings import CODEC_INSTALLED
+from tests.daemon.conftest import read_all
+
+
+def new_topic(kafka_config, partitions: int = 4) -> str:
+    name = f"produce-{uuid.uuid4().hex[:10]}"
+    create_topics(kafka_config, [name], partitions=partitions)
+    return name
+
+
+def test_keyed_records_arrive_whole_on_their_partitions_in_order(kafka_config):
+    topic = new_topic(kafka_config)
+    records = [(topic, f"id-{i}".encode(), f'{{"n": {i}}}'.encode()) for i in range(300)]
+    producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"]})
+    producer.publish(records, timeout=30)
+    producer.close()
+    got = read_all(kafka_config, topic, lambda rs: len(rs) >= 300)
+    assert sorted((r.key, r.value) for r in got) == sorted((k, v) for _, k, v in records)
+    expected = dict(zip((k for _, k, _ in records), partitions_of([k for _, k, _ in records], [0, 1, 2, 3])))
+    assert {r.key: r.partition for r in got} == expected
+    for partition in range(4):  # each partition keeps the order of the call
+        keys = [r.key for r in sorted(got, key=lambda r: r.offset) if r.partition == partition]
+        assert keys == [k for _, k, _ in records if expected[k] == partition]
+
+
+def test_small_batch_and_request_limits_split_the_records_and_lose_none(kafka_config):
+    topic, other = new_topic(kafka_config), new_topic(kafka_config, partitions=2)
+    value = b"x" * 200
+    records = [(topic if i % 3 else other, f"k{i}".encode(), value) for i in range(400)]
+    producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"],
+                              "batch_size": 2048, "max_request_size": 8192})  # fmt: skip
+    batches = producer._batches(records, time.monotonic() + 30)
+    requests = producer._requests(batches)
+    assert max(len(data) for _, data in batches) <= 2048 + 300 and len(batches) > 6
+    assert len(requests) > 2  # more than one request per leader, none holding a partition twice
+    producer.publish(records, timeout=30)
+    producer.close()
+    for name in (topic, other):
+        want = sorted(k for t, k, _ in records if t == name)
+        got = read_all(kafka_config, name, lambda rs, n=len(want): len(rs) >= n)
+        assert sorted(r.key for r in got) == want and {r.value for r in got} == {value}
+
+
+def test_records_without_a_key_share_one_partition_per_call(kafka_config):
+    topic = new_topic(kafka_config)
+    producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"], "compression_type": "gzip"})
+    producer.publish([(topic, None, f"letter {i}".encode()) for i in range(20)], timeout=30)
+    producer.close()
+    got = read_all(kafka_config, topic, lambda rs: len(rs) >= 20)
+    assert sorted(r.value for r in got) == sorted(f"letter {i}".encode() for i in range(20))
+    assert len({r.partition for r in got}) == 1 and all(r.key is None for r in got)
+
+
+def test_an_unreachable_broker_is_a_publish_error_within_the_timeout():
+    producer = BatchProducer({"bootstrap_servers": "127.0.0.1:1"})
+    start = time.monotonic()
+    with pytest.raises(PublishError, match="no partitions known for topic 'decisions'"):
+        producer.publish([("decisions", b"k", b"v")], timeout=1.5)
+    assert time.monotonic() - start < 5
+    producer.close()
+
+
+def test_an_unknown_compression_is_refused_when_the_producer_is_made():
+    with pytest.raises(ValueError, match="compression_type: 'brotli' is not one of"):
+        BatchProducer({"bootstrap_servers": "127.0.0.1:1", "compression_type": "brotli"})
+
+
+@pytest.mark.parametrize("compression", ["snappy", "lz4", "zstd"])
+def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(compression, monkeypatch):
+    settings = {"bootstrap_servers": "127.0.0.1:1", "compression_type": compression}
+    monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: False)
+    with pytest.raises(ValueError, match=f"compression_type: '{compression}' needs a library"):
+        BatchProducer(settings)
+    monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: True)
+    BatchProducer(settings).close()
+
+
+@pytest.mark.parametrize("acks", [0, 1])
+def test_weaker_acks_deliver_too(kafka_config, acks):
+    topic = new_topic(kafka_config)
+    producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"], "acks": acks})
+    producer.publish([(topic, f"k{i}".encode(), b"v") for i in range(50)], timeout=30)
+    producer.close()
+    assert len(read_all(kafka_config, topic, lambda rs: len(rs) >= 50, timeout=20)) == 50

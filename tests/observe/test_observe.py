@@ -1,0 +1,247 @@
+"""filterd.observe: /metrics, /healthz and /readyz over real HTTP, and the logging set-up."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import prometheus_client
+import pytest
+import structlog
+
+from filterd.observe.health import Health
+from filterd.observe.logs import KafkaRateLimit, configure_logging
+from filterd.observe.metrics import Metrics
+from filterd.observe.server import ObserveServer
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def get(server: ObserveServer, path: str) -> tuple[int, str, bytes]:
+    """(status, content type, body) of a GET on the running server."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}", timeout=5) as r:
+            return r.status, r.headers["Content-Type"], r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], e.read()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def server(clock: Clock) -> Iterator[ObserveServer]:
+    with ObserveServer(Metrics(), Health(clock=clock), port=0, host="127.0.0.1") as s:
+        yield s
+
+
+@pytest.fixture
+def logs() -> Iterator[io.StringIO]:
+    """A stream to log to; the logging configuration is undone afterwards."""
+    stream = io.StringIO()
+    root, kafka = logging.getLogger(), logging.getLogger("kafka")
+    levels, handlers = (root.level, kafka.level), list(root.handlers)
+    yield stream
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(levels[0])
+    kafka.setLevel(levels[1])
+    structlog.reset_defaults()
+
+
+def lines(stream: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_metrics_show_counters_with_their_labels(server):
+    m = server.metrics
+    m.messages.labels(outcome="decided").inc(3)
+    m.decisions.labels(label="spam").inc()
+    m.dead_letters.labels(reason="undecodable", topic="filterd.messages").inc(2)
+    m.feedback.labels(outcome="relabelled").inc()
+    m.batch_seconds.labels(role="scorer").observe(0.004)
+    m.store_errors.labels(role="learner").inc()
+    m.model_version.set(7)
+    status, content_type, body = get(server, "/metrics")
+    assert status == 200 and content_type == prometheus_client.CONTENT_TYPE_LATEST
+    text = body.decode().splitlines()
+    for line in [
+        'filterd_messages_total{outcome="decided"} 3.0',
+        'filterd_messages_total{outcome="dead_lettered"} 0.0',
+        'filterd_decisions_total{label="spam"} 1.0',
+        'filterd_dead_letters_total{reason="undecodable",topic="filterd.messages"} 2.0',
+        'filterd_feedback_total{outcome="relabelled"} 1.0',
+        'filterd_feedback_total{outcome="held_out"} 0.0',
+        'filterd_batch_seconds_bucket{le="0.001",role="scorer"} 0.0',
+        'filterd_batch_seconds_bucket{le="0.005",role="scorer"} 1.0',
+        'filterd_batch_seconds_count{role="learner"} 0.0',
+        'filterd_store_errors_total{role="learner"} 1.0',
+        "filterd_model_version 7.0",
+        "filterd_threshold_version -1.0",
+        "filterd_not_ready 1.0",
+        "filterd_model_staleness_seconds 0.0",
+    ]:
+        assert line in text
+
+
+def test_decision_latency_counts_a_batch_of_decisions_at_once(server):
+    latency = server.metrics.decision_latency
+    latency.observe(0.05, 80)  # a bound itself counts in its bucket (le = less or equal)
+    latency.observe(0.0501, 2)
+    latency.observe(30.0)
+    latency.observe(0.001, 0)  # an empty batch changes nothing
+    text = get(server, "/metrics")[2].decode().splitlines()
+    for line in [
+        'filterd_decision_latency_seconds_bucket{le="0.045"} 0.0',
+        'filterd_decision_latency_seconds_bucket{le="0.05"} 80.0',
+        'filterd_decision_latency_seconds_bucket{le="0.06"} 82.0',
+        'filterd_decision_latency_seconds_bucket{le="10.0"} 82.0',
+        'filterd_decision_latency_seconds_bucket{le="+Inf"} 83.0',
+        "filterd_decision_latency_seconds_count 83.0",
+    ]:
+        assert line in text
+    total = next(line for line in text if line.startswith("filterd_decision_latency_seconds_sum "))
+    assert float(total.split()[1]) == pytest.approx(80 * 0.05 + 2 * 0.0501 + 30.0)
+
+
+def test_each_metrics_has_a_registry_of_its_own():
+    a, b = Metrics(), Metrics()  # the same names twice in one registry would raise
+    a.decisions.labels(label="ham").inc()
+    assert b'filterd_decisions_total{label="ham"} 1.0' in a.render()
+    assert b"filterd_decisions_total{" not in b.render()
+    assert prometheus_client.REGISTRY.get_sample_value("filterd_not_ready") is None
+
+
+def test_an_unknown_path_is_404(server):
+    assert get(server, "/nothing")[0] == 404
+    assert get(server, "/metrics?name[]=x")[0] == 200
+
+
+def test_healthz_is_503_while_a_loop_is_stalled(server, clock):
+    health = server.health
+    assert get(server, "/healthz")[:2] == (200, "application/json")
+    health.register_loop("scorer", stall_seconds=30)
+    health.register_loop("learner", stall_seconds=60)
+    clock.now += 29
+    health.beat("scorer")
+    clock.now += 29
+    assert get(server, "/healthz")[0] == 200 and health.live() == (True, {"status": "ok"})
+    clock.now += 2  # scorer 31 s since its beat, learner 60 s: only scorer is late
+    status, _, body = get(server, "/healthz")
+    assert status == 503
+    assert json.loads(body) == {
+        "status": "stalled",
+        "stalled": {"scorer": "no beat for 31.0 s (limit 30 s)"},
+    }
+    health.beat("scorer")
+    assert get(server, "/healthz")[0] == 200
+    clock.now += 100
+    health.unregister_loop("scorer")
+    health.unregister_loop("learner")
+    health.beat("scorer")  # a late beat after unregistering is ignored
+    assert get(server, "/healthz")[0] == 200
+
+
+def test_readyz_is_503_until_every_condition_is_ok(server):
+    health = server.health
+    status, content_type, body = get(server, "/readyz")
+    assert (status, content_type) == (503, "application/json")  # nothing set yet
+    assert json.loads(body)["status"] == "not ready"
+    health.set_ready("kafka", True)
+    health.set_ready("store", False, "connection refused")
+    status, _, body = get(server, "/readyz")
+    assert status == 503
+    assert json.loads(body) == {"status": "not ready", "failing": {"store": "connection refused"}}
+    health.set_ready("store", True)
+    status, _, body = get(server, "/readyz")
+    assert (status, json.loads(body)) == (200, {"status": "ok"})
+
+
+def test_the_server_stops_and_frees_its_port(clock):
+    server = ObserveServer(Metrics(), Health(clock=clock), port=0, host="127.0.0.1").start()
+    assert server.port != 0 and get(server, "/metrics")[0] == 200
+    server.stop()
+    with pytest.raises(urllib.error.URLError):
+        get(server, "/metrics")
+    again = ObserveServer(Metrics(), Health(clock=clock), port=server.port, host="127.0.0.1")
+    with again:
+        assert again.port == server.port and get(again, "/healthz")[0] == 200
+
+
+def test_json_logs_from_structlog_and_stdlib_are_one_object_a_line(logs):
+    configure_logging("json", "info", stream=logs)
+    structlog.get_logger("filterd.daemon").info("model_reloaded", version=7)
+    structlog.get_logger("filterd.daemon").debug("hidden_below_info")
+    logging.getLogger("sqlalchemy.engine").warning("slow query: %s", "SELECT 1")
+    logging.getLogger("kafka.conn").info("connecting")  # kafka loggers start at WARNING
+    try:
+        raise ValueError("bad row")
+    except ValueError:
+        logging.getLogger("alembic").exception("migration failed")
+    own, foreign, failed = lines(logs)
+    assert own["event"] == "model_reloaded" and own["version"] == 7
+    assert (own["level"], own["logger"]) == ("info", "filterd.daemon")
+    assert foreign["event"] == "slow query: SELECT 1"
+    assert (foreign["level"], foreign["logger"]) == ("warning", "sqlalchemy.engine")
+    assert failed["level"] == "error" and "ValueError: bad row" in failed["exception"]
+    for record in (own, foreign, failed):
+        stamp = datetime.fromisoformat(record["timestamp"])
+        assert stamp.utcoffset() == timedelta(0)
+
+
+def test_console_logs_are_lines_for_people(logs):
+    configure_logging("console", "debug", stream=logs)
+    structlog.get_logger("filterd").debug("scorer_started", partitions=3)
+    (line,) = logs.getvalue().splitlines()
+    assert "scorer_started" in line and "partitions=3" in line and not line.startswith("{")
+
+
+def test_kafka_errors_are_rate_limited_per_logger_and_message(logs, clock):
+    configure_logging("json", stream=logs, clock=clock)
+    conn = logging.getLogger("kafka.conn")
+    for i in range(100):  # what kafka-python does in 8 s while a broker is down
+        conn.error("%s: Connection error: %s", f"<BrokerConnection {i}>", "refused")
+        clock.now += 0.08
+    logging.getLogger("kafka.client").error("Unable to bootstrap")  # another logger passes
+    for _ in range(3):
+        logging.getLogger("filterd.stream").error("not a kafka logger")
+    assert [r["event"] for r in lines(logs)] == [
+        "<BrokerConnection 0>: Connection error: refused",
+        "Unable to bootstrap",
+        *["not a kafka logger"] * 3,
+    ]
+    clock.now += 2  # 10 s after the first one
+    conn.error("%s: Connection error: %s", "<BrokerConnection 100>", "refused")
+    last = lines(logs)[-1]
+    assert last["event"] == "<BrokerConnection 100>: Connection error: refused"
+    assert last["suppressed"] == 99
+
+
+def test_the_rate_limit_window_is_a_parameter(clock):
+    limit = KafkaRateLimit(window=1.0, clock=clock)
+    record = logging.LogRecord("kafka", logging.ERROR, __file__, 1, "down", None, None)
+    assert limit.filter(record) and not limit.filter(record)
+    clock.now += 1.0
+    assert limit.filter(record) and record.suppressed == 1
+
+
+def test_an_unknown_format_or_level_is_refused(logs):
+    with pytest.raises(ValueError, match="json or console"):
+        configure_logging("xml", stream=logs)
+    with pytest.raises(ValueError, match="level"):
+        configure_logging("json", "verbose", stream=logs)

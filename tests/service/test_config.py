@@ -1,0 +1,63 @@
+from pathlib import Path
+
+import pytest
+
+from filterd.service.config import Config, ConfigError, load
+
+SHIPPED = Path(__file__).resolve().parents[2] / "config" / "filterd.toml"
+
+
+def test_the_shipped_file_documents_exactly_the_defaults():
+    assert load(SHIPPED, environ={}) == Config()
+
+
+def test_file_then_environment_then_flags(tmp_path):
+    path = tmp_path / "f.toml"
+    path.write_text('[decision]\ntarget_recall = 0.95\n[model]\nvariant = "twcnb"\nparams = { alpha = 0.5 }\n')
+    env = {"FILTERD_DECISION_TARGET_RECALL": "0.999", "FILTERD_DATABASE_URL": "postgresql://db/x",
+           "FILTERD_KAFKA_SASL_MECHANISM": "PLAIN", "FILTERD_CONFIG": str(path)}  # fmt: skip
+    config = load(path, env, {"model.select": "local:6:alo", "model.name": None})
+    assert config.decision.target_recall == 0.999  # the environment over the file
+    assert (config.model.variant, config.model.params, config.model.select) == ("twcnb", {"alpha": 0.5}, "local:6:alo")
+    assert config.database.url == "postgresql://db/x" and config.model.name == "default"
+    assert config.kafka == {"bootstrap_servers": "127.0.0.1:9092", "sasl_mechanism": "PLAIN"}
+
+
+def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
+    path = tmp_path / "f.toml"
+    path.write_text('[model]\nvariant = "mnb"\n')
+    assert load(path, environ={}).model.params == {}
+    assert load(None, {"FILTERD_MODEL_VARIANT": "twcnb"}).model.params == {}
+    assert load(None, {}).model.params == Config().model.params != {}
+
+
+@pytest.mark.parametrize("text, env, named", [
+    ("[model]\nvariant = 'svm'\n", {}, "model.variant"),
+    ("[model]\nmin_docs = 'many'\n", {}, "model.min_docs"),
+    ("[modle]\nvariant = 'mnb'\n", {}, "unknown section 'modle'"),
+    ("[model]\nvarient = 'mnb'\n", {}, "unknown key 'model.varient'"),
+    ("", {"FILTERD_DECISION_TARGET_RECALL": "1.5"}, "decision.target_recall"),
+    ("", {"FILTERD_OBSERVE_METRICS_PORT": "http"}, "FILTERD_OBSERVE_METRICS_PORT"),
+    ("[model]\nselect = 'local:x'\n", {}, "model.select"),
+    ("[model]\nparams = { beta = 1 }\n", {}, "no parameter 'beta'"),
+    ("[decision\n", {}, "not valid TOML"),
+    ("[kafka]\ncompression_type = 'brotli'\n", {}, "kafka.compression_type: 'brotli' is not one of"),
+])  # fmt: skip
+def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
+    path = tmp_path / "f.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=named.replace("(", r"\(").replace("'", "'")):
+        load(path, env)
+
+
+def test_secrets_are_masked_in_what_gets_logged():
+    config = load(None, {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "hunter2", "FILTERD_DATABASE_URL": "postgresql://u:pw@h/db"})
+    shown = config.public()
+    assert shown["kafka"]["sasl_plain_password"] == "***" and "hunter2" not in str(shown)
+    assert shown["database"]["url"] == "postgresql://***@h/db"
+    assert config.kafka["sasl_plain_password"] == "hunter2"  # the client still gets it
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load(tmp_path / "nope.toml", {})
