@@ -1,6 +1,5 @@
 """The analyst loop on the real spam corpora: does a recalibrated threshold reach the recall target
 on the traffic that follows it, calibrated on the holdout window or on the prequential scores?
-(issue 5, "Measured")
 
     .venv/bin/python bench/calibration.py [--corpus sms-spam ...] [--every 500] [--sync 1]
                                           [--source holdout|prequential|both]
@@ -16,7 +15,7 @@ Protocol (printed with the table):
   `decide.scoring_model(stats, spec, "spam", min_docs=20)`, and the next M messages are scored
   as one batch with `decide.decision_scores(model, features.encode(tokens, stats.hasher))`, the
   daemon's own path. `--sync K` rebuilds once per recalibration block (a model up to K messages
-  stale; cheaper, and it costs new traffic some recall, see bench/README.md). Each message is
+  stale; cheaper, and it costs new traffic some recall, see docs/benchmarks.md). Each message is
   decided spam iff s ≥ τ, with the τ in force (τ = 0 until a first threshold is written); that
   decision is what is counted. Until each class has 20 learned documents the model is not
   ready and decisions are "unknown" (not counted).
@@ -25,7 +24,7 @@ Protocol (printed with the table):
   is learned (`Statistics.learn`, one message at a time).
 - Every K messages (`--every`, 500) the recalibration job runs: the model is rebuilt (the same
   model then scores the next messages), and τ is chosen by
-  `calibrate.recall_threshold(scores, labels, R, conservative=…)` (conservative: one-sided 95 %
+  `calibration.recall_threshold(scores, labels, R, conservative=…)` (conservative: one-sided 95 %
   Clopper–Pearson) on the window of one of two sources (`--source`, default both, one row each):
   - holdout: the holdout window re-scored with the current model. The window is the whole
     holdout so far (the job's default with neither --window nor --last), or its last N items
@@ -38,7 +37,7 @@ Protocol (printed with the table):
     while the model was not ready have no such score (the daemon records none either).
   Learning skips the holdout items whatever the source, so the models and the decision scores
   are the same for both; only τ differs.
-- Guardrails as in `filterd calibrate` (`store.thresholds`), for either source: a new τ is
+- Guardrails as in `filterd calibrate` (`evaluation.guardrails`), for either source: a new τ is
   written only if the window has P ≥ `default_min_positives(R)` positives (100 for R = 0.99 and for R = 1; conservative mode
   also needs the P at which the bound can reach R at all: 299 for R = 0.99, none for R = 1),
   N ≥ 100 negatives, τ is reachable (`CalibrationError` otherwise), and AUC has not fallen by
@@ -54,7 +53,7 @@ Reported per row, over the messages decided after the first τ was written: spam
 seen (achieved recall, with the spam missed), ham passed / ham seen (achieved specificity); the
 mean of k/(P+1) over those spam, which is the recall to expect if new spam were exchangeable with
 the window's P positives and τ the k-th largest of their scores (see the note in
-filterd/store/thresholds.py); the window's own recall at each written τ (≥ R by construction),
+filterd/evaluation/guardrails.py); the window's own recall at each written τ (≥ R by construction),
 mean over written versions; and how many recalibrations wrote a τ or kept the previous one, with
 the reasons.
 """
@@ -70,21 +69,17 @@ from pathlib import Path
 
 import numpy as np
 
-from filterd import metrics
-from filterd.calibrate import CalibrationError, _positives_needed, recall_threshold
-from filterd.corpus import read_corpus
-from filterd.decide import NotReady, decision_scores, scoring_model
-from filterd.estimators import parse_params
-from filterd.features import encode
-from filterd.model import ModelSpec
-from filterd.select import Selection
-from filterd.stats import Statistics
+from filterd.bayes.estimators import parse_params
+from filterd.bayes.features import encode
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.selection import Selection
+from filterd.bayes.statistics import Statistics
+from filterd.evaluation import ranking
+from filterd.evaluation.calibration import CalibrationError, positives_needed, recall_threshold
+from filterd.evaluation.corpus import read_corpus
+from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
+from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.learning import in_holdout
-from filterd.store.thresholds import (
-    MAX_AUC_DROP,
-    MIN_NEGATIVES,
-    default_min_positives,
-)
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -197,7 +192,9 @@ class Outcome:
     kept: Counter = field(default_factory=Counter)
     holdout_recall: list[float] = field(default_factory=list)
     pos_at_written: list[int] = field(default_factory=list)
-    before: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # spam, caught, ham, passed at τ = 0
+    before: list[int] = field(
+        default_factory=lambda: [0, 0, 0, 0]
+    )  # spam, caught, ham, passed at τ = 0
     unknown: int = 0
 
     @property
@@ -216,7 +213,7 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
     tau, k_over, last_auc = 0.0, None, None  # k_over: k/(P+1) of the τ in force
     min_pos = default_min_positives(target_recall)
     if conservative:
-        min_pos = max(min_pos, _positives_needed(target_recall, CONFIDENCE) or 0)
+        min_pos = max(min_pos, positives_needed(target_recall, CONFIDENCE) or 0)
     for b, block in enumerate(trace.blocks):
         if block.scores is None:
             out.unknown += len(block.y)
@@ -249,7 +246,7 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
         except CalibrationError:
             out.kept["unreachable"] += 1
             continue
-        auc = metrics.auc(w.scores, w.y)
+        auc = ranking.auc(w.scores, w.y)
         if not forced and last_auc is not None and auc < last_auc - MAX_AUC_DROP:
             out.kept["auc_drop"] += 1
             continue
@@ -277,7 +274,7 @@ def row(corpus: str, variant: str, r: float, conservative: bool, forced: bool, s
     recall = "–" if o.recall is None else f"{o.recall:.4f} ({missed} missed)"
     expected = _f(float(np.mean(o.expected))) if o.expected else "–"
     hold = _f(float(np.mean(o.holdout_recall))) if o.holdout_recall else "–"
-    p = (f"{min(o.pos_at_written)}–{max(o.pos_at_written)}" if o.pos_at_written else "–")
+    p = f"{min(o.pos_at_written)}–{max(o.pos_at_written)}" if o.pos_at_written else "–"
     kept = sum(o.kept.values())
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(o.kept.items()))
     recal = f"{o.written} written / {kept} kept" + (f" ({reasons})" if reasons else "")
@@ -305,8 +302,12 @@ def main() -> None:
                         help="holdout window: its last N items (default: the whole holdout so far)")  # fmt: skip
     parser.add_argument("--prequential-window", type=int, default=5000,
                         help="W: the newest W prequential scores (the daemon's drift.window)")  # fmt: skip
-    parser.add_argument("--sync", type=int, default=None,
-                        help="M: rebuild the model every M messages (a divisor of K; default 1)")
+    parser.add_argument(
+        "--sync",
+        type=int,
+        default=None,
+        help="M: rebuild the model every M messages (a divisor of K; default 1)",
+    )
     parser.add_argument("--holdout-fraction", type=float, default=0.1)
     parser.add_argument("--forced", action="store_true", help="add the guardrails-off rows")
     parser.add_argument("--verbose", action="store_true", help="every written τ, on stderr")
@@ -339,7 +340,9 @@ def main() -> None:
         y = np.array([r.label == TARGET for r in records])
         ids = [r.id for r in records]
         n_hold = sum(in_holdout(i, args.holdout_fraction) for i in ids)
-        n_hold_spam = sum(in_holdout(i, args.holdout_fraction) for i, s in zip(ids, y) if s)
+        n_hold_spam = sum(
+            in_holdout(i, args.holdout_fraction) for i, s in zip(ids, y, strict=True) if s
+        )
         notes.append(f"{corpus}: {len(records):,} messages ({int(y.sum()):,} spam), holdout "
                      f"{n_hold:,} ({n_hold_spam} spam) at the end; tokenized in {t_tok:.1f} s")  # fmt: skip
         for name in args.variant or list(VARIANTS):

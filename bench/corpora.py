@@ -13,11 +13,11 @@ import argparse
 import time
 from pathlib import Path
 
-from filterd.corpus import read_corpus
-from filterd.estimators import ESTIMATORS
-from filterd.evaluate import Corpus, evaluate
-from filterd.model import ModelSpec
-from filterd.select import Selection
+from filterd.bayes.estimators import ESTIMATORS
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.selection import Selection
+from filterd.evaluation.corpus import read_corpus
+from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -51,7 +51,9 @@ def main() -> None:
                     if variant == "robinson_fisher" and protocol == "split" and name not in ONLINE:
                         continue  # a two-class rule; the multi-class corpora evaluate one-vs-rest below anyway
                     try:
-                        rows.append(evaluate(corpus, ModelSpec(variant, selection=selection), protocol))
+                        rows.append(
+                            evaluate(corpus, ModelSpec(variant, selection=selection), protocol)
+                        )
                     except ValueError as error:
                         print(f"({name} {variant} {selection}: {error})")
             print(table(name, protocol, rows))
@@ -59,8 +61,14 @@ def main() -> None:
 
 def table(name: str, protocol: str, rows) -> str:
     multiclass = rows and rows[0].task != "binary"
-    head = f"**{name}**, {protocol} protocol ({rows[0].n_train} train / {rows[0].n_test} test{', macro-averaged one-vs-rest' if multiclass else ''})\n\n" if rows else ""
-    cols = "| variant | select | AUC | (1−AUC)% | spec@100%R | h=.1% | lam% | acc | macro-F1 | msg/s |"
+    head = (
+        f"**{name}**, {protocol} protocol ({rows[0].n_train} train / {rows[0].n_test} test{', macro-averaged one-vs-rest' if multiclass else ''})\n\n"
+        if rows
+        else ""
+    )
+    cols = (
+        "| variant | select | AUC | (1−AUC)% | spec@100%R | h=.1% | lam% | acc | macro-F1 | msg/s |"
+    )
     lines = [head + cols, "|" + "---|" * 10]
     for r in rows:
         h = None if r.recall_at_fpr_0_1pct is None else 100 * (1 - r.recall_at_fpr_0_1pct)

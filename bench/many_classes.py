@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from filterd import metrics
-from filterd.features import encode
-from filterd.model import Model, ModelSpec
-from filterd.stats import Statistics
-from filterd.synth import SynthConfig, generate
+from filterd.bayes.features import encode
+from filterd.bayes.model import Model, ModelSpec
+from filterd.bayes.statistics import Statistics
+from filterd.evaluation import ranking
+from filterd.evaluation.synth import SynthConfig, generate
 
 
 def rss_mb() -> float:
@@ -42,23 +42,32 @@ def main() -> None:
     started = time.perf_counter()
     for i in range(0, len(train), 5000):
         part = train[i : i + 5000]
-        stats.update(encode([r["text"].split() for r in part], stats.hasher), [r["label"] for r in part])
+        stats.update(
+            encode([r["text"].split() for r in part], stats.hasher), [r["label"] for r in part]
+        )
     learn_rate = len(train) / (time.perf_counter() - started)
     dense_mb = len(stats.labels) * len(stats.vocab) * 3 * 8 / 1e6
     print(f"{args.classes} classes, {len(train):,} training documents, {stats.V:,} distinct tokens")
     print(f"statistics: {stats.storage.n_pairs:,} (token, class) pairs, {rss_mb() - before:,.0f} MB resident "
           f"(dense arrays would need {dense_mb:,.0f} MB); learning {learn_rate:,.0f} docs/s")  # fmt: skip
     truth = [r["label"] for r in test]
-    specs = [ModelSpec("mnb"), ModelSpec("wmnb", {"gamma": -1e6}), ModelSpec("wmnb", {"gamma": -1e8}), ModelSpec("pnbc")]
+    specs = [
+        ModelSpec("mnb"),
+        ModelSpec("wmnb", {"gamma": -1e6}),
+        ModelSpec("wmnb", {"gamma": -1e8}),
+        ModelSpec("pnbc"),
+    ]
     for spec in specs:
         model = Model.build(stats, spec, lazy=True)
         started = time.perf_counter()
         predicted: list[str] = []
         for i in range(0, len(test), 500):
-            predicted += model.score_tokens([r["text"].split() for r in test[i : i + 500]]).predict()
+            predicted += model.score_tokens(
+                [r["text"].split() for r in test[i : i + 500]]
+            ).predict()
         rate = len(test) / (time.perf_counter() - started)
-        accuracy = metrics.accuracy(np.array(truth), np.array(predicted))
-        print(f"{str(spec):22s} accuracy {accuracy:.4f}  macro-F1 {metrics.macro_f1(truth, predicted):.4f}  "
+        accuracy = ranking.accuracy(np.array(truth), np.array(predicted))
+        print(f"{spec!s:22s} accuracy {accuracy:.4f}  macro-F1 {ranking.macro_f1(truth, predicted):.4f}  "
               f"{rate:,.0f} docs/s  (resident {rss_mb() - before:,.0f} MB above start)")  # fmt: skip
 
 

@@ -17,20 +17,20 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from filterd.corpus import read_corpus  # noqa: E402
-from filterd.features import encode  # noqa: E402
-from filterd.model import DEFAULT_SPEC, Model  # noqa: E402
-from filterd.stats import Statistics  # noqa: E402
-from filterd.synth import SynthConfig, generate  # noqa: E402
-from filterd.tokenize import Tokenizer  # noqa: E402
+from filterd.bayes.features import encode
+from filterd.bayes.model import DEFAULT_SPEC, Model
+from filterd.bayes.statistics import Statistics
+from filterd.evaluation.corpus import read_corpus
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPEATS = 5
@@ -66,7 +66,9 @@ def emails_of_about_5kb() -> tuple[list[dict], list[str]] | None:
     return [r.message() for r in records], [r.label for r in records]
 
 
-def filterd_rates(messages: list[dict], labels: list[str], tokenizer: Tokenizer) -> dict[str, float]:
+def filterd_rates(
+    messages: list[dict], labels: list[str], tokenizer: Tokenizer
+) -> dict[str, float]:
     stats = Statistics()
     docs = [tokenizer(m).tokens for m in messages]
     stats.update(encode(docs, stats.hasher), labels)
@@ -85,7 +87,9 @@ def filterd_rates(messages: list[dict], labels: list[str], tokenizer: Tokenizer)
         fresh = Statistics()
         for i in range(0, len(messages), BATCH):
             part = messages[i : i + BATCH]
-            fresh.update(encode([tokenizer(m).tokens for m in part], fresh.hasher), labels[i : i + BATCH])
+            fresh.update(
+                encode([tokenizer(m).tokens for m in part], fresh.hasher), labels[i : i + BATCH]
+            )
 
     n = len(messages)
     return {
@@ -121,7 +125,7 @@ def memory_of_a_million_tokens() -> float:
     """
     code = (
         "import gc, numpy as np\n"
-        "from filterd.stats import Statistics\nfrom filterd.features import DocBatch\n"
+        "from filterd.bayes.statistics import Statistics\nfrom filterd.bayes.features import DocBatch\n"
         "def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096 / 1e6\n"
         "stats = Statistics(['ham', 'spam']); before = rss()\n"
         "for start in range(0, 1_000_000, 100_000):\n"
@@ -131,7 +135,9 @@ def memory_of_a_million_tokens() -> float:
         "gc.collect()\n"
         "print(stats.V, rss() - before)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert int(out[0]) == 1_000_000, out
     return float(out[1])
 
@@ -154,10 +160,14 @@ def main() -> None:
     else:
         e_rates = filterd_rates(*emails, tokenizer)
         size = np.mean([len(m["text"].encode()) for m in emails[0]])
-        print(f"e-mail  {len(emails[0])} raw messages of 4–6 KB (mean {size / 1000:.1f} KB), MIME parsing included")
+        print(
+            f"e-mail  {len(emails[0])} raw messages of 4–6 KB (mean {size / 1000:.1f} KB), MIME parsing included"
+        )
         for name, rate in e_rates.items():
             print(f"e-mail  {name:28s} {rate:>10,.0f} msg/s")
-    print(f"\nstatistics for 1,000,000 tokens × 2 classes: {memory_of_a_million_tokens():.0f} MB resident")
+    print(
+        f"\nstatistics for 1,000,000 tokens × 2 classes: {memory_of_a_million_tokens():.0f} MB resident"
+    )
 
 
 if __name__ == "__main__":

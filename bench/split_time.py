@@ -24,11 +24,11 @@ from pathlib import Path
 if "--pure-python" in sys.argv:  # before filterd is imported: its modules then find no C loops
     sys.modules["filterd._speedups"] = None  # type: ignore[assignment]
 
-from filterd import features
-from filterd.corpus import read_corpus, train_test_split
-from filterd.evaluate import SEED, Corpus
-from filterd.model import DEFAULT_SPEC, Model
-from filterd.stats import Statistics
+from filterd.bayes import features
+from filterd.bayes.model import DEFAULT_SPEC, Model
+from filterd.bayes.statistics import Statistics
+from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.evaluation.protocols import SEED, Corpus
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -55,7 +55,7 @@ def one_pass(records, tokenizer: Tokenizer) -> dict[str, float]:
     started = clock()
     Model.build(stats, DEFAULT_SPEC, "spam").score(corpus.batch_of(test))
     score = clock() - started
-    return dict(zip(STEPS, (tokenize, count, learn, score)))
+    return dict(zip(STEPS, (tokenize, count, learn, score), strict=True))
 
 
 def main() -> None:

@@ -18,18 +18,18 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import text
 
-from filterd.corpus import read_corpus
+from filterd.evaluation.corpus import read_corpus
+from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, upgrade
-from filterd.store.learning import Feedback, apply_feedback, create_model
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.sync import load, sync
-from filterd.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPEATS = 3
 
 
-def sms_feedback(n: int) -> list[Feedback]:
+def sms_feedback(n: int) -> list[LabelledTokens]:
     path = CORPORA / "sms-spam" / "messages.jsonl.gz"
     if path.exists():
         records = [{"id": r.id, "label": r.label, "text": r.text} for r in read_corpus(path)]
@@ -39,20 +39,27 @@ def sms_feedback(n: int) -> list[Feedback]:
     out = []
     for i in range(n):  # repeat the corpus under new ids
         r = records[i % len(records)]
-        out.append(Feedback(f"{r['id']}#{i}", r["label"], tokenize({"text": r["text"]}).tokens))
+        out.append(
+            LabelledTokens(f"{r['id']}#{i}", r["label"], tokenize({"text": r["text"]}).tokens)
+        )
     return out
 
 
-def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[Feedback]:
+def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[LabelledTokens]:
     """Documents that together hold `n_tokens` distinct tokens in both classes."""
     docs = []
     for start in range(0, n_tokens, per_doc):
         tokens = [f"t{i}" for i in range(start, min(start + per_doc, n_tokens))]
-        docs += [Feedback(f"h{start}", "ham", tokens), Feedback(f"s{start}", "spam", tokens)]
+        docs += [
+            LabelledTokens(f"h{start}", "ham", tokens),
+            LabelledTokens(f"s{start}", "spam", tokens),
+        ]
     return docs
 
 
-def measure(url: str, feedback: list[Feedback], big: list[Feedback], batch: int) -> None:
+def measure(
+    url: str, feedback: list[LabelledTokens], big: list[LabelledTokens], batch: int
+) -> None:
     upgrade(url)
     engine = connect(url)
     rates = []
@@ -70,14 +77,16 @@ def measure(url: str, feedback: list[Feedback], big: list[Feedback], batch: int)
     stats, seq = load(engine, "big")
     full = time.perf_counter() - started
     # change ≈100,000 rows (50,000 tokens in both classes), then sync only those
-    apply_feedback(engine, "big", [Feedback(f"x{i}", label, [f"t{j}" for j in range(i * 200, i * 200 + 200)])
+    apply_feedback(engine, "big", [LabelledTokens(f"x{i}", label, [f"t{j}" for j in range(i * 200, i * 200 + 200)])
                                    for i in range(250) for label in ("ham", "spam")], holdout_fraction=0)  # fmt: skip
     started = time.perf_counter()
     sync(engine, "big", stats, seq)
     incremental = time.perf_counter() - started
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
-            size = conn.execute(text("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")).scalar()
+            size = conn.execute(
+                text("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+            ).scalar()
         else:
             size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
     tokens = stats.V

@@ -49,7 +49,10 @@ def token_hash(results) -> str:
 
 def worker(corpus: str) -> None:
     """Load the corpus, tokenize it once, print the hash, then time one pass per input line."""
-    from filterd.corpus import read_corpus
+    try:
+        from filterd.evaluation.corpus import read_corpus
+    except ImportError:  # a --baseline revision from before filterd.corpus moved
+        from filterd.corpus import read_corpus  # type: ignore[no-redef]
     from filterd.tokenize import Tokenizer
 
     messages = [r.message() for r in read_corpus(corpus)]
@@ -110,7 +113,7 @@ def export(revision: str, into: str) -> Path:
 
 
 def profile(corpus: str, top: int) -> None:
-    from filterd.corpus import read_corpus
+    from filterd.evaluation.corpus import read_corpus
     from filterd.tokenize import Tokenizer
 
     messages = [r.message() for r in read_corpus(corpus)]

@@ -1,4 +1,4 @@
-"""The peers of issue 6, each driven the way its users drive it, and filterd's candidates.
+"""The peers, each driven the way its users drive it, and filterd's candidates.
 
 Every adapter gets the same messages in the same order and returns one spam score per scored
 message (higher = more likely spam) and the threshold τ of its own Bayes decision (0.5 for a
@@ -10,6 +10,7 @@ online  `online(stream, work)`: TREC immediate feedback, score each message then
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -58,7 +59,12 @@ def _apt_install(package: str) -> str | None:
         return "not root and no sudo"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for attempt in range(2):
-        done = subprocess.run([*sudo, "apt-get", "install", "-y", "-q", package], env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [*sudo, "apt-get", "install", "-y", "-q", package],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode == 0:
             return None
         if attempt == 0:
@@ -69,26 +75,37 @@ def _apt_install(package: str) -> str | None:
 def _pip_install(*packages: str) -> str | None:
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *packages], capture_output=True, text=True)
-    return None if done.returncode == 0 else f"pip install {' '.join(packages)} failed: {done.stderr.strip()[-200:]}"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", *packages], capture_output=True, text=True
+    )
+    return (
+        None
+        if done.returncode == 0
+        else f"pip install {' '.join(packages)} failed: {done.stderr.strip()[-200:]}"
+    )
 
 
 def ensure(family: str) -> tuple[bool, str]:
     """Install what `family` needs if it is missing: (available, version or the reason it is not)."""
-    if family in ("bogofilter", "spamassassin", "crm114") and not Path("/usr/bin/time").exists():
-        if why := _apt_install("time"):  # GNU time measures the peak memory of their processes
-            return False, why
+    # GNU time measures the peak memory of their processes
+    if (family in ("bogofilter", "spamassassin", "crm114") and not Path("/usr/bin/time").exists()
+            and (why := _apt_install("time"))):  # fmt: skip
+        return False, why
     if family == "bogofilter":
         if shutil.which("bogofilter") is None and (why := _apt_install("bogofilter")):
             return False, why
         return True, _first_line(["bogofilter", "-V"])
     if family == "spamassassin":
         probe = ["perl", "-MMail::SpamAssassin", "-e", "print Mail::SpamAssassin::Version()"]
-        if subprocess.run(probe, capture_output=True).returncode != 0 and (why := _apt_install("spamassassin")):
+        if subprocess.run(probe, capture_output=True).returncode != 0 and (
+            why := _apt_install("spamassassin")
+        ):
             return False, why
         if shutil.which("sa-learn") is None:
             return False, "sa-learn not found after installing spamassassin"
-        return True, "SpamAssassin " + subprocess.run(probe, capture_output=True, text=True).stdout.strip()
+        return True, "SpamAssassin " + subprocess.run(
+            probe, capture_output=True, text=True
+        ).stdout.strip()
     if family == "crm114":
         if shutil.which("crm") is None and (why := _apt_install("crm114")):
             return False, why
@@ -143,8 +160,14 @@ class Bogofilter:
                 names = "".join(m.path + "\n" for m in train if m.spam == spam)
                 _run(["bogofilter", "-d", str(db), flag, "-b"], input=names.encode())
             # exit status 0, 1, 2: the last message was spam, ham, unsure; 3: an error
-            out = _run(["bogofilter", "-d", str(db), "-TT", "-b"], input="".join(m.path + "\n" for m in test).encode(), ok=(0, 1, 2))
-            by_path = dict(line.rsplit(" ", 1) for line in out.decode().splitlines() if line.strip())
+            out = _run(
+                ["bogofilter", "-d", str(db), "-TT", "-b"],
+                input="".join(m.path + "\n" for m in test).encode(),
+                ok=(0, 1, 2),
+            )
+            by_path = dict(
+                line.rsplit(" ", 1) for line in out.decode().splitlines() if line.strip()
+            )
             return np.array([float(by_path[m.path]) for m in test])
         for m in train:
             self._register(db, m)
@@ -171,14 +194,18 @@ class Bogofilter:
 
     def _score(self, db: Path, m: Msg) -> float:
         with open(m.path, "rb") as f:
-            done = subprocess.run(["bogofilter", "-d", str(db), "-TT"], stdin=f, capture_output=True)
+            done = subprocess.run(
+                ["bogofilter", "-d", str(db), "-TT"], stdin=f, capture_output=True
+            )
         if done.returncode == 3:  # no wordlist yet (nothing registered): no opinion
             return 0.5
         return float(done.stdout)
 
     def _register(self, db: Path, m: Msg) -> None:
         with open(m.path, "rb") as f:
-            subprocess.run(["bogofilter", "-d", str(db), "-s" if m.spam else "-n"], stdin=f, check=True)
+            subprocess.run(
+                ["bogofilter", "-d", str(db), "-s" if m.spam else "-n"], stdin=f, check=True
+            )
 
 
 # --- SpamAssassin -----------------------------------------------------------------------------
@@ -211,7 +238,11 @@ class SpamAssassin:
 
     def __init__(self, sa_learn: bool = False) -> None:
         self.sa_learn = sa_learn
-        self.name = "SpamAssassin Bayes, sa-learn + 1 scan process" if sa_learn else "SpamAssassin Bayes, 1 process (Mail::SpamAssassin)"
+        self.name = (
+            "SpamAssassin Bayes, sa-learn + 1 scan process"
+            if sa_learn
+            else "SpamAssassin Bayes, 1 process (Mail::SpamAssassin)"
+        )
         self.protocols = ("split",) if sa_learn else ("split", "online")
 
     def configure(self, work: Path) -> Path:
@@ -219,9 +250,18 @@ class SpamAssassin:
         db = _fresh(work / "sa-db")
         (config / "init.pre").write_text("loadplugin Mail::SpamAssassin::Plugin::Check\n"
                                          "loadplugin Mail::SpamAssassin::Plugin::Bayes\n")  # fmt: skip
-        for name in ("10_default_prefs.cf", "20_aux_tlds.cf", "23_bayes.cf", "60_bayes_stopwords.cf"):
+        for name in (
+            "10_default_prefs.cf",
+            "20_aux_tlds.cf",
+            "23_bayes.cf",
+            "60_bayes_stopwords.cf",
+        ):
             text = (SA_RULES / name).read_text(errors="replace")
-            (config / name).write_text("".join(line for line in text.splitlines(True) if not line.startswith("require_version")))
+            (config / name).write_text(
+                "".join(
+                    line for line in text.splitlines(True) if not line.startswith("require_version")
+                )
+            )
         (config / "99_bayes_only.cf").write_text(SA_SETTINGS.format(db=db))
         (config / "user_prefs").write_text("")
         return config
@@ -235,8 +275,21 @@ class SpamAssassin:
                 self.peak_kb = max(self.peak_kb, _run_kb(
                     ["sa-learn", "-C", str(config), "--siteconfigpath", str(config), "-p", str(config / "user_prefs"),
                      "--no-sync", flag, "-f", str(listing)]))  # fmt: skip
-            self.peak_kb = max(self.peak_kb, _run_kb(
-                ["sa-learn", "-C", str(config), "--siteconfigpath", str(config), "-p", str(config / "user_prefs"), "--sync"]))
+            self.peak_kb = max(
+                self.peak_kb,
+                _run_kb(
+                    [
+                        "sa-learn",
+                        "-C",
+                        str(config),
+                        "--siteconfigpath",
+                        str(config),
+                        "-p",
+                        str(config / "user_prefs"),
+                        "--sync",
+                    ]
+                ),
+            )
             commands = []
         else:
             commands = [f"L\t{'spam' if m.spam else 'ham'}\t{m.path}\n" for m in train]
@@ -245,18 +298,24 @@ class SpamAssassin:
 
     def online(self, stream: Sequence[Msg], work: Path) -> np.ndarray:
         config = self.configure(work)
-        return self._drive(config, [f"SL\t{'spam' if m.spam else 'ham'}\t{m.path}\n" for m in stream])
+        return self._drive(
+            config, [f"SL\t{'spam' if m.spam else 'ham'}\t{m.path}\n" for m in stream]
+        )
 
     peak_kb = 0
 
     def probe(self, work: Path, last: Sequence[Msg]) -> int:
-        return self.peak_kb  # measured during the run: the driver's own VmHWM, sa-learn under GNU time
+        return (
+            self.peak_kb
+        )  # measured during the run: the driver's own VmHWM, sa-learn under GNU time
 
     def _drive(self, config: Path, commands: list[str]) -> np.ndarray:
         done = subprocess.run(["perl", str(HERE / "sa_bayes.pl"), str(config)], input="".join(commands).encode(),
                               capture_output=True)  # fmt: skip
         if done.returncode != 0:
-            raise RuntimeError(f"sa_bayes.pl exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}")
+            raise RuntimeError(
+                f"sa_bayes.pl exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+            )
         for line in done.stderr.decode(errors="replace").splitlines():
             if line.startswith("VmHWM:"):
                 self.peak_kb = max(self.peak_kb, int(line.split()[1]))
@@ -281,8 +340,17 @@ class CRM114:
 
     def _init(self, work: Path) -> Path:
         db = _fresh(work / "crm114")
-        for css in ("nonspam.css", "spam.css"):  # as mailtrainer.crm does: learn a newline into each
-            _run(["crm", "-{ learn <osb unique microgroom> (" + str(db / css) + ") /[[:graph:]]+/ }"], input=b"\n")
+        for css in (
+            "nonspam.css",
+            "spam.css",
+        ):  # as mailtrainer.crm does: learn a newline into each
+            _run(
+                [
+                    "crm",
+                    "-{ learn <osb unique microgroom> (" + str(db / css) + ") /[[:graph:]]+/ }",
+                ],
+                input=b"\n",
+            )
         return db
 
     def probe(self, work: Path, last: Sequence[Msg]) -> int:
@@ -292,7 +360,9 @@ class CRM114:
                    for m in last)  # fmt: skip
 
     def _step(self, db: Path, m: Msg, truth: str | None) -> float:
-        command = ["crm", str(HERE / "crm_osb.crm"), f"--dir={db}"] + ([f"--truth={truth}"] if truth else [])
+        command = ["crm", str(HERE / "crm_osb.crm"), f"--dir={db}"] + (
+            [f"--truth={truth}"] if truth else []
+        )
         with open(m.path, "rb") as f:
             done = subprocess.run(command, stdin=f, capture_output=True, check=True)
         return -float(done.stdout)
@@ -326,7 +396,9 @@ class Sklearn:
     def __init__(self, estimator: str, batch: int, n_features: int = 2**18) -> None:
         self.estimator, self.batch, self.n_features = estimator, batch, n_features
         kind = "one at a time" if batch == 1 else f"mini-batches of {batch}"
-        self.name = f"scikit-learn {'MultinomialNB' if estimator == 'mnb' else 'ComplementNB'}, {kind}"
+        self.name = (
+            f"scikit-learn {'MultinomialNB' if estimator == 'mnb' else 'ComplementNB'}, {kind}"
+        )
 
     def warm(self) -> None:
         """Imports, outside the timed run."""
@@ -350,7 +422,11 @@ class Sklearn:
         vectorizer, clf = self._make()
         for lo in range(0, len(train), self.batch):
             chunk = train[lo : lo + self.batch]
-            clf.partial_fit(vectorizer.transform([m.text for m in chunk]), [int(m.spam) for m in chunk], classes=[0, 1])
+            clf.partial_fit(
+                vectorizer.transform([m.text for m in chunk]),
+                [int(m.spam) for m in chunk],
+                classes=[0, 1],
+            )
         return np.concatenate([self._scores(clf, vectorizer.transform([m.text for m in test[lo : lo + self.batch]]))
                                for lo in range(0, len(test), self.batch)])  # fmt: skip
 
@@ -383,7 +459,9 @@ class River:
 
     def __init__(self, estimator: str) -> None:
         self.estimator = estimator
-        self.name = f"River {'MultinomialNB' if estimator == 'mnb' else 'ComplementNB'}, one at a time"
+        self.name = (
+            f"River {'MultinomialNB' if estimator == 'mnb' else 'ComplementNB'}, one at a time"
+        )
 
     def warm(self) -> None:
         bow, nb = self._make()
@@ -394,7 +472,9 @@ class River:
     def _make(self):
         from river import feature_extraction, naive_bayes
 
-        return feature_extraction.BagOfWords(), (naive_bayes.MultinomialNB() if self.estimator == "mnb" else naive_bayes.ComplementNB())
+        return feature_extraction.BagOfWords(), (
+            naive_bayes.MultinomialNB() if self.estimator == "mnb" else naive_bayes.ComplementNB()
+        )
 
     @staticmethod
     def _score(nb, x) -> float:
@@ -421,10 +501,10 @@ class River:
 
 
 class Filterd:
-    """A filterd configuration through the code path of `filterd evaluate` (filterd.evaluate):
+    """A filterd configuration through the code path of `filterd evaluate` (filterd.evaluation.protocols):
     tokenization of every message included in the time, the split protocol learning the
     training part as one batch and scoring the test part as one batch, the online protocol
-    through filterd.replay (one vectorized replay where the estimator allows, else a model per message).
+    through filterd.bayes.replay (one vectorized replay where the estimator allows, else a model per message).
     Scores: s_spam − s_ham (log-odds; S − H for Robinson–Fisher)."""
 
     family = "filterd"
@@ -434,11 +514,17 @@ class Filterd:
 
     def __init__(self, label: str, variant: str, params: dict[str, str] | None = None, select: str = "none",
                  bigrams: bool = False) -> None:  # fmt: skip
-        self.label, self.variant, self.raw_params, self.select, self.bigrams = label, variant, params or {}, select, bigrams
+        self.label, self.variant, self.raw_params, self.select, self.bigrams = (
+            label,
+            variant,
+            params or {},
+            select,
+            bigrams,
+        )
         self.name = f"filterd {label}"
 
     def warm(self) -> None:
-        from filterd.corpus import Record
+        from filterd.evaluation.corpus import Record
 
         records = [Record(str(i), (label,), text, "text", i, None)
                    for i, (label, text) in enumerate([("spam", "win cash now"), ("ham", "lunch at noon"),
@@ -447,11 +533,13 @@ class Filterd:
         self.split_records(records)
 
     def spec(self):
-        from filterd.estimators import parse_params
-        from filterd.model import ModelSpec
-        from filterd.select import Selection
+        from filterd.bayes.estimators import parse_params
+        from filterd.bayes.model import ModelSpec
+        from filterd.bayes.selection import Selection
 
-        return ModelSpec(self.variant, parse_params(self.variant, self.raw_params), Selection.parse(self.select))
+        return ModelSpec(
+            self.variant, parse_params(self.variant, self.raw_params), Selection.parse(self.select)
+        )
 
     def tokenizer(self):
         from filterd.tokenize import Tokenizer
@@ -460,15 +548,15 @@ class Filterd:
         return Tokenizer(TokenizerConfig(bigrams=self.bigrams))
 
     def corpus(self, records):
-        from filterd.evaluate import Corpus
+        from filterd.evaluation.protocols import Corpus
 
         return Corpus.tokenize(records, self.tokenizer())
 
     def split_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.corpus import train_test_split
-        from filterd.evaluate import SEED
-        from filterd.model import Model
-        from filterd.stats import Statistics
+        from filterd.bayes.model import Model
+        from filterd.bayes.statistics import Statistics
+        from filterd.evaluation.corpus import train_test_split
+        from filterd.evaluation.protocols import SEED
 
         corpus = corpus or self.corpus(records)
         train, test = train_test_split(corpus.records)
@@ -477,25 +565,28 @@ class Filterd:
         return Model.build(stats, self.spec(), "spam").score(corpus.batch_of(test)).binary()
 
     def online_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.replay import online_scores
+        from filterd.bayes.replay import online_scores
 
         corpus = corpus or self.corpus(records)
         is_spam = np.array([record.label == "spam" for record in corpus.records], dtype=bool)
         return online_scores(corpus.batch, is_spam, self.spec(), "spam")
 
     def check(self, records, protocol: str, scores: np.ndarray) -> str | None:
-        """None if `filterd.evaluate.evaluate` gives the same AUC and spec@R=1 as `scores`."""
-        from filterd import metrics
-        from filterd.evaluate import evaluate
+        """None if `filterd.evaluation.protocols.evaluate` gives the same AUC and spec@R=1 as `scores`."""
+        from filterd.evaluation import ranking
+        from filterd.evaluation.protocols import evaluate
 
         truth = np.array([r.label == "spam" for r in records])
         if protocol == "split":
-            from filterd.corpus import train_test_split
+            from filterd.evaluation.corpus import train_test_split
 
             truth = np.array([r.label == "spam" for r in train_test_split(records)[1]])
         result = evaluate(self.corpus(records), self.spec(), protocol)
-        mine = metrics.binary_summary(scores, truth, tau=0.0)
-        if abs(mine["auc"] - result.auc) > 1e-12 or abs(mine["spec_at_full_recall"] - result.spec_at_full_recall) > 1e-12:
+        mine = ranking.binary_summary(scores, truth, tau=0.0)
+        if (
+            abs(mine["auc"] - result.auc) > 1e-12
+            or abs(mine["spec_at_full_recall"] - result.spec_at_full_recall) > 1e-12
+        ):
             return f"differs from filterd evaluate: AUC {mine['auc']} vs {result.auc}"
         return None
 
@@ -508,14 +599,10 @@ def timed_kb(command: list[str], stdin_path: str | None = None, input: bytes | N
 
     A child's ru_maxrss seen from the Python worker would include the worker's own RSS at fork
     time (Linux carries the pre-exec high-water mark over exec), hence this probe."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
-        stdin = open(stdin_path, "rb") if stdin_path else None
-        try:
-            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *command], stdin=stdin, input=input,
-                           capture_output=True)  # fmt: skip
-        finally:
-            if stdin:
-                stdin.close()
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out, contextlib.ExitStack() as stack:
+        stdin = stack.enter_context(open(stdin_path, "rb")) if stdin_path else None
+        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *command], stdin=stdin, input=input,
+                       capture_output=True)  # fmt: skip
         text = out.read().strip().splitlines()
     return int(text[-1]) if text and text[-1].isdigit() else 0
 
@@ -537,13 +624,19 @@ def _run_kb(command: list[str]) -> int:
 def _run(command: list[str], input: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
     done = subprocess.run(command, input=input, capture_output=True)
     if done.returncode not in ok:
-        raise RuntimeError(f"{' '.join(command[:3])}… exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}")
+        raise RuntimeError(
+            f"{' '.join(command[:3])}… exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+        )
     return done.stdout
 
 
 FILTERD_CANDIDATES = [
-    Filterd("default: robinson_fisher(s=0.025,x=0.52) + local:1000000:alo:0.18", "robinson_fisher",
-            {"s": "0.025", "x": "0.52"}, "local:1000000:alo:0.18"),  # filterd.model.DEFAULT_SPEC
+    Filterd(
+        "default: robinson_fisher(s=0.025,x=0.52) + local:1000000:alo:0.18",
+        "robinson_fisher",
+        {"s": "0.025", "x": "0.52"},
+        "local:1000000:alo:0.18",
+    ),  # filterd.bayes.model.DEFAULT_SPEC
     Filterd("mnb", "mnb"),
     Filterd("twcnb + local:6:alo", "twcnb", select="local:6:alo"),
     Filterd("pnbc + local:6:alo", "pnbc", select="local:6:alo"),

@@ -1,10 +1,10 @@
-"""Candidate default configurations of filterd on all four shared corpora (issue 6, "Defaults").
+"""Candidate default configurations of filterd on all four shared corpora.
 
     .venv/bin/python bench/peers/defaults.py [--corpus NAME ...] [--bigrams] CANDIDATE ...
 
 A CANDIDATE is "VARIANT[,KEY=VALUE...][+SELECT]" (as run.py's --candidate, e.g.
 "robinson_fisher,s=0.025,x=0.52+local:1000000:alo:0.18"). The code path of `filterd evaluate`
-(`filterd.evaluate.evaluate`, one tokenization per corpus): the split protocol on every corpus,
+(`filterd.evaluation.protocols.evaluate`, one tokenization per corpus): the split protocol on every corpus,
 the online protocol on the two spam corpora. One line per candidate and corpus.
 """
 
@@ -26,8 +26,8 @@ SPAM = {"sms-spam", "spamassassin"}
 
 
 def main() -> None:
-    from filterd.corpus import read_corpus
-    from filterd.evaluate import Corpus, evaluate
+    from filterd.evaluation.corpus import read_corpus
+    from filterd.evaluation.protocols import Corpus, evaluate
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("candidates", nargs="+")
@@ -36,12 +36,20 @@ def main() -> None:
     parser.add_argument("--no-online", action="store_true")
     args = parser.parse_args()
     peers = [candidate(c + ("+bigrams" if args.bigrams else "")) for c in args.candidates]
-    print("| corpus | candidate | split AUC | split spec@R=1 | split h=.1% | acc | macro-F1 | online (1−AUC)% | online spec@R=1 | online lam% |")
+    print(
+        "| corpus | candidate | split AUC | split spec@R=1 | split h=.1% | acc | macro-F1 | online (1−AUC)% | online spec@R=1 | online lam% |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.corpus or ALL:
         started = time.perf_counter()
-        corpus = Corpus.tokenize(read_corpus(CORPORA / name / "messages.jsonl.gz"), peers[0].tokenizer())
-        print(f"({name}: tokenized in {time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+        corpus = Corpus.tokenize(
+            read_corpus(CORPORA / name / "messages.jsonl.gz"), peers[0].tokenizer()
+        )
+        print(
+            f"({name}: tokenized in {time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         for peer in peers:
             split = evaluate(corpus, peer.spec(), "split")
             cells = [f"{split.auc:.4f}", f"{split.spec_at_full_recall:.3f}", f"{100 * (1 - split.recall_at_fpr_0_1pct):.1f}",
@@ -49,7 +57,11 @@ def main() -> None:
                      "–" if split.macro_f1 is None else f"{split.macro_f1:.4f}"]  # fmt: skip
             if name in SPAM and not args.no_online:
                 online = evaluate(corpus, peer.spec(), "online")
-                cells += [f"{online.one_minus_auc_pct:.3f}", f"{online.spec_at_full_recall:.3f}", f"{online.lam_pct:.2f}"]
+                cells += [
+                    f"{online.one_minus_auc_pct:.3f}",
+                    f"{online.spec_at_full_recall:.3f}",
+                    f"{online.lam_pct:.2f}",
+                ]
             else:
                 cells += ["–", "–", "–"]
             print(f"| {name} | {peer.name} | " + " | ".join(cells) + " |", flush=True)

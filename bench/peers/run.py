@@ -1,14 +1,14 @@
-"""filterd side by side with the filters people run today (issue 6), on the shared corpora.
+"""filterd side by side with the filters people run today, on the shared corpora.
 
     .venv/bin/python bench/peers/run.py --corpus ../shared/corpora/sms-spam [--corpus …]
         [--protocol split|online|both] [--peers bogofilter,spamassassin,crm114,sklearn,river,filterd]
         [--repeats 3] [--repeat-budget 90] [--limit N] [--out bench/peers/out] [--results bench/peers/RESULTS.md]
 
-Same messages in the same order for every peer: the corpus read by `filterd.corpus.read_corpus`
-(sorted by `order`, the first N with --limit), the split of `filterd.corpus.train_test_split`
+Same messages in the same order for every peer: the corpus read by `filterd.evaluation.corpus.read_corpus`
+(sorted by `order`, the first N with --limit), the split of `filterd.evaluation.corpus.train_test_split`
 (the corpus's own, else stratified 66/34 with seed 0: the one `filterd evaluate` uses), the online
 protocol the TREC immediate-feedback replay in that order. Every peer's scores are measured by the
-same functions of `filterd.metrics`. Each peer runs in a fresh worker process per repetition
+same functions of `filterd.evaluation.ranking`. Each peer runs in a fresh worker process per repetition
 (so that its peak memory is its own); repetitions go round-robin over the peers, and speed is
 the median over them. A peer whose first run took longer than --repeat-budget seconds is not
 repeated (marked ¹). Per-message scores go to --out (outside git); the tables to --results.
@@ -17,6 +17,7 @@ repeated (marked ¹). Per-message scores go to --out (outside git); the tables t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -33,7 +34,6 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
-
 from adapters import Msg, all_peers, ensure, wrap_as_mail  # noqa: E402
 
 FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd"]
@@ -43,7 +43,7 @@ FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd
 
 
 def load(corpus: Path, limit: int | None):
-    from filterd.corpus import read_corpus
+    from filterd.evaluation.corpus import read_corpus
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)
@@ -51,7 +51,9 @@ def load(corpus: Path, limit: int | None):
         records = records[:limit]
     labels = {label for r in records for label in r.labels}
     if labels != {"ham", "spam"}:
-        raise SystemExit(f"{path}: a spam/ham corpus is needed, this one has labels {sorted(labels)[:5]}")
+        raise SystemExit(
+            f"{path}: a spam/ham corpus is needed, this one has labels {sorted(labels)[:5]}"
+        )
     return records
 
 
@@ -85,7 +87,7 @@ def _rss_kb(field: str) -> int:
 
 
 def worker(args) -> None:
-    from filterd.corpus import train_test_split
+    from filterd.evaluation.corpus import train_test_split
 
     peer = next(p for p in all_peers(args.candidate) if p.name == args.peer)
     records = load(Path(args.corpus), args.limit)
@@ -95,7 +97,11 @@ def worker(args) -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     if peer.family == "filterd":
-        run = (lambda: peer.split_records(records)) if args.protocol == "split" else (lambda: peer.online_records(records))
+        run = (
+            (lambda: peer.split_records(records))
+            if args.protocol == "split"
+            else (lambda: peer.online_records(records))
+        )
         scored = test if args.protocol == "split" else records
         n = len(records)
     elif args.protocol == "split":
@@ -108,10 +114,8 @@ def worker(args) -> None:
         run = lambda: peer.online(stream, work)  # noqa: E731
         n = len(scored)
     peer.warm()  # imports and first calls, outside the timed run
-    try:  # reset the peak RSS so that it is this run's (Linux ≥ 4.0)
+    with contextlib.suppress(OSError):  # reset the peak RSS so that it is this run's (Linux ≥ 4.0)
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
     rss_before = _rss_kb("VmRSS")
     started = time.perf_counter()
     scores = np.asarray(run(), dtype=float)
@@ -120,13 +124,20 @@ def worker(args) -> None:
         peak_kb = peer.probe(work, [msgs[r.id] for r in scored[-3:]])
     else:
         peak_kb = _rss_kb("VmHWM") - rss_before
-    result = {"seconds": seconds, "messages": n, "peak_kb": peak_kb, "memory_kind": peer.memory_kind}
+    result = {
+        "seconds": seconds,
+        "messages": n,
+        "peak_kb": peak_kb,
+        "memory_kind": peer.memory_kind,
+    }
     if len(scores) != len(scored):
         raise SystemExit(f"{peer.name}: {len(scores)} scores for {len(scored)} messages")
     if args.scores:
         with open(args.scores, "w") as f:
             f.write("id\tlabel\tscore\n")
-            f.writelines(f"{r.id}\t{r.label}\t{s!r}\n" for r, s in zip(scored, scores.tolist()))
+            f.writelines(
+                f"{r.id}\t{r.label}\t{s!r}\n" for r, s in zip(scored, scores.tolist(), strict=True)
+            )
         if peer.family == "filterd":
             result["check"] = peer.check(records, args.protocol, scores)
     print(json.dumps(result))
@@ -136,12 +147,14 @@ def worker(args) -> None:
 
 
 def measures(scores_file: Path, tau: float, first: int | None = None) -> dict:
-    from filterd import metrics
+    from filterd.evaluation import ranking
 
-    rows = [line.rstrip("\n").split("\t") for line in scores_file.read_text().splitlines()[1:]][:first]
+    rows = [line.rstrip("\n").split("\t") for line in scores_file.read_text().splitlines()[1:]][
+        :first
+    ]
     truth = np.array([label == "spam" for _, label, _ in rows])
     scores = np.array([float(s) for _, _, s in rows])
-    summary = metrics.binary_summary(scores, truth, tau=tau)
+    summary = ranking.binary_summary(scores, truth, tau=tau)
     return {"auc": summary["auc"], "one_minus_auc_pct": summary["one_minus_auc_pct"], "lam_pct": summary["lam_pct"],
             "h_pct": 100 * (1 - summary["recall_at_fpr_0_1pct"]), "spec": summary["spec_at_full_recall"],
             "n_pos": summary["n_pos"], "n_neg": summary["n_neg"]}  # fmt: skip
@@ -149,20 +162,51 @@ def measures(scores_file: Path, tau: float, first: int | None = None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", action="append", type=Path, help="a corpus folder (or its messages.jsonl.gz); repeatable")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        type=Path,
+        help="a corpus folder (or its messages.jsonl.gz); repeatable",
+    )
     parser.add_argument("--protocol", choices=["split", "online", "both"], default="both")
-    parser.add_argument("--peers", default=",".join(FAMILIES), help="comma-separated: " + ",".join(FAMILIES))
-    parser.add_argument("--only", action="append", default=[], help="run only the peers whose name contains this, and filterd's rows (repeatable)")
-    parser.add_argument("--candidate", action="append", default=[], metavar="VARIANT[,K=V…][+SELECT][+bigrams]",
-                        help="another filterd configuration to measure (repeatable)")
+    parser.add_argument(
+        "--peers", default=",".join(FAMILIES), help="comma-separated: " + ",".join(FAMILIES)
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run only the peers whose name contains this, and filterd's rows (repeatable)",
+    )
+    parser.add_argument(
+        "--candidate",
+        action="append",
+        default=[],
+        metavar="VARIANT[,K=V…][+SELECT][+bigrams]",
+        help="another filterd configuration to measure (repeatable)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--repeat-budget", type=float, default=90.0,
-                        help="seconds: a peer whose first run took longer is not repeated")
+    parser.add_argument(
+        "--repeat-budget",
+        type=float,
+        default=90.0,
+        help="seconds: a peer whose first run took longer is not repeated",
+    )
     parser.add_argument("--limit", type=int, help="the first N messages (in order) of each corpus")
-    parser.add_argument("--peer-limit", action="append", default=[], metavar="NAME=N",
-                        help="run the rows whose name contains NAME on the first N messages of the online "
-                             "stream only (their split run is skipped); filterd's reference is measured on the same prefix")
-    parser.add_argument("--out", type=Path, default=HERE / "out", help="per-message scores, message files, peer databases")
+    parser.add_argument(
+        "--peer-limit",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="run the rows whose name contains NAME on the first N messages of the online "
+        "stream only (their split run is skipped); filterd's reference is measured on the same prefix",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=HERE / "out",
+        help="per-message scores, message files, peer databases",
+    )
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--no-results", action="store_true", help="print the tables only")
     # worker mode (internal)
@@ -240,10 +284,17 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
             if prefix:
                 command += ["--stream-limit", str(prefix)]
             started = time.perf_counter()
-            done_ = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+            done_ = subprocess.run(
+                command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1")
+            )
             if done_.returncode != 0:
-                error = (done_.stderr.strip().splitlines() or ["exit status %d" % done_.returncode])[-1]
-                print(f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: FAILED: {error}", file=sys.stderr)
+                error = (done_.stderr.strip().splitlines() or [f"exit status {done_.returncode}"])[
+                    -1
+                ]
+                print(
+                    f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: FAILED: {error}",
+                    file=sys.stderr,
+                )
                 done.append({"error": error})
                 continue
             result = json.loads(done_.stdout.strip().splitlines()[-1])
@@ -268,7 +319,7 @@ def slug(name: str) -> str:
 
 
 def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> str:
-    from filterd.corpus import train_test_split
+    from filterd.evaluation.corpus import train_test_split
 
     train, test = train_test_split(records)
     head = (f"**{name}**, {protocol} protocol ("
@@ -285,7 +336,9 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
             continue
         speed = statistics.median(r["messages"] / r["seconds"] for r in done)
         speeds[peer.name] = speed
-        rows.append((peer, measures(Path(done[0]["scores"]), peer.tau), (speed, len(done), done), None))
+        rows.append(
+            (peer, measures(Path(done[0]["scores"]), peer.tau), (speed, len(done), done), None)
+        )
     reference = next((p.name for p in peers if p.family == "filterd" and p.name in speeds and "default" in p.name),
                      next((n for n in speeds if n.startswith("filterd")), None))  # fmt: skip
     lines = [head + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd default ÷ peer | peak MB |",
@@ -296,14 +349,20 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
             continue
         speed, count, done = timing
         ratio = speeds[reference] / speed if reference else float("nan")
-        rounds = round_ratios(runs.get(reference, []), runs[peer.name]) if reference and peer.name != reference else []
+        rounds = (
+            round_ratios(runs.get(reference, []), runs[peer.name])
+            if reference and peer.name != reference
+            else []
+        )
         spread = f" ({min(rounds):.2f}–{max(rounds):.2f})" if len(rounds) > 1 else ""
         label = peer.name
         if done[0]["messages"] < len(records) and protocol == "online" and reference:
             ref_done = next(r for r in runs[reference] if r.get("scores"))
             ref = measures(Path(ref_done["scores"]), 0.0, first=done[0]["messages"])
-            label += (f" (first {done[0]['messages']:,} messages only; filterd default on them: (1−AUC)% "
-                      f"{ref['one_minus_auc_pct']:.3f}, spec@R=1 {ref['spec']:.3f})")
+            label += (
+                f" (first {done[0]['messages']:,} messages only; filterd default on them: (1−AUC)% "
+                f"{ref['one_minus_auc_pct']:.3f}, spec@R=1 {ref['spec']:.3f})"
+            )
         mark = "¹" if count == 1 else ""
         peak = max(r["peak_kb"] for r in done) / 1024
         kind = "ᶜ" if peer.memory_kind == "child" else "ʳ"
@@ -316,14 +375,14 @@ def round_ratios(reference: list[dict], peer: list[dict]) -> list[float]:
     """The reference's speed over the peer's in each round both ran: repetitions go round-robin,
     so a round's two runs met the same state of the machine."""
     return [(r["messages"] / r["seconds"]) / (p["messages"] / p["seconds"])
-            for r, p in zip(reference, peer) if "error" not in r and "error" not in p]  # fmt: skip
+            for r, p in zip(reference, peer, strict=False) if "error" not in r and "error" not in p]  # fmt: skip
 
 
 NOTES = """\
 Columns: AUC (ties ½), (1−AUC)%, lam% (TREC logistic average misclassification at the peer's own
 Bayes decision: probability 0.5, log-odds/pR/S−H 0), h=.1% (spam missed at 0.1 % ham
 misclassification, 100 − 100·R@FPR.1%), spec@R=1 (ham kept at 100 % spam recall), all by
-`filterd.metrics` on the per-message scores; msg/s = messages learned + scored per second of
+`filterd.evaluation.ranking` on the per-message scores; msg/s = messages learned + scored per second of
 wall time, including the peer's own parsing and process start-ups, median over the repetitions
 (¹ = one run: the first run took longer than --repeat-budget); "filterd default ÷ peer" = the speed of
 filterd's default configuration over the peer's, in the same protocol (> 1:
@@ -335,14 +394,20 @@ SpamAssassin driver's own VmHWM and by GNU time around sa-learn), ʳ = peak RSS 
 """
 
 
-def write_results(path: Path, command: str, versions: dict, skipped: dict, sections: dict, args) -> None:
+def write_results(
+    path: Path, command: str, versions: dict, skipped: dict, sections: dict, args
+) -> None:
     """Replace each corpus's section of RESULTS.md (kept between markers), keep the others."""
     old = path.read_text() if path.exists() else ""
     kept = {}
     for chunk in old.split("<!-- corpus: ")[1:]:
         name, _, body = chunk.partition(" -->\n")
         kept[name] = body.split("<!-- end -->")[0]
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.machine())
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+        platform.machine(),
+    )
     stamp = datetime.date.today().isoformat()
     for name, tables in sections.items():
         body = [f"Produced on {stamp} by `{command}`\n({os.cpu_count()} cores, {cpu}; other work shared the machine; "
@@ -362,10 +427,10 @@ def write_results(path: Path, command: str, versions: dict, skipped: dict, secti
 HEADER = """\
 # filterd side by side with bogofilter, SpamAssassin's Bayes, CRM114, scikit-learn and River
 
-Produced by `python bench/peers/run.py` (see bench/README.md, "Peers"); per-message scores are in
+Produced by `python bench/peers/run.py` (see docs/benchmarks.md); per-message scores are in
 `bench/peers/out/` (not in git). One section per corpus, each with the command and date that
 produced it. The same messages in the same order for every row: the split of
-`filterd.corpus.train_test_split` (the one `filterd evaluate` uses) and the TREC immediate-feedback
+`filterd.evaluation.corpus.train_test_split` (the one `filterd evaluate` uses) and the TREC immediate-feedback
 replay in `order`. Text messages (SMS) reach the mail filters wrapped as a minimal e-mail
 (adapters.wrap_as_mail); e-mail corpora as their raw files.
 
@@ -392,8 +457,8 @@ How each peer is driven (bench/peers/adapters.py):
 - River: BagOfWords() + naive_bayes.MultinomialNB / ComplementNB, learn_one and
   joint_log_likelihood one at a time. River's ComplementNB sums over the whole vocabulary for each
   token of each message (O(|x|·V)); on the e-mail corpus it runs on a prefix of the stream.
-- filterd: the code path of `filterd evaluate` (filterd.evaluate; each worker checks its figures
-  against `evaluate()`), tokenization included in the time; "default" is `filterd.model.DEFAULT_SPEC`,
+- filterd: the code path of `filterd evaluate` (filterd.evaluation.protocols; each worker checks its figures
+  against `evaluate()`), tokenization included in the time; "default" is `filterd.bayes.model.DEFAULT_SPEC`,
   what `filterd run` uses out of the box.
 """
 
