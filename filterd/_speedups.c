@@ -1,7 +1,7 @@
 /* filterd._speedups: two hot loops in C, each with a pure-Python reference that gives the
    same results on every input and is used where this module is not built or declines.
 
-   count_keys   the per-token loop of filterd.features.encode (reference: encode_python)
+   count_keys   the per-token loop of filterd.bayes.features.encode (reference: encode_python)
    words        the words of filterd.tokenize.text.plain_tokens (reference: its regexes
                 and cap_all, regex_tokens)
 
@@ -17,7 +17,7 @@
    not a str encodable as strict UTF-8 (lone surrogates): the caller then uses the
    pure-Python encode, which handles every input.
 
-   tests/test_features.py checks that both agree. */
+   tests/bayes/test_features.py checks that both agree. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -401,7 +401,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "filterd._speedups",
-    "Hot loops of filterd.features.encode and filterd.tokenize.text in C (optional; see each).",
+    "Hot loops of filterd.bayes.features.encode and filterd.tokenize.text in C (optional; see each).",
     -1, methods,
 };
 

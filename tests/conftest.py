@@ -36,7 +36,7 @@ def kafka_config(broker) -> dict:
         "max_poll_interval_ms": 10000,
         # Tests usually produce before the consumer has joined.
         "auto_offset_reset": "earliest",
-        # An idempotent producer fails every send after a broker restart (DESIGN.md pitfalls).
+        # An idempotent producer fails every send after a broker restart (a pitfall kafka-python 3 has).
         "enable_idempotence": False,
     }
 
@@ -48,7 +48,9 @@ def topics(broker) -> dict[str, str]:
 
     suffix = uuid.uuid4().hex[:10]
     names = {kind: f"{kind}-{suffix}" for kind in TOPIC_KINDS}
-    create_topics({"bootstrap_servers": broker.bootstrap_servers}, list(names.values()), partitions=4)
+    create_topics(
+        {"bootstrap_servers": broker.bootstrap_servers}, list(names.values()), partitions=4
+    )
     return names
 
 

@@ -1,4 +1,4 @@
-"""The estimators of METHODS.md: pure functions from statistics (`Counts`) to `Weights`.
+"""The estimators of docs/methods.md: pure functions from statistics (`Counts`) to `Weights`.
 
 A linear model scores class c as  s_c(x) = b_c + Σ_w x_w W[c,w],  where x is the test
 document after its `transform` (raw counts f_w, binary presence, or log-TF·IDF with L2
@@ -10,7 +10,7 @@ The bias b depends on the class aggregates only (the online replay relies on it)
 takes their shape: (C, 1), or (C, m) where every column has aggregates of its own.
 Each estimator declares the per-token statistics it reads (`reads`): the online replay
 computes only those, and gives the others as None, on which any arithmetic fails.
-Names follow METHODS.md: N, DF, T, D, N_c, V, θ̃ (theta_c for the complement), λ, γ.
+Names follow docs/methods.md: N, DF, T, D, N_c, V, θ̃ (theta_c for the complement), λ, γ.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.statistics import Counts
 
 Transform = Literal["counts", "binary", "log_tf_idf"]
@@ -33,43 +34,45 @@ TOKEN_STATISTICS: frozenset[Statistic] = frozenset(("N", "DF", "T"))
 @dataclass(frozen=True)
 class Weights:
     labels: tuple[str, ...]
-    W: np.ndarray  # (C, V); for "fisher", W[0] = f(w) of the target class, W[1] = 1 − f(w)
-    b: np.ndarray  # (C, 1) b_c; (C, n) for n documents that each have their own (the online replay)
-    known: np.ndarray  # (V,) tokens that carry evidence
+    W: FloatArray  # (C, V); for "fisher", W[0] = f(w) of the target class, W[1] = 1 − f(w)
+    b: FloatArray  # (C, 1) b_c; (C, n) for n documents that each have their own (the online replay)
+    known: BoolArray  # (V,) tokens that carry evidence
     transform: Transform = "counts"
     combine: Combine = "linear"
-    idf: np.ndarray | None = None  # (V,) for the log_tf_idf transform
-    strength: np.ndarray | None = None  # (V,) a rule's own clue ranking (Robinson–Fisher)
+    idf: FloatArray | None = None  # (V,) for the log_tf_idf transform
+    strength: FloatArray | None = None  # (V,) a rule's own clue ranking (Robinson–Fisher)
 
 
-def _log(a: np.ndarray | float) -> np.ndarray:
+def _log(a: FloatArray | float) -> FloatArray:
     with np.errstate(divide="ignore"):
-        return np.log(a)
+        out: FloatArray = np.log(a)
+    return out
 
 
-def _weights(c: Counts, W: np.ndarray, b: np.ndarray, **kw: Any) -> Weights:
+def _weights(c: Counts, W: FloatArray, b: FloatArray) -> Weights:
     known = c.known
     W = np.where(known, W, 0.0)
-    return Weights(c.labels, W, np.asarray(b, dtype=np.float64), known, **kw)
+    return Weights(c.labels, W, np.asarray(b, dtype=np.float64), known)
 
 
-def _log_prior(c: Counts) -> np.ndarray:
+def _log_prior(c: Counts) -> FloatArray:
     """b_c = log(D_c / D)."""
     return _log(c.D / c.D.sum(axis=0, keepdims=True))
 
 
-def _log_prior_odds(c: Counts) -> np.ndarray:
+def _log_prior_odds(c: Counts) -> FloatArray:
     """b_c = log(D_c / D_c̄)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _log(c.D) - _log(c.complement(c.D))
+        odds: FloatArray = _log(c.D) - _log(c.complement(c.D))
+    return odds
 
 
-def _no_prior(c: Counts) -> np.ndarray:
+def _no_prior(c: Counts) -> FloatArray:
     """b_c = 0."""
     return np.zeros_like(c.D)
 
 
-def _safe_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _safe_divide(a: FloatArray, b: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
 
@@ -82,7 +85,8 @@ class Reads:
     """What weighing with an estimator reads of the per-token statistics (`known` reads DF)."""
 
     statistics: frozenset[Statistic] = TOKEN_STATISTICS
-    ranks_clues: bool = False  # its weights rank their own clues (`Weights.strength`): selection reads no more
+    # its weights rank their own clues (`Weights.strength`): selection reads no more
+    ranks_clues: bool = False
 
 
 Estimator = TypeVar("Estimator", bound=Callable[..., Weights])
@@ -103,9 +107,9 @@ def reads(*statistics: Statistic, ranks_clues: bool = False) -> Callable[[Estima
 # --- 1–2. MNB and per-class normalization ----------------------------------------------------
 
 
-def log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
+def log_theta(c: Counts, alpha: float = 1.0) -> FloatArray:
     """log θ[c,w] = log(N[c,w]+α) − log(N_c+αV)."""
-    return _log(c.N + alpha) - _log(c.Nc + alpha * c.V)
+    return _log(c.statistic("N") + alpha) - _log(c.Nc + alpha * c.V)
 
 
 @reads("N", "DF")
@@ -121,11 +125,12 @@ def pcn(c: Counts, A: float | str = 1.0) -> Weights:
     A = 1 (default), "min" (min_c N_c over the classes with tokens, "PCN-min") or any positive value.
     """
     Nc = c.Nc
+    amount: FloatArray | float | str = A
     if A == "min":
         smallest = np.where(Nc > 0, Nc, np.inf).min(axis=0, keepdims=True)
-        A = np.where(np.isfinite(smallest), smallest, 1.0)
-    scale = _safe_divide(np.broadcast_to(np.asarray(A, dtype=np.float64), Nc.shape), Nc)
-    return mnb(replace(c, N=c.N * scale, Nc=Nc * scale), alpha=1.0)
+        amount = np.where(np.isfinite(smallest), smallest, 1.0)
+    scale = _safe_divide(np.broadcast_to(np.asarray(amount, dtype=np.float64), Nc.shape), Nc)
+    return mnb(replace(c, N=c.statistic("N") * scale, Nc=Nc * scale), alpha=1.0)
 
 
 # --- 3. centroid -------------------------------------------------------------------------------
@@ -138,16 +143,17 @@ def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
         raise ValueError(f"norm must be l1 or l2, not {norm!r}")
     if norm == "l2":
         c.require_full("the L2 centroid")
-    length = c.Nc if norm == "l1" else np.sqrt((c.N * c.N).sum(axis=1, keepdims=True))
-    return _weights(c, _safe_divide(c.N, length), _no_prior(c))
+    N = c.statistic("N")
+    length = c.Nc if norm == "l1" else np.sqrt((N * N).sum(axis=1, keepdims=True))
+    return _weights(c, _safe_divide(N, length), _no_prior(c))
 
 
 # --- 4. complement NB family ----------------------------------------------------------------
 
 
-def complement_log_theta(c: Counts, alpha: float = 1.0) -> np.ndarray:
+def complement_log_theta(c: Counts, alpha: float = 1.0) -> FloatArray:
     """log θ̃[c,w] = log(N[c̄,w]+α) − log(N_c̄+αV), estimated from every class but c."""
-    return log_theta(replace(c, N=c.complement(c.N), Nc=c.complement(c.Nc)), alpha)
+    return log_theta(replace(c, N=c.complement(c.statistic("N")), Nc=c.complement(c.Nc)), alpha)
 
 
 @reads("N", "DF")
@@ -165,7 +171,7 @@ def wcnb(c: Counts, alpha: float = 1.0) -> Weights:
     return _weights(c, -_safe_divide(log_theta_bar, total), _no_prior(c))
 
 
-def idf(c: Counts) -> np.ndarray:
+def idf(c: Counts) -> FloatArray:
     """IDF per token: log(D / DF[w]) (0 for unknown tokens)."""
     df = c.DF.sum(axis=0)
     return np.where(df > 0, _log(c.D.sum(axis=0) / np.maximum(df, 1)), 0.0)
@@ -175,11 +181,11 @@ def idf(c: Counts) -> np.ndarray:
 def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """TWCNB: WCNB on T[c,w]·IDF(w); the test document becomes log(1+f)·IDF, L2-normalized.
 
-    (choice, METHODS.md) IDF is applied when weights are computed, not when documents are
+    (choice, docs/methods.md) IDF is applied when weights are computed, not when documents are
     learned, so that learning and unlearning stay exact.
     """
     i = idf(c)
-    N = c.T * i
+    N = c.statistic("T") * i
     w = wcnb(replace(c, N=N, Nc=N.sum(axis=1, keepdims=True)), alpha)
     return replace(w, transform="log_tf_idf", idf=i)
 
@@ -193,7 +199,9 @@ def ova(c: Counts, alpha: float = 1.0) -> Weights:
 # --- 5. regularized universal-set NB ------------------------------------------------------------
 
 
-def likelihood_ratio(f_nu, n_nu, f_de, n_de, lam, smoothed: bool = True) -> np.ndarray:
+def likelihood_ratio(f_nu: FloatArray | float, n_nu: FloatArray | float, f_de: FloatArray | float,
+                     n_de: FloatArray | float, lam: FloatArray | float,
+                     smoothed: bool = True) -> FloatArray | float:  # fmt: skip
     """Kikuchi & Ozono's regularized likelihood ratio r̃.
 
     smoothed:   (f_nu+1)/(n_nu+2) · ((f_de+1)/(n_de+2) + λ)⁻¹   (what UNB-R uses)
@@ -207,8 +215,10 @@ def likelihood_ratio(f_nu, n_nu, f_de, n_de, lam, smoothed: bool = True) -> np.n
 @reads("N", "DF")
 def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
     """UNB-R: W[c,w] = log r̃(w,c) with per-class λ_c (λ=0: plain UNB), b_c = log(D_c/D_c̄)."""
-    lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),)).reshape(-1, 1)  # a column per class
-    r = likelihood_ratio(c.N, c.Nc, c.complement(c.N), c.complement(c.Nc), lam_c)
+    # a column per class
+    lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),)).reshape(-1, 1)
+    N = c.statistic("N")
+    r = likelihood_ratio(N, c.Nc, c.complement(N), c.complement(c.Nc), lam_c)
     return _weights(c, _log(r), _log_prior_odds(c))
 
 
@@ -219,10 +229,11 @@ def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
 def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     """WMNB (Zhang et al.): W = log N[c,w] − log N_c where N[c,w] > 0, else γ/Z_c
     (Z_c = known tokens unseen in c). γ must be far below the real log-probabilities."""
-    seen = c.N > 0
+    N = c.statistic("N")
+    seen = N > 0
     Z = np.maximum(c.V - c.U, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        W = np.where(seen, _log(c.N) - _log(c.Nc), gamma / Z)
+        W = np.where(seen, _log(N) - _log(c.Nc), gamma / Z)
     return _weights(c, W, _log_prior(c))
 
 
@@ -243,7 +254,7 @@ def pnbc(
     """
     if smoothing == "laplace":
         return mnb(c, alpha)
-    N, Nc, U = c.N, c.Nc, c.U
+    N, Nc, U = c.statistic("N"), c.Nc, c.U
     p_bg = N.sum(axis=0) / np.maximum(Nc.sum(axis=0), 1.0)
     if smoothing == "absolute":
         p = _safe_divide(np.maximum(N - delta, 0.0) + delta * U * p_bg, Nc)
@@ -252,7 +263,9 @@ def pnbc(
     elif smoothing == "witten_bell":
         p = (N + U * p_bg) / np.maximum(Nc + U, 1.0)
     else:
-        raise ValueError(f"smoothing must be laplace, absolute, linear or witten_bell, not {smoothing!r}")
+        raise ValueError(
+            f"smoothing must be laplace, absolute, linear or witten_bell, not {smoothing!r}"
+        )
     return _weights(c, _log(p), _log_prior(c))
 
 
@@ -303,12 +316,15 @@ def reads_of(variant: str) -> Reads:
     return _READS.get(ESTIMATORS[variant], Reads())
 
 
-def parse_params(variant: str, raw: dict[str, str]) -> dict[str, Any]:
+ParamValue = float | str | list[float | str]  # a parameter as `parse_params` reads it
+
+
+def parse_params(variant: str, raw: dict[str, str]) -> dict[str, ParamValue]:
     """Typed estimator parameters from strings ("alpha=0.1", "lam=1e-5,1e-3", "A=min")."""
     if variant not in ESTIMATORS:
         raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(ESTIMATORS)}")
     signature = inspect.signature(ESTIMATORS[variant])
-    params: dict[str, Any] = {}
+    params: dict[str, ParamValue] = {}
     for name, text in raw.items():
         if name not in signature.parameters or name == "c":
             allowed = ", ".join(p for p in signature.parameters if p != "c") or "none"
@@ -317,9 +333,13 @@ def parse_params(variant: str, raw: dict[str, str]) -> dict[str, Any]:
     return params
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str) -> ParamValue:
     if "," in text:
-        return [_parse_value(part) for part in text.split(",")]
+        return [_parse_scalar(part) for part in text.split(",")]
+    return _parse_scalar(text)
+
+
+def _parse_scalar(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:

@@ -10,32 +10,53 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import Protocol
 
 import numpy as np
 
+from filterd.bayes.arrays import Int64Array
 from filterd.bayes.vocab import P1, P2, TokenHasher
 
-try:  # the C loop of `encode`, built where a compiler was at hand (setup.py)
-    from filterd import _speedups
-except ImportError:  # pragma: no cover - depends on the build
-    _speedups = None
-else:
+
+class _Speedups(Protocol):
+    """What `encode` uses of filterd._speedups (see filterd/_speedups.pyi)."""
+
+    P1: int
+    P2: int
+
+    def count_keys(
+        self, docs: list[Sequence[str]], base1: int, base2: int, /
+    ) -> tuple[bytearray, bytearray, bytearray, bytearray] | None: ...
+
+
+def _load_speedups() -> _Speedups | None:
+    """The C loop of `encode`, built where a compiler was at hand (setup.py), or None."""
+    try:
+        from filterd import _speedups as module
+    except ImportError:  # pragma: no cover - depends on the build
+        return None
+    return module
+
+
+_speedups = _load_speedups()
+if _speedups is not None:
     assert (_speedups.P1, _speedups.P2) == (P1, P2), "filterd._speedups was built for other primes"
 
 
 @dataclass(frozen=True)
 class DocBatch:
-    indptr: np.ndarray  # (n + 1,) int64
-    keys: np.ndarray  # (nnz,) int64
-    counts: np.ndarray  # (nnz,) int64, f_dw ≥ 1
+    indptr: Int64Array  # (n + 1,)
+    keys: Int64Array  # (nnz,)
+    counts: Int64Array  # (nnz,) f_dw ≥ 1
     tokens: Sequence[str] = ()  # the flat token list the batch was made from, for explanations
-    token_index: np.ndarray | None = None  # (nnz,) position in `tokens` of each entry's first occurrence
+    # (nnz,) position in `tokens` of each entry's first occurrence
+    token_index: Int64Array | None = None
 
     def __len__(self) -> int:
         return len(self.indptr) - 1
 
     @property
-    def doc_of_entry(self) -> np.ndarray:
+    def doc_of_entry(self) -> Int64Array:
         """(nnz,) the document each entry belongs to."""
         return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.indptr))
 
@@ -46,12 +67,13 @@ class DocBatch:
         return self.tokens[int(self.token_index[entry])]
 
 
-def encode(docs: Sequence[Sequence[str]], hasher: TokenHasher, with_tokens: bool = True) -> DocBatch:
+def encode(
+    docs: Sequence[Sequence[str]], hasher: TokenHasher, with_tokens: bool = True
+) -> DocBatch:
     """Count the tokens of each document of `docs` by key; `with_tokens=False` leaves the
     token strings out of the batch (for counting alone, as evaluation does).
 
-    With filterd._speedups, one C loop over the tokens: the SpamAssassin corpus, 100 mails a
-    call, counts in 0.12 s instead of 0.42 s (0.15 s with the strings; measured). Otherwise,
+    With filterd._speedups, one C loop over the tokens (faster than numpy and Python). Otherwise,
     and for the input it declines, `encode_python`, its reference."""
     if _speedups is not None and type(docs) is list:
         arrays = _speedups.count_keys(docs, *hasher.bases)
@@ -68,14 +90,16 @@ def encode_python(docs: Sequence[Sequence[str]], hasher: TokenHasher) -> DocBatc
     """`encode` in numpy and Python: every input, and the reference of the C loop."""
     lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
     flat = list(chain.from_iterable(docs))
-    # Tokens repeat (Zipf): hashing each distinct string once halved the time of encoding the
-    # SpamAssassin corpus (1.6–2.2 s → 0.8–0.9 s, same batch) against hashing every occurrence.
+    # Tokens repeat (Zipf): hashing each distinct string once takes less time than hashing every
+    # occurrence.
     first_seen: dict[str, int] = {}
-    index = np.fromiter((first_seen.setdefault(t, len(first_seen)) for t in flat), dtype=np.int64, count=len(flat))
+    index = np.fromiter(
+        (first_seen.setdefault(t, len(first_seen)) for t in flat), dtype=np.int64, count=len(flat)
+    )
     distinct_keys = hasher.keys(list(first_seen))
     _, rank = np.unique(distinct_keys, return_inverse=True)  # tokens with one key are one entry
     doc = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
-    order = np.argsort(doc * (len(distinct_keys) + 1) + rank[index], kind="stable")  # by document, then key
+    order = np.argsort(doc * (len(distinct_keys) + 1) + rank[index], kind="stable")  # doc, key
     sorted_keys, sorted_doc = distinct_keys[index[order]], doc[order]
     first = np.ones(len(order), dtype=bool)
     first[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_doc[1:] != sorted_doc[:-1])
@@ -94,14 +118,17 @@ def concat(batches: Sequence[DocBatch]) -> DocBatch:
     indptr = np.concatenate([[0]] + [b.indptr[1:] + start for b, start in zip(batches, starts)])
     keys = np.concatenate([np.empty(0, dtype=np.int64)] + [b.keys for b in batches])
     counts = np.concatenate([np.empty(0, dtype=np.int64)] + [b.counts for b in batches])
-    if any(b.token_index is None for b in batches):
+    token_indexes = [b.token_index for b in batches if b.token_index is not None]
+    if len(token_indexes) < len(batches):
         return DocBatch(indptr, keys, counts)
     offsets = np.cumsum([0] + [len(b.tokens) for b in batches])
-    token_index = np.concatenate([b.token_index + offset for b, offset in zip(batches, offsets)])
-    return DocBatch(indptr, keys, counts, list(chain.from_iterable(b.tokens for b in batches)), token_index)
+    token_index = np.concatenate([t + offset for t, offset in zip(token_indexes, offsets)])
+    return DocBatch(
+        indptr, keys, counts, list(chain.from_iterable(b.tokens for b in batches)), token_index
+    )
 
 
-def select_docs(batch: DocBatch, docs: np.ndarray) -> DocBatch:
+def select_docs(batch: DocBatch, docs: Int64Array) -> DocBatch:
     """The sub-batch of the documents at positions `docs`, in that order."""
     docs = np.asarray(docs, dtype=np.int64)
     lengths = batch.indptr[docs + 1] - batch.indptr[docs]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from filterd.bayes.arrays import Int64Array
 from filterd.bayes.vocab import Vocabulary, next_capacity
 
 _CLASS_BITS = 20  # a pair key is token_id · 2²⁰ + class; at most 2²⁰ classes
@@ -23,10 +24,12 @@ class DenseMatrix:
     sparse = False
 
     def __init__(self) -> None:
-        self.values = np.zeros((3, 0, 0), dtype=np.int64)
+        self.values: Int64Array = np.zeros((3, 0, 0), dtype=np.int64)
 
     def add_class(self) -> None:
-        self.values = np.concatenate([self.values, np.zeros((3, 1, self.values.shape[2]), np.int64)], axis=1)
+        self.values = np.concatenate(
+            [self.values, np.zeros((3, 1, self.values.shape[2]), np.int64)], axis=1
+        )
 
     def reserve(self, n_tokens: int) -> None:
         capacity = self.values.shape[2]
@@ -34,30 +37,32 @@ class DenseMatrix:
             new = next_capacity(n_tokens, capacity)
             self.values = np.pad(self.values, ((0, 0), (0, 0), (0, new - capacity)))
 
-    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray | Sequence[np.ndarray]) -> None:
+    def add(
+        self, rows: Int64Array, ids: Int64Array, increments: Int64Array | Sequence[Int64Array]
+    ) -> None:
         """values[k, rows[i], ids[i]] += increments[k][i] (repeated pairs add up); `increments`
         is (3, n), or three (n,) arrays."""
-        # np.add.at with a flat index into the (contiguous) values, not a (rows, ids) pair: 7 ms
-        # instead of 30 for the 890k entries of learning the SpamAssassin corpus (measured)
+        # np.add.at with a flat index into the (contiguous) values: faster than with a (rows, ids)
+        # pair
         flat = self.values.reshape(3, -1)
         index = rows * self.values.shape[2]
         index += ids
         for k in range(3):
             np.add.at(flat[k], index, increments[k])
 
-    def columns(self, ids: np.ndarray | slice) -> np.ndarray:
+    def columns(self, ids: Int64Array | slice) -> Int64Array:
         """(3, C, m) values of the given token ids."""
         if isinstance(ids, slice):
             return self.values[:, :, ids]
         # np.take, not values[:, :, ids]: indexing lays the copy out token-major, and the per-class
-        # sums over it were 20 times slower (1.2 ms instead of 0.06 for 115k tokens, measured)
+        # sums over it are much slower
         return np.take(self.values, ids, axis=2)
 
-    def set_columns(self, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
+    def set_columns(self, rows: Int64Array, ids: Int64Array, values: Int64Array) -> None:
         """values[:, rows × ids] = values (3, len(rows), len(ids))."""
         self.values[:, rows[:, None], ids[None, :]] = values
 
-    def entries(self, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def entries(self, n_tokens: int) -> tuple[Int64Array, Int64Array, Int64Array]:
         """Every (class, token) with DF > 0, as rows, ids and (3, nnz) values."""
         rows, ids = np.nonzero(self.values[1, :, :n_tokens])
         return rows, ids, self.values[:, rows, ids]
@@ -71,7 +76,7 @@ class SparseMatrix:
     def __init__(self) -> None:
         self.n_classes = 0
         self._pairs = Vocabulary()
-        self._values = np.zeros((3, 0), dtype=np.int64)
+        self._values: Int64Array = np.zeros((3, 0), dtype=np.int64)
 
     def add_class(self) -> None:
         if self.n_classes + 1 >= 1 << _CLASS_BITS:
@@ -81,19 +86,21 @@ class SparseMatrix:
     def reserve(self, n_tokens: int) -> None:
         pass  # pairs are allocated as they occur
 
-    def _slots(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def _slots(self, rows: Int64Array, ids: Int64Array) -> Int64Array:
         slots = self._pairs.add((ids << _CLASS_BITS) | rows)
         if len(self._pairs) > self._values.shape[1]:
             grown = next_capacity(len(self._pairs), self._values.shape[1])
             self._values = np.pad(self._values, ((0, 0), (0, grown - self._values.shape[1])))
         return slots
 
-    def add(self, rows: np.ndarray, ids: np.ndarray, increments: np.ndarray | Sequence[np.ndarray]) -> None:
+    def add(
+        self, rows: Int64Array, ids: Int64Array, increments: Int64Array | Sequence[Int64Array]
+    ) -> None:
         slots = self._slots(rows, ids)
         for k in range(3):
             np.add.at(self._values[k], slots, increments[k])
 
-    def columns(self, ids: np.ndarray | slice) -> np.ndarray:
+    def columns(self, ids: Int64Array | slice) -> Int64Array:
         if isinstance(ids, slice):
             ids = np.arange(ids.start or 0, ids.stop)
         out = np.zeros((3, self.n_classes, len(ids)), dtype=np.int64)
@@ -101,7 +108,7 @@ class SparseMatrix:
         out[:, keys & ((1 << _CLASS_BITS) - 1), which] = self._values[:, slots]
         return out
 
-    def set_columns(self, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
+    def set_columns(self, rows: Int64Array, ids: Int64Array, values: Int64Array) -> None:
         r = np.repeat(rows, len(ids))
         w = np.tile(ids, len(rows))
         flat = values.reshape(3, -1)
@@ -110,7 +117,7 @@ class SparseMatrix:
         slots = self._slots(r[write], w[write])
         self._values[:, slots] = flat[:, write]
 
-    def entries(self, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def entries(self, n_tokens: int) -> tuple[Int64Array, Int64Array, Int64Array]:
         n = len(self._pairs)
         keys, values = self._pairs.keys, self._values[:, :n]
         live = values[1] > 0

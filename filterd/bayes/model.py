@@ -18,29 +18,57 @@ from typing import Any
 import numpy as np
 from scipy.special import chdtr
 
-from filterd.bayes.estimators import ESTIMATORS, Weights, idf
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
+from filterd.bayes.estimators import ESTIMATORS, Weights, idf, parse_params
 from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.selection import STRENGTH_DECIMALS, Selection, global_top, local_top, strength
 from filterd.bayes.statistics import Counts, Statistics
+from filterd.bayes.vocab import Vocabulary, VocabularySnapshot
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to build: an estimator (METHODS.md name) with parameters, a selection, set-of-words mode."""
+    """What to build: an estimator (docs/methods.md name) with parameters, a selection, set-of-words mode.
 
-    variant: str = "mnb"
+    The product's default is `DEFAULT_SPEC`; `parse` reads a spec from its text form (CLI options,
+    the configuration's `[model]`).
+    """
+
+    variant: str
     params: Mapping[str, Any] = field(default_factory=dict)
-    selection: Selection = Selection()
+    selection: Selection = field(default_factory=Selection)
     set_of_words: bool = False
 
     def __post_init__(self) -> None:
         if self.variant not in ESTIMATORS:
-            raise ValueError(f"unknown variant {self.variant!r}; choose from {', '.join(ESTIMATORS)}")
+            raise ValueError(
+                f"unknown variant {self.variant!r}; choose from {', '.join(ESTIMATORS)}"
+            )
 
     def __str__(self) -> str:
         params = ",".join(f"{k}={_format(v)}" for k, v in sorted(self.params.items()))
-        name = self.variant + (f"({params})" if params else "") + ("+sow" if self.set_of_words else "")
+        name = (
+            self.variant + (f"({params})" if params else "") + ("+sow" if self.set_of_words else "")
+        )
         return name if self.selection.kind == "none" else f"{name}+{self.selection}"
+
+    @classmethod
+    def parse(
+        cls, variant: str, params: Mapping[str, Any] | None = None, selection: str = "none"
+    ) -> ModelSpec:
+        """A spec from text: a variant name (with "+sow" for set-of-words), parameters as text or
+        values, a selection; ValueError says what is wrong.
+
+        >>> str(ModelSpec.parse("twcnb+sow", {"alpha": "0.5"}, "local:6"))
+        'twcnb(alpha=0.5)+sow+local:6:alo'
+        >>> str(ModelSpec.parse("robinson_fisher", {"s": 0.025, "x": 0.52}, "local:1000000:alo:0.18"))
+        'robinson_fisher(s=0.025,x=0.52)+local:1000000:alo:0.18'
+        """
+        name = variant.removesuffix("+sow")
+        texts = {k: _text(v) for k, v in (params or {}).items()}
+        return cls(
+            name, parse_params(name, texts), Selection.parse(selection), variant.endswith("+sow")
+        )
 
     @property
     def needs_whole_vocabulary(self) -> bool:
@@ -51,8 +79,17 @@ class ModelSpec:
 
 # What `filterd run`, `filterd evaluate`, `filterd tune` and `filterd model create` use unless told
 # otherwise: Robinson–Fisher (s = 0.025, x = 0.52) over every clue of strength |f − 0.5| ≥ 0.18.
-# Chosen across the shared corpora against the peers (bench/peers; README "Defaults").
-DEFAULT_SPEC = ModelSpec("robinson_fisher", {"s": 0.025, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.18))
+# Chosen across the shared corpora against the peers (bench/peers; docs/benchmarks.md, "Which default model, measured on all corpora?").
+DEFAULT_SPEC = ModelSpec(
+    "robinson_fisher", {"s": 0.025, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.18)
+)
+
+
+def _text(value: Any) -> str:
+    """A parameter value as `parse_params` reads it (lists comma-separated, floats exact)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def _format(value: Any) -> str:
@@ -66,20 +103,28 @@ class Compiled:
     """Weights and token strength for some columns (`Counts`), as `spec` asks for them."""
 
     weights: Weights
-    strength: np.ndarray | None
-    _selected: dict[float, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    strength: FloatArray | None  # set for every spec that ranks clues (see `ranking_strength`)
+    _selected: dict[float, BoolArray] = field(default_factory=dict, compare=False, repr=False)
 
-    def selected(self, min_strength: float) -> np.ndarray:
+    @property
+    def ranking_strength(self) -> FloatArray:
+        """The token strength that ranks clues: `compile_weights` sets it for a local or global
+        selection and for a rule that ranks its own clues (Robinson–Fisher)."""
+        if self.strength is None:
+            raise ValueError("these weights rank no clues: no local or global selection")
+        return self.strength
+
+    def selected(self, min_strength: float) -> BoolArray:
         """(m + 1,) mask of the columns whose tokens carry evidence with strength ≥ `min_strength`;
         the last entry (False) answers for id −1, a token without a column. Computed once."""
         mask = self._selected.get(min_strength)
         if mask is None:
-            mask = np.append(self.weights.known & (self.strength >= min_strength), False)
+            mask = np.append(self.weights.known & (self.ranking_strength >= min_strength), False)
             self._selected[min_strength] = mask
         return mask
 
 
-def compile_weights(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> Compiled:
+def compile_weights(counts: Counts, spec: ModelSpec, keys: Int64Array) -> Compiled:
     """The estimator's weights on `counts` with the selection's strength (global top-N
     applied); `keys` are the columns' token keys, to break ties."""
     weights = ESTIMATORS[spec.variant](counts, **spec.params)
@@ -90,7 +135,9 @@ def compile_weights(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> Compil
     token_strength = weights.strength
     if token_strength is None and spec.selection.kind in ("local", "global"):
         if len(counts.labels) != 2:
-            raise ValueError("local and global selection rank tokens for a target class: give a target")
+            raise ValueError(
+                "local and global selection rank tokens for a target class: give a target"
+            )
         token_strength = strength(counts, spec.selection.ranking)
     if token_strength is not None:
         # Equal strengths must tie wherever they are computed: numpy may sum in another order for
@@ -99,6 +146,7 @@ def compile_weights(counts: Counts, spec: ModelSpec, keys: np.ndarray) -> Compil
         # replay would differ). This covers a rule's own ranking (Robinson–Fisher) too.
         token_strength = np.round(token_strength, STRENGTH_DECIMALS)
     if spec.selection.kind == "global":
+        assert token_strength is not None  # computed above for every local or global selection
         keep = global_top(token_strength, keys, spec.selection.n)
         weights = replace(weights, W=np.where(keep, weights.W, 0.0), known=weights.known & keep)
     return Compiled(weights, token_strength)
@@ -120,21 +168,27 @@ class Model:
         self.hasher = stats.hasher
         self.version = stats.version
         self._stats = stats
-        self._lazy = lazy
+        # Lazy: the live vocabulary and no weights (computed per batch); in full: the vocabulary
+        # as of the weights, which stay valid while the statistics learn on.
+        self._vocab: Vocabulary | VocabularySnapshot
+        self._compiled: Compiled | None
+        self.labels: tuple[str, ...]
         if lazy:
             if spec.needs_whole_vocabulary:
                 raise ValueError(f"{spec} needs the whole vocabulary: build it in full, not lazily")
             self._vocab = stats.vocab
-            self._compiled: Compiled | None = None
+            self._compiled = None
             self.labels = (target, f"not {target}") if target is not None else tuple(stats.labels)
         else:
             self._vocab = stats.vocab.snapshot()
             keys = stats.vocab.keys.copy()
-            self._compiled = compile_weights(stats.counts(target, None, spec.set_of_words), spec, keys)
+            self._compiled = compile_weights(
+                stats.counts(target, None, spec.set_of_words), spec, keys
+            )
             self.labels = self._compiled.weights.labels
 
     @classmethod
-    def build(cls, stats: Statistics, spec: ModelSpec = ModelSpec(), target: str | None = None,
+    def build(cls, stats: Statistics, spec: ModelSpec, target: str | None = None,
               lazy: bool = False) -> Model:  # fmt: skip
         """A model of `spec` on `stats`; with `target`, on the target-vs-rest view."""
         return cls(spec, target, stats, lazy)
@@ -160,19 +214,20 @@ class Model:
     def score(self, batch: DocBatch) -> Scores:
         """Class scores of every document of `batch`, with what each decision rested on."""
         ids = self._vocab.lookup(batch.keys)
-        if self._lazy:
+        compiled = self._compiled
+        if compiled is None:  # a lazy model
             if self._stats.version != self.version:
-                raise ValueError("the statistics changed since this lazy model was built: build a new one")
+                raise ValueError(
+                    "the statistics changed since this lazy model was built: build a new one"
+                )
             columns, ids[ids >= 0] = np.unique(ids[ids >= 0], return_inverse=True)
             counts = self._stats.counts(self.target_class, columns, self.spec.set_of_words)
             compiled = compile_weights(counts, self.spec, self._stats.vocab.keys[columns])
-        else:
-            compiled = self._compiled
         return score_columns(compiled, self.spec.selection, self.labels, batch, ids)
 
 
 def score_columns(compiled: Compiled, selection: Selection, labels: tuple[str, ...], batch: DocBatch,
-                  ids: np.ndarray) -> Scores:  # fmt: skip
+                  ids: Int64Array) -> Scores:  # fmt: skip
     """Class scores of every document of `batch`, entry e scored with column `ids[e]` of
     `compiled` (−1: a token without a column). Tokens that carry no evidence are dropped, the
     document transformed, the local top-N (or Robinson–Fisher's clues) kept, then combined.
@@ -182,8 +237,8 @@ def score_columns(compiled: Compiled, selection: Selection, labels: tuple[str, .
     ranked = selection.kind == "local" or w.combine == "fisher"
     if ranked and transform in ("counts", "binary") and _threshold_only(selection, batch):
         # The default's path: the clues are the tokens of the columns above the minimum strength,
-        # found by one look at a mask of the columns (the SpamAssassin test part is scored in
-        # 4.2 ms instead of 9.7, measured). Same entries, in the same order, as below.
+        # found by one look at a mask of the columns, faster than ranking the entries. Same
+        # entries, in the same order, as below.
         entry = np.flatnonzero(compiled.selected(selection.min_strength)[ids])
         ranked = False
     else:
@@ -194,7 +249,8 @@ def score_columns(compiled: Compiled, selection: Selection, labels: tuple[str, .
     x = _transformed(transform, w.idf, batch.counts[entry].astype(np.float64), ids, doc, len(batch))
     if ranked:
         n = selection.n if selection.kind == "local" else len(entry)
-        keep = local_top(doc, compiled.strength[ids], batch.keys[entry], n, selection.min_strength)
+        strength_of = compiled.ranking_strength[ids]
+        keep = local_top(doc, strength_of, batch.keys[entry], n, selection.min_strength)
         entry, ids, doc, x = entry[keep], ids[keep], doc[keep], x[keep]
     if w.combine == "fisher":
         class_scores = _fisher(w.W[0, ids], doc, len(batch))
@@ -208,38 +264,46 @@ def _threshold_only(selection: Selection, batch: DocBatch) -> bool:
     document has more tokens than the local top-N keeps (Robinson–Fisher alone keeps them all)."""
     if selection.kind != "local":
         return True
-    return len(batch.keys) <= selection.n or int(np.diff(batch.indptr).max(initial=0)) <= selection.n
+    return (
+        len(batch.keys) <= selection.n or int(np.diff(batch.indptr).max(initial=0)) <= selection.n
+    )
 
 
-def _transformed(transform: str, idf_: np.ndarray | None, f: np.ndarray, ids: np.ndarray, doc: np.ndarray,
-                 n_docs: int) -> np.ndarray:  # fmt: skip
+def _transformed(transform: str, idf_: FloatArray | None, f: FloatArray, ids: Int64Array, doc: Int64Array,
+                 n_docs: int) -> FloatArray:  # fmt: skip
     """x_w of the test document: raw counts, presence, or (log-TF·)IDF with L2 norm per document."""
     if transform == "counts":
         return f
     if transform == "binary":
         return np.ones_like(f)
+    # the IDF transforms: twcnb's weights carry their IDF, and compile_weights adds it for "ir"
+    assert idf_ is not None
     x = idf_[ids] * (np.log1p(f) if transform == "log_tf_idf" else 1.0)
     norms = np.sqrt(np.bincount(doc, weights=x * x, minlength=n_docs))
-    return x / np.where(norms > 0, norms, 1.0)[doc]
+    normalized: FloatArray = x / np.where(norms > 0, norms, 1.0)[doc]
+    return normalized
 
 
-def _linear(W: np.ndarray, b: np.ndarray, ids: np.ndarray, x: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
+def _linear(
+    W: FloatArray, b: FloatArray, ids: Int64Array, x: FloatArray, doc: Int64Array, n_docs: int
+) -> FloatArray:
     """(n_docs, C) b_c + Σ_w x_w W[c,w]; b is (C, 1), or (C, n_docs) with a bias per document."""
     C = len(W)
     contributions = W[:, ids] * x  # (C, m)
     flat = (doc[None, :] * C + np.arange(C)[:, None]).ravel()
     sums = np.bincount(flat, weights=contributions.ravel(), minlength=n_docs * C).reshape(n_docs, C)
-    return sums + b.T
+    scores: FloatArray = sums + b.T
+    return scores
 
 
-def _fisher(f: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
+def _fisher(f: FloatArray, doc: Int64Array, n_docs: int) -> FloatArray:
     f = np.clip(f, 1e-12, 1 - 1e-12)
     n = np.bincount(doc, minlength=n_docs)
     spam_stat = -2.0 * np.bincount(doc, weights=np.log1p(-f), minlength=n_docs)
     ham_stat = -2.0 * np.bincount(doc, weights=np.log(f), minlength=n_docs)
     dof = np.maximum(2 * n, 1)
-    S = np.where(n > 0, chdtr(dof, spam_stat), 0.0)
-    H = np.where(n > 0, chdtr(dof, ham_stat), 0.0)
+    S: FloatArray = np.where(n > 0, chdtr(dof, spam_stat), 0.0)
+    H: FloatArray = np.where(n > 0, chdtr(dof, ham_stat), 0.0)
     p = (1.0 + S - H) / 2.0
     return np.stack([p, 1.0 - p], axis=1)
 
@@ -251,17 +315,18 @@ class Scores:
     labels: tuple[str, ...]
     weights: Weights  # the weights the batch was scored with (ids below index their columns)
     batch: DocBatch
-    class_scores: np.ndarray
-    _entry: np.ndarray
-    _ids: np.ndarray
-    _doc: np.ndarray
-    _x: np.ndarray
+    class_scores: FloatArray
+    _entry: Int64Array
+    _ids: Int64Array
+    _doc: Int64Array
+    _x: FloatArray
 
-    def binary(self, target: str | None = None) -> np.ndarray:
+    def binary(self, target: str | None = None) -> FloatArray:
         """(n,) decision scores s_t(x) − max_{c≠t} s_c(x) for `target` (default: the model's row 0)."""
         t = 0 if target is None else self.labels.index(target)
         others = np.delete(self.class_scores, t, axis=1)
-        return self.class_scores[:, t] - others.max(axis=1)
+        decision: FloatArray = self.class_scores[:, t] - others.max(axis=1)
+        return decision
 
     def predict(self) -> list[str]:
         """The highest-scoring class of each document."""
@@ -279,7 +344,9 @@ class Scores:
     def explanations(self, limit: int, target: str | None = None,
                      decimals: int | None = None) -> list[list[tuple[str, float]]]:  # fmt: skip
         """`explain(i)[:limit]` of every document, computed for the whole batch at once
-        (contributions rounded to `decimals` if given)."""
+        (contributions rounded to `decimals` if given). The batch must carry its token strings."""
+        if self.batch.token_index is None:
+            raise ValueError("this batch carries no token strings")
         contribution = self._contributions(0, len(self._entry), target)
         order = np.lexsort((-np.abs(contribution), self._doc))  # by document, strongest first
         starts = np.searchsorted(self._doc, np.arange(len(self.batch)))
@@ -291,14 +358,16 @@ class Scores:
         bounds = np.searchsorted(self._doc[keep], np.arange(len(self.batch) + 1)).tolist()
         return [pairs[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
 
-    def _contributions(self, lo: int, hi: int, target: str | None) -> np.ndarray:
+    def _contributions(self, lo: int, hi: int, target: str | None) -> FloatArray:
         """Signed contributions of the selected entries lo:hi (see `explain`)."""
         ids, x, W = self._ids[lo:hi], self._x[lo:hi], self.weights.W
         if self.weights.combine == "fisher":
             f = np.clip(W[0, ids], 1e-12, 1 - 1e-12)
-            return np.log(f) - np.log1p(-f)
+            log_odds: FloatArray = np.log(f) - np.log1p(-f)
+            return log_odds
         t = 0 if target is None else self.labels.index(target)
         rivals = self.class_scores.copy()
         rivals[:, t] = -np.inf
         rival = rivals.argmax(axis=1)[self._doc[lo:hi]]
-        return x * (W[t, ids] - W[rival, ids])
+        against: FloatArray = x * (W[t, ids] - W[rival, ids])
+        return against

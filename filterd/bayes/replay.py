@@ -26,23 +26,24 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array, IntArray
 from filterd.bayes.estimators import ESTIMATORS, TOKEN_STATISTICS, Statistic, reads_of
 from filterd.bayes.features import DocBatch, select_docs
 from filterd.bayes.model import Model, ModelSpec, compile_weights, score_columns
 from filterd.bayes.statistics import Counts, Statistics, fixed_point_log_tf
 from filterd.bayes.vocab import key_runs
 
-Progress = Callable[[Iterable], Iterable]
+# wraps the loop over the documents of the stepwise replay (a progress bar), yielding them on
+Progress = Callable[[Iterable[int]], Iterable[int]]
 
 # Entries (document, token) that the vectorized replay weighs at once. Blocks bound the memory
-# of its temporaries, and small ones stay in memory already touched: the SpamAssassin corpus
-# (1.36 million entries) replays with the default spec in 0.15 s with 2**16 (2**15 to 2**18
-# alike), 0.22 s in one block (peak RSS 141 MB instead of 312; new processes, CPU time, measured).
+# of its temporaries, and small ones stay in memory already touched: faster, and with a lower
+# peak of memory, than one block for a whole corpus.
 BLOCK_ENTRIES = 1 << 16
 
 
-def online_scores(batch: DocBatch, is_target: np.ndarray, spec: ModelSpec, target: str = "spam",
-                  progress: Progress = iter) -> np.ndarray:  # fmt: skip
+def online_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
+                  progress: Progress = iter) -> FloatArray:  # fmt: skip
     """(n,) decision scores of the replay of `batch` in its order (see the module docstring);
     vectorized where the spec allows, else document by document (`progress` wraps that loop)."""
     if spec.needs_whole_vocabulary:
@@ -50,11 +51,12 @@ def online_scores(batch: DocBatch, is_target: np.ndarray, spec: ModelSpec, targe
     return replay_scores(batch, is_target, spec, target)
 
 
-def stepwise_scores(batch: DocBatch, is_target: np.ndarray, spec: ModelSpec, target: str = "spam",
-                    progress: Progress = iter) -> np.ndarray:  # fmt: skip
+def stepwise_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
+                    progress: Progress = iter) -> FloatArray:  # fmt: skip
     """The replay as it reads: score document i with a model of everything learned, learn it."""
     labels = [target if t else f"not {target}" for t in is_target]
-    stats = Statistics([target, f"not {target}"])  # learns keys from `batch`: the hasher's seed plays no part
+    # learns keys from `batch`: the hasher's seed plays no part
+    stats = Statistics([target, f"not {target}"])
     scores = np.zeros(len(batch))
     lazy = not spec.needs_whole_vocabulary  # weights for the document's own tokens only
     for i in progress(range(len(batch))):
@@ -65,16 +67,16 @@ def stepwise_scores(batch: DocBatch, is_target: np.ndarray, spec: ModelSpec, tar
     return scores
 
 
-def replay_scores(batch: DocBatch, is_target: np.ndarray, spec: ModelSpec, target: str = "spam",
-                  block_entries: int = BLOCK_ENTRIES) -> np.ndarray:  # fmt: skip
+def replay_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
+                  block_entries: int = BLOCK_ENTRIES) -> FloatArray:  # fmt: skip
     """The replay vectorized, a block of about `block_entries` entries at a time (specs that
     weigh columns on their own only)."""
     if spec.needs_whole_vocabulary:
         raise ValueError(f"{spec} needs the whole vocabulary: replay it with stepwise_scores")
     scores = np.zeros(len(batch))
-    y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target, 1 the rest
+    y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target
     in_class = (np.arange(2).reshape(-1, 1) == y).astype(np.int64)  # (2, n) one-hot
-    ready = np.flatnonzero(_before(in_class).min(axis=0) > 0)  # both classes seen: a suffix of the stream
+    ready = np.flatnonzero(_before(in_class).min(axis=0) > 0)  # both classes seen: a suffix
     if len(ready) == 0:
         return scores
     history = _History.of(batch, in_class, statistics_read(spec))
@@ -90,8 +92,12 @@ def statistics_read(spec: ModelSpec) -> frozenset[Statistic]:
     for a local or global selection ranked by ALO unless the estimator ranks its own clues
     (`filterd.bayes.selection.strength`; MI, OR and IDF read DF only). N is DF in set-of-words mode."""
     declared = reads_of(spec.variant)
-    read = set(declared.statistics) | {"DF"}
-    if spec.selection.kind in ("local", "global") and spec.selection.ranking == "alo" and not declared.ranks_clues:
+    read: set[Statistic] = {*declared.statistics, "DF"}
+    if (
+        spec.selection.kind in ("local", "global")
+        and spec.selection.ranking == "alo"
+        and not declared.ranks_clues
+    ):
         read |= reads_of("mnb").statistics
     if spec.set_of_words:
         read.discard("N")
@@ -99,47 +105,54 @@ def statistics_read(spec: ModelSpec) -> frozenset[Statistic]:
 
 
 def _block_scores(batch: DocBatch, history: _History, labels: tuple[str, ...], spec: ModelSpec,
-                  docs: np.ndarray) -> np.ndarray:  # fmt: skip
+                  docs: Int64Array) -> FloatArray:  # fmt: skip
     """Scores of the consecutive documents `docs`: a column for each of their entries whose token
     was seen before (the others carry no evidence), weighed and scored at once."""
     lo, hi = batch.indptr[docs[0]], batch.indptr[docs[-1] + 1]
     seen = np.flatnonzero(history.DF[:, lo:hi].sum(axis=0) > 0)
     columns = lo + seen
     doc_of_column = np.repeat(docs, np.diff(batch.indptr[docs[0] : docs[-1] + 2]))[seen]
-    compiled = compile_weights(history.counts(labels, doc_of_column, spec, columns), spec, batch.keys[columns])
-    compiled = replace(compiled, weights=replace(compiled.weights, b=_bias(history, labels, docs, spec)))
+    compiled = compile_weights(
+        history.counts(labels, doc_of_column, spec, columns), spec, batch.keys[columns]
+    )
+    compiled = replace(
+        compiled, weights=replace(compiled.weights, b=_bias(history, labels, docs, spec))
+    )
     ids = np.full(hi - lo, -1, dtype=np.int64)  # the column of each entry of `docs`
     ids[columns - lo] = np.arange(len(columns))
     return score_columns(compiled, spec.selection, labels, select_docs(batch, docs), ids).binary()
 
 
-def _blocks(batch: DocBatch, docs: np.ndarray, entries: int) -> list[np.ndarray]:
+def _blocks(batch: DocBatch, docs: Int64Array, entries: int) -> list[Int64Array]:
     """`docs` (consecutive) cut into runs of about `entries` entries each (a run starts at each
     document whose first entry passes another multiple of `entries`)."""
     block = (batch.indptr[docs] - batch.indptr[docs[0]]) // entries
     return np.split(docs, np.flatnonzero(np.diff(block)) + 1)
 
 
-def _bias(history: _History, labels: tuple[str, ...], docs: np.ndarray, spec: ModelSpec) -> np.ndarray:
+def _bias(
+    history: _History, labels: tuple[str, ...], docs: Int64Array, spec: ModelSpec
+) -> FloatArray:
     """(2, len(docs)) b of each document: the estimator on one column without statistics per
     document, with that document's aggregates (b depends on the aggregates only)."""
-    with np.errstate(divide="ignore", invalid="ignore"):  # weights of empty columns may be 0/0: discarded
+    # weights of empty columns may be 0/0: discarded
+    with np.errstate(divide="ignore", invalid="ignore"):
         return ESTIMATORS[spec.variant](history.counts(labels, docs, spec), **spec.params).b
 
 
-def _before(per_doc: np.ndarray) -> np.ndarray:
+def _before(per_doc: Int64Array) -> Int64Array:
     """Exclusive running sums along the last axis: what came before each position."""
     return np.cumsum(per_doc, axis=-1) - per_doc
 
 
-def _per_doc(per_entry: np.ndarray, batch: DocBatch) -> np.ndarray:
+def _per_doc(per_entry: IntArray | BoolArray, batch: DocBatch) -> Int64Array:
     """(n,) sums of entry values over each document's entries (exact for integers)."""
     running = np.zeros(len(per_entry) + 1, dtype=np.int64)
     np.cumsum(per_entry, out=running[1:])
     return running[batch.indptr[1:]] - running[batch.indptr[:-1]]
 
 
-def _token_before(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
+def _token_before(values: IntArray, group_start: Int64Array) -> IntArray:
     """(nnz,) per entry in token order: the sum of `values` (in token order) over the earlier
     entries of the same token, whose first entry is at `group_start`."""
     running = np.cumsum(values, dtype=values.dtype)
@@ -153,50 +166,55 @@ class _History:
     """Integer statistics as of before each document, target row 0 and the rest row 1; of
     the per-token ones, N and T only if asked for (None otherwise)."""
 
-    DF: np.ndarray  # (2, nnz) per entry (document i, token w): DF[c,w] before i
-    N: np.ndarray | None  # (2, nnz)
-    T: np.ndarray | None  # (2, nnz) fixed point
-    D: np.ndarray  # (2, n) per document
-    Nc: np.ndarray  # (2, n)
-    DFc: np.ndarray  # (2, n) Σ_w DF[c,w]
-    U: np.ndarray  # (2, n)
-    V: np.ndarray  # (n,)
+    DF: IntArray  # (2, nnz) int32 per entry (document i, token w): DF[c,w] before i
+    N: Int64Array | None  # (2, nnz)
+    T: Int64Array | None  # (2, nnz) fixed point
+    D: Int64Array  # (2, n) per document
+    Nc: Int64Array  # (2, n)
+    DFc: Int64Array  # (2, n) Σ_w DF[c,w]
+    U: Int64Array  # (2, n)
+    V: Int64Array  # (n,)
 
     @classmethod
-    def of(cls, batch: DocBatch, in_class: np.ndarray,
+    def of(cls, batch: DocBatch, in_class: Int64Array,
            statistics: Collection[Statistic] = TOKEN_STATISTICS) -> _History:  # fmt: skip
         """The history of `batch` (`in_class`: (2, n) one-hot) with DF, and N and T if in
-        `statistics` (for Robinson–Fisher, DF alone: 0.07 s instead of 0.15 s with all three on
-        the SpamAssassin corpus, measured)."""
+        `statistics` (for Robinson–Fisher, DF alone: less time than all three)."""
         order, _, starts = key_runs(batch.keys, exact=True)  # by token, then document
         group_start = np.repeat(starts, np.diff(starts, append=len(order)))  # in token order
-        in_t = np.repeat(in_class[0].astype(np.int32), np.diff(batch.indptr))  # per entry: 1 in the target class
-        summed: dict[str, np.ndarray | None] = {"DF": None}  # DF (the entries) always: U, V and which tokens were seen
+        # per entry: 1 in the target class
+        in_t = np.repeat(in_class[0].astype(np.int32), np.diff(batch.indptr))
+        # DF (the entries) always: U, V and which tokens were seen
+        summed: dict[str, Int64Array | None] = {"DF": None}
         if "N" in statistics:
             summed["N"] = batch.counts
         if "T" in statistics:
             summed["T"] = fixed_point_log_tf(batch)
-        per_token: dict[str, np.ndarray] = {}
+        per_token: dict[str, IntArray] = {}
         for name, values in summed.items():
-            # DF fits int32 (it counts documents): half the memory to touch (the default replay: 0.15 s
-            # instead of 0.18 in a new process, peak RSS 141 MB instead of 176, measured)
-            out = per_token[name] = np.empty((2, len(order)), dtype=np.int32 if values is None else np.int64)
-            for c, own in enumerate((in_t, 1 - in_t)):  # a row at a time: its temporaries are reused
-                out[c][order] = _token_before((own if values is None else own * values)[order], group_start)
+            # DF fits int32 (it counts documents): half the memory to touch
+            out = per_token[name] = np.empty(
+                (2, len(order)), dtype=np.int32 if values is None else np.int64
+            )
+            for c, own in enumerate((in_t, 1 - in_t)):  # a row at a time: temporaries are reused
+                out[c][order] = _token_before(
+                    (own if values is None else own * values)[order], group_start
+                )
         DF = per_token["DF"]
-        U = in_class * _per_doc(np.where(in_t, DF[0], DF[1]) == 0, batch)  # tokens new to the document's class
+        # tokens new to the document's class
+        U = in_class * _per_doc(np.where(in_t, DF[0], DF[1]) == 0, batch)
         V = _per_doc((DF[0] == 0) & (DF[1] == 0), batch)  # tokens new to every class
         return cls(DF, per_token.get("N"), per_token.get("T"), _before(in_class),
                    _before(in_class * _per_doc(batch.counts, batch)), _before(in_class * np.diff(batch.indptr)),
                    _before(U), _before(V))  # fmt: skip
 
-    def counts(self, labels: tuple[str, ...], doc: np.ndarray, spec: ModelSpec,
-               columns: np.ndarray | None = None) -> Counts:  # fmt: skip
+    def counts(self, labels: tuple[str, ...], doc: Int64Array, spec: ModelSpec,
+               columns: Int64Array | None = None) -> Counts:  # fmt: skip
         """Columns with the aggregates of documents `doc`: the entries `columns`, or without
         columns one empty column (no statistics) per document. A statistic not computed is
         None (N is DF in set-of-words mode)."""
-        # take, not a[:, i] (numpy's general fancy indexing): 14 ms instead of 52 over the blocks
-        # of the SpamAssassin corpus (measured)
+        # take, not a[:, i] (numpy's general fancy indexing): faster
+        DF: IntArray
         if columns is None:
             DF = np.zeros((2, len(doc)), dtype=np.int64)
             N, T = (None if a is None else DF for a in (self.N, self.T))
@@ -204,10 +222,5 @@ class _History:
             DF = self.DF.take(columns, axis=1)
             N, T = (None if a is None else a.take(columns, axis=1) for a in (self.N, self.T))
         D, Nc, DFc, U = (a.take(doc, axis=1) for a in (self.D, self.Nc, self.DFc, self.U))
-        unread = np.empty((2, 0), dtype=np.int64)  # from_integers converts it; None replaces it
-        counts = Counts.from_integers(labels, unread if N is None else N, DF, unread if T is None else T, D, Nc, DFc,
-                                      U, self.V.take(doc).reshape(1, -1), spec.set_of_words, full=False)  # fmt: skip
-        missing = {name: None for name, a in (("N", N), ("T", T)) if a is None}
-        if spec.set_of_words:
-            missing.pop("N", None)  # from_integers made it DF
-        return replace(counts, **missing) if missing else counts
+        return Counts.from_integers(labels, N, DF, T, D, Nc, DFc, U, self.V.take(doc).reshape(1, -1),
+                                    spec.set_of_words, full=False)  # fmt: skip

@@ -18,19 +18,24 @@ Selections:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.estimators import mnb
 from filterd.bayes.statistics import Counts
 
 Ranking = Literal["alo", "mi", "or"]
 RANKINGS: tuple[Ranking, ...] = ("alo", "mi", "or")
-STRENGTH_DECIMALS = 9  # strengths are compared rounded to this many decimals (model.compile_weights)
+STRENGTH_DECIMALS = 9  # strengths are compared rounded to this many decimals (compile_weights)
 
 
-def strength(c: Counts, ranking: Ranking = "alo") -> np.ndarray:
+def _is_ranking(name: str) -> TypeGuard[Ranking]:
+    return name in RANKINGS
+
+
+def strength(c: Counts, ranking: Ranking = "alo") -> FloatArray:
     """(V,) strength of each token for separating row 0 (target) from row 1 (the rest)."""
     if len(c.labels) != 2:
         raise ValueError("token strength needs a target-vs-rest view (Counts.binary)")
@@ -48,7 +53,7 @@ def strength(c: Counts, ranking: Ranking = "alo") -> np.ndarray:
     return np.where(c.known, s, -np.inf)
 
 
-def _mutual_information(DF: np.ndarray, D: np.ndarray) -> np.ndarray:
+def _mutual_information(DF: FloatArray, D: FloatArray) -> FloatArray:
     total = D.sum(axis=0)
     cells = np.stack([DF, D - DF])  # (presence, class, token) counts
     p = cells / total
@@ -56,7 +61,8 @@ def _mutual_information(DF: np.ndarray, D: np.ndarray) -> np.ndarray:
     p_class = p.sum(axis=0, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log(p / (p_presence * p_class)), 0.0)
-    return terms.sum(axis=(0, 1))
+    information: FloatArray = terms.sum(axis=(0, 1))
+    return information
 
 
 @dataclass(frozen=True)
@@ -72,20 +78,26 @@ class Selection:
         parts = spec.strip().lower().split(":")
         kind = parts[0]
         if kind in ("none", "ir") and len(parts) == 1:
-            return cls(kind)  # type: ignore[arg-type]
+            return cls("none" if kind == "none" else "ir")
         if kind not in ("local", "global") or not 2 <= len(parts) <= (4 if kind == "local" else 3):
-            raise ValueError(f"bad selection {spec!r}: use none, ir, local:N[:alo|mi|or[:MIN]] or global:N[:alo|mi|or]")
+            raise ValueError(
+                f"bad selection {spec!r}: use none, ir, local:N[:alo|mi|or[:MIN]] or global:N[:alo|mi|or]"
+            )
         try:
             n = int(parts[1])
             min_strength = float(parts[3]) if len(parts) == 4 else 0.0
         except ValueError:
-            raise ValueError(f"bad selection {spec!r}: N must be an integer and MIN a number") from None
+            raise ValueError(
+                f"bad selection {spec!r}: N must be an integer and MIN a number"
+            ) from None
         ranking = parts[2] if len(parts) >= 3 else "alo"
         if n < 1:
             raise ValueError(f"bad selection {spec!r}: N must be at least 1")
-        if ranking not in RANKINGS:
-            raise ValueError(f"bad selection {spec!r}: ranking must be one of {', '.join(RANKINGS)}")
-        return cls(kind, n, ranking, min_strength)  # type: ignore[arg-type]
+        if not _is_ranking(ranking):
+            raise ValueError(
+                f"bad selection {spec!r}: ranking must be one of {', '.join(RANKINGS)}"
+            )
+        return cls("local" if kind == "local" else "global", n, ranking, min_strength)
 
     def __str__(self) -> str:
         if self.kind in ("none", "ir"):
@@ -94,7 +106,9 @@ class Selection:
         return f"{self.kind}:{self.n}:{self.ranking}{tail}"
 
 
-def local_top(doc: np.ndarray, strength: np.ndarray, tiebreak: np.ndarray, n: int, min_strength: float = 0.0) -> np.ndarray:
+def local_top(
+    doc: Int64Array, strength: FloatArray, tiebreak: Int64Array, n: int, min_strength: float = 0.0
+) -> Int64Array:
     """Entries to keep: per document, its `n` strongest entries with strength ≥ `min_strength`.
 
     `doc` (sorted or not) names each entry's document; ties are broken by `tiebreak`
@@ -115,7 +129,7 @@ def local_top(doc: np.ndarray, strength: np.ndarray, tiebreak: np.ndarray, n: in
     return keep
 
 
-def global_top(strength: np.ndarray, tiebreak: np.ndarray, n: int) -> np.ndarray:
+def global_top(strength: FloatArray, tiebreak: Int64Array, n: int) -> BoolArray:
     """(V,) mask of the `n` strongest known tokens of the vocabulary (ties broken by `tiebreak`)."""
     mask = np.zeros(len(strength), dtype=bool)
     candidates = np.flatnonzero(np.isfinite(strength))

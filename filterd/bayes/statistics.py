@@ -1,4 +1,4 @@
-"""Sufficient statistics of METHODS.md, learned and unlearned a document at a time.
+"""Sufficient statistics of docs/methods.md, learned and unlearned a document at a time.
 
 Per (class c, token w):
     N[c,w]  = Σ_{d∈c} f_dw                       term counts
@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array, IntArray
 from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.matrix import DenseMatrix, SparseMatrix
 from filterd.bayes.vocab import TokenHasher, Vocabulary, next_capacity
@@ -32,11 +34,11 @@ class Delta:
 
     version: int
     labels: tuple[str, ...]
-    D: np.ndarray  # (C,) documents per class
-    keys: np.ndarray  # (k,) token keys
-    N: np.ndarray  # (C, k)
-    DF: np.ndarray  # (C, k)
-    T: np.ndarray  # (C, k) fixed point
+    D: Int64Array  # (C,) documents per class
+    keys: Int64Array  # (k,) token keys
+    N: Int64Array  # (C, k)
+    DF: Int64Array  # (C, k)
+    T: Int64Array  # (C, k) fixed point
 
 
 class Statistics:
@@ -49,17 +51,18 @@ class Statistics:
     def __init__(self, labels: Sequence[str] = (), seed: int = 0, sparse: bool = False) -> None:
         self.hasher = TokenHasher(seed)
         self.vocab = Vocabulary()
-        self.storage = SparseMatrix() if sparse else DenseMatrix()
+        self.storage: DenseMatrix | SparseMatrix = SparseMatrix() if sparse else DenseMatrix()
         self.labels: list[str] = []
         self._label_ids: dict[str, int] = {}
-        self.D = np.zeros(0, dtype=np.int64)
+        self.D: Int64Array = np.zeros(0, dtype=np.int64)
         # whole-vocabulary aggregates, kept up to date so that views of a few columns stay cheap
-        self.Nc = np.zeros(0, dtype=np.int64)  # Σ_w N[c,w]
-        self.DFc = np.zeros(0, dtype=np.int64)  # Σ_w DF[c,w]
-        self.U = np.zeros(0, dtype=np.int64)  # distinct tokens of each class
+        self.Nc: Int64Array = np.zeros(0, dtype=np.int64)  # Σ_w N[c,w]
+        self.DFc: Int64Array = np.zeros(0, dtype=np.int64)  # Σ_w DF[c,w]
+        self.U: Int64Array = np.zeros(0, dtype=np.int64)  # distinct tokens of each class
         self.V = 0  # distinct tokens with any statistic > 0
         self.version = 0
-        self._changed_at = np.zeros(0, dtype=np.int64)  # per token: the version of its last change
+        # per token: the version of its last change
+        self._changed_at: Int64Array = np.zeros(0, dtype=np.int64)
         for label in labels:
             self.class_id(label)
 
@@ -84,20 +87,26 @@ class Statistics:
         if len(batch) == 0:
             return
         if sign < 0 and (unknown := set(labels) - set(self._label_ids)):
-            raise ValueError(f"cannot unlearn documents of classes not learned: {', '.join(sorted(unknown))}")
+            raise ValueError(
+                f"cannot unlearn documents of classes not learned: {', '.join(sorted(unknown))}"
+            )
         doc_class = np.array([self.class_id(label) for label in labels], dtype=np.int64)
         ids = self.vocab.add(batch.keys)
         self._reserve(len(self.vocab))
         doc = batch.doc_of_entry
         rows = np.repeat(doc_class, np.diff(batch.indptr))  # doc_class[doc], without the gather
         # N, DF and T increments as three arrays, the ones of DF a broadcast: no (3, n) copy of them
-        increments = (batch.counts, np.broadcast_to(np.int64(1), doc.shape), fixed_point_log_tf(batch, doc))
+        increments = (
+            batch.counts,
+            np.broadcast_to(np.int64(1), doc.shape),
+            fixed_point_log_tf(batch, doc),
+        )
         touched = _distinct_ids(ids, len(self.vocab))
         docs = np.bincount(doc_class, minlength=len(self.labels))
         before = self.storage.columns(touched)
         self.storage.add(rows, ids, increments if sign > 0 else tuple(-a for a in increments))
         after = self.storage.columns(touched)
-        if sign < 0 and ((self.D < docs).any() or after.min(initial=0) < 0):
+        if sign < 0 and ((docs > self.D).any() or after.min(initial=0) < 0):
             self.storage.add(rows, ids, increments)
             raise ValueError("cannot unlearn documents that were not learned with these labels")
         self.D += sign * docs
@@ -105,7 +114,7 @@ class Statistics:
         self.version += 1
         self._changed_at[touched] = self.version
 
-    def _account(self, before: np.ndarray, after: np.ndarray) -> None:
+    def _account(self, before: Int64Array, after: Int64Array) -> None:
         """Move the aggregates by the change of some columns, (3, C, m) values before and after."""
         self.Nc += after[0].sum(axis=1) - before[0].sum(axis=1)
         self.DFc += after[1].sum(axis=1) - before[1].sum(axis=1)
@@ -123,7 +132,9 @@ class Statistics:
             self.storage.add_class()
             self.labels.append(label)
             self._label_ids[label] = cid
-            self.D, self.Nc, self.DFc, self.U = (np.append(a, 0) for a in (self.D, self.Nc, self.DFc, self.U))
+            self.D, self.Nc, self.DFc, self.U = (
+                np.append(a, 0) for a in (self.D, self.Nc, self.DFc, self.U)
+            )
         return cid
 
     def _reserve(self, size: int) -> None:
@@ -138,7 +149,9 @@ class Statistics:
         """Every token row changed after version `since`, with its current values."""
         ids = np.flatnonzero(self._changed_at[: len(self.vocab)] > since)
         N, DF, T = self.storage.columns(ids)
-        return Delta(self.version, tuple(self.labels), self.D.copy(), self.vocab.keys[ids].copy(), N, DF, T)
+        return Delta(
+            self.version, tuple(self.labels), self.D.copy(), self.vocab.keys[ids].copy(), N, DF, T
+        )
 
     def apply_delta(self, delta: Delta) -> None:
         """Bring the rows named by `delta` to its values (idempotent)."""
@@ -162,7 +175,7 @@ class Statistics:
 
     # --- reading --------------------------------------------------------------------------
 
-    def counts(self, target: str | None = None, columns: np.ndarray | None = None,
+    def counts(self, target: str | None = None, columns: Int64Array | None = None,
                set_of_words: bool = False) -> Counts:  # fmt: skip
         """The statistics as the estimators read them.
 
@@ -172,7 +185,9 @@ class Statistics:
         """
         cols = slice(0, len(self.vocab)) if columns is None else columns
         N, DF, T = self.storage.columns(cols)
-        D, Nc, DFc, U = (aggregate.reshape(-1, 1) for aggregate in (self.D, self.Nc, self.DFc, self.U))
+        D, Nc, DFc, U = (
+            aggregate.reshape(-1, 1) for aggregate in (self.D, self.Nc, self.DFc, self.U)
+        )
         labels = tuple(self.labels)
         if target is not None:
             if target not in self._label_ids:
@@ -181,7 +196,9 @@ class Statistics:
             N, DF, T, D, Nc, DFc = (_target_and_rest(a, t) for a in (N, DF, T, D, Nc, DFc))
             U = np.array([[U[t, 0]], [self._distinct_outside(t)]])
             labels = (target, f"not {target}")
-        return Counts.from_integers(labels, N, DF, T, D, Nc, DFc, U, self.V, set_of_words, full=columns is None)
+        return Counts.from_integers(
+            labels, N, DF, T, D, Nc, DFc, U, self.V, set_of_words, full=columns is None
+        )
 
     def _distinct_outside(self, t: int) -> int:
         """Distinct tokens of all classes but t together."""
@@ -190,12 +207,14 @@ class Statistics:
         rows, ids, _ = self.storage.entries(len(self.vocab))
         return len(np.unique(ids[rows != t]))
 
-    def canonical(self) -> dict[str, tuple]:
+    def canonical(self) -> dict[str, tuple[int, dict[int, tuple[int, int, int]]]]:
         """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
         whatever the order of learning, of first appearance of labels and tokens, or the storage."""
         rows, ids, values = self.storage.entries(len(self.vocab))
         keys = self.vocab.keys[ids]
-        out: dict[str, tuple] = {label: (int(self.D[c]), {}) for label, c in self._label_ids.items()}
+        out: dict[str, tuple[int, dict[int, tuple[int, int, int]]]] = {
+            label: (int(self.D[c]), {}) for label, c in self._label_ids.items()
+        }
         for r, key, (n, df, t) in zip(rows.tolist(), keys.tolist(), values.T.tolist()):
             out[self.labels[r]][1][key] = (n, df, t)
         return out
@@ -226,52 +245,66 @@ class Counts:
     has its own (the online replay, filterd.bayes.replay, where a column is a token of message i
     as of before message i); V is a scalar or (1, m) alike. Estimators write formulas once,
     for both. The replay leaves N and T out (None) for an estimator that declares it does not
-    read them (`filterd.bayes.estimators.reads`).
+    read them (`filterd.bayes.estimators.reads`): estimators read them through `statistic`.
     """
 
     labels: tuple[str, ...]
-    N: np.ndarray  # (C, m) N[c,w]; DF[c,w] in set-of-words mode; None where not computed (see below)
-    DF: np.ndarray  # (C, m)
-    T: np.ndarray  # (C, m); None where not computed
-    D: np.ndarray  # (C, 1) or (C, m) D_c
-    Nc: np.ndarray  # (C, 1) or (C, m) N_c = Σ_w N[c,w] over the whole vocabulary
-    U: np.ndarray  # (C, 1) or (C, m) distinct tokens of each class
-    V: int | np.ndarray  # scalar or (1, m) distinct tokens with any statistic > 0
+    N: FloatArray | None  # (C, m) N[c,w]; DF[c,w] in set-of-words mode; None where not computed
+    DF: FloatArray  # (C, m)
+    T: FloatArray | None  # (C, m); None where not computed
+    D: FloatArray  # (C, 1) or (C, m) D_c
+    Nc: FloatArray  # (C, 1) or (C, m) N_c = Σ_w N[c,w] over the whole vocabulary
+    U: Int64Array  # (C, 1) or (C, m) distinct tokens of each class
+    V: int | Int64Array  # scalar or (1, m) distinct tokens with any statistic > 0
     full: bool = True
 
     @classmethod
-    def from_integers(cls, labels: tuple[str, ...], N: np.ndarray, DF: np.ndarray, T: np.ndarray, D: np.ndarray,
-                      Nc: np.ndarray, DFc: np.ndarray, U: np.ndarray, V: int | np.ndarray,
+    def from_integers(cls, labels: tuple[str, ...], N: IntArray | None, DF: IntArray, T: IntArray | None,
+                      D: Int64Array, Nc: Int64Array, DFc: Int64Array, U: Int64Array, V: int | Int64Array,
                       set_of_words: bool = False, full: bool = True) -> Counts:  # fmt: skip
         """Counts from the integer statistics as `Statistics` keeps them (T in fixed point,
-        DFc = Σ_w DF[c,w]). Set-of-words mode (Kołcz): a document is the set of its tokens,
-        so N becomes DF and N_c becomes DFc."""
+        DFc = Σ_w DF[c,w]); N or T None where not computed. Set-of-words mode (Kołcz): a
+        document is the set of its tokens, so N becomes DF and N_c becomes DFc."""
         if set_of_words:
             N, Nc = DF, DFc
-        return cls(labels, N.astype(np.float64), DF.astype(np.float64), T / T_SCALE, D.astype(np.float64),
-                   Nc.astype(np.float64), U, V, full)  # fmt: skip
+        return cls(labels, None if N is None else N.astype(np.float64), DF.astype(np.float64),
+                   None if T is None else T / T_SCALE, D.astype(np.float64), Nc.astype(np.float64), U, V,
+                   full)  # fmt: skip
+
+    def statistic(self, name: Literal["N", "T"]) -> FloatArray:
+        """The per-token statistic `name` (`N` or `T`) for an estimator that reads it; TypeError
+        where it was not computed (None: the estimator does not declare that it reads it)."""
+        values = self.N if name == "N" else self.T
+        if values is None:
+            raise TypeError(
+                f"Counts.{name} is None (NoneType): not computed, as the estimator does not"
+                f" declare that it reads {name} (filterd.bayes.estimators.reads)"
+            )
+        return values
 
     @property
-    def known(self) -> np.ndarray:
+    def known(self) -> BoolArray:
         """(m,) tokens seen in any learned document; the others carry no evidence."""
-        return self.DF.sum(axis=0) > 0
+        seen: BoolArray = self.DF.sum(axis=0) > 0
+        return seen
 
-    def complement(self, a: np.ndarray) -> np.ndarray:
+    def complement(self, a: FloatArray) -> FloatArray:
         """Row c̄ of a per-class array: the sum over all classes but c."""
-        return a.sum(axis=0, keepdims=True) - a
+        total: FloatArray = a.sum(axis=0, keepdims=True)
+        return total - a
 
     def require_full(self, what: str) -> None:
         if not self.full:
             raise ValueError(f"{what} needs the whole vocabulary, not a subset of columns")
 
 
-def _target_and_rest(a: np.ndarray, t: int) -> np.ndarray:
+def _target_and_rest(a: Int64Array, t: int) -> Int64Array:
     if len(a) == 2:  # the rest is the other row (integers: the same as summing)
         return a[[t, 1 - t]]
     return np.stack([a[t], a.sum(axis=0) - a[t]])
 
 
-def fixed_point_log_tf(batch: DocBatch, doc: np.ndarray | None = None) -> np.ndarray:
+def fixed_point_log_tf(batch: DocBatch, doc: Int64Array | None = None) -> Int64Array:
     """t_dw = log(1+f_dw) / ‖log(1+f_d·)‖₂ per entry, in fixed point (`doc`: batch.doc_of_entry,
     if the caller has it)."""
     # in place, and the norms repeated rather than gathered: the same operations, fewer copies
@@ -279,17 +312,16 @@ def fixed_point_log_tf(batch: DocBatch, doc: np.ndarray | None = None) -> np.nda
     np.log1p(log_tf, out=log_tf)
     doc = batch.doc_of_entry if doc is None else doc
     norms = np.sqrt(np.bincount(doc, weights=log_tf * log_tf, minlength=len(batch)))
-    t = np.divide(log_tf, np.repeat(norms, np.diff(batch.indptr)), out=log_tf)
+    t: FloatArray = np.divide(log_tf, np.repeat(norms, np.diff(batch.indptr)), out=log_tf)
     t *= T_SCALE
     return np.rint(t, out=t).astype(np.int64)
 
 
-def _distinct_ids(ids: np.ndarray, size: int) -> np.ndarray:
+def _distinct_ids(ids: Int64Array, size: int) -> Int64Array:
     """The sorted distinct values of `ids`, each in [0, size)."""
     if len(ids) * 16 < size:  # a few documents in a large vocabulary (the daemon's learner)
         return np.unique(ids)
-    # a mask of the vocabulary: 1 ms for the 890k entries of learning the SpamAssassin corpus,
-    # where np.unique took 50 (measured)
+    # a mask of the vocabulary: much faster than np.unique for many entries
     seen = np.zeros(size, dtype=bool)
     seen[ids] = True
     return np.flatnonzero(seen)

@@ -1,7 +1,7 @@
 """Token keys and the token → column map.
 
-A model may hold millions of distinct tokens; a Python dict of them costs ≈135 MB per
-million (measured), more than the whole statistics budget. Tokens are therefore
+A model may hold millions of distinct tokens; a Python dict of them costs far more memory
+than the whole statistics budget. Tokens are therefore
 represented by 62-bit keys computed for a whole batch at once with numpy, and the
 vocabulary is a pair of sorted numpy arrays (key → column id), ≈20 bytes a token.
 
@@ -22,10 +22,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray, Int64Array, UInt64Array
+
 P1 = 2_147_483_647  # 2**31 - 1
 P2 = 2_147_483_629  # the largest prime below 2**31 - 1
 _SEPARATOR = "\x00"
-_SORT_NEEDLES_FROM = 1 << 14  # lookups of this many keys in a vocabulary at least as large sort them first
+# lookups of this many keys in a vocabulary at least as large sort them first
+_SORT_NEEDLES_FROM = 1 << 14
 
 
 def next_capacity(needed: int, current: int) -> int:
@@ -40,14 +43,17 @@ class TokenHasher:
         self.seed = int(seed)
         rng = np.random.default_rng(self.seed)
         self._bases = (int(rng.integers(1 << 16, P1 - 1)), int(rng.integers(1 << 16, P2 - 1)))
-        self._powers = (np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64))
+        self._powers: tuple[UInt64Array, UInt64Array] = (
+            np.ones(1, dtype=np.uint64),
+            np.ones(1, dtype=np.uint64),
+        )
 
     @property
     def bases(self) -> tuple[int, int]:
         """(B_P1, B_P2), the bases drawn from the seed."""
         return self._bases
 
-    def keys(self, tokens: Sequence[str]) -> np.ndarray:
+    def keys(self, tokens: Sequence[str]) -> Int64Array:
         """Keys of `tokens` (int64, ≥ 0), one per token, in order."""
         n = len(tokens)
         if n == 0:
@@ -72,14 +78,16 @@ class TokenHasher:
         """The key of one token."""
         return int(self.keys([token])[0])
 
-    def _hash(self, coefficient: np.ndarray, position: np.ndarray, starts: np.ndarray, which: int) -> np.ndarray:
+    def _hash(
+        self, coefficient: UInt64Array, position: Int64Array, starts: Int64Array, which: int
+    ) -> UInt64Array:
         prime = (P1, P2)[which]
         powers = self._power_table(which, int(position.max()) + 1)
         # each term < 2**8 · 2**31 and a token has < 2**20 bytes, so the sums fit in uint64
         terms = coefficient * powers[position]
         return np.add.reduceat(terms, starts) % np.uint64(prime)
 
-    def _power_table(self, which: int, size: int) -> np.ndarray:
+    def _power_table(self, which: int, size: int) -> UInt64Array:
         table = self._powers[which]
         if len(table) >= size:
             return table
@@ -92,7 +100,7 @@ class TokenHasher:
             factor = np.uint64(pow(base, filled, prime))
             new[filled : filled + step] = (new[:step] * factor) % np.uint64(prime)
             filled += step
-        self._powers = tuple(new if i == which else t for i, t in enumerate(self._powers))  # type: ignore[assignment]
+        self._powers = (new, self._powers[1]) if which == 0 else (self._powers[0], new)
         return new
 
 
@@ -113,17 +121,17 @@ class Vocabulary:
         return self._size
 
     @property
-    def keys(self) -> np.ndarray:
+    def keys(self) -> Int64Array:
         """Key of each id: `keys[id]`."""
         return self._keys[: self._size]
 
-    def lookup(self, keys: np.ndarray) -> np.ndarray:
+    def lookup(self, keys: Int64Array) -> Int64Array:
         """Ids of `keys`, −1 where a key is not in the vocabulary."""
         return _lookup(self._sorted_keys, self._sorted_ids, keys)
 
-    def add(self, keys: np.ndarray) -> np.ndarray:
+    def add(self, keys: Int64Array) -> Int64Array:
         """Ids of `keys`, adding the ones not yet present."""
-        if self._size == 0:  # a first batch is all new: no lookup, no gather and scatter of its keys
+        if self._size == 0:  # a first batch is all new: no lookup, no gather and scatter
             return self._insert(keys)
         ids = self.lookup(keys)
         new = np.flatnonzero(ids < 0)
@@ -131,11 +139,10 @@ class Vocabulary:
             ids[new] = self._insert(keys[new])
         return ids
 
-    def _insert(self, keys: np.ndarray) -> np.ndarray:
+    def _insert(self, keys: Int64Array) -> Int64Array:
         """Ids of `keys`, none of which is in the vocabulary yet, adding them.
 
-        Grouped by `key_runs`, not `np.unique(return_index, return_inverse)`: the 890k keys of
-        learning the SpamAssassin corpus are added in 24 ms instead of 71 (measured).
+        Grouped by `key_runs`, not `np.unique(return_index, return_inverse)`, which is slower.
         """
         order, ordered, starts = key_runs(keys, exact=True)
         new_keys = ordered[starts]
@@ -148,7 +155,9 @@ class Vocabulary:
         self._append(new_keys[appearance])
         return _spread(new_ids, order, starts)
 
-    def in_ranges(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def in_ranges(
+        self, low: Int64Array, high: Int64Array
+    ) -> tuple[Int64Array, Int64Array, Int64Array]:
         """Every key k with low[i] ≤ k < high[i], as (i, key, id) arrays, in key order per range."""
         start = np.searchsorted(self._sorted_keys, low)
         lengths = np.searchsorted(self._sorted_keys, high) - start
@@ -161,7 +170,7 @@ class Vocabulary:
         """A frozen key → id map of the vocabulary as it is now."""
         return VocabularySnapshot(self._sorted_keys, self._sorted_ids, self._size)
 
-    def _append(self, new_keys: np.ndarray) -> None:
+    def _append(self, new_keys: Int64Array) -> None:
         end = self._size + len(new_keys)
         if end > len(self._keys):
             grown = np.empty(next_capacity(end, len(self._keys)), dtype=np.int64)
@@ -174,41 +183,41 @@ class Vocabulary:
 class VocabularySnapshot:
     """Read-only key → id map with the ids that existed when it was taken (`size` of them)."""
 
-    def __init__(self, sorted_keys: np.ndarray, sorted_ids: np.ndarray, size: int) -> None:
+    def __init__(self, sorted_keys: Int64Array, sorted_ids: Int64Array, size: int) -> None:
         self._sorted_keys = sorted_keys
         self._sorted_ids = sorted_ids
         self.size = size
 
-    def lookup(self, keys: np.ndarray) -> np.ndarray:
+    def lookup(self, keys: Int64Array) -> Int64Array:
+        """Ids of `keys`, −1 where a key was not in the vocabulary when the snapshot was taken."""
         return _lookup(self._sorted_keys, self._sorted_ids, keys)
 
 
-def _lookup(sorted_keys: np.ndarray, sorted_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+def _lookup(sorted_keys: Int64Array, sorted_ids: Int64Array, keys: Int64Array) -> Int64Array:
     if len(sorted_keys) == 0:
         return np.full(len(keys), -1, dtype=np.int64)
     if len(keys) < _SORT_NEEDLES_FROM or len(sorted_keys) < _SORT_NEEDLES_FROM:
         return _found(sorted_keys, sorted_ids, keys)
     # Each distinct key searched once, and in key order, where the binary searches walk the same
-    # paths one after another and find them in the cache: the 460k keys of the SpamAssassin test
-    # part are looked up in 11 ms instead of 31 (measured), the sort included.
+    # paths one after another and find them in the cache: faster for many keys, the sort included.
     order, ordered, starts = key_runs(keys)
     return _spread(_found(sorted_keys, sorted_ids, ordered[starts]), order, starts)
 
 
-def _found(sorted_keys: np.ndarray, sorted_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+def _found(sorted_keys: Int64Array, sorted_ids: Int64Array, keys: Int64Array) -> Int64Array:
     at = np.searchsorted(sorted_keys, keys)
     np.minimum(at, len(sorted_keys) - 1, out=at)
     return np.where(sorted_keys[at] == keys, sorted_ids[at], -1)
 
 
-def _spread(values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+def _spread(values: Int64Array, order: Int64Array, starts: Int64Array) -> Int64Array:
     """The value of each key's run (`key_runs`), for each key in its original position."""
     out = np.empty(len(order), dtype=values.dtype)
     out[order] = np.repeat(values, np.diff(starts, append=len(order)))
     return out
 
 
-def key_runs(keys: np.ndarray, exact: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def key_runs(keys: Int64Array, exact: bool = False) -> tuple[Int64Array, Int64Array, Int64Array]:
     """`keys` grouped: an order of them, the keys in that order, and where each run of equal keys
     starts. Equal keys are in position order; `exact`: sorted, so that each key has one run
     (the order is then `np.argsort(keys, kind="stable")`).
@@ -221,22 +230,22 @@ def key_runs(keys: np.ndarray, exact: bool = False) -> tuple[np.ndarray, np.ndar
     if exact and (ordered[1:] < ordered[:-1]).any():
         fix = np.argsort(ordered, kind="stable")
         order, ordered = order[fix], ordered[fix]
-    starts = np.empty(len(keys), dtype=bool)
+    starts: BoolArray = np.empty(len(keys), dtype=bool)
     starts[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
     return order, ordered, np.flatnonzero(starts)
 
 
-def prefix_order(keys: np.ndarray) -> np.ndarray:
+def prefix_order(keys: Int64Array) -> Int64Array:
     """An order of `keys` that sorts them by all but their lowest b bits (2^b ≥ len(keys)),
     equal prefixes in position order: sorted, when no two keys differ in the low bits only
     (rare for token keys).
 
-    One `np.sort` of (prefix, position) packed in an int64 instead of `np.argsort` of the keys:
-    3 times faster (8 ms instead of 22 for 890k keys, measured).
+    One `np.sort` of (prefix, position) packed in an int64: faster than `np.argsort` of the keys.
     """
     b = max(int(len(keys) - 1).bit_length(), 1)
-    packed = keys.astype(np.int64, copy=False) >> b  # keys < 0 too: the arithmetic shift keeps the order
+    # keys < 0 too: the arithmetic shift keeps the order
+    packed = keys.astype(np.int64, copy=False) >> b
     packed <<= b
     packed |= np.arange(len(keys), dtype=np.int64)
     packed.sort()

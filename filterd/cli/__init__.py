@@ -18,6 +18,17 @@ def main() -> None:
     """filterd: a streaming spam and fraud filter."""
 
 
-for command in (demo_command, run_command, score_command, topics, calibrate_command, evaluate_command, tune_command, synth_command, db, learn_command,
-                model):
+for command in (
+    demo_command,
+    run_command,
+    score_command,
+    topics,
+    calibrate_command,
+    evaluate_command,
+    tune_command,
+    synth_command,
+    db,
+    learn_command,
+    model,
+):
     main.add_command(command)

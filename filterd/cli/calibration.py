@@ -12,7 +12,8 @@ from __future__ import annotations
 import getpass
 import json
 import math
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 import click
 
@@ -25,10 +26,13 @@ from filterd.store import database
 
 DEFAULT_WINDOW = timedelta(days=14)
 
-class Duration(click.ParamType):
+
+class Duration(click.ParamType[timedelta, str | timedelta]):
     name = "DURATION"
 
-    def convert(self, value, param, ctx):
+    def convert(
+        self, value: str | timedelta, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
         if isinstance(value, timedelta):
             return value
         try:
@@ -123,24 +127,24 @@ class Duration(click.ParamType):
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per target class.")
 def calibrate_command(
-    url,
-    name,
-    target_classes,
-    all_classes,
-    target_recall,
-    window,
-    last,
-    source,
-    conservative,
-    confidence,
-    min_positives,
-    min_negatives,
-    max_auc_drop,
-    min_docs,
-    force,
-    dry_run,
-    plot,
-    as_json,
+    url: str | None,
+    name: str,
+    target_classes: tuple[str, ...],
+    all_classes: bool,
+    target_recall: float,
+    window: timedelta | None,
+    last: int | None,
+    source: str,
+    conservative: bool,
+    confidence: float,
+    min_positives: int | None,
+    min_negatives: int,
+    max_auc_drop: float,
+    min_docs: int,
+    force: bool,
+    dry_run: bool,
+    plot: str | None,
+    as_json: bool,
 ) -> None:
     """Choose τ for a recall target on the holdout window and write a new threshold version."""
     if window is not None and last is not None:
@@ -196,8 +200,8 @@ def _num(value: float | None, digits: int = 4) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _window(start, end) -> str:
-    if start is None:
+def _window(start: datetime | None, end: datetime | None) -> str:
+    if start is None or end is None:  # both or neither: an empty window has no bounds
         return "empty"
     span = end - start
     days = span.total_seconds() / 86400
@@ -216,12 +220,16 @@ def render(r: CalibrationReport) -> str:
         f"{'':24}{'this run':>14}{f'previous (v{p.version})' if p else 'no previous':>18}",
     ]
     rows = [
-        ("AUC", _num(r.auc), _num(p and p.auc)),
+        ("AUC", _num(r.auc), _num(None if p is None else p.auc)),
         ("τ", f"{r.tau:.4g}", "–" if p is None else f"{p.tau:.4g}"),
-        ("recall", _pct(r.recall), _pct(p and p.recall)),
-        ("specificity (ham kept)", _pct(r.specificity), _pct(p and p.specificity)),
-        ("precision", _pct(r.precision), _pct(p and p.precision)),
-        ("ham misclassified", _pct(r.ham_misclassification), _pct(p and p.ham_misclassification)),
+        ("recall", _pct(r.recall), _pct(None if p is None else p.recall)),
+        ("specificity (ham kept)", _pct(r.specificity), _pct(None if p is None else p.specificity)),
+        ("precision", _pct(r.precision), _pct(None if p is None else p.precision)),
+        (
+            "ham misclassified",
+            _pct(r.ham_misclassification),
+            _pct(None if p is None else p.ham_misclassification),
+        ),
         (
             "positives / negatives",
             f"{r.n_pos} / {r.n_neg}",
@@ -248,21 +256,23 @@ def render(r: CalibrationReport) -> str:
 # --- the plot -------------------------------------------------------------------------------
 
 
-def _matplotlib():
+def _matplotlib() -> None:
+    """Set matplotlib up for files (the Agg backend), or a one-line error without it."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot  # the import that fails without a usable matplotlib
     except ImportError:
         raise click.ClickException("--plot needs matplotlib: pip install 'filterd[plot]'") from None
-    return plt
 
 
-def plot_roc(reports: list[CalibrationReport], path: str) -> None:
+def plot_roc(reports: Sequence[CalibrationReport], path: str) -> None:
     """ROC per target class: all of it (linear) and the high-recall corner (log FPR), with
     the chosen and the previous operating points and the recall target."""
-    plt = _matplotlib()
+    _matplotlib()
+    import matplotlib.pyplot as plt
+
     fig, (whole, corner) = plt.subplots(1, 2, figsize=(12, 6), layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, r in enumerate(reports):
@@ -272,7 +282,7 @@ def plot_roc(reports: list[CalibrationReport], path: str) -> None:
         who = f"{r.target_class}: " if len(reports) > 1 else ""
         chosen = f"{who}τ = {r.tau:.3g}: recall {r.recall:.3f}, FPR {r.ham_misclassification:.2%}"
         points = [(1 - r.specificity, r.recall, chosen, "o")]
-        if r.previous_here is not None:
+        if r.previous is not None and r.previous_here is not None:  # both or neither
             h = r.previous_here
             before = (
                 f"{who}previous τ (v{r.previous.version}) = {h.tau:.3g} on this window: "
@@ -314,7 +324,7 @@ def plot_roc(reports: list[CalibrationReport], path: str) -> None:
     corner.set_xscale("symlog", linthresh=linthresh, linscale=1.0)
     corner.set_xlim(0, 1)
     decades = [10.0**k for k in range(math.ceil(math.log10(linthresh) - 1e-9), 1)]
-    corner.set_xticks([0.0] + decades, ["0"] + [f"{d:g}" for d in decades])
+    corner.set_xticks([0.0, *decades], ["0"] + [f"{d:g}" for d in decades])
     low = min(
         [target - 4 * (1 - target) if target < 1 else 0.95]
         + [min(r.recall, r.previous_here.recall if r.previous_here else 1) for r in reports]

@@ -8,14 +8,15 @@ import click
 
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
-from filterd.bayes.selection import Selection
 from filterd.evaluation.corpus import CorpusError, Record, read_corpus
 from filterd.kafka import settings as kafka_settings
 from filterd.service import config
 from filterd.service.config import Config
 
 
-def model_specs(variants: Sequence[str], params: Sequence[str], selections: Sequence[str]) -> list[ModelSpec]:
+def model_specs(
+    variants: Sequence[str], params: Sequence[str], selections: Sequence[str]
+) -> list[ModelSpec]:
     """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select.
 
     Without a variant: the default spec (`DEFAULT_SPEC`), its parameters overridden by --param and
@@ -35,17 +36,20 @@ def model_specs(variants: Sequence[str], params: Sequence[str], selections: Sequ
         variant, dot, key = key.rpartition(".")
         targets = [variant] if dot else [n for n in names if _accepts(n, key)]
         if dot and variant not in scoped:
-            raise click.BadParameter(f"{item!r} names variant {variant!r}, which is not evaluated", param_hint="--param")
+            raise click.BadParameter(
+                f"{item!r} names variant {variant!r}, which is not evaluated", param_hint="--param"
+            )
         if not targets:
-            raise click.BadParameter(f"no evaluated variant has a parameter {key!r}", param_hint="--param")
+            raise click.BadParameter(
+                f"no evaluated variant has a parameter {key!r}", param_hint="--param"
+            )
         for name in targets:
             scoped[name][key] = value
     try:
-        selection_specs = [Selection.parse(s) for s in selections]
         return [
-            ModelSpec(name, parse_params(name, scoped[name]), selection, set_of_words=variant.endswith("+sow"))
+            ModelSpec.parse(variant, scoped[name], selection)
             for variant, name in zip(variants, names)
-            for selection in selection_specs
+            for selection in selections
         ]
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
@@ -74,10 +78,12 @@ config_option = click.option("--config", "config_path", type=click.Path(dir_okay
                              help="Configuration file (TOML; default: $FILTERD_CONFIG, else the built-in defaults).")  # fmt: skip
 
 
-def load_config(path: str | None, **overrides) -> Config:
+def load_config(path: str | None, **overrides: object) -> Config:
     """The configuration (file ← environment ← flags), or a one-line error naming the key."""
     try:
-        loaded = config.load(path, overrides={k.replace("__", "."): v for k, v in overrides.items()})
+        loaded = config.load(
+            path, overrides={k.replace("__", "."): v for k, v in overrides.items()}
+        )
         kafka_settings.check(loaded)
         return loaded
     except config.ConfigError as error:

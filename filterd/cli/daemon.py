@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from types import FrameType
+from typing import BinaryIO, TextIO
 
 import click
 import structlog
 from kafka.errors import KafkaError
+from structlog.typing import FilteringBoundLogger
 
 from filterd.cli.common import config_option, load_config
 from filterd.cli.store import store_errors
@@ -20,10 +23,16 @@ from filterd.kafka.publisher import dead_letter_of
 from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
+from filterd.service.decide import Decider, ThresholdSetting
 from filterd.service.records import encode
 
-db_override = click.option("--db", "database__url", metavar="URL", help="Database URL (overrides database.url).")
-model_override = click.option("--model", "model__name", metavar="NAME", help="Model name (overrides model.name).")
+db_override = click.option(
+    "--db", "database__url", metavar="URL", help="Database URL (overrides database.url)."
+)
+model_override = click.option(
+    "--model", "model__name", metavar="NAME", help="Model name (overrides model.name)."
+)
 broker_override = click.option("--bootstrap-servers", "kafka__bootstrap_servers", metavar="HOST:PORT[,…]",
                                help="Kafka brokers (overrides kafka.bootstrap_servers).")  # fmt: skip
 
@@ -38,7 +47,7 @@ broker_override = click.option("--bootstrap-servers", "kafka__bootstrap_servers"
 @click.option("--metrics-port", "observe__metrics_port", type=click.IntRange(0, 65535),
               help="Port of /metrics, /healthz, /readyz (0: off; overrides observe.metrics_port).")  # fmt: skip
 @click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
-def run_command(config_path, role, **overrides) -> None:
+def run_command(config_path: str | None, role: str, **overrides: object) -> None:
     """Score the messages topic and learn from the feedback topic until stopped.
 
     SIGTERM or Ctrl-C finishes the in-flight batches, commits them and exits 0; a second one
@@ -47,7 +56,7 @@ def run_command(config_path, role, **overrides) -> None:
     configure_logging(config.observe.log_format)
     daemon = Daemon(config, role)
 
-    def on_signal(signum, _frame) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         if daemon.stopping:
             os._exit(128 + signum)  # a second signal: at once, without cleanup
         daemon.stop()
@@ -67,22 +76,24 @@ def run_command(config_path, role, **overrides) -> None:
 @model_override
 @click.option("--dead-letter", type=click.File("w"), default="-", metavar="FILE",
               help="Where records that cannot be decided go, as dead-letter JSON lines (default: stderr).")  # fmt: skip
-def score_command(config_path, dead_letter, **overrides) -> None:
+def score_command(config_path: str | None, dead_letter: TextIO, **overrides: object) -> None:
     """Decide on message JSON lines from stdin; decisions as JSON lines on stdout.
 
     The daemon's scoring without a broker: the same validation, model and threshold."""
     if dead_letter.name == "<stdout>":
-        dead_letter = click.get_text_stream("stderr")
+        # Deprecated in Click 8.5, so reachable only through click's module __getattr__ (-> object).
+        dead_letter = click.get_text_stream("stderr")  # type: ignore[operator]
     config = load_config(config_path, **overrides)
     configure_logging(config.observe.log_format)
-    log = structlog.get_logger("filterd")
+    log: FilteringBoundLogger = structlog.get_logger("filterd")
     with store_errors():
         state = ModelState(prepare_store(config, log), config, Metrics(), Health(), log)
         state.refresh(force=True)
-    if state.decider is None:
+    decider = state.decider
+    if decider is None:
         raise click.ClickException("could not load the model from the store (see the log above)")
-    if state.decider.not_ready:
-        log.warning("model not ready: decisions say 'unknown'", reason=state.decider.not_ready)
+    if decider.not_ready:
+        log.warning("model not ready: decisions say 'unknown'", reason=decider.not_ready)
     out = sys.stdout.buffer
     lines = sys.stdin.buffer
     batch: list[bytes] = []
@@ -91,21 +102,25 @@ def score_command(config_path, dead_letter, **overrides) -> None:
         if line.strip():
             batch.append(line.rstrip(b"\r\n"))
         if len(batch) >= config.batches.poll_records:
-            _score_batch(state, config, batch, first_line, out, dead_letter)
+            _score_batch(decider, state.threshold, config, batch, first_line, out, dead_letter)
             first_line += len(batch)
             batch = []
     if batch:
-        _score_batch(state, config, batch, first_line, out, dead_letter)
+        _score_batch(decider, state.threshold, config, batch, first_line, out, dead_letter)
 
 
-def _score_batch(state, config, batch, first_line, out, dead_letter) -> None:
-    result = decide_payloads(state.decider, state.threshold, batch, config.limits.max_bytes)
+def _score_batch(decider: Decider, threshold: ThresholdSetting, config: Config, batch: list[bytes],
+                 first_line: int, out: BinaryIO, dead_letter: TextIO) -> None:  # fmt: skip
+    result = decide_payloads(decider, threshold, batch, config.limits.max_bytes)
     for decision in result.decisions:
         out.write(encode(decision) + b"\n")
     out.flush()
     for i, reason, error in result.failures:
         record = _StdinRecord(batch[i], first_line + i)
-        dead_letter.write(encode(dead_letter_of(record, reason, error, config.dead_letter.payload_bytes)).decode() + "\n")
+        dead_letter.write(
+            encode(dead_letter_of(record, reason, error, config.dead_letter.payload_bytes)).decode()
+            + "\n"
+        )
 
 
 class _StdinRecord:
@@ -127,13 +142,22 @@ def topics() -> None:
 @broker_override
 @click.option("--partitions", type=click.IntRange(1), default=4, show_default=True)
 @click.option("--replication-factor", type=click.IntRange(1), default=1, show_default=True)
-def topics_create(config_path, partitions, replication_factor, **overrides) -> None:
+def topics_create(
+    config_path: str | None, partitions: int, replication_factor: int, **overrides: object
+) -> None:
     """Create the configured topics that do not exist yet."""
     config = load_config(config_path, **overrides)
-    names = [config.topics.messages, config.topics.decisions, config.topics.feedback, config.topics.dead_letter]
+    names = [
+        config.topics.messages,
+        config.topics.decisions,
+        config.topics.feedback,
+        config.topics.dead_letter,
+    ]
     try:
         created = create_topics(config.kafka, names, partitions, replication_factor)
     except KafkaError as error:
-        raise click.ClickException(f"cannot create topics on {config.kafka['bootstrap_servers']}: {error!r}") from None
+        raise click.ClickException(
+            f"cannot create topics on {config.kafka['bootstrap_servers']}: {error!r}"
+        ) from None
     for name in names:
         click.echo(f"{name}: {'created' if name in created else 'exists'}")

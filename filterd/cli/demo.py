@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 import click
@@ -75,11 +76,15 @@ def render(s: Snapshot) -> list[str]:
     kept = f"{_others(s)} kept"
     lines = [
         f"filterd demo · {s.elapsed:.1f} s · {s.source}",
-        (f"messages   sent {s.sent:,} of {s.total:,} · decided {s.decided:,} · "
-         f"dead-lettered {s.dead_lettered:,} · {rates}"),
+        (
+            f"messages   sent {s.sent:,} of {s.total:,} · decided {s.decided:,} · "
+            f"dead-lettered {s.dead_lettered:,} · {rates}"
+        ),
         f"decisions  {labels}",
-        (f"ranking    AUC {_num(q.auc)} · {kept} {_pct(q.spec_at_recall)} at {s.target} recall "
-         f"{s.target_recall:.4g} (τ in hindsight) · over {q.n_ready:,} ready decisions"),
+        (
+            f"ranking    AUC {_num(q.auc)} · {kept} {_pct(q.spec_at_recall)} at {s.target} recall "
+            f"{s.target_recall:.4g} (τ in hindsight) · over {q.n_ready:,} ready decisions"
+        ),
     ]
     if q.n_thresholded:
         lines.append(f"at τ       {s.target} caught {_pct(q.recall_at_tau)} · {kept} "
@@ -186,10 +191,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def interrupt(_signum, _frame) -> None:
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGTERM, signal.SIGINT)}
+    previous = {
+        signum: signal.signal(signum, interrupt) for signum in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         yield
     finally:
@@ -198,38 +205,112 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 @click.command(name="demo")
-@click.option("--messages", type=click.IntRange(1), metavar="N",
-              help="Messages to replay (default: 20,000 synthetic; with --corpus, all of it).")
-@click.option("--spam-share", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.15, show_default=True, help="Share of spam in the synthetic stream.")
+@click.option(
+    "--messages",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Messages to replay (default: 20,000 synthetic; with --corpus, all of it).",
+)
+@click.option(
+    "--spam-share",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.15,
+    show_default=True,
+    help="Share of spam in the synthetic stream.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Of the synthetic stream.")
-@click.option("--corpus", type=click.Path(dir_okay=True, path_type=Path), metavar="PATH",
-              help="Replay a labelled corpus (JSON Lines, e.g. ../shared/corpora/sms-spam/"
-                   "messages.jsonl.gz) in its order instead of a synthetic stream.")
-@click.option("--rate", type=click.FloatRange(0), default=400.0, show_default=True,
-              help="Messages per second (0: as fast as possible).")
-@click.option("--feedback-delay", type=click.IntRange(0), default=300, show_default=True,
-              metavar="N", help="The label of message i is sent after message i+N.")
-@click.option("--target", default="spam", show_default=True,
-              help="The class the threshold is calibrated for.")
-@click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=0.99,
-              show_default=True,
-              help="Recall the threshold is calibrated for; it needs 1/(1-R) target messages "
-                   "in the holdout (10 % of the labels): the SMS corpus has 83, so use 0.98.")
-@click.option("--recalibrate-every", type=click.IntRange(1), default=1000, show_default=True,
-              metavar="K", help="Recalibrate after every K feedback records applied.")
-@click.option("--variant", help="Model variant (overrides model.variant; default: the configuration's, robinson_fisher).")
-@click.option("--select", help="Feature selection (overrides model.select; default: the configuration's).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="A filterd.toml for other settings (model, limits, batches); the demo sets "
-                   "the broker, the store and the intervals itself.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Keep the store and the logs here (default: a temporary directory, removed).")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Serve the daemon's /metrics, /healthz and /readyz on this port (0: off).")
-@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=60.0,
-              show_default=True, help="Seconds to wait for the last decisions after the replay.")
-def demo_command(workdir: Path | None, **settings) -> None:
+@click.option(
+    "--corpus",
+    type=click.Path(dir_okay=True, path_type=Path),
+    metavar="PATH",
+    help="Replay a labelled corpus (JSON Lines, e.g. ../shared/corpora/sms-spam/"
+    "messages.jsonl.gz) in its order instead of a synthetic stream.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(0),
+    default=400.0,
+    show_default=True,
+    help="Messages per second (0: as fast as possible).",
+)
+@click.option(
+    "--feedback-delay",
+    type=click.IntRange(0),
+    default=300,
+    show_default=True,
+    metavar="N",
+    help="The label of message i is sent after message i+N.",
+)
+@click.option(
+    "--target", default="spam", show_default=True, help="The class the threshold is calibrated for."
+)
+@click.option(
+    "--target-recall",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.99,
+    show_default=True,
+    help="Recall the threshold is calibrated for; it needs 1/(1-R) target messages "
+    "in the holdout (10 % of the labels): the SMS corpus has too few spam for 0.99, so use 0.98.",
+)
+@click.option(
+    "--recalibrate-every",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    metavar="K",
+    help="Recalibrate after every K feedback records applied.",
+)
+@click.option(
+    "--variant",
+    help="Model variant (overrides model.variant; default: the configuration's, robinson_fisher).",
+)
+@click.option(
+    "--select", help="Feature selection (overrides model.select; default: the configuration's)."
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A filterd.toml for other settings (model, limits, batches); the demo sets "
+    "the broker, the store and the intervals itself.",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Keep the store and the logs here (default: a temporary directory, removed).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Serve the daemon's /metrics, /healthz and /readyz on this port (0: off).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the last decisions after the replay.",
+)
+def demo_command(
+    workdir: Path | None,
+    messages: int | None,
+    spam_share: float,
+    seed: int,
+    corpus: Path | None,
+    rate: float,
+    feedback_delay: int,
+    target: str,
+    target_recall: float,
+    recalibrate_every: int,
+    variant: str | None,
+    select: str | None,
+    config_path: Path | None,
+    metrics_port: int,
+    timeout: float,
+) -> None:
     """Run broker, store and daemon locally and replay a labelled stream through them.
 
     A local Kafka-protocol broker (Tansu, memory storage), a SQLite store, the daemon (scorer
@@ -237,18 +318,23 @@ def demo_command(workdir: Path | None, **settings) -> None:
     holdout, and a live summary: decisions per second, AUC and specificity at the target recall
     so far, the threshold in force. Ctrl-C stops everything cleanly (exit status 130)."""
     context = click.get_current_context()
-    if settings["corpus"] is not None:
+    if corpus is not None:
         for name in ("spam_share", "seed"):
             if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
                 raise click.UsageError(f"--{name.replace('_', '-')} is for the synthetic stream, "
                                        "not --corpus")  # fmt: skip
     temporary = workdir is None
-    directory = Path(tempfile.mkdtemp(prefix="filterd-demo-")) if temporary else workdir.resolve()
+    directory = (
+        workdir.resolve() if workdir is not None else Path(tempfile.mkdtemp(prefix="filterd-demo-"))
+    )
     out = sys.stdout
     screen = Screen(out, live=out.isatty())
     try:
         # Every check that can fail fast does, before a broker or a daemon is started.
-        options = DemoOptions(**settings)
+        options = DemoOptions(messages=messages, spam_share=spam_share, seed=seed, corpus=corpus, rate=rate,
+                              feedback_delay=feedback_delay, target=target, target_recall=target_recall,
+                              recalibrate_every=recalibrate_every, timeout=timeout, variant=variant,
+                              select=select, config_path=config_path, metrics_port=metrics_port)  # fmt: skip
         check_workdir(directory)
         items, source = labelled_stream(options)
         demo = Demo(options, directory, items, source, on_tick=screen.tick, on_event=screen.event)
@@ -256,12 +342,15 @@ def demo_command(workdir: Path | None, **settings) -> None:
         if temporary:
             shutil.rmtree(directory, ignore_errors=True)
         raise click.ClickException(str(error)) from None
-    click.echo(f"filterd demo: {source}"
-               + (f" ({options.corpus.resolve()})" if options.corpus else ""))
+    click.echo(
+        f"filterd demo: {source}" + (f" ({options.corpus.resolve()})" if options.corpus else "")
+    )
     click.echo(f"  broker {demo.broker.bootstrap_servers} (Tansu, memory storage) · store "
                f"sqlite:///{directory / DB_FILE}")  # fmt: skip
-    click.echo(f"  logs {directory / DAEMON_LOG}, {directory / BROKER_LOG}"
-               + (" (temporary: removed at exit; --workdir DIR keeps them)" if temporary else ""))
+    click.echo(
+        f"  logs {directory / DAEMON_LOG}, {directory / BROKER_LOG}"
+        + (" (temporary: removed at exit; --workdir DIR keeps them)" if temporary else "")
+    )
     try:
         with _sigterm_as_interrupt():
             outcome = demo.run()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -14,43 +15,77 @@ from filterd.cli.common import model_specs, read_records
 from filterd.evaluation.corpus import Record, to_records, write_corpus
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.evaluation.tuning import grid_search, tune_unb_lambda
+from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda
 from filterd.tokenize import Tokenizer, TokenizerConfig
 
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar  # what click.progressbar returns
+
 DEMO_MESSAGES = 5000
+T = TypeVar("T")
 
 
 @click.command(name="evaluate")
 @click.argument("corpus", required=False, type=click.Path(dir_okay=True))
-@click.option("--demo", is_flag=True, help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.")
-@click.option("--variant", "variants", multiple=True, metavar="NAME[+sow]",
-              help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
-                   "+sow for set-of-words mode. Repeat for a table. Default: robinson_fisher s=0.025 x=0.52.")
-@click.option("--param", "params", multiple=True, metavar="[VARIANT.]KEY=VALUE",
-              help="Estimator parameter, e.g. alpha=0.1, pcn.A=min, unb.lam=1e-5. Repeatable.")
-@click.option("--select", "selections", multiple=True, metavar="SPEC",
-              help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. "
-                   "Default: none with --variant, else local:1000000:alo:0.18 (the default model's).")
-@click.option("--protocol", type=click.Choice(["split", "online"]), default="split", show_default=True,
-              help="split: train/test; online: TREC immediate-feedback replay in `order`.")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help=f"Evaluate on a synthetic corpus of {DEMO_MESSAGES} messages made on the fly.",
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME[+sow]",
+    help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
+    "+sow for set-of-words mode. Repeat for a table. Default: robinson_fisher s=0.025 x=0.52.",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="[VARIANT.]KEY=VALUE",
+    help="Estimator parameter, e.g. alpha=0.1, pcn.A=min, unb.lam=1e-5. Repeatable.",
+)
+@click.option(
+    "--select",
+    "selections",
+    multiple=True,
+    metavar="SPEC",
+    help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. "
+    "Default: none with --variant, else local:1000000:alo:0.18 (the default model's).",
+)
+@click.option(
+    "--protocol",
+    type=click.Choice(["split", "online"]),
+    default="split",
+    show_default=True,
+    help="split: train/test; online: TREC immediate-feedback replay in `order`.",
+)
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @click.option("--bigrams", is_flag=True, help="Also use word bigrams.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
-def evaluate_command(corpus, demo, variants, params, selections, protocol, target, bigrams, as_json) -> None:  # fmt: skip
+def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], params: tuple[str, ...],
+                     selections: tuple[str, ...], protocol: str, target: str | None, bigrams: bool,
+                     as_json: bool) -> None:  # fmt: skip
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding messages.jsonl[.gz];
     see shared/corpora/README.md)."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     specs = model_specs(variants, params, selections)
-    records = _demo_records() if demo else read_records(corpus)
+    records = _demo_records() if corpus is None else read_records(corpus)
     tokenizer = Tokenizer(TokenizerConfig(bigrams=bigrams))
     with _progress(records, "tokenizing") as bar:
         tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
     rows = []
     for spec in specs:
         try:
-            with _progress(range(len(records)), f"{spec} {protocol}", enabled=protocol == "online") as bar:
-                result = evaluate(tokenized, spec, protocol, target, progress=lambda it: _follow(it, bar))
+            with _progress(
+                range(len(records)), f"{spec} {protocol}", enabled=protocol == "online"
+            ) as bar:
+                result = evaluate(
+                    tokenized, spec, protocol, target, progress=lambda it: _follow(it, bar)
+                )
         except ValueError as error:
             raise click.ClickException(str(error)) from None
         rows.append(result)
@@ -63,41 +98,74 @@ def evaluate_command(corpus, demo, variants, params, selections, protocol, targe
 @click.command(name="tune")
 @click.argument("corpus", required=False, type=click.Path(dir_okay=True))
 @click.option("--demo", is_flag=True, help="Tune on the synthetic demo corpus.")
-@click.option("--variant", metavar="NAME[+sow]", help="Default: robinson_fisher with the default parameters and selection.")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fixed estimator parameters.")
-@click.option("--select", "selection", metavar="SPEC", help="Default: none with --variant, else the default selection.")
-@click.option("--grid", "grids", multiple=True, metavar="KEY=V1,V2,...",
-              help="Values to try: estimator parameters or select (e.g. alpha=0.01,0.1,1 or "
-                   "select=local:4:alo,local:8:or). Without --grid, unb tunes its per-class λ by differential evolution.")
-@click.option("--objective", type=click.Choice(["auc", "spec_at_full_recall", "macro_f1"]), default=None,
-              help="What to maximize on the validation share (default: macro_f1 for λ and multi-class, else auc).")
+@click.option(
+    "--variant",
+    metavar="NAME[+sow]",
+    help="Default: robinson_fisher with the default parameters and selection.",
+)
+@click.option(
+    "--param", "params", multiple=True, metavar="KEY=VALUE", help="Fixed estimator parameters."
+)
+@click.option(
+    "--select",
+    "selection",
+    metavar="SPEC",
+    help="Default: none with --variant, else the default selection.",
+)
+@click.option(
+    "--grid",
+    "grids",
+    multiple=True,
+    metavar="KEY=V1,V2,...",
+    help="Values to try: estimator parameters or select (e.g. alpha=0.01,0.1,1 or "
+    "select=local:4:alo,local:8:or). Without --grid, unb tunes its per-class λ by differential evolution.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["auc", "spec_at_full_recall", "macro_f1"]),
+    default=None,
+    help="What to maximize on the validation share (default: macro_f1 for λ and multi-class, else auc).",
+)
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @click.option("--json", "as_json", is_flag=True)
-def tune_command(corpus, demo, variant, params, selection, grids, objective, target, as_json) -> None:  # fmt: skip
+def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tuple[str, ...],
+                 selection: str | None, grids: tuple[str, ...], objective: Objective | None,
+                 target: str | None, as_json: bool) -> None:  # fmt: skip
     """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())
-    grid = {}
+    grid: dict[str, Sequence[object]] = {}
     for item in grids:
         key, sep, values = item.partition("=")
         if not sep or not values:
             raise click.BadParameter(f"{item!r} is not KEY=V1,V2,...", param_hint="--grid")
-        grid[key] = values.split(",") if key == "select" else [_grid_value(spec.variant, key, v) for v in values.split(",")]
+        grid[key] = (
+            values.split(",")
+            if key == "select"
+            else [_grid_value(spec.variant, key, v) for v in values.split(",")]
+        )
     if not grid and spec.variant != "unb":
-        raise click.UsageError("give at least one --grid (only unb has a default search: its per-class λ)")
-    records = _demo_records() if demo else read_records(corpus)
+        raise click.UsageError(
+            "give at least one --grid (only unb has a default search: its per-class λ)"
+        )
+    records = _demo_records() if corpus is None else read_records(corpus)
     tokenized = Corpus.tokenize(records, Tokenizer())
     try:
         stats, batch, truth, target = validation_split(tokenized, target)
-        chosen_objective = objective or ("macro_f1" if target is None or not grid else "auc")
+        chosen_objective: Objective = objective or (
+            "macro_f1" if target is None or not grid else "auc"
+        )
         if grid:
             tuned = grid_search(stats, batch, truth, spec, grid, chosen_objective, target)
         else:
             if chosen_objective != "macro_f1":
                 raise click.UsageError("unb's λ search maximizes macro_f1 (Kikuchi & Ozono)")
             tuned = tune_unb_lambda(stats, batch, truth, spec, target)
-        before, after = evaluate(tokenized, spec, "split", target), evaluate(tokenized, tuned.spec, "split", target)
+        before, after = (
+            evaluate(tokenized, spec, "split", target),
+            evaluate(tokenized, tuned.spec, "split", target),
+        )
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     if as_json:
@@ -106,12 +174,12 @@ def tune_command(corpus, demo, variant, params, selection, grids, objective, tar
                               default=str))  # fmt: skip
         return
     for candidate, value in tuned.tried:
-        click.echo(f"  {str(candidate):40s} validation {chosen_objective} {value:.4f}")
+        click.echo(f"  {candidate!s:40s} validation {chosen_objective} {value:.4f}")
     click.echo(f"best: {tuned.spec} (validation {chosen_objective} {tuned.value:.4f})\n")
     click.echo(format_table([before, after]))
 
 
-def _grid_value(variant: str, key: str, text: str):
+def _grid_value(variant: str, key: str, text: str) -> object:
     try:
         return parse_params(variant, {key: text})[key]
     except ValueError as error:
@@ -120,11 +188,13 @@ def _grid_value(variant: str, key: str, text: str):
 
 @click.command(name="synth")
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
-@click.option("--messages", "n_messages", type=click.IntRange(min=1), default=DEMO_MESSAGES, show_default=True)
+@click.option(
+    "--messages", "n_messages", type=click.IntRange(min=1), default=DEMO_MESSAGES, show_default=True
+)
 @click.option("--spam-share", type=click.FloatRange(0.001, 0.999), default=0.15, show_default=True)
 @click.option("--drift", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def synth_command(path, n_messages, spam_share, drift, seed) -> None:
+def synth_command(path: str, n_messages: int, spam_share: float, drift: float, seed: int) -> None:
     """Write a synthetic labelled corpus to PATH (.jsonl or .jsonl.gz)."""
     config = SynthConfig(n_messages=n_messages, class_priors={"ham": 1 - spam_share, "spam": spam_share},
                          drift=drift, seed=seed)  # fmt: skip
@@ -139,12 +209,12 @@ def _demo_records() -> list[Record]:
     return to_records(generate(SynthConfig(n_messages=DEMO_MESSAGES)))
 
 
-def _progress(items: Sequence, label: str, enabled: bool = True):
+def _progress(items: Sequence[T], label: str, enabled: bool = True) -> ProgressBar[T]:
     """A progress bar on stderr (silent when disabled or when stderr is not a terminal)."""
     return click.progressbar(items, label=label, file=sys.stderr if enabled else io.StringIO())
 
 
-def _follow(items: Iterable, bar) -> Iterable:
+def _follow(items: Iterable[T], bar: ProgressBar[int]) -> Iterator[T]:
     for item in items:
         bar.update(1)
         yield item
@@ -164,7 +234,9 @@ def format_table(rows: Sequence[Evaluation]) -> str:
     cells = [[title for _, title, _ in COLUMNS]]
     for row in rows:
         values = row.as_dict()
-        cells.append(["-" if values[key] is None else fmt.format(values[key]) for key, _, fmt in COLUMNS])
+        cells.append(
+            ["-" if values[key] is None else fmt.format(values[key]) for key, _, fmt in COLUMNS]
+        )
     widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(c.rjust(w) if i > 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
                      for r in cells)  # fmt: skip

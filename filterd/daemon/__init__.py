@@ -20,12 +20,11 @@ import time
 import structlog
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from structlog.typing import FilteringBoundLogger
 
-from filterd.bayes.estimators import parse_params
-from filterd.bayes.model import ModelSpec
-from filterd.bayes.selection import Selection
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState, tokenizer_of
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
@@ -56,7 +55,9 @@ class Daemon:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         self.config, self.role = config, role
         self.metrics, self.health = metrics or Metrics(), health or Health()
-        self.log = structlog.get_logger("filterd").bind(model=config.model.name)
+        self.log: FilteringBoundLogger = structlog.get_logger("filterd").bind(
+            model=config.model.name
+        )
         self._stop = threading.Event()
         self._status = EXIT_OK
         self.server: ObserveServer | None = None
@@ -74,7 +75,9 @@ class Daemon:
     def run(self) -> int:
         config = self.config
         if config.observe.metrics_port:
-            self.server = ObserveServer(self.metrics, self.health, config.observe.metrics_port).start()
+            self.server = ObserveServer(
+                self.metrics, self.health, config.observe.metrics_port
+            ).start()
         self.log.info("starting", role=self.role, config=config.public(),
                       metrics_port=self.server.port if self.server else None)  # fmt: skip
         self.metrics.not_ready.set(1)
@@ -96,19 +99,23 @@ class Daemon:
         self.log.info("stopped", exit_status=self._status)
         return self._status
 
-    def _loops(self, engine: Engine) -> list:
+    def _loops(self, engine: Engine) -> list[Loop]:
         config = self.config
-        recent = RecentMessages(config.recent.max_messages, config.recent.max_bytes, config.recent.ttl_seconds)
+        recent = RecentMessages(
+            config.recent.max_messages, config.recent.max_bytes, config.recent.ttl_seconds
+        )
 
-        def common(topic: str, group: str, max_records: int) -> dict:
+        def common(topic: str, group: str, max_records: int) -> LoopSettings:
             d = config.dead_letter
-            return dict(kafka=config.kafka, topic=topic, group=group, max_records=max_records,
-                        publisher=Publisher(config.kafka), guard=DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
-                        dead_letter_topic=config.topics.dead_letter, payload_limit=d.payload_bytes,
-                        metrics=self.metrics, health=self.health, log=self.log)  # fmt: skip
+            return {"kafka": config.kafka, "topic": topic, "group": group, "max_records": max_records,
+                        "publisher": Publisher(config.kafka), "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
+                        "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
+                        "metrics": self.metrics, "health": self.health, "log": self.log}  # fmt: skip
 
-        loops = []
-        state = ModelState(engine, config, self.metrics, self.health, self.log)  # one model for both roles
+        loops: list[Loop] = []
+        state = ModelState(
+            engine, config, self.metrics, self.health, self.log
+        )  # one model for both roles
         if self.role in ("all", "scorer"):
             loops.append(Scorer(state, recent, config.topics.decisions, config.limits.max_bytes,
                                 **common(config.topics.messages, config.groups.scorer, config.batches.poll_records)))  # fmt: skip
@@ -119,14 +126,14 @@ class Daemon:
                                  **common(config.topics.feedback, config.groups.learner, config.batches.feedback)))  # fmt: skip
         return loops
 
-    def _guarded(self, loop) -> None:
+    def _guarded(self, loop: Loop) -> None:
         try:
             loop.run(self._stop)
         except DeadLetterFlood as error:
             self.log.error("dead-letter guard tripped: stopping without committing the batch", role=loop.role,
                            error=str(error))  # fmt: skip
             self._fail(EXIT_FLOOD)
-        except Exception:  # noqa: BLE001 - any failure of one loop must stop the process, loudly
+        except Exception:
             self.log.exception("loop failed", role=loop.role)
             self._fail(EXIT_FAILED)
 
@@ -143,13 +150,15 @@ class Daemon:
             except SQLAlchemyError as error:
                 detail = error_detail(error)
                 self.health.set_ready("model store", False, detail)
-                self.log.warning("store unreachable at start-up, retrying", error=detail, retry_seconds=delay)
+                self.log.warning(
+                    "store unreachable at start-up, retrying", error=detail, retry_seconds=delay
+                )
                 self._stop.wait(delay)
                 delay = min(2 * delay, 10.0)
         return None
 
 
-def prepare_store(config: Config, log) -> Engine:
+def prepare_store(config: Config, log: FilteringBoundLogger) -> Engine:
     """Migrate an empty database, check a used one is current, create the model if missing."""
     url = config.database.url
     revision = database.current(url)
@@ -171,14 +180,14 @@ def prepare_store(config: Config, log) -> Engine:
     engine = database.connect(url)
     m = config.model
     with engine.connect() as conn:
-        exists = conn.execute(select(ModelRow.id).where(ModelRow.name == m.name)).first() is not None
+        exists = (
+            conn.execute(select(ModelRow.id).where(ModelRow.name == m.name)).first() is not None
+        )
     if not exists:
-        spec = ModelSpec(m.variant, parse_params(m.variant, {k: str(v) for k, v in m.params.items()}),
-                         Selection.parse(m.select))
+        spec = m.spec
         try:
             create_model(engine, m.name, spec)
             log.info("model created", spec=str(spec))
         except IntegrityError:
             pass  # another daemon created it a moment ago
     return engine
-

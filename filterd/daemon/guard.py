@@ -17,7 +17,9 @@ class DeadLetterFlood(RuntimeError):
 
 
 class DeadLetterGuard:
-    def __init__(self, max_ratio: float = 0.5, window: int = 1000, max_consecutive: int = 1000) -> None:
+    def __init__(
+        self, max_ratio: float = 0.5, window: int = 1000, max_consecutive: int = 1000
+    ) -> None:
         self.max_ratio, self.window, self.max_consecutive = max_ratio, window, max_consecutive
         self._recent: deque[bool] = deque(maxlen=window)
         self._dead_in_window = 0

@@ -9,10 +9,12 @@ after a back-off, and its offsets are not committed until it has been applied.
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from filterd.daemon.loop import Loop, Retry
+from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import accepted_tokens
@@ -33,11 +35,16 @@ class Learner(Loop):
     consumer_defaults = LEARNER_CONSUMER_DEFAULTS
 
     def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages, monitor: Monitor,
-                 labels: list[str], holdout_fraction: float, max_bytes: int, **loop) -> None:  # fmt: skip
+                 labels: list[str], holdout_fraction: float, max_bytes: int,
+                 **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
         super().__init__(**loop)
         self.engine, self.model, self.tokenizer, self.recent = engine, model, tokenizer, recent
         self.monitor = monitor
-        self.labels, self.holdout_fraction, self.max_bytes = set(labels), holdout_fraction, max_bytes
+        self.labels, self.holdout_fraction, self.max_bytes = (
+            set(labels),
+            holdout_fraction,
+            max_bytes,
+        )
 
     def process(self, batch: Batch) -> dict[str, int]:
         items, failures, dead = [], [], []
@@ -62,8 +69,8 @@ class Learner(Loop):
             raise Retry(f"store unavailable: {detail}") from None
         self.health.set_ready("feedback store", True)
         self.monitor.record(scored)
-        for record, reason, error in failures:
-            self.dead_letter(record, reason, error)
+        for record, reason, message in failures:
+            self.dead_letter(record, reason, message)
         self.flush()
         counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
         for key, value in counts.items():
@@ -82,8 +89,11 @@ class Learner(Loop):
         if feedback.has_message:
             tokens = accepted_tokens(self.tokenizer, feedback.message_id, feedback)
         else:
-            tokens = self.recent.get(feedback.message_id)
-            if tokens is None:
+            recent = self.recent.get(feedback.message_id)
+            if recent is None:
                 raise RecordError("unknown_message", f"feedback for message {feedback.message_id!r} carries no "
                                   "text, and no message with this id was scored recently by this process")  # fmt: skip
-        return learning.LabelledTokens(feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts)
+            tokens = recent
+        return learning.LabelledTokens(
+            feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts
+        )

@@ -7,6 +7,7 @@ gauge says for how long, and readiness turns false until a sync succeeds again.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import threading
@@ -15,6 +16,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
+from structlog.typing import FilteringBoundLogger
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
@@ -37,9 +39,16 @@ def tokenizer_of(config: Config) -> Tokenizer:
 
 
 class ModelState:
-    def __init__(self, engine: Engine, config: Config, metrics: Metrics, health: Health, log,
+    def __init__(self, engine: Engine, config: Config, metrics: Metrics, health: Health,
+                 log: FilteringBoundLogger,
                  clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
-        self.engine, self.config, self.metrics, self.health, self.log = engine, config, metrics, health, log
+        self.engine, self.config, self.metrics, self.health, self.log = (
+            engine,
+            config,
+            metrics,
+            health,
+            log,
+        )
         self.clock = clock
         self.decider: Decider | None = None
         self.threshold = ThresholdSetting(target_recall=config.decision.target_recall)
@@ -59,10 +68,14 @@ class ModelState:
         now = self.clock()
         intervals = self.config.intervals
         with self._lock:
-            if force or now - self._last_attempt >= (intervals.sync_seconds if self.loaded else 1.0):
+            if force or now - self._last_attempt >= (
+                intervals.sync_seconds if self.loaded else 1.0
+            ):
                 self._last_attempt = now
                 self._guarded("sync", self._sync)
-            if self.loaded and (force or now - self._last_threshold >= intervals.threshold_reload_seconds):
+            if self.loaded and (
+                force or now - self._last_threshold >= intervals.threshold_reload_seconds
+            ):
                 self._last_threshold = now
                 self._guarded("threshold", self._reload_threshold)
             self.metrics.model_staleness.set(max(0.0, self.clock() - self._synced_at))
@@ -104,11 +117,15 @@ class ModelState:
 
     def _spec(self) -> ModelSpec:
         with self.engine.connect() as conn:
-            spec = conn.execute(select(ModelRow.spec).where(ModelRow.name == self.config.model.name)).scalar_one()
+            spec = conn.execute(
+                select(ModelRow.spec).where(ModelRow.name == self.config.model.name)
+            ).scalar_one()
         return spec_from_json(spec)
 
     def _reload_threshold(self) -> None:
-        found = latest_threshold(self.engine, self.config.model.name, self.config.decision.target_class)
+        found = latest_threshold(
+            self.engine, self.config.model.name, self.config.decision.target_class
+        )
         if found is None or found.version == self.threshold.version:
             return
         self.threshold = ThresholdSetting(found.tau, found.version, found.target_recall)
@@ -117,21 +134,19 @@ class ModelState:
                       target_recall=found.target_recall)  # fmt: skip
 
 
-# The scorer allocates ~100 objects a message and keeps few: with CPython's default young
-# threshold (700) it ran 2,204 young, 200 middle and 18 full collections for 100,000 SMS
-# messages, 0.86 s of its 12.9 s of CPU; with 10,000, 50 and 2 (0.25 s), each young one ~4 ms.
+# The scorer allocates many objects a message and keeps few: with CPython's default young
+# threshold (700) the collector runs often, finds little to free, and its collections take a
+# noticeable share of the scorer's CPU; with these thresholds it runs far less often.
 GC_THRESHOLD = (10_000, 20, 20)
 
 
 def _settle_after_load() -> None:
     """After the first full load: move the objects alive now (clients, modules, the model) out
-    of the garbage collector's sight — a full collection over them paused scoring for ~90 ms,
-    the tail of the decision latency — collect less often (GC_THRESHOLD), and give the heap
-    freed by the load back to the system (glibc keeps it otherwise: ~100 MB for a
-    1,000,000-token model; no-op without glibc)."""
+    of the garbage collector's sight — a full collection over them pauses scoring, and sets the
+    tail of the decision latency — collect less often (GC_THRESHOLD), and give the heap freed by
+    the load back to the system (glibc keeps it otherwise, much of it for a large model; no-op
+    without glibc)."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

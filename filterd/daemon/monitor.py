@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from structlog.typing import FilteringBoundLogger
 
 from filterd.bayes.features import encode
 from filterd.daemon.model_state import ModelState
@@ -38,7 +39,8 @@ TRIM_EVERY = 10  # batches between trims of the prequential table to drift.windo
 
 
 class Monitor:
-    def __init__(self, engine: Engine, config: Config, state: ModelState, metrics: Metrics, log,
+    def __init__(self, engine: Engine, config: Config, state: ModelState, metrics: Metrics,
+                 log: FilteringBoundLogger,
                  clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.engine, self.config, self.state, self.metrics = engine, config, state, metrics
         self.log = log.bind(role="learner")
@@ -50,11 +52,16 @@ class Monitor:
     def score(self, items: Sequence[learning.LabelledTokens]) -> list[Scored]:
         """The current model's scores of feedback about to be learned ([] before it is ready)."""
         decider = self.state.decider
-        model = decider.model if decider is not None else None
-        if model is None or not items:
+        if decider is None or not items:
+            return []
+        model = decider.model
+        if model is None:
             return []
         scores = decision_scores(model, encode([item.tokens for item in items], model.hasher))
-        return [Scored(item.message_id, item.label, float(s), decider.model_version) for item, s in zip(items, scores)]
+        return [
+            Scored(item.message_id, item.label, float(s), decider.model_version)
+            for item, s in zip(items, scores)
+        ]
 
     def record(self, scored: Sequence[Scored]) -> None:
         self._recorded += 1
@@ -77,7 +84,9 @@ class Monitor:
 
     def _report(self) -> None:
         try:
-            report = drift_report(self.engine, self.config.model.name, self.target, self.config.drift.window)
+            report = drift_report(
+                self.engine, self.config.model.name, self.target, self.config.drift.window
+            )
         except SQLAlchemyError as error:
             self.log.warning("drift report failed", error=error_detail(error))
             return
@@ -87,7 +96,11 @@ class Monitor:
         self.metrics.rolling_count.set(report.n)
         target = report.target_recall or self.config.decision.target_recall
         drift = self.config.drift
-        if report.recall is not None and report.n_pos >= drift.min_positives and report.recall < target - drift.recall_margin:
+        if (
+            report.recall is not None
+            and report.n_pos >= drift.min_positives
+            and report.recall < target - drift.recall_margin
+        ):
             self.log.warning("rolling recall below the target", recall=round(report.recall, 4), target_recall=target,
                              positives=report.n_pos, auc=report.auc, threshold_version=report.threshold_version)  # fmt: skip
 
@@ -95,7 +108,9 @@ class Monitor:
         c = self.config.calibration
         try:
             latest = latest_threshold(self.engine, self.config.model.name, self.target)
-            age = (datetime.now(timezone.utc) - latest.created_at).total_seconds() if latest else float("inf")
+            age = (
+                (datetime.now(UTC) - latest.created_at).total_seconds() if latest else float("inf")
+            )
             if age < every:
                 return
             report = calibrate_model(self.engine, self.config.model.name, self.target, self.config.decision.target_recall,

@@ -1,8 +1,8 @@
 """Messages scored recently, by id, so that feedback may name a message without repeating it.
 
 Bounded three ways: number of messages, bytes of tokens, and age. Tokens are kept joined by
-NUL (which no token holds) — one string per message instead of a list of strings, a tenth
-of the memory.
+NUL (which no token holds): one string per message takes far less memory than a list of
+strings.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Unpack
 
-from filterd.daemon.loop import Loop, Retry
+from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
 from filterd.kafka.consumer import Batch
@@ -36,7 +37,9 @@ def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> 
     result = tokenizer(message_fields(content))
     for flag, reason in REJECTED_FLAGS.items():
         if flag in result.flags:
-            raise RecordError(reason, f"message {message_id!r}: tokenizer flags {sorted(result.flags)}")
+            raise RecordError(
+                reason, f"message {message_id!r}: tokenizer flags {sorted(result.flags)}"
+            )
     return result.tokens
 
 
@@ -44,7 +47,7 @@ class Scorer(Loop):
     role = "scorer"
 
     def __init__(self, state: ModelState, recent: RecentMessages, decisions_topic: str, max_bytes: int,
-                 **loop) -> None:  # fmt: skip
+                 **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
         super().__init__(**loop)
         self.state, self.recent = state, recent
         self.decisions_topic, self.max_bytes = decisions_topic, max_bytes
@@ -56,15 +59,21 @@ class Scorer(Loop):
         decider = self.state.decider
         if decider is None:
             raise Retry("no model loaded from the store yet")
-        result = decide_payloads(decider, self.state.threshold, [r.value for r in batch.records], self.max_bytes)
+        result = decide_payloads(
+            decider, self.state.threshold, [r.value for r in batch.records], self.max_bytes
+        )
         self.guard.check(result.dead)
-        self.publisher.send_keyed(self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions])
+        self.publisher.send_keyed(
+            self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]
+        )
         for i, reason, error in result.failures:
             self.dead_letter(batch.records[i], reason, error)
         # before the flush: once a decision is out, feedback naming its message may follow at once
         self.recent.put([d.message_id for d in result.decisions], result.tokens)
         self.flush()
-        self.metrics.decision_latency.observe(time.monotonic() - batch.polled_at, len(result.decisions))
+        self.metrics.decision_latency.observe(
+            time.monotonic() - batch.polled_at, len(result.decisions)
+        )
         for label, count in Counter(d.label for d in result.decisions).items():
             self.metrics.decisions.labels(label=label).inc(count)
         self.metrics.messages.labels(outcome="decided").inc(len(result.decisions))

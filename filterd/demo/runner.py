@@ -8,8 +8,8 @@ What `run` does, in order: start a local Kafka-protocol broker (`LocalBroker`, T
 storage; its output in WORKDIR/broker.log); create the topics; start the daemon (`Daemon`, role
 "all", store `sqlite:///WORKDIR/filterd.db`, its logs in WORKDIR/daemon.log) in a thread; send
 the first message and wait for its decision, then its label and wait until the learner has
-applied it (each of the daemon's consumer-group joins takes 3 s or more on Tansu; the replay
-clock starts after them); replay the rest of the labelled stream as
+applied it (each of the daemon's consumer-group joins waits about half the session timeout on
+Tansu; the replay clock starts after them); replay the rest of the labelled stream as
 messages at `rate` per second, plus each message's label as feedback by id once
 `feedback_delay` later messages have been sent; read the decisions and dead-letter topics and
 compare the decisions with the true labels (`Scoreboard`); recalibrate the threshold every
@@ -40,11 +40,13 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 import numpy as np
 import structlog
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from prometheus_client import CollectorRegistry
 from sqlalchemy.exc import SQLAlchemyError
 
 from filterd.daemon import Daemon
@@ -64,13 +66,16 @@ from filterd.store import database
 from filterd.store.learning import UnknownModel
 
 DB_FILE, DAEMON_LOG, BROKER_LOG = "filterd.db", "daemon.log", "broker.log"
-# Tansu makes a consumer-group join wait about session_timeout_ms / 2: ~3 s with these
-# instead of ~23 s with kafka-python's defaults (filterd.demo.broker, measured).
+# Tansu makes a consumer-group join wait about session_timeout_ms / 2 (filterd.demo.broker): a
+# short session timeout keeps the daemon's joins short, where kafka-python's defaults would not.
 FAST_GROUPS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
                "max_poll_interval_ms": 10000}  # fmt: skip
 CREATED_BY = "filterd demo"
 BROKER_STOP_SECONDS = 2.0  # then SIGKILL
 SEND_CHUNK = 1000  # messages sent between two looks at feedback and the clock, at full speed
+# A decision or a dead letter read back, as JSON decoding gives it: the values are whatever the
+# record held (the daemon writes them; the demo reads only what it compares).
+JsonObject = dict[str, Any]
 
 
 class DemoError(RuntimeError):
@@ -79,7 +84,7 @@ class DemoError(RuntimeError):
 
 @dataclass(frozen=True)
 class DemoOptions:
-    """What to replay and how; the defaults finish in about a minute on 2 cores."""
+    """What to replay and how; the defaults make a short run."""
 
     messages: int | None = None  # synthetic: 20,000; corpus: all of it (else its first N)
     spam_share: float = 0.15
@@ -130,9 +135,9 @@ def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
     if options.corpus is None:
         n = options.messages or 20_000
         priors = {"ham": 1.0 - options.spam_share, "spam": options.spam_share}
-        records = generate(SynthConfig(n_messages=n, class_priors=priors, seed=options.seed))
+        generated = generate(SynthConfig(n_messages=n, class_priors=priors, seed=options.seed))
         items = [Item(r["id"], r["label"], _payload(r["id"], r["text"], r["format"]))
-                 for r in records]  # fmt: skip
+                 for r in generated]  # fmt: skip
         source = (f"synthetic stream: {n:,} messages, {options.spam_share:.0%} spam, "
                   f"seed {options.seed}")  # fmt: skip
     else:
@@ -155,8 +160,9 @@ def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
         raise DemoError(f"target class {options.target!r} does not occur in the stream "
                         f"(labels: {', '.join(sorted(labels))})")  # fmt: skip
     if len(labels) < 2:
-        raise DemoError(f"the stream holds only {options.target!r} messages; "
-                        "it needs another class")
+        raise DemoError(
+            f"the stream holds only {options.target!r} messages; it needs another class"
+        )
     return items, source
 
 
@@ -198,7 +204,7 @@ def demo_config(options: DemoOptions, workdir: Path, bootstrap_servers: str) -> 
         "database.url": f"sqlite:///{workdir / DB_FILE}",
         "observe.metrics_port": options.metrics_port,
         "observe.log_format": "json",
-        # A demo lasts a minute: the scorer should see what the learner learned within a second.
+        # A demo is short: the scorer should see what the learner learned within a second.
         "intervals.sync_seconds": 1.0,
         "intervals.threshold_reload_seconds": 0.5,
         "decision.target_class": options.target,
@@ -253,7 +259,7 @@ class Scoreboard:
         self._thresholded: list[bool] = []
         self._flagged: list[bool] = []
 
-    def decision(self, record: dict) -> None:
+    def decision(self, record: JsonObject) -> None:
         message_id = record.get("message_id")
         if not isinstance(message_id, str) or message_id not in self.truth:
             return  # not ours (a topic shared with something else)
@@ -274,7 +280,7 @@ class Scoreboard:
             self._thresholded.append(record.get("threshold_version") is not None)
             self._flagged.append(label == self.target)
 
-    def dead_letter(self, record: dict, messages_topic: str) -> None:
+    def dead_letter(self, record: JsonObject, messages_topic: str) -> None:
         if record.get("source_topic") != messages_topic:
             with self._lock:
                 self.feedback_dead += 1
@@ -328,8 +334,9 @@ class Collector:
     def __init__(self, kafka: dict[str, Any], config: Config, board: Scoreboard) -> None:
         self.kafka, self.topics, self.board = kafka, config.topics, board
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="filterd-demo-collector",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="filterd-demo-collector", daemon=True
+        )
         self.error: BaseException | None = None
         settings = client_settings(kafka, KafkaConsumer)
         settings.pop("group_id", None)
@@ -343,7 +350,7 @@ class Collector:
     def _partitions(self, topic: str, timeout: float = 10.0) -> set[int]:
         deadline = time.monotonic() + timeout
         while True:
-            found = self._consumer.partitions_for_topic(topic)
+            found: set[int] | None = self._consumer.partitions_for_topic(topic)
             if found:
                 return found
             if time.monotonic() > deadline:
@@ -420,8 +427,9 @@ class Calibrator:
         self._final = threading.Event()
         self._final_done = threading.Event()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="filterd-demo-calibrator",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="filterd-demo-calibrator", daemon=True
+        )
 
     def start(self) -> Calibrator:
         self._thread.start()
@@ -468,6 +476,7 @@ class Calibrator:
             self._refused("calibration failed", repr(error))
             return
         self.written += 1
+        assert report.version is not None  # not a dry run: the version was written
         self.threshold = ThresholdInfo(report.version, report.tau, report.auc, report.n_pos,
                                        report.n_neg, report.recall, report.specificity)  # fmt: skip
         self.note = self._kind = ""
@@ -562,7 +571,7 @@ class Demo:
         self._calibrator: Calibrator | None = None
         self._producer: KafkaProducer | None = None
         self._log_file: IO[str] | None = None
-        self._saved_logging: tuple[dict, int, int] | None = None
+        self._saved_logging: tuple[dict[str, Any], int, int] | None = None
         self._started = time.monotonic()
         self._sent = 0
         self._feedback_sent = 0
@@ -799,7 +808,7 @@ class Demo:
             self._daemon_thread.join(30.0)
         if self._collector is not None:
             self._collector.stop()
-        # Tansu can take ~5 s to exit on SIGTERM while a group join it holds is pending (a stop
+        # Tansu can be slow to exit on SIGTERM while a group join it holds is pending (a stop
         # during the daemon's start-up); memory storage has nothing to flush, so do not wait.
         self.broker.stop(timeout=BROKER_STOP_SECONDS)
         if self._log_file is not None:
@@ -808,10 +817,11 @@ class Demo:
                 if getattr(handler, "stream", None) is self._log_file:
                     root.removeHandler(handler)
             self._log_file.close()
-            structlog_config, root_level, kafka_level = self._saved_logging
-            structlog.configure(**structlog_config)
-            root.setLevel(root_level)
-            logging.getLogger("kafka").setLevel(kafka_level)
+            if self._saved_logging is not None:  # saved before the log file was opened
+                structlog_config, root_level, kafka_level = self._saved_logging
+                structlog.configure(**structlog_config)
+                root.setLevel(root_level)
+                logging.getLogger("kafka").setLevel(kafka_level)
 
     # -- the figures ---------------------------------------------------------------------------
 
@@ -862,11 +872,12 @@ def _short(error: Exception) -> str:
     return rest if sep and prefix.startswith("refused for ") else text
 
 
-def _gauge(registry, name: str) -> float | None:
+def _gauge(registry: CollectorRegistry, name: str) -> float | None:
     for metric in registry.collect():
         for sample in metric.samples:
             if sample.name == name:
-                return sample.value
+                value: float = sample.value
+                return value
     return None
 
 
@@ -877,7 +888,7 @@ def _second_interrupt_exits() -> Iterator[None]:
         yield
         return
 
-    def exit_now(signum, _frame) -> None:
+    def exit_now(signum: int, _frame: FrameType | None) -> None:
         os._exit(128 + signum)
 
     previous = signal.signal(signal.SIGINT, exit_now)

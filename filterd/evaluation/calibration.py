@@ -1,4 +1,4 @@
-"""Recall-targeted thresholds on labelled holdout scores (METHODS.md, "Thresholds and evaluation").
+"""Recall-targeted thresholds on labelled holdout scores (docs/methods.md, "Thresholds and evaluation").
 
 Decision: target iff ``score >= tau``. recall(tau) = #pos with score >= tau / P,
 specificity(tau) = #neg with score < tau / N. Items tied with tau are decided target.
@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import beta
 
 from filterd.evaluation.ranking import _min_hits
@@ -98,8 +99,8 @@ def _conservative_hits(target_recall: float, n_pos: int, confidence: float) -> i
 
 
 def recall_threshold(
-    scores,
-    labels,
+    scores: npt.ArrayLike,
+    labels: npt.ArrayLike,
     target_recall: float,
     *,
     conservative: bool = False,

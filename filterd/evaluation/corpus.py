@@ -45,7 +45,7 @@ class Record:
             raise ValueError(f"record {self.id!r} has {len(self.labels)} labels, not one")
         return self.labels[0]
 
-    def message(self) -> dict:
+    def message(self) -> dict[str, str]:
         """The record as a filterd message: {"id", "text", "format"} (no label)."""
         return {"id": self.id, "text": self.text, "format": self.format}
 
@@ -53,7 +53,7 @@ class Record:
 CORPUS_FILES = ("messages.jsonl.gz", "messages.jsonl")  # a corpus folder's file (../shared/corpora)
 
 
-def corpus_file(path: str | os.PathLike) -> Path:
+def corpus_file(path: str | os.PathLike[str]) -> Path:
     """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if none)."""
     path = Path(path)
     if not path.is_dir():
@@ -64,7 +64,7 @@ def corpus_file(path: str | os.PathLike) -> Path:
     raise CorpusError(f"{path}: a folder without {' or '.join(CORPUS_FILES)}")
 
 
-def read_corpus(path: str | os.PathLike) -> list[Record]:
+def read_corpus(path: str | os.PathLike[str]) -> list[Record]:
     """All records of a .jsonl or .jsonl.gz file (gzip detected by its magic bytes), or of a
     corpus folder's file (`corpus_file`), sorted
     by `order` (ties keep file order). Empty lines are skipped.
@@ -96,16 +96,19 @@ def read_corpus(path: str | os.PathLike) -> list[Record]:
     return records
 
 
-def write_corpus(records: Iterable[Record | Mapping[str, Any]], path: str | os.PathLike) -> None:
+def write_corpus(
+    records: Iterable[Record | Mapping[str, Any]], path: str | os.PathLike[str]
+) -> None:
     """Write records (Record objects or corpus-format dicts, as given) as JSON Lines;
     gzip-compressed if the path ends in .gz, with no name and mtime 0 so equal input
     gives equal bytes."""
     path = Path(path)
     lines = (json.dumps(_as_dict(r), ensure_ascii=False) + "\n" for r in records)
     if path.suffix == ".gz":
-        with open(path, "wb") as raw, gzip.GzipFile(
-            filename="", mode="wb", fileobj=raw, mtime=0
-        ) as f:
+        with (
+            open(path, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f,
+        ):
             for line in lines:
                 f.write(line.encode("utf-8"))
     else:
@@ -165,7 +168,7 @@ def train_test_split(
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) pairs; open and read errors become CorpusError."""
     try:
-        raw = open(path, "rb")
+        raw = open(path, "rb")  # noqa: SIM115 - closed by the `with raw` below
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such file") from None
     except OSError as e:
@@ -182,7 +185,7 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
             raise CorpusError(f"{path}:{lineno + 1}: unreadable: {e}") from None
 
 
-def _record(obj: Any, default_order: int) -> Record:
+def _record(obj: object, default_order: int) -> Record:
     """A Record from one decoded JSON line; ValueError says what is wrong."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
@@ -202,12 +205,16 @@ def _record(obj: Any, default_order: int) -> Record:
             or not labels
             or not all(isinstance(x, str) and x and "\x00" not in x for x in labels)
         ):
-            raise ValueError(f"record {record_id!r}: 'labels' must be a non-empty list of strings without NUL")
+            raise ValueError(
+                f"record {record_id!r}: 'labels' must be a non-empty list of strings without NUL"
+            )
         labels = tuple(labels)
     else:
         label = obj.get("label")
         if not isinstance(label, str) or not label or "\x00" in label:
-            raise ValueError(f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string without NUL)")
+            raise ValueError(
+                f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string without NUL)"
+            )
         labels = (label,)
 
     fmt = obj.get("format", "text")

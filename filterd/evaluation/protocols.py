@@ -23,17 +23,20 @@ from functools import cached_property
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, concat, encode, select_docs
 from filterd.bayes.model import Model, ModelSpec
-from filterd.bayes.replay import online_scores
+from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, is_multilabel, train_test_split
+from filterd.tokenize import Tokens
 
 SEED = 0  # token-key seed of evaluation runs; any fixed value gives the same results
 ENCODE_CHUNK = 100  # documents tokenized, then encoded together
 SPARSE_ABOVE = 64  # classes; beyond, statistics are kept as (token, class) pairs
-Progress = Callable[[Iterable], Iterable]
+# wraps the loop over the records being tokenized (a progress bar), yielding them on
+RecordProgress = Callable[[Iterable[Record]], Iterable[Record]]
 
 
 @dataclass
@@ -56,7 +59,7 @@ class Evaluation:
     messages_per_second: float = 0.0
     per_class: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -69,11 +72,12 @@ class Corpus:
     tokenize_seconds: float
 
     @classmethod
-    def tokenize(cls, records: Sequence[Record], tokenizer, progress: Progress = iter) -> Corpus:
+    def tokenize(cls, records: Sequence[Record], tokenizer: Callable[[dict[str, str]], Tokens],
+                 progress: RecordProgress = iter) -> Corpus:  # fmt: skip
         started = time.perf_counter()
         hasher = Statistics(seed=SEED).hasher
         # Encoding a chunk right after tokenizing it finds its strings still in the CPU cache:
-        # the SpamAssassin corpus encodes in half the time of encoding it whole (measured).
+        # faster than encoding the corpus whole.
         # The token strings themselves are dropped (evaluating needs no explanations).
         batches: list[DocBatch] = []
         docs: list[list[str]] = []
@@ -91,7 +95,9 @@ class Corpus:
 
     def batch_of(self, records: Sequence[Record]) -> DocBatch:
         """The token counts of `records` (records of this corpus), in their order."""
-        return select_docs(self.batch, np.array([self._position[r.id] for r in records], dtype=np.int64))
+        return select_docs(
+            self.batch, np.array([self._position[r.id] for r in records], dtype=np.int64)
+        )
 
     @property
     def seconds_per_message(self) -> float:
@@ -128,7 +134,10 @@ def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: s
         return _split(corpus, spec, task, target)
     if protocol == "online":
         if task != "binary":
-            raise ValueError("the online protocol replays a two-class stream: give a --target class")
+            raise ValueError(
+                "the online protocol replays a two-class stream: give a --target class"
+            )
+        assert target is not None  # task_of gives every binary task its target
         return _online(corpus, spec, target, progress)
     raise ValueError(f"protocol must be split or online, not {protocol!r}")
 
@@ -136,26 +145,35 @@ def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: s
 # --- split -----------------------------------------------------------------------------------
 
 
-def validation_split(corpus: Corpus, target: str | None = None, fraction: float = 0.25):
+def validation_split(
+    corpus: Corpus, target: str | None = None, fraction: float = 0.25
+) -> tuple[Statistics, DocBatch, list[str], str | None]:
     """For tuning: statistics of the training part less a stratified validation share, that
     share's documents and labels (the test part stays untouched)."""
     task, target = task_of(corpus.records, target)
     if task == "multilabel":
         raise ValueError("tuning on a multi-label corpus needs a --target category")
     train, _ = train_test_split(corpus.records)
-    fit, valid = train_test_split([replace(r, split=None) for r in train], test_fraction=fraction, seed=1)
+    fit, valid = train_test_split(
+        [replace(r, split=None) for r in train], test_fraction=fraction, seed=1
+    )
     stats = Statistics(seed=SEED)
     stats.update(corpus.batch_of(fit), [_label(r, target) for r in fit])
     batch = corpus.batch_of(valid)
-    truth = [target if target in r.labels else f"not {target}" for r in valid] if task == "binary" else [r.label for r in valid]
+    truth = (
+        [target if target in r.labels else f"not {target}" for r in valid]
+        if task == "binary"
+        else [r.label for r in valid]
+    )
     return stats, batch, truth, target
-
 
 
 def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Evaluation:
     train, test = train_test_split(corpus.records)
     train_batch, test_batch = corpus.batch_of(train), corpus.batch_of(test)
-    result = Evaluation(spec_name(spec), str(spec.selection), "split", task, target, len(train), len(test))
+    result = Evaluation(
+        spec_name(spec), str(spec.selection), "split", task, target, len(train), len(test)
+    )
     started = time.perf_counter()
     if task == "multilabel":
         _multilabel(result, spec, train, train_batch, test, test_batch)
@@ -174,7 +192,9 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
 
 def _model(stats: Statistics, spec: ModelSpec, target: str | None) -> Model:
     """Sparse statistics (many classes) score lazily: weights per batch, for its tokens only."""
-    return Model.build(stats, spec, target, lazy=stats.storage.sparse and not spec.needs_whole_vocabulary)
+    return Model.build(
+        stats, spec, target, lazy=stats.storage.sparse and not spec.needs_whole_vocabulary
+    )
 
 
 def _label(record: Record, target: str | None) -> str:
@@ -184,16 +204,28 @@ def _label(record: Record, target: str | None) -> str:
     return target if target in record.labels else f"not {target}"
 
 
-def _binary_measures(result: Evaluation, scores: np.ndarray, truth: np.ndarray) -> None:
+# the two-class measures of an evaluation, also averaged over the classes of a multi-class one
+BINARY_MEASURES = (
+    "auc",
+    "one_minus_auc_pct",
+    "spec_at_full_recall",
+    "recall_at_fpr_0_1pct",
+    "lam_pct",
+)
+
+
+def _binary_measures(result: Evaluation, scores: FloatArray, truth: BoolArray) -> None:
     summary = ranking.binary_summary(scores, truth, tau=0.0)
-    for name in ("auc", "one_minus_auc_pct", "spec_at_full_recall", "recall_at_fpr_0_1pct", "lam_pct"):
+    for name in BINARY_MEASURES:
         setattr(result, name, float(summary[name]))
     predicted = scores >= 0.0
     result.accuracy = ranking.accuracy(truth, predicted)
     result.macro_f1 = ranking.macro_f1(truth, predicted, labels=[True, False])
 
 
-def _multiclass(result: Evaluation, stats: Statistics, spec: ModelSpec, test: list[Record], batch: DocBatch) -> None:
+def _multiclass(
+    result: Evaluation, stats: Statistics, spec: ModelSpec, test: list[Record], batch: DocBatch
+) -> None:
     truth = [r.label for r in test]
     one_vs_rest = {c: _model(stats, spec, c).score(batch).binary() for c in stats.labels}
     for c, scores in one_vs_rest.items():
@@ -210,7 +242,8 @@ def _multiclass(result: Evaluation, stats: Statistics, spec: ModelSpec, test: li
     _macro_average(result)
 
 
-def _multilabel(result, spec, train, train_batch, test, test_batch) -> None:
+def _multilabel(result: Evaluation, spec: ModelSpec, train: list[Record], train_batch: DocBatch,
+                test: list[Record], test_batch: DocBatch) -> None:  # fmt: skip
     categories = sorted({c for r in train for c in r.labels} & {c for r in test for c in r.labels})
     f1 = []
     for c in categories:
@@ -224,7 +257,7 @@ def _multilabel(result, spec, train, train_batch, test, test_batch) -> None:
     _macro_average(result)
 
 
-def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+def _f1(truth: BoolArray, predicted: BoolArray) -> float:
     tp = np.sum(truth & predicted)
     return float(2 * tp / max(truth.sum() + predicted.sum(), 1))
 
@@ -232,7 +265,7 @@ def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
 def _macro_average(result: Evaluation) -> None:
     if not result.per_class:
         return
-    for name in ("auc", "one_minus_auc_pct", "spec_at_full_recall", "recall_at_fpr_0_1pct", "lam_pct"):
+    for name in BINARY_MEASURES:
         setattr(result, name, float(np.mean([m[name] for m in result.per_class.values()])))
 
 
@@ -240,11 +273,15 @@ def _macro_average(result: Evaluation) -> None:
 
 
 def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) -> Evaluation:
-    order = np.array(sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order), dtype=np.int64)
+    order = np.array(
+        sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order), dtype=np.int64
+    )
     truth = np.array([target in corpus.records[i].labels for i in order])
     started = time.perf_counter()
     scores = online_scores(select_docs(corpus.batch, order), truth, spec, target, progress)
-    result = Evaluation(spec_name(spec), str(spec.selection), "online", "binary", target, len(order), len(order))
+    result = Evaluation(
+        spec_name(spec), str(spec.selection), "online", "binary", target, len(order), len(order)
+    )
     _binary_measures(result, scores, truth)
     _timing(result, corpus, started, len(order))
     return result

@@ -1,4 +1,4 @@
-"""Evaluation measures for scored decisions (METHODS.md, "Thresholds and evaluation").
+"""Evaluation measures for scored decisions (docs/methods.md, "Thresholds and evaluation").
 
 Conventions: ``scores`` is a 1-D float array, higher = more likely target (spam);
 ``labels`` is a 1-D bool array, True = target (positive). The decision is
@@ -24,10 +24,13 @@ import math
 from collections.abc import Hashable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import rankdata
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 
-def _check_binary(scores, labels) -> tuple[np.ndarray, np.ndarray]:
+
+def _check_binary(scores: npt.ArrayLike, labels: npt.ArrayLike) -> tuple[FloatArray, BoolArray]:
     """Validate and convert; both classes must be present, scores must not be NaN."""
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels)
@@ -59,7 +62,9 @@ def _min_hits(recall: float, n_pos: int) -> int:
     return max(k, 1) if recall > 0 else 0
 
 
-def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def roc_curve(
+    scores: npt.ArrayLike, labels: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """ROC points ``(fpr, tpr, thresholds)``, one per distinct score.
 
     ``thresholds`` are decreasing: ``+inf`` first (nothing flagged, fpr = tpr = 0),
@@ -84,7 +89,7 @@ def roc_curve(scores, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return fpr, tpr, thresholds
 
 
-def auc(scores, labels) -> float:
+def auc(scores: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     """ROC AUC = P(score_pos > score_neg) + 1/2 P(score_pos == score_neg).
 
     Mann–Whitney with average ranks: ``AUC = (R_pos - P(P+1)/2) / (P N)``, where
@@ -98,7 +103,9 @@ def auc(scores, labels) -> float:
     return float(u / (n_pos * n_neg))
 
 
-def specificity_at_recall(scores, labels, recall: float = 1.0) -> float:
+def specificity_at_recall(
+    scores: npt.ArrayLike, labels: npt.ArrayLike, recall: float = 1.0
+) -> float:
     """Specificity (ham kept) at the largest tau with recall(tau) >= ``recall``.
 
     That tau is the k-th largest positive score, ``k = ceil(recall * P)``; with
@@ -117,7 +124,7 @@ def specificity_at_recall(scores, labels, recall: float = 1.0) -> float:
     return float(np.count_nonzero(neg < tau) / neg.size)
 
 
-def recall_at_fpr(scores, labels, fpr: float = 0.001) -> float:
+def recall_at_fpr(scores: npt.ArrayLike, labels: npt.ArrayLike, fpr: float = 0.001) -> float:
     """Best recall over all thresholds tau with FPR(tau) <= ``fpr``.
 
     Both recall and FPR fall as tau rises, so this is the recall at the lowest
@@ -154,7 +161,7 @@ def lam(fn_rate: float, fp_rate: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def lam_pct(scores, labels, tau: float) -> float:
+def lam_pct(scores: npt.ArrayLike, labels: npt.ArrayLike, tau: float) -> float:
     """lam% at threshold ``tau``, in percent (0–100).
 
     ``sm = (FN + 0.5) / (P + 1)``, ``hm = (FP + 0.5) / (N + 1)`` with
@@ -171,12 +178,12 @@ def lam_pct(scores, labels, tau: float) -> float:
     return 100.0 * lam((fn + 0.5) / (n_pos + 1), (fp + 0.5) / (n_neg + 1))
 
 
-def one_minus_auc_pct(scores, labels) -> float:
+def one_minus_auc_pct(scores: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     """TREC (1-ROCA)%: ``100 * (1 - AUC)``."""
     return 100.0 * (1.0 - auc(scores, labels))
 
 
-def accuracy(y_true, y_pred) -> float:
+def accuracy(y_true: npt.ArrayLike, y_pred: npt.ArrayLike) -> float:
     """Fraction of items with ``y_pred == y_true``; labels of any hashable type."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
     if t.shape != p.shape or t.ndim != 1:
@@ -186,7 +193,9 @@ def accuracy(y_true, y_pred) -> float:
     return float(np.mean(t == p))
 
 
-def macro_f1(y_true, y_pred, labels: Sequence[Hashable] | None = None) -> float:
+def macro_f1(
+    y_true: npt.ArrayLike, y_pred: npt.ArrayLike, labels: Sequence[Hashable] | None = None
+) -> float:
     """Unweighted mean over classes of ``F1_c = 2 TP_c / (2 TP_c + FP_c + FN_c)``.
 
     ``labels=None`` averages over the union of classes seen in ``y_true`` and
@@ -218,7 +227,9 @@ def macro_f1(y_true, y_pred, labels: Sequence[Hashable] | None = None) -> float:
     return float(np.mean([f1.get(c, 0.0) for c in wanted]))
 
 
-def binary_summary(scores, labels, tau: float | None = None) -> dict[str, float]:
+def binary_summary(
+    scores: npt.ArrayLike, labels: npt.ArrayLike, tau: float | None = None
+) -> dict[str, float]:
     """The report's binary measures in one dict.
 
     Keys: ``auc``, ``one_minus_auc_pct``, ``spec_at_full_recall``,

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
+
+from filterd.bayes.arrays import FloatArray, Int64Array
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
@@ -21,7 +24,22 @@ _SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]
 # English function words the syllable scheme can spell: rejected so that a tokenizer
 # with a stop-word list still gets back every generated word.
 _ENGLISH = frozenset(
-    "before done fire five give more mine move name nine none same some sometime".split()
+    [
+        "before",
+        "done",
+        "fire",
+        "five",
+        "give",
+        "more",
+        "mine",
+        "move",
+        "name",
+        "nine",
+        "none",
+        "same",
+        "some",
+        "sometime",
+    ]
 )
 
 
@@ -71,7 +89,17 @@ class SynthConfig:
             )
 
 
-def generate(config: SynthConfig = SynthConfig()) -> list[dict]:
+class SynthRecord(TypedDict):
+    """One generated record, in the corpus format (filterd.evaluation.corpus)."""
+
+    id: str
+    label: str
+    text: str
+    format: str
+    order: int
+
+
+def generate(config: SynthConfig = SynthConfig()) -> list[SynthRecord]:
     """All records of the stream: exactly `config.n_messages` corpus-format dicts.
 
     Each is {"id": "synth-000001", "label": ..., "text": ..., "format": "text", "order": 1}
@@ -80,7 +108,7 @@ def generate(config: SynthConfig = SynthConfig()) -> list[dict]:
     return list(stream(config))
 
 
-def stream(config: SynthConfig = SynthConfig()) -> Iterator[dict]:
+def stream(config: SynthConfig = SynthConfig()) -> Iterator[SynthRecord]:
     """The records of `generate(config)`, lazily, in stream order."""
     model = _Model(config)
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 2]))
@@ -132,15 +160,16 @@ class _Model:
         m = _n_replaced(config, k)
         chosen = model_rng.permutation(config.vocab_size)[: len(self.classes) * (k + m)]
         self.indicative_cdf = _zipf_cdf(k, config.zipf_exponent)
-        self.indicative = []  # per class: word index for each of the k slots
-        self.replacements = []  # per class: (slot, new word index), in replacement order
+        self.indicative: list[Int64Array] = []  # per class: word index for each of the k slots
+        # per class: (slot, new word index), in replacement order
+        self.replacements: list[list[tuple[int, int]]] = []
         for c in range(len(self.classes)):
             block = chosen[c * (k + m) : (c + 1) * (k + m)]
             slots = model_rng.permutation(k)[:m]
             self.indicative.append(block[:k])
             self.replacements.append(list(zip(slots.tolist(), block[k:].tolist())))
 
-    def indicative_at(self, c: int, index: int) -> np.ndarray:
+    def indicative_at(self, c: int, index: int) -> Int64Array:
         """Class c's indicative word indices at message `index`: replacements happen evenly,
         so that by the last message all of them are in place."""
         replaced = self.replacements[c]
@@ -162,19 +191,21 @@ class _Model:
         return [self.vocab[w] for w in words]
 
 
-def _draw(cdf: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(cdf: FloatArray, size: int, rng: np.random.Generator) -> Int64Array:
     """Indices drawn from the distribution with this cumulative sum (faster than rng.choice,
     which rebuilds the cdf on every call)."""
-    return np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
+    points: FloatArray = rng.random(size) * cdf[-1]
+    return np.searchsorted(cdf, points, side="right")
 
 
-def _zipf_cdf(n: int, exponent: float) -> np.ndarray:
-    return np.cumsum(np.arange(1, n + 1, dtype=float) ** -exponent)
+def _zipf_cdf(n: int, exponent: float) -> FloatArray:
+    weights: FloatArray = np.arange(1, n + 1, dtype=np.float64) ** -exponent
+    return np.cumsum(weights)
 
 
 def _label_sequence(
-    classes: list[str], priors: np.ndarray, n: int, rng: np.random.Generator
-) -> np.ndarray:
+    classes: list[str], priors: FloatArray, n: int, rng: np.random.Generator
+) -> Int64Array:
     """Class indices with exact counts (largest remainder, at least one per class), shuffled."""
     quota = priors * n
     counts = np.floor(quota).astype(int)

@@ -60,7 +60,9 @@ def grid_search(stats: Statistics, batch: DocBatch, truth: Sequence[str], spec: 
     tried = []
     for values in itertools.product(*(grid[n] for n in names)):
         candidate = _with(spec, dict(zip(names, values)))
-        value = objective_value(Model.build(stats, candidate, target), batch, truth, objective, target)
+        value = objective_value(
+            Model.build(stats, candidate, target), batch, truth, objective, target
+        )
         tried.append((candidate, value))
     best = max(tried, key=lambda item: item[1])  # first of equals: grid order breaks ties
     return Tuned(best[0], best[1], tried)
@@ -77,14 +79,19 @@ def _with(spec: ModelSpec, values: Mapping[str, Any]) -> ModelSpec:
     return replace(spec, params=params, selection=selection)
 
 
-def tune_unb_lambda(stats: Statistics, batch: DocBatch, truth: Sequence[str], spec: ModelSpec = ModelSpec("unb"),
+def tune_unb_lambda(stats: Statistics, batch: DocBatch, truth: Sequence[str], spec: ModelSpec | None = None,
                     target: str | None = None, grid: Sequence[float] = LAMBDA_GRID, generations: int = 50,
                     population: int = 30, seed: int = 0) -> Tuned:  # fmt: skip
-    """Per-class λ for UNB-R by differential evolution on validation macro-F1."""
+    """Per-class λ for UNB-R by differential evolution on validation macro-F1 (`spec`: UNB's, by
+    default with its default parameters)."""
+    spec = ModelSpec("unb") if spec is None else spec
     if spec.variant != "unb":
         raise ValueError("tune_unb_lambda tunes the unb variant")
     # class scores under each candidate λ (every class at once): (len(grid), n_docs, C)
-    models = [Model.build(stats, replace(spec, params={**spec.params, "lam": lam}), target) for lam in grid]
+    models = [
+        Model.build(stats, replace(spec, params={**spec.params, "lam": lam}), target)
+        for lam in grid
+    ]
     labels = models[0].labels
     columns = np.stack([m.score(batch).class_scores for m in models])
     true_class = np.array([_row(labels, t, target) for t in truth])

@@ -20,11 +20,13 @@ A model that is not ready (`filterd.service.decide.NotReady`) or unknown (`Unkno
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Engine, select
 
 from filterd.evaluation import ranking
@@ -48,6 +50,10 @@ from filterd.store.thresholds import (
 
 SOURCES = ("holdout", "prequential")
 
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
 @dataclass(frozen=True)
 class OperatingPoint:
     """A threshold's figures on the window's scores."""
@@ -58,7 +64,7 @@ class OperatingPoint:
     precision: float | None  # None when nothing is flagged
 
 
-def operating_point(scores: np.ndarray, positives: np.ndarray, tau: float) -> OperatingPoint:
+def operating_point(scores: FloatArray, positives: BoolArray, tau: float) -> OperatingPoint:
     flagged = scores >= tau
     hits, false_alarms = int(np.sum(flagged & positives)), int(np.sum(flagged & ~positives))
     n_pos, n_neg = int(positives.sum()), int((~positives).sum())
@@ -95,14 +101,14 @@ class CalibrationReport:
     forced: bool
     overridden: tuple[str, ...]  # the guardrail messages `force` overrode
     # fpr, tpr, thresholds (ranking.roc_curve), for the plot
-    roc: tuple[np.ndarray, np.ndarray, np.ndarray] = field(repr=False, compare=False)
+    roc: tuple[FloatArray, FloatArray, FloatArray] = field(repr=False, compare=False)
 
     @property
     def ham_misclassification(self) -> float:
         """Expected share of negatives flagged at tau: 1 − specificity."""
         return 1.0 - self.specificity
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready figures (times ISO 8601; the ROC points left out)."""
         out = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "roc"}
         out["ham_misclassification"] = self.ham_misclassification
@@ -119,18 +125,42 @@ class CalibrationReport:
         return _iso(out)
 
 
-def _iso(value):
-    if isinstance(value, dict):
-        return {k: _iso(v) for k, v in value.items()}
-    return value.isoformat() if isinstance(value, datetime) else value
+def _iso(values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` with every datetime, in nested dicts too, as ISO 8601 text."""
+    return {
+        k: _iso(v) if isinstance(v, dict) else v.isoformat() if isinstance(v, datetime) else v
+        for k, v in values.items()
+    }
+
+
+class CalibrationOptions(TypedDict, total=False):
+    """The keyword options of `calibrate_classes`, which `calibrate_model` passes on."""
+
+    window: timedelta | None
+    last: int | None
+    conservative: bool
+    confidence: float
+    min_positives: int | None
+    min_negatives: int
+    max_auc_drop: float
+    min_docs: int
+    force: bool
+    dry_run: bool
+    created_by: str
+    now: datetime | None
+    source: str
 
 
 def calibrate_model(
-    engine: Engine, model: str, target_class: str, target_recall: float, **options
+    engine: Engine,
+    model: str,
+    target_class: str,
+    target_recall: float,
+    **options: Unpack[CalibrationOptions],
 ) -> CalibrationReport:
     """Calibrate `target_class` of `model` on its holdout window; the keywords (window, last,
     conservative, confidence, min_positives, min_negatives, max_auc_drop, min_docs, force,
-    dry_run, created_by, now) are those of `calibrate_classes`."""
+    dry_run, created_by, now, source) are those of `calibrate_classes`."""
     (report,) = calibrate_classes(engine, model, [target_class], target_recall, **options)
     return report
 
@@ -224,8 +254,8 @@ def calibrate_classes(
 def _check(
     model: str,
     target: str,
-    scores: np.ndarray,
-    positives: np.ndarray,
+    scores: FloatArray,
+    positives: BoolArray,
     bounds: tuple[datetime | None, datetime | None],
     target_recall: float,
     previous: ThresholdVersion | None,

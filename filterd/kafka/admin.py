@@ -29,5 +29,7 @@ def create_topics(kafka: Mapping[str, Any], names: Iterable[str], partitions: in
         if topic["error_code"] == 0:
             created.add(topic["name"])
         elif topic["error_code"] != TopicAlreadyExistsError.errno:
-            raise for_code(topic["error_code"])(f"creating topic {topic['name']!r}: {topic.get('error_message')}")
+            raise for_code(topic["error_code"])(
+                f"creating topic {topic['name']!r}: {topic.get('error_message')}"
+            )
     return [name for name in names if name in created]

@@ -1,6 +1,6 @@
 """Consuming in batches: a consumer that commits only when told to, and the batch of one poll.
 
-The loops built on this keep one rule (DESIGN.md "Reliability contract"): a batch's offsets
+The loops built on this keep one rule (docs/architecture.md, "Reliability contract"): a batch's offsets
 are committed only after everything it caused is in a topic or the store. When that fails,
 the consumer is rewound to the batch's first offsets and the batch is read again, so a retry
 never skips a record and never needs the consumer to stay out of `poll()` for long.
@@ -9,9 +9,9 @@ never skips a record and never needs the consumer to stay out of `poll()` for lo
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from kafka import KafkaConsumer, TopicPartition
@@ -21,25 +21,64 @@ from kafka.structs import OffsetAndMetadata
 from filterd.kafka.settings import CONSUMER_DEFAULTS, client_settings
 
 
+class ConsumedRecord(Protocol):
+    """What filterd reads of a consumed record: kafka-python's `ConsumerRecord`, or
+    `filterd.kafka.memory.MemoryRecord`."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+Offsets = Mapping[TopicPartition, OffsetAndMetadata]
+# called with the offsets and, as its result, the same offsets or the error that lost them
+CommitCallback = Callable[[Offsets, Offsets | Exception], None]
+
+
+class Consumer(Protocol):
+    """What the loops use of a consumer: kafka-python's `KafkaConsumer` (`subscribed_consumer`), or
+    `filterd.kafka.memory.MemoryConsumer` in tests of loop logic."""
+
+    def poll(
+        self, timeout_ms: int = ..., max_records: int | None = ...
+    ) -> Mapping[TopicPartition, Sequence[ConsumedRecord]]: ...
+    def assignment(self) -> set[TopicPartition]: ...
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int | None = ...
+    ) -> None: ...
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], callback: CommitCallback
+    ) -> object: ...
+    def close(self, autocommit: bool = ..., timeout_ms: int | None = ...) -> None: ...
+
+
 def subscribed_consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
              log: structlog.typing.FilteringBoundLogger,
-             defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> KafkaConsumer:  # fmt: skip
+             defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> Consumer:  # fmt: skip
     """A consumer in `group` subscribed to `topic`, committing only when told to."""
     settings = client_settings(kafka, KafkaConsumer, defaults)
     settings.update(group_id=group, enable_auto_commit=False, max_poll_records=max_poll_records)
     client = KafkaConsumer(**settings)
     client.subscribe([topic], listener=_LoggingListener(log.bind(topic=topic, group=group)))
-    return client
+    subscribed: Consumer = client
+    return subscribed
 
 
-class _LoggingListener(ConsumerRebalanceListener):
-    def __init__(self, log) -> None:
+# `subscribe` accepts only instances of kafka-python's listener class (untyped: Any to mypy).
+class _LoggingListener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
+    def __init__(self, log: structlog.typing.FilteringBoundLogger) -> None:
         self.log = log
 
-    def on_partitions_assigned(self, assigned) -> None:
+    def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
         self.log.info("partitions assigned", partitions=sorted(tp.partition for tp in assigned))
 
-    def on_partitions_revoked(self, revoked) -> None:
+    def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
         if revoked:
             self.log.info("partitions revoked", partitions=sorted(tp.partition for tp in revoked))
 
@@ -48,11 +87,12 @@ class _LoggingListener(ConsumerRebalanceListener):
 class Batch:
     """The records of one poll, in partition order, and how to commit or re-read them."""
 
-    records: list
-    polled_at: float = 0.0  # time.monotonic() when poll() returned them: where decision latency starts
+    records: list[ConsumedRecord]
+    # time.monotonic() when poll() returned them: where decision latency starts
+    polled_at: float = 0.0
 
     @classmethod
-    def poll(cls, client: KafkaConsumer, timeout_ms: int, max_records: int) -> Batch:
+    def poll(cls, client: Consumer, timeout_ms: int, max_records: int) -> Batch:
         polled = client.poll(timeout_ms=timeout_ms, max_records=max_records)
         return cls([record for tp in sorted(polled) for record in polled[tp]], time.monotonic())
 
@@ -71,7 +111,7 @@ class Batch:
         """The offsets to commit once this batch is done: after each partition's last record."""
         return {tp: OffsetAndMetadata(hi + 1, "", -1) for tp, (_, hi) in self._bounds().items()}
 
-    def rewind(self, client: KafkaConsumer) -> None:
+    def rewind(self, client: Consumer) -> None:
         """Make the next polls return this batch's records again (partitions still assigned)."""
         assigned = client.assignment()
         for tp, (lo, _) in self._bounds().items():

@@ -5,10 +5,8 @@ builder, without its `KafkaProducer`.
 The daemon publishes what one poll() caused, waits until the broker has acknowledged all of
 it, and on any failure publishes the whole batch again (at-least-once; decisions are keyed by
 message id). `KafkaProducer` does much more — an accumulator shared with a sender thread,
-lingering, per-record futures and retries — and costs for it: 29–36 µs of CPU a record
-(`send()` about 16 µs of the calling thread, the rest in its sender), where building the
-batches here and sending them costs 10–13 µs (`python bench/publish.py`: 100,000 decisions of
-~220 B in batches of 500, acks=all, local Tansu broker, alternating rounds).
+lingering, per-record futures and retries — and costs for it in CPU time per record, in the
+calling thread and in its sender; none of that is needed to publish a whole batch and wait.
 
 Records with a key go where Kafka's default partitioner puts them (`filterd.kafka.partitioner`);
 records without one go to one available partition per call, chosen at random.
@@ -19,7 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from kafka import KafkaProducer, TopicPartition
 from kafka.errors import for_code
@@ -31,7 +29,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.settings import COMPRESSION, check_compression
 
-Partition = ProduceRequest.TopicProduceData.PartitionProduceData
+Partition: TypeAlias = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
 class PublishError(RuntimeError):
@@ -73,9 +71,13 @@ class BatchProducer:
         if refused:
             self.client.cluster.request_update()  # most refusals are about leaders that moved
             topic, partition, error = refused[0]
-            raise PublishError(f"{len(refused)} partition(s) refused records: {topic}[{partition}]: {error.__name__}")
+            raise PublishError(
+                f"{len(refused)} partition(s) refused records: {topic}[{partition}]: {error.__name__}"
+            )
 
-    def _acknowledged(self, future: Future, deadline: float, timeout: float) -> list[tuple[str, int, type]]:
+    def _acknowledged(
+        self, future: Future, deadline: float, timeout: float
+    ) -> list[tuple[str, int, type]]:
         """Wait for a produce request's response; the (topic, partition, error) it refused."""
         self.client.poll(future=future, timeout_ms=max(0.0, deadline - time.monotonic()) * 1000)
         if not future.is_done:
@@ -84,21 +86,30 @@ class BatchProducer:
             raise PublishError(f"produce request failed: {future.exception!r}")
         if self.acks == 0:
             return []
-        return [(topic.name, p.index, for_code(p.error_code))
-                for topic in future.value.responses for p in topic.partition_responses if p.error_code]
+        return [
+            (topic.name, p.index, for_code(p.error_code))
+            for topic in future.value.responses
+            for p in topic.partition_responses
+            if p.error_code
+        ]
 
     def close(self) -> None:
         self.client.close()
 
     def _partitions(self, topic: str, deadline: float) -> set[int]:
         cluster = self.client.cluster
-        partitions = cluster.partitions_for_topic(topic)
+        partitions: set[int] | None = cluster.partitions_for_topic(topic)
         while partitions is None and time.monotonic() < deadline:
             cluster.add_topic(topic)
-            self.client.poll(future=cluster.request_update(), timeout_ms=max(0.0, deadline - time.monotonic()) * 1000)
+            self.client.poll(
+                future=cluster.request_update(),
+                timeout_ms=max(0.0, deadline - time.monotonic()) * 1000,
+            )
             partitions = cluster.partitions_for_topic(topic)
         if not partitions:
-            raise PublishError(f"no partitions known for topic {topic!r} (broker unreachable, or no such topic)")
+            raise PublishError(
+                f"no partitions known for topic {topic!r} (broker unreachable, or no such topic)"
+            )
         return partitions
 
     def _batches(self, records: Sequence[tuple[str, bytes | None, bytes]],
@@ -113,20 +124,32 @@ class BatchProducer:
             partitions = self._partitions(topic, deadline)
             keyed = [key for key, _ in pairs if key is not None]
             placed = iter(partitions_of(keyed, partitions) if keyed else ())
-            unkeyed = None
-            if len(keyed) < len(pairs):
-                unkeyed = random.choice(sorted(self.client.cluster.available_partitions_for_topic(topic) or partitions))
+            unkeyed: int | None = None  # the partition of the records without a key
             built: dict[int, list[DefaultRecordBatchBuilder]] = {}
-            count: dict[int, int] = {}  # records in each partition's last batch: the next offset delta
+            count: dict[
+                int, int
+            ] = {}  # records in each partition's last batch: the next offset delta
             for key, value in pairs:
-                partition = unkeyed if key is None else next(placed)
+                if key is not None:
+                    partition = next(placed)
+                else:
+                    if unkeyed is None:
+                        available = self.client.cluster.available_partitions_for_topic(topic)
+                        unkeyed = random.choice(sorted(available or partitions))
+                    partition = unkeyed
                 n = count.get(partition)
-                if n is None or built[partition][-1].append(n, timestamp, key, value, []) is None:  # full
+                if (
+                    n is None or built[partition][-1].append(n, timestamp, key, value, []) is None
+                ):  # full
                     built.setdefault(partition, []).append(self._builder())
                     built[partition][-1].append(0, timestamp, key, value, [])
                     n = 0
                 count[partition] = n + 1
-            out += [(TopicPartition(topic, p), bytes(b.build())) for p, batches in built.items() for b in batches]
+            out += [
+                (TopicPartition(topic, p), bytes(b.build()))
+                for p, batches in built.items()
+                for b in batches
+            ]
         return out
 
     def _builder(self) -> DefaultRecordBatchBuilder:
@@ -134,7 +157,9 @@ class BatchProducer:
                                          is_transactional=False, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                          batch_size=self.config["batch_size"])  # fmt: skip
 
-    def _requests(self, batches: list[tuple[TopicPartition, bytes]]) -> list[tuple[int, ProduceRequest]]:
+    def _requests(
+        self, batches: list[tuple[TopicPartition, bytes]]
+    ) -> list[tuple[int, ProduceRequest]]:
         """Batches grouped into produce requests by leader: at most `max_request_size` bytes
         and one batch per partition in each (the broker takes no more)."""
         cluster, limit = self.client.cluster, self.config["max_request_size"]

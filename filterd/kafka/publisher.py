@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
+from filterd.kafka.consumer import ConsumedRecord
 from filterd.kafka.producer import BatchProducer, PublishError
 from filterd.kafka.settings import client_settings
 from filterd.service.records import DeadLetter
+
+
+class Publishing(Protocol):
+    """What the loops use to publish: `Publisher`, or `filterd.kafka.memory.MemoryPublisher` in
+    tests of loop logic. `flush` delivers everything sent since the last flush or raises
+    PublishError, having delivered none of it."""
+
+    def send(self, topic: str, key: str | None, value: bytes) -> None: ...
+    def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class Publisher:
@@ -26,11 +39,15 @@ class Publisher:
         self._pending: list[tuple[str, bytes | None, bytes]] = []
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
-        self._pending.append((topic, None if key is None else key.encode("utf-8", "surrogatepass"), value))
+        self._pending.append(
+            (topic, None if key is None else key.encode("utf-8", "surrogatepass"), value)
+        )
 
     def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None:
         """`send` each (key, value)."""
-        self._pending += [(topic, key.encode("utf-8", "surrogatepass"), value) for key, value in records]
+        self._pending += [
+            (topic, key.encode("utf-8", "surrogatepass"), value) for key, value in records
+        ]
 
     def flush(self) -> None:
         """Deliver every record sent since the last flush, or raise PublishError (they are then
@@ -48,10 +65,9 @@ class Publisher:
 
     def reset(self) -> None:
         if self._producer is not None:
-            try:
+            # a broken client may fail to close; it is dropped anyway
+            with contextlib.suppress(Exception):
                 self._producer.close()
-            except Exception:  # noqa: BLE001 - a broken client may fail to close; it is dropped anyway
-                pass
         self._producer, self._pending = None, []
 
     def close(self) -> None:
@@ -60,11 +76,13 @@ class Publisher:
             self._producer = None
 
 
-def dead_letter_of(record, reason: str, error: str, payload_limit: int) -> DeadLetter:
+def dead_letter_of(
+    record: ConsumedRecord, reason: str, error: str, payload_limit: int
+) -> DeadLetter:
     """The dead-letter record of a consumed Kafka record."""
     payload = record.value or b""
     return DeadLetter(source_topic=record.topic, partition=record.partition, offset=record.offset,
                       error=error, reason=reason,
                       payload=payload[:payload_limit].decode("utf-8", "replace"),
                       payload_truncated=len(payload) > payload_limit,
-                      failed_at=datetime.now(timezone.utc))  # fmt: skip
+                      failed_at=datetime.now(UTC))  # fmt: skip

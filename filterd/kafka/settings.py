@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from kafka import KafkaConsumer, KafkaProducer, codec
 
@@ -26,20 +26,28 @@ CONSUMER_DEFAULTS = {
 
 
 # The learner: feedback has no latency target, and each empty fetch cycle costs kafka-python
-# ~1–2 ms of CPU; with 20 ms an idle learner thread took 0.04–0.07 core (and the broker 0.02)
-# from the scorer beside it (`--role all`), with 500 ms (kafka-python's default) almost none.
+# CPU time; with the scorer's short wait an idle learner thread takes CPU from the scorer beside
+# it (`--role all`), with 500 ms (kafka-python's default) next to none.
 LEARNER_CONSUMER_DEFAULTS = {**CONSUMER_DEFAULTS, "fetch_max_wait_ms": 500}
 
 
-def client_settings(kafka: Mapping[str, Any], client: type,
+class KafkaClient(Protocol):
+    """A kafka-python client class (KafkaConsumer, KafkaProducer, KafkaAdminClient), as far as
+    `client_settings` uses it: the settings it knows, with their defaults."""
+
+    DEFAULT_CONFIG: ClassVar[Mapping[str, Any]]
+
+
+def client_settings(kafka: Mapping[str, Any], client: type[KafkaClient],
                     defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """The `[kafka]` settings `client` (KafkaConsumer, KafkaProducer, KafkaAdminClient) knows, over
     `defaults` (by default ours for that client)."""
     if defaults is None:
-        defaults = {KafkaProducer: PRODUCER_DEFAULTS, KafkaConsumer: CONSUMER_DEFAULTS}.get(client, {})
+        defaults = {KafkaProducer: PRODUCER_DEFAULTS, KafkaConsumer: CONSUMER_DEFAULTS}.get(
+            client, {}
+        )
     known = client.DEFAULT_CONFIG
     return {**defaults, **{k: v for k, v in kafka.items() if k in known}}
-
 
 
 # kafka-python's compression_type names → the record batch attribute codes of the protocol
@@ -56,7 +64,9 @@ def check_compression(name: str | None) -> None:
     if name not in COMPRESSION:
         raise ValueError(f"{name!r} is not one of {', '.join(str(known) for known in COMPRESSION)}")
     if not CODEC_INSTALLED[name]():
-        raise ValueError(f"{name!r} needs a library that is not installed (see kafka-python's optional dependencies)")
+        raise ValueError(
+            f"{name!r} needs a library that is not installed (see kafka-python's optional dependencies)"
+        )
 
 
 def check(config: Config) -> None:

@@ -6,6 +6,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Required, TypedDict
+
+
+class StatusBody(TypedDict, total=False):
+    """The JSON body of /healthz and /readyz."""
+
+    status: Required[str]  # ok | stalled | not ready
+    stalled: dict[str, str]  # loop → why it counts as stalled
+    failing: dict[str, str]  # readiness condition → its detail
+    detail: str
 
 
 class Health:
@@ -46,7 +56,7 @@ class Health:
         with self._lock:
             self._conditions[name] = (bool(ok), detail)
 
-    def live(self) -> tuple[bool, dict]:
+    def live(self) -> tuple[bool, StatusBody]:
         """(alive, body): alive unless a registered loop missed its beat."""
         now = self._clock()
         with self._lock:
@@ -59,7 +69,7 @@ class Health:
             return False, {"status": "stalled", "stalled": stalled}
         return True, {"status": "ok"}
 
-    def ready(self) -> tuple[bool, dict]:
+    def ready(self) -> tuple[bool, StatusBody]:
         """(ready, body): ready when every condition is ok and at least one is set."""
         with self._lock:
             conditions = dict(self._conditions)

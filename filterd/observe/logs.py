@@ -72,7 +72,7 @@ class KafkaRateLimit(logging.Filter):
         return True
 
 
-class _Handler(logging.StreamHandler):
+class _Handler(logging.StreamHandler[TextIO]):
     """The handler configure_logging installs on the root logger (so it can replace its own)."""
 
 

@@ -31,7 +31,7 @@ class ObserveServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> ObserveServer:
+    def start(self) -> Self:
         """Bind (port 0 picks a free port, then in `self.port`) and serve in a daemon thread."""
         if self._server is not None:
             raise RuntimeError("the observe server is already started")

@@ -1,2 +1,2 @@
-"""The service contract: the public records, the configuration, and the decide path the daemon,
-the CLI and the HTTP API share."""
+"""The service contract: the public records, the configuration, and the decide path that the
+daemon and the CLI share."""

@@ -19,8 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from filterd.bayes.model import DEFAULT_SPEC
-from filterd.bayes.selection import Selection
+from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 
 ENV_PREFIX = "FILTERD_"
 SECRET_WORDS = ("password", "secret", "token", "key")
@@ -61,6 +60,11 @@ class ModelSettings:
     holdout_fraction: float = 0.1
     labels: list[str] = field(default_factory=list)  # feedback labels accepted (empty: any)
 
+    @property
+    def spec(self) -> ModelSpec:
+        """The model spec these settings name (ValueError if they name none)."""
+        return ModelSpec.parse(self.variant, self.params, self.select)
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -94,7 +98,7 @@ class DecisionSettings:
 class Batches:
     poll_records: int = 500
     # a transaction's fixed costs (commit, lookups, the prequential write) weigh less in larger
-    # batches: into PostgreSQL 4.5–4.9k records/s with 2,000, 5.1–7.2k with 5,000 (bench/e2e.py's learner)
+    # batches
     feedback: int = 5000
 
 
@@ -110,7 +114,7 @@ class Calibration:
     source: str = "holdout"
     window: str = "14d"
     conservative: bool = False
-    min_positives: int = 0  # 0: ⌈1/(1−R)⌉ (filterd.store.thresholds)
+    min_positives: int = 0  # 0: ⌈1/(1−R)⌉ (filterd.evaluation.guardrails)
     max_auc_drop: float = 0.02
 
 
@@ -149,7 +153,11 @@ class Config:
         out: dict[str, dict[str, Any]] = {}
         for section in fields(self):
             values = getattr(self, section.name)
-            items = values.items() if isinstance(values, dict) else ((f.name, getattr(values, f.name)) for f in fields(values))
+            items = (
+                values.items()
+                if isinstance(values, dict)
+                else ((f.name, getattr(values, f.name)) for f in fields(values))
+            )
             out[section.name] = {k: "***" if _secret(k) and v else v for k, v in items}
         if "://" in out["database"]["url"] and "@" in out["database"]["url"]:
             scheme, rest = out["database"]["url"].split("://", 1)
@@ -204,7 +212,9 @@ def parse_duration(text: str) -> timedelta:
     compact = text.strip().lower().replace(" ", "")
     parts = _PART.findall(compact)
     if not parts or "".join(n + u for n, u in parts) != compact:
-        raise ValueError(f"{text!r} is not a duration: use a number and s, m, h, d or w, e.g. 14d, 12h, 30m")
+        raise ValueError(
+            f"{text!r} is not a duration: use a number and s, m, h, d or w, e.g. 14d, 12h, 30m"
+        )
     seconds = sum(float(n) * _UNITS[u] for n, u in parts)
     if seconds <= 0:
         raise ValueError(f"{text!r}: the window must be longer than zero")
@@ -219,18 +229,23 @@ def _split_variable(name: str) -> tuple[str, str]:
     return rest, ""
 
 
-def _set(config: Config, section: str, key: str, value: Any, where: str, from_text: bool = False) -> Config:
+def _set(
+    config: Config, section: str, key: str, value: Any, where: str, from_text: bool = False
+) -> Config:
     sections = {f.name: f for f in fields(Config)}
     if section not in sections:
         raise ConfigError(f"{where}: unknown section {section!r} (sections: {', '.join(sections)})")
+    if section == "kafka":  # the one section of free keys: passed through to the client
+        value = _from_text(value) if from_text else value
+        return replace(config, kafka={**config.kafka, key: value})
     current = getattr(config, section)
-    if isinstance(current, dict):  # [kafka]: passed through to the client
-        return replace(config, **{section: {**current, key: _from_text(value) if from_text else value}})
     known = {f.name: f for f in fields(current)}
     if key not in known:
         raise ConfigError(f"{where}: unknown key '{section}.{key}' (keys: {', '.join(known)})")
     default = getattr(type(current)(), key)
-    return replace(config, **{section: replace(current, **{key: _typed(value, default, where, from_text)})})
+    return replace(
+        config, **{section: replace(current, **{key: _typed(value, default, where, from_text)})}
+    )
 
 
 def _typed(value: Any, default: Any, where: str, from_text: bool) -> Any:
@@ -257,7 +272,6 @@ def _from_text(text: str) -> Any:
 def _check(config: Config) -> None:
     from filterd.bayes.estimators import (  # late: keeps `load` cheap to import
         ESTIMATORS,
-        parse_params,
     )
 
     def require(ok: bool, key: str, message: str) -> None:
@@ -265,15 +279,20 @@ def _check(config: Config) -> None:
             raise ConfigError(f"{key}: {message}")
 
     m = config.model
-    require(m.variant in ESTIMATORS, "model.variant", f"unknown variant {m.variant!r} ({', '.join(ESTIMATORS)})")
+    require(
+        m.variant in ESTIMATORS,
+        "model.variant",
+        f"unknown variant {m.variant!r} ({', '.join(ESTIMATORS)})",
+    )
     try:
-        parse_params(m.variant, {k: str(v) for k, v in m.params.items()})
-        Selection.parse(m.select)
+        m.spec  # noqa: B018 - parsing is the check
     except ValueError as error:
         raise ConfigError(f"model.params / model.select: {error}") from None
     require(m.min_docs >= 1, "model.min_docs", "must be at least 1")
     require(0.0 <= m.holdout_fraction < 1.0, "model.holdout_fraction", "must be in [0, 1)")
-    require(0.0 < config.decision.target_recall <= 1.0, "decision.target_recall", "must be in (0, 1]")
+    require(
+        0.0 < config.decision.target_recall <= 1.0, "decision.target_recall", "must be in (0, 1]"
+    )
     for key in ("max_bytes", "max_tokens", "max_token_length"):
         require(getattr(config.limits, key) >= 1, f"limits.{key}", "must be at least 1")
     d = config.dead_letter
@@ -285,7 +304,11 @@ def _check(config: Config) -> None:
     for key in ("max_messages", "max_bytes"):
         require(getattr(r, key) >= 0, f"recent.{key}", "must not be negative (0: keep none)")
     require(r.ttl_seconds >= 0, "recent.ttl_seconds", "must not be negative")
-    require(all(isinstance(x, str) and x for x in m.labels), "model.labels", "must be a list of label strings")
+    require(
+        all(isinstance(x, str) and x for x in m.labels),
+        "model.labels",
+        "must be a list of label strings",
+    )
     for key in ("poll_records", "feedback"):
         require(getattr(config.batches, key) >= 1, f"batches.{key}", "must be at least 1")
     for key in ("sync_seconds", "threshold_reload_seconds", "calibrate_seconds"):
@@ -294,16 +317,37 @@ def _check(config: Config) -> None:
         parse_duration(config.calibration.window)
     except ValueError as error:
         raise ConfigError(f"calibration.window: {error}") from None
-    require(config.calibration.source in ("holdout", "prequential"), "calibration.source",
-            "must be holdout or prequential")
-    require(config.calibration.min_positives >= 0, "calibration.min_positives", "must not be negative (0: automatic)")
-    require(config.calibration.max_auc_drop >= 0, "calibration.max_auc_drop", "must not be negative")
+    require(
+        config.calibration.source in ("holdout", "prequential"),
+        "calibration.source",
+        "must be holdout or prequential",
+    )
+    require(
+        config.calibration.min_positives >= 0,
+        "calibration.min_positives",
+        "must not be negative (0: automatic)",
+    )
+    require(
+        config.calibration.max_auc_drop >= 0, "calibration.max_auc_drop", "must not be negative"
+    )
     require(config.drift.window >= 10, "drift.window", "must be at least 10")
     require(0 <= config.drift.recall_margin < 1, "drift.recall_margin", "must be in [0, 1)")
     require(config.drift.min_positives >= 1, "drift.min_positives", "must be at least 1")
-    require(0 <= config.observe.metrics_port <= 65535, "observe.metrics_port", "must be a port number (0 = off)")
-    require(config.observe.log_format in ("json", "console"), "observe.log_format", "must be json or console")
-    require(bool(config.kafka.get("bootstrap_servers")), "kafka.bootstrap_servers", "must name at least one broker")
+    require(
+        0 <= config.observe.metrics_port <= 65535,
+        "observe.metrics_port",
+        "must be a port number (0 = off)",
+    )
+    require(
+        config.observe.log_format in ("json", "console"),
+        "observe.log_format",
+        "must be json or console",
+    )
+    require(
+        bool(config.kafka.get("bootstrap_servers")),
+        "kafka.bootstrap_servers",
+        "must name at least one broker",
+    )
     compression = config.kafka.get("compression_type")
     require(compression in COMPRESSION_TYPES, "kafka.compression_type",
             f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip

@@ -1,6 +1,6 @@
 """Messages → decisions with one model version and one threshold: the scorer's pure core.
 
-The decision score is the binary score of METHODS.md for the target class t,
+The decision score is the binary score of docs/methods.md for the target class t,
 s(x) = s_t(x) − max_{c≠t} s_c(x), on the target-vs-rest view of the statistics. A message is
 labelled t when s(x) ≥ τ, else the other class (two classes) or "not t" (more). Without a
 threshold version τ = 0, the Bayes decision. Until every class has `min_docs` learned
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import Model, ModelSpec
@@ -42,7 +44,9 @@ class ThresholdSetting:
     target_recall: float = 0.99
 
 
-def scoring_model(stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = 20) -> Model:
+def scoring_model(
+    stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = 20
+) -> Model:
     """The target-vs-rest model the daemon decides with, or NotReady."""
     reason = not_ready(stats.labels, stats.D.tolist(), min_docs)
     if reason is None and target_class not in stats.labels:
@@ -52,7 +56,7 @@ def scoring_model(stats: Statistics, spec: ModelSpec, target_class: str, min_doc
     return Model.build(stats, spec, target=target_class)
 
 
-def decision_scores(model: Model, batch: DocBatch) -> np.ndarray:
+def decision_scores(model: Model, batch: DocBatch) -> npt.NDArray[np.float64]:
     """s(x) of every document of `batch` (row 0 of a target-vs-rest model is the target)."""
     return model.score(batch).binary()
 
@@ -89,10 +93,12 @@ class Decider:
     def decide(self, messages: Sequence[Message], threshold: ThresholdSetting,
                tokens: Sequence[Sequence[str]] | None = None, now: datetime | None = None) -> list[Decision]:  # fmt: skip
         """One decision per message, in order (`tokens`: their tokens, if already made)."""
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         tokens = self.tokens(messages) if tokens is None else tokens
 
-        def decision(i: int, label: str, score: float, explanation: list) -> Decision:
+        def decision(
+            i: int, label: str, score: float, explanation: list[tuple[str, float]]
+        ) -> Decision:
             return Decision(message_id=messages[i].id, label=label, score=score, threshold=threshold.tau,
                             target_recall=threshold.target_recall, model_version=self.model_version,
                             threshold_version=threshold.version, explanation=explanation, scored_at=now)  # fmt: skip
@@ -104,10 +110,12 @@ class Decider:
         labels = np.where(s >= threshold.tau, self.target_class, self._other)
         # 4 decimals: enough to read, and decisions stay small (they are most of what is produced)
         explanations = scores.explanations(self.explain_tokens, decimals=4)
-        return [decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))]
+        return [
+            decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))
+        ]
 
 
-def message_fields(message: Content) -> dict:
+def message_fields(message: Content) -> dict[str, Any]:
     """The fields of a message or feedback record the tokenizer reads."""
     return {"text": message.text, "subject": message.subject, "sender": message.sender,
             "format": message.format, "attributes": message.attributes}  # fmt: skip

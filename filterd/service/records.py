@@ -1,4 +1,4 @@
-"""The public record types: message, feedback, decision, dead-letter (DESIGN.md "Contracts").
+"""The public record types: message, feedback, decision, dead-letter (docs/architecture.md, "Record contracts").
 
 Typed structs are the one source of truth: decoding a record validates it, and the JSON Schema
 files in the top-level `schemas/` are generated from them (`python -m filterd.service.records schemas/`;
@@ -102,7 +102,9 @@ def decode(data: bytes, kind: type[T], max_bytes: int = 1_000_000) -> T:
     """Decode and validate one JSON record, or raise RecordError (reasons: oversized,
     invalid_json, invalid_utf8, schema, too_deep)."""
     if len(data) > max_bytes:
-        raise RecordError("oversized", f"record of {len(data)} bytes exceeds the limit of {max_bytes}")
+        raise RecordError(
+            "oversized", f"record of {len(data)} bytes exceeds the limit of {max_bytes}"
+        )
     try:
         return msgspec.json.decode(data, type=kind)
     except msgspec.ValidationError as error:
@@ -119,7 +121,7 @@ def encode(record: msgspec.Struct) -> bytes:
     return msgspec.json.encode(record)
 
 
-def schemas() -> dict[str, dict]:
+def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each record type, by file name."""
     out = {}
     for name, kind in RECORDS.items():

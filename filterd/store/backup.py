@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import IO
+from typing import IO, Any
 
 from sqlalchemy import Engine, insert, select
 
 from filterd.store.learning import UnknownModel
 from filterd.store.schema import (
+    Base,
     ClassStats,
     FeedbackLedger,
     Holdout,
@@ -26,7 +27,10 @@ from filterd.store.schema import (
 )
 
 FORMAT = "filterd-model/1"
-TABLES = {table.__tablename__: table for table in (ClassStats, TokenStats, FeedbackLedger, Holdout, Threshold)}
+TABLES: dict[str, type[Base]] = {
+    table.__tablename__: table
+    for table in (ClassStats, TokenStats, FeedbackLedger, Holdout, Threshold)
+}
 BATCH = 5000
 
 
@@ -43,9 +47,15 @@ def export_model(engine: Engine, name: str, out: IO[str]) -> int:
         for table_name, table in TABLES.items():
             columns = [c for c in table.__table__.columns if c.name != "model_id"]
             result = conn.execution_options(yield_per=BATCH).execute(
-                select(*columns).where(table.__table__.c.model_id == model.id))
+                select(*columns).where(table.__table__.c.model_id == model.id)
+            )
             for row in result:
-                out.write(json.dumps({"table": table_name, **{c.name: _encode(v) for c, v in zip(columns, row)}}) + "\n")
+                out.write(
+                    json.dumps(
+                        {"table": table_name, **{c.name: _encode(v) for c, v in zip(columns, row)}}
+                    )
+                    + "\n"
+                )
                 rows += 1
     return rows
 
@@ -58,7 +68,9 @@ def import_model(engine: Engine, lines: IO[str], name: str | None = None) -> str
     except json.JSONDecodeError:
         header = {}
     if header.get("format") != FORMAT:
-        raise ValueError(f"not a filterd model export (format {header.get('format')!r}, expected {FORMAT})")
+        raise ValueError(
+            f"not a filterd model export (format {header.get('format')!r}, expected {FORMAT})"
+        )
     name = name or header["name"]
     with engine.begin() as conn:
         if conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None:
@@ -66,7 +78,7 @@ def import_model(engine: Engine, lines: IO[str], name: str | None = None) -> str
         model_id = conn.execute(insert(ModelRow).values(
             name=name, spec=header["spec"], hash_seed=header["hash_seed"], seq=header["seq"],
             created_at=datetime.fromisoformat(header["created_at"])).returning(ModelRow.id)).scalar_one()  # fmt: skip
-        pending: dict[str, list[dict]] = {t: [] for t in TABLES}
+        pending: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
         for row in _rows(lines):
             table = row.pop("table")
             pending[table].append({"model_id": model_id, **_decode(TABLES[table], row)})
@@ -79,7 +91,7 @@ def import_model(engine: Engine, lines: IO[str], name: str | None = None) -> str
     return name
 
 
-def _rows(lines: IO[str]) -> Iterator[dict]:
+def _rows(lines: IO[str]) -> Iterator[dict[str, Any]]:
     for number, line in enumerate(lines, start=2):
         if line.strip():
             try:
@@ -91,7 +103,8 @@ def _rows(lines: IO[str]) -> Iterator[dict]:
             yield row
 
 
-def _encode(value):
+def _encode(value: object) -> object:
+    """A column value as JSON can hold it."""
     if isinstance(value, bytes):
         return {"base64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, datetime):
@@ -99,7 +112,8 @@ def _encode(value):
     return value
 
 
-def _decode(table, row: dict) -> dict:
+def _decode(table: type[Base], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The column values of an exported row of `table` (the inverse of `_encode`)."""
     out = {}
     for key, value in row.items():
         column = table.__table__.c[key]

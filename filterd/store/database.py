@@ -14,6 +14,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 DEFAULT_URL = "sqlite:///var/filterd.db"
 URL_VARIABLE = "FILTERD_DATABASE_URL"
@@ -40,7 +42,7 @@ def connect(url: str | None = None) -> Engine:
     engine = create_engine(url)
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection, _record) -> None:
+    def _pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -72,8 +74,9 @@ def current(url: str | None = None) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
-def head() -> str:
-    """The newest schema revision this version of filterd knows."""
+def head() -> str | None:
+    """The newest schema revision this version of filterd knows (None only if `migrations/`
+    held no revision)."""
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()

@@ -5,14 +5,15 @@ tell how the filter does on today's traffic.
 `record_scores` keeps one row per message id (a relabel corrects the row's label) and drops
 rows beyond the newest `keep`. `drift_report` gives, over the newest `window` rows for a
 target class t: AUC, and recall and specificity at the threshold τ in force
-(decide t iff s ≥ τ, METHODS.md), with the counts they rest on.
+(decide t iff s ≥ τ, docs/methods.md), with the counts they rest on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, delete, select
@@ -50,7 +51,7 @@ class DriftReport:
     first: datetime | None
     last: datetime | None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -60,13 +61,13 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
     drop all but the newest `keep` (trimming now and then is enough: it only bounds the table)."""
     if not scored:
         return
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     latest = {s.message_id: s for s in scored}
     with engine.begin() as conn:
         model_id = find_model_id(conn, model)
-        rows = [dict(model_id=model_id, message_id=s.message_id, label=s.label, score=s.score,
-                     target_class=target_class, model_version=s.model_version,
-                     scored_at=now + timedelta(microseconds=i))  # a total order
+        rows = [{"model_id": model_id, "message_id": s.message_id, "label": s.label, "score": s.score,
+                     "target_class": target_class, "model_version": s.model_version,
+                     "scored_at": now + timedelta(microseconds=i)}  # a total order
                 for i, s in enumerate(latest.values())]  # fmt: skip
         insert_rows(conn, Prequential.__table__, rows, conflict=("model_id", "message_id"),
                     update=("label", "score", "target_class", "model_version", "scored_at"))  # fmt: skip
@@ -75,7 +76,11 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
         cutoff = conn.execute(select(Prequential.scored_at).where(Prequential.model_id == model_id)
                               .order_by(Prequential.scored_at.desc()).offset(keep).limit(1)).scalar()  # fmt: skip
         if cutoff is not None:
-            conn.execute(delete(Prequential).where(Prequential.model_id == model_id, Prequential.scored_at <= cutoff))
+            conn.execute(
+                delete(Prequential).where(
+                    Prequential.model_id == model_id, Prequential.scored_at <= cutoff
+                )
+            )
 
 
 def drift_report(engine: Engine, model: str, target_class: str, window: int = 5000) -> DriftReport:

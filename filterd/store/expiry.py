@@ -12,10 +12,11 @@ resyncs in full (deletions leave no rows to sync from).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, Select, delete, func, select, update
 
 from filterd.store.learning import find_model_id
 from filterd.store.schema import ClassStats, ModelRow, TokenStats
@@ -35,7 +36,7 @@ def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: dat
     """Expire the tokens of `model` unseen for `unseen_days` days with total count ≤ `max_count`."""
     if unseen_days < 0 or max_count < 0:
         raise ValueError("unseen_days and max_count must not be negative")
-    cutoff = int((now or datetime.now(timezone.utc)).timestamp() // 86400) - unseen_days
+    cutoff = int((now or datetime.now(UTC)).timestamp() // 86400) - unseen_days
     with engine.connect() as conn:
         model_id = find_model_id(conn, model)
         candidates = conn.execute(_expired(model_id, cutoff, max_count)).scalars().all()
@@ -60,13 +61,21 @@ def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: dat
             for class_id, removed, _ in rows:
                 conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
                              .values(tokens=ClassStats.tokens - int(removed or 0), seq=seq))  # fmt: skip
-            conn.execute(delete(TokenStats).where(TokenStats.model_id == model_id, TokenStats.token_key.in_(keys)))
+            conn.execute(
+                delete(TokenStats).where(
+                    TokenStats.model_id == model_id, TokenStats.token_key.in_(keys)
+                )
+            )
         if pause:
             time.sleep(pause)
     return result
 
 
-def _expired(model_id: int, cutoff: int, max_count: int, among: list[int] | None = None):
+def _expired(
+    model_id: int, cutoff: int, max_count: int, among: Sequence[int] | None = None
+) -> Select[int]:
+    """The keys of the model's tokens last seen before day `cutoff` with total count ≤
+    `max_count` (among `among`, if given)."""
     query = select(TokenStats.token_key).where(TokenStats.model_id == model_id)
     if among is not None:
         query = query.where(TokenStats.token_key.in_(among))

@@ -15,25 +15,43 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, overload
 
 import numpy as np
-from sqlalchemy import ARRAY, Connection, Engine, String, any_, bindparam, insert, select, update
+import numpy.typing as npt
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Connection,
+    Engine,
+    String,
+    any_,
+    bindparam,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.orm import QueryableAttribute
 
 from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
-from filterd.store.bulk import insert_rows
+from filterd.store.bulk import driver_cursor, insert_rows
 from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
 
 Source = Literal["analyst", "auto"]
 SOURCES = ("analyst", "auto")
 CHUNK = 500  # ids per IN (...) query
+
+IntArray = npt.NDArray[np.int64]
+# What one message adds to the statistics: its label, token keys and counts, and the sign
+# (+1 learned, -1 unlearned).
+Contribution = tuple[str, IntArray, IntArray, int]
 
 
 @dataclass(frozen=True)
@@ -78,31 +96,42 @@ def id_chunks(conn: Connection, ids: list[str]) -> list[list[str]]:
     return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
 
 
-def among(column, ids: list[str]):
+def among(column: QueryableAttribute[str], ids: list[str]) -> ColumnElement[bool]:
     """`column IN ids` (SQLite), or `column = ANY(:ids)` with one array parameter (PostgreSQL),
     which plans and binds far faster than thousands of parameters."""
-    return column.in_(ids) if len(ids) <= CHUNK else column == any_(bindparam(None, ids, type_=ARRAY(String)))
+    return (
+        column.in_(ids)
+        if len(ids) <= CHUNK
+        else column == any_(bindparam(None, ids, type_=ARRAY(String)))
+    )
 
 
 # --- models -------------------------------------------------------------------------------------
 
 
-def create_model(engine: Engine, name: str, spec: ModelSpec = ModelSpec(), seed: int | None = None) -> int:
+def create_model(engine: Engine, name: str, spec: ModelSpec, seed: int | None = None) -> int:
     """Add a model (its token-key seed is random unless given); returns its id."""
     seed = int(np.random.default_rng().integers(0, 2**62)) if seed is None else seed
     with engine.begin() as conn:
         return conn.execute(
-            insert(ModelRow).values(name=name, spec=spec_to_json(spec), hash_seed=seed, seq=0,
-                                    created_at=datetime.now(timezone.utc)).returning(ModelRow.id)  # fmt: skip
+            insert(ModelRow)
+            .values(
+                name=name,
+                spec=spec_to_json(spec),
+                hash_seed=seed,
+                seq=0,
+                created_at=datetime.now(UTC),
+            )
+            .returning(ModelRow.id)
         ).scalar_one()
 
 
-def spec_to_json(spec: ModelSpec) -> dict:
+def spec_to_json(spec: ModelSpec) -> dict[str, Any]:
     return {"variant": spec.variant, "params": dict(spec.params), "selection": str(spec.selection),
             "set_of_words": spec.set_of_words}  # fmt: skip
 
 
-def spec_from_json(data: dict) -> ModelSpec:
+def spec_from_json(data: Mapping[str, Any]) -> ModelSpec:
     return ModelSpec(data["variant"], data.get("params", {}), Selection.parse(data.get("selection", "none")),
                      data.get("set_of_words", False))  # fmt: skip
 
@@ -116,13 +145,13 @@ def in_holdout(message_id: str, fraction: float) -> bool:
     return int.from_bytes(digest, "big") < fraction * 2**64
 
 
-def pack(keys: np.ndarray, counts: np.ndarray) -> bytes:
+def pack(keys: IntArray, counts: IntArray) -> bytes:
     """Keys then counts as little-endian int64 (`unpack` reverses it)."""
-    # two tobytes() instead of np.stack: a tenth of the learner's batch time went to stacking
+    # two tobytes() instead of np.stack, which would copy both arrays once more for every message
     return keys.astype("<i8", copy=False).tobytes() + counts.astype("<i8", copy=False).tobytes()
 
 
-def unpack(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+def unpack(data: bytes) -> tuple[IntArray, IntArray]:
     keys, counts = np.frombuffer(data, dtype="<i8").reshape(2, -1)
     return keys.astype(np.int64), counts.astype(np.int64)
 
@@ -133,14 +162,15 @@ def apply_feedback(engine: Engine, model: str, items: Sequence[LabelledTokens], 
     for item in items:
         if item.source not in SOURCES:
             raise ValueError(f"feedback source must be analyst or auto, not {item.source!r}")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     with engine.begin() as conn:
-        model_id, seq, seed = conn.execute(
+        found = conn.execute(
             update(ModelRow).where(ModelRow.name == model).values(seq=ModelRow.seq + 1)
             .returning(ModelRow.id, ModelRow.seq, ModelRow.hash_seed)
-        ).one_or_none() or (None, None, None)  # fmt: skip
-        if model_id is None:
+        ).one_or_none()  # fmt: skip
+        if found is None:
             raise UnknownModel(f"no model named {model!r} in the store")
+        model_id, seq, seed = found
         result = Applied(seq=seq)
         batch = encode([item.tokens for item in items], TokenHasher(seed))
         plan = _Plan(conn, model_id, [item.message_id for item in items])
@@ -160,20 +190,24 @@ class _Plan:
         self.ledger: dict[str, tuple[str, str, bytes]] = {}
         self.holdout: dict[str, tuple[str, str]] = {}
         for chunk in id_chunks(conn, unique):
-            rows = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.source,
-                                       FeedbackLedger.tokens)
-                                .where(FeedbackLedger.model_id == model_id, among(FeedbackLedger.message_id, chunk)))  # fmt: skip
-            self.ledger.update({m: (label, source, tokens) for m, label, source, tokens in rows})
-            rows = conn.execute(select(Holdout.message_id, Holdout.label, Holdout.source)
-                                .where(Holdout.model_id == model_id, among(Holdout.message_id, chunk)))  # fmt: skip
-            self.holdout.update({m: (label, source) for m, label, source in rows})
+            ledger_rows = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.source,
+                                              FeedbackLedger.tokens)
+                                       .where(FeedbackLedger.model_id == model_id, among(FeedbackLedger.message_id, chunk)))  # fmt: skip
+            self.ledger.update(
+                {m: (label, source, tokens) for m, label, source, tokens in ledger_rows}
+            )
+            holdout_rows = conn.execute(select(Holdout.message_id, Holdout.label, Holdout.source)
+                                        .where(Holdout.model_id == model_id, among(Holdout.message_id, chunk)))  # fmt: skip
+            self.holdout.update({m: (label, source) for m, label, source in holdout_rows})
         self.existing = set(self.ledger)
         self.existing_holdout = set(self.holdout)
         self.ledger_writes: dict[str, tuple[str, str, bytes]] = {}
         self.holdout_writes: dict[str, tuple[str, str, bytes, datetime | None]] = {}
-        self.contributions: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # label, keys, counts, sign
+        self.contributions: list[Contribution] = []
 
-    def decide(self, i: int, item: LabelledTokens, batch: DocBatch, fraction: float, result: Applied) -> None:
+    def decide(
+        self, i: int, item: LabelledTokens, batch: DocBatch, fraction: float, result: Applied
+    ) -> None:
         keys = batch.keys[batch.indptr[i] : batch.indptr[i + 1]]
         counts = batch.counts[batch.indptr[i] : batch.indptr[i + 1]]
         known = self.ledger.get(item.message_id) or self.holdout.get(item.message_id)
@@ -181,7 +215,9 @@ class _Plan:
             label, source = known[0], known[1]
             if label == item.label:
                 result.duplicates += 1
-                if source == "auto" and item.source == "analyst":  # confirmed: now an analyst's label
+                if (
+                    source == "auto" and item.source == "analyst"
+                ):  # confirmed: now an analyst's label
                     self._set_source(item.message_id, "analyst")
                 return
             if source == "analyst" and item.source == "auto":
@@ -190,14 +226,24 @@ class _Plan:
             result.relabelled += 1
             if item.message_id in self.holdout:
                 self.holdout[item.message_id] = (item.label, item.source)
-                self.holdout_writes[item.message_id] = (item.label, item.source, pack(keys, counts), item.ts)
+                self.holdout_writes[item.message_id] = (
+                    item.label,
+                    item.source,
+                    pack(keys, counts),
+                    item.ts,
+                )
                 return
             old_keys, old_counts = unpack(self.ledger[item.message_id][2])
             self.contributions.append((label, old_keys, old_counts, -1))
         elif in_holdout(item.message_id, fraction):
             result.held_out += 1
             self.holdout[item.message_id] = (item.label, item.source)
-            self.holdout_writes[item.message_id] = (item.label, item.source, pack(keys, counts), item.ts)
+            self.holdout_writes[item.message_id] = (
+                item.label,
+                item.source,
+                pack(keys, counts),
+                item.ts,
+            )
             return
         else:
             result.learned += 1
@@ -219,7 +265,9 @@ class _Plan:
 
 def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, int]:
     """Class ids of `labels`, adding classes never seen (the model row lock is held)."""
-    rows = conn.execute(select(ClassStats.label, ClassStats.class_id).where(ClassStats.model_id == model_id))
+    rows = conn.execute(
+        select(ClassStats.label, ClassStats.class_id).where(ClassStats.model_id == model_id)
+    )
     ids = dict(rows.all())
     for label in sorted(labels - set(ids)):
         ids[label] = max(ids.values(), default=-1) + 1
@@ -228,7 +276,8 @@ def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, i
     return ids
 
 
-def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> None:
+def _write_statistics(conn: Connection, model_id: int, seq: int, now: datetime,
+                      contributions: list[Contribution], class_ids: dict[str, int]) -> None:  # fmt: skip
     if not contributions:
         return
     lengths = np.array([len(keys) for _, keys, _, _ in contributions], dtype=np.int64)
@@ -245,7 +294,9 @@ def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> Non
     first = np.ones(len(order), dtype=bool)
     first[1:] = (k[1:] != k[:-1]) | (c[1:] != c[:-1])
     starts = np.flatnonzero(first)
-    sums = [np.add.reduceat((entry_sign * v)[order], starts) for v in (counts, np.ones_like(counts), t)]
+    sums = [
+        np.add.reduceat((entry_sign * v)[order], starts) for v in (counts, np.ones_like(counts), t)
+    ]
     key, cid = k[starts], c[starts]
     n, df, tf = sums
     live = (n != 0) | (df != 0) | (tf != 0)
@@ -266,14 +317,16 @@ def _write_statistics(conn, model_id, seq, now, contributions, class_ids) -> Non
         write(conn, model_id, seq, day, key[rows], cid[rows], *applied, insert=False)
         applied_tokens += np.bincount(cid[rows], weights=applied[0], minlength=len(class_ids) + 1)
     docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
-    for label, class_id in class_ids.items():
+    for class_id in class_ids.values():
         if docs[class_id] or applied_tokens[class_id]:
             conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
                          .values(docs=ClassStats.docs + int(docs[class_id]),
                                  tokens=ClassStats.tokens + int(applied_tokens[class_id]), seq=seq))  # fmt: skip
 
 
-def _current_values(conn, model_id: int, keys: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def _current_values(
+    conn: Connection, model_id: int, keys: IntArray, classes: IntArray
+) -> tuple[npt.NDArray[np.bool_], list[IntArray]]:
     """Which (key, class) rows exist, and their current count, doc_freq and tfn (0 where absent)."""
     found: dict[tuple[int, int], tuple[int, int, int]] = {}
     unique_keys = sorted(set(keys.tolist()))
@@ -289,59 +342,85 @@ def _current_values(conn, model_id: int, keys: np.ndarray, classes: np.ndarray) 
     return present, [columns[0], columns[1], columns[2]]
 
 
-_UPSERT_SET = ("count = token_stats.count + excluded.count, doc_freq = token_stats.doc_freq + excluded.doc_freq, "
-               "tfn = token_stats.tfn + excluded.tfn, seq = excluded.seq, last_seen = excluded.last_seen")
+_UPSERT_SET = (
+    "count = token_stats.count + excluded.count, doc_freq = token_stats.doc_freq + excluded.doc_freq, "
+    "tfn = token_stats.tfn + excluded.tfn, seq = excluded.seq, last_seen = excluded.last_seen"
+)
 _SHRINK_SET = "count = count + {n}, doc_freq = doc_freq + {df}, tfn = tfn + {tf}, seq = {seq}"
 
 
-def _write_sqlite(conn, model_id, seq, day, key, cid, n, df, tf, insert: bool) -> int:
+def _write_sqlite(conn: Connection, model_id: int, seq: int, day: int, key: IntArray, cid: IntArray,
+                  n: IntArray, df: IntArray, tf: IntArray, *, insert: bool) -> int:  # fmt: skip
     """Additive upsert (insert=True) or update of existing rows, one executemany of tuples."""
+    rows: list[tuple[int, ...]]  # the statement's parameters, one tuple per row
     if insert:
-        sql = ("INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
-               f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}")
-        rows = [(model_id, *r, seq, day) for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())]
+        sql = (
+            "INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
+        )
+        rows = [
+            (model_id, *r, seq, day)
+            for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())
+        ]
     else:
-        sql = (f"UPDATE token_stats SET {_SHRINK_SET.format(n='?', df='?', tf='?', seq=seq)} "
-               "WHERE model_id = ? AND token_key = ? AND class_id = ?")
-        rows = [(*r[2:], model_id, r[0], r[1]) for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())]
+        sql = (
+            f"UPDATE token_stats SET {_SHRINK_SET.format(n='?', df='?', tf='?', seq=seq)} "
+            "WHERE model_id = ? AND token_key = ? AND class_id = ?"
+        )
+        rows = [
+            (*r[2:], model_id, r[0], r[1])
+            for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())
+        ]
     if not rows:
         return 0
-    cursor = conn.connection.driver_connection.cursor()
+    cursor = driver_cursor(conn)
     cursor.executemany(sql, rows)
     return cursor.rowcount
 
 
-def _write_postgresql(conn, model_id, seq, day, key, cid, n, df, tf, insert: bool) -> int:
+def _write_postgresql(conn: Connection, model_id: int, seq: int, day: int, key: IntArray, cid: IntArray,
+                      n: IntArray, df: IntArray, tf: IntArray, *, insert: bool) -> int:  # fmt: skip
     """The same as one statement over arrays (INSERT … SELECT FROM unnest), rows in key order."""
     if not len(key):
         return 0
     arrays = "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS u(k, c, n, df, tf)"
+    params: tuple[int, ...]  # those before the arrays
     if insert:
-        sql = ("INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
-               f"SELECT %s, k, c, n, df, tf, %s, %s FROM {arrays} "
-               f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}")
+        sql = (
+            "INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
+            f"SELECT %s, k, c, n, df, tf, %s, %s FROM {arrays} "
+            f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
+        )
         params = (model_id, seq, day)
     else:
-        sql = (f"UPDATE token_stats SET {_SHRINK_SET.format(n='u.n', df='u.df', tf='u.tf', seq='%s')} "
-               f"FROM {arrays} WHERE model_id = %s AND token_key = u.k AND class_id = u.c")
+        sql = (
+            f"UPDATE token_stats SET {_SHRINK_SET.format(n='u.n', df='u.df', tf='u.tf', seq='%s')} "
+            f"FROM {arrays} WHERE model_id = %s AND token_key = u.k AND class_id = u.c"
+        )
         params = (seq,)
-    # as array literals: psycopg dumps a list element by element in Python, 4x slower
+    # as array literals: psycopg would dump a list element by element in Python, which is slower
     columns = tuple("{" + ",".join(map(str, a.tolist())) + "}" for a in (key, cid, n, df, tf))
-    cursor = conn.connection.driver_connection.cursor()
+    cursor = driver_cursor(conn)
     cursor.execute(sql, params + columns if insert else params + columns + (model_id,))
     return cursor.rowcount
 
 
+@overload
+def as_utc(moment: datetime) -> datetime: ...
+@overload
+def as_utc(moment: None) -> None: ...
+@overload
+def as_utc(moment: datetime | None) -> datetime | None: ...
 def as_utc(moment: datetime | None) -> datetime | None:
     """`moment` in UTC; naive times are taken as UTC (SQLite gives back naive datetimes written as
     UTC), so that time windows compare alike on every database."""
     if moment is None:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -> None:
-    fresh = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, learned_at=now)
+    fresh = [{"model_id": model_id, "message_id": m, "label": label, "source": source, "tokens": tokens, "learned_at": now}
              for m, (label, source, tokens) in plan.ledger_writes.items() if m not in plan.existing]  # fmt: skip
     insert_rows(conn, FeedbackLedger.__table__, fresh)
     for m, (label, source, tokens) in plan.ledger_writes.items():
@@ -349,7 +428,7 @@ def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -
             conn.execute(update(FeedbackLedger)
                          .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == m)
                          .values(label=label, source=source, tokens=tokens, learned_at=now))  # fmt: skip
-    new_holdout = [dict(model_id=model_id, message_id=m, label=label, source=source, tokens=tokens, ts=as_utc(ts) or now)
+    new_holdout = [{"model_id": model_id, "message_id": m, "label": label, "source": source, "tokens": tokens, "ts": as_utc(ts) or now}
                    for m, (label, source, tokens, ts) in plan.holdout_writes.items()
                    if m not in plan.existing_holdout]  # fmt: skip
     insert_rows(conn, Holdout.__table__, new_holdout)

@@ -15,6 +15,7 @@ prequential      the score each feedback record got before it was learned (drift
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -29,6 +30,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
 )  # fmt: skip
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -43,6 +45,8 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+    # Every class here is mapped to a Table (DeclarativeBase types `__table__` as any FromClause).
+    __table__: ClassVar[Table]
 
 
 class ModelRow(Base):
@@ -50,10 +54,14 @@ class ModelRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    spec: Mapped[dict] = mapped_column(JSON)  # variant, params, selection, set_of_words
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # variant, params, selection, set_of_words
     hash_seed: Mapped[int] = mapped_column(BigInteger)
-    seq: Mapped[int] = mapped_column(BigInteger, default=0)  # last change; bumped under the row lock
-    pruned_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")  # last token expiry
+    seq: Mapped[int] = mapped_column(
+        BigInteger, default=0
+    )  # last change; bumped under the row lock
+    pruned_seq: Mapped[int] = mapped_column(
+        BigInteger, default=0, server_default="0"
+    )  # last token expiry
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
@@ -64,7 +72,9 @@ class ClassStats(Base):
         Index(None, "model_id", "label", unique=True),
     )
 
-    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
     class_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     label: Mapped[str] = mapped_column(String(200))
     docs: Mapped[int] = mapped_column(BigInteger, default=0)
@@ -79,7 +89,9 @@ class TokenStats(Base):
         Index(None, "model_id", "seq"),
     )
 
-    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
     token_key: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     class_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     count: Mapped[int] = mapped_column(BigInteger)
@@ -92,7 +104,9 @@ class TokenStats(Base):
 class FeedbackLedger(Base):
     __tablename__ = "feedback_ledger"
 
-    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
     message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
     label: Mapped[str] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(16))  # analyst | auto
@@ -104,7 +118,9 @@ class Holdout(Base):
     __tablename__ = "holdout"
     __table_args__ = (Index(None, "model_id", "ts"),)
 
-    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
     message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
     label: Mapped[str] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(16))
@@ -115,7 +131,9 @@ class Holdout(Base):
 class Threshold(Base):
     __tablename__ = "thresholds"
 
-    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
     version: Mapped[int] = mapped_column(Integer, primary_key=True)
     target_class: Mapped[str] = mapped_column(String(200))
     target_recall: Mapped[float] = mapped_column(Float)
@@ -138,7 +156,9 @@ class Prequential(Base):
     __tablename__ = "prequential"
     __table_args__ = (Index(None, "model_id", "scored_at"),)
 
-    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
     message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
     label: Mapped[str] = mapped_column(String(200))
     score: Mapped[float] = mapped_column(Float)  # decision score for the target class

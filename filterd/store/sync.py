@@ -11,10 +11,12 @@ applying one twice, or a row newer than the returned number, is harmless.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
-from sqlalchemy import Engine, select, text
+import numpy.typing as npt
+from sqlalchemy import Engine, Result, Row, select, text
 
 from filterd.bayes.statistics import Delta, Statistics
 from filterd.store.learning import UnknownModel
@@ -26,17 +28,26 @@ _CHANGED_ROWS = text(
     "(SELECT token_key FROM token_stats WHERE model_id = :model AND seq > :since)"
 )
 # PostgreSQL: changed keys by the (model_id, seq) index, then their rows by primary key, a plan
-# that does not depend on table statistics (a fresh, unanalyzed table got a 10× slower semi-join)
-_CHANGED_KEYS = text("SELECT DISTINCT token_key FROM token_stats WHERE model_id = :model AND seq > :since")
-_ROWS_OF_KEYS = text("SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
-                     "WHERE model_id = :model AND token_key = ANY(:keys)")
-_ALL_ROWS = text("SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats WHERE model_id = :model")
+# that does not depend on table statistics (on a fresh, unanalyzed table the planner chose a far
+# slower semi-join)
+_CHANGED_KEYS = text(
+    "SELECT DISTINCT token_key FROM token_stats WHERE model_id = :model AND seq > :since"
+)
+_ROWS_OF_KEYS = text(
+    "SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
+    "WHERE model_id = :model AND token_key = ANY(:keys)"
+)
+_ALL_ROWS = text(
+    "SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats WHERE model_id = :model"
+)
 
 
 def load(engine: Engine, model: str, sparse: bool = False) -> tuple[Statistics, int]:
     """The model's statistics, and the sequence number they reflect."""
     with engine.connect() as conn:
-        seed = conn.execute(select(ModelRow.hash_seed).where(ModelRow.name == model)).scalar_one_or_none()
+        seed = conn.execute(
+            select(ModelRow.hash_seed).where(ModelRow.name == model)
+        ).scalar_one_or_none()
     if seed is None:
         raise UnknownModel(f"no model named {model!r} in the store")
     stats = Statistics(seed=seed, sparse=sparse)
@@ -59,25 +70,32 @@ def sync(engine: Engine, model: str, stats: Statistics, since: int | None) -> in
             values = _values(streamed.execute(_ALL_ROWS, {"model": model_id}))
         elif conn.dialect.name == "postgresql":
             keys = conn.execute(_CHANGED_KEYS, {"model": model_id, "since": since}).scalars().all()
-            values = _values(streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys}) if keys else None)
+            values = _values(
+                streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys}) if keys else None
+            )
         else:
             values = _values(streamed.execute(_CHANGED_ROWS, {"model": model_id, "since": since}))
     delta = _delta(seq, classes, values)
-    del values  # before the statistics grow: a full load of 1M tokens holds 80 MB here
+    del values  # before the statistics grow: on a full load it holds 40 bytes per token row
     if expired_since:
         delta = _with_zeros_for(delta, np.setdiff1d(stats.vocab.keys, delta.keys))
     stats.apply_delta(delta)
     return seq
 
 
-def _with_zeros_for(delta: Delta, keys: np.ndarray) -> Delta:
+def _with_zeros_for(delta: Delta, keys: npt.NDArray[np.int64]) -> Delta:
     """`delta` that also sets `keys` (tokens the store no longer has) to zero."""
-    pad = lambda a: np.concatenate([a, np.zeros((a.shape[0], len(keys)), dtype=a.dtype)], axis=1)  # noqa: E731
+
+    def pad(a: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.concatenate([a, np.zeros((a.shape[0], len(keys)), dtype=a.dtype)], axis=1)
+
     return Delta(delta.version, delta.labels, delta.D, np.concatenate([delta.keys, keys]),
                  pad(delta.N), pad(delta.DF), pad(delta.T))  # fmt: skip
 
 
-def _values(result, chunk: int = 50_000) -> np.ndarray:
+def _values(
+    result: Result[int, int, int, int, int] | None, chunk: int = 50_000
+) -> npt.NDArray[np.int64]:
     """(rows, 5) int64 of (token_key, class_id, count, doc_freq, tfn), read a chunk at a time so
     that a full load never holds millions of Row objects at once."""
     values = np.zeros((0, 5), dtype=np.int64)
@@ -92,7 +110,7 @@ def _values(result, chunk: int = 50_000) -> np.ndarray:
     return values[:filled]
 
 
-def _delta(seq: int, classes, values: np.ndarray) -> Delta:
+def _delta(seq: int, classes: Sequence[Row[int, str, int]], values: npt.NDArray[np.int64]) -> Delta:
     class_ids = np.array([class_id for class_id, _, _ in classes], dtype=np.int64)
     position = np.zeros(int(class_ids.max(initial=-1)) + 1, dtype=np.int64)
     position[class_ids] = np.arange(len(class_ids))

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Engine, func, insert, select, update
 
 from filterd.bayes.features import DocBatch
@@ -55,8 +57,8 @@ class ThresholdVersion:
         return None if self.specificity is None else 1.0 - self.specificity
 
 
-def _version(row) -> ThresholdVersion:
-    values = row._asdict()
+def _version(values: dict[str, Any]) -> ThresholdVersion:
+    """The version of a `thresholds` row (as column name → value)."""
     for name in ("window_start", "window_end", "created_at"):
         values[name] = as_utc(values[name])
     return ThresholdVersion(**values)
@@ -75,7 +77,7 @@ def latest_threshold(engine: Engine, model: str, target_class: str) -> Threshold
         if row is None:
             find_model_id(conn, model)  # an unknown model is an error, not "no threshold yet"
             return None
-    return _version(row)
+    return _version(row._asdict())
 
 
 def threshold_history(engine: Engine, model: str, limit: int = 20) -> list[ThresholdVersion]:
@@ -88,7 +90,7 @@ def threshold_history(engine: Engine, model: str, limit: int = 20) -> list[Thres
             .order_by(ThresholdRow.version.desc())
             .limit(limit)
         ).all()
-    return [_version(row) for row in rows]
+    return [_version(row._asdict()) for row in rows]
 
 
 def write_threshold(
@@ -148,7 +150,7 @@ class HoldoutWindow:
     """Holdout items in feedback-time order: token counts (no token strings), labels, times."""
 
     batch: DocBatch
-    labels: np.ndarray  # (n,) str
+    labels: npt.NDArray[np.object_]  # (n,) str
     ts: list[datetime]
     start: datetime | None  # now − window, else the first item's time
     end: datetime | None  # now, else the last item's time
@@ -183,7 +185,7 @@ def holdout_window(
             query = query.order_by(Holdout.ts, Holdout.message_id)
         rows = conn.execute(query).all()
     if last is not None:
-        rows.reverse()
+        rows = rows[::-1]
     keys, counts = zip(*(unpack(tokens) for _, tokens, _ in rows)) if rows else ((), ())
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum([len(k) for k in keys], out=indptr[1:])
@@ -193,6 +195,8 @@ def holdout_window(
         np.concatenate([np.zeros(0, np.int64), *counts]),
     )
     ts = [as_utc(t) for _, _, t in rows]
+    start: datetime | None
+    end: datetime | None
     if window is not None:
         start, end = now - window, now
     else:
@@ -203,13 +207,17 @@ def holdout_window(
 
 
 def prequential_window(engine: Engine, model: str, target_class: str, window: timedelta | None = None,
-                       last: int | None = None, now: datetime | None = None):  # fmt: skip
+                       last: int | None = None, now: datetime | None = None
+                       ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.object_], tuple[datetime | None, datetime | None]]:  # fmt: skip
     """(scores, labels, (start, end)) of the feedback scored for `target_class` before it was
     learned, with now − window < scored_at ≤ now, or the last `last`, or all the store keeps."""
     now = as_utc(now) or datetime.now(UTC)
     query = select(Prequential.score, Prequential.label, Prequential.scored_at)
     with engine.connect() as conn:
-        query = query.where(Prequential.model_id == find_model_id(conn, model), Prequential.target_class == target_class)
+        query = query.where(
+            Prequential.model_id == find_model_id(conn, model),
+            Prequential.target_class == target_class,
+        )
         if window is not None:
             query = query.where(Prequential.scored_at > now - window, Prequential.scored_at <= now)
         query = query.order_by(Prequential.scored_at.desc())
@@ -217,5 +225,9 @@ def prequential_window(engine: Engine, model: str, target_class: str, window: ti
     scores = np.array([r.score for r in rows], dtype=np.float64)
     labels = np.array([r.label for r in rows], dtype=object)
     times = [as_utc(r.scored_at) for r in rows]
-    bounds = (now - window, now) if window is not None else ((min(times), max(times)) if times else (None, None))
+    bounds: tuple[datetime | None, datetime | None] = (
+        (now - window, now)
+        if window is not None
+        else ((min(times), max(times)) if times else (None, None))
+    )
     return scores, labels, bounds

@@ -22,4 +22,4 @@ Limits (TokenizerConfig) and the flags reporting them are in config.py and limit
 from filterd.tokenize.config import TokenizerConfig
 from filterd.tokenize.tokenizer import Tokenizer, Tokens, tokenize
 
-__all__ = ["TokenizerConfig", "Tokenizer", "Tokens", "tokenize"]
+__all__ = ["Tokenizer", "TokenizerConfig", "Tokens", "tokenize"]

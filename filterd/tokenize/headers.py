@@ -60,7 +60,7 @@ def received_tokens(value: str, max_length: int) -> list[str]:
     """`received:` tokens of one Received header: host suffixes, then IPv4 prefixes."""
     # Both patterns need a "." and treat whitespace as outside a match, before and after: the
     # words with a "." hold every match, each on its own. Relay words repeat from mail to
-    # mail, so each word's tokens are memoized (received_tokens 2.4x faster, measured).
+    # mail, so each word's tokens are memoized.
     hosts: list[str] = []
     networks: list[str] = []
     for word in value.split():
@@ -87,9 +87,8 @@ def _received_word_tokens(word: str, max_length: int) -> tuple[tuple[str, ...], 
 
 def header_name_tokens(names: Iterable[str]) -> list[str]:
     """`header:<name>` once per distinct, well-formed name that is not in `IGNORED_NAMES`."""
-    tokens = dict.fromkeys(_header_name_token(str(name)) for name in names)
-    tokens.pop(None, None)
-    return list(tokens)  # type: ignore[arg-type]  # None is gone
+    tokens = (_header_name_token(str(name)) for name in names)
+    return list(dict.fromkeys(token for token in tokens if token is not None))
 
 
 @memoized

@@ -4,9 +4,8 @@
     def url_tokens(url: str, max_token_length: int) -> tuple[str, ...]: ...
 
 URLs (tracking pixels, list footers), relay host names and header names recur across a
-mail stream: over the SpamAssassin corpus, with 4096 entries, 59% of HTML link targets,
-32% of URLs in text, 88% of Received words and 99.7% of header names were cache hits
-(a larger memo hardly raised them). The memo is an LRU cache per function of `SIZE`
+mail stream: many HTML link targets and URLs in text, and most Received words and header
+names, are cache hits (a larger memo hardly raises their share). The memo is an LRU cache per function of `SIZE`
 entries, and only for a first argument of at most `MAX_KEY_LENGTH` characters, so a
 hostile stream of long unique inputs costs neither memory nor more than a failed lookup.
 The function must be pure and return an immutable value (a tuple): every caller shares it.
@@ -16,27 +15,31 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
 SIZE = 4096
 MAX_KEY_LENGTH = 200
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
-def memoized(function: F) -> F:
+@overload
+def memoized(function: Callable[[str], R]) -> Callable[[str], R]: ...
+@overload
+def memoized(function: Callable[[str, int], R]) -> Callable[[str, int], R]: ...
+def memoized(function: Callable[..., R]) -> Callable[..., R]:
     """`function(key)` or `function(key, n)`, cached for keys of at most MAX_KEY_LENGTH
-    characters. The wrapper has the function's arity: one with `*args` cost 170 ns a call
-    more, as much as a cache hit saves on a small function (measured)."""
+    characters. The wrapper has the function's arity: one with `*args` costs more per call,
+    as much as a cache hit saves on a small function."""
     cached = functools.lru_cache(maxsize=SIZE)(function)
     if function.__code__.co_argcount == 1:
 
-        def call(key: str) -> Any:
+        def call(key: str) -> R:
             return cached(key) if len(key) <= MAX_KEY_LENGTH else function(key)
 
-    else:
+        return functools.wraps(function)(call)
 
-        def call(key: str, n: int) -> Any:  # type: ignore[misc]
-            return cached(key, n) if len(key) <= MAX_KEY_LENGTH else function(key, n)
+    def call_n(key: str, n: int) -> R:
+        return cached(key, n) if len(key) <= MAX_KEY_LENGTH else function(key, n)
 
-    return functools.wraps(function)(call)  # type: ignore[return-value]
+    return functools.wraps(function)(call_n)

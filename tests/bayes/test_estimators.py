@@ -82,7 +82,9 @@ def test_kikuchi_ozono_table_1():
     # the uncorrected estimator with λ = 1e-5 on the paper's Table I rows
     rows = [(100, 1e4, 2000, 1e7, 47.6), (1, 1e4, 20, 1e7, 8.3), (2, 1e4, 20, 1e7, 16.7)]
     for f_nu, n_nu, f_de, n_de, published in rows:
-        assert likelihood_ratio(f_nu, n_nu, f_de, n_de, 1e-5, smoothed=False) == pytest.approx(published, abs=0.05)
+        assert likelihood_ratio(f_nu, n_nu, f_de, n_de, 1e-5, smoothed=False) == pytest.approx(
+            published, abs=0.05
+        )
 
 
 def skewed_stats(rng, sizes=(400, 40)):
@@ -90,13 +92,15 @@ def skewed_stats(rng, sizes=(400, 40)):
     stats = Statistics()
     for label, n_docs, words in [("ham", sizes[0], "abcdefgh"), ("spam", sizes[1], "fghijklm")]:
         for _ in range(n_docs):
-            doc = list(rng.choice(list(words), size=18)) + ["the", "the"]
+            doc = [*list(rng.choice(list(words), size=18)), "the", "the"]
             stats.learn(doc, label)
     return stats
 
 
 def test_frank_bouckaert_irrelevant_word_has_odds_ratio_one_under_pcn():
-    stats = skewed_stats(np.random.default_rng(0), sizes=(400, 3))  # smoothing bites the short class
+    stats = skewed_stats(
+        np.random.default_rng(0), sizes=(400, 3)
+    )  # smoothing bites the short class
     col = stats.vocab.lookup(stats.hasher.keys(["the"]))[0]
     pcn = Model.build(stats, ModelSpec("pcn"), target="spam").weights.W
     plain = Model.build(stats, ModelSpec("mnb"), target="spam").weights.W
@@ -109,14 +113,20 @@ def test_pcn_with_a_1_ranks_like_the_l1_centroid():
     stats = skewed_stats(rng)
     tests = [list(rng.choice(list("abcdefghijklm"), size=15)) for _ in range(300)]
     pcn = Model.build(stats, ModelSpec("pcn"), target="spam").score_tokens(tests).binary()
-    l1 = Model.build(stats, ModelSpec("centroid", {"norm": "l1"}), target="spam").score_tokens(tests).binary()
+    l1 = (
+        Model.build(stats, ModelSpec("centroid", {"norm": "l1"}), target="spam")
+        .score_tokens(tests)
+        .binary()
+    )
     assert spearmanr(pcn, l1).statistic > 0.99
 
 
 def test_pcn_min_scales_to_the_shortest_class():
     stats = skewed_stats(np.random.default_rng(2))
     a_min = Model.build(stats, ModelSpec("pcn", {"A": "min"}), target="spam").weights
-    a_value = Model.build(stats, ModelSpec("pcn", {"A": float(stats.counts().Nc.min())}), target="spam").weights
+    a_value = Model.build(
+        stats, ModelSpec("pcn", {"A": float(stats.counts().Nc.min())}), target="spam"
+    ).weights
     assert np.allclose(a_min.W, a_value.W)
 
 

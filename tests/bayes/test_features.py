@@ -32,7 +32,7 @@ def test_select_docs_keeps_the_chosen_documents_in_order():
     batch = encode([["a"], ["b", "b", "c"], ["d"]], hasher)
     sub = select_docs(batch, np.array([2, 1]))
     assert list(sub.indptr) == [0, 1, 3]
-    assert [sub.token(i) for i in range(3)] == ["d"] + sorted(["b", "c"], key=lambda t: hasher.key(t))
+    assert [sub.token(i) for i in range(3)] == ["d", *sorted(["b", "c"], key=hasher.key)]
     assert list(sub.counts) == [1] + [2 if sub.token(i) == "b" else 1 for i in (1, 2)]
 
 
@@ -51,7 +51,10 @@ def test_repeated_tokens_across_documents_keep_their_first_occurrence():
             assert hasher.key(token) == batch.keys[entry]
             assert batch.counts[entry] == doc.count(token)
             offset = sum(len(d) for d in docs[:i])
-            assert batch.token_index[entry] == offset + doc.index(token) and flat[batch.token_index[entry]] == token
+            assert (
+                batch.token_index[entry] == offset + doc.index(token)
+                and flat[batch.token_index[entry]] == token
+            )
 
 
 def test_concat_equals_encoding_the_documents_together():
@@ -63,7 +66,9 @@ def test_concat_equals_encoding_the_documents_together():
         assert joined.indptr.tolist() == whole.indptr.tolist()
         assert joined.keys.tolist() == whole.keys.tolist()
         assert joined.counts.tolist() == whole.counts.tolist()
-        assert [joined.token(e) for e in range(len(joined.keys))] == [whole.token(e) for e in range(len(whole.keys))]
+        assert [joined.token(e) for e in range(len(joined.keys))] == [
+            whole.token(e) for e in range(len(whole.keys))
+        ]
 
 
 def assert_same_batch(a, b):
@@ -79,12 +84,22 @@ def test_the_c_loop_is_built_where_ci_runs():
         pytest.fail("filterd._speedups was not built: encode runs in pure Python")
 
 
-@pytest.mark.skipif(features._speedups is None, reason="filterd._speedups not built (no C compiler)")
+@pytest.mark.skipif(
+    features._speedups is None, reason="filterd._speedups not built (no C compiler)"
+)
 @given(
-    docs=st.lists(st.lists(st.text(min_size=1, max_size=12) | st.sampled_from(["a", "é", "a\x00", "\ud800", "x" * 41])), max_size=6),
+    docs=st.lists(
+        st.lists(
+            st.text(min_size=1, max_size=12)
+            | st.sampled_from(["a", "é", "a\x00", "\ud800", "x" * 41])
+        ),
+        max_size=6,
+    ),
     seed=st.integers(0, 2**32),  # tokens are never empty (Tokens), nor are they here
 )
-@example(docs=[["b", "a", "b"], [], ["a\x00b", "a\ufffdb"]], seed=0)  # NUL hashes as U+FFFD: one key
+@example(
+    docs=[["b", "a", "b"], [], ["a\x00b", "a\ufffdb"]], seed=0
+)  # NUL hashes as U+FFFD: one key
 @example(docs=[["\ud83d", "ok"]], seed=1)  # a lone surrogate: the pure-Python path
 @example(docs=[[str(i % 50) for i in range(300)]], seed=2)  # past the C loop's insertion sort
 def test_the_c_loop_counts_as_the_reference_does(docs, seed):
@@ -96,5 +111,7 @@ def test_counting_alone_leaves_the_strings_out():
     docs = [["b", "a", "b"], ["c"]]
     bare = encode(docs, hasher, with_tokens=False)
     whole = encode(docs, hasher)
-    assert bare.keys.tolist() == whole.keys.tolist() and bare.counts.tolist() == whole.counts.tolist()
+    assert (
+        bare.keys.tolist() == whole.keys.tolist() and bare.counts.tolist() == whole.counts.tolist()
+    )
     assert bare.token_index is None and len(bare.tokens) == 0

@@ -32,7 +32,11 @@ def test_entries_list_the_nonzero_pairs(storage):
 
 def test_set_columns_overwrites_and_zeroes(storage):
     storage.add(np.array([0, 1]), np.array([4, 4]), np.array([[3, 3], [1, 1], [1, 1]]))
-    storage.set_columns(np.array([1, 0]), np.array([4, 6]), np.array([[[9, 0], [0, 2]], [[1, 0], [0, 1]], [[7, 0], [0, 8]]]))
+    storage.set_columns(
+        np.array([1, 0]),
+        np.array([4, 6]),
+        np.array([[[9, 0], [0, 2]], [[1, 0], [0, 1]], [[7, 0], [0, 8]]]),
+    )
     N, DF, _ = storage.columns(np.array([4, 6]))
     assert N.tolist() == [[0, 2], [9, 0], [0, 0]] and DF.tolist() == [[0, 1], [1, 0], [0, 0]]
 
@@ -47,7 +51,9 @@ def test_sparse_storage_never_stores_pairs_only_to_hold_zeros():
 
 def test_increments_may_come_as_three_arrays(storage):
     rows, ids = np.array([0, 2, 2]), np.array([5, 5, 1])
-    storage.add(rows, ids, (np.array([1, 2, 3]), np.broadcast_to(np.int64(1), (3,)), np.array([7, 8, 9])))
+    storage.add(
+        rows, ids, (np.array([1, 2, 3]), np.broadcast_to(np.int64(1), (3,)), np.array([7, 8, 9]))
+    )
     N, DF, T = storage.columns(np.array([5, 1]))
     assert N.tolist() == [[1, 0], [0, 0], [2, 3]] and DF.tolist() == [[1, 0], [0, 0], [1, 1]]
     assert T[2].tolist() == [8, 9]

@@ -47,7 +47,9 @@ def test_a_batch_scores_like_its_documents_one_by_one(stats, docs, select):
 
 @given(documents, st.integers(1, 8))
 def test_local_top_n_keeps_min_of_n_and_the_known_tokens(stats, doc, n):
-    model = Model.build(stats, ModelSpec("mnb", selection=Selection("local", n, "alo")), target="spam")
+    model = Model.build(
+        stats, ModelSpec("mnb", selection=Selection("local", n, "alo")), target="spam"
+    )
     explanation = model.score_tokens([doc]).explain(0)
     known = {t for t in doc if t in SPAM + HAM}
     assert len(explanation) == min(n, len(known))
@@ -65,17 +67,23 @@ def test_explanation_adds_up_to_the_decision_score(stats):
     contributions = dict(explanation)
     assert contributions["free"] == pytest.approx(2 * (W[0, free] - W[1, free]))  # f_w = 2
     assert contributions["cash"] == pytest.approx(W[0, cash] - W[1, cash])
-    assert [abs(c) for _, c in explanation] == sorted((abs(c) for _, c in explanation), reverse=True)
+    assert [abs(c) for _, c in explanation] == sorted(
+        (abs(c) for _, c in explanation), reverse=True
+    )
     assert [t for t, _ in explanation if t == "unseen"] == []
 
 
 def test_local_selection_keeps_the_strongest_evidence(stats):
     everything = Model.build(stats, ModelSpec("mnb"), target="spam")
-    top1 = Model.build(stats, ModelSpec("mnb", selection=Selection("local", 1, "alo")), target="spam")
+    top1 = Model.build(
+        stats, ModelSpec("mnb", selection=Selection("local", 1, "alo")), target="spam"
+    )
     doc = [["click", "now"]]
-    (token, _), = top1.score_tokens(doc).explain(0)
+    ((token, _),) = top1.score_tokens(doc).explain(0)
     assert token == "click"  # 'now' is in both classes: weak
-    assert abs(top1.score_tokens(doc).binary()[0]) < abs(everything.score_tokens(doc).binary()[0]) + 10
+    assert (
+        abs(top1.score_tokens(doc).binary()[0]) < abs(everything.score_tokens(doc).binary()[0]) + 10
+    )
 
 
 def test_global_selection_zeroes_the_weaker_tokens(stats):
@@ -86,10 +94,16 @@ def test_global_selection_zeroes_the_weaker_tokens(stats):
 
 def test_multiclass_model_predicts_and_scores_one_vs_rest():
     s = Statistics()
-    for label, words in [("sport", "ball goal team"), ("tech", "chip code data"), ("food", "bread soup salt")]:
+    for label, words in [
+        ("sport", "ball goal team"),
+        ("tech", "chip code data"),
+        ("food", "bread soup salt"),
+    ]:
         for _ in range(5):
             s.learn(words.split(), label)
-    scores = Model.build(s, ModelSpec("cnb")).score_tokens([["goal", "team"], ["soup"], ["code", "chip", "ball"]])
+    scores = Model.build(s, ModelSpec("cnb")).score_tokens(
+        [["goal", "team"], ["soup"], ["code", "chip", "ball"]]
+    )
     assert scores.predict() == ["sport", "food", "tech"]
     assert scores.binary("food")[1] > 0 > scores.binary("food")[0]
 
@@ -114,7 +128,10 @@ def test_model_is_frozen_while_statistics_keep_learning(stats):
 
 
 def test_spec_names_read_like_the_cli():
-    assert str(ModelSpec("unb", {"lam": [1e-5, 0.001]}, Selection("local", 6, "or"))) == "unb(lam=1e-05,0.001)+local:6:or"
+    assert (
+        str(ModelSpec("unb", {"lam": [1e-5, 0.001]}, Selection("local", 6, "or")))
+        == "unb(lam=1e-05,0.001)+local:6:or"
+    )
     assert str(ModelSpec("mnb", set_of_words=True)) == "mnb+sow"
     with pytest.raises(ValueError, match="unknown variant"):
         ModelSpec("svm")
@@ -128,11 +145,19 @@ LAZY_VARIANTS = [v for v in ESTIMATORS if not ModelSpec(v).needs_whole_vocabular
 def test_a_lazy_model_scores_like_a_full_one(stats, variant, select):
     params = {"norm": "l1"} if variant == "centroid" else {}
     spec = ModelSpec(variant, params, Selection.parse(select))
-    docs = [["free", "cash", "meet", "unseen"], ["noon", "bob", "now", "now"], ["never", "seen"], []]
+    docs = [
+        ["free", "cash", "meet", "unseen"],
+        ["noon", "bob", "now", "now"],
+        ["never", "seen"],
+        [],
+    ]
     full = Model.build(stats, spec, target="spam").score_tokens(docs)
     lazy = Model.build(stats, spec, target="spam", lazy=True).score_tokens(docs)
     assert np.allclose(full.class_scores, lazy.class_scores)
-    (full_tokens, full_values), (lazy_tokens, lazy_values) = zip(*full.explain(0)), zip(*lazy.explain(0))
+    (full_tokens, full_values), (lazy_tokens, lazy_values) = (
+        zip(*full.explain(0)),
+        zip(*lazy.explain(0)),
+    )
     assert full_tokens == lazy_tokens and lazy_values == pytest.approx(full_values)
 
 
@@ -152,7 +177,11 @@ def test_sparse_statistics_score_like_dense_ones(stats):
     sparse = Statistics(sparse=True)
     sparse.apply_delta(stats.export_delta(0))
     docs = [["free", "cash", "meet"], ["noon", "bob", "unseen"]]
-    for spec in (ModelSpec("mnb", selection=Selection("local", 2, "or")), ModelSpec("pnbc"), ModelSpec("wmnb")):
+    for spec in (
+        ModelSpec("mnb", selection=Selection("local", 2, "or")),
+        ModelSpec("pnbc"),
+        ModelSpec("wmnb"),
+    ):
         dense_scores = Model.build(stats, spec, target="spam").score_tokens(docs).class_scores
         for lazy in (False, True):
             assert np.allclose(Model.build(sparse, spec, target="spam", lazy=lazy).score_tokens(docs).class_scores,
@@ -165,8 +194,12 @@ def test_batch_explanations_equal_each_documents_explanation(variant):
     for doc, label in [("win cash prize now", "spam"), ("cash prize claim", "spam"), ("lunch at noon", "ham"),
                        ("meeting at noon now", "ham"), ("invoice due now", "billing")]:  # fmt: skip
         stats.learn(doc.split(), label)
-    model = Model.build(stats, ModelSpec(variant, selection=Selection.parse("local:3:alo")), target="spam")
-    scores = model.score_tokens([d.split() for d in ["win cash at noon", "", "prize", "claim lunch invoice now"]])
+    model = Model.build(
+        stats, ModelSpec(variant, selection=Selection.parse("local:3:alo")), target="spam"
+    )
+    scores = model.score_tokens(
+        [d.split() for d in ["win cash at noon", "", "prize", "claim lunch invoice now"]]
+    )
     for limit in (1, 2, 10):
         assert scores.explanations(limit) == [scores.explain(i)[:limit] for i in range(4)]
 

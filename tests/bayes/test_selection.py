@@ -39,7 +39,9 @@ def test_mutual_information_is_zero_for_an_even_token_and_positive_for_a_skewed_
     c, cols = view
     mi = strength(c, "mi")[cols]
     assert mi[1] == pytest.approx(0.0, abs=1e-12)  # b: one spam doc, one ham doc
-    assert mi[0] == pytest.approx(math.log(2))  # a: presence decides the (balanced) class: MI = H(class)
+    assert mi[0] == pytest.approx(
+        math.log(2)
+    )  # a: presence decides the (balanced) class: MI = H(class)
 
 
 def test_unknown_tokens_are_never_strong(view):
@@ -63,7 +65,13 @@ def test_local_top_keeps_the_n_strongest_of_each_document(entries, n):
 
 @pytest.mark.parametrize("n", [3, 1_000_000])  # ranked, and N above every document's length
 def test_local_top_honours_a_minimum_strength(n):
-    keep = local_top(np.zeros(4, dtype=np.int64), np.array([0.1, 2.0, 0.5, 3.0]), np.arange(4), n=n, min_strength=0.4)
+    keep = local_top(
+        np.zeros(4, dtype=np.int64),
+        np.array([0.1, 2.0, 0.5, 3.0]),
+        np.arange(4),
+        n=n,
+        min_strength=0.4,
+    )
     assert list(keep) == [1, 2, 3]
 
 
@@ -84,7 +92,9 @@ def test_selection_specs_parse_and_print_back(spec, parsed):
     assert Selection.parse(str(parsed)) == parsed
 
 
-@pytest.mark.parametrize("spec", ["local", "local:x", "local:0", "local:5:chi", "global:5:or:1", "top:5", "none:1"])
+@pytest.mark.parametrize(
+    "spec", ["local", "local:x", "local:0", "local:5:chi", "global:5:or:1", "top:5", "none:1"]
+)
 def test_bad_selection_specs_say_what_is_expected(spec):
     with pytest.raises(ValueError, match="bad selection"):
         Selection.parse(spec)

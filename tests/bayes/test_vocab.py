@@ -18,7 +18,9 @@ def reference_key(hasher: TokenHasher, token: str) -> int:
 def test_batch_keys_follow_the_formula(tokens):
     hasher = TokenHasher(seed=3)
     keys = hasher.keys(tokens)
-    assert [int(k) for k in keys] == [reference_key(hasher, t.replace("\x00", "\ufffd")) for t in tokens]
+    assert [int(k) for k in keys] == [
+        reference_key(hasher, t.replace("\x00", "\ufffd")) for t in tokens
+    ]
 
 
 def test_keys_are_stable_for_a_seed_and_differ_across_seeds():
@@ -65,7 +67,11 @@ def reference_ids(batches):
 
 
 keys_with_near_neighbours = st.lists(
-    st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(0, 40), st.integers((1 << 62) - 40, 1 << 62)),
+    st.one_of(
+        st.integers(-(1 << 63), (1 << 63) - 1),
+        st.integers(0, 40),
+        st.integers((1 << 62) - 40, 1 << 62),
+    ),
     max_size=60,
 )
 
@@ -91,7 +97,9 @@ def test_large_batches_add_and_look_up_like_small_ones():
         got = [vocab.add(first), vocab.add(second)]
         assert [g.tolist() for g in got] == reference_ids([first.tolist(), second.tolist()])
         probe = np.concatenate([second, rng.integers(0, 1 << 62, size=20_000)])
-        one_by_one = np.concatenate([vocab.lookup(probe[i : i + 1000]) for i in range(0, len(probe), 1000)])
+        one_by_one = np.concatenate(
+            [vocab.lookup(probe[i : i + 1000]) for i in range(0, len(probe), 1000)]
+        )
         assert (vocab.lookup(probe) == one_by_one).all()
 
 
@@ -99,5 +107,10 @@ def test_large_batches_add_and_look_up_like_small_ones():
 def test_exact_key_runs_are_the_stable_argsort(keys):
     keys = np.array(keys, dtype=np.int64)
     order, ordered, starts = key_runs(keys, exact=True)
-    assert order.tolist() == np.argsort(keys, kind="stable").tolist() and ordered.tolist() == keys[order].tolist()
-    assert starts.tolist() == [i for i in range(len(keys)) if i == 0 or ordered[i] != ordered[i - 1]]
+    assert (
+        order.tolist() == np.argsort(keys, kind="stable").tolist()
+        and ordered.tolist() == keys[order].tolist()
+    )
+    assert starts.tolist() == [
+        i for i in range(len(keys)) if i == 0 or ordered[i] != ordered[i - 1]
+    ]

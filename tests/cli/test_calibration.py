@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner
 
+from filterd.bayes.model import ModelSpec
 from filterd.cli.calibration import calibrate_command, parse_duration
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, upgrade
@@ -22,7 +23,7 @@ def template(tmp_path_factory):
     url = f"sqlite:///{path}"
     upgrade(url)
     engine = connect(url)
-    create_model(engine, "default", seed=0)
+    create_model(engine, "default", ModelSpec("mnb"), seed=0)
     records = generate(
         SynthConfig(
             n_messages=3000,

@@ -33,8 +33,16 @@ def test_score_decides_stdin_like_the_daemon(tmp_path):
     assert [d["message_id"] for d in decisions] == [r["id"] for r in STREAM[1000:]]
     truth = {r["id"]: r["label"] for r in STREAM[1000:]}
     assert sum(d["label"] == truth[d["message_id"]] for d in decisions) / len(decisions) > 0.9
-    (letter,) = [valid("dead-letter", line) for line in result.stderr.splitlines() if line.startswith('{"source')]
-    assert letter["reason"] == "invalid_json" and letter["offset"] == 4 and letter["source_topic"] == "stdin"
+    (letter,) = [
+        valid("dead-letter", line)
+        for line in result.stderr.splitlines()
+        if line.startswith('{"source')
+    ]
+    assert (
+        letter["reason"] == "invalid_json"
+        and letter["offset"] == 4
+        and letter["source_topic"] == "stdin"
+    )
 
 
 def test_topics_create_is_idempotent(broker):
@@ -53,8 +61,14 @@ def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_pat
     result = subprocess.run([sys.executable, "-m", "filterd", "run", "--config", str(bad)], capture_output=True,
                             text=True, timeout=60)  # fmt: skip
     assert result.returncode != 0
-    assert result.stderr.strip().splitlines() == ["Error: invalid configuration: decision.target_recall: must be in (0, 1]"]
+    assert result.stderr.strip().splitlines() == [
+        "Error: invalid configuration: decision.target_recall: must be in (0, 1]"
+    ]
     from_env = run("run", env={"FILTERD_MODEL_VARIANT": "nope"})
-    assert from_env.exit_code != 0 and "model.variant" in from_env.output and "Traceback" not in from_env.output
+    assert (
+        from_env.exit_code != 0
+        and "model.variant" in from_env.output
+        and "Traceback" not in from_env.output
+    )
     typo = run("run", "--config", str(tmp_path / "missing.toml"))
     assert typo.exit_code != 0 and "cannot read the configuration" in typo.output

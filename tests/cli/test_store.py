@@ -42,7 +42,11 @@ def test_the_url_can_come_from_the_environment(tmp_path):
 def test_store_errors_are_one_line(tmp_path):
     db = f"sqlite:///{tmp_path / 'store.db'}"
     result = run("model", "stats", "--db", db)
-    assert result.exit_code == 1 and "filterd db upgrade" in result.output and "Traceback" not in result.output
+    assert (
+        result.exit_code == 1
+        and "filterd db upgrade" in result.output
+        and "Traceback" not in result.output
+    )
     run("db", "upgrade", "--db", db)
     assert "no model named 'nope'" in run("model", "stats", "--db", db, "--model", "nope").output
     assert "bad database URL" in run("db", "current", "--db", "not a url").output
@@ -56,7 +60,23 @@ def test_prune_from_the_command_line(tmp_path):
     run("db", "upgrade", "--db", db)
     run("learn", str(corpus), "--db", db)
     before = json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"]
-    dry = run("db", "prune", "--db", db, "--unseen-days", "0", "--max-count", "1", "--dry-run", "--pause", "0")
-    assert dry.exit_code == 0 and dry.stdout.startswith("would expire 0 tokens")  # everything was seen today
-    assert json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"] == before
+    dry = run(
+        "db",
+        "prune",
+        "--db",
+        db,
+        "--unseen-days",
+        "0",
+        "--max-count",
+        "1",
+        "--dry-run",
+        "--pause",
+        "0",
+    )
+    assert dry.exit_code == 0 and dry.stdout.startswith(
+        "would expire 0 tokens"
+    )  # everything was seen today
+    assert (
+        json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"] == before
+    )
     assert run("db", "prune", "--db", db, "--unseen-days", "-1", "--max-count", "1").exit_code == 2

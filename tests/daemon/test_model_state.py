@@ -4,6 +4,7 @@ import gc
 
 import structlog
 
+from filterd.bayes.model import ModelSpec
 from filterd.daemon.model_state import GC_THRESHOLD, ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
@@ -16,8 +17,12 @@ def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_p
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     upgrade(url)
     engine = connect(url)
-    create_model(engine, "default")
-    apply_feedback(engine, "default", [LabelledTokens("m1", "spam", ["win", "cash"]), LabelledTokens("m2", "ham", ["lunch"])])
+    create_model(engine, "default", ModelSpec("mnb"))
+    apply_feedback(
+        engine,
+        "default",
+        [LabelledTokens("m1", "spam", ["win", "cash"]), LabelledTokens("m2", "ham", ["lunch"])],
+    )
     config = load_config(None, environ={}, overrides={"database.url": url})
     before = gc.get_threshold()
     try:

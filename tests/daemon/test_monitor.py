@@ -3,6 +3,7 @@
 import structlog
 from structlog.testing import capture_logs
 
+from filterd.bayes.model import ModelSpec
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
 from filterd.evaluation.synth import SynthConfig, generate
@@ -26,11 +27,19 @@ def monitored_store(tmp_path, **overrides):
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     upgrade(url)
     engine = connect(url)
-    create_model(engine, "default", seed=1)
-    config = load(None, environ={}, overrides={"database.url": url, "model.min_docs": 5, **overrides})
+    create_model(engine, "default", ModelSpec("mnb"), seed=1)
+    config = load(
+        None, environ={}, overrides={"database.url": url, "model.min_docs": 5, **overrides}
+    )
     metrics, clock = Metrics(), Clock()
     state = ModelState(engine, config, metrics, Health(), structlog.get_logger())
-    return engine, config, Monitor(engine, config, state, metrics, structlog.get_logger(), clock=clock), metrics, clock
+    return (
+        engine,
+        config,
+        Monitor(engine, config, state, metrics, structlog.get_logger(), clock=clock),
+        metrics,
+        clock,
+    )
 
 
 def feedback(records):
@@ -39,7 +48,9 @@ def feedback(records):
 
 
 def test_scores_before_learning_become_rolling_figures_and_a_recall_warning(tmp_path):
-    engine, config, monitor, metrics, clock = monitored_store(tmp_path, **{"drift.min_positives": 5})
+    engine, _config, monitor, metrics, clock = monitored_store(
+        tmp_path, **{"drift.min_positives": 5}
+    )
     stream = generate(SynthConfig(n_messages=1500, seed=4, class_priors={"ham": 0.7, "spam": 0.3}))
     assert monitor.score(feedback(stream[:10])) == []  # no model yet: nothing to measure
     apply_feedback(engine, "default", feedback(stream[:1000]), holdout_fraction=0.0)
@@ -56,7 +67,16 @@ def test_scores_before_learning_become_rolling_figures_and_a_recall_warning(tmp_
     from filterd.evaluation.calibration import Threshold
     from filterd.store.thresholds import write_threshold
 
-    write_threshold(engine, "default", "spam", Threshold(1e9, 0.99, 1, 1, 1, 1, 1, False, None), 0.99, None, None, "t")
+    write_threshold(
+        engine,
+        "default",
+        "spam",
+        Threshold(1e9, 0.99, 1, 1, 1, 1, 1, False, None),
+        0.99,
+        None,
+        None,
+        "t",
+    )
     clock.now = 22.0
     with capture_logs() as logs:
         monitor.on_idle()
@@ -65,8 +85,9 @@ def test_scores_before_learning_become_rolling_figures_and_a_recall_warning(tmp_
 
 
 def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_path):
-    engine, config, monitor, metrics, clock = monitored_store(
-        tmp_path, **{"intervals.calibrate_seconds": 60.0, "decision.target_recall": 0.9})
+    engine, _config, monitor, _metrics, clock = monitored_store(
+        tmp_path, **{"intervals.calibrate_seconds": 60.0, "decision.target_recall": 0.9}
+    )
     stream = generate(SynthConfig(n_messages=3000, seed=6, class_priors={"ham": 0.7, "spam": 0.3}))
     apply_feedback(engine, "default", feedback(stream), holdout_fraction=0.2)
     clock.now = 61.0

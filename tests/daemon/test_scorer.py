@@ -33,7 +33,12 @@ EXPECTED_REASON = {"empty": "invalid_json"}
 
 @pytest.fixture(scope="module")
 def decider():
-    decider = Decider(ModelSpec("mnb"), "spam", min_docs=5, tokenizer=Tokenizer(TokenizerConfig(max_tokens=10_000)))
+    decider = Decider(
+        ModelSpec("mnb"),
+        "spam",
+        min_docs=5,
+        tokenizer=Tokenizer(TokenizerConfig(max_tokens=10_000)),
+    )
     decider.update(trained(), version=1)
     return decider
 
@@ -42,7 +47,9 @@ def decider():
 def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
     from filterd.daemon.scorer import decide_payloads
 
-    result = decide_payloads(decider, ThresholdSetting(), [GOOD, HOSTILE[kind], GOOD], max_bytes=1_000_000)
+    result = decide_payloads(
+        decider, ThresholdSetting(), [GOOD, HOSTILE[kind], GOOD], max_bytes=1_000_000
+    )
     assert [d.message_id for d in result.decisions] == ["ok", "ok"]
     assert result.dead == [False, True, False]
     ((position, reason, error),) = result.failures
@@ -52,7 +59,10 @@ def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
 def test_decisions_keep_the_order_of_the_records(decider):
     from filterd.daemon.scorer import decide_payloads
 
-    payloads = [json.dumps({"id": f"m{i}", "text": t}).encode() for i, t in enumerate(["win cash", "at noon"] * 50)]
+    payloads = [
+        json.dumps({"id": f"m{i}", "text": t}).encode()
+        for i, t in enumerate(["win cash", "at noon"] * 50)
+    ]
     result = decide_payloads(decider, ThresholdSetting(), payloads, max_bytes=1_000_000)
     assert [d.message_id for d in result.decisions] == [f"m{i}" for i in range(100)]
     assert [d.label for d in result.decisions[:2]] == ["spam", "ham"]

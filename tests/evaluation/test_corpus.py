@@ -84,10 +84,22 @@ def test_empty_lines_are_skipped(tmp_path: Path) -> None:
 
 def test_multilabel_records(tmp_path: Path) -> None:
     lines = [
-        {"id": "1", "labels": ["grain", "wheat"], "text": "x", "format": "text", "order": 1,
-         "split": "train"},
-        {"id": "2", "labels": ["cocoa"], "text": "y", "format": "text", "order": 2,
-         "split": "test"},
+        {
+            "id": "1",
+            "labels": ["grain", "wheat"],
+            "text": "x",
+            "format": "text",
+            "order": 1,
+            "split": "train",
+        },
+        {
+            "id": "2",
+            "labels": ["cocoa"],
+            "text": "y",
+            "format": "text",
+            "order": 2,
+            "split": "test",
+        },
     ]
     path = write_lines(tmp_path / "m.jsonl", [json.dumps(d) for d in lines])
     records = read_corpus(path)
@@ -214,7 +226,7 @@ def test_stratified_split_is_deterministic_and_seeded() -> None:
 def test_partial_own_split_falls_back_to_stratified() -> None:
     records = make_records({"ham": 20, "spam": 10})
     records[0] = Record("x", ("ham",), "t", "text", 0, "test")
-    train, test = train_test_split(records, test_fraction=0.5)
+    _train, test = train_test_split(records, test_fraction=0.5)
     assert Counter(r.label for r in test) == {"ham": 10, "spam": 5}
 
 

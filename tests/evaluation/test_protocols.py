@@ -13,7 +13,9 @@ SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 
 
 def synthetic(n=1500, **priors):
-    records = to_records(generate(SynthConfig(n_messages=n, class_priors=priors or {"ham": 0.85, "spam": 0.15})))
+    records = to_records(
+        generate(SynthConfig(n_messages=n, class_priors=priors or {"ham": 0.85, "spam": 0.15}))
+    )
     return Corpus.tokenize(records, Tokenizer())
 
 
@@ -21,7 +23,9 @@ def test_split_protocol_on_a_binary_stream():
     corpus = synthetic()
     result = evaluate(corpus, ModelSpec("mnb"), "split")
     assert (result.task, result.target) == ("binary", "spam")
-    assert result.n_train + result.n_test == 1500 and result.n_test == pytest.approx(0.34 * 1500, abs=2)
+    assert result.n_train + result.n_test == 1500 and result.n_test == pytest.approx(
+        0.34 * 1500, abs=2
+    )
     assert 0.9 < result.auc <= 1.0
     assert result.one_minus_auc_pct == pytest.approx(100 * (1 - result.auc))
     assert 0.0 <= result.spec_at_full_recall <= 1.0 and result.messages_per_second > 0
@@ -41,7 +45,9 @@ def test_multiclass_corpus_reports_accuracy_and_one_vs_rest_ranking():
     result = evaluate(corpus, ModelSpec("twcnb"), "split")
     assert result.task == "multiclass" and set(result.per_class) == {"sport", "tech", "food"}
     assert result.accuracy > 0.6 and 0 < result.macro_f1 <= 1
-    with_selection = evaluate(corpus, ModelSpec("mnb", selection=Selection("local", 8, "alo")), "split")
+    with_selection = evaluate(
+        corpus, ModelSpec("mnb", selection=Selection("local", 8, "alo")), "split"
+    )
     assert with_selection.accuracy > 0.6  # predicted by the best one-vs-rest decision score
 
 
@@ -74,7 +80,9 @@ def test_local_selection_raises_specificity_at_full_recall_on_sms():
     everything = evaluate(corpus, ModelSpec("mnb"), "split")
     local = evaluate(corpus, ModelSpec("mnb", selection=Selection("local", 10, "or")), "split")
     assert everything.auc > 0.98
-    assert local.spec_at_full_recall > everything.spec_at_full_recall + 0.2  # Kołcz's direction (0.20 → 0.57)
+    assert (
+        local.spec_at_full_recall > everything.spec_at_full_recall + 0.2
+    )  # Kołcz's direction (0.20 → 0.57)
 
 
 def test_a_corpus_of_many_classes_is_evaluated_on_sparse_statistics(monkeypatch):

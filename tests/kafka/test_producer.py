@@ -27,7 +27,9 @@ def test_keyed_records_arrive_whole_on_their_partitions_in_order(kafka_config):
     producer.close()
     got = read_all(kafka_config, topic, lambda rs: len(rs) >= 300)
     assert sorted((r.key, r.value) for r in got) == sorted((k, v) for _, k, v in records)
-    expected = dict(zip((k for _, k, _ in records), partitions_of([k for _, k, _ in records], [0, 1, 2, 3])))
+    expected = dict(
+        zip((k for _, k, _ in records), partitions_of([k for _, k, _ in records], [0, 1, 2, 3]))
+    )
     assert {r.key: r.partition for r in got} == expected
     for partition in range(4):  # each partition keeps the order of the call
         keys = [r.key for r in sorted(got, key=lambda r: r.offset) if r.partition == partition]
@@ -54,7 +56,9 @@ def test_small_batch_and_request_limits_split_the_records_and_lose_none(kafka_co
 
 def test_records_without_a_key_share_one_partition_per_call(kafka_config):
     topic = new_topic(kafka_config)
-    producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"], "compression_type": "gzip"})
+    producer = BatchProducer(
+        {"bootstrap_servers": kafka_config["bootstrap_servers"], "compression_type": "gzip"}
+    )
     producer.publish([(topic, None, f"letter {i}".encode()) for i in range(20)], timeout=30)
     producer.close()
     got = read_all(kafka_config, topic, lambda rs: len(rs) >= 20)
@@ -77,7 +81,9 @@ def test_an_unknown_compression_is_refused_when_the_producer_is_made():
 
 
 @pytest.mark.parametrize("compression", ["snappy", "lz4", "zstd"])
-def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(compression, monkeypatch):
+def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(
+    compression, monkeypatch
+):
     settings = {"bootstrap_servers": "127.0.0.1:1", "compression_type": compression}
     monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: False)
     with pytest.raises(ValueError, match=f"compression_type: '{compression}' needs a library"):

@@ -21,7 +21,11 @@ def test_kafka_settings_override_the_defaults_and_unknown_keys_are_left_out():
     consumer = client_settings(kafka, KafkaConsumer, LEARNER_CONSUMER_DEFAULTS)
     assert consumer["fetch_max_wait_ms"] == 5 and "linger_ms" not in consumer
     producer = client_settings(kafka, KafkaProducer)
-    assert producer["linger_ms"] == 50 and producer["acks"] == "all" and "fetch_max_wait_ms" not in producer
+    assert (
+        producer["linger_ms"] == 50
+        and producer["acks"] == "all"
+        and "fetch_max_wait_ms" not in producer
+    )
 
 
 def test_keyed_records_land_where_kafka_pythons_own_partitioner_puts_them(kafka_config, topics):
@@ -36,7 +40,10 @@ def test_keyed_records_land_where_kafka_pythons_own_partitioner_puts_them(kafka_
     reference.close()
 
     def partition_by_key(topic):
-        return {r.key.decode(): r.partition for r in read_all(kafka_config, topic, lambda rs: len(rs) >= 200)}
+        return {
+            r.key.decode(): r.partition
+            for r in read_all(kafka_config, topic, lambda rs: len(rs) >= 200)
+        }
 
     ours, theirs = partition_by_key(topics["decisions"]), partition_by_key(topics["messages"])
     assert len(ours) == 200 and ours == theirs

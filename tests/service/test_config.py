@@ -13,12 +13,18 @@ def test_the_shipped_file_documents_exactly_the_defaults():
 
 def test_file_then_environment_then_flags(tmp_path):
     path = tmp_path / "f.toml"
-    path.write_text('[decision]\ntarget_recall = 0.95\n[model]\nvariant = "twcnb"\nparams = { alpha = 0.5 }\n')
+    path.write_text(
+        '[decision]\ntarget_recall = 0.95\n[model]\nvariant = "twcnb"\nparams = { alpha = 0.5 }\n'
+    )
     env = {"FILTERD_DECISION_TARGET_RECALL": "0.999", "FILTERD_DATABASE_URL": "postgresql://db/x",
            "FILTERD_KAFKA_SASL_MECHANISM": "PLAIN", "FILTERD_CONFIG": str(path)}  # fmt: skip
     config = load(path, env, {"model.select": "local:6:alo", "model.name": None})
     assert config.decision.target_recall == 0.999  # the environment over the file
-    assert (config.model.variant, config.model.params, config.model.select) == ("twcnb", {"alpha": 0.5}, "local:6:alo")
+    assert (config.model.variant, config.model.params, config.model.select) == (
+        "twcnb",
+        {"alpha": 0.5},
+        "local:6:alo",
+    )
     assert config.database.url == "postgresql://db/x" and config.model.name == "default"
     assert config.kafka == {"bootstrap_servers": "127.0.0.1:9092", "sasl_mechanism": "PLAIN"}
 
@@ -51,7 +57,13 @@ def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
 
 
 def test_secrets_are_masked_in_what_gets_logged():
-    config = load(None, {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "hunter2", "FILTERD_DATABASE_URL": "postgresql://u:pw@h/db"})
+    config = load(
+        None,
+        {
+            "FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "hunter2",
+            "FILTERD_DATABASE_URL": "postgresql://u:pw@h/db",
+        },
+    )
     shown = config.public()
     assert shown["kafka"]["sasl_plain_password"] == "***" and "hunter2" not in str(shown)
     assert shown["database"]["url"] == "postgresql://***@h/db"

@@ -37,7 +37,9 @@ def messages(*texts):
 def test_spam_is_labelled_spam_and_ham_the_other_class():
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=5)
     decider.update(trained(), version=7)
-    out = decider.decide(messages("claim your cash prize", "meeting at noon"), ThresholdSetting(0.0, 3, 0.99))
+    out = decider.decide(
+        messages("claim your cash prize", "meeting at noon"), ThresholdSetting(0.0, 3, 0.99)
+    )
     assert [d.label for d in out] == ["spam", "ham"]
     assert out[0].score > 0 > out[1].score
     assert {d.model_version for d in out} == {7} and {d.threshold_version for d in out} == {3}
@@ -53,7 +55,9 @@ def test_the_threshold_moves_the_decision():
 
 
 def test_the_explanation_is_the_selected_tokens_with_signed_contributions():
-    decider = Decider(ModelSpec("mnb", selection=Selection.parse("local:2:alo")), "spam", min_docs=5)
+    decider = Decider(
+        ModelSpec("mnb", selection=Selection.parse("local:2:alo")), "spam", min_docs=5
+    )
     decider.update(trained(), version=1)
     (d,) = decider.decide(messages("win cash at noon"), ThresholdSetting())
     assert len(d.explanation) == 2
@@ -79,10 +83,13 @@ def test_a_model_without_the_target_class_is_not_ready():
 def test_more_than_two_classes_decide_target_versus_the_rest():
     stats = trained()
     for _ in range(10):
-        stats.learn("invoice payment due".split(), "billing")
+        stats.learn(["invoice", "payment", "due"], "billing")
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=5)
     decider.update(stats, version=1)
-    labels = [d.label for d in decider.decide(messages("win cash prize", "invoice due"), ThresholdSetting())]
+    labels = [
+        d.label
+        for d in decider.decide(messages("win cash prize", "invoice due"), ThresholdSetting())
+    ]
     assert labels == ["spam", "not spam"]
 
 

@@ -1,5 +1,5 @@
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -18,16 +18,20 @@ from filterd.service.records import (  # fmt: skip
 )
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def test_the_schema_files_are_generated_from_the_record_types():
     on_disk = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.json")}
-    assert on_disk == schemas(), "schemas/ is stale: run `python -m filterd.service.records schemas`"
+    assert on_disk == schemas(), (
+        "schemas/ is stale: run `python -m filterd.service.records schemas`"
+    )
 
 
 def test_a_message_decodes_with_defaults_and_ignores_unknown_fields():
-    message = decode(b'{"id": "m1", "text": "free cash", "ts": "2026-11-21T12:00:00Z", "extra": 1}', Message)
+    message = decode(
+        b'{"id": "m1", "text": "free cash", "ts": "2026-11-21T12:00:00Z", "extra": 1}', Message
+    )
     assert (message.id, message.format, message.ts) == ("m1", "text", NOW)
 
 
@@ -60,7 +64,10 @@ def test_feedback_knows_whether_it_carries_the_message():
 
 
 def examples():
-    yield "message", Message(id="m1", text="free", attributes={"amount": 250.5, "tags": ["a"]}, ts=NOW)
+    yield (
+        "message",
+        Message(id="m1", text="free", attributes={"amount": 250.5, "tags": ["a"]}, ts=NOW),
+    )
     yield "feedback", Feedback(message_id="m1", label="spam", analyst="kim", ts=NOW)
     yield "decision", Decision(message_id="m1", label="spam", score=3.2, threshold=1.5, target_recall=0.99,
                                model_version=7, threshold_version=None, explanation=[("free", 1.2), ("cash", 0.7)],
@@ -82,7 +89,10 @@ def test_the_schema_files_reject_what_decoding_rejects():
         jsonschema.validate({"message_id": "m1", "label": "spam", "score": 1.0}, schema)
 
 
-@pytest.mark.parametrize("feedback", [{"message_id": "m\x00", "label": "spam"}, {"message_id": "m1", "label": "sp\x00am"}])
+@pytest.mark.parametrize(
+    "feedback",
+    [{"message_id": "m\x00", "label": "spam"}, {"message_id": "m1", "label": "sp\x00am"}],
+)
 def test_feedback_whose_id_or_label_no_database_can_store_is_refused(feedback):
     with pytest.raises(RecordError) as refused:
         decode(json.dumps(feedback).encode(), Feedback)

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.backup import export_model, import_model
 from filterd.store.database import connect, upgrade
@@ -19,25 +20,33 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     for url in (source_url, target_url):
         upgrade(url)
     source = connect(source_url)
-    create_model(source, "default", seed=3)
+    create_model(source, "default", ModelSpec("mnb"), seed=3)
     records = generate(SynthConfig(n_messages=400, seed=1))
-    apply_feedback(source, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records])
+    apply_feedback(
+        source, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records]
+    )
     dump = io.StringIO()
     rows = export_model(source, "default", dump)
     assert rows > 400
     dump.seek(0)
     target = connect(target_url)
     assert import_model(target, dump, "restored") == "restored"
-    assert nonempty(load(target, "restored")[0].canonical()) == nonempty(load(source, "default")[0].canonical())
+    assert nonempty(load(target, "restored")[0].canonical()) == nonempty(
+        load(source, "default")[0].canonical()
+    )
     # the ledger came along: redelivering the same feedback changes nothing
-    again = apply_feedback(target, "restored", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records])
+    again = apply_feedback(
+        target,
+        "restored",
+        [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records],
+    )
     assert again.learned == 0 and again.duplicates == 400
 
 
 def test_import_refuses_what_is_not_an_export_and_existing_names(engine):
     with pytest.raises(ValueError, match="not a filterd model export"):
         import_model(engine, io.StringIO('{"hello": 1}\n'))
-    create_model(engine, "taken")
+    create_model(engine, "taken", ModelSpec("mnb"))
     header = {"format": "filterd-model/1", "name": "taken", "spec": {"variant": "mnb"}, "hash_seed": 1, "seq": 0,
               "created_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
     with pytest.raises(ValueError, match="exists already"):

@@ -1,21 +1,32 @@
 """Many-row inserts and upserts, on SQLite and PostgreSQL: values of any content come back as given."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
+from filterd.bayes.model import ModelSpec
 from filterd.store.bulk import insert_rows
 from filterd.store.learning import create_model
 from filterd.store.schema import FeedbackLedger, Prequential
 
-AWKWARD_IDS = ["plain", "a,b", "{braces}", '"quoted"', "back\\slash", "NULL", "", "ünïcødé 🙂", "new\nline"]
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
+AWKWARD_IDS = [
+    "plain",
+    "a,b",
+    "{braces}",
+    '"quoted"',
+    "back\\slash",
+    "NULL",
+    "",
+    "ünïcødé 🙂",
+    "new\nline",
+]
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 def test_rows_with_awkward_values_round_trip(engine):
-    model_id = create_model(engine, "m")
-    rows = [dict(model_id=model_id, message_id=m, label=f"label {i}", source="analyst",
-                 tokens=bytes([0, 255, i, 92, 44]), learned_at=NOW + timedelta(seconds=i))
+    model_id = create_model(engine, "m", ModelSpec("mnb"))
+    rows = [{"model_id": model_id, "message_id": m, "label": f"label {i}", "source": "analyst",
+                 "tokens": bytes([0, 255, i, 92, 44]), "learned_at": NOW + timedelta(seconds=i)}
             for i, m in enumerate(AWKWARD_IDS)]  # fmt: skip
     with engine.begin() as conn:
         insert_rows(conn, FeedbackLedger.__table__, rows)
@@ -23,23 +34,37 @@ def test_rows_with_awkward_values_round_trip(engine):
     with engine.connect() as conn:
         stored = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.tokens,
                                      FeedbackLedger.learned_at)).all()  # fmt: skip
-    as_read = {m: (label, tokens, at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at)
+    as_read = {m: (label, tokens, at.replace(tzinfo=UTC) if at.tzinfo is None else at)
                for m, label, tokens, at in stored}  # fmt: skip
     assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
 
 
 def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine):
-    model_id = create_model(engine, "m")
+    model_id = create_model(engine, "m", ModelSpec("mnb"))
 
     def row(message_id, label, score, version):
-        return dict(model_id=model_id, message_id=message_id, label=label, score=score, target_class="spam",
-                    model_version=version, scored_at=NOW)  # fmt: skip
+        return {"model_id": model_id, "message_id": message_id, "label": label, "score": score, "target_class": "spam",
+                    "model_version": version, "scored_at": NOW}  # fmt: skip
 
-    upsert = dict(conflict=("model_id", "message_id"), update=("label", "score"))
+    upsert = {"conflict": ("model_id", "message_id"), "update": ("label", "score")}
     with engine.begin() as conn:
-        insert_rows(conn, Prequential.__table__, [row("a,1", "ham", -1.5, 1), row("b", "spam", 2.0, 1)], **upsert)
-        insert_rows(conn, Prequential.__table__, [row("a,1", "spam", 0.25, 9), row("c", "ham", -3.0, 9)], **upsert)
+        insert_rows(
+            conn,
+            Prequential.__table__,
+            [row("a,1", "ham", -1.5, 1), row("b", "spam", 2.0, 1)],
+            **upsert,
+        )
+        insert_rows(
+            conn,
+            Prequential.__table__,
+            [row("a,1", "spam", 0.25, 9), row("c", "ham", -3.0, 9)],
+            **upsert,
+        )
     with engine.connect() as conn:
         stored = conn.execute(select(Prequential.message_id, Prequential.label, Prequential.score,
                                      Prequential.model_version)).all()  # fmt: skip
-    assert sorted(stored) == [("a,1", "spam", 0.25, 1), ("b", "spam", 2.0, 1), ("c", "ham", -3.0, 9)]
+    assert sorted(stored) == [
+        ("a,1", "spam", 0.25, 1),
+        ("b", "spam", 2.0, 1),
+        ("c", "ham", -3.0, 9),
+    ]

@@ -3,13 +3,15 @@ import sys
 
 from sqlalchemy import func, select
 
+from filterd.bayes.model import ModelSpec
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import create_model
 from filterd.store.schema import Holdout
 from filterd.store.sync import load
 
 N = 1200
-LEARNER = """
+LEARNER = (
+    """
 import sys
 from filterd.store.database import connect
 from filterd.store.learning import LabelledTokens, apply_feedback
@@ -19,7 +21,9 @@ records = generate(SynthConfig(n_messages=%d, seed=3))[start:stop]
 engine = connect(url)
 for i in range(0, len(records), 100):
     apply_feedback(engine, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records[i:i + 100]])
-""" % N
+"""
+    % N
+)
 
 
 def learner(url: str, start: int, stop: int) -> subprocess.Popen:
@@ -30,11 +34,13 @@ def nonempty(canonical):
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def test_two_learner_processes_with_overlapping_feedback_equal_sequential_learning(new_postgres_database):
+def test_two_learner_processes_with_overlapping_feedback_equal_sequential_learning(
+    new_postgres_database,
+):
     concurrent_url, sequential_url = new_postgres_database(), new_postgres_database()
     for url in (concurrent_url, sequential_url):
         upgrade(url)
-        create_model(connect(url), "default", seed=11)
+        create_model(connect(url), "default", ModelSpec("mnb"), seed=11)
     # 0–800 and 400–1200 at once: the middle third arrives twice, from both processes
     processes = [learner(concurrent_url, 0, 800), learner(concurrent_url, 400, N)]
     assert [p.wait(timeout=120) for p in processes] == [0, 0]

@@ -2,6 +2,7 @@
 
 import pytest
 
+from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored, drift_report, record_scores
 from filterd.store.learning import UnknownModel, create_model
@@ -10,7 +11,7 @@ from filterd.store.thresholds import write_threshold
 
 @pytest.fixture
 def store(engine):
-    create_model(engine, "default", seed=1)
+    create_model(engine, "default", ModelSpec("mnb"), seed=1)
     return engine
 
 

@@ -1,14 +1,15 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
 
+from filterd.bayes.model import ModelSpec
 from filterd.store.expiry import prune
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.schema import ClassStats, TokenStats
 from filterd.store.sync import load, sync
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = T0 + timedelta(days=30)
 
 
@@ -18,26 +19,44 @@ def nonempty(canonical):
 
 def tokens_of(engine, model="default"):
     stats, _ = load(engine, model)
-    keys = {stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]}
-    return {keys[k] for rows in (v[1] for v in stats.canonical().values()) for k in rows if k in keys}
+    keys = {
+        stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]
+    }
+    return {
+        keys[k] for rows in (v[1] for v in stats.canonical().values()) for k in rows if k in keys
+    }
 
 
 def consistent(engine) -> bool:
     """Class totals are the sums of the token rows, and nothing is negative."""
     with engine.connect() as conn:
-        sums = dict(conn.execute(select(TokenStats.class_id, func.sum(TokenStats.count)).group_by(TokenStats.class_id)).all())
+        sums = dict(
+            conn.execute(
+                select(TokenStats.class_id, func.sum(TokenStats.count)).group_by(
+                    TokenStats.class_id
+                )
+            ).all()
+        )
         totals = dict(conn.execute(select(ClassStats.class_id, ClassStats.tokens)).all())
-        negative = conn.execute(select(func.count()).select_from(TokenStats).where(TokenStats.count < 0)).scalar_one()
+        negative = conn.execute(
+            select(func.count()).select_from(TokenStats).where(TokenStats.count < 0)
+        ).scalar_one()
     return all(sums.get(c, 0) == t for c, t in totals.items()) and negative == 0
 
 
 @pytest.fixture
 def store(engine):
-    create_model(engine, "default", seed=1)
+    create_model(engine, "default", ModelSpec("mnb"), seed=1)
     apply_feedback(engine, "default", [LabelledTokens("a", "spam", ["rare", "common", "common"]),
                                        LabelledTokens("b", "ham", ["old", "old", "common", "ham1"])],
                    holdout_fraction=0, now=T0)  # fmt: skip
-    apply_feedback(engine, "default", [LabelledTokens("c", "spam", ["fresh", "common", "spam1"])], holdout_fraction=0, now=LATER)
+    apply_feedback(
+        engine,
+        "default",
+        [LabelledTokens("c", "spam", ["fresh", "common", "spam1"])],
+        holdout_fraction=0,
+        now=LATER,
+    )
     return engine
 
 
@@ -64,7 +83,9 @@ def test_a_scorer_synced_before_the_prune_catches_up_exactly(store):
 
 def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store):
     prune(store, "default", unseen_days=10, max_count=1, now=LATER)
-    apply_feedback(store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER)  # re-learned
+    apply_feedback(
+        store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER
+    )  # re-learned
     result = apply_feedback(store, "default", [LabelledTokens("a", "ham", ["rare", "common", "common"])],
                             holdout_fraction=0, now=LATER)  # fmt: skip
     assert result.relabelled == 1

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
+from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.store.learning import (
     LabelledTokens,
@@ -20,8 +21,14 @@ from filterd.store.sync import load, sync
 
 SEED = 7
 HOLDOUT = 0.3
-DOCS = {"m1": "free cash now", "m2": "meet at noon", "m3": "win a free prize now", "m4": "lunch with bob at noon",
-        "h3": "claim your free prize", "h4": "see you at lunch"}  # h3, h4: in a 30 % holdout share
+DOCS = {
+    "m1": "free cash now",
+    "m2": "meet at noon",
+    "m3": "win a free prize now",
+    "m4": "lunch with bob at noon",
+    "h3": "claim your free prize",
+    "h4": "see you at lunch",
+}  # h3, h4: in a 30 % holdout share
 
 
 def fb(message_id, label, source="analyst"):
@@ -45,29 +52,41 @@ def store_statistics(engine):
 
 @pytest.fixture
 def store(engine):
-    create_model(engine, "default", seed=SEED)
+    create_model(engine, "default", ModelSpec("mnb"), seed=SEED)
     return engine
 
 
 def test_learning_then_redelivery_changes_nothing(store):
-    first = apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    first = apply_feedback(
+        store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0
+    )
     assert (first.learned, first.duplicates) == (2, 0)
     before = store_statistics(store)
-    again = apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    again = apply_feedback(
+        store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0
+    )
     assert (again.learned, again.duplicates) == (0, 2)
     assert store_statistics(store) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
 
 
 def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store):
-    apply_feedback(store, "default", [fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    apply_feedback(
+        store, "default", [fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0
+    )
     result = apply_feedback(store, "default", [fb("m3", "ham")], holdout_fraction=0)
     assert result.relabelled == 1
-    assert store_statistics(store) == learned_directly([("m1", "spam"), ("m3", "ham"), ("m2", "ham")])
+    assert store_statistics(store) == learned_directly(
+        [("m1", "spam"), ("m3", "ham"), ("m2", "ham")]
+    )
 
 
 def test_an_automatic_label_never_overrides_an_analyst(store):
-    apply_feedback(store, "default", [fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0)
-    result = apply_feedback(store, "default", [fb("m1", "spam", "auto"), fb("m2", "ham", "analyst")], holdout_fraction=0)
+    apply_feedback(
+        store, "default", [fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0
+    )
+    result = apply_feedback(
+        store, "default", [fb("m1", "spam", "auto"), fb("m2", "ham", "analyst")], holdout_fraction=0
+    )
     assert (result.kept_analyst_label, result.relabelled) == (1, 1)
     assert store_statistics(store) == learned_directly([("m1", "ham"), ("m2", "ham")])
 
@@ -104,11 +123,13 @@ feedback = st.lists(st.tuples(st.sampled_from(sorted(DOCS)), st.sampled_from(["h
                               st.sampled_from(["analyst", "auto"])), min_size=1, max_size=6)  # fmt: skip
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(batches=st.lists(feedback, min_size=1, max_size=4))
 def test_any_feedback_sequence_equals_learning_each_final_label_once(engine, batches):
     name = f"model-{uuid.uuid4().hex}"
-    create_model(engine, name, seed=SEED)
+    create_model(engine, name, ModelSpec("mnb"), seed=SEED)
     replica, synced = Statistics(seed=SEED), None
     final: dict[str, tuple[str, str]] = {}
     for batch in batches:

@@ -5,7 +5,15 @@ from sqlalchemy import inspect
 from filterd.store.database import connect, current, downgrade, head, upgrade
 from filterd.store.schema import Base
 
-TABLES = {"models", "class_stats", "token_stats", "feedback_ledger", "holdout", "thresholds", "prequential"}
+TABLES = {
+    "models",
+    "class_stats",
+    "token_stats",
+    "feedback_ledger",
+    "holdout",
+    "thresholds",
+    "prequential",
+}
 
 
 def tables(url):

@@ -73,7 +73,7 @@ def learned(request, tmp_path_factory):
         admin.dispose()
     upgrade(url)
     engine = connect(url)
-    create_model(engine, "default", seed=0)
+    create_model(engine, "default", ModelSpec("mnb"), seed=0)
     learn(engine, RECORDS)
     yield engine
     engine.dispose()
@@ -111,7 +111,7 @@ def rescored(engine, target="spam", **window):
     items = holdout_window(engine, "default", now=T0, **window)
     stats, _ = load(engine, "default")
     return decision_scores(
-        scoring_model(stats, ModelSpec(), target), items.batch
+        scoring_model(stats, ModelSpec("mnb"), target), items.batch
     ), items.labels == target
 
 
@@ -119,8 +119,8 @@ def rescored(engine, target="spam", **window):
 
 
 def test_versions_increase_per_model_and_the_latest_is_per_class(engine):
-    create_model(engine, "default")
-    create_model(engine, "other")
+    create_model(engine, "default", ModelSpec("mnb"))
+    create_model(engine, "other", ModelSpec("mnb"))
     assert latest_threshold(engine, "default", "spam") is None
     first = write_threshold(
         engine, "default", "spam", threshold(-1.0), 0.97, T0, T0 + timedelta(days=14), "test"
@@ -144,7 +144,7 @@ def test_versions_increase_per_model_and_the_latest_is_per_class(engine):
 
 
 def test_concurrent_writers_never_share_a_version(engine):
-    create_model(engine, "default")
+    create_model(engine, "default", ModelSpec("mnb"))
 
     def writer(tau):
         for i in range(6):
@@ -161,7 +161,7 @@ def test_concurrent_writers_never_share_a_version(engine):
 
 
 def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(engine):
-    create_model(engine, "default", seed=0)
+    create_model(engine, "default", ModelSpec("mnb"), seed=0)
     learn(engine, RECORDS[:1000], fraction=0.5, now=T0)
     learn(engine, RECORDS[1000:2000], fraction=0.5, now=T0 + timedelta(days=10))
     everything = holdout_window(engine, "default")
@@ -218,7 +218,9 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
 
 def test_the_report_equals_filterd_evaluate_on_the_same_items(engine):
     """Learn the train part through the store, hold out the test part; R = 1 gives spec@R=1."""
-    create_model(engine, "default", seed=0)  # evaluate hashes tokens with seed 0 as well
+    create_model(
+        engine, "default", ModelSpec("mnb"), seed=0
+    )  # evaluate hashes tokens with seed 0 as well
     records = [
         Record(
             r["id"],
@@ -236,7 +238,7 @@ def test_the_report_equals_filterd_evaluate_on_the_same_items(engine):
     report = calibrate_model(
         engine, "default", "spam", 1.0, min_positives=1, min_negatives=1, now=T0
     )
-    evaluation = evaluate(Corpus.tokenize(records, tokenize), ModelSpec(), "split", "spam")
+    evaluation = evaluate(Corpus.tokenize(records, tokenize), ModelSpec("mnb"), "split", "spam")
     assert report.n_pos + report.n_neg == evaluation.n_test
     assert report.auc == pytest.approx(evaluation.auc, abs=1e-12)
     assert report.specificity == pytest.approx(evaluation.spec_at_full_recall, abs=1e-12)
@@ -321,7 +323,7 @@ def test_a_model_not_ready_or_unknown_is_an_error(store):
 
 
 def test_many_classes_get_one_threshold_each_or_none(engine):
-    create_model(engine, "default", seed=0)
+    create_model(engine, "default", ModelSpec("mnb"), seed=0)
     config = SynthConfig(
         n_messages=2000, class_priors={"a": 0.5, "b": 0.3, "c": 0.2}, signal=0.2, seed=2
     )
@@ -347,7 +349,7 @@ def windows(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('windows') / 'store.db'}"
     upgrade(url)
     engine = connect(url)
-    create_model(engine, "default", seed=0)
+    create_model(engine, "default", ModelSpec("mnb"), seed=0)
     k, size, train, fresh = 30, 250, 2000, 5000
     records = generate(
         SynthConfig(
@@ -365,7 +367,7 @@ def windows(tmp_path_factory):
             engine, "default", feedback(part), holdout_fraction=1.0, now=T0 + timedelta(hours=i + 1)
         )
     stats, _ = load(engine, "default")
-    model = scoring_model(stats, ModelSpec(), "spam")
+    model = scoring_model(stats, ModelSpec("mnb"), "spam")
     new = records[train + k * size :]
     scores = decision_scores(model, encode([r["text"].split() for r in new], model.hasher))
     yield engine, k, scores[np.array([r["label"] == "spam" for r in new])]
@@ -428,7 +430,9 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
         assert (report.n_pos, report.n_neg) == (300, 700)
         assert report.tau == recall_threshold(scores, positives, 0.99).tau
         assert report.auc == pytest.approx(ranking.auc(scores, positives))
-        newest = calibrate_model(store, "default", "spam", 0.9, source="prequential", last=400, dry_run=True)
+        newest = calibrate_model(
+            store, "default", "spam", 0.9, source="prequential", last=400, dry_run=True
+        )
         assert newest.n_pos + newest.n_neg == 400 and newest.n_pos == labels[-400:].count("spam")
         with pytest.raises(ValueError, match="source"):
             calibrate_model(store, "default", "spam", 0.99, source="elsewhere")

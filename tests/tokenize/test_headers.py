@@ -32,7 +32,12 @@ def test_received_hosts_give_parent_domains_and_addresses_their_networks():
 
 
 def test_received_words_dates_and_queue_ids_give_no_tokens():
-    assert received_tokens("from localhost with ESMTP id gASEAQW10714; Thu, 28 Nov 2002 14:10:26 GMT", 40) == []
+    assert (
+        received_tokens(
+            "from localhost with ESMTP id gASEAQW10714; Thu, 28 Nov 2002 14:10:26 GMT", 40
+        )
+        == []
+    )
 
 
 def test_received_ignores_dotted_numbers_that_are_not_addresses():
@@ -41,8 +46,14 @@ def test_received_ignores_dotted_numbers_that_are_not_addresses():
 
 def test_mail_reads_relays_and_client_headers():
     tokens = tokenize({"id": "m", "text": RELAYED, "format": "email"}).tokens
-    assert {"received:example.com", "received:66.35.250", "received:relay.example.org"} <= set(tokens)
-    assert {"message-id:email:mx1.mail.example.com", "x-mailer:outlook", "x-mailer:microsoft"} <= set(tokens)
+    assert {"received:example.com", "received:66.35.250", "received:relay.example.org"} <= set(
+        tokens
+    )
+    assert {
+        "message-id:email:mx1.mail.example.com",
+        "x-mailer:outlook",
+        "x-mailer:microsoft",
+    } <= set(tokens)
     assert "subject:hello" in tokens and "body" in tokens
 
 
@@ -53,5 +64,14 @@ def test_list_and_delivery_header_names_are_left_out():
 
 
 def test_header_names_are_distinct_casefolded_and_well_formed():
-    names = ["X-Mailer", "x-mailer", "List-Id", "X-Loop", "Bad Name", "Precedence", "X-Spam-Status", "Organization"]
+    names = [
+        "X-Mailer",
+        "x-mailer",
+        "List-Id",
+        "X-Loop",
+        "Bad Name",
+        "Precedence",
+        "X-Spam-Status",
+        "Organization",
+    ]
     assert header_name_tokens(names) == ["header:x-mailer", "header:organization"]

@@ -35,10 +35,26 @@ def test_max_tokens_cuts_the_list_and_flags_it():
 # Text dense in links, parts and headers: what the tokenizer may stop reading at max_tokens.
 MANY_TOKENS = st.lists(
     st.sampled_from(
-        ["word ", "a@b.com ", "http://x.com/p ", "www.y.org ", "!! ", "\n", "\n\n", "Subject: s\n"]
-        + ["Content-Type: multipart/mixed; boundary=b\n", "--b\n", "--b--\n", "Received: a.b.c\n"]
-        + ["Content-Type: text/html\n", '<a href="http://z.net/q">z</a> ', "=ZZ", "bad base64 "]
-        + ["Content-Transfer-Encoding: base64\n", "From: me@x.com\n"]
+        [
+            "word ",
+            "a@b.com ",
+            "http://x.com/p ",
+            "www.y.org ",
+            "!! ",
+            "\n",
+            "\n\n",
+            "Subject: s\n",
+            "Content-Type: multipart/mixed; boundary=b\n",
+            "--b\n",
+            "--b--\n",
+            "Received: a.b.c\n",
+            "Content-Type: text/html\n",
+            '<a href="http://z.net/q">z</a> ',
+            "=ZZ",
+            "bad base64 ",
+            "Content-Transfer-Encoding: base64\n",
+            "From: me@x.com\n",
+        ]
     ),
     max_size=80,
 ).map("".join)

@@ -176,7 +176,7 @@ def test_common_mails_are_not_refused():
     crlf = "From: a@example.com\r\nSubject: hi\r\n\r\nbody\r\n"
     assert agrees(crlf)
     nested = (
-        "From x@y Mon Jan 1\nFrom: a@example.com\nContent-Type: multipart/mixed; boundary=\"o\"\n"
+        'From x@y Mon Jan 1\nFrom: a@example.com\nContent-Type: multipart/mixed; boundary="o"\n'
         "\npreamble\n--o\nContent-Type: multipart/alternative; boundary=i\n\n--i\n\nplain\n"
         "--i\nContent-Type: text/html\n\n<p>html</p>\n--i--\n\n--o\n"
         "Content-Type: message/rfc822\n\nSubject: inner\n\ninner body\n--o--\nepilogue\n"

@@ -193,8 +193,32 @@ def test_text_path_matches_message_path():
 
 LINKY_TEXT = st.lists(
     st.sampled_from(
-        ["a", "Z", "9", "_", ".", "+", "-", "@", "@@", " ", "\n", ":", "/", "'", "é", "ж", "x.com"]
-        + ["http://", "https://", "ftp://", "www.", "mailto:", "a@b.c", "\u00a0"]
+        [
+            "a",
+            "Z",
+            "9",
+            "_",
+            ".",
+            "+",
+            "-",
+            "@",
+            "@@",
+            " ",
+            "\n",
+            ":",
+            "/",
+            "'",
+            "é",
+            "ж",
+            "x.com",
+            "http://",
+            "https://",
+            "ftp://",
+            "www.",
+            "mailto:",
+            "a@b.c",
+            "\xa0",
+        ]
     ),
     max_size=40,
 ).map("".join)
@@ -211,7 +235,21 @@ def test_find_links_gives_the_matches_of_the_links_pattern(text):
 
 WORDY_TEXT = st.lists(
     st.sampled_from(
-        list("aZ9_ .,'-%$£€!\n") + ["1.5", "x-y", "don't", "50%", "$3", "ж", "🔥", "➀", "٣", "!!!!", "1,000.5", "€5"]
+        [
+            *list("aZ9_ .,'-%$£€!\n"),
+            "1.5",
+            "x-y",
+            "don't",
+            "50%",
+            "$3",
+            "ж",
+            "🔥",
+            "➀",
+            "٣",
+            "!!!!",
+            "1,000.5",
+            "€5",
+        ]
     ),
     max_size=40,
 ).map("".join)
@@ -237,8 +275,12 @@ def test_word_patterns_match_their_plain_form(text):
     assert text_module._TOKEN.findall(text) == PLAIN_TOKEN.findall(text)
 
 
-@pytest.mark.skipif(text_module.c_words is None, reason="filterd._speedups not built (no C compiler)")
+@pytest.mark.skipif(
+    text_module.c_words is None, reason="filterd._speedups not built (no C compiler)"
+)
 @settings(max_examples=3000, deadline=None)
-@given(st.one_of(WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()), st.integers(1, 12))
+@given(
+    st.one_of(WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()), st.integers(1, 12)
+)
 def test_the_c_scan_gives_the_regex_tokens(text, max_length):
     assert text_module.c_words(text, max_length) == text_module.regex_tokens(text, max_length)

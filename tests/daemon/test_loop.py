@@ -1,0 +1,244 @@
+"""The daemon's loop logic without a broker: the real Scorer and Learner over the in-memory broker
+(`filterd.kafka.memory`) and a real SQLite store. The same loops against a real broker are in
+test_daemon.py; these pin down what must hold whatever the timing: one decision or dead letter
+per record, nothing committed before it is published, a failed publish read again, a flood stops
+the loop before its batch is committed."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+import structlog
+
+from filterd.bayes.model import ModelSpec
+from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
+from filterd.daemon.learner import Learner
+from filterd.daemon.loop import Loop, LoopSettings
+from filterd.daemon.model_state import ModelState
+from filterd.daemon.monitor import Monitor
+from filterd.daemon.recent import RecentMessages
+from filterd.daemon.scorer import Scorer
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
+from filterd.service.config import load as load_config
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.tokenize import Tokenizer
+
+TOPICS = {"messages": 3, "decisions": 3, "feedback": 2, "dead-letter": 1}
+
+
+@pytest.fixture
+def config(tmp_path) -> Config:
+    url = f"sqlite:///{tmp_path / 'filterd.db'}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", ModelSpec("mnb"))
+    tokenize = Tokenizer()
+    train = generate(SynthConfig(n_messages=200, seed=1))
+    apply_feedback(
+        engine,
+        "default",
+        [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+        holdout_fraction=0,
+    )
+    engine.dispose()
+    overrides = {"database.url": url, "model.variant": "mnb", "model.min_docs": 5}
+    return load_config(None, environ={}, overrides=overrides)
+
+
+def settings(
+    broker: MemoryBroker, topic: str, publisher: MemoryPublisher, guard: DeadLetterGuard
+) -> LoopSettings:
+    return {
+        "kafka": {},
+        "topic": topic,
+        "group": f"{topic}-group",
+        "max_records": 7,
+        "publisher": publisher,
+        "guard": guard,
+        "dead_letter_topic": "dead-letter",
+        "payload_limit": 1000,
+        "metrics": Metrics(),
+        "health": Health(),
+        "log": structlog.get_logger(),
+        "connect": lambda: MemoryConsumer(broker, topic, f"{topic}-group"),
+    }
+
+
+def scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher, guard=None) -> Scorer:
+    engine = connect(config.database.url)
+    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    return Scorer(
+        state,
+        RecentMessages(1000, 10_000_000, 3600.0),
+        "decisions",
+        config.limits.max_bytes,
+        **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
+    )
+
+
+def run_until(loop: Loop, done, timeout: float = 30.0) -> None:
+    """Run `loop` in a thread until `done()` holds (or fail), then stop it as SIGTERM does."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            loop.run(stop)
+        except BaseException as error:  # noqa: BLE001 - handed to the test thread
+            errors.append(error)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    waited = threading.Event()
+    for _ in range(int(timeout / 0.02)):
+        if done() or errors:
+            break
+        waited.wait(0.02)
+    stop.set()
+    thread.join(timeout)
+    assert not thread.is_alive(), "the loop did not stop"
+    if errors:
+        raise errors[0]
+    assert done(), "the loop did not finish its work in time"
+
+
+def messages(broker: MemoryBroker, n: int, bad: dict[int, bytes] | None = None) -> list[str]:
+    """n records on the messages topic, record i replaced by bad[i]; the good ids, in order."""
+    ids = []
+    for i, record in enumerate(generate(SynthConfig(n_messages=n, seed=2))):
+        if bad and i in bad:
+            broker.produce("messages", None, bad[i], partition=i % TOPICS["messages"])
+            continue
+        payload = json.dumps({"id": f"m{i}", "text": record["text"]}).encode()
+        broker.produce("messages", f"m{i}".encode(), payload)
+        ids.append(f"m{i}")
+    return ids
+
+
+def committed_everything(broker: MemoryBroker, group: str, topic: str) -> bool:
+    return all(
+        broker.committed.get((group, tp), 0) == len(log)
+        for tp, log in broker.records.items()
+        if tp.topic == topic
+    )
+
+
+def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_is_committed(config):
+    broker = MemoryBroker(dict(TOPICS))
+    ids = messages(broker, 60, bad={5: b"{not json", 17: b'{"text": "no id"}'})
+    publisher = MemoryPublisher(broker)
+    loop = scorer(config, broker, publisher)
+    run_until(loop, lambda: len(broker.read("decisions")) + len(broker.read("dead-letter")) >= 60)
+    decided = [json.loads(r.value)["message_id"] for r in broker.read("decisions")]
+    assert sorted(decided) == sorted(ids)
+    assert {json.loads(r.value)["label"] for r in broker.read("decisions")} <= {"spam", "ham"}
+    reasons = sorted(json.loads(r.value)["reason"] for r in broker.read("dead-letter"))
+    assert reasons == ["invalid_json", "schema"]
+    assert committed_everything(broker, "messages-group", "messages")
+
+
+def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config):
+    broker = MemoryBroker(dict(TOPICS))
+    messages(broker, 30)
+    loop = scorer(config, broker, MemoryPublisher(broker))
+    run_until(loop, lambda: len(broker.read("decisions")) >= 30)
+    for record in broker.read("decisions"):
+        assert record.key == json.loads(record.value)["message_id"].encode()
+    # the same key lands on the same partition in both topics, whatever their partition counts
+    by_id = {r.key: r.partition for r in broker.read("messages")}
+    assert all(by_id[r.key] == r.partition for r in broker.read("decisions"))
+
+
+def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(config):
+    broker = MemoryBroker(dict(TOPICS))
+    ids = messages(broker, 20)
+    publisher = MemoryPublisher(broker)
+    publisher.fail_flushes = 3
+    committed_while_failing: list[dict] = []
+    flush = publisher.flush
+
+    def observed_flush() -> None:
+        if publisher.fail_flushes:
+            committed_while_failing.append(dict(broker.committed))
+        flush()
+
+    publisher.flush = observed_flush  # type: ignore[method-assign]
+    loop = scorer(config, broker, publisher)
+    run_until(loop, lambda: len(broker.read("decisions")) >= 20)
+    assert len(committed_while_failing) == 3 and all(c == {} for c in committed_while_failing)
+    decided = [json.loads(r.value)["message_id"] for r in broker.read("decisions")]
+    assert sorted(decided) == sorted(ids)  # each once: a failed flush delivered nothing
+    assert committed_everything(broker, "messages-group", "messages")
+
+
+def test_a_lost_commit_costs_duplicates_not_losses(config):
+    broker = MemoryBroker(dict(TOPICS))
+    ids = messages(broker, 20)
+    first = scorer(config, broker, MemoryPublisher(broker))
+    consumers: list[MemoryConsumer] = []
+
+    def failing_consumer() -> MemoryConsumer:
+        consumer = MemoryConsumer(broker, "messages", "messages-group")
+        consumer.fail_commits = 1000  # every commit lost, the last synchronous one too
+        consumers.append(consumer)
+        return consumer
+
+    first.connect = failing_consumer
+    run_until(first, lambda: len(broker.read("decisions")) >= 20)
+    assert broker.committed == {}
+    # a restart reads everything again: every message is decided once more, none is skipped
+    second = scorer(config, broker, MemoryPublisher(broker))
+    run_until(second, lambda: len(broker.read("decisions")) >= 40)
+    decided = [json.loads(r.value)["message_id"] for r in broker.read("decisions")]
+    assert sorted(decided) == sorted(ids * 2)
+    assert committed_everything(broker, "messages-group", "messages")
+
+
+def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config):
+    broker = MemoryBroker(dict(TOPICS))
+    for i in range(30):
+        broker.produce("messages", None, b"garbage %d" % i, partition=0)
+    publisher = MemoryPublisher(broker)
+    loop = scorer(config, broker, publisher, guard=DeadLetterGuard(1.0, 100, max_consecutive=5))
+    with pytest.raises(DeadLetterFlood):
+        run_until(loop, lambda: False, timeout=10)
+    assert broker.committed == {} and broker.read("dead-letter") == []
+
+
+def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config):
+    broker = MemoryBroker(dict(TOPICS))
+    feedback = [
+        json.dumps({"message_id": f"f{i}", "label": r["label"], "text": r["text"]}).encode()
+        for i, r in enumerate(generate(SynthConfig(n_messages=30, seed=3)))
+    ]
+    for i, payload in enumerate(feedback + feedback[:10]):  # the first ten delivered twice
+        broker.produce("feedback", f"f{i % 30}".encode(), payload)
+    engine = connect(config.database.url)
+    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    monitor = Monitor(engine, config, state, Metrics(), structlog.get_logger())
+    publisher = MemoryPublisher(broker)
+    learner = Learner(
+        engine,
+        "default",
+        Tokenizer(),
+        RecentMessages(1000, 10_000_000, 3600.0),
+        monitor,
+        [],
+        0.0,
+        config.limits.max_bytes,
+        **settings(broker, "feedback", publisher, DeadLetterGuard(1.0, 100, 0)),
+    )
+    run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
+    state.refresh(force=True)
+    assert state.decider is not None
+    with engine.connect() as conn:
+        ledger = conn.exec_driver_sql("SELECT message_id FROM feedback_ledger").scalars().all()
+    assert sorted(m for m in ledger if m.startswith("f")) == sorted(f"f{i}" for i in range(30))
+    assert len(ledger) == 200 + 30  # the fixture's 200 and these 30, the repeated ten once
