@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import text
 
+from filterd.bayes.model import ModelSpec
 from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, upgrade
@@ -64,13 +65,13 @@ def measure(
     engine = connect(url)
     rates = []
     for run in range(REPEATS):  # a fresh model each time; the median, as the machine is noisy
-        create_model(engine, f"bench{run}", seed=1)
+        create_model(engine, f"bench{run}", ModelSpec("mnb"), seed=1)
         started = time.perf_counter()
         for i in range(0, len(feedback), batch):
             apply_feedback(engine, f"bench{run}", feedback[i : i + batch], holdout_fraction=0)
         rates.append(len(feedback) / (time.perf_counter() - started))
     rate = float(np.median(rates))
-    create_model(engine, "big", seed=2)
+    create_model(engine, "big", ModelSpec("mnb"), seed=2)
     for i in range(0, len(big), 1000):
         apply_feedback(engine, "big", big[i : i + 1000], holdout_fraction=0)
     started = time.perf_counter()

@@ -10,14 +10,18 @@ url = config.get_main_option("sqlalchemy.url") or database_url()
 
 
 def run_offline() -> None:
-    context.configure(url=url, target_metadata=Base.metadata, literal_binds=True, render_as_batch=True)
+    context.configure(
+        url=url, target_metadata=Base.metadata, literal_binds=True, render_as_batch=True
+    )
     with context.begin_transaction():
         context.run_migrations()
 
 
 def run_online() -> None:
     with connect(url).connect() as connection:
-        context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+        context.configure(
+            connection=connection, target_metadata=Base.metadata, render_as_batch=True
+        )
         with context.begin_transaction():
             context.run_migrations()
 

@@ -16,7 +16,9 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("models") as batch_op:
-        batch_op.add_column(sa.Column("pruned_seq", sa.BigInteger(), server_default="0", nullable=False))
+        batch_op.add_column(
+            sa.Column("pruned_seq", sa.BigInteger(), server_default="0", nullable=False)
+        )
 
 
 def downgrade() -> None:

@@ -24,11 +24,17 @@ def upgrade() -> None:
         sa.Column("target_class", sa.String(length=200), nullable=False),
         sa.Column("model_version", sa.BigInteger(), nullable=False),
         sa.Column("scored_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["model_id"], ["models.id"], name=op.f("fk_prequential_model_id_models"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["model_id"],
+            ["models.id"],
+            name=op.f("fk_prequential_model_id_models"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("model_id", "message_id", name=op.f("pk_prequential")),
     )
-    op.create_index(op.f("ix_prequential_model_id_scored_at"), "prequential", ["model_id", "scored_at"])
+    op.create_index(
+        op.f("ix_prequential_model_id_scored_at"), "prequential", ["model_id", "scored_at"]
+    )
 
 
 def downgrade() -> None:
