@@ -543,7 +543,7 @@ class Filterd:
 
     def tokenizer(self):
         from filterd.tokenize import Tokenizer
-        from filterd.tokenize.config import TokenizerConfig
+        from filterd.tokenize.limits import TokenizerConfig
 
         return Tokenizer(TokenizerConfig(bigrams=self.bigrams))
 

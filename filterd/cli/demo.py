@@ -26,18 +26,16 @@ import click
 from kafka.errors import KafkaError
 
 from filterd.demo.broker import BrokerError
-from filterd.demo.runner import (
+from filterd.demo.options import (
     BROKER_LOG,
     DAEMON_LOG,
     DB_FILE,
-    Demo,
     DemoError,
     DemoOptions,
-    Outcome,
-    Snapshot,
     check_workdir,
-    labelled_stream,
 )
+from filterd.demo.runner import Demo, Outcome, Snapshot
+from filterd.demo.stream import labelled_stream
 
 WIDTH = 96  # of the summary's wrapped lines
 INDENT = " " * 11  # where the summary's values begin

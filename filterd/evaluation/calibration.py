@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import beta
 
-from filterd.evaluation.ranking import _min_hits
+from filterd.evaluation.ranking import min_hits
 
 
 class CalibrationError(ValueError):
@@ -142,7 +142,7 @@ def recall_threshold(
     if conservative:
         k = _conservative_hits(target_recall, n_pos, confidence)
     else:
-        k = _min_hits(target_recall, n_pos)
+        k = min_hits(target_recall, n_pos)
     tau = float(pos_desc[k - 1])
 
     # Ties at tau are decided target, so hits can exceed k.

@@ -52,7 +52,7 @@ def _check_binary(scores: npt.ArrayLike, labels: npt.ArrayLike) -> tuple[FloatAr
     return s, y
 
 
-def _min_hits(recall: float, n_pos: int) -> int:
+def min_hits(recall: float, n_pos: int) -> int:
     """Smallest k with k / n_pos >= recall, i.e. ceil(recall * n_pos).
 
     The relative tolerance absorbs float noise in the product (0.07 * 100 is
@@ -116,7 +116,7 @@ def specificity_at_recall(
         raise ValueError(f"recall must be in [0, 1], got {recall}")
     s, y = _check_binary(scores, labels)
     pos_desc = np.sort(s[y])[::-1]
-    k = _min_hits(recall, pos_desc.size)
+    k = min_hits(recall, pos_desc.size)
     if k == 0:
         return 1.0
     tau = pos_desc[k - 1]

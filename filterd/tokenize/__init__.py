@@ -19,7 +19,7 @@ Token forms, by module:
 Limits (TokenizerConfig) and the flags reporting them are in config.py and limits.py.
 """
 
-from filterd.tokenize.config import TokenizerConfig
+from filterd.tokenize.limits import TokenizerConfig
 from filterd.tokenize.tokenizer import Tokenizer, Tokens, tokenize
 
 __all__ = ["Tokenizer", "TokenizerConfig", "Tokens", "tokenize"]

@@ -1,10 +1,13 @@
-"""Bounds on what one message may cost: byte truncation, long-token markers, and flag names.
+"""Bounds on what one message may cost: the tokenizer's limits (`TokenizerConfig`), byte
+truncation, long-token markers, and flag names.
 
 Every limit that drops input is reported through a flag (see `LIMIT_FLAGS`); a flagged
 result has `Tokens.truncated` set.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 # Flags naming a limit that dropped part of the input.
 MAX_BYTES = "max_bytes"  # a string field was cut at TokenizerConfig.max_bytes
@@ -25,6 +28,32 @@ UNKNOWN_FORMAT = "unknown_format"  # `format` is neither "text" nor "email"; rea
 MAX_MIME_PARTS = 1000
 MAX_MIME_BOUNDARIES = 100
 MAX_ATTRIBUTE_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """Limits and options of a `Tokenizer`; every field has a default.
+
+    max_token_length: a word longer than this becomes `skip:<first char>:<len // 10 * 10>`
+        (for a prefixed token, the part after the prefix: `subject:skip:x:50`).
+    max_tokens: tokens kept per message; the rest is dropped and flagged `max_tokens`.
+    max_bytes: UTF-8 bytes of each message string field read (the raw mail included);
+        the rest is dropped, at a character boundary, and flagged `max_bytes`.
+    bigrams: also emit `"w1 w2"` for adjacent plain words of body text.
+    """
+
+    max_token_length: int = 40
+    max_tokens: int = 10_000
+    max_bytes: int = 1_000_000
+    bigrams: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("max_token_length", "max_tokens", "max_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"TokenizerConfig.{name} must be an int >= 1, got {value!r}")
+        if not isinstance(self.bigrams, bool):
+            raise ValueError(f"TokenizerConfig.bigrams must be a bool, got {self.bigrams!r}")
 
 
 def skip_marker(token: str) -> str:

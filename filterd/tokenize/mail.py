@@ -35,9 +35,15 @@ import re
 from email.message import Message
 
 from filterd.tokenize.addresses import recipient_tokens, sender_tokens
-from filterd.tokenize.config import TokenizerConfig
 from filterd.tokenize.headers import VALUE_HEADERS, header_name_tokens, received_tokens
-from filterd.tokenize.limits import MAX_MIME_BOUNDARIES, MAX_MIME_PARTS, MAX_PARTS, MIME_DEFECT, cap
+from filterd.tokenize.limits import (
+    MAX_MIME_BOUNDARIES,
+    MAX_MIME_PARTS,
+    MAX_PARTS,
+    MIME_DEFECT,
+    TokenizerConfig,
+    cap,
+)
 from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
 from filterd.tokenize.memo import memoized

@@ -18,7 +18,6 @@ from typing import Any
 
 from filterd.tokenize.addresses import sender_tokens
 from filterd.tokenize.attributes import attribute_tokens
-from filterd.tokenize.config import TokenizerConfig
 from filterd.tokenize.limits import (
     BAD_ATTRIBUTES,
     BAD_MESSAGE,
@@ -27,6 +26,7 @@ from filterd.tokenize.limits import (
     MAX_BYTES,
     MAX_TOKENS,
     UNKNOWN_FORMAT,
+    TokenizerConfig,
     truncate_utf8,
 )
 from filterd.tokenize.mail import mail_tokens

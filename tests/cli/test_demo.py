@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from filterd.cli.demo import demo_command
-from filterd.demo.runner import Item, Scoreboard
+from filterd.demo.scoreboard import Scoreboard
+from filterd.demo.stream import Item
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
 # positives and 100 negatives in the holdout (10 % of the labels), reached after ~1,400 labels.

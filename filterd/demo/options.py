@@ -1,0 +1,84 @@
+"""What the demo is asked to do (`DemoOptions`), where it works, and the configuration its
+daemon runs with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from filterd.service.config import Config, load
+
+DB_FILE, DAEMON_LOG, BROKER_LOG = "filterd.db", "daemon.log", "broker.log"
+
+
+# Tansu makes a consumer-group join wait about session_timeout_ms / 2 (filterd.demo.broker): a
+# short session timeout keeps the daemon's joins short, where kafka-python's defaults would not.
+FAST_GROUPS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
+               "max_poll_interval_ms": 10000}  # fmt: skip
+
+
+class DemoError(RuntimeError):
+    """The demo cannot run as asked (bad corpus, unknown target class, used work dir...)."""
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What to replay and how; the defaults make a short run."""
+
+    messages: int | None = None  # synthetic: 20,000; corpus: all of it (else its first N)
+    spam_share: float = 0.15
+    seed: int = 0
+    corpus: Path | None = None
+    rate: float = 400.0  # messages per second; 0: as fast as possible
+    feedback_delay: int = 300  # message i's label is sent after message i + delay
+    target: str = "spam"
+    target_recall: float = 0.99
+    recalibrate_every: int = 1000  # feedback records applied by the learner
+    timeout: float = 60.0  # seconds to wait for the last decisions after the replay
+    variant: str | None = None  # model.variant (None: the configuration's)
+    select: str | None = None  # model.select
+    config_path: Path | None = None  # a filterd.toml for everything else
+    metrics_port: int = 0  # the daemon's /metrics, /healthz, /readyz (0: off)
+
+    def __post_init__(self) -> None:
+        if self.messages is not None and self.messages < 1:
+            raise DemoError("--messages must be at least 1")
+        if not 0.0 < self.spam_share < 1.0:
+            raise DemoError("--spam-share must be between 0 and 1")
+        if self.rate < 0 or self.feedback_delay < 0 or self.timeout <= 0:
+            raise DemoError("--rate and --feedback-delay must not be negative, --timeout positive")
+        if not 0.0 < self.target_recall <= 1.0:
+            raise DemoError("--target-recall must be in (0, 1]")
+        if self.recalibrate_every < 1:
+            raise DemoError("--recalibrate-every must be at least 1")
+
+
+def check_workdir(workdir: Path) -> None:
+    """DemoError if `workdir` holds a store already: the demo starts from an empty model, and
+    a store of an earlier run would turn its labels into duplicates."""
+    if (Path(workdir) / DB_FILE).exists():
+        raise DemoError(f"{Path(workdir) / DB_FILE} exists: the demo needs a fresh store "
+                        "(remove it, or give another --workdir)")  # fmt: skip
+
+
+def demo_config(options: DemoOptions, workdir: Path, bootstrap_servers: str) -> Config:
+    """The daemon's configuration: the file's (if any, environment ignored) under the demo's own
+    broker, store, target and quick intervals. ConfigError names a bad key."""
+    overrides = {
+        "database.url": f"sqlite:///{workdir / DB_FILE}",
+        "observe.metrics_port": options.metrics_port,
+        "observe.log_format": "json",
+        # A demo is short: the scorer should see what the learner learned within a second.
+        "intervals.sync_seconds": 1.0,
+        "intervals.threshold_reload_seconds": 0.5,
+        "decision.target_class": options.target,
+        "decision.target_recall": options.target_recall,
+        "model.variant": options.variant,
+        "model.select": options.select,
+    }
+    # The environment is ignored so that a FILTERD_DATABASE_URL meant for production is never
+    # touched by a demo; a --config file is an explicit choice.
+    config = load(options.config_path, environ={}, overrides=overrides)
+    kafka = {"bootstrap_servers": bootstrap_servers, **FAST_GROUPS,
+             "auto_offset_reset": "earliest", "enable_idempotence": False}  # fmt: skip
+    return replace(config, kafka=kafka)

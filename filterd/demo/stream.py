@@ -1,0 +1,81 @@
+"""The demo's labelled stream: a synthetic one, or a corpus replayed in its order, as message records."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from filterd.demo.options import DemoError, DemoOptions
+from filterd.evaluation.corpus import CorpusError, read_corpus
+from filterd.evaluation.synth import SynthConfig, generate
+
+
+@dataclass(frozen=True)
+class Item:
+    """One message of the replay: its id, its true label and the message record to send."""
+
+    id: str
+    label: str
+    payload: bytes
+
+
+def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
+    """The items to replay, in stream order, and a one-line description of where they come from.
+
+    Synthetic (`filterd.evaluation.synth`, ham and spam) unless `options.corpus`, read in its `order`.
+    DemoError for an unreadable or multi-label corpus, or a target class absent from the stream.
+    """
+    if options.corpus is None:
+        n = options.messages or 20_000
+        priors = {"ham": 1.0 - options.spam_share, "spam": options.spam_share}
+        generated = generate(SynthConfig(n_messages=n, class_priors=priors, seed=options.seed))
+        items = [Item(r["id"], r["label"], _payload(r["id"], r["text"], r["format"]))
+                 for r in generated]  # fmt: skip
+        source = (f"synthetic stream: {n:,} messages, {options.spam_share:.0%} spam, "
+                  f"seed {options.seed}")  # fmt: skip
+    else:
+        try:
+            records = read_corpus(options.corpus)
+        except CorpusError as error:
+            raise DemoError(str(error)) from None
+        if not records:
+            raise DemoError(f"{options.corpus}: the corpus is empty")
+        multi = next((r for r in records if len(r.labels) != 1), None)
+        if multi is not None:
+            raise DemoError(f"{options.corpus}: record {multi.id!r} has {len(multi.labels)} labels;"
+                            " the demo replays single-label corpora")  # fmt: skip
+        records = records[: options.messages] if options.messages else records
+        items = [Item(r.id, r.label, _payload(r.id, r.text, r.format)) for r in records]
+        source = (f"corpus {options.corpus.parent.name}/{options.corpus.name}: {len(items):,} "
+                  "messages in corpus order")  # fmt: skip
+    labels = Counter(item.label for item in items)
+    if options.target not in labels:
+        raise DemoError(f"target class {options.target!r} does not occur in the stream "
+                        f"(labels: {', '.join(sorted(labels))})")  # fmt: skip
+    if len(labels) < 2:
+        raise DemoError(
+            f"the stream holds only {options.target!r} messages; it needs another class"
+        )
+    return items, source
+
+
+def _payload(message_id: str, text: str, fmt: str) -> bytes:
+    # "id" first: a dead letter's payload is cut at a size limit, and the id must survive it.
+    return json.dumps({"id": message_id, "text": text, "format": fmt}).encode()
+
+
+_LEADING_ID = re.compile(r'\A\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def payload_id(payload: object) -> str | None:
+    """The message id at the start of a dead letter's payload (possibly cut short), or None."""
+    if not isinstance(payload, str):
+        return None
+    match = _LEADING_ID.match(payload)
+    try:
+        message_id = json.loads(match.group(1)) if match else None
+    except ValueError:
+        return None
+    return message_id if isinstance(message_id, str) else None
