@@ -15,9 +15,9 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.cli.common import config_option, load_config
 from filterd.cli.store import store_errors
-from filterd.daemon import ROLES, Daemon, StartupError, prepare_store
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.scorer import decide_payloads
+from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
 from filterd.kafka.admin import create_topics
 from filterd.kafka.publisher import dead_letter_of
 from filterd.observe.health import Health

@@ -46,7 +46,7 @@ import structlog
 from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
 
-from filterd.daemon import Daemon
+from filterd.daemon.supervisor import Daemon
 from filterd.demo.broker import LocalBroker
 from filterd.demo.calibrator import Calibrator, ThresholdInfo
 from filterd.demo.options import (
