@@ -81,8 +81,7 @@ def score_command(config_path: str | None, dead_letter: TextIO, **overrides: obj
 
     The daemon's scoring without a broker: the same validation, model and threshold."""
     if dead_letter.name == "<stdout>":
-        # Deprecated in Click 8.5, so reachable only through click's module __getattr__ (-> object).
-        dead_letter = click.get_text_stream("stderr")  # type: ignore[operator]
+        dead_letter = sys.stderr
     config = load_config(config_path, **overrides)
     configure_logging(config.observe.log_format)
     log: FilteringBoundLogger = structlog.get_logger("filterd")

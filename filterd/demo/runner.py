@@ -180,7 +180,7 @@ class Demo:
         # What is replaced is restored at the end: the demo may run inside a longer process.
         self._saved_logging = (structlog.get_config(), logging.getLogger().level,
                                logging.getLogger("kafka").level)  # fmt: skip
-        self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115
+        self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115 - closed in _stop_parts()
         configure_logging("json", stream=self._log_file)
         self.daemon = Daemon(self.config, role="all")
         self._daemon_thread = threading.Thread(target=self._run_daemon, name="filterd-demo-daemon",
