@@ -48,6 +48,7 @@ from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
 from filterd.tokenize.memo import memoized
 from filterd.tokenize.mime import split_mail
+from filterd.tokenize.params import LinearMessage
 from filterd.tokenize.text import normalize, text_tokens
 
 _SENDERS = ("from", "reply-to", "return-path")
@@ -110,11 +111,13 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
         if message is not None:
             return message
         try:
-            return email.message_from_string(raw, policy=email.policy.compat32)
+            return email.message_from_string(raw, LinearMessage, policy=email.policy.compat32)
         except Exception:  # noqa: BLE001 - RecursionError on deep nesting, or a parser bug
             flags.add(MIME_DEFECT)
     try:
-        return email.parser.Parser(policy=email.policy.compat32).parsestr(raw, headersonly=True)
+        return email.parser.Parser(LinearMessage, policy=email.policy.compat32).parsestr(
+            raw, headersonly=True
+        )
     except Exception:  # noqa: BLE001 - the last resort: a message nothing can parse has no headers
         return None
 

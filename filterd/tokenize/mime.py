@@ -6,7 +6,8 @@ hands to the stdlib.
 
 The contract is equality: for every mail it does not refuse, the tree has the same headers
 (names, values, order), unix-from, payloads, preambles, epilogues, default types and defect
-classes as `email.message_from_string(raw, policy=email.policy.compat32)`; the property test
+classes as `email.message_from_string(raw, policy=email.policy.compat32)`; its messages are
+`LinearMessage`s (filterd.tokenize.params), whose parameter lookups are linear. The property test
 in tests/tokenize/test_mime.py checks this on generated mails. It follows
 `email.feedparser.FeedParser._parsegen` step by step, but on the whole string: a header block
 is read by two regexes, a body is a slice up to the next delimiter line that `str.find`
@@ -26,6 +27,8 @@ from __future__ import annotations
 import re
 from email import errors
 from email.message import Message
+
+from filterd.tokenize.params import LinearMessage
 
 # Deeper than real mail nests; past it the stdlib decides (it may raise RecursionError).
 MAX_DEPTH = 50
@@ -177,7 +180,7 @@ class _Splitter:
         """One message from the cursor on, attached to `parent` (FeedParser._parsegen)."""
         if depth > MAX_DEPTH:
             raise _Refused
-        message = Message()
+        message = LinearMessage()
         if parent_type == "multipart/digest":
             message.set_default_type("message/rfc822")
         if parent is not None:
