@@ -12,7 +12,7 @@ from dataclasses import dataclass
 # Flags naming a limit that dropped part of the input.
 MAX_BYTES = "max_bytes"  # a string field was cut at TokenizerConfig.max_bytes
 MAX_TOKENS = "max_tokens"  # the token list was cut at TokenizerConfig.max_tokens
-MAX_PARTS = "max_parts"  # a mail had more MIME parts (or delimiters) than MAX_MIME_PARTS
+MAX_PARTS = "max_parts"  # a mail had more MIME parts than MAX_MIME_PARTS, or nested deeper than MAX_MIME_DEPTH
 MAX_DEPTH = "max_depth"  # attributes nested deeper than MAX_ATTRIBUTE_DEPTH
 INTERNAL_ERROR = "internal_error"  # a tokenizer bug; nothing was tokenized
 LIMIT_FLAGS = frozenset({MAX_BYTES, MAX_TOKENS, MAX_PARTS, MAX_DEPTH, INTERNAL_ERROR})
@@ -24,9 +24,14 @@ BAD_ATTRIBUTES = "bad_attributes"  # `attributes` is present but not a mapping
 UNKNOWN_FORMAT = "unknown_format"  # `format` is neither "text" nor "email"; read as text
 
 # Fixed bounds that are not configuration: real mail stays far below them, and beyond them
-# the stdlib parser's cost grows with parts x nesting depth.
-MAX_MIME_PARTS = 1000
+# the cost of parsing grows with parts x nesting depth. A mail past them is read as headers
+# and a plain-text body.
+MAX_MIME_PARTS = 1000  # delimiter lines, whatever the line ending
 MAX_MIME_BOUNDARIES = 100
+MAX_MIME_DEPTH = 10  # nested multiparts (real mail: a few)
+# The stdlib's parser checks every enclosing boundary on every line: it reads only mails that
+# mention "boundary" at most this often (filterd's own parser reads the common ones).
+MAX_STDLIB_BOUNDARIES = 10
 MAX_ATTRIBUTE_DEPTH = 8
 
 

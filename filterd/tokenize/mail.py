@@ -20,9 +20,10 @@ Parsing gives the stdlib's tree with `policy=compat32`: much faster than `policy
 and it records defects instead of raising. `mime.split_mail` builds that same tree faster
 than the stdlib's feed parser for all but unusual mails; the stdlib parses the rest. RFC 2047 encoded words are
 decoded here. Parser defects set the flag "mime_defect". A mail with more than
-`MAX_MIME_PARTS` delimiter lines or `MAX_MIME_BOUNDARIES` boundaries (whose parse time grows
-with parts x depth, and which recurses per nesting level) is read as headers plus a
-plain-text body, flagged "max_parts".
+`MAX_MIME_PARTS` delimiter lines (whatever its line endings) or `MAX_MIME_BOUNDARIES`
+boundaries, multiparts nested deeper than `MAX_MIME_DEPTH`, or, among the unusual mails that the
+stdlib parses, more than `MAX_STDLIB_BOUNDARIES` mentions of "boundary" (its parse time grows
+with lines x depth) is read as headers plus a plain-text body, flagged "max_parts".
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from filterd.tokenize.limits import (
     MAX_MIME_BOUNDARIES,
     MAX_MIME_PARTS,
     MAX_PARTS,
+    MAX_STDLIB_BOUNDARIES,
     MIME_DEFECT,
     TokenizerConfig,
     cap,
@@ -47,7 +49,7 @@ from filterd.tokenize.limits import (
 from filterd.tokenize.links import email_tokens, url_tokens
 from filterd.tokenize.markup import html_text
 from filterd.tokenize.memo import memoized
-from filterd.tokenize.mime import split_mail
+from filterd.tokenize.mime import MimeTooDeep, split_mail
 from filterd.tokenize.params import LinearMessage
 from filterd.tokenize.text import normalize, text_tokens
 
@@ -103,17 +105,26 @@ def _without_surrogates(raw: str) -> str:
 
 def _parse(raw: str, flags: set[str]) -> Message | None:
     """The parsed mail, only its headers when it is too complex, None when unparseable."""
-    headers_only = _too_complex(raw)
-    if headers_only:
+    boundaries = raw.lower().count("boundary")
+    if _too_complex(raw, boundaries):
         flags.add(MAX_PARTS)
     else:
-        message = split_mail(raw)  # the stdlib's tree, built faster; None if unusual
-        if message is not None:
-            return message
         try:
-            return email.message_from_string(raw, LinearMessage, policy=email.policy.compat32)
-        except Exception:  # noqa: BLE001 - RecursionError on deep nesting, or a parser bug
-            flags.add(MIME_DEFECT)
+            message = split_mail(raw)  # the stdlib's tree, built faster; None if unusual
+        except MimeTooDeep:
+            flags.add(MAX_PARTS)
+        else:
+            if message is not None:
+                return message
+            if boundaries > MAX_STDLIB_BOUNDARIES:
+                flags.add(MAX_PARTS)
+            else:
+                try:
+                    return email.message_from_string(
+                        raw, LinearMessage, policy=email.policy.compat32
+                    )
+                except Exception:  # noqa: BLE001 - RecursionError on deep nesting, or a parser bug
+                    flags.add(MIME_DEFECT)
     try:
         return email.parser.Parser(LinearMessage, policy=email.policy.compat32).parsestr(
             raw, headersonly=True
@@ -122,16 +133,15 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
         return None
 
 
-def _too_complex(raw: str) -> bool:
-    """Whether `raw` has more MIME delimiter lines or boundaries than we parse."""
-    # str.count is C-speed; a regex scan here cost as much as tokenizing the body.
-    delimiters = raw.count("\n--")
+def _too_complex(raw: str, boundaries: int) -> bool:
+    """Whether `raw` has more MIME delimiter lines, or mentions of "boundary", than we parse."""
+    # str.count is C-speed; a regex scan here costs as much as tokenizing the body. Lines may
+    # end at "\r" alone: "\r\n--" counts once, in "\n--".
+    delimiters = raw.count("\n--") + raw.count("\r--")
     if delimiters >= MAX_MIME_PARTS:
         return True
     # Each level of nesting needs a delimiter line: few of them bound the depth already.
-    return (
-        delimiters >= MAX_MIME_BOUNDARIES and raw.lower().count("boundary") >= MAX_MIME_BOUNDARIES
-    )
+    return delimiters >= MAX_MIME_BOUNDARIES and boundaries >= MAX_MIME_BOUNDARIES
 
 
 def decode_header(value: str) -> str:

@@ -18,7 +18,7 @@ Refused (None), because they are rare and their stdlib handling is intricate: a
 message/delivery-status part, a multipart without boundary or whose first boundary never
 comes, an envelope ("From ") line after the first header line, a header line starting with
 ":" or a continuation line first, a header line starting with "--" inside a multipart,
-delimiter lines running to the end of the input, nesting deeper than `MAX_DEPTH`, and any
+delimiter lines running to the end of the input, and any
 exception (the stdlib then meets it, or not, itself).
 """
 
@@ -28,10 +28,13 @@ import re
 from email import errors
 from email.message import Message
 
+from filterd.tokenize.limits import MAX_MIME_DEPTH
 from filterd.tokenize.params import LinearMessage
 
-# Deeper than real mail nests; past it the stdlib decides (it may raise RecursionError).
-MAX_DEPTH = 50
+
+class MimeTooDeep(Exception):
+    """Multiparts nested deeper than `MAX_MIME_DEPTH`: too costly to parse, by any parser."""
+
 
 _NOT_CTE_OF_MULTIPART = ("7bit", "8bit", "binary")
 
@@ -54,9 +57,12 @@ class _Refused(Exception):
 
 
 def split_mail(raw: str) -> Message | None:
-    """The compat32 message tree of `raw`, or None when the stdlib must parse it."""
+    """The compat32 message tree of `raw`, or None when the stdlib must parse it; MimeTooDeep
+    when multiparts nest deeper than `MAX_MIME_DEPTH`."""
     try:
         return _Splitter(raw).root()
+    except MimeTooDeep:
+        raise
     except Exception:  # noqa: BLE001 - _Refused, or an error the stdlib parse will meet (or not) itself
         return None
 
@@ -178,8 +184,8 @@ class _Splitter:
 
     def message(self, parent: Message | None, parent_type: str, depth: int) -> Message:
         """One message from the cursor on, attached to `parent` (FeedParser._parsegen)."""
-        if depth > MAX_DEPTH:
-            raise _Refused
+        if depth > MAX_MIME_DEPTH:
+            raise MimeTooDeep
         message = LinearMessage()
         if parent_type == "multipart/digest":
             message.set_default_type("message/rfc822")

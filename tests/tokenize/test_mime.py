@@ -4,10 +4,13 @@ import email
 import email.policy
 from email.message import Message
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from filterd.tokenize.mime import split_mail
+from filterd.tokenize import Tokenizer
+from filterd.tokenize.limits import MAX_MIME_DEPTH, MAX_PARTS
+from filterd.tokenize.mime import MimeTooDeep, split_mail
 
 
 def tree(message: Message) -> tuple:
@@ -193,6 +196,17 @@ def test_unusual_mails_are_refused():
     assert split_mail("Content-Type: multipart/mixed\n\nno boundary\n") is None
     assert split_mail("Content-Type: message/delivery-status\n\nA: b\n\nC: d\n") is None
     assert split_mail("Subject: a\nFrom someone\nX: y\n\nbody\n") is None
-    deep = "Content-Type: message/rfc822\n\n" * 60 + "body\n"
-    assert split_mail(deep) is None
-    assert tree(stdlib(deep))  # the stdlib reads it
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_nesting_deeper_than_the_limit_is_read_as_headers_and_text(eol):
+    deep = f"Content-Type: message/rfc822{eol}{eol}" * (MAX_MIME_DEPTH + 1) + f"body{eol}"
+    with pytest.raises(MimeTooDeep):
+        split_mail(deep)
+    multiparts = "".join(
+        f'Content-Type: multipart/mixed; boundary="b{i}"{eol}{eol}--b{i}{eol}'
+        for i in range(MAX_MIME_DEPTH + 1)
+    )
+    for raw in (deep, "Subject: deep" + eol + multiparts + eol + "the body" + eol):
+        result = Tokenizer()({"id": "m", "format": "email", "text": raw})
+        assert MAX_PARTS in result.flags and "body" in result.tokens
