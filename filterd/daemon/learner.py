@@ -87,7 +87,7 @@ class Learner(Loop):
             raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
                                                f"{', '.join(sorted(self.labels))} (model.labels)")  # fmt: skip
         if feedback.has_message:
-            tokens = accepted_tokens(self.tokenizer, feedback.message_id, feedback)
+            tokens = accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens
         else:
             recent = self.recent.get(feedback.message_id)
             if recent is None:

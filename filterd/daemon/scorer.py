@@ -1,10 +1,12 @@
 """The scorer: messages topic → decisions topic (one decision per message, keyed by its id),
 bad records → dead-letter topic with the reason.
 
-A record is dead-lettered when it is not a valid message (reasons of `filterd.service.records.decode`:
-oversized, invalid_json, invalid_utf8, schema, too_deep) or when tokenizing it hit a limit that makes its
-decision meaningless (`REJECTED_FLAGS`); a mail with minor MIME defects is still decided,
-because spam often has them.
+A record is dead-lettered when it is not a valid message (reasons of
+`filterd.service.records.decode`: oversized, invalid_json, invalid_utf8, schema, too_deep) or
+when the tokenizer could not read it at all (`REJECTED_FLAGS`). A message that a limit cut short
+(too many tokens, attributes nested too deeply, too many MIME parts) is decided on what was read
+and flagged `truncated`; a mail with MIME defects is decided too, because spam often has them.
+The dead-letter guard counts only records the daemon cannot decode (`UNDECODABLE`).
 """
 
 from __future__ import annotations
@@ -21,26 +23,27 @@ from filterd.daemon.recent import RecentMessages
 from filterd.kafka.consumer import Batch
 from filterd.service.decide import Decider, ThresholdSetting, message_fields
 from filterd.service.records import Content, Decision, Message, RecordError, decode, encode
-from filterd.tokenize import Tokenizer
-from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR, MAX_DEPTH, MAX_TOKENS
+from filterd.tokenize import Tokenizer, Tokens
+from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
 
-REJECTED_FLAGS = {
-    MAX_TOKENS: "too_many_tokens",
-    MAX_DEPTH: "too_deep",
-    BAD_MESSAGE: "bad_message",
-    INTERNAL_ERROR: "tokenizer_error",
-}
+# Tokenizer flags that leave nothing to decide on; a limit that cut the message short is not one
+# of them: such a message is decided on what was read, and says so (`Decision.truncated`).
+REJECTED_FLAGS = {BAD_MESSAGE: "bad_message", INTERNAL_ERROR: "tokenizer_error"}
+# The dead-letter reasons that say the daemon cannot read the stream at all (a producer writing
+# another format, a wrong topic): the only ones the dead-letter guard counts. Content that
+# senders control, however long, deep or odd, must not be able to stop the filter.
+UNDECODABLE = frozenset({"invalid_json", "invalid_utf8", "schema"})
 
 
-def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> list[str]:
-    """The tokens of a message, or RecordError when tokenizing it hit a limit in REJECTED_FLAGS."""
+def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> Tokens:
+    """The tokenizer's result for a message, or RecordError when it hit a flag in REJECTED_FLAGS."""
     result = tokenizer(message_fields(content))
     for flag, reason in REJECTED_FLAGS.items():
         if flag in result.flags:
             raise RecordError(
                 reason, f"message {message_id!r}: tokenizer flags {sorted(result.flags)}"
             )
-    return result.tokens
+    return result
 
 
 class Scorer(Loop):
@@ -62,7 +65,7 @@ class Scorer(Loop):
         result = decide_payloads(
             decider, self.state.threshold, [r.value for r in batch.records], self.max_bytes
         )
-        self.guard.check(result.dead)
+        self.guard.check(result.undecodable)
         self.publisher.send_keyed(
             self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]
         )
@@ -88,22 +91,26 @@ class Decided:
     decisions: list[Decision]
     tokens: list[list[str]]
     failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
-    dead: list[bool]  # per record, in order
+    undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
 
 
 def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Sequence[bytes | None],
                     max_bytes: int) -> Decided:  # fmt: skip
     """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`)."""
-    messages, tokens, failures, dead = [], [], [], []
+    messages: list[Message] = []
+    tokenized: list[Tokens] = []
+    failures: list[tuple[int, str, str]] = []
+    undecodable: list[bool] = []
     for i, payload in enumerate(payloads):
         try:
             message = decode(payload or b"", Message, max_bytes)
             message_tokens = accepted_tokens(decider.tokenizer, message.id, message)
         except RecordError as error:
             failures.append((i, error.reason, str(error)))
-            dead.append(True)
+            undecodable.append(error.reason in UNDECODABLE)
             continue
         messages.append(message)
-        tokens.append(message_tokens)
-        dead.append(False)
-    return Decided(decider.decide(messages, threshold, tokens), tokens, failures, dead)
+        tokenized.append(message_tokens)
+        undecodable.append(False)
+    decisions = decider.decide(messages, threshold, tokenized)
+    return Decided(decisions, [t.tokens for t in tokenized], failures, undecodable)

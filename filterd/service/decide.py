@@ -24,7 +24,7 @@ from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import Model, ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
 from filterd.service.records import Content, Decision, Message
-from filterd.tokenize import Tokenizer
+from filterd.tokenize import Tokenizer, Tokens
 
 UNDECIDED = "unknown"  # the label of decisions taken before the model is ready
 DEFAULT_TAU = 0.0
@@ -87,25 +87,28 @@ class Decider:
         self._other = others[0] if len(others) == 1 else f"not {self.target_class}"
         self.model_version = version
 
-    def tokens(self, messages: Sequence[Content]) -> list[list[str]]:
-        return [self.tokenizer(message_fields(m)).tokens for m in messages]
+    def tokens(self, messages: Sequence[Content]) -> list[Tokens]:
+        return [self.tokenizer(message_fields(m)) for m in messages]
 
     def decide(self, messages: Sequence[Message], threshold: ThresholdSetting,
-               tokens: Sequence[Sequence[str]] | None = None, now: datetime | None = None) -> list[Decision]:  # fmt: skip
-        """One decision per message, in order (`tokens`: their tokens, if already made)."""
+               tokens: Sequence[Tokens] | None = None, now: datetime | None = None) -> list[Decision]:  # fmt: skip
+        """One decision per message, in order (`tokens`: the tokenizer's results, if already
+        made). A message a limit cut short is decided on what was read, and says so
+        (`truncated`)."""
         now = now or datetime.now(UTC)
-        tokens = self.tokens(messages) if tokens is None else tokens
+        tokenized = self.tokens(messages) if tokens is None else tokens
 
         def decision(
             i: int, label: str, score: float, explanation: list[tuple[str, float]]
         ) -> Decision:
             return Decision(message_id=messages[i].id, label=label, score=score, threshold=threshold.tau,
                             target_recall=threshold.target_recall, model_version=self.model_version,
-                            threshold_version=threshold.version, explanation=explanation, scored_at=now)  # fmt: skip
+                            threshold_version=threshold.version, explanation=explanation,
+                            truncated=tokenized[i].truncated, scored_at=now)  # fmt: skip
 
         if self.model is None:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
-        scores = self.model.score(encode(tokens, self.model.hasher))
+        scores = self.model.score(encode([t.tokens for t in tokenized], self.model.hasher))
         s = scores.binary()
         labels = np.where(s >= threshold.tau, self.target_class, self._other)
         # 4 decimals: enough to read, and decisions stay small (they are most of what is produced)

@@ -69,6 +69,13 @@ class Decision(msgspec.Struct, kw_only=True):
     threshold_version: int | None
     explanation: list[tuple[str, float]]
     scored_at: datetime
+    truncated: Annotated[
+        bool,
+        msgspec.Meta(
+            description="A limit (limits.max_bytes, limits.max_tokens, the MIME or attribute "
+            "bounds) cut the message short; it was decided on what was read."
+        ),
+    ] = False
 
 
 class DeadLetter(msgspec.Struct, kw_only=True):

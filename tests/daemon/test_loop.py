@@ -212,6 +212,32 @@ def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config
     assert broker.committed == {} and broker.read("dead-letter") == []
 
 
+def test_content_senders_control_cannot_trip_the_guard(config):
+    """Long messages are decided (flagged truncated), oversized ones dead-lettered: neither is
+    the sign of a bad deploy that the guard stops the daemon for."""
+    broker = MemoryBroker(dict(TOPICS))
+    long_text = "padding " * (config.limits.max_tokens + 1)
+    for i in range(20):
+        payload = json.dumps({"id": f"long{i}", "text": long_text}).encode()
+        broker.produce("messages", f"long{i}".encode(), payload)
+    for i in range(10):
+        payload = json.dumps({"id": f"big{i}", "text": "x" * config.limits.max_bytes}).encode()
+        broker.produce("messages", f"big{i}".encode(), payload)
+    ids = messages(broker, 10)
+    guard = DeadLetterGuard(1.0, 100, max_consecutive=5)
+    loop = scorer(config, broker, MemoryPublisher(broker), guard=guard)
+    run_until(loop, lambda: len(broker.read("decisions")) >= 30)
+    decisions = {
+        json.loads(r.value)["message_id"]: json.loads(r.value) for r in broker.read("decisions")
+    }
+    assert set(decisions) == {f"long{i}" for i in range(20)} | set(ids)
+    assert all(decisions[f"long{i}"]["truncated"] for i in range(20))
+    assert not any(decisions[i]["truncated"] for i in ids)
+    reasons = [json.loads(r.value)["reason"] for r in broker.read("dead-letter")]
+    assert reasons == ["oversized"] * 10
+    assert committed_everything(broker, "messages-group", "messages")
+
+
 def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config):
     broker = MemoryBroker(dict(TOPICS))
     feedback = [

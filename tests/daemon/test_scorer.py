@@ -23,12 +23,16 @@ HOSTILE = {
     "invalid_json": b"{not json",
     "schema": json.dumps({"text": "a message without an id"}).encode(),
     "oversized": json.dumps({"id": "big", "text": "a" * 10_000_000}).encode(),
-    "too_many_tokens": json.dumps({"id": "long", "text": "word " * 100_000}).encode(),
     "invalid_utf8": b'{"id": "bad", "text": "\xff\xfe\xfd"}',
-    "too_deep": json.dumps({"id": "deep", "attributes": nested(50)}).encode(),
     "empty": None,
 }
 EXPECTED_REASON = {"empty": "invalid_json"}
+UNDECODABLE_KINDS = {"invalid_json", "schema", "invalid_utf8", "empty"}
+# Cut short by a limit: decided on what was read, and flagged
+LONG = {
+    "too_many_tokens": json.dumps({"id": "long", "text": "word " * 100_000}).encode(),
+    "too_deep_attributes": json.dumps({"id": "deep", "attributes": nested(50)}).encode(),
+}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +55,7 @@ def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
         decider, ThresholdSetting(), [GOOD, HOSTILE[kind], GOOD], max_bytes=1_000_000
     )
     assert [d.message_id for d in result.decisions] == ["ok", "ok"]
-    assert result.dead == [False, True, False]
+    assert result.undecodable == [False, kind in UNDECODABLE_KINDS, False]
     ((position, reason, error),) = result.failures
     assert position == 1 and reason == EXPECTED_REASON.get(kind, kind) and error
 
@@ -67,3 +71,15 @@ def test_decisions_keep_the_order_of_the_records(decider):
     assert [d.message_id for d in result.decisions] == [f"m{i}" for i in range(100)]
     assert [d.label for d in result.decisions[:2]] == ["spam", "ham"]
     assert result.tokens[0] == ["win", "cash"]
+
+
+@pytest.mark.parametrize("kind", sorted(LONG))
+def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider, kind):
+    from filterd.daemon.scorer import decide_payloads
+
+    result = decide_payloads(
+        decider, ThresholdSetting(), [GOOD, LONG[kind], GOOD], max_bytes=1_000_000
+    )
+    assert [d.message_id for d in result.decisions] == ["ok", json.loads(LONG[kind])["id"], "ok"]
+    assert [d.truncated for d in result.decisions] == [False, True, False]
+    assert result.failures == [] and result.undecodable == [False, False, False]
