@@ -18,6 +18,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQ
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import not_ready
 from filterd.cli.common import model_specs, read_records
+from filterd.service.config import masked_url
 from filterd.store import backup, database
 from filterd.store.drift import drift_report
 from filterd.store.expiry import prune
@@ -93,7 +94,8 @@ def db_downgrade(url: str | None, revision: str) -> None:
 def _migrate(step: Callable[[str | None, str], None], url: str | None, revision: str) -> None:
     with store_errors():
         step(url, revision)
-        click.echo(f"{database.database_url(url)}: at revision {database.current(url) or 'base'}")
+        shown = masked_url(database.database_url(url))
+        click.echo(f"{shown}: at revision {database.current(url) or 'base'}")
 
 
 @db.command(name="current")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
@@ -159,10 +160,31 @@ class Config:
                 else ((f.name, getattr(values, f.name)) for f in fields(values))
             )
             out[section.name] = {k: "***" if _secret(k) and v else v for k, v in items}
-        if "://" in out["database"]["url"] and "@" in out["database"]["url"]:
-            scheme, rest = out["database"]["url"].split("://", 1)
-            out["database"]["url"] = f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+        out["database"]["url"] = masked_url(out["database"]["url"])
         return out
+
+
+def masked_url(url: str) -> str:
+    """A database URL fit to show: its user and password, and the values of query parameters
+    whose name says they are secret (`?password=`), as ***.
+
+    >>> masked_url("postgresql://filterd:pw@db.example.net/filterd?sslmode=require&password=pw")
+    'postgresql://***@db.example.net/filterd?sslmode=require&password=***'
+    """
+    head, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    rest, qmark, query = rest.partition("?")
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    if query:
+        query = "&".join(
+            f"{name}=***" if any(w in name.lower() for w in SECRET_WORDS) else piece
+            for piece in query.split("&")
+            for name in [urllib.parse.unquote_plus(piece.split("=", 1)[0])]
+        )
+    return f"{head}://{netloc}{slash}{path}{qmark}{query}"
 
 
 def _secret(key: str) -> bool:

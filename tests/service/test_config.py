@@ -73,3 +73,21 @@ def test_secrets_are_masked_in_what_gets_logged():
 def test_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "nope.toml", {})
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("postgresql://u:hunter2@h/db", "postgresql://***@h/db"),
+        ("postgresql://h/db?password=hunter2&user=u", "postgresql://h/db?password=***&user=u"),
+        (
+            "postgresql+psycopg://h/db?sslpassword=hunter2",
+            "postgresql+psycopg://h/db?sslpassword=***",
+        ),
+        ("sqlite:///var/filterd.db", "sqlite:///var/filterd.db"),
+    ],
+)
+def test_a_password_in_the_database_url_never_shows(url, shown):
+    config = load(None, {"FILTERD_DATABASE_URL": url})
+    assert config.public()["database"]["url"] == shown and "hunter2" not in str(config.public())
+    assert config.database.url == url  # the driver still gets it
