@@ -76,7 +76,7 @@ class Daemon:
         config = self.config
         if config.observe.metrics_port:
             self.server = ObserveServer(
-                self.metrics, self.health, config.observe.metrics_port
+                self.metrics, self.health, config.observe.metrics_port, config.observe.metrics_host
             ).start()
         self.log.info("starting", role=self.role, config=config.public(),
                       metrics_port=self.server.port if self.server else None)  # fmt: skip

@@ -15,6 +15,7 @@ from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 
 JSON = "application/json"
+REQUEST_TIMEOUT_SECONDS = 10.0
 
 
 log = structlog.get_logger(__name__)
@@ -23,7 +24,9 @@ log = structlog.get_logger(__name__)
 class ObserveServer:
     """HTTP server in a daemon thread: GET /metrics, /healthz, /readyz; 404 otherwise."""
 
-    def __init__(self, metrics: Metrics, health: Health, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self, metrics: Metrics, health: Health, port: int, host: str = "127.0.0.1"
+    ) -> None:
         self.metrics = metrics
         self.health = health
         self.host = host
@@ -70,6 +73,10 @@ def _handler_for(observe: ObserveServer) -> type[BaseHTTPRequestHandler]:
     """A request handler class bound to `observe`'s metrics and health."""
 
     class Handler(BaseHTTPRequestHandler):
+        # a connection that sends nothing is closed after this many seconds instead of holding
+        # its thread for ever
+        timeout = REQUEST_TIMEOUT_SECONDS
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             try:
@@ -95,5 +102,9 @@ def _answer(observe: ObserveServer, path: str) -> tuple[int, bytes, str]:
         return 200, observe.metrics.render(), prometheus_client.CONTENT_TYPE_LATEST
     if path in ("/healthz", "/readyz"):
         ok, body = observe.health.live() if path == "/healthz" else observe.health.ready()
+        if "failing" in body:
+            # the conditions' names only: their details (driver errors, socket paths, hosts) are
+            # for the log, not for whoever can reach the port
+            body = {"status": body["status"], "failing": dict.fromkeys(body["failing"], "")}
         return (200 if ok else 503), json.dumps(body).encode() + b"\n", JSON
     return 404, b'{"status": "not found"}\n', JSON

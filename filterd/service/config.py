@@ -129,6 +129,9 @@ class Drift:
 @dataclass(frozen=True)
 class Observe:
     metrics_port: int = 9108
+    # the interface /metrics, /healthz and /readyz listen on: loopback unless configured
+    # ("0.0.0.0" for probes and scrapers from other hosts, e.g. in Kubernetes)
+    metrics_host: str = "127.0.0.1"
     log_format: str = "json"
 
 

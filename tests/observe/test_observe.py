@@ -166,7 +166,9 @@ def test_readyz_is_503_until_every_condition_is_ok(server):
     health.set_ready("store", False, "connection refused")
     status, _, body = get(server, "/readyz")
     assert status == 503
-    assert json.loads(body) == {"status": "not ready", "failing": {"store": "connection refused"}}
+    # the failing condition is named; its detail stays in the log
+    assert json.loads(body) == {"status": "not ready", "failing": {"store": ""}}
+    assert "connection refused" not in body.decode()
     health.set_ready("store", True)
     status, _, body = get(server, "/readyz")
     assert (status, json.loads(body)) == (200, {"status": "ok"})
@@ -245,3 +247,24 @@ def test_an_unknown_format_or_level_is_refused(logs):
         configure_logging("xml", stream=logs)
     with pytest.raises(ValueError, match="level"):
         configure_logging("json", "verbose", stream=logs)
+
+
+def test_the_server_listens_on_loopback_unless_told_otherwise(clock):
+    with ObserveServer(Metrics(), Health(clock=clock), port=0) as server:
+        assert server._server is not None and server._server.server_address[0] == "127.0.0.1"
+
+
+def test_an_idle_connection_is_closed_instead_of_holding_its_thread(clock, monkeypatch):
+    import socket
+    import time
+
+    from filterd.observe import server as server_module
+
+    monkeypatch.setattr(server_module, "REQUEST_TIMEOUT_SECONDS", 0.5)
+    with ObserveServer(Metrics(), Health(clock=clock), port=0) as server:
+        idle = socket.create_connection(("127.0.0.1", server.port))
+        idle.settimeout(10)
+        started = time.monotonic()
+        assert idle.recv(1) == b""  # the server closed it
+        assert time.monotonic() - started < 5
+        idle.close()
