@@ -3,6 +3,7 @@ daemon runs with."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -61,9 +62,12 @@ def check_workdir(workdir: Path) -> None:
                         "(remove it, or give another --workdir)")  # fmt: skip
 
 
-def demo_config(options: DemoOptions, workdir: Path, bootstrap_servers: str) -> Config:
+def demo_config(
+    options: DemoOptions, workdir: Path, bootstrap_servers: str, labels: Sequence[str]
+) -> Config:
     """The daemon's configuration: the file's (if any, environment ignored) under the demo's own
-    broker, store, target and quick intervals. ConfigError names a bad key."""
+    broker, store, target, the stream's `labels` and quick intervals. ConfigError names a bad
+    key."""
     overrides = {
         "database.url": f"sqlite:///{workdir / DB_FILE}",
         "observe.metrics_port": options.metrics_port,
@@ -75,6 +79,7 @@ def demo_config(options: DemoOptions, workdir: Path, bootstrap_servers: str) -> 
         "decision.target_recall": options.target_recall,
         "model.variant": options.variant,
         "model.select": options.select,
+        "model.labels": sorted(set(labels)),
     }
     # The environment is ignored so that a FILTERD_DATABASE_URL meant for production is never
     # touched by a demo; a --config file is an explicit choice.

@@ -124,7 +124,9 @@ class Demo:
         # The port is chosen here, so the configuration is checked before anything starts.
         self.broker = LocalBroker(log_path=self.workdir / BROKER_LOG)
         try:
-            self.config = demo_config(options, self.workdir, self.broker.bootstrap_servers)
+            self.config = demo_config(
+                options, self.workdir, self.broker.bootstrap_servers, [i.label for i in items]
+            )
         except ConfigError as error:
             raise DemoError(f"invalid configuration: {error}") from None
         self.daemon: Daemon | None = None

@@ -59,7 +59,10 @@ class ModelSettings:
     select: str = str(DEFAULT_SPEC.selection)
     min_docs: int = 20
     holdout_fraction: float = 0.1
-    labels: list[str] = field(default_factory=list)  # feedback labels accepted (empty: any)
+    # The feedback labels accepted; any other is dead-lettered, so that a new class is the
+    # operator's decision, never a feedback record's (one made-up label would hold every
+    # decision at "unknown" until it had min_docs documents). Empty: any label.
+    labels: list[str] = field(default_factory=lambda: ["ham", "spam"])
 
     @property
     def spec(self) -> ModelSpec:

@@ -268,3 +268,33 @@ def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config)
         ledger = conn.exec_driver_sql("SELECT message_id FROM feedback_ledger").scalars().all()
     assert sorted(m for m in ledger if m.startswith("f")) == sorted(f"f{i}" for i in range(30))
     assert len(ledger) == 200 + 30  # the fixture's 200 and these 30, the repeated ten once
+
+
+def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
+    from filterd.store.sync import load
+
+    assert config.model.labels == ["ham", "spam"]  # the shipped default
+    broker = MemoryBroker(dict(TOPICS))
+    for i, r in enumerate(generate(SynthConfig(n_messages=10, seed=4))):
+        payload = {"message_id": f"g{i}", "label": r["label"], "text": r["text"]}
+        broker.produce("feedback", f"g{i}".encode(), json.dumps(payload).encode())
+    poison = {"message_id": "p", "label": "free-money", "text": "win cash"}
+    broker.produce("feedback", b"p", json.dumps(poison).encode())
+    engine = connect(config.database.url)
+    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    learner = Learner(
+        engine,
+        "default",
+        Tokenizer(),
+        RecentMessages(1000, 10_000_000, 3600.0),
+        Monitor(engine, config, state, Metrics(), structlog.get_logger()),
+        config.model.labels,
+        0.0,
+        config.limits.max_bytes,
+        **settings(broker, "feedback", MemoryPublisher(broker), DeadLetterGuard(1.0, 100, 0)),
+    )
+    run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
+    (letter,) = [json.loads(r.value) for r in broker.read("dead-letter")]
+    assert letter["reason"] == "invalid_label"
+    stats, _ = load(engine, "default")
+    assert sorted(stats.labels) == ["ham", "spam"]
