@@ -50,8 +50,12 @@ IGNORED_NAMES = re.compile(
 )
 
 _HEADER_NAME = re.compile(r"[!-9;-~]{1,40}")  # printable ASCII but ":"
+# At most 126 labels before the top-level domain, as DNS allows: the regex engine keeps a mark per
+# repetition of a group while it may backtrack, so an unbounded `+` over a word of a million
+# "a." held memory in proportion to the word.
 _HOST = re.compile(
-    r"(?<![\w.-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24})(?![\w-])", re.IGNORECASE
+    r"(?<![\w.-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.){1,126}[a-z]{2,24})(?![\w-])",
+    re.IGNORECASE,
 )
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])")
 

@@ -1,0 +1,86 @@
+"""The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
+size through the scorer's path (decode, tokenize, decide), with the figures the harness holds
+each to: decided or dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at
+most 50 MB of extra memory, and the normal message after it decided.
+
+    python bench/hostile.py                  # every family at 900 KB (just under limits.max_bytes)
+    python bench/hostile.py --size 300000 --only boundary_semicolons
+
+Prints one row a family (outcome, bytes, CPU ms, ms per 100 KB, peak extra MB) and the worst
+ratio; exits 1 when a family breaks a bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import tracemalloc
+
+from filterd.bayes.features import encode
+from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.statistics import Statistics
+from filterd.daemon.scorer import decide_payloads
+from filterd.evaluation.hostile import FAMILIES, record
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.decide import Decider, ThresholdSetting
+from filterd.tokenize import Tokenizer
+
+MS_PER_100_KB = 50.0
+EXTRA_MB = 50.0
+NORMAL = json.dumps({"id": "next", "text": "win cash now"}).encode()
+
+
+def trained_decider() -> Decider:
+    """The default model on 2,000 synthetic messages."""
+    tokenize = Tokenizer()
+    stats = Statistics()
+    corpus = generate(SynthConfig(n_messages=2000, seed=0))
+    stats.update(
+        encode([tokenize(r).tokens for r in corpus], stats.hasher), [r["label"] for r in corpus], +1
+    )
+    decider = Decider(DEFAULT_SPEC, "spam", min_docs=5)
+    decider.update(stats, version=1)
+    return decider
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=900_000, help="bytes of each record")
+    parser.add_argument("--only", action="append", choices=sorted(FAMILIES), help="one family")
+    args = parser.parse_args()
+    decider = trained_decider()
+    worst, failed = 0.0, []
+    print(f"{'family':<24} {'outcome':<22} {'bytes':>10} {'CPU ms':>8} {'ms/100KB':>9} {'MB':>6}")
+    for family in args.only or sorted(FAMILIES):
+        payload = record(family, args.size)
+        started = time.process_time()
+        result = decide_payloads(decider, ThresholdSetting(), [payload, NORMAL], 1_000_000)
+        ms = (time.process_time() - started) * 1000
+        tracemalloc.start()  # a second pass for memory: tracing slows the first one down
+        decide_payloads(decider, ThresholdSetting(), [payload, NORMAL], 1_000_000)
+        extra_mb = tracemalloc.get_traced_memory()[1] / 1e6
+        tracemalloc.stop()
+        if result.failures:
+            outcome = "dead-letter " + result.failures[0][1]
+        else:
+            outcome = "decided" + (" (truncated)" if result.decisions[0].truncated else "")
+        ratio = ms / max(len(payload), 100_000) * 100_000
+        worst = max(worst, ratio)
+        ok = (
+            ratio <= MS_PER_100_KB
+            and extra_mb <= EXTRA_MB
+            and result.decisions[-1].message_id == "next"
+        )
+        if not ok:
+            failed.append(family)
+        print(f"{family:<24} {outcome:<22} {len(payload):>10,} {ms:>8.1f} {ratio:>9.1f} "
+              f"{extra_mb:>6.1f}{'' if ok else '  <- over a bound'}")  # fmt: skip
+    print(f"worst: {worst:.1f} ms per 100 KB (bound {MS_PER_100_KB:g}); over a bound: "
+          f"{', '.join(failed) or 'none'}")  # fmt: skip
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

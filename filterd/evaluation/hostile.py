@@ -1,0 +1,111 @@
+"""Hostile message records, for the hardening tests and `bench/hostile.py` (pure: no I/O).
+
+Each family writes one raw record (the bytes a producer would put on the messages topic) of
+about `size` bytes, built to be expensive or odd for one part of the path: the JSON decoder, the
+tokenizer's text, URL, HTML and attribute scans, the MIME parser, the limits. Whatever the
+family, the daemon must decide the record or dead-letter it with a reason, within a bounded cost
+per byte, and decide the next normal message.
+
+>>> sorted(FAMILIES)[:3]
+['address_many_labels', 'attributes_many_keys', 'attributes_nested']
+>>> len(record("tokens_many", 10_000)) >= 10_000
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+Family = Callable[[int], bytes]
+
+
+def _message(text: str, fmt: str = "text", **fields: object) -> bytes:
+    record = {"id": "hostile", "text": text, "format": fmt, **fields}
+    return json.dumps(record, ensure_ascii=False).encode()
+
+
+def _mail(headers: str, body: str = "the body\n") -> bytes:
+    return _message(f"From: a@example.com\nSubject: hostile\n{headers}\n\n{body}", "email")
+
+
+def _nested_mime(levels: int, eol: str, body_lines: int) -> bytes:
+    opening = "".join(
+        f'Content-Type: multipart/mixed; boundary="b{i}"{eol}{eol}--b{i}{eol}'
+        for i in range(levels)
+    )
+    body = ("x y z" + eol) * body_lines
+    closing = "".join(f"--b{i}--{eol}" for i in reversed(range(levels)))
+    return _message(
+        f"From: a@example.com{eol}Subject: nested{eol}{opening}Content-Type: text/plain"
+        f"{eol}{eol}{body}{closing}",
+        "email",
+    )
+
+
+def _nested_json(depth: int) -> bytes:
+    return b'{"id": "hostile", "attributes": ' + b'{"a": ' * depth + b"1" + b"}" * (depth + 1)
+
+
+def _parts(n: int) -> bytes:
+    parts = "".join(f"--b\nContent-Type: text/plain\n\npart {i}\n" for i in range(n))
+    return _message(
+        f'From: a@example.com\nSubject: parts\nContent-Type: multipart/mixed; boundary="b"\n\n'
+        f"{parts}--b--\n",
+        "email",
+    )
+
+
+FAMILIES: dict[str, Family] = {
+    # header parameters whose stdlib parse is quadratic
+    "boundary_semicolons": lambda n: _mail('Content-Type: multipart/mixed; boundary="' + ";" * n),
+    "filename_semicolons": lambda n: _mail(
+        'Content-Type: application/octet-stream\nContent-Disposition: attachment; filename="'
+        + ";" * n
+    ),
+    "name_semicolons": lambda n: _mail('Content-Type: application/octet-stream; name="' + ";" * n),
+    # MIME structure
+    "mime_lone_cr_nesting": lambda n: _nested_mime(max(1, n // 70), "\r", 1),
+    "mime_deep_long_body": lambda n: _nested_mime(99, "\n", max(1, n // 8)),
+    "mime_many_parts": lambda n: _parts(max(1, n // 50)),
+    "header_line_huge": lambda n: _mail("X-Long: " + "a" * n),
+    "received_dots": lambda n: _mail("Received: from " + "a." * (n // 2)),
+    # text, links, markup
+    "text_huge": lambda n: _message("spam " * (n // 5)),
+    "tokens_many": lambda n: _message(" ".join(f"w{i:06d}" for i in range(n // 8))),
+    "regex_runs": lambda n: _message(("@.%!0123456789" * (n // 14 + 1))[:n]),
+    "url_many_labels": lambda n: _message("http://" + "a." * (n // 2) + "com/"),
+    "address_many_labels": lambda n: _message("x@" + "a." * (n // 2) + "com"),
+    "html_many_tags": lambda n: _mail("Content-Type: text/html", "<b>" * (n // 3)),
+    "html_unclosed_comment": lambda n: _mail("Content-Type: text/html", "<!--" + "x" * n),
+    "base64_huge": lambda n: _mail(
+        "Content-Type: application/octet-stream\nContent-Transfer-Encoding: base64",
+        ("QUFB" * 19 + "\n") * (n // 77),
+    ),
+    "nfkc_expanding": lambda n: _message(
+        "\ufdfa" * (n // 3)
+    ),  # 3 UTF-8 bytes, 18 characters in NFKC
+    # the record itself
+    "json_nested": lambda n: _nested_json(max(1, n // 7)),
+    "attributes_nested": lambda n: _message("x", attributes=_deep_dict(50)),
+    "attributes_many_keys": lambda n: _message(
+        "x", attributes={f"k{i}": i for i in range(n // 12)}
+    ),
+    "id_huge": lambda n: json.dumps({"id": "i" * n, "text": "x"}).encode(),
+    "nul_bytes": lambda n: _message("\x00" * (n // 6)),
+    "invalid_utf8": lambda n: b'{"id": "hostile", "text": "' + b"\xff\xfe" * (n // 2) + b'"}',
+}
+
+
+def _deep_dict(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def record(family: str, size: int) -> bytes:
+    """One raw record of `family`, of about `size` bytes (ValueError for an unknown family)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r} (families: {', '.join(sorted(FAMILIES))})")
+    return FAMILIES[family](size)
