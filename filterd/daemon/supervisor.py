@@ -19,7 +19,14 @@ import time
 
 import structlog
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    IntegrityError,
+    NoSuchModuleError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
@@ -142,12 +149,20 @@ class Daemon:
         self._stop.set()
 
     def _store(self) -> Engine | None:
-        """The store's engine once it is reachable, migrated and has the model (None if stopped)."""
+        """The store's engine once it is reachable, migrated and has the model (None if stopped).
+
+        An outage (the server down, unreachable, or the file locked) is retried; a store that
+        answers but cannot be used (a file that is not a database, a bad URL, no permission)
+        is a StartupError at once: waiting would not mend it."""
         delay = 0.5
         while not self._stop.is_set():
             try:
                 return prepare_store(self.config, self.log)
+            except (ArgumentError, NoSuchModuleError) as error:
+                raise StartupError(f"bad database URL: {error}") from None
             except SQLAlchemyError as error:
+                if isinstance(error, DatabaseError) and not isinstance(error, OperationalError):
+                    raise StartupError(f"the store cannot be used: {error_detail(error)}") from None
                 detail = error_detail(error)
                 self.health.set_ready("model store", False, detail)
                 self.log.warning(

@@ -1,6 +1,7 @@
 """`filterd score`, `filterd topics create`, and how `filterd run` refuses a bad configuration."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -72,3 +73,17 @@ def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_pat
     )
     typo = run("run", "--config", str(tmp_path / "missing.toml"))
     assert typo.exit_code != 0 and "cannot read the configuration" in typo.output
+
+
+def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path):
+    corrupt = tmp_path / "filterd.db"
+    corrupt.write_bytes(b"this is not an SQLite file " * 100)
+    result = subprocess.run(
+        [sys.executable, "-m", "filterd", "run", "--db", f"sqlite:///{corrupt}"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "FILTERD_OBSERVE_METRICS_PORT": "0"},
+    )  # fmt: skip
+    assert result.returncode == 1
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert "the store cannot be used" in line and "not a database" in line
+    assert "Traceback" not in result.stderr
