@@ -1,5 +1,7 @@
 """Properties over arbitrary input: never raises, never an empty, NUL or whitespace token."""
 
+import time
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +89,19 @@ def test_any_text_gives_clean_tokens(text):
         result = tokenizer({"id": "x", "text": text, "format": "email"})
         assert "internal_error" not in result.flags
         check(result.tokens, tokenizer.config.bigrams)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(SPECIAL_TEXT.filter(bool), st.sampled_from(["text", "email"]))
+def test_a_pattern_repeated_to_100_kb_costs_what_its_length_allows(unit, fmt):
+    """A super-linear scan shows when its trigger repeats: 100 KB of any repeated unit must stay
+    within ten times the harness's 50 ms per 100 KB (bench/hostile.py holds the real bound)."""
+    text = (unit * (100_000 // len(unit) + 1))[:100_000]
+    started = time.process_time()
+    result = Tokenizer()({"id": "x", "text": text, "format": fmt})
+    assert time.process_time() - started < 0.5
+    assert "internal_error" not in result.flags
