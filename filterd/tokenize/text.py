@@ -38,6 +38,8 @@ try:  # the word scan in C, built where a compiler was at hand (setup.py)
 except ImportError:  # pragma: no cover - depends on the build
     c_words = None
 
+# Text longer than this is tokenized piece by piece (`text_tokens`)
+CHUNK = 1 << 16
 _CURRENCY = "$£€¥₹₩₽¢"
 _PAIRABLE_START = "_" + _CURRENCY
 
@@ -100,6 +102,33 @@ def text_tokens(
     """
     if enough < 0:
         return []
+    if len(text) > CHUNK and not bigrams:
+        # Piece by piece, cut at white space, which no token, link or normalization spans: the
+        # same tokens, and a text whose NFKC form is many times longer (U+FDFA is 18
+        # characters) is normalized only as far as the tokens it can give are wanted.
+        out: list[str] = []
+        for piece in _pieces(text, CHUNK):
+            out += _tokens(piece, max_token_length, False, enough - len(out))
+            if len(out) > enough:
+                break
+        return out
+    return _tokens(text, max_token_length, bigrams, enough)
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    """`text` in pieces of at most `size` characters, each cut after a white-space character
+    in its second half where there is one (else at `size`: a run that long is no word)."""
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        cut = max(text.rfind(c, start + size // 2, end) for c in " \n\t\r")
+        end = cut + 1 if cut >= 0 else end
+        yield text[start:end]
+        start = end
+    yield text[start:]
+
+
+def _tokens(text: str, max_token_length: int, bigrams: bool, enough: int) -> list[str]:
     text = normalize(text)
     if "@" in text:
         return _linked_tokens(text, find_links(text), max_token_length, bigrams, enough)

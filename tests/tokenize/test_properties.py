@@ -1,5 +1,6 @@
 """Properties over arbitrary input: never raises, never an empty, NUL or whitespace token."""
 
+import re
 import time
 
 from hypothesis import HealthCheck, given, settings
@@ -105,3 +106,23 @@ def test_a_pattern_repeated_to_100_kb_costs_what_its_length_allows(unit, fmt):
     result = Tokenizer()({"id": "x", "text": text, "format": fmt})
     assert time.process_time() - started < 0.5
     assert "internal_error" not in result.flags
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(SPECIAL_TEXT, min_size=1, max_size=30).map(" ".join), st.integers(8, 64))
+def test_long_text_read_piece_by_piece_gives_the_same_tokens(text, size):
+    """Pieces are cut at white space, which no token spans: the same tokens as one pass (the
+    reference), only `CHUNK` made small so that any text is long."""
+    from filterd.tokenize import text as text_module
+
+    whole = text_module._tokens(text, 40, False, 10**9)
+    original = text_module.CHUNK
+    text_module.CHUNK = size
+    try:
+        assert "".join(text_module._pieces(text, size)) == text
+        pieces = text_module.text_tokens(text, 40, False, 10**9)
+    finally:
+        text_module.CHUNK = original
+    runs = re.split("[ \n\t\r]", text)  # the white space pieces are cut at
+    if all(len(run) < size // 2 for run in runs):  # no run long enough to be cut inside
+        assert pieces == whole
