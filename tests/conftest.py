@@ -25,7 +25,7 @@ def broker():
 def kafka_config(broker) -> dict:
     """Client settings for the session broker; a new dict per test, so tests may change it.
 
-    It mixes consumer and producer keys: pass it through `filterd.stream.client_settings(cls, ...)`
+    It mixes consumer and producer keys: pass it through `filterd.kafka.settings.client_settings(...)`
     (or the daemon's own per-client filtering) before giving it to a kafka-python client.
     """
     return {

@@ -20,6 +20,7 @@ from filterd.daemon.scorer import decide_payloads
 from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
 from filterd.kafka.admin import create_topics
 from filterd.kafka.publisher import dead_letter_of
+from filterd.kafka.settings import topic_configs
 from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
@@ -153,7 +154,13 @@ def topics_create(
         config.topics.dead_letter,
     ]
     try:
-        created = create_topics(config.kafka, names, partitions, replication_factor)
+        created = create_topics(
+            config.kafka,
+            names,
+            partitions,
+            replication_factor,
+            topic_configs(config.limits.max_bytes),
+        )
     except KafkaError as error:
         raise click.ClickException(
             f"cannot create topics on {config.kafka['bootstrap_servers']}: {error!r}"

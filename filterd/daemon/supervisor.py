@@ -37,6 +37,7 @@ from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import Scorer
 from filterd.kafka.publisher import Publisher
+from filterd.kafka.settings import size_limits
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import ObserveServer
@@ -112,9 +113,12 @@ class Daemon:
             config.recent.max_messages, config.recent.max_bytes, config.recent.ttl_seconds
         )
 
+        # the consumers' fetch sizes follow limits.max_bytes; [kafka] has the last word
+        kafka = {**size_limits(config.limits.max_bytes), **config.kafka}
+
         def common(topic: str, group: str, max_records: int) -> LoopSettings:
             d = config.dead_letter
-            return {"kafka": config.kafka, "topic": topic, "group": group, "max_records": max_records,
+            return {"kafka": kafka, "topic": topic, "group": group, "max_records": max_records,
                         "publisher": Publisher(config.kafka), "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
                         "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
                         "metrics": self.metrics, "health": self.health, "log": self.log}  # fmt: skip

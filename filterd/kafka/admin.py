@@ -12,15 +12,21 @@ from filterd.kafka.settings import client_settings
 
 
 def create_topics(kafka: Mapping[str, Any], names: Iterable[str], partitions: int = 4,
-                  replication_factor: int = 1) -> list[str]:  # fmt: skip
-    """Create the topics of `names` that do not exist yet; returns those created, in order.
-    Existing topics are left as they are, whatever their partition count."""
+                  replication_factor: int = 1,
+                  configs: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
+    """Create the topics of `names` that do not exist yet, with topic `configs`; returns those
+    created, in order. Existing topics are left as they are, whatever their settings."""
     names = list(dict.fromkeys(names))
     if not names:
         return []
     admin = KafkaAdminClient(**client_settings(kafka, KafkaAdminClient))
     try:
-        spec = {"num_partitions": partitions, "replication_factor": replication_factor}
+        spec: dict[str, Any] = {
+            "num_partitions": partitions,
+            "replication_factor": replication_factor,
+        }
+        if configs:
+            spec["configs"] = dict(configs)
         response = admin.create_topics({name: dict(spec) for name in names}, raise_errors=False)
     finally:
         admin.close()

@@ -76,3 +76,21 @@ def check(config: Config) -> None:
         check_compression(config.kafka.get("compression_type"))
     except ValueError as error:
         raise ConfigError(f"kafka.compression_type: {error}") from None
+
+
+# A record batch's own bytes beyond its records' (header, offsets, timestamps)
+RECORD_OVERHEAD_BYTES = 1024
+
+
+def size_limits(max_bytes: int) -> dict[str, Any]:
+    """Client settings that follow `limits.max_bytes`, under the `[kafka]` settings: what one
+    partition's fetch may carry, and what one fetch may (a broker still returns one larger batch,
+    so that a consumer can move on; the topics' `max.message.bytes` bounds that)."""
+    per_partition = max_bytes + RECORD_OVERHEAD_BYTES
+    return {"max_partition_fetch_bytes": per_partition, "fetch_max_bytes": 8 * per_partition}
+
+
+def topic_configs(max_bytes: int) -> dict[str, str]:
+    """The configuration `filterd topics create` gives the topics it creates: the broker refuses
+    records longer than `limits.max_bytes` allows, so that none is ever fetched whole."""
+    return {"max.message.bytes": str(max_bytes + RECORD_OVERHEAD_BYTES)}

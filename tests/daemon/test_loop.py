@@ -298,3 +298,18 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
     assert letter["reason"] == "invalid_label"
     stats, _ = load(engine, "default")
     assert sorted(stats.labels) == ["ham", "spam"]
+
+
+def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
+    from dataclasses import replace
+
+    from filterd.daemon.supervisor import Daemon
+    from filterd.kafka.settings import RECORD_OVERHEAD_BYTES
+
+    engine = connect(config.database.url)
+    per_partition = config.limits.max_bytes + RECORD_OVERHEAD_BYTES
+    for loop in Daemon(config)._loops(engine):
+        assert loop.kafka["max_partition_fetch_bytes"] == per_partition
+        assert loop.kafka["fetch_max_bytes"] == 8 * per_partition
+    told = replace(config, kafka={**config.kafka, "fetch_max_bytes": 123_456})
+    assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(engine)} == {123_456}
