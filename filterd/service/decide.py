@@ -3,7 +3,8 @@
 The decision score is the binary score of docs/methods.md for the target class t,
 s(x) = s_t(x) − max_{c≠t} s_c(x), on the target-vs-rest view of the statistics. A message is
 labelled t when s(x) ≥ τ, else the other class (two classes) or "not t" (more). Without a
-threshold version τ = 0, the Bayes decision. Until every class has `min_docs` learned
+threshold version τ = 0, the Bayes decision, and t only when s(x) > 0: a message without
+evidence (s = 0: empty, or only unseen words) is not flagged. Until every class has `min_docs` learned
 documents the model is not ready and decisions say "unknown".
 
 The daemon, `filterd score` and the calibration job all score through `scoring_model` and
@@ -110,7 +111,11 @@ class Decider:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
         scores = self.model.score(encode([t.tokens for t in tokenized], self.model.hasher))
         s = scores.binary()
-        labels = np.where(s >= threshold.tau, self.target_class, self._other)
+        # A calibrated τ decides ties as target, as calibration counted them. Without one, the
+        # Bayes decision flags only scores above 0: a message without evidence (empty, or only
+        # words the model has not seen) scores 0 and is not flagged.
+        flagged = s >= threshold.tau if threshold.version is not None else s > threshold.tau
+        labels = np.where(flagged, self.target_class, self._other)
         # 4 decimals: enough to read, and decisions stay small (they are most of what is produced)
         explanations = scores.explanations(self.explain_tokens, decimals=4)
         return [

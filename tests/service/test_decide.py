@@ -102,3 +102,16 @@ def test_decision_scores_equal_the_deciders_scores():
     direct = decision_scores(model, encode([t.split() for t in texts], stats.hasher))
     decided = [d.score for d in decider.decide(messages(*texts), ThresholdSetting())]
     np.testing.assert_allclose(decided, direct)
+
+
+def test_without_a_threshold_a_message_without_evidence_is_not_flagged():
+    from filterd.bayes.model import DEFAULT_SPEC
+
+    decider = Decider(DEFAULT_SPEC, "spam", min_docs=5)
+    decider.update(trained(), version=1)
+    empty, unseen = decider.decide(messages("", "zzqx vvbn qqpw"), ThresholdSetting())
+    assert (empty.score, unseen.score) == (0.0, 0.0)
+    assert empty.label == unseen.label == "ham" and empty.explanation == []
+    # a calibrated τ of 0 decides the tie as target, as calibration counted it
+    (tied,) = decider.decide(messages(""), ThresholdSetting(tau=0.0, version=1))
+    assert tied.label == "spam"
