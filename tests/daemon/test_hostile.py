@@ -1,10 +1,11 @@
 """The hostile-input harness, fast part: every family of `filterd.evaluation.hostile` at 200 KB
 goes through the scorer's path (decode, tokenize, decide) and is decided or dead-lettered with a
-reason, at a bounded cost, and the normal message after it is decided. `bench/hostile.py` runs
+reason, at a bounded cost and memory, and the normal message after it is decided. `bench/hostile.py` runs
 the same families at full size and prints the cost per 100 KB and the memory of each."""
 
 import json
 import time
+import tracemalloc
 
 import pytest
 
@@ -43,3 +44,15 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
         return
     ((position, reason, error),) = result.failures
     assert decided == ["next"] and position == 0 and reason and error
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(decider, family):
+    payload = record(family, 900_000)
+    tracemalloc.start()
+    try:
+        decide_payloads(decider, ThresholdSetting(), [payload, NORMAL], max_bytes=1_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50_000_000, peak
