@@ -1,10 +1,17 @@
-"""The optional C loops of filterd (filterd/_speedups.c: features.encode's token counting and
-tokenize.text's word scan); everything else is in pyproject.toml.
+"""Build settings pyproject.toml cannot state: the optional C loops of filterd
+(filterd/_speedups.c: features.encode's token counting and tokenize.text's word scan), and the
+top-level migrations/ shipped inside the package as `filterd.migrations`, so that an installed
+filterd (not only a checkout) can create and upgrade its store.
 
-`optional=True`: where it cannot be compiled (no C compiler or no Python headers), filterd
-installs without it and runs the pure-Python references, with the same results.
+`optional=True`: where the C loops cannot be compiled (no C compiler or no Python headers),
+filterd installs without them and runs the pure-Python references, with the same results.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
-setup(ext_modules=[Extension("filterd._speedups", ["filterd/_speedups.c"], optional=True)])
+setup(
+    packages=[*find_packages(include=["filterd", "filterd.*"]), "filterd.migrations"],
+    package_dir={"filterd.migrations": "migrations"},
+    package_data={"filterd.migrations": ["script.py.mako", "versions/*.py"]},
+    ext_modules=[Extension("filterd._speedups", ["filterd/_speedups.c"], optional=True)],
+)

@@ -1,4 +1,5 @@
-"""Connecting to the store and migrating its schema (Alembic, in the top-level `migrations/`).
+"""Connecting to the store and migrating its schema (Alembic: the top-level `migrations/`, shipped
+in the package as `filterd.migrations`).
 
 The URL comes from the caller (CLI flag), else the environment variable FILTERD_DATABASE_URL,
 else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install filterd[postgres]`).
@@ -6,6 +7,7 @@ else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install f
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 from pathlib import Path
 
@@ -19,7 +21,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 DEFAULT_URL = "sqlite:///var/filterd.db"
 URL_VARIABLE = "FILTERD_DATABASE_URL"
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+# where the package's migrations are, in a checkout (editable install) or an installed wheel
+MIGRATIONS = Path(str(importlib.resources.files("filterd.migrations")))
 
 
 def database_url(url: str | None = None) -> str:

@@ -1,0 +1,54 @@
+"""filterd installed from its wheel, as an image or a package would install it (not a checkout):
+it creates its store, learns, scores and reports, from any working directory."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from filterd.evaluation.corpus import write_corpus
+from filterd.evaluation.synth import SynthConfig, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """A directory holding filterd installed from a freshly built wheel (dependencies: this
+    environment's)."""
+    build = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(build), str(ROOT)],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    (wheel,) = build.glob("filterd-*.whl")
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return target
+
+
+def filterd(installed: Path, cwd: Path, *args: str, stdin: str | None = None):
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    return subprocess.run([sys.executable, "-m", "filterd", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_the_installed_package_creates_its_store_learns_and_scores(installed, tmp_path):
+    where = subprocess.run([sys.executable, "-c", "import filterd; print(filterd.__file__)"],
+                           env={**os.environ, "PYTHONPATH": str(installed)}, cwd=tmp_path,
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert where.stdout.startswith(str(installed))  # the wheel's filterd, not the checkout's
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    upgraded = filterd(installed, tmp_path, "db", "upgrade", "--db", db)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "at revision 0003" in upgraded.stdout
+    corpus = tmp_path / "train.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=300, seed=6)), corpus)
+    learned = filterd(installed, tmp_path, "learn", str(corpus), "--db", db)
+    assert learned.returncode == 0, learned.stderr
+    lines = "".join(json.dumps({"id": f"m{i}", "text": t}) + "\n" for i, t in enumerate(["a", "b"]))
+    scored = filterd(installed, tmp_path, "score", "--db", db, stdin=lines)
+    assert scored.returncode == 0, scored.stderr
+    assert [json.loads(line)["message_id"] for line in scored.stdout.splitlines()] == ["m0", "m1"]
