@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from kafka import KafkaConsumer, KafkaProducer, codec
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, codec
 
 from filterd.service.config import COMPRESSION_TYPES, Config, ConfigError
 
@@ -70,8 +71,27 @@ def check_compression(name: str | None) -> None:
 
 
 def check(config: Config) -> None:
-    """ConfigError unless this installation can use the `[kafka]` settings of `config` (the codec
-    it names needs its library installed)."""
+    """ConfigError naming the key unless this installation can use the `[kafka]` settings of
+    `config`: every key is one of kafka-python's clients' (a misspelt one would be left out
+    without a word), the brokers are named by text, and the codec has its library installed."""
+    known = {
+        *KafkaConsumer.DEFAULT_CONFIG,
+        *KafkaProducer.DEFAULT_CONFIG,
+        *KafkaAdminClient.DEFAULT_CONFIG,
+    }
+    for key in config.kafka:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"kafka.{key}: not a setting of kafka-python's clients{hint}")
+    servers = config.kafka.get("bootstrap_servers")
+    if not (
+        isinstance(servers, str)
+        or (isinstance(servers, list) and all(isinstance(s, str) for s in servers))
+    ):
+        raise ConfigError(
+            f'kafka.bootstrap_servers: expected "host:port,…" or a list of them, got {servers!r}'
+        )
     try:
         check_compression(config.kafka.get("compression_type"))
     except ValueError as error:

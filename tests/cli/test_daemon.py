@@ -87,3 +87,19 @@ def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path):
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert "the store cannot be used" in line and "not a database" in line
     assert "Traceback" not in result.stderr
+
+
+def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
+    cases = {
+        "bootstrap_server = '127.0.0.1:9092'": "kafka.bootstrap_server: not a setting of kafka-python's clients (did you mean 'bootstrap_servers'?)",
+        "bootstrap_servers = 9092": "kafka.bootstrap_servers: expected",
+    }  # fmt: skip
+    for setting, expected in cases.items():
+        path = tmp_path / "filterd.toml"
+        path.write_text(f"[kafka]\n{setting}\n")
+        result = subprocess.run([sys.executable, "-m", "filterd", "topics", "create", "--config", str(path)],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert result.stderr.strip().splitlines() == [
+            f"Error: invalid configuration: {expected}"
+        ] or (expected in result.stderr and len(result.stderr.strip().splitlines()) == 1)
