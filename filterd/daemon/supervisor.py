@@ -41,7 +41,7 @@ from filterd.kafka.settings import size_limits
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import ObserveServer
-from filterd.service.config import Config
+from filterd.service.config import Config, masked_url
 from filterd.store import database
 from filterd.store.database import error_detail
 from filterd.store.learning import create_model
@@ -87,6 +87,7 @@ class Daemon:
                 self.metrics, self.health, config.observe.metrics_port, config.observe.metrics_host
             ).start()
         self.log.info("starting", role=self.role, config=config.public(),
+                      database=masked_url(database.database_url(config.database.url)),
                       metrics_port=self.server.port if self.server else None)  # fmt: skip
         self.metrics.not_ready.set(1)
         try:

@@ -26,11 +26,20 @@ MIGRATIONS = Path(str(importlib.resources.files("filterd.migrations")))
 
 
 def database_url(url: str | None = None) -> str:
-    """The URL to use: `url`, else $FILTERD_DATABASE_URL, else the default SQLite file."""
+    """The URL to use: `url`, else $FILTERD_DATABASE_URL, else the default SQLite file; a
+    relative SQLite path made absolute (it is relative to the working directory, which logs and
+    messages should not leave to guessing)."""
     url = url or os.environ.get(URL_VARIABLE) or DEFAULT_URL
     parsed = make_url(url)  # raises ArgumentError on a malformed URL
     if parsed.drivername in ("postgresql", "postgres"):
         url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    elif (
+        parsed.get_backend_name() == "sqlite"
+        and parsed.database not in (None, "", ":memory:")
+        and not Path(parsed.database).is_absolute()
+    ):
+        absolute = str(Path(parsed.database).resolve())
+        url = parsed.set(database=absolute).render_as_string(hide_password=False)
     return url
 
 

@@ -80,3 +80,15 @@ def test_prune_from_the_command_line(tmp_path):
         json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"] == before
     )
     assert run("db", "prune", "--db", db, "--unseen-days", "-1", "--max-count", "1").exit_code == 2
+
+
+def test_a_relative_sqlite_path_is_shown_absolute(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from filterd.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["db", "upgrade", "--db", "sqlite:///stores/filterd.db"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"sqlite:///{tmp_path / 'stores' / 'filterd.db'}: at revision")
+    assert (tmp_path / "stores" / "filterd.db").exists()
