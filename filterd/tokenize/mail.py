@@ -105,8 +105,7 @@ def _without_surrogates(raw: str) -> str:
 
 def _parse(raw: str, flags: set[str]) -> Message | None:
     """The parsed mail, only its headers when it is too complex, None when unparseable."""
-    boundaries = raw.lower().count("boundary")
-    if _too_complex(raw, boundaries):
+    if _too_complex(raw):
         flags.add(MAX_PARTS)
     else:
         try:
@@ -116,7 +115,7 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
         else:
             if message is not None:
                 return message
-            if boundaries > MAX_STDLIB_BOUNDARIES:
+            if _boundaries(raw) > MAX_STDLIB_BOUNDARIES:
                 flags.add(MAX_PARTS)
             else:
                 try:
@@ -133,7 +132,7 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
         return None
 
 
-def _too_complex(raw: str, boundaries: int) -> bool:
+def _too_complex(raw: str) -> bool:
     """Whether `raw` has more MIME delimiter lines, or mentions of "boundary", than we parse."""
     # str.count is C-speed; a regex scan here costs as much as tokenizing the body. Lines may
     # end at "\r" alone: "\r\n--" counts once, in "\n--".
@@ -141,7 +140,12 @@ def _too_complex(raw: str, boundaries: int) -> bool:
     if delimiters >= MAX_MIME_PARTS:
         return True
     # Each level of nesting needs a delimiter line: few of them bound the depth already.
-    return delimiters >= MAX_MIME_BOUNDARIES and boundaries >= MAX_MIME_BOUNDARIES
+    return delimiters >= MAX_MIME_BOUNDARIES and _boundaries(raw) >= MAX_MIME_BOUNDARIES
+
+
+def _boundaries(raw: str) -> int:
+    """Mentions of "boundary", any case: a copy of the whole mail, so counted only when needed."""
+    return raw.lower().count("boundary")
 
 
 def decode_header(value: str) -> str:
