@@ -1,7 +1,8 @@
 """Build settings pyproject.toml cannot state: the optional C loops of filterd
 (filterd/_speedups.c: features.encode's token counting and tokenize.text's word scan), and the
 top-level migrations/ shipped inside the package as `filterd.migrations`, so that an installed
-filterd (not only a checkout) can create and upgrade its store.
+filterd (not only a checkout) can create and upgrade its store, and the top-level config/ (the
+example configuration and the operations pack) as `filterd.examples`.
 
 `optional=True`: where the C loops cannot be compiled (no C compiler or no Python headers),
 filterd installs without them and runs the pure-Python references, with the same results.
@@ -10,8 +11,15 @@ filterd installs without them and runs the pure-Python references, with the same
 from setuptools import Extension, find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["filterd", "filterd.*"]), "filterd.migrations"],
-    package_dir={"filterd.migrations": "migrations"},
-    package_data={"filterd.migrations": ["script.py.mako", "versions/*.py"]},
+    packages=[
+        *find_packages(include=["filterd", "filterd.*"]),
+        "filterd.migrations",
+        "filterd.examples",
+    ],
+    package_dir={"filterd.migrations": "migrations", "filterd.examples": "config"},
+    package_data={
+        "filterd.migrations": ["script.py.mako", "versions/*.py"],
+        "filterd.examples": ["*.toml", "*.yaml", "systemd/*", "prometheus/*", "grafana/*"],
+    },
     ext_modules=[Extension("filterd._speedups", ["filterd/_speedups.c"], optional=True)],
 )

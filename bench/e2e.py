@@ -308,6 +308,7 @@ class Daemon:
             str(config),
             "--role",
             self.role,
+            "--create-store",  # each run starts on a new database
         ]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -16,9 +16,12 @@ Names follow docs/methods.md: N, DF, T, D, N_c, V, θ̃ (theta_c for the complem
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+import math
+import numbers
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 import numpy as np
 
@@ -104,6 +107,96 @@ def reads(*statistics: Statistic, ranks_clues: bool = False) -> Callable[[Estima
     return declare
 
 
+# --- what an estimator's parameters may be -----------------------------------------------------
+
+ParamValue = float | str | list[float]  # a checked parameter value (`check_params`)
+
+
+@dataclass(frozen=True)
+class Param:
+    """The values an estimator parameter takes: finite numbers within the bounds given (> gt,
+    ≥ ge, < lt, ≤ le), one of `words`, or both; a `per_class` parameter also takes a list of such
+    numbers, one per class (their count is checked where the classes are known,
+    `check_class_count`).
+
+    >>> Param(gt=0, le=1).describe(), Param(gt=0, words=("min",)).describe()
+    ('a number > 0 and ≤ 1', 'a number > 0 or min')
+    >>> Param(ge=0, per_class=True).check([0.5, 1]), Param(gt=0).check(-1.0) is None
+    ([0.5, 1.0], True)
+    """
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    words: tuple[str, ...] = ()
+    numbers: bool = True
+    per_class: bool = False
+
+    def check(self, value: object) -> ParamValue | None:
+        """`value` as the estimator takes it (a number as float, a list of them as list), or
+        None if the parameter cannot take it."""
+        if isinstance(value, str):
+            return value if value in self.words else None
+        if isinstance(value, (list, tuple)):
+            checked = [self._number(v) for v in value]
+            if not self.per_class or not checked or any(v is None for v in checked):
+                return None
+            return [v for v in checked if v is not None]
+        return self._number(value)
+
+    def _number(self, value: object) -> float | None:
+        # bool is an int to Python, never a parameter's number
+        if not self.numbers or isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return None
+        x = float(value)
+        within = math.isfinite(x) and all(test(x, bound) for _, test, bound in self._bounds())
+        return x if within else None
+
+    def _bounds(self) -> list[tuple[str, Callable[[float, float], bool], float]]:
+        given = ((">", operator.gt, self.gt), ("≥", operator.ge, self.ge),
+                 ("<", operator.lt, self.lt), ("≤", operator.le, self.le))  # fmt: skip
+        return [(sign, test, bound) for sign, test, bound in given if bound is not None]
+
+    def describe(self) -> str:
+        """What the parameter takes, in words (the end of `ParamError`'s message)."""
+        bounds = " and ".join(f"{sign} {bound:g}" for sign, _, bound in self._bounds())
+        kinds = [f"a number {bounds}".strip()] if self.numbers else []
+        kinds += self.words
+        text = ", ".join(kinds[:-1]) + " or " + kinds[-1] if len(kinds) > 1 else kinds[0]
+        return text + (", or a list of one per class" if self.per_class else "")
+
+
+class ParamError(ValueError):
+    """An estimator parameter that the variant does not have, or a value it cannot take; `name`
+    names the parameter (the configuration reports it as model.params.NAME)."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+_PARAMS: dict[Callable[..., Weights], dict[str, Param]] = {}
+
+
+def takes(**params: Param) -> Callable[[Estimator], Estimator]:
+    """Declares the values each parameter of the estimator it decorates takes (`check_params`);
+    the declaration must name every parameter of its signature, and no other."""
+
+    def declare(estimator: Estimator) -> Estimator:
+        named = list(inspect.signature(estimator).parameters)[1:]  # after the statistics
+        if sorted(named) != sorted(params):
+            raise TypeError(f"{estimator.__name__}: declare exactly its parameters {named}")
+        _PARAMS[estimator] = params
+        return estimator
+
+    return declare
+
+
+# Lidstone's α (MNB and its complements): 0 would leave the tokens a class has not seen at log 0
+ALPHA = Param(gt=0)
+
+
 # --- 1–2. MNB and per-class normalization ----------------------------------------------------
 
 
@@ -113,12 +206,14 @@ def log_theta(c: Counts, alpha: float = 1.0) -> FloatArray:
 
 
 @reads("N", "DF")
+@takes(alpha=ALPHA)
 def mnb(c: Counts, alpha: float = 1.0) -> Weights:
     """MNB with Lidstone smoothing: W[c,w] = log(N[c,w]+α) − log(N_c+αV), b_c = log(D_c/D)."""
     return _weights(c, log_theta(c, alpha), _log_prior(c))
 
 
 @reads("N", "DF")
+@takes(A=Param(gt=0, words=("min",)))
 def pcn(c: Counts, A: float | str = 1.0) -> Weights:
     """MNB-PCN (Frank & Bouckaert): N[c,·] → A·N[c,·]/N_c, then MNB with α=1.
 
@@ -136,8 +231,12 @@ def pcn(c: Counts, A: float | str = 1.0) -> Weights:
 # --- 3. centroid -------------------------------------------------------------------------------
 
 
+Norm = Literal["l1", "l2"]
+
+
 @reads("N", "DF")
-def centroid(c: Counts, norm: Literal["l1", "l2"] = "l2") -> Weights:
+@takes(norm=Param(words=get_args(Norm), numbers=False))
+def centroid(c: Counts, norm: Norm = "l2") -> Weights:
     """Centroid: W[c,w] = N[c,w]/‖N[c,·]‖ (L2, or L1 = /N_c), b_c = 0."""
     if norm not in ("l1", "l2"):
         raise ValueError(f"norm must be l1 or l2, not {norm!r}")
@@ -157,12 +256,14 @@ def complement_log_theta(c: Counts, alpha: float = 1.0) -> FloatArray:
 
 
 @reads("N", "DF")
+@takes(alpha=ALPHA)
 def cnb(c: Counts, alpha: float = 1.0) -> Weights:
     """CNB (Rennie): W[c,w] = −log θ̃[c,w]; b_c = 0 (Rennie drops the prior)."""
     return _weights(c, -complement_log_theta(c, alpha), _no_prior(c))
 
 
 @reads("N", "DF")
+@takes(alpha=ALPHA)
 def wcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """WCNB: CNB with each class's weights divided by Σ_w |log θ̃[c,w]| first."""
     c.require_full("WCNB's normalization")
@@ -178,6 +279,7 @@ def idf(c: Counts) -> FloatArray:
 
 
 @reads("T", "DF")
+@takes(alpha=ALPHA)
 def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
     """TWCNB: WCNB on T[c,w]·IDF(w); the test document becomes log(1+f)·IDF, L2-normalized.
 
@@ -191,6 +293,7 @@ def twcnb(c: Counts, alpha: float = 1.0) -> Weights:
 
 
 @reads("N", "DF")
+@takes(alpha=ALPHA)
 def ova(c: Counts, alpha: float = 1.0) -> Weights:
     """One-vs-all-but-one: W[c,w] = log θ[c,w] − log θ̃[c,w], b_c = log(D_c/D_c̄)."""
     return _weights(c, log_theta(c, alpha) - complement_log_theta(c, alpha), _log_prior_odds(c))
@@ -213,10 +316,15 @@ def likelihood_ratio(f_nu: FloatArray | float, n_nu: FloatArray | float, f_de: F
 
 
 @reads("N", "DF")
+@takes(lam=Param(ge=0, per_class=True))
 def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
-    """UNB-R: W[c,w] = log r̃(w,c) with per-class λ_c (λ=0: plain UNB), b_c = log(D_c/D_c̄)."""
-    # a column per class
-    lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64), (len(c.labels),)).reshape(-1, 1)
+    """UNB-R: W[c,w] = log r̃(w,c) with per-class λ_c (λ=0: plain UNB), b_c = log(D_c/D_c̄).
+
+    `lam` is one λ for every class, or one per class in the order of `c.labels` (on the
+    target-vs-rest view: the target's, then the rest's)."""
+    check_class_count("unb", {"lam": lam}, c.labels)
+    # a row per class
+    lam_c = np.broadcast_to(np.asarray(lam, dtype=np.float64).reshape(-1, 1), (len(c.labels), 1))
     N = c.statistic("N")
     r = likelihood_ratio(N, c.Nc, c.complement(N), c.complement(c.Nc), lam_c)
     return _weights(c, _log(r), _log_prior_odds(c))
@@ -226,6 +334,7 @@ def unb(c: Counts, lam: float | Sequence[float] = 0.0) -> Weights:
 
 
 @reads("N", "DF")
+@takes(gamma=Param(lt=0))
 def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     """WMNB (Zhang et al.): W = log N[c,w] − log N_c where N[c,w] > 0, else γ/Z_c
     (Z_c = known tokens unseen in c). γ must be far below the real log-probabilities."""
@@ -237,10 +346,18 @@ def wmnb(c: Counts, gamma: float = -1e6) -> Weights:
     return _weights(c, W, _log_prior(c))
 
 
+Smoothing = Literal["laplace", "absolute", "linear", "witten_bell"]
+
+
 @reads("N", "DF")
+# absolute discounting takes at most one occurrence (δ ≤ 1) off the tokens seen once, for the
+# probabilities to sum to 1; δ = 0 or μ = 0 leave unseen tokens at log 0, μ = 1 makes every class
+# the background
+@takes(smoothing=Param(words=get_args(Smoothing), numbers=False), alpha=ALPHA,
+       delta=Param(gt=0, le=1), mu=Param(gt=0, lt=1))  # fmt: skip
 def pnbc(
     c: Counts,
-    smoothing: Literal["laplace", "absolute", "linear", "witten_bell"] = "absolute",
+    smoothing: Smoothing = "absolute",
     alpha: float = 1.0,
     delta: float = 0.5,
     mu: float = 0.5,
@@ -273,6 +390,7 @@ def pnbc(
 
 
 @reads("DF", ranks_clues=True)
+@takes(s=Param(gt=0), x=Param(gt=0, lt=1))
 def robinson_fisher(c: Counts, s: float = 0.45, x: float = 0.5) -> Weights:
     """Robinson's token probability, combined with Fisher's method at scoring time.
 
@@ -316,24 +434,67 @@ def reads_of(variant: str) -> Reads:
     return _READS.get(ESTIMATORS[variant], Reads())
 
 
-ParamValue = float | str | list[float | str]  # a parameter as `parse_params` reads it
-
-
-def parse_params(variant: str, raw: dict[str, str]) -> dict[str, ParamValue]:
-    """Typed estimator parameters from strings ("alpha=0.1", "lam=1e-5,1e-3", "A=min")."""
+def parameters(variant: str) -> dict[str, Param]:
+    """The parameters estimator `variant` takes (`takes`), by name; ValueError for an unknown
+    variant."""
     if variant not in ESTIMATORS:
         raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(ESTIMATORS)}")
-    signature = inspect.signature(ESTIMATORS[variant])
-    params: dict[str, ParamValue] = {}
-    for name, text in raw.items():
-        if name not in signature.parameters or name == "c":
-            allowed = ", ".join(p for p in signature.parameters if p != "c") or "none"
-            raise ValueError(f"{variant} has no parameter {name!r} (parameters: {allowed})")
-        params[name] = _parse_value(text)
-    return params
+    return _PARAMS.get(ESTIMATORS[variant], {})
 
 
-def _parse_value(text: str) -> ParamValue:
+def check_params(variant: str, params: Mapping[str, object]) -> dict[str, ParamValue]:
+    """`params` as estimator `variant` takes them, or a ParamError naming the first parameter it
+    does not have or whose value it cannot take.
+
+    >>> check_params("pcn", {"A": 2})
+    {'A': 2.0}
+    >>> check_params("mnb", {"alpha": -1.0})
+    Traceback (most recent call last):
+    filterd.bayes.estimators.ParamError: invalid value for mnb parameter 'alpha': -1 (must be a number > 0)
+    """
+    declared = parameters(variant)
+    checked: dict[str, ParamValue] = {}
+    for name, value in params.items():
+        if name not in declared:
+            allowed = ", ".join(declared) or "none"
+            raise ParamError(f"{variant} has no parameter {name!r} (parameters: {allowed})", name)
+        rule = declared[name]
+        ok = rule.check(value)
+        if ok is None:
+            raise ParamError(f"invalid value for {variant} parameter {name!r}: {shown(value)} "
+                             f"(must be {rule.describe()})", name)  # fmt: skip
+        checked[name] = ok
+    return checked
+
+
+def check_class_count(variant: str, params: Mapping[str, object], labels: Sequence[str]) -> None:
+    """Each per-class parameter given as a list has one value per class of `labels` (or one);
+    else a ParamError naming it. The classes are known only where a model is built on
+    statistics (or, for the daemon, from its target-vs-rest view)."""
+    for name, rule in parameters(variant).items():
+        value = params.get(name)
+        count = len(value) if rule.per_class and isinstance(value, (list, tuple, np.ndarray)) else 1
+        if count not in (1, len(labels)):
+            raise ParamError(f"invalid value for {variant} parameter {name!r}: {count} values for "
+                             f"{len(labels)} classes ({', '.join(labels)}): give one value, or one "
+                             "per class in that order", name)  # fmt: skip
+
+
+def parse_params(variant: str, raw: Mapping[str, str]) -> dict[str, ParamValue]:
+    """Estimator parameters from text ("alpha=0.1", "lam=1e-5,1e-3", "A=min"), checked
+    (`check_params`).
+
+    >>> parse_params("unb", {"lam": "1e-5,1e-3"})
+    {'lam': [1e-05, 0.001]}
+    >>> parse_params("mnb", {"alpha": "abc"})
+    Traceback (most recent call last):
+    filterd.bayes.estimators.ParamError: invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)
+    """
+    return check_params(variant, {name: parse_value(text) for name, text in raw.items()})
+
+
+def parse_value(text: str) -> float | str | list[float | str]:
+    """A parameter value from text: numbers as floats, comma-separated values as a list."""
     if "," in text:
         return [_parse_scalar(part) for part in text.split(",")]
     return _parse_scalar(text)
@@ -343,4 +504,19 @@ def _parse_scalar(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:
-        return text
+        return text.strip()
+
+
+def shown(value: object) -> str:
+    """A parameter value as the CLI writes it: numbers short (%g), lists comma-separated, other
+    text quoted."""
+    if isinstance(value, (list, tuple)):
+        return "'" + ",".join(format_value(v) for v in value) + "'"
+    return repr(value) if isinstance(value, str) else format_value(value)
+
+
+def format_value(value: object) -> str:
+    """A parameter value in a spec's name (`str(ModelSpec)`): floats %g, lists comma-separated."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(format_value(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)

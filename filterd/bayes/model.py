@@ -19,7 +19,15 @@ import numpy as np
 from scipy.special import chdtr
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
-from filterd.bayes.estimators import ESTIMATORS, Weights, idf, parse_params
+from filterd.bayes.estimators import (
+    ESTIMATORS,
+    Weights,
+    check_class_count,
+    check_params,
+    format_value,
+    idf,
+    parse_value,
+)
 from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.selection import STRENGTH_DECIMALS, Selection, global_top, local_top, strength
 from filterd.bayes.statistics import Counts, Statistics
@@ -31,7 +39,10 @@ class ModelSpec:
     """What to build: an estimator (docs/methods.md name) with parameters, a selection, set-of-words mode.
 
     The product's default is `DEFAULT_SPEC`; `parse` reads a spec from its text form (CLI options,
-    the configuration's `[model]`).
+    the configuration's `[model]`). A spec is valid once built: an unknown variant is a
+    ValueError, a parameter the variant does not take or a value out of its range a
+    `ParamError` naming it (`filterd.bayes.estimators.check_params`); per-class parameters are
+    checked against the classes where a model is built (`check_classes`).
     """
 
     variant: str
@@ -40,13 +51,11 @@ class ModelSpec:
     set_of_words: bool = False
 
     def __post_init__(self) -> None:
-        if self.variant not in ESTIMATORS:
-            raise ValueError(
-                f"unknown variant {self.variant!r}; choose from {', '.join(ESTIMATORS)}"
-            )
+        # the values as the estimator takes them (numbers as floats); raises for an unknown variant
+        object.__setattr__(self, "params", check_params(self.variant, self.params))
 
     def __str__(self) -> str:
-        params = ",".join(f"{k}={_format(v)}" for k, v in sorted(self.params.items()))
+        params = ",".join(f"{k}={format_value(v)}" for k, v in sorted(self.params.items()))
         name = (
             self.variant + (f"({params})" if params else "") + ("+sow" if self.set_of_words else "")
         )
@@ -63,12 +72,27 @@ class ModelSpec:
         'twcnb(alpha=0.5)+sow+local:6:alo'
         >>> str(ModelSpec.parse("robinson_fisher", {"s": 0.025, "x": 0.52}, "local:1000000:alo:0.18"))
         'robinson_fisher(s=0.025,x=0.52)+local:1000000:alo:0.18'
+        >>> ModelSpec.parse("pcn", {"A": "foo"})
+        Traceback (most recent call last):
+        filterd.bayes.estimators.ParamError: invalid value for pcn parameter 'A': 'foo' (must be a number > 0 or min)
         """
-        name = variant.removesuffix("+sow")
-        texts = {k: _text(v) for k, v in (params or {}).items()}
+        values = {k: parse_value(v) if isinstance(v, str) else v for k, v in (params or {}).items()}
         return cls(
-            name, parse_params(name, texts), Selection.parse(selection), variant.endswith("+sow")
+            variant.removesuffix("+sow"),
+            values,
+            Selection.parse(selection),
+            variant.endswith("+sow"),
         )
+
+    def check_classes(self, labels: Sequence[str]) -> None:
+        """Raises a `ParamError` unless every per-class parameter (UNB's λ) fits `labels`: one
+        value, or one per class in their order.
+
+        >>> ModelSpec.parse("unb", {"lam": "1,2,3"}).check_classes(("spam", "not spam"))
+        Traceback (most recent call last):
+        filterd.bayes.estimators.ParamError: invalid value for unb parameter 'lam': 3 values for 2 classes (spam, not spam): give one value, or one per class in that order
+        """
+        check_class_count(self.variant, self.params, labels)
 
     @property
     def needs_whole_vocabulary(self) -> bool:
@@ -83,19 +107,6 @@ class ModelSpec:
 DEFAULT_SPEC = ModelSpec(
     "robinson_fisher", {"s": 0.025, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.18)
 )
-
-
-def _text(value: Any) -> str:
-    """A parameter value as `parse_params` reads it (lists comma-separated, floats exact)."""
-    if isinstance(value, (list, tuple)):
-        return ",".join(_text(v) for v in value)
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _format(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return ",".join(_format(v) for v in value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from filterd.bayes.model import Model, ModelSpec, compile_weights, score_columns
 from filterd.bayes.statistics import Counts, Statistics, fixed_point_log_tf
 from filterd.bayes.vocab import key_runs
 
-# wraps the loop over the documents of the stepwise replay (a progress bar), yielding them on
+# wraps the loop over the documents of the replay (a progress bar), yielding them on; both
+# replays iterate over every document through it, in order, as they are scored
 Progress = Callable[[Iterable[int]], Iterable[int]]
 
 # Entries (document, token) that the vectorized replay weighs at once. Blocks bound the memory
@@ -45,10 +46,11 @@ BLOCK_ENTRIES = 1 << 16
 def online_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
                   progress: Progress = iter) -> FloatArray:  # fmt: skip
     """(n,) decision scores of the replay of `batch` in its order (see the module docstring);
-    vectorized where the spec allows, else document by document (`progress` wraps that loop)."""
+    vectorized where the spec allows, else document by document (`progress` sees every
+    document either way)."""
     if spec.needs_whole_vocabulary:
         return stepwise_scores(batch, is_target, spec, target, progress)
-    return replay_scores(batch, is_target, spec, target)
+    return replay_scores(batch, is_target, spec, target, progress=progress)
 
 
 def stepwise_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
@@ -68,21 +70,25 @@ def stepwise_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, targ
 
 
 def replay_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
-                  block_entries: int = BLOCK_ENTRIES) -> FloatArray:  # fmt: skip
+                  block_entries: int = BLOCK_ENTRIES, progress: Progress = iter) -> FloatArray:  # fmt: skip
     """The replay vectorized, a block of about `block_entries` entries at a time (specs that
-    weigh columns on their own only)."""
+    weigh columns on their own only); a block is scored when `progress` reaches its last document."""
     if spec.needs_whole_vocabulary:
         raise ValueError(f"{spec} needs the whole vocabulary: replay it with stepwise_scores")
     scores = np.zeros(len(batch))
     y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target
     in_class = (np.arange(2).reshape(-1, 1) == y).astype(np.int64)  # (2, n) one-hot
     ready = np.flatnonzero(_before(in_class).min(axis=0) > 0)  # both classes seen: a suffix
-    if len(ready) == 0:
-        return scores
-    history = _History.of(batch, in_class, statistics_read(spec))
+    blocks = (
+        {int(docs[-1]): docs for docs in _blocks(batch, ready, block_entries)} if len(ready) else {}
+    )
+    history = _History.of(batch, in_class, statistics_read(spec)) if blocks else None
     labels = (target, f"not {target}")
-    for docs in _blocks(batch, ready, block_entries):
-        scores[docs] = _block_scores(batch, history, labels, spec, docs)
+    for i in progress(range(len(batch))):
+        docs = blocks.get(i)
+        if docs is not None:
+            assert history is not None  # made whenever there are blocks
+            scores[docs] = _block_scores(batch, history, labels, spec, docs)
     return scores
 
 

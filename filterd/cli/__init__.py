@@ -6,6 +6,7 @@ import click
 
 from filterd import __version__
 from filterd.cli.calibration import calibrate_command
+from filterd.cli.configuration import config_group
 from filterd.cli.daemon import run_command, score_command, topics
 from filterd.cli.demo import demo_command
 from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
@@ -30,5 +31,6 @@ for command in (
     db,
     learn_command,
     model,
+    config_group,
 ):
     main.add_command(command)

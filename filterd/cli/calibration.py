@@ -12,8 +12,10 @@ from __future__ import annotations
 import getpass
 import json
 import math
+import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import click
 
@@ -150,7 +152,7 @@ def calibrate_command(
     if window is not None and last is not None:
         raise click.UsageError("give --window or --last, not both")
     if plot:
-        _matplotlib()  # fail before anything is written
+        _check_plot_path(plot)  # fail before anything is written
     with store_errors():
         try:
             reports = calibrate_classes(
@@ -267,6 +269,24 @@ def _matplotlib() -> None:
         raise click.ClickException("--plot needs matplotlib: pip install 'filterd[plot]'") from None
 
 
+def _check_plot_path(path: str) -> None:
+    """A one-line error unless matplotlib can draw to `path`: a format it writes, in a directory
+    that exists and can be written to."""
+    _matplotlib()
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise click.ClickException(
+            f"--plot {path}: not an image format matplotlib writes "
+            f"(give a file name ending in one of: {', '.join(f'.{f}' for f in sorted(formats))})"
+        )
+    directory = Path(path).resolve().parent
+    if not directory.is_dir() or not os.access(directory, os.W_OK):
+        raise click.ClickException(f"--plot {path}: cannot write to directory {directory}")
+
+
 def plot_roc(reports: Sequence[CalibrationReport], path: str) -> None:
     """ROC per target class: all of it (linear) and the high-recall corner (log FPR), with
     the chosen and the previous operating points and the recall target."""
@@ -341,5 +361,9 @@ def plot_roc(reports: Sequence[CalibrationReport], path: str) -> None:
         f"model {r.model!r}, target {', '.join(repr(x.target_class) for x in reports)}: "
         f"holdout {_window(r.window_start, r.window_end)}{counts}"
     )
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as error:
+        raise click.ClickException(f"--plot {path}: {error.strerror or error}") from None
+    finally:
+        plt.close(fig)

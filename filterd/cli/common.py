@@ -6,12 +6,19 @@ from collections.abc import Sequence
 
 import click
 
-from filterd.bayes.estimators import parse_params
+from filterd.bayes.estimators import parameters
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.evaluation.corpus import CorpusError, Record, read_corpus
 from filterd.kafka import settings as kafka_settings
 from filterd.service import config
 from filterd.service.config import Config
+
+
+class OptionError(click.ClickException):
+    """A bad option value in one line ("Error: …"), with the exit status of click's usage errors
+    (2): the message says what to fix, where click's BadParameter would print the usage around it."""
+
+    exit_code = 2
 
 
 def model_specs(
@@ -20,7 +27,8 @@ def model_specs(
     """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select.
 
     Without a variant: the default spec (`DEFAULT_SPEC`), its parameters overridden by --param and
-    its selection unless --select is given. With variants but no --select: no selection.
+    its selection unless --select is given. With variants but no --select: no selection. Any
+    of them invalid: an OptionError.
     """
     if not variants:
         variants = (DEFAULT_SPEC.variant,)
@@ -32,17 +40,13 @@ def model_specs(
     for item in params:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+            raise OptionError(f"--param {item!r} is not KEY=VALUE")
         variant, dot, key = key.rpartition(".")
         targets = [variant] if dot else [n for n in names if _accepts(n, key)]
         if dot and variant not in scoped:
-            raise click.BadParameter(
-                f"{item!r} names variant {variant!r}, which is not evaluated", param_hint="--param"
-            )
+            raise OptionError(f"--param {item!r} names variant {variant!r}, which is not evaluated")
         if not targets:
-            raise click.BadParameter(
-                f"no evaluated variant has a parameter {key!r}", param_hint="--param"
-            )
+            raise OptionError(f"--param {item!r}: no evaluated variant has a parameter {key!r}")
         for name in targets:
             scoped[name][key] = value
     try:
@@ -52,15 +56,14 @@ def model_specs(
             for selection in selections
         ]
     except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+        raise OptionError(str(error)) from None
 
 
 def _accepts(variant: str, key: str) -> bool:
     try:
-        parse_params(variant, {key: "0"})
-    except ValueError:
+        return key in parameters(variant)
+    except ValueError:  # an unknown variant: ModelSpec.parse says so
         return False
-    return True
 
 
 def read_records(path: str) -> list[Record]:

@@ -27,12 +27,19 @@ from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import Decider, ThresholdSetting
 from filterd.service.records import encode
+from filterd.store import database
 
 db_override = click.option(
     "--db", "database__url", metavar="URL", help="Database URL (overrides database.url)."
 )
 model_override = click.option(
     "--model", "model__name", metavar="NAME", help="Model name (overrides model.name)."
+)
+create_store_option = click.option(
+    "--create-store",
+    is_flag=True,
+    help="Create the store's schema if the database has none (else: refuse, and say to run "
+    "`filterd db upgrade` first, so that a mistyped --db does not start an empty store).",
 )
 broker_override = click.option("--bootstrap-servers", "kafka__bootstrap_servers", metavar="HOST:PORT[,…]",
                                help="Kafka brokers (overrides kafka.bootstrap_servers).")  # fmt: skip
@@ -48,14 +55,19 @@ broker_override = click.option("--bootstrap-servers", "kafka__bootstrap_servers"
 @click.option("--metrics-port", "observe__metrics_port", type=click.IntRange(0, 65535),
               help="Port of /metrics, /healthz, /readyz (0: off; overrides observe.metrics_port).")  # fmt: skip
 @click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
-def run_command(config_path: str | None, role: str, **overrides: object) -> None:
+@create_store_option
+def run_command(
+    config_path: str | None, role: str, create_store: bool, **overrides: object
+) -> None:
     """Score the messages topic and learn from the feedback topic until stopped.
 
     SIGTERM or Ctrl-C finishes the in-flight batches, commits them and exits 0; a second one
     exits at once. Exit status 3: the dead-letter guard stopped the daemon."""
     config = load_config(config_path, **overrides)
+    with store_errors():
+        database.database_url(config.database.url)  # a URL that cannot work, before start-up
     configure_logging(config.observe.log_format)
-    daemon = Daemon(config, role)
+    daemon = Daemon(config, role, create_store=create_store)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         if daemon.stopping:
@@ -77,7 +89,10 @@ def run_command(config_path: str | None, role: str, **overrides: object) -> None
 @model_override
 @click.option("--dead-letter", type=click.File("w"), default="-", metavar="FILE",
               help="Where records that cannot be decided go, as dead-letter JSON lines (default: stderr).")  # fmt: skip
-def score_command(config_path: str | None, dead_letter: TextIO, **overrides: object) -> None:
+@create_store_option
+def score_command(
+    config_path: str | None, dead_letter: TextIO, create_store: bool, **overrides: object
+) -> None:
     """Decide on message JSON lines from stdin; decisions as JSON lines on stdout.
 
     The daemon's scoring without a broker: the same validation, model and threshold."""
@@ -87,7 +102,11 @@ def score_command(config_path: str | None, dead_letter: TextIO, **overrides: obj
     configure_logging(config.observe.log_format)
     log: FilteringBoundLogger = structlog.get_logger("filterd")
     with store_errors():
-        state = ModelState(prepare_store(config, log), config, Metrics(), Health(), log)
+        try:
+            engine = prepare_store(config, log, create=create_store)
+        except StartupError as error:
+            raise click.ClickException(str(error)) from None
+        state = ModelState(engine, config, Metrics(), Health(), log)
         state.refresh(force=True)
     decider = state.decider
     if decider is None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from filterd.bayes.estimators import parse_params
-from filterd.cli.common import model_specs, read_records
+from filterd.cli.common import OptionError, model_specs, read_records
 from filterd.evaluation.corpus import Record, to_records, write_corpus
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
@@ -139,7 +139,7 @@ def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tu
     for item in grids:
         key, sep, values = item.partition("=")
         if not sep or not values:
-            raise click.BadParameter(f"{item!r} is not KEY=V1,V2,...", param_hint="--grid")
+            raise OptionError(f"--grid {item!r} is not KEY=V1,V2,...")
         grid[key] = (
             values.split(",")
             if key == "select"
@@ -183,7 +183,7 @@ def _grid_value(variant: str, key: str, text: str) -> object:
     try:
         return parse_params(variant, {key: text})[key]
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--grid") from None
+        raise OptionError(f"--grid: {error}") from None
 
 
 @click.command(name="synth")
@@ -210,8 +210,10 @@ def _demo_records() -> list[Record]:
 
 
 def _progress(items: Sequence[T], label: str, enabled: bool = True) -> ProgressBar[T]:
-    """A progress bar on stderr (silent when disabled or when stderr is not a terminal)."""
-    return click.progressbar(items, label=label, file=sys.stderr if enabled else io.StringIO())
+    """A progress bar on stderr (silent when disabled or when stderr is not a terminal: click
+    would still print its label there, a line that pipes and logs do not want)."""
+    shown = enabled and sys.stderr.isatty()
+    return click.progressbar(items, label=label, file=sys.stderr if shown else io.StringIO())
 
 
 def _follow(items: Iterable[T], bar: ProgressBar[int]) -> Iterator[T]:

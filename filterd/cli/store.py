@@ -9,25 +9,32 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import IO, TypedDict
+from pathlib import Path
+from typing import IO, Any, TypedDict
 
 import click
+from alembic.util import CommandError
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
+from filterd.bayes.estimators import format_value
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import not_ready
-from filterd.cli.common import model_specs, read_records
+from filterd.cli.common import OptionError, model_specs, read_records
 from filterd.service.config import masked_url
 from filterd.store import backup, database
 from filterd.store.drift import drift_report
 from filterd.store.expiry import prune
 from filterd.store.learning import (
     LabelledTokens,
+    ModelChanged,
     Source,
     UnknownModel,
     apply_feedback,
+    as_utc,
     create_model,
+    delete_model,
+    model_rows,
     spec_from_json,
 )
 from filterd.store.schema import (
@@ -40,19 +47,17 @@ from filterd.store.schema import (
 )
 from filterd.tokenize import Tokenizer
 
-DB_HELP = f"Database URL (default: ${database.URL_VARIABLE}, else {database.DEFAULT_URL})."
-db_option = click.option("--db", "url", metavar="URL", help=DB_HELP)
-model_option = click.option(
-    "--model", "name", default="default", show_default=True, help="Model name."
-)
+POSTGRES_EXTRA = "pip install 'filterd[postgres]'"
 
 
 @contextlib.contextmanager
 def store_errors() -> Iterator[None]:
-    """Database problems as one-line errors."""
+    """Problems with the database, its schema migrations or a file as one-line errors."""
     try:
         yield
-    except ArgumentError as error:
+    except database.UnsupportedDatabase as error:  # its message says what to do
+        raise click.ClickException(str(error)) from None
+    except ArgumentError as error:  # a malformed URL, or a scheme SQLAlchemy has no dialect for
         raise click.ClickException(f"bad database URL: {error}") from None
     except (OperationalError, ProgrammingError) as error:
         message = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
@@ -61,10 +66,42 @@ def store_errors() -> Iterator[None]:
                 "the database has no filterd schema: run `filterd db upgrade`"
             ) from None
         raise click.ClickException(f"database error: {message}") from None
-    except (UnknownModel, ValueError) as error:
+    except (UnknownModel, ModelChanged, ValueError) as error:
         raise click.ClickException(str(error.args[0] if error.args else error)) from None
     except SQLAlchemyError as error:
         raise click.ClickException(f"database error: {error.__class__.__name__}: {error}") from None
+    except CommandError as error:  # Alembic's: an unknown revision, a downgrade that cannot be
+        raise click.ClickException(f"{error} (revisions: {_revisions()})") from None
+    except ImportError as error:
+        if not (error.name or "").startswith("psycopg"):
+            raise  # not the driver a URL needs: a broken installation, worth its traceback
+        raise click.ClickException(
+            f"PostgreSQL needs the psycopg driver, which is not installed: {POSTGRES_EXTRA}"
+        ) from None
+    except OSError as error:  # a SQLite directory that cannot be made, an export file…
+        where = f"{error.filename}: " if error.filename else ""
+        raise click.ClickException(where + (error.strerror or str(error))) from None
+
+
+def _revisions() -> str:
+    """The schema revisions this filterd knows, oldest first, for an error message."""
+    known = database.revisions()
+    return ", ".join(["base", *known[:-1], f"{known[-1]} (head)"] if known else ["base"])
+
+
+def _checked_url(_ctx: click.Context, _param: click.Parameter, url: str | None) -> str | None:
+    """--db (or $FILTERD_DATABASE_URL, or the default) checked before anything connects: a
+    scheme filterd supports, or one line saying which are."""
+    with store_errors():
+        database.database_url(url)
+    return url
+
+
+DB_HELP = f"Database URL (default: ${database.URL_VARIABLE}, else {database.DEFAULT_URL})."
+db_option = click.option("--db", "url", metavar="URL", help=DB_HELP, callback=_checked_url)
+model_option = click.option(
+    "--model", "name", default="default", show_default=True, help="Model name."
+)
 
 
 # --- db ------------------------------------------------------------------------------------------
@@ -189,7 +226,7 @@ def learn_command(corpus: str, url: str | None, name: str, label_source: Source,
 
 @click.group(name="model")
 def model() -> None:
-    """Models in the store: create, inspect, export, import."""
+    """Models in the store: create, show, stats, export, import, delete."""
 
 
 @model.command(name="create")
@@ -211,6 +248,11 @@ def model_create(name: str, url: str | None, variant: str | None, params: tuple[
                  selection: str | None) -> None:  # fmt: skip
     """Add a model NAME with an estimator and a selection."""
     (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())
+    try:
+        # the daemon and `filterd calibrate` decide on the target-vs-rest view: two classes
+        spec.check_classes(("the target", "the rest"))
+    except ValueError as error:
+        raise OptionError(str(error)) from None
     with store_errors():
         engine = database.connect(url)
         with engine.connect() as conn:
@@ -275,6 +317,7 @@ class _ThresholdReport(TypedDict):
     tau: float
     target_class: str
     target_recall: float
+    created_at: datetime
 
 
 class _ModelReport(TypedDict):
@@ -282,6 +325,11 @@ class _ModelReport(TypedDict):
 
     model: str
     spec: str
+    variant: str
+    params: dict[str, Any]
+    selection: str
+    set_of_words: bool
+    created_at: datetime
     seq: int
     classes: list[_ClassReport]
     distinct_tokens: int
@@ -313,15 +361,89 @@ def _model_report(engine: Engine, name: str, min_docs: int) -> _ModelReport:
         threshold = conn.execute(select(Threshold.__table__).where(Threshold.model_id == row.id)
                                  .order_by(Threshold.version.desc()).limit(1)).one_or_none()  # fmt: skip
         reason = not_ready([c.label for c in classes], [c.docs for c in classes], min_docs)
+        spec = spec_from_json(row.spec)
         return {
-            "model": name, "spec": str(spec_from_json(row.spec)), "seq": row.seq,
+            "model": name, "spec": str(spec), "variant": spec.variant, "params": dict(spec.params),
+            "selection": str(spec.selection), "set_of_words": spec.set_of_words,
+            "created_at": row.created_at, "seq": row.seq,
             "classes": [{"label": c.label, "docs": c.docs, "tokens": c.tokens} for c in classes],
             "distinct_tokens": distinct, "holdout": count(Holdout), "ledger": count(FeedbackLedger),
             "last_learn": last, "ready": reason is None, "not_ready": reason,
             "threshold": None if threshold is None else {
                 "version": threshold.version, "tau": threshold.tau, "target_class": threshold.target_class,
-                "target_recall": threshold.target_recall},
+                "target_recall": threshold.target_recall, "created_at": threshold.created_at},
         }  # fmt: skip
+
+
+@model.command(name="show")
+@click.argument("name")
+@db_option
+@click.option("--json", "as_json", is_flag=True)
+def model_show(name: str, url: str | None, as_json: bool) -> None:
+    """Model NAME in one block: its spec (variant, parameters, selection), when it was created,
+    its documents per class, its tokens and its current threshold."""
+    with store_errors():
+        report = _model_report(database.connect(url), name, min_docs=1)
+    documents = {c["label"]: c["docs"] for c in report["classes"]}
+    threshold = report["threshold"]
+    if as_json:
+        shown = {key: report[key] for key in ("model", "spec", "variant", "params", "selection", "set_of_words",
+                                              "created_at", "distinct_tokens", "threshold")}  # fmt: skip
+        click.echo(json.dumps({**shown, "documents": documents}, default=str))
+        return
+    params = ", ".join(f"{k}={format_value(v)}" for k, v in sorted(report["params"].items()))
+    lines = [
+        ("variant", report["variant"] + (" in set-of-words mode" if report["set_of_words"] else "")),
+        ("parameters", params or "the variant's defaults"),
+        ("selection", report["selection"]),
+        ("created", _when(report["created_at"])),
+        ("documents", ", ".join(f"{label} {n:,}" for label, n in documents.items()) or "none learned yet"),
+        ("tokens", f"{report['distinct_tokens']:,} distinct"),
+        ("threshold", "none yet" if threshold is None else
+         f"version {threshold['version']}: τ = {threshold['tau']:.4g} for {threshold['target_class']!r} "
+         f"at recall ≥ {threshold['target_recall']}, {_when(threshold['created_at'])}"),
+    ]  # fmt: skip
+    click.echo(f"model {name!r}\n" + "\n".join(f"  {key:<11} {value}" for key, value in lines))
+
+
+def _when(moment: datetime) -> str:
+    return f"{as_utc(moment):%Y-%m-%d %H:%M:%S} UTC"
+
+
+@model.command(name="delete")
+@click.argument("name")
+@db_option
+@click.option("--yes", is_flag=True, help="Confirm the deletion: it cannot be undone.")
+@click.option("--export", "archive", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Write the model, labels included, to FILE first (as `filterd model export`); "
+                   "required when the model holds labels.")  # fmt: skip
+def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> None:
+    """Delete model NAME and everything of it in the store: its statistics, class totals,
+    threshold versions, drift scores, and its labels (the feedback ledger and the holdout).
+
+    Labels are the analysts' work, and the store holds them nowhere else: a model that holds any
+    is deleted only with --export FILE, which writes the whole model, labels included, to FILE
+    first; `filterd model import FILE` brings it back. If a learner writes to the model meanwhile,
+    nothing is deleted. Stop the daemons that use the model first (`filterd run` creates a
+    missing model afresh, empty).
+    """
+    with store_errors():
+        engine = database.connect(url)
+        held = model_rows(engine, name)
+        if not yes:
+            raise click.ClickException(f"deleting model {name!r} removes its statistics, {held.labels} labels and "
+                                       f"{held.rows.get('thresholds', 0)} threshold versions for good: "
+                                       "add --yes")  # fmt: skip
+        if held.labels and archive is None:
+            raise click.ClickException(f"model {name!r} holds {held.labels} labels, which the store keeps nowhere "
+                                       "else: give --export FILE to keep them (`filterd model import FILE` "
+                                       "restores the model)")  # fmt: skip
+        if archive is not None:
+            written = _export_to(engine, name, archive)
+            click.echo(f"exported model {name!r} to {archive}: {written} rows", err=True)
+        deleted = delete_model(engine, name, held.seq)
+    counts = ", ".join(f"{table} {rows}" for table, rows in deleted.items() if rows)
+    click.echo(f"deleted model {name!r}" + (f" ({counts} rows)" if counts else ""))
 
 
 @model.command(name="export")
@@ -344,10 +466,23 @@ def model_export(url: str | None, name: str, output: str | None) -> None:
             ):
                 rows = backup.export_model(engine, name, text)
         else:
-            with (gzip.open(output, "wt", encoding="utf-8") if output.endswith(".gz")
-                  else open(output, "w", encoding="utf-8")) as text:  # fmt: skip
-                rows = backup.export_model(engine, name, text)
+            rows = _export_to(engine, name, output)
     click.echo(f"exported model {name!r}: {rows} rows", err=True)
+
+
+def _export_to(engine: Engine, name: str, path: str) -> int:
+    """Export model `name` to file `path` (gzip if it ends in .gz); returns the rows written.
+    A failed export leaves no file: a partial one would look like a backup."""
+    opened = False
+    try:
+        with (gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz")
+              else open(path, "w", encoding="utf-8")) as text:  # fmt: skip
+            opened = True
+            return backup.export_model(engine, name, text)
+    except BaseException:
+        if opened:  # not a file that was there already and could not be opened
+            Path(path).unlink(missing_ok=True)
+        raise
 
 
 @model.command(name="import")
@@ -365,13 +500,23 @@ def model_import(path: str, url: str | None, rename: str | None) -> None:
 
 @contextlib.contextmanager
 def _open_export(path: str) -> Iterator[IO[str]]:
+    """The export at `path` (gzip or not; - for stdin) as text; a file that cannot be read, or is
+    no export or a damaged one, as one line naming it."""
     raw = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below
     try:
         data = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         stream = gzip.GzipFile(fileobj=raw) if data == b"\x1f\x8b" else raw
         yield io.TextIOWrapper(stream, encoding="utf-8")
-    except OSError as error:
+    except (OSError, EOFError) as error:  # gzip's: not gzip after all, or cut short
+        raise click.ClickException(f"{path}: cannot read it ({error})") from None
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{path}: not a filterd model export (not UTF-8 text)") from None
+    except ValueError as error:  # backup's own: no export header, a line that is not JSON…
         raise click.ClickException(f"{path}: {error}") from None
+    except (KeyError, TypeError, AttributeError) as error:
+        # backup.import_model reads lines of the shapes it writes; others fail in it like this
+        raise click.ClickException(f"{path}: not a filterd model export, or a damaged one "
+                                   f"({error.__class__.__name__}: {error})") from None  # fmt: skip
     finally:
         if raw is not sys.stdin.buffer:
             raw.close()

@@ -4,7 +4,13 @@
 offsets committed (at-least-once, docs/architecture.md, "Reliability contract"). A `Retry` from `process`
 (store or broker unavailable) rewinds the consumer to the batch's first offsets and backs off,
 so the batch is read and processed again — its effects are idempotent. A stop request is
-honoured between batches: the in-flight batch is finished, flushed and committed first.
+honoured between batches: the in-flight batch is finished, flushed and committed first —
+within bounds, so that a stop takes seconds whatever the broker's state: a publish gives up
+`STOP_PUBLISH_SECONDS` after the request, the last commit and the consumer's close share
+`CLOSE_SECONDS`, and what is not committed by then is read again at the next start.
+
+Logged along the way: "joining group", "group joined" (the partitions, the seconds it took),
+then "partitions assigned" / "partitions revoked" at each rebalance, and "stopped".
 """
 
 from __future__ import annotations
@@ -25,16 +31,41 @@ from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import Publishing, dead_letter_of
 from filterd.kafka.settings import CONSUMER_DEFAULTS
 from filterd.observe.health import Health
+from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.records import DeadLetter, encode
 
 POLL_TIMEOUT_MS = 500
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
-CLOSE_TIMEOUT_MS = 5000  # a broker in the middle of a rebalance must not hold a shutdown for long
+# After a stop request: how long the in-flight batch's publish may still wait for the broker,
+# then how long the last commit and the consumer's close may take together. With a poll
+# (POLL_TIMEOUT_MS) they keep a stop under 5 s.
+STOP_PUBLISH_SECONDS = 1.5
+CLOSE_SECONDS = 1.0
+# A LeaveGroup sent while this member's own JoinGroup is pending is answered only once the join
+# completes (Tansu holds a join for about session_timeout_ms / 2): not worth waiting for, as the
+# broker drops the member after session_timeout_ms anyway.
+LEAVE_WHILE_JOINING_MS = 100
+LAG_SECONDS = 5.0  # between updates of the consumer lag gauge
 
 
 class Retry(RuntimeError):
     """The batch could not be completed now (store or broker unavailable); read it again."""
+
+
+class Backoff:
+    """Waits that double from `first` up to `most`, until `reset()`."""
+
+    def __init__(self, first: float = BACKOFF_FIRST, most: float = BACKOFF_MAX) -> None:
+        self.first, self.most = first, most
+        self.delay = first
+
+    def next(self) -> float:
+        delay, self.delay = self.delay, min(2 * self.delay, self.most)
+        return delay
+
+    def reset(self) -> None:
+        self.delay = self.first
 
 
 class LoopSettings(TypedDict):
@@ -73,6 +104,12 @@ class Loop:
         self.log = log.bind(role=self.role)
         self.connect = connect or self._subscribe
         self.batches = 0
+        self.repeats = Repeats()
+        self.joined = False  # the group gave this member its first assignment
+        self._in_group = False  # assigned, and no rebalance begun since
+        self._join_started: float | None = None
+        self._lag_due = 0.0
+        self._lag_shown: set[TopicPartition] = set()  # partitions the lag gauge has a value for
         self._last_summary = 0.0
         self._summary: dict[str, int] = {}
         # partition → offset committed asynchronously, not yet confirmed
@@ -91,12 +128,24 @@ class Loop:
         if consumer is None:
             self.health.unregister_loop(self.role)
             return
-        backoff = BACKOFF_FIRST
+        retry, unreachable = Backoff(), Backoff()
         try:
             while not stop.is_set():
                 self.health.beat(self.role)
-                self.on_idle()
-                batch = Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
+                self.on_idle()  # the scorer's first loads the model, before the group assigns it work
+                self.repeats.flush()
+                if self._join_started is None:
+                    self._join_started = time.monotonic()
+                    self.log.info("joining group", topic=self.topic, group=self.group)
+                try:
+                    batch = Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
+                except KafkaError as error:
+                    # kafka-python lets some errors of an outage out of poll() (a coordinator
+                    # lookup whose connection is refused); a later poll recovers
+                    self._broker_unreachable(error, unreachable.next(), stop)
+                    continue
+                unreachable.reset()
+                self._polled(consumer)
                 if not batch:
                     continue
                 started = time.perf_counter()
@@ -104,12 +153,12 @@ class Loop:
                     counts = self.process(batch)
                 except Retry as error:
                     batch.rewind(consumer)
-                    self.log.warning("batch not completed, will read it again", error=str(error),
-                                     backoff_seconds=backoff, **_position(batch))  # fmt: skip
-                    stop.wait(backoff)
-                    backoff = min(2 * backoff, BACKOFF_MAX)
+                    delay = retry.next()
+                    self.repeats.warning(self.log, "batch not completed, will read it again", error=str(error),
+                                         backoff_seconds=delay, **_position(batch))  # fmt: skip
+                    stop.wait(delay)
                     continue
-                backoff = BACKOFF_FIRST
+                retry.reset()
                 self._commit(batch, consumer)
                 self.metrics.batch_seconds.labels(role=self.role).observe(
                     time.perf_counter() - started
@@ -122,25 +171,73 @@ class Loop:
     def _connect(self, stop: threading.Event) -> Consumer | None:
         """The consumer, once the brokers answer (None if stopped before): an unreachable broker at
         start-up is an outage like any other, retried with back-off."""
-        delay, condition = BACKOFF_FIRST, f"{self.role} broker"
+        backoff = Backoff()
         while not stop.is_set():
             self.health.beat(self.role)
             try:
                 consumer = self.connect()
             except KafkaError as error:
-                self.health.set_ready(condition, False, str(error))
-                self.log.warning("broker unreachable, retrying", bootstrap_servers=self.kafka.get("bootstrap_servers"),
-                                 error=str(error), retry_seconds=delay)  # fmt: skip
-                stop.wait(delay)
-                delay = min(2 * delay, BACKOFF_MAX)
+                self.health.set_ready(f"{self.role} broker", False, str(error))
+                self._broker_unreachable(error, backoff.next(), stop)
                 continue
-            self.health.set_ready(condition, True)
+            self.health.set_ready(f"{self.role} broker", True)
             return consumer
         return None
 
+    def _broker_unreachable(self, error: KafkaError, delay: float, stop: threading.Event) -> None:
+        self.repeats.warning(self.log, "broker unreachable, retrying", bootstrap_servers=self.kafka.get("bootstrap_servers"),
+                             error=str(error), retry_seconds=delay)  # fmt: skip
+        stop.wait(delay)
+
     def _subscribe(self) -> Consumer:
-        return subscribed_consumer(self.kafka, self.topic, self.group, self.max_records, self.log,
-                                   self.consumer_defaults)  # fmt: skip
+        return subscribed_consumer(self.kafka, self.topic, self.group, self.max_records, self._assigned,
+                                   self._revoked, self.consumer_defaults)  # fmt: skip
+
+    def _assigned(self, partitions: set[TopicPartition]) -> None:
+        held = sorted(tp.partition for tp in partitions)
+        if self.joined:
+            self.log.info(
+                "partitions assigned", topic=self.topic, group=self.group, partitions=held
+            )
+        else:
+            waited = time.monotonic() - (self._join_started or time.monotonic())
+            self.log.info("group joined", topic=self.topic, group=self.group, partitions=held,
+                          seconds=round(waited, 1))  # fmt: skip
+        self.joined = self._in_group = True
+
+    def _revoked(self, partitions: set[TopicPartition]) -> None:
+        self._in_group = False
+        if partitions:
+            self.log.info("partitions revoked", topic=self.topic, group=self.group,
+                          partitions=sorted(tp.partition for tp in partitions))  # fmt: skip
+
+    def _polled(self, consumer: Consumer) -> None:
+        """After each poll: notice the first assignment of a consumer without a rebalance
+        listener (the in-memory one), and update the lag gauge when due."""
+        if not self.joined and (assigned := consumer.assignment()):
+            self._assigned(assigned)
+        now = time.monotonic()
+        if now >= self._lag_due:
+            self._lag_due = now + LAG_SECONDS
+            self._report_lag(consumer)
+
+    def _report_lag(self, consumer: Consumer) -> None:
+        """The lag of each partition held whose end offset the last fetch reported: no request of
+        its own to the broker."""
+        shown = set()
+        for tp in consumer.assignment():
+            try:
+                end = consumer.highwater(tp)
+                position = None if end is None else consumer.position(tp, timeout_ms=0)
+            except KafkaError:  # revoked meanwhile
+                continue
+            if end is not None and position is not None:
+                self.metrics.consumer_lag.labels(role=self.role, topic=tp.topic, partition=str(tp.partition)).set(
+                    max(0, end - position))  # fmt: skip
+                shown.add(tp)
+        for tp in self._lag_shown - shown:  # no longer ours: another member reports it
+            self.metrics.consumer_lag.remove(self.role, tp.topic, str(tp.partition))
+        self._lag_shown = shown
 
     def _commit(self, batch: Batch, consumer: Consumer) -> None:
         """Commit without waiting: the batch's effects are durable already, so a commit that is
@@ -157,14 +254,18 @@ class Loop:
         if isinstance(result, Exception):
             # e.g. the partitions moved to another member, which reads the batch again: its
             # effects are idempotent, so this costs duplicates, not losses
-            self.log.warning("offsets not committed", error=repr(result),
-                             partitions=sorted(tp.partition for tp in offsets))  # fmt: skip
+            self.repeats.warning(self.log, "offsets not committed", error=repr(result),
+                                 partitions=sorted(tp.partition for tp in offsets))  # fmt: skip
         else:
             for tp, offset in offsets.items():
                 if self._uncommitted.get(tp) == offset:
                     del self._uncommitted[tp]
 
     def _close(self, consumer: Consumer) -> None:
+        """Commit what is done and leave the group, within CLOSE_SECONDS: what is not committed
+        by then is read again by whoever gets the partitions."""
+        deadline = time.monotonic() + CLOSE_SECONDS
+        self.repeats.flush(everything=True)
         try:
             self.publisher.close()
         except KafkaError as error:
@@ -173,10 +274,18 @@ class Loop:
         pending = {tp: offset for tp, offset in self._uncommitted.items() if tp in assigned}
         if pending:
             try:
-                consumer.commit(pending, timeout_ms=CLOSE_TIMEOUT_MS)
+                consumer.commit(pending, timeout_ms=_ms_until(deadline))
             except KafkaError as error:
-                self.log.warning("last offsets not committed", error=repr(error))
-        consumer.close(autocommit=False, timeout_ms=CLOSE_TIMEOUT_MS)
+                self.log.warning("last offsets not committed: their records will be read again", error=repr(error),
+                                 partitions=sorted(tp.partition for tp in pending))  # fmt: skip
+        joining = not self._in_group
+        consumer.close(
+            autocommit=False, timeout_ms=LEAVE_WHILE_JOINING_MS if joining else _ms_until(deadline)
+        )
+        if joining and self._join_started is not None:
+            self.log.info(
+                "stopped during a group join: the broker drops this member after its session timeout"
+            )
         self.log.info("stopped", batches=self.batches)
 
     def dead_letter(self, record: ConsumedRecord, reason: str, error: str) -> DeadLetter:
@@ -184,8 +293,8 @@ class Loop:
         letter = dead_letter_of(record, reason, error, self.payload_limit)
         self.publisher.send(self.dead_letter_topic, None, encode(letter))
         self.metrics.dead_letters.labels(reason=reason, topic=record.topic).inc()
-        self.log.warning("dead-lettered", reason=reason, error=error[:300], topic=record.topic,
-                         partition=record.partition, offset=record.offset)  # fmt: skip
+        self.repeats.warning(self.log, "dead-lettered", {"reason": reason, "topic": record.topic}, error=error[:300],
+                             partition=record.partition, offset=record.offset)  # fmt: skip
         return letter
 
     def flush(self) -> None:
@@ -203,6 +312,10 @@ class Loop:
         if now - self._last_summary >= every:
             self.log.info("batches", batches=self.batches, **self._summary)
             self._last_summary, self._summary = now, {}
+
+
+def _ms_until(deadline: float) -> int:
+    return max(0, int((deadline - time.monotonic()) * 1000))
 
 
 def _position(batch: Batch) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -21,6 +22,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.observe.health import Health
+from filterd.observe.logs import Repeats, progress
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import Decider, ThresholdSetting
@@ -30,6 +32,8 @@ from filterd.store.schema import ModelRow
 from filterd.store.sync import load, sync
 from filterd.store.thresholds import latest_threshold
 from filterd.tokenize import Tokenizer, TokenizerConfig
+
+LOAD_PROGRESS_SECONDS = 5.0  # between "loading the model" lines while a large model loads
 
 
 def tokenizer_of(config: Config) -> Tokenizer:
@@ -57,6 +61,7 @@ class ModelState:
         self._last_attempt = self._last_threshold = -float("inf")
         self._synced_at = clock()
         self._lock = threading.Lock()
+        self.repeats = Repeats()
 
     @property
     def loaded(self) -> bool:
@@ -79,6 +84,7 @@ class ModelState:
                 self._last_threshold = now
                 self._guarded("threshold", self._reload_threshold)
             self.metrics.model_staleness.set(max(0.0, self.clock() - self._synced_at))
+            self.repeats.flush()
 
     def _guarded(self, what: str, step: Callable[[], None]) -> None:
         try:
@@ -87,33 +93,39 @@ class ModelState:
             detail = error_detail(error)
             self.health.set_ready("model store", False, detail)
             self.metrics.store_errors.labels(role="scorer").inc()
-            self.log.warning("store unreachable, deciding with the last model", step=what, error=detail,
-                             stale_seconds=round(self.clock() - self._synced_at, 1))  # fmt: skip
+            self.repeats.warning(self.log, "store unreachable, deciding with the last model", {"step": what},
+                                 error=detail, stale_seconds=round(self.clock() - self._synced_at, 1))  # fmt: skip
 
     def _sync(self) -> None:
         name = self.config.model.name
+        started = time.perf_counter()
         if self._stats is None:
-            stats, seq = load(self.engine, name)
-            changed = True
+            with progress(self.log, "loading the model", LOAD_PROGRESS_SECONDS) as so_far:
+                stats, seq = load(self.engine, name, on_rows=lambda n: so_far.update(token_rows=n))
+                self._decider().update(stats, seq)
+            _settle_after_load()
+            self.log.info("model loaded", model_version=seq, tokens=len(stats.vocab),
+                          seconds=round(time.perf_counter() - started, 1), **_classes(stats, self._decider()))  # fmt: skip
         else:
             stats, seq = self._stats, sync(self.engine, name, self._stats, self._since)
-            changed = seq != self._since
+            if seq != self._since:
+                self._decider().update(stats, seq)
+                self.log.info("model updated", model_version=seq, seconds=round(time.perf_counter() - started, 3),
+                              **_classes(stats, self._decider()))  # fmt: skip
+        self._stats, self._since = stats, seq
+        self._synced_at = self.clock()
+        not_ready = self._decider().not_ready
+        self.health.set_ready("model store", True)
+        self.health.set_ready("model", not_ready is None, not_ready or "")
+        self.metrics.not_ready.set(0 if not_ready is None else 1)
+        self.metrics.model_version.set(seq)
+
+    def _decider(self) -> Decider:
+        """The decider, made at the first load (after it: `loaded` says the load succeeded)."""
         if self.decider is None:
             self.decider = Decider(self._spec(), self.config.decision.target_class, self.config.model.min_docs,
                                    tokenizer_of(self.config))  # fmt: skip
-        if changed:
-            started = time.perf_counter()
-            self.decider.update(stats, seq)
-            if self._stats is None:
-                _settle_after_load()
-            self.log.info("model updated", model_version=seq, seconds=round(time.perf_counter() - started, 3),
-                          classes=dict(zip(stats.labels, stats.D.tolist())), not_ready=self.decider.not_ready)  # fmt: skip
-        self._stats, self._since = stats, seq
-        self._synced_at = self.clock()
-        self.health.set_ready("model store", True)
-        self.health.set_ready("model", self.decider.not_ready is None, self.decider.not_ready or "")
-        self.metrics.not_ready.set(0 if self.decider.not_ready is None else 1)
-        self.metrics.model_version.set(seq)
+        return self.decider
 
     def _spec(self) -> ModelSpec:
         with self.engine.connect() as conn:
@@ -130,8 +142,14 @@ class ModelState:
             return
         self.threshold = ThresholdSetting(found.tau, found.version, found.target_recall)
         self.metrics.threshold_version.set(found.version)
+        self.metrics.target_recall.set(found.target_recall)
         self.log.info("threshold reloaded", threshold_version=found.version, tau=found.tau,
                       target_recall=found.target_recall)  # fmt: skip
+
+
+def _classes(stats: Statistics, decider: Decider) -> dict[str, Any]:
+    """What a model log line says of the classes: documents per class, and why it cannot decide."""
+    return {"classes": dict(zip(stats.labels, stats.D.tolist())), "not_ready": decider.not_ready}
 
 
 # The scorer allocates many objects a message and keeps few: with CPython's default young

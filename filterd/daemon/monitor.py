@@ -26,6 +26,7 @@ from filterd.bayes.features import encode
 from filterd.daemon.model_state import ModelState
 from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import calibrate_model
+from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config, parse_duration
 from filterd.service.decide import NotReady, decision_scores
@@ -48,6 +49,7 @@ class Monitor:
         self.target = config.decision.target_class
         self._last_report = self._last_calibration = clock()
         self._recorded = 0
+        self.repeats = Repeats()
 
     def score(self, items: Sequence[learning.LabelledTokens]) -> list[Scored]:
         """The current model's scores of feedback about to be learned ([] before it is ready)."""
@@ -69,10 +71,13 @@ class Monitor:
             record_scores(self.engine, self.config.model.name, self.target, scored, keep=self.config.drift.window,
                           trim=self._recorded % TRIM_EVERY == 0)  # fmt: skip
         except SQLAlchemyError as error:
-            self.log.warning("prequential scores not recorded", error=error_detail(error))
+            self.repeats.warning(
+                self.log, "prequential scores not recorded", error=error_detail(error)
+            )
 
     def on_idle(self) -> None:
         self.state.refresh()
+        self.repeats.flush()
         now = self.clock()
         if now - self._last_report >= REPORT_SECONDS:
             self._last_report = now

@@ -3,10 +3,17 @@
     daemon = Daemon(config, role="all")
     exit_status = daemon.run()      # blocks; daemon.stop() from a signal handler ends it
 
-Start-up: metrics/health server, then the store (its schema is created on an empty database
-and must be current otherwise; the model is created from `[model]` if it does not exist — an
-existing model keeps the spec it was created with), then one consumer loop per role. A store
-that cannot be reached at start-up is retried until it can, or until stopped.
+Start-up: metrics/health server, then the store (its schema must be current; a database
+without one is refused unless `create_store`, which creates it; the model is created from
+`[model]` if it does not exist — an existing model keeps the spec it was created with), then one
+consumer loop per role. A store that cannot be reached at start-up is retried until it can, or
+until stopped. Logged: "starting", "store ready", "loading the model" … "model loaded",
+"joining group" and "group joined" per role, then "ready" once every loop has its partitions
+and the model is loaded.
+
+A stop request ends `run` within `STOP_SECONDS` whatever the broker's state (the loops bound
+their waits, docs/operations.md); a loop still busy then (a store that does not answer) is left
+behind without committing, so its records are read again at the next start.
 
 Exit status: 0 after a stop request (in-flight batches finished and committed), 3 when the
 dead-letter guard tripped, 1 when a loop failed otherwise.
@@ -14,6 +21,7 @@ dead-letter guard tripped, 1 when a loop failed otherwise.
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 
@@ -31,7 +39,7 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
-from filterd.daemon.loop import Loop, LoopSettings
+from filterd.daemon.loop import STOP_PUBLISH_SECONDS, Loop, LoopSettings
 from filterd.daemon.model_state import ModelState, tokenizer_of
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
@@ -50,6 +58,7 @@ from filterd.store.schema import ModelRow
 ROLES = ("all", "scorer", "learner")
 EXIT_OK, EXIT_FAILED, EXIT_FLOOD = 0, 1, 3
 SCHEMA_WAIT_SECONDS = 15.0
+STOP_SECONDS = 3.5  # from a stop request to `run` returning, at the most (the process exits after)
 
 
 class StartupError(RuntimeError):
@@ -58,17 +67,20 @@ class StartupError(RuntimeError):
 
 class Daemon:
     def __init__(self, config: Config, role: str = "all", metrics: Metrics | None = None,
-                 health: Health | None = None) -> None:  # fmt: skip
+                 health: Health | None = None, create_store: bool = False) -> None:  # fmt: skip
+        """`create_store`: create the schema in a database without one (else a StartupError)."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        self.config, self.role = config, role
+        self.config, self.role, self.create_store = config, role, create_store
         self.metrics, self.health = metrics or Metrics(), health or Health()
         self.log: FilteringBoundLogger = structlog.get_logger("filterd").bind(
             model=config.model.name
         )
         self._stop = threading.Event()
+        self._stop_requested = float("inf")
         self._status = EXIT_OK
         self.server: ObserveServer | None = None
+        self.state: ModelState | None = None  # the model both roles share, once the loops are made
 
     @property
     def stopping(self) -> bool:
@@ -78,35 +90,82 @@ class Daemon:
         """Finish the in-flight batches, commit them, and return from `run`."""
         if not self._stop.is_set():
             self.log.info("stopping: finishing the in-flight batches")
+        self._request_stop()
+
+    def _request_stop(self) -> None:
+        self._stop_requested = min(self._stop_requested, time.monotonic())
         self._stop.set()
 
     def run(self) -> int:
         config = self.config
-        if config.observe.metrics_port:
-            self.server = ObserveServer(
-                self.metrics, self.health, config.observe.metrics_port, config.observe.metrics_host
-            ).start()
+        started = time.monotonic()
+        self.server = self._serve()
         self.log.info("starting", role=self.role, config=config.public(),
                       database=masked_url(database.database_url(config.database.url)),
                       metrics_port=self.server.port if self.server else None)  # fmt: skip
         self.metrics.not_ready.set(1)
+        self.metrics.target_recall.set(config.decision.target_recall)
         try:
             engine = self._store()
             if engine is None:
                 return EXIT_OK
-            threads = [threading.Thread(target=self._guarded, args=(loop,), name=f"filterd-{loop.role}")
-                       for loop in self._loops(engine)]  # fmt: skip
+            loops = self._loops(engine)
+            # daemon threads: a loop still waiting on the store after STOP_SECONDS is left behind
+            threads = [threading.Thread(target=self._guarded, args=(loop,), name=f"filterd-{loop.role}", daemon=True)
+                       for loop in loops]  # fmt: skip
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                while thread.is_alive():  # short joins: signal handlers run in this thread
-                    thread.join(0.5)
+            self._wait(threads, loops, started)
             engine.dispose()
         finally:
             if self.server is not None:
                 self.server.stop()
         self.log.info("stopped", exit_status=self._status)
         return self._status
+
+    def _serve(self) -> ObserveServer | None:
+        """The /metrics, /healthz and /readyz server, listening (None when the port is 0)."""
+        observe = self.config.observe
+        if not observe.metrics_port:
+            return None
+        server = ObserveServer(
+            self.metrics, self.health, observe.metrics_port, observe.metrics_host
+        )
+        try:
+            return server.start()
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise StartupError(f"metrics port {observe.metrics_port} is in use (observe.metrics_port): "
+                                   f"{error.strerror}") from None  # fmt: skip
+            raise StartupError(f"cannot listen on {observe.metrics_host}:{observe.metrics_port} "
+                               f"(observe.metrics_host, observe.metrics_port): {error.strerror or error}") from None  # fmt: skip
+
+    def _wait(self, threads: list[threading.Thread], loops: list[Loop], started: float) -> None:
+        """Until the loops end (or STOP_SECONDS after a stop request); logs "ready" once they
+        have their partitions and the model is loaded. Short waits: signal handlers run in
+        this thread."""
+        announced = False
+        while any(thread.is_alive() for thread in threads):
+            state = self.state
+            if (
+                not announced
+                and not self._stop.is_set()
+                and all(loop.joined for loop in loops)
+                and state is not None
+                and state.loaded
+            ):
+                announced = True
+                not_ready = state.decider.not_ready if state.decider is not None else None
+                self.log.info(
+                    "ready", seconds=round(time.monotonic() - started, 1), model_not_ready=not_ready
+                )
+            if time.monotonic() - self._stop_requested > STOP_SECONDS:
+                busy = [thread.name for thread in threads if thread.is_alive()]
+                self.log.warning("stopping without waiting for the loops: what they did not commit is read again "
+                                 "at the next start", loops=busy, seconds=STOP_SECONDS)  # fmt: skip
+                return
+            for thread in threads:
+                thread.join(0.1)
 
     def _loops(self, engine: Engine) -> list[Loop]:
         config = self.config
@@ -120,14 +179,14 @@ class Daemon:
         def common(topic: str, group: str, max_records: int) -> LoopSettings:
             d = config.dead_letter
             return {"kafka": kafka, "topic": topic, "group": group, "max_records": max_records,
-                        "publisher": Publisher(config.kafka), "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
+                        "publisher": Publisher(config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS),
+                        "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
                         "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
                         "metrics": self.metrics, "health": self.health, "log": self.log}  # fmt: skip
 
         loops: list[Loop] = []
-        state = ModelState(
-            engine, config, self.metrics, self.health, self.log
-        )  # one model for both roles
+        # one model for both roles
+        self.state = state = ModelState(engine, config, self.metrics, self.health, self.log)
         if self.role in ("all", "scorer"):
             loops.append(Scorer(state, recent, config.topics.decisions, config.limits.max_bytes,
                                 **common(config.topics.messages, config.groups.scorer, config.batches.poll_records)))  # fmt: skip
@@ -151,7 +210,7 @@ class Daemon:
 
     def _fail(self, status: int) -> None:
         self._status = max(self._status, status)
-        self._stop.set()
+        self._request_stop()
 
     def _store(self) -> Engine | None:
         """The store's engine once it is reachable, migrated and has the model (None if stopped).
@@ -162,7 +221,7 @@ class Daemon:
         delay = 0.5
         while not self._stop.is_set():
             try:
-                return prepare_store(self.config, self.log)
+                return prepare_store(self.config, self.log, self.create_store)
             except (ArgumentError, NoSuchModuleError) as error:
                 raise StartupError(f"bad database URL: {error}") from None
             except SQLAlchemyError as error:
@@ -178,10 +237,15 @@ class Daemon:
         return None
 
 
-def prepare_store(config: Config, log: FilteringBoundLogger) -> Engine:
-    """Migrate an empty database, check a used one is current, create the model if missing."""
+def prepare_store(config: Config, log: FilteringBoundLogger, create: bool = False) -> Engine:
+    """Check the store's schema is current, create the model if missing; with `create`, migrate
+    a database that has no filterd schema yet (else refuse it: a mistyped URL must not start
+    an empty store)."""
     url = config.database.url
     revision = database.current(url)
+    if revision is None and not create:
+        raise StartupError(f"{masked_url(database.database_url(url))}: no filterd store here: run "
+                           "`filterd db upgrade --db URL` first, or start with --create-store")  # fmt: skip
     if revision is None:
         try:
             database.upgrade(url)
@@ -190,11 +254,16 @@ def prepare_store(config: Config, log: FilteringBoundLogger) -> Engine:
             if database.current(url) is None:  # not a daemon starting beside us: a real failure
                 raise
         revision = database.current(url)
-    deadline = time.monotonic() + SCHEMA_WAIT_SECONDS
+    # With `create`, a daemon starting beside us may be migrating the empty database right now;
+    # without it, an older schema is one nobody is upgrading: said at once.
+    deadline = time.monotonic() + (SCHEMA_WAIT_SECONDS if create else 0.0)
     while revision != database.head() and time.monotonic() < deadline:
-        time.sleep(0.5)  # a daemon starting beside us may be migrating an empty database right now
+        time.sleep(0.5)
         revision = database.current(url)
     if revision != database.head():
+        if revision not in database.revisions():
+            raise StartupError(f"the database schema is at revision {revision}, which this filterd "
+                               f"does not know (its newest: {database.head()}): upgrade filterd")  # fmt: skip
         raise StartupError(f"the database schema is at revision {revision}, this filterd needs "
                            f"{database.head()}: run `filterd db upgrade`")  # fmt: skip
     engine = database.connect(url)
@@ -210,4 +279,5 @@ def prepare_store(config: Config, log: FilteringBoundLogger) -> Engine:
             log.info("model created", spec=str(spec))
         except IntegrityError:
             pass  # another daemon created it a moment ago
+    log.info("store ready", database=masked_url(database.database_url(url)), revision=revision)
     return engine

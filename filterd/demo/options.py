@@ -3,6 +3,7 @@ daemon runs with."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,8 +56,15 @@ class DemoOptions:
 
 
 def check_workdir(workdir: Path) -> None:
-    """DemoError if `workdir` holds a store already: the demo starts from an empty model, and
-    a store of an earlier run would turn its labels into duplicates."""
+    """Creates `workdir` if needed; DemoError if it cannot be written to, or holds a store
+    already: the demo starts from an empty model, and a store of an earlier run would turn its
+    labels into duplicates."""
+    try:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=workdir):
+            pass
+    except OSError as error:
+        raise DemoError(f"--workdir {workdir}: cannot write there ({error.strerror})") from None
     if (Path(workdir) / DB_FILE).exists():
         raise DemoError(f"{Path(workdir) / DB_FILE} exists: the demo needs a fresh store "
                         "(remove it, or give another --workdir)")  # fmt: skip

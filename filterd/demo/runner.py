@@ -184,7 +184,7 @@ class Demo:
                                logging.getLogger("kafka").level)  # fmt: skip
         self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115 - closed in _stop_parts()
         configure_logging("json", stream=self._log_file)
-        self.daemon = Daemon(self.config, role="all")
+        self.daemon = Daemon(self.config, role="all", create_store=True)
         self._daemon_thread = threading.Thread(target=self._run_daemon, name="filterd-demo-daemon",
                                                daemon=True)  # fmt: skip
         self._daemon_thread.start()

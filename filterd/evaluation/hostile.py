@@ -7,7 +7,7 @@ family, the daemon must decide the record or dead-letter it with a reason, withi
 per byte, and decide the next normal message.
 
 >>> sorted(FAMILIES)[:3]
-['address_many_labels', 'attributes_many_keys', 'attributes_nested']
+['address_many_labels', 'address_url_overlap', 'attributes_many_keys']
 >>> len(record("tokens_many", 10_000)) >= 10_000
 True
 """
@@ -76,6 +76,8 @@ FAMILIES: dict[str, Family] = {
     "regex_runs": lambda n: _message(("@.%!0123456789" * (n // 14 + 1))[:n]),
     "url_many_labels": lambda n: _message("http://" + "a." * (n // 2) + "com/"),
     "address_many_labels": lambda n: _message("x@" + "a." * (n // 2) + "com"),
+    # an "@" before every "www.": each address candidate a URL to the end of the text
+    "address_url_overlap": lambda n: _message("@www." * (n // 5)),
     "html_many_tags": lambda n: _mail("Content-Type: text/html", "<b>" * (n // 3)),
     "html_unclosed_comment": lambda n: _mail("Content-Type: text/html", "<!--" + "x" * n),
     "base64_huge": lambda n: _mail(

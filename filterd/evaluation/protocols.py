@@ -128,7 +128,8 @@ def _some(labels: list[str]) -> str:
 
 def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: str | None = None,
              progress: Progress = iter) -> Evaluation:  # fmt: skip
-    """Run one variant on `corpus` under `protocol` ("split" or "online")."""
+    """Run one variant on `corpus` under `protocol` ("split" or "online"); `progress` wraps the
+    online replay's loop over the documents (it sees each one as the replay reaches it)."""
     task, target = task_of(corpus.records, target)
     if protocol == "split":
         return _split(corpus, spec, task, target)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import structlog
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
@@ -56,31 +55,44 @@ class Consumer(Protocol):
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], callback: CommitCallback
     ) -> object: ...
     def close(self, autocommit: bool = ..., timeout_ms: int | None = ...) -> None: ...
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's end offset as the last fetch reported it (None before one)."""
+
+    def position(self, partition: TopicPartition, timeout_ms: int | None = ...) -> int | None:
+        """The offset of the next record `poll` returns from the partition."""
+
+
+# Called (in the thread that polls) with the partitions a rebalance assigns or revokes.
+RebalanceCallback = Callable[[set[TopicPartition]], None]
+# kafka-python waits this long for the brokers when a consumer is made (its default: 30 s);
+# the caller retries, and a stop request is honoured only between attempts
+BOOTSTRAP_TIMEOUT_MS = 2000
 
 
 def subscribed_consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
-             log: structlog.typing.FilteringBoundLogger,
-             defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> Consumer:  # fmt: skip
+                        on_assigned: RebalanceCallback, on_revoked: RebalanceCallback,
+                        defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> Consumer:  # fmt: skip
     """A consumer in `group` subscribed to `topic`, committing only when told to."""
-    settings = client_settings(kafka, KafkaConsumer, defaults)
+    settings = client_settings(
+        kafka, KafkaConsumer, {"bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS, **defaults}
+    )
     settings.update(group_id=group, enable_auto_commit=False, max_poll_records=max_poll_records)
     client = KafkaConsumer(**settings)
-    client.subscribe([topic], listener=_LoggingListener(log.bind(topic=topic, group=group)))
+    client.subscribe([topic], listener=_Listener(on_assigned, on_revoked))
     subscribed: Consumer = client
     return subscribed
 
 
 # `subscribe` accepts only instances of kafka-python's listener class (untyped: Any to mypy).
-class _LoggingListener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
-    def __init__(self, log: structlog.typing.FilteringBoundLogger) -> None:
-        self.log = log
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
+    def __init__(self, on_assigned: RebalanceCallback, on_revoked: RebalanceCallback) -> None:
+        self.on_assigned, self.on_revoked = on_assigned, on_revoked
 
     def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
-        self.log.info("partitions assigned", partitions=sorted(tp.partition for tp in assigned))
+        self.on_assigned(set(assigned))
 
     def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
-        if revoked:
-            self.log.info("partitions revoked", partitions=sorted(tp.partition for tp in revoked))
+        self.on_revoked(set(revoked))
 
 
 @dataclass

@@ -101,6 +101,12 @@ class MemoryConsumer:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._position[tp] = offset
 
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return len(self.broker.records.get(tp, []))
+
+    def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+        return self._position[tp]
+
     def commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int | None = None
     ) -> None:

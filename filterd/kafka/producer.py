@@ -15,6 +15,7 @@ records without one go to one available partition per call, chosen at random.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
@@ -32,8 +33,34 @@ from filterd.kafka.settings import COMPRESSION, check_compression
 Partition: TypeAlias = ProduceRequest.TopicProduceData.PartitionProduceData
 
 
+# The longest a wait for the broker goes without looking at the stop request.
+WAIT_SLICE_SECONDS = 0.1
+
+
 class PublishError(RuntimeError):
     """Records could not be delivered to the broker; the batch must be retried."""
+
+
+class Deadline:
+    """When waits for the broker give up: `timeout` seconds from now, or `stop_grace` seconds
+    after `stop` is set (counted from the first `left()` that sees it), whichever comes first."""
+
+    def __init__(
+        self, timeout: float, stop: threading.Event | None = None, stop_grace: float = 0.0
+    ) -> None:
+        self.started = time.monotonic()
+        self.at = self.started + timeout
+        self.stop, self.stop_grace = stop, stop_grace
+
+    def left(self) -> float:
+        """Seconds left (0 once passed)."""
+        now = time.monotonic()
+        if self.stop is not None and self.stop.is_set():
+            self.at, self.stop = min(self.at, now + self.stop_grace), None
+        return max(0.0, self.at - now)
+
+    def waited(self) -> float:
+        return time.monotonic() - self.started
 
 
 class BatchProducer:
@@ -54,20 +81,24 @@ class BatchProducer:
         self.acks = -1 if acks == "all" else int(acks)
         self.client = KafkaNetClient(**self.config)
 
-    def publish(self, records: Sequence[tuple[str, bytes | None, bytes]], timeout: float) -> None:
-        """Deliver every (topic, key, value) of `records`, or raise PublishError (or KafkaError)."""
-        deadline = time.monotonic() + timeout
+    def publish(self, records: Sequence[tuple[str, bytes | None, bytes]], timeout: float,
+                stop: threading.Event | None = None, stop_grace: float = 0.0) -> None:  # fmt: skip
+        """Deliver every (topic, key, value) of `records`, or raise PublishError (or KafkaError).
+
+        Gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set: a stop
+        request does not wait out a broker outage (the caller's batch is then not committed)."""
+        deadline = Deadline(timeout, stop, stop_grace)
         batches = self._batches(records, deadline)
         in_flight: dict[int, list[Future]] = {}
         refused: list[tuple[str, int, type]] = []
         for node, request in self._requests(batches):
             waiting = in_flight.setdefault(node, [])
             if len(waiting) >= self.config["max_in_flight_requests_per_connection"]:
-                refused += self._acknowledged(waiting.pop(0), deadline, timeout)
+                refused += self._acknowledged(waiting.pop(0), deadline)
             waiting.append(self.client.send(node, request))
         for waiting in in_flight.values():
             for future in waiting:
-                refused += self._acknowledged(future, deadline, timeout)
+                refused += self._acknowledged(future, deadline)
         if refused:
             self.client.cluster.request_update()  # most refusals are about leaders that moved
             topic, partition, error = refused[0]
@@ -75,13 +106,16 @@ class BatchProducer:
                 f"{len(refused)} partition(s) refused records: {topic}[{partition}]: {error.__name__}"
             )
 
-    def _acknowledged(
-        self, future: Future, deadline: float, timeout: float
-    ) -> list[tuple[str, int, type]]:
+    def _wait(self, future: Future, deadline: Deadline) -> None:
+        """Until `future` is done or the deadline passes, in slices: a stop request may move it."""
+        while not future.is_done and (left := deadline.left()) > 0:
+            self.client.poll(future=future, timeout_ms=min(left, WAIT_SLICE_SECONDS) * 1000)
+
+    def _acknowledged(self, future: Future, deadline: Deadline) -> list[tuple[str, int, type]]:
         """Wait for a produce request's response; the (topic, partition, error) it refused."""
-        self.client.poll(future=future, timeout_ms=max(0.0, deadline - time.monotonic()) * 1000)
+        self._wait(future, deadline)
         if not future.is_done:
-            raise PublishError(f"no acknowledgement within {timeout:.0f} s")
+            raise PublishError(f"no acknowledgement within {deadline.waited():.1f} s")
         if future.failed():
             raise PublishError(f"produce request failed: {future.exception!r}")
         if self.acks == 0:
@@ -96,15 +130,12 @@ class BatchProducer:
     def close(self) -> None:
         self.client.close()
 
-    def _partitions(self, topic: str, deadline: float) -> set[int]:
+    def _partitions(self, topic: str, deadline: Deadline) -> set[int]:
         cluster = self.client.cluster
         partitions: set[int] | None = cluster.partitions_for_topic(topic)
-        while partitions is None and time.monotonic() < deadline:
+        while partitions is None and deadline.left() > 0:
             cluster.add_topic(topic)
-            self.client.poll(
-                future=cluster.request_update(),
-                timeout_ms=max(0.0, deadline - time.monotonic()) * 1000,
-            )
+            self._wait(cluster.request_update(), deadline)
             partitions = cluster.partitions_for_topic(topic)
         if not partitions:
             raise PublishError(
@@ -113,7 +144,7 @@ class BatchProducer:
         return partitions
 
     def _batches(self, records: Sequence[tuple[str, bytes | None, bytes]],
-                 deadline: float) -> list[tuple[TopicPartition, bytes]]:  # fmt: skip
+                 deadline: Deadline) -> list[tuple[TopicPartition, bytes]]:  # fmt: skip
         """Each partition's records as record batches of at most `batch_size` bytes, in order."""
         by_topic: dict[str, list[tuple[bytes | None, bytes]]] = {}
         for topic, key, value in records:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -29,11 +30,14 @@ class Publishing(Protocol):
 
 class Publisher:
     """Collects records and delivers them at `flush()`, in one `BatchProducer.publish` call;
-    its client is recreated after a failure, which may have left a connection broken."""
+    its client is recreated after a failure, which may have left a connection broken.
 
-    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0) -> None:
+    A flush gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set."""
+
+    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
+                 stop_grace: float = 0.0) -> None:  # fmt: skip
         self.settings = client_settings(kafka, KafkaProducer)
-        self.timeout = timeout
+        self.timeout, self.stop, self.stop_grace = timeout, stop, stop_grace
         # created here, so that settings it cannot use stop the start-up (it connects when used)
         self._producer: BatchProducer | None = BatchProducer(self.settings)
         self._pending: list[tuple[str, bytes | None, bytes]] = []
@@ -58,7 +62,7 @@ class Publisher:
         try:
             if self._producer is None:
                 self._producer = BatchProducer(self.settings)
-            self._producer.publish(pending, self.timeout)
+            self._producer.publish(pending, self.timeout, self.stop, self.stop_grace)
         except (KafkaError, PublishError) as error:
             self.reset()
             raise PublishError(f"{len(pending)} records not delivered: {error}") from None

@@ -3,16 +3,22 @@ renderer on `stream` (stderr by default): one JSON object per line (`format="jso
 console lines (`"console"`), each with an ISO 8601 UTC `timestamp`, `level`, `logger` and
 `event`. The `kafka` loggers are set to WARNING and rate-limited: at most one record per
 (logger, message template) per 10 s; the next record that passes carries `suppressed`, the
-number dropped since the previous one.
+number dropped since the previous one. A few kafka-python messages that say nothing an
+operator must act on are logged at a lower level (`KAFKA_DEMOTED`).
+
+Warnings of filterd's own that would come once per record or per retry go through `Repeats`:
+the first is logged, the rest counted into one line a minute.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import structlog
@@ -27,9 +33,21 @@ LEVELS = {
 
 
 KAFKA_LOGGER = "kafka"
+ALEMBIC_LOGGER = "alembic"
 
 
 KAFKA_WINDOW_SECONDS = 10.0
+
+
+# kafka-python messages (by template) logged at another level. A consumer's LeaveGroup at close
+# waits behind its own JoinGroup when a join is pending (at a stop during start-up or a
+# rebalance; Tansu holds a join for about session_timeout_ms / 2), so it times out; the broker
+# drops the member after session_timeout_ms anyway, and the consumer says so itself.
+KAFKA_DEMOTED = {"LeaveGroup request failed: %s": logging.INFO}
+
+
+def _from_kafka(record: logging.LogRecord) -> bool:
+    return record.name == KAFKA_LOGGER or record.name.startswith(KAFKA_LOGGER + ".")
 
 
 class KafkaRateLimit(logging.Filter):
@@ -50,7 +68,7 @@ class KafkaRateLimit(logging.Filter):
         self._suppressed: dict[tuple[str, str], int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name != KAFKA_LOGGER and not record.name.startswith(KAFKA_LOGGER + "."):
+        if not _from_kafka(record):
             return True
         key = (record.name, str(record.msg))
         now = self.clock()
@@ -70,6 +88,103 @@ class KafkaRateLimit(logging.Filter):
         if suppressed:
             record.suppressed = suppressed
         return True
+
+
+class KafkaDemote(logging.Filter):
+    """Gives the kafka-python records of `KAFKA_DEMOTED` their level there, and drops them when
+    the `kafka` logger's level is above it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        level = KAFKA_DEMOTED.get(str(record.msg))
+        if level is None or not _from_kafka(record):
+            return True
+        record.levelno, record.levelname = level, logging.getLevelName(level)
+        return logging.getLogger(KAFKA_LOGGER).isEnabledFor(level)
+
+
+REPEAT_WINDOW_SECONDS = 60.0
+
+
+@dataclass
+class _Run:
+    """The warnings of one (event, key) since the first was logged."""
+
+    log: Any
+    started: float
+    fields: Mapping[str, Any]
+    count: int = 0
+
+
+class Repeats:
+    """Logs a warning that repeats once per record or per retry at most once per `window`
+    seconds for each event and key (a dead-letter reason, a store step): the first as given;
+    those that follow within the window are counted, and `flush()` after the window logs one
+    line with the same event and key, the fields of the last one, `repeated` (the count) and
+    `window_seconds`. Call `flush()` now and then (the loops do, between polls) and at the end.
+    Thread-safe."""
+
+    def __init__(
+        self, window: float = REPEAT_WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.window, self.clock = window, clock
+        self._lock = threading.Lock()
+        self._runs: dict[tuple[str, tuple[tuple[str, Any], ...]], _Run] = {}
+
+    def warning(
+        self, log: Any, event: str, key: Mapping[str, Any] | None = None, **fields: Any
+    ) -> None:
+        """`log.warning(event, **key, **fields)` unless one with this event and key was logged
+        less than `window` seconds ago."""
+        self.flush()
+        key = dict(key or {})
+        run_key = (event, tuple(sorted(key.items())))
+        with self._lock:
+            run = self._runs.get(run_key)
+            if run is not None:
+                run.count += 1
+                run.fields = {**key, **fields}
+                return
+            self._runs[run_key] = _Run(log, self.clock(), {**key, **fields})
+        log.warning(event, **key, **fields)
+
+    def flush(self, everything: bool = False) -> None:
+        """Log the count of each run whose window is over (of every run, with `everything`)."""
+        now = self.clock()
+        with self._lock:
+            over = {
+                k: run
+                for k, run in self._runs.items()
+                if everything or now - run.started >= self.window
+            }
+            for k in over:
+                del self._runs[k]
+        for (event, _), run in over.items():
+            if run.count:
+                run.log.warning(event, **run.fields, repeated=run.count,
+                                window_seconds=round(now - run.started, 1))  # fmt: skip
+
+
+@contextlib.contextmanager
+def progress(log: Any, event: str, every: float, **fields: Any) -> Iterator[dict[str, Any]]:
+    """Logs `event` (with `fields`) on entry, then again with the seconds elapsed every `every`
+    seconds until the block ends: a long step (loading a large model) does not leave the log
+    silent. The block may put how far it got in the dict it is given; each line carries it."""
+    log.info(event, **fields)
+    started = time.monotonic()
+    done = threading.Event()
+    so_far: dict[str, Any] = {}
+
+    def tick() -> None:
+        while not done.wait(every):
+            log.info(event, **fields, **so_far, seconds=round(time.monotonic() - started))
+
+    ticker = threading.Thread(target=tick, name="filterd-progress", daemon=True)
+    ticker.start()
+    try:
+        yield so_far
+    finally:
+        done.set()
+        ticker.join()
 
 
 class _Handler(logging.StreamHandler[TextIO]):
@@ -114,6 +229,7 @@ def configure_logging(
     handler = _Handler(stream)
     handler.setFormatter(formatter)
     # On the handler, not the kafka logger: a logger's filters miss its children's records.
+    handler.addFilter(KafkaDemote())
     handler.addFilter(KafkaRateLimit(kafka_window, clock))
 
     root = logging.getLogger()
@@ -123,6 +239,9 @@ def configure_logging(
     root.addHandler(handler)
     root.setLevel(LEVELS[level.lower()])
     logging.getLogger(KAFKA_LOGGER).setLevel(max(logging.WARNING, LEVELS[level.lower()]))
+    # Alembic narrates each migration step at INFO; filterd logs the outcome itself
+    # ("database schema created", "store ready" with the revision).
+    logging.getLogger(ALEMBIC_LOGGER).setLevel(max(logging.WARNING, LEVELS[level.lower()]))
 
     structlog.configure(
         processors=[

@@ -134,6 +134,12 @@ class Metrics:
             "Target-class recall at the current threshold over that window.",
             registry=r,
         )
+        self.target_recall = Gauge(
+            "filterd_target_recall",
+            "The recall target of the threshold in use (decision.target_recall until a threshold "
+            "version is loaded): what filterd_rolling_recall is held to.",
+            registry=r,
+        )
         self.rolling_specificity = Gauge(
             "filterd_rolling_specificity",
             "Specificity at the current threshold over that window.",
@@ -141,6 +147,13 @@ class Metrics:
         )
         self.rolling_count = Gauge(
             "filterd_rolling_count", "Feedback records in that window.", registry=r
+        )
+        self.consumer_lag = Gauge(
+            "filterd_consumer_lag",
+            "Records between the consumer's position and the partition's end offset, per "
+            "partition held (updated every few seconds).",
+            ["role", "topic", "partition"],
+            registry=r,
         )
         self.store_errors = Counter(
             "filterd_store_errors",

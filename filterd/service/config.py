@@ -5,7 +5,8 @@ Every key lives in a section: `database.url` is `[database] url = …` in the fi
 FILTERD_DATABASE_URL in the environment. An unknown key, a value of the wrong type or out of
 range stops start-up with one message naming the key. Kafka client settings not listed here
 (SASL, TLS, timeouts) pass through from `[kafka]` to kafka-python unchanged; values whose
-key says they are secret never appear in `Config.public()`.
+key names a secret (its last word is password, secret, token, key…) never appear in
+`Config.public()`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from typing import Any
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 
 ENV_PREFIX = "FILTERD_"
-SECRET_WORDS = ("password", "secret", "token", "key")
+# A key names a secret when its last word is one of these: sasl_plain_password, ssl_password,
+# api_key, access_token. Keys about secrets are not secrets: max_token_length (a limit),
+# ssl_keyfile and ssl_certfile (paths: the file holds the secret, its path does not),
+# sasl_oauth_token_provider (an object given in code, never a setting's text).
+SECRET_WORDS = ("password", "passphrase", "secret", "token", "key", "credentials")
 # Kafka's record batch codecs (kafka-python's names), in the order of their protocol codes
 COMPRESSION_TYPES = (None, "gzip", "snappy", "lz4", "zstd")
 
@@ -194,7 +199,12 @@ def masked_url(url: str) -> str:
 
 
 def _secret(key: str) -> bool:
-    return any(part in SECRET_WORDS for part in key.lower().split("_"))
+    """Whether a key names a secret (see SECRET_WORDS).
+
+    >>> [k for k in ("sasl_plain_password", "ssl_keyfile", "max_token_length") if _secret(k)]
+    ['sasl_plain_password']
+    """
+    return key.lower().rsplit("_", 1)[-1] in SECRET_WORDS
 
 
 def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
@@ -264,7 +274,8 @@ def _set(
     if section not in sections:
         raise ConfigError(f"{where}: unknown section {section!r} (sections: {', '.join(sections)})")
     if section == "kafka":  # the one section of free keys: passed through to the client
-        value = _from_text(value) if from_text else value
+        # a secret is text whatever it looks like: a password "123456" is not a number
+        value = _from_text(value) if from_text and not _secret(key) else value
         return replace(config, kafka={**config.kafka, key: value})
     current = getattr(config, section)
     known = {f.name: f for f in fields(current)}
@@ -300,6 +311,7 @@ def _from_text(text: str) -> Any:
 def _check(config: Config) -> None:
     from filterd.bayes.estimators import (  # late: keeps `load` cheap to import
         ESTIMATORS,
+        ParamError,
     )
 
     def require(ok: bool, key: str, message: str) -> None:
@@ -313,9 +325,14 @@ def _check(config: Config) -> None:
         f"unknown variant {m.variant!r} ({', '.join(ESTIMATORS)})",
     )
     try:
-        m.spec  # noqa: B018 - parsing is the check
-    except ValueError as error:
-        raise ConfigError(f"model.params / model.select: {error}") from None
+        # The daemon decides on the target-vs-rest view: per-class parameters (UNB's λ) give
+        # one value, or two (the target's, the rest's).
+        target = config.decision.target_class
+        m.spec.check_classes((target, f"not {target}"))
+    except ParamError as error:
+        raise ConfigError(f"model.params.{error.name}: {error}") from None
+    except ValueError as error:  # the parameters are fine: the selection is not
+        raise ConfigError(f"model.select: {error}") from None
     require(m.min_docs >= 1, "model.min_docs", "must be at least 1")
     require(0.0 <= m.holdout_fraction < 1.0, "model.holdout_fraction", "must be in [0, 1)")
     require(

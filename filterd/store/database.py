@@ -8,6 +8,7 @@ else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install f
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 import os
 from pathlib import Path
 
@@ -17,20 +18,38 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 DEFAULT_URL = "sqlite:///var/filterd.db"
 URL_VARIABLE = "FILTERD_DATABASE_URL"
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 # where the package's migrations are, in a checkout (editable install) or an installed wheel
 MIGRATIONS = Path(str(importlib.resources.files("filterd.migrations")))
+
+
+class UnsupportedDatabase(ArgumentError):
+    """A URL of a database filterd does not run on, or whose driver is not installed."""
 
 
 def database_url(url: str | None = None) -> str:
     """The URL to use: `url`, else $FILTERD_DATABASE_URL, else the default SQLite file; a
     relative SQLite path made absolute (it is relative to the working directory, which logs and
-    messages should not leave to guessing)."""
+    messages should not leave to guessing). ArgumentError (`UnsupportedDatabase`) says what is
+    wrong with a URL that cannot be used."""
     url = url or os.environ.get(URL_VARIABLE) or DEFAULT_URL
     parsed = make_url(url)  # raises ArgumentError on a malformed URL
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_BACKENDS:
+        raise UnsupportedDatabase(
+            f"unsupported database URL scheme {backend!r}: filterd supports "
+            f"{' and '.join(f'{b}://' for b in SUPPORTED_BACKENDS)}"
+        )
+    if backend == "postgresql" and not _installed("psycopg"):
+        raise UnsupportedDatabase(
+            "PostgreSQL needs the psycopg driver, which is not installed: "
+            "pip install 'filterd[postgres]'"
+        )
     if parsed.drivername in ("postgresql", "postgres"):
         url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
     elif (
@@ -43,6 +62,13 @@ def database_url(url: str | None = None) -> str:
     return url
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # in sys.modules without a spec: imported but unusable
+        return False
+
+
 def connect(url: str | None = None) -> Engine:
     """An engine for the store; SQLite gets WAL, NORMAL sync and enforced foreign keys."""
     url = database_url(url)
@@ -50,7 +76,13 @@ def connect(url: str | None = None) -> Engine:
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True)
     if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        directory = Path(parsed.database).parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UnsupportedDatabase(
+                f"cannot create {directory} for the SQLite store ({error.strerror})"
+            ) from None
     engine = create_engine(url)
 
     @event.listens_for(engine, "connect")
@@ -81,9 +113,26 @@ def downgrade(url: str | None, revision: str) -> None:
 
 
 def current(url: str | None = None) -> str | None:
-    """The schema revision of the database (None when it has never been migrated)."""
+    """The schema revision of the database (None when it has never been migrated, or is a
+    SQLite file that does not exist: asking does not create it)."""
+    parsed = make_url(database_url(url))
+    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (
+        None,
+        "",
+        ":memory:",
+    )
+    if sqlite_file and not Path(str(parsed.database)).exists():
+        return None
     with connect(url).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
+
+
+def revisions() -> list[str]:
+    """The schema revisions this version of filterd knows, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return [r.revision for r in script.walk_revisions()][::-1]
 
 
 def head() -> str | None:

@@ -10,6 +10,9 @@
   (deterministic by id), in which case it is kept for calibration and not learned;
 - all contributions of the batch are summed per (token, class) first and written as additive
   upserts sorted by key; CHECK constraints keep every count ≥ 0.
+
+`delete_model` removes a model with every row of it (`model_tables`) under the same row lock,
+and only if nothing was learned since the caller counted them (`model_rows`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from sqlalchemy import (
     Connection,
     Engine,
     String,
+    Table,
     any_,
     bindparam,
+    delete,
+    func,
     insert,
     select,
     update,
@@ -42,7 +48,7 @@ from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
 from filterd.store.bulk import driver_cursor, insert_rows
-from filterd.store.schema import ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
+from filterd.store.schema import Base, ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
 
 Source = Literal["analyst", "auto"]
 SOURCES = ("analyst", "auto")
@@ -79,6 +85,10 @@ class Applied:
 
 class UnknownModel(LookupError):
     pass
+
+
+class ModelChanged(RuntimeError):
+    """The model changed (a learner wrote to it) since the caller looked: nothing was done."""
 
 
 def find_model_id(conn: Connection, model: str) -> int:
@@ -124,6 +134,70 @@ def create_model(engine: Engine, name: str, spec: ModelSpec, seed: int | None = 
             )
             .returning(ModelRow.id)
         ).scalar_one()
+
+
+# the tables of labels: the analysts' work, which nothing in the store can recompute
+LABEL_TABLES = (FeedbackLedger.__tablename__, Holdout.__tablename__)
+
+
+def model_tables() -> list[Table]:
+    """Every table whose rows belong to a model (a foreign key to models.id), read from the
+    schema so that a table added later belongs too; dependents first."""
+    return [
+        table
+        for table in reversed(Base.metadata.sorted_tables)
+        if any(fk.column.table is ModelRow.__table__ for fk in table.foreign_keys)
+    ]
+
+
+@dataclass(frozen=True)
+class ModelRows:
+    """What a model holds: its change number, and its rows per table (`model_tables`)."""
+
+    seq: int
+    rows: dict[str, int]
+
+    @property
+    def labels(self) -> int:
+        return sum(self.rows.get(name, 0) for name in LABEL_TABLES)
+
+
+def model_rows(engine: Engine, name: str) -> ModelRows:
+    """The rows model `name` holds, or UnknownModel."""
+    with engine.connect() as conn:
+        found = conn.execute(
+            select(ModelRow.id, ModelRow.seq).where(ModelRow.name == name)
+        ).one_or_none()
+        if found is None:
+            raise UnknownModel(f"no model named {name!r} in the store")
+        rows = {table.name: conn.execute(select(func.count()).select_from(table)
+                                         .where(table.c.model_id == found.id)).scalar_one()
+                for table in model_tables()}  # fmt: skip
+    return ModelRows(found.seq, rows)
+
+
+def delete_model(engine: Engine, name: str, seq: int) -> dict[str, int]:
+    """Delete model `name` and every row that belongs to it, in one transaction, if it is still
+    at change `seq` (`model_rows`): else ModelChanged, and nothing is deleted, so that nothing
+    learned after the caller looked (and, say, exported the model) is lost. Returns the rows
+    deleted per table."""
+    with engine.begin() as conn:
+        # the row lock apply_feedback takes first: a learner of this model waits, then finds it gone
+        found = conn.execute(
+            update(ModelRow).where(ModelRow.name == name).values(seq=ModelRow.seq)
+            .returning(ModelRow.id, ModelRow.seq)
+        ).one_or_none()  # fmt: skip
+        if found is None:
+            raise UnknownModel(f"no model named {name!r} in the store")
+        if found.seq != seq:
+            raise ModelChanged(f"model {name!r} changed since it was looked at (a learner wrote to it): "
+                               "nothing deleted; stop the daemons that learn it and try again")  # fmt: skip
+        deleted = {
+            table.name: conn.execute(delete(table).where(table.c.model_id == found.id)).rowcount
+            for table in model_tables()
+        }
+        conn.execute(delete(ModelRow).where(ModelRow.id == found.id))
+    return deleted
 
 
 def spec_to_json(spec: ModelSpec) -> dict[str, Any]:

@@ -11,7 +11,7 @@ applying one twice, or a row newer than the returned number, is harmless.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 
 import numpy as np
@@ -42,8 +42,10 @@ _ALL_ROWS = text(
 )
 
 
-def load(engine: Engine, model: str, sparse: bool = False) -> tuple[Statistics, int]:
-    """The model's statistics, and the sequence number they reflect."""
+def load(engine: Engine, model: str, sparse: bool = False,
+         on_rows: Callable[[int], None] | None = None) -> tuple[Statistics, int]:  # fmt: skip
+    """The model's statistics, and the sequence number they reflect; `on_rows` hears the number
+    of token rows read so far, after each chunk (a large model takes a while)."""
     with engine.connect() as conn:
         seed = conn.execute(
             select(ModelRow.hash_seed).where(ModelRow.name == model)
@@ -51,11 +53,13 @@ def load(engine: Engine, model: str, sparse: bool = False) -> tuple[Statistics, 
     if seed is None:
         raise UnknownModel(f"no model named {model!r} in the store")
     stats = Statistics(seed=seed, sparse=sparse)
-    return stats, sync(engine, model, stats, since=None)
+    return stats, sync(engine, model, stats, since=None, on_rows=on_rows)
 
 
-def sync(engine: Engine, model: str, stats: Statistics, since: int | None) -> int:
-    """Apply every change after `since` (None: everything) to `stats`; returns the new `since`."""
+def sync(engine: Engine, model: str, stats: Statistics, since: int | None,
+         on_rows: Callable[[int], None] | None = None) -> int:  # fmt: skip
+    """Apply every change after `since` (None: everything) to `stats`; returns the new `since`.
+    `on_rows` as for `load`."""
     with engine.connect() as conn:
         found = conn.execute(select(ModelRow.id, ModelRow.seq, ModelRow.pruned_seq)
                              .where(ModelRow.name == model)).one_or_none()  # fmt: skip
@@ -67,14 +71,19 @@ def sync(engine: Engine, model: str, stats: Statistics, since: int | None) -> in
                                .where(ClassStats.model_id == model_id).order_by(ClassStats.class_id)).all()  # fmt: skip
         streamed = conn.execution_options(stream_results=True)  # a server-side cursor on PostgreSQL
         if since is None or expired_since:
-            values = _values(streamed.execute(_ALL_ROWS, {"model": model_id}))
+            values = _values(streamed.execute(_ALL_ROWS, {"model": model_id}), on_rows)
         elif conn.dialect.name == "postgresql":
             keys = conn.execute(_CHANGED_KEYS, {"model": model_id, "since": since}).scalars().all()
             values = _values(
-                streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys}) if keys else None
+                streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": keys})
+                if keys
+                else None,
+                on_rows,
             )
         else:
-            values = _values(streamed.execute(_CHANGED_ROWS, {"model": model_id, "since": since}))
+            values = _values(
+                streamed.execute(_CHANGED_ROWS, {"model": model_id, "since": since}), on_rows
+            )
     delta = _delta(seq, classes, values)
     del values  # before the statistics grow: on a full load it holds 40 bytes per token row
     if expired_since:
@@ -94,7 +103,9 @@ def _with_zeros_for(delta: Delta, keys: npt.NDArray[np.int64]) -> Delta:
 
 
 def _values(
-    result: Result[int, int, int, int, int] | None, chunk: int = 50_000
+    result: Result[int, int, int, int, int] | None,
+    on_rows: Callable[[int], None] | None = None,
+    chunk: int = 50_000,
 ) -> npt.NDArray[np.int64]:
     """(rows, 5) int64 of (token_key, class_id, count, doc_freq, tfn), read a chunk at a time so
     that a full load never holds millions of Row objects at once."""
@@ -107,6 +118,8 @@ def _values(
         values[filled : filled + len(rows)] = np.fromiter(chain.from_iterable(rows), dtype=np.int64,
                                                           count=5 * len(rows)).reshape(-1, 5)  # fmt: skip
         filled += len(rows)
+        if on_rows is not None:
+            on_rows(filled)
     return values[:filled]
 
 

@@ -52,14 +52,16 @@ def find_links(text: str) -> Iterator[re.Match[str]]:
     the URL on a tie, as in FIND_LINKS's alternation.
     """
     pos = 0
+    reverse = text[::-1]  # the run before an "@" is the run after it in the reversed text
     url = FIND_URLS.search(text)
-    addresses = _address_matches(text)
-    address = next(addresses, None)
+    address = _next_address(text, reverse, 0)
     while True:
         if url is not None and url.start() < pos:
             url = FIND_URLS.search(text, pos)
-        while address is not None and address.start() < pos:
-            address = next(addresses, None)
+        if address is not None and address.start() < pos:
+            # Looked for from `pos` on, not by walking the "@"s in between: FIND_LINKS matched at
+            # each of them may run to the end of the text ("@www." repeated), a quadratic cost.
+            address = _next_address(text, reverse, pos)
         if address is not None and (url is None or address.start() < url.start()):
             match = address
         elif url is not None:
@@ -70,20 +72,21 @@ def find_links(text: str) -> Iterator[re.Match[str]]:
         pos = match.end()
 
 
-def _address_matches(text: str) -> Iterator[re.Match[str]]:
-    """FIND_LINKS matched at the start of each local-part run before an "@", in text order."""
-    reverse = text[::-1]  # the run before an "@" is the run after it in the reversed text
+def _next_address(text: str, reverse: str, pos: int) -> re.Match[str] | None:
+    """FIND_LINKS matched at the first start ≥ `pos` of a local-part run that ends just before
+    an "@" (`reverse` is `text` reversed)."""
     n = len(text)
-    at = text.find("@")
+    at = text.find("@", pos)
     while at != -1:
         run = _LOCAL_RUN.match(reverse, n - at)
         assert run is not None  # zero or more characters: matches at any position
         start = at - (run.end() - (n - at))
-        if start < at:
+        if pos <= start < at:
             match = FIND_LINKS.match(text, start)
             if match is not None:
-                yield match
+                return match
         at = text.find("@", at + 1)
+    return None
 
 
 _URL_PARTS = re.compile(

@@ -4,13 +4,21 @@ Corpus: spam = {"a a b", "a c"}, ham = {"b c", "c d"}; test document "a d".
     N[spam] = a:3 b:1 c:1 (N_spam = 5), N[ham] = b:1 c:2 d:1 (N_ham = 4), V = 4, D = 2 + 2.
 """
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 from scipy.stats import chi2, spearmanr
 
-from filterd.bayes.estimators import ESTIMATORS, likelihood_ratio, parse_params
+from filterd.bayes.estimators import (
+    ESTIMATORS,
+    ParamError,
+    check_params,
+    likelihood_ratio,
+    parameters,
+    parse_params,
+)
 from filterd.bayes.model import Model, ModelSpec
 from filterd.bayes.statistics import Statistics
 
@@ -158,7 +166,81 @@ def test_every_estimator_ignores_unknown_tokens(tiny):
 def test_parse_params_types_and_errors():
     assert parse_params("unb", {"lam": "1e-5,1e-3"}) == {"lam": [1e-5, 1e-3]}
     assert parse_params("pcn", {"A": "min"}) == {"A": "min"}
-    with pytest.raises(ValueError, match="no parameter 'beta'"):
+    with pytest.raises(ParamError, match=r"mnb has no parameter 'beta' \(parameters: alpha\)"):
         parse_params("mnb", {"beta": "1"})
     with pytest.raises(ValueError, match="unknown variant"):
         parse_params("svm", {})
+
+
+# Every parameter of every variant, with values it must refuse and what the error says it takes.
+BAD_VALUES = [
+    ("mnb", "alpha", ["abc", "0", "-1", "nan", "inf", "1,2"], "a number > 0"),
+    ("pcn", "A", ["foo", "0", "-2", "min,1"], "a number > 0 or min"),
+    ("centroid", "norm", ["l3", "2", "l1,l2"], "l1 or l2"),
+    ("cnb", "alpha", ["abc", "0"], "a number > 0"),
+    ("wcnb", "alpha", ["-0.5"], "a number > 0"),
+    ("twcnb", "alpha", ["x"], "a number > 0"),
+    ("ova", "alpha", ["-inf"], "a number > 0"),
+    ("unb", "lam", ["abc", "-1e-5", "1e-5,-1", "1e-5,x", "nan"], "a number ≥ 0, or a list of one per class"),
+    ("wmnb", "gamma", ["abc", "0", "5", "-inf"], "a number < 0"),
+    ("pnbc", "smoothing", ["dirichlet", "1"], "laplace, absolute, linear or witten_bell"),
+    ("pnbc", "alpha", ["0"], "a number > 0"),
+    ("pnbc", "delta", ["0", "1.5", "abc"], "a number > 0 and ≤ 1"),
+    ("pnbc", "mu", ["0", "1", "-0.1"], "a number > 0 and < 1"),
+    ("robinson_fisher", "s", ["0", "-1", "abc"], "a number > 0"),
+    ("robinson_fisher", "x", ["0", "1", "1.5", "abc"], "a number > 0 and < 1"),
+]  # fmt: skip
+
+
+def test_the_bad_values_cover_every_parameter_of_every_variant():
+    covered = {(variant, name) for variant, name, _, _ in BAD_VALUES}
+    assert covered == {(v, name) for v in ESTIMATORS for name in parameters(v)}
+
+
+@pytest.mark.parametrize("variant, name, texts, takes", BAD_VALUES)
+def test_a_bad_parameter_value_is_refused_in_one_line_naming_it(variant, name, texts, takes):
+    for text in texts:
+        with pytest.raises(ParamError) as raised:
+            parse_params(variant, {name: text})
+        message = str(raised.value)
+        assert raised.value.name == name and "\n" not in message
+        assert message.startswith(f"invalid value for {variant} parameter {name!r}: ")
+        assert message.endswith(f"(must be {takes})"), message
+
+
+def test_the_message_quotes_text_and_writes_numbers_short():
+    with pytest.raises(ParamError, match=r"'alpha': 'abc' \(must be a number > 0\)$"):
+        parse_params("mnb", {"alpha": "abc"})
+    with pytest.raises(ParamError, match=r"'alpha': -1 \(must"):
+        parse_params("mnb", {"alpha": "-1"})
+    with pytest.raises(ParamError, match=r"'alpha': '1,2' \(must"):
+        parse_params("mnb", {"alpha": "1,2"})
+
+
+def test_every_estimator_declares_its_parameters_and_its_defaults_are_valid():
+    for variant, estimator in ESTIMATORS.items():
+        signature = inspect.signature(estimator)
+        defaults = {n: p.default for n, p in signature.parameters.items() if n != "c"}
+        assert set(parameters(variant)) == set(defaults), variant
+        assert check_params(variant, defaults) == defaults, variant
+
+
+def test_values_typed_by_a_toml_file_or_json_are_checked_too():
+    assert check_params("mnb", {"alpha": 1}) == {"alpha": 1.0}  # an int is a number
+    assert check_params("unb", {"lam": (1e-5, 0)}) == {"lam": [1e-5, 0.0]}
+    assert check_params("pcn", {"A": "min"}) == {"A": "min"}
+    for bad in (True, None, {"a": 1}, [], [True]):
+        with pytest.raises(ParamError, match="'alpha'"):
+            check_params("mnb", {"alpha": bad})
+    with pytest.raises(ParamError, match="'lam'"):
+        check_params("unb", {"lam": []})
+
+
+def test_a_per_class_parameter_gives_one_value_or_one_per_class(tiny):
+    counts = tiny.counts()  # two classes
+    with pytest.raises(
+        ParamError, match=r"'lam': 3 values for 2 classes \((spam, ham|ham, spam)\)"
+    ):
+        ESTIMATORS["unb"](counts, lam=[1e-5, 1e-3, 1e-2])
+    one, two = ESTIMATORS["unb"](counts, lam=[1e-3]), ESTIMATORS["unb"](counts, lam=[1e-3, 1e-3])
+    assert np.allclose(one.W, two.W) and np.allclose(one.W, ESTIMATORS["unb"](counts, lam=1e-3).W)

@@ -1,10 +1,12 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filterd.bayes import model as model_module
-from filterd.bayes.estimators import ESTIMATORS
+from filterd.bayes.estimators import ESTIMATORS, ParamError
 from filterd.bayes.model import Model, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
@@ -135,6 +137,35 @@ def test_spec_names_read_like_the_cli():
     assert str(ModelSpec("mnb", set_of_words=True)) == "mnb+sow"
     with pytest.raises(ValueError, match="unknown variant"):
         ModelSpec("svm")
+
+
+def test_a_spec_is_checked_when_it_is_built_however_it_is_built():
+    for build in (
+        lambda: ModelSpec.parse("mnb", {"alpha": "abc"}),
+        lambda: ModelSpec.parse("mnb", {"alpha": -1}),  # a value, as the configuration gives it
+        lambda: ModelSpec("mnb", {"alpha": "abc"}),
+        lambda: replace(ModelSpec("mnb"), params={"alpha": 0.0}),  # tuning's candidates
+    ):
+        with pytest.raises(ParamError, match=r"invalid value for mnb parameter 'alpha'"):
+            build()
+
+
+def test_stored_specs_with_valid_parameters_still_load():
+    # as JSON gives them back: ints for whole numbers, lists, words
+    for variant, params in [("mnb", {"alpha": 1}), ("pcn", {"A": "min"}), ("unb", {"lam": [1e-05, 0.001]}),
+                            ("centroid", {"norm": "l1"}), ("robinson_fisher", {"s": 0.025, "x": 0.52}),
+                            ("pnbc", {"smoothing": "linear", "mu": 0.5}), ("wmnb", {"gamma": -1000000})]:  # fmt: skip
+        spec = ModelSpec(variant, params)
+        assert spec.params == params and str(spec) == str(ModelSpec.parse(variant, params))
+
+
+def test_per_class_parameters_are_checked_against_the_classes_a_model_is_built_on(stats):
+    spec = ModelSpec.parse("unb", {"lam": "1e-5,1e-3,1e-2"})  # the classes are not known yet
+    with pytest.raises(ParamError, match=r"'lam': 3 values for 2 classes \(spam, not spam\)"):
+        Model.build(stats, spec, target="spam")
+    with pytest.raises(ParamError, match="'lam': 3 values for 2 classes"):
+        spec.check_classes(("the target", "the rest"))
+    ModelSpec.parse("unb", {"lam": "1e-5,1e-3"}).check_classes(("spam", "not spam"))
 
 
 LAZY_VARIANTS = [v for v in ESTIMATORS if not ModelSpec(v).needs_whole_vocabulary] + ["centroid"]

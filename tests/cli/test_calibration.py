@@ -181,3 +181,17 @@ def test_without_matplotlib_the_plot_says_what_to_install(db, tmp_path, monkeypa
         and error_line(result) == "Error: --plot needs matplotlib: pip install 'filterd[plot]'"
     )
     assert latest_threshold(connect(db), "default", "spam") is None  # refused before writing
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("roc.txt", "not an image format matplotlib writes"),
+        ("missing/roc.png", "cannot write to directory"),
+    ],
+)
+def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(db, tmp_path, name, message):
+    pytest.importorskip("matplotlib")
+    result = run("--db", db, "--plot", str(tmp_path / name))
+    assert result.exit_code == 1 and message in error_line(result)
+    assert latest_threshold(connect(db), "default", "spam") is None

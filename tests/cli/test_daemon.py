@@ -2,14 +2,17 @@
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 
 from click.testing import CliRunner
 
 from filterd.cli import main
 from filterd.evaluation.corpus import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.store.database import head
 from tests.daemon.conftest import valid
 
 STREAM = generate(SynthConfig(n_messages=1200, seed=5))
@@ -103,3 +106,57 @@ def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
         assert result.stderr.strip().splitlines() == [
             f"Error: invalid configuration: {expected}"
         ] or (expected in result.stderr and len(result.stderr.strip().splitlines()) == 1)
+
+
+def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path):
+    missing = tmp_path / "typo.db"
+    refused = run("score", "--db", f"sqlite:///{missing}", input="")
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert refused.output.strip().splitlines()[-1] == (
+        f"Error: sqlite:///{missing}: no filterd store here: run `filterd db upgrade --db URL` "
+        "first, or start with --create-store"
+    )
+    assert not missing.exists()
+    line = json.dumps({"id": "m0", "text": "hello"})
+    created = run("score", "--db", f"sqlite:///{missing}", "--create-store", input=line + "\n")
+    assert created.exit_code == 0, created.output
+    assert json.loads(created.stdout.splitlines()[-1])["label"] == "unknown"
+
+
+def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path):
+    db = f"sqlite:///{tmp_path / 'old.db'}"
+    assert run("db", "upgrade", "--db", db, "0002").exit_code == 0
+    started = time.monotonic()
+    result = run("score", "--db", db, input="")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: the database schema is at revision 0002, this filterd needs {head()}: "
+        "run `filterd db upgrade`"
+    )
+    assert time.monotonic() - started < 5  # nobody is migrating it: no reason to wait
+
+
+def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path):
+    for command in ("run", "score"):
+        for url, expected in [
+            ("mysql://u@h/x", "unsupported database URL scheme 'mysql': filterd supports sqlite:// and postgresql://"),
+            (f"sqlite:///{tmp_path}/file/x.db", f"cannot create {tmp_path}/file for the SQLite store"),
+        ]:  # fmt: skip
+            (tmp_path / "file").write_text("")  # a file where the store's directory should be
+            result = run(command, "--db", url, "--create-store", input="")
+            assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+            (line,) = [x for x in result.output.splitlines() if x.startswith("Error: ")]
+            assert expected in line
+
+
+def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path):
+    path = tmp_path / "new.db"
+    assert run("db", "upgrade", "--db", f"sqlite:///{path}").exit_code == 0
+    with sqlite3.connect(path) as conn:  # as a later filterd would leave it
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    result = run("score", "--db", f"sqlite:///{path}", input="")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: the database schema is at revision 9999, which this filterd does not know "
+        f"(its newest: {head()}): upgrade filterd"
+    )

@@ -148,6 +148,14 @@ def test_a_used_workdir_is_refused_before_anything_starts(tmp_path):
     assert "filterd.db exists: the demo needs a fresh store" in line
 
 
+def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_path):
+    line = one_line_error(run("--messages", "50", "--workdir", "/proc/nope"), 1)
+    assert line == "Error: --workdir /proc/nope: cannot write there (No such file or directory)"
+    made = tmp_path / "new" / "deeper"  # a workdir that does not exist yet is created
+    assert one_line_error(run("--messages", "50", "--target", "phishing", "--workdir", made), 1)
+    assert made.is_dir()
+
+
 def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decisions():
     items = [Item(f"m{i}", "spam" if i % 2 else "ham", b"") for i in range(6)]
     board = Scoreboard(items, "spam", 0.99)

@@ -1,3 +1,4 @@
+import io
 import json
 
 from click.testing import CliRunner
@@ -105,3 +106,23 @@ def test_tune_needs_something_to_search():
     assert "no parameter" in one_line_error(
         run("tune", "--demo", "--variant", "mnb", "--grid", "gamma=1,2"), 2
     )
+
+
+def test_the_online_replay_moves_its_progress_bar_to_the_end(tmp_path, monkeypatch):
+    from filterd.cli import evaluation
+
+    bars = {}
+
+    def recording(items, label, enabled=True):
+        bars[label] = evaluation.click.progressbar(items, label=label, file=io.StringIO())
+        return bars[label]
+
+    monkeypatch.setattr(evaluation, "_progress", recording)
+    assert run("synth", str(tmp_path / "c.jsonl"), "--messages", "300").exit_code == 0
+    # mnb is replayed vectorized, wcnb document by document (its weights need every token)
+    result = run("evaluate", str(tmp_path / "c.jsonl"), "--protocol", "online", "--variant", "mnb",
+                 "--variant", "wcnb")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [(bars[s].pos, bars[s].length) for s in ("mnb online", "wcnb online")] == [
+        (300, 300)
+    ] * 2

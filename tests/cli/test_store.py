@@ -12,6 +12,16 @@ def run(*args, env=None):
     return CliRunner().invoke(main, list(args), env=env)
 
 
+def learned_store(tmp_path, messages):
+    """The URL of a migrated SQLite store that learned a synthetic corpus into model 'default'."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=messages)), corpus)
+    run("db", "upgrade", "--db", db)
+    assert run("learn", str(corpus), "--db", db).exit_code == 0
+    return db
+
+
 def test_upgrade_learn_twice_stats_export_import(tmp_path):
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "c.jsonl"
@@ -54,11 +64,7 @@ def test_store_errors_are_one_line(tmp_path):
 
 
 def test_prune_from_the_command_line(tmp_path):
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    corpus = tmp_path / "c.jsonl"
-    write_corpus(generate(SynthConfig(n_messages=200)), corpus)
-    run("db", "upgrade", "--db", db)
-    run("learn", str(corpus), "--db", db)
+    db = learned_store(tmp_path, 200)
     before = json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"]
     dry = run(
         "db",
@@ -92,3 +98,37 @@ def test_a_relative_sqlite_path_is_shown_absolute(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"sqlite:///{tmp_path / 'stores' / 'filterd.db'}: at revision")
     assert (tmp_path / "stores" / "filterd.db").exists()
+
+
+def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
+    db = learned_store(tmp_path, 200)
+    shown = run("model", "show", "default", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "model 'default'" and [line.split()[0] for line in lines[1:]] == [
+        "variant", "parameters", "selection", "created", "documents", "tokens", "threshold"
+    ]  # fmt: skip
+    report = json.loads(run("model", "show", "default", "--db", db, "--json").stdout)
+    assert (report["variant"], report["params"]) == ("robinson_fisher", {"s": 0.025, "x": 0.52})
+    assert report["selection"] == "local:1000000:alo:0.18" and report["threshold"] is None
+    stats = json.loads(run("model", "stats", "--db", db, "--json").stdout)
+    assert report["documents"] == {c["label"]: c["docs"] for c in stats["classes"]}
+    assert f"documents   ham {report['documents']['ham']:,}" in shown.stdout
+
+    # labels are kept: without an export the deletion is refused, with one it goes
+    refused = run("model", "delete", "default", "--yes", "--db", db)
+    assert refused.exit_code == 1 and "--export FILE" in refused.stderr
+    archive = tmp_path / "default.jsonl.gz"
+    deleted = run("model", "delete", "default", "--yes", "--export", str(archive), "--db", db)
+    assert deleted.exit_code == 0, deleted.output
+    assert (
+        deleted.stdout.startswith("deleted model 'default' (")
+        and "feedback_ledger" in deleted.stdout
+    )
+    assert "no model named 'default'" in run("model", "show", "default", "--db", db).stderr
+    assert run("model", "import", str(archive), "--db", db).exit_code == 0
+    assert json.loads(run("model", "show", "default", "--db", db, "--json").stdout) == report
+
+    # a model without labels needs --yes only
+    run("model", "create", "empty", "--db", db, "--variant", "mnb")
+    assert run("model", "delete", "empty", "--yes", "--db", db).stdout == "deleted model 'empty'\n"

@@ -1,8 +1,10 @@
 """filterd installed from its wheel, as an image or a package would install it (not a checkout):
-it creates its store, learns, scores and reports, from any working directory."""
+it creates its store, learns, scores, calibrates and runs against a broker, from any working
+directory, and prints its example configuration."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 
 from filterd.evaluation.corpus import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
+from tests.daemon.conftest import ids_of, message, produce, read_all, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,3 +55,34 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
     scored = filterd(installed, tmp_path, "score", "--db", db, stdin=lines)
     assert scored.returncode == 0, scored.stderr
     assert [json.loads(line)["message_id"] for line in scored.stdout.splitlines()] == ["m0", "m1"]
+    calibrated = filterd(installed, tmp_path, "calibrate", "--db", db, "--target-recall", "0.9",
+                         "--min-positives", "1", "--min-negatives", "10", "--json")  # fmt: skip
+    assert calibrated.returncode == 0, calibrated.stderr
+    assert json.loads(calibrated.stdout)["version"] == 1
+    example = filterd(installed, tmp_path, "config", "example")
+    assert example.returncode == 0 and "[kafka]" in example.stdout
+
+
+def test_the_installed_package_runs_against_a_broker(installed, tmp_path, kafka_config, topics):
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    corpus = tmp_path / "train.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=300, seed=7)), corpus)
+    refused = filterd(installed, tmp_path, "run", "--db", db)
+    assert refused.returncode != 0 and "filterd db upgrade" in refused.stderr
+    assert not (tmp_path / "store.db").exists()  # a mistyped --db creates nothing
+    assert filterd(installed, tmp_path, "db", "upgrade", "--db", db).returncode == 0
+    assert filterd(installed, tmp_path, "learn", str(corpus), "--db", db).returncode == 0
+    config = write_config(tmp_path, kafka_config, topics, db)
+    produce(kafka_config, topics["messages"], [message(i) for i in range(5)])
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    with open(tmp_path / "run.log", "wb") as log:
+        daemon = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(config)],
+                                  cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        decisions = read_all(kafka_config, topics["decisions"], until=lambda r: len(r) >= 5)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        status = daemon.wait(30)
+    log_text = (tmp_path / "run.log").read_text()
+    assert sorted(ids_of(decisions)) == [f"m{i}" for i in range(5)], log_text[-3000:]
+    assert status == 0, log_text[-3000:]

@@ -85,15 +85,17 @@ def ids_of(decisions: list) -> list[str]:
 class DaemonProcess:
     """`filterd run` in a child process, with a metrics port and its log in a file."""
 
-    def __init__(self, config_path: Path, role: str, log_path: Path) -> None:
+    def __init__(self, config_path: Path, role: str, log_path: Path, *options: str) -> None:
         self.config_path, self.role, self.log_path = config_path, role, log_path
+        self.options = options  # more `filterd run` options
         self.port = int(json.loads(config_path.with_suffix(".json").read_text())["port"])
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "DaemonProcess":
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(self.config_path),
-                                             "--role", self.role], stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+                                             "--role", self.role, *self.options], stdout=log,
+                                            stderr=subprocess.STDOUT)  # fmt: skip
         return self
 
     def signal(self, signum: int) -> None:
@@ -181,14 +183,17 @@ def write_config(
 
 @pytest.fixture
 def start_daemon(tmp_path, kafka_config, topics):
-    """Starts `filterd run` processes on this test's topics; stops them at the end."""
+    """Starts `filterd run` processes on this test's topics (creating the store unless told not
+    to); stops them at the end."""
     started: list[DaemonProcess] = []
 
-    def start(
-        db_url: str, role: str = "all", config: Path | None = None, **sections
-    ) -> DaemonProcess:
+    def start(db_url: str, role: str = "all", config: Path | None = None, create_store: bool = True,
+              **sections) -> DaemonProcess:  # fmt: skip
         path = config or write_config(tmp_path, kafka_config, topics, db_url, **sections)
-        daemon = DaemonProcess(path, role, tmp_path / f"daemon-{len(started)}.log").start()
+        options = ["--create-store"] if create_store else []
+        daemon = DaemonProcess(
+            path, role, tmp_path / f"daemon-{len(started)}.log", *options
+        ).start()
         started.append(daemon)
         return daemon
 

@@ -11,6 +11,7 @@ import threading
 
 import pytest
 import structlog
+from kafka import TopicPartition
 
 from filterd.bayes.model import ModelSpec
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
@@ -21,6 +22,7 @@ from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import Scorer
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.kafka.consumer import Batch
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
@@ -270,19 +272,10 @@ def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config)
     assert len(ledger) == 200 + 30  # the fixture's 200 and these 30, the repeated ten once
 
 
-def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
-    from filterd.store.sync import load
-
-    assert config.model.labels == ["ham", "spam"]  # the shipped default
-    broker = MemoryBroker(dict(TOPICS))
-    for i, r in enumerate(generate(SynthConfig(n_messages=10, seed=4))):
-        payload = {"message_id": f"g{i}", "label": r["label"], "text": r["text"]}
-        broker.produce("feedback", f"g{i}".encode(), json.dumps(payload).encode())
-    poison = {"message_id": "p", "label": "free-money", "text": "win cash"}
-    broker.produce("feedback", b"p", json.dumps(poison).encode())
+def learner_of(config: Config, broker: MemoryBroker) -> Learner:
     engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
-    learner = Learner(
+    return Learner(
         engine,
         "default",
         Tokenizer(),
@@ -293,10 +286,23 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
         config.limits.max_bytes,
         **settings(broker, "feedback", MemoryPublisher(broker), DeadLetterGuard(1.0, 100, 0)),
     )
+
+
+def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
+    from filterd.store.sync import load
+
+    assert config.model.labels == ["ham", "spam"]  # the shipped default
+    broker = MemoryBroker(dict(TOPICS))
+    for i, r in enumerate(generate(SynthConfig(n_messages=10, seed=4))):
+        payload = {"message_id": f"g{i}", "label": r["label"], "text": r["text"]}
+        broker.produce("feedback", f"g{i}".encode(), json.dumps(payload).encode())
+    poison = {"message_id": "p", "label": "free-money", "text": "win cash"}
+    broker.produce("feedback", b"p", json.dumps(poison).encode())
+    learner = learner_of(config, broker)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
     (letter,) = [json.loads(r.value) for r in broker.read("dead-letter")]
     assert letter["reason"] == "invalid_label"
-    stats, _ = load(engine, "default")
+    stats, _ = load(learner.engine, "default")
     assert sorted(stats.labels) == ["ham", "spam"]
 
 
@@ -313,3 +319,59 @@ def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
         assert loop.kafka["fetch_max_bytes"] == 8 * per_partition
     told = replace(config, kafka={**config.kafka, "fetch_max_bytes": 123_456})
     assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(engine)} == {123_456}
+
+
+def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config):
+    broker = MemoryBroker(dict(TOPICS))
+    for i in range(40):
+        payload = {"message_id": f"p{i}", "label": "free-money", "text": "win cash"}
+        broker.produce("feedback", f"p{i}".encode(), json.dumps(payload).encode())
+    broker.produce("feedback", b"x", b"{not json")
+    with structlog.testing.capture_logs() as logged:
+        learner = learner_of(config, broker)  # its logger is bound to the capturing configuration
+        run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
+    assert len(broker.read("dead-letter")) == 41  # every record is still dead-lettered
+    warned = [e for e in logged if e["event"] == "dead-lettered"]
+    assert [(e["reason"], e.get("repeated")) for e in warned] == [
+        ("invalid_label", None),
+        ("invalid_json", None),
+        ("invalid_label", 39),  # at the latest when the loop stops
+    ]
+
+
+def test_the_loop_logs_its_group_join(config):
+    broker = MemoryBroker(dict(TOPICS))
+    messages(broker, 30)
+    with structlog.testing.capture_logs() as logged:
+        loop = scorer(config, broker, MemoryPublisher(broker))
+        run_until(loop, lambda: len(broker.read("decisions")) >= 30)
+    events = [e["event"] for e in logged]
+    assert events.index("joining group") < events.index("group joined") < events.index("stopped")
+    joined = next(e for e in logged if e["event"] == "group joined")
+    assert joined["partitions"] == [0, 1, 2] and joined["group"] == "messages-group"
+
+
+def lag_gauge(metrics: Metrics) -> dict[int, float]:
+    return {
+        int(s.labels["partition"]): s.value
+        for metric in metrics.registry.collect()
+        if metric.name == "filterd_consumer_lag"
+        for s in metric.samples
+    }
+
+
+def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch):
+    broker = MemoryBroker(dict(TOPICS))
+    messages(broker, 30)
+    sizes = {p: len(broker.records[TopicPartition("messages", p)]) for p in range(3)}
+    loop = scorer(config, broker, MemoryPublisher(broker))
+    consumer = MemoryConsumer(broker, "messages", "messages-group")
+    taken = Batch.poll(consumer, 0, 7).offsets()  # 7 records, from the first partitions
+    loop._report_lag(consumer)
+    read = {tp.partition: offset.offset for tp, offset in taken.items()}
+    assert lag_gauge(loop.metrics) == {p: sizes[p] - read.get(p, 0) for p in range(3)}
+    monkeypatch.setattr("filterd.daemon.loop.LAG_SECONDS", 0.0)  # after every poll
+    run_until(
+        loop,
+        lambda: len(broker.read("decisions")) >= 30 and not any(lag_gauge(loop.metrics).values()),
+    )

@@ -1,4 +1,5 @@
-"""The scorer's model state: the first full load settles the process for a long stream."""
+"""The scorer's model state: the first full load is logged, and settles the process for a long
+stream."""
 
 import gc
 
@@ -26,10 +27,13 @@ def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_p
     config = load_config(None, environ={}, overrides={"database.url": url})
     before = gc.get_threshold()
     try:
-        state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
-        state.refresh(force=True)
+        with structlog.testing.capture_logs() as logged:
+            state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+            state.refresh(force=True)
         assert state.decider is not None and state.decider.model_version == 1
         assert gc.get_threshold() == GC_THRESHOLD and gc.get_freeze_count() > 0
+        assert [e["event"] for e in logged] == ["loading the model", "model loaded"]
+        assert logged[1]["tokens"] == 3 and logged[1]["classes"] == {"spam": 1, "ham": 1}
     finally:
         gc.set_threshold(*before)
         gc.unfreeze()

@@ -1,6 +1,8 @@
 """BatchProducer against the session's real broker: what it publishes is what a consumer reads,
 where Kafka's partitioner puts it, split into batches and requests as the limits demand."""
 
+import socket
+import threading
 import time
 import uuid
 
@@ -8,7 +10,7 @@ import pytest
 
 from filterd.kafka.admin import create_topics
 from filterd.kafka.partitioner import partitions_of
-from filterd.kafka.producer import BatchProducer, PublishError
+from filterd.kafka.producer import BatchProducer, Deadline, PublishError
 from filterd.kafka.settings import CODEC_INSTALLED
 from tests.daemon.conftest import read_all
 
@@ -42,7 +44,7 @@ def test_small_batch_and_request_limits_split_the_records_and_lose_none(kafka_co
     records = [(topic if i % 3 else other, f"k{i}".encode(), value) for i in range(400)]
     producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"],
                               "batch_size": 2048, "max_request_size": 8192})  # fmt: skip
-    batches = producer._batches(records, time.monotonic() + 30)
+    batches = producer._batches(records, Deadline(30))
     requests = producer._requests(batches)
     assert max(len(data) for _, data in batches) <= 2048 + 300 and len(batches) > 6
     assert len(requests) > 2  # more than one request per leader, none holding a partition twice
@@ -99,3 +101,17 @@ def test_weaker_acks_deliver_too(kafka_config, acks):
     producer.publish([(topic, f"k{i}".encode(), b"v") for i in range(50)], timeout=30)
     producer.close()
     assert len(read_all(kafka_config, topic, lambda rs: len(rs) >= 50, timeout=20)) == 50
+
+
+def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer():
+    with socket.socket() as hung:  # accepts connections (the kernel does), answers nothing
+        hung.bind(("127.0.0.1", 0))
+        hung.listen()
+        producer = BatchProducer({"bootstrap_servers": f"127.0.0.1:{hung.getsockname()[1]}"})
+        stop = threading.Event()
+        threading.Timer(0.5, stop.set).start()
+        started = time.monotonic()
+        with pytest.raises(PublishError):
+            producer.publish([("decisions", b"k", b"v")], timeout=30, stop=stop, stop_grace=0.5)
+        assert 0.9 < time.monotonic() - started < 3  # the request's 0.5 s and its grace, not 30 s
+        producer.close()

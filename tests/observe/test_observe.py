@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 import structlog
 
 from filterd.observe.health import Health
-from filterd.observe.logs import KafkaRateLimit, configure_logging
+from filterd.observe.logs import KafkaRateLimit, Repeats, configure_logging, progress
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import ObserveServer
 
@@ -191,6 +192,7 @@ def test_json_logs_from_structlog_and_stdlib_are_one_object_a_line(logs):
     structlog.get_logger("filterd.daemon").debug("hidden_below_info")
     logging.getLogger("sqlalchemy.engine").warning("slow query: %s", "SELECT 1")
     logging.getLogger("kafka.conn").info("connecting")  # kafka loggers start at WARNING
+    logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")  # …as alembic's
     try:
         raise ValueError("bad row")
     except ValueError:
@@ -256,7 +258,6 @@ def test_the_server_listens_on_loopback_unless_told_otherwise(clock):
 
 def test_an_idle_connection_is_closed_instead_of_holding_its_thread(clock, monkeypatch):
     import socket
-    import time
 
     from filterd.observe import server as server_module
 
@@ -268,3 +269,71 @@ def test_an_idle_connection_is_closed_instead_of_holding_its_thread(clock, monke
         assert idle.recv(1) == b""  # the server closed it
         assert time.monotonic() - started < 5
         idle.close()
+
+
+def test_a_repeated_warning_is_logged_once_then_counted_once_a_window(clock):
+    repeats = Repeats(window=60.0, clock=clock)
+    with structlog.testing.capture_logs() as logged:
+        log = structlog.get_logger("filterd")
+        for offset in range(100):
+            repeats.warning(log, "dead-lettered", {"reason": "invalid_label"}, offset=offset)
+            clock.now += 0.5  # 100 records in 50 s
+        repeats.warning(log, "dead-lettered", {"reason": "schema"}, offset=7)  # another key passes
+        repeats.flush()
+        assert len(logged) == 2  # the window of the first key is not over yet
+        clock.now += 10
+        repeats.flush()
+        repeats.warning(
+            log, "dead-lettered", {"reason": "invalid_label"}, offset=100
+        )  # a new window
+        repeats.flush(everything=True)
+    first, other, summary, again = logged
+    assert first == {
+        "event": "dead-lettered",
+        "reason": "invalid_label",
+        "offset": 0,
+        "log_level": "warning",
+    }
+    assert other["reason"] == "schema" and "repeated" not in other
+    assert summary == {"event": "dead-lettered", "reason": "invalid_label", "offset": 99, "repeated": 99,
+                       "window_seconds": 60.0, "log_level": "warning"}  # fmt: skip
+    assert again["offset"] == 100 and "repeated" not in again  # alone in its window: no count
+
+
+def test_a_failed_leave_group_is_not_an_error_and_other_kafka_errors_still_are(logs):
+    configure_logging("json", stream=logs)
+    coordinator = logging.getLogger("kafka.coordinator")
+    coordinator.error("LeaveGroup request failed: %s", "KafkaTimeoutError: Timed out after 5000 ms")
+    coordinator.error("Error sending HeartbeatRequest to node %s", "coordinator-111")
+    assert [(r["level"], r["event"]) for r in lines(logs)] == [
+        ("error", "Error sending HeartbeatRequest to node coordinator-111")
+    ]
+    logging.getLogger("kafka").setLevel(logging.DEBUG)  # asked for: shown at the level it was given
+    coordinator.error("LeaveGroup request failed: %s", "KafkaTimeoutError")
+    assert lines(logs)[-1]["level"] == "info"
+
+
+def test_a_long_step_logs_its_progress_until_it_ends():
+    with structlog.testing.capture_logs() as logged:
+        with progress(structlog.get_logger(), "loading the model", every=0.05, model="m") as so_far:
+            time.sleep(0.15)
+            so_far["token_rows"] = 50_000
+            time.sleep(0.15)
+        at_the_end = len(logged)
+        time.sleep(0.15)
+    assert len(logged) == at_the_end  # the ticker stopped with the step
+    assert logged[0] == {"event": "loading the model", "model": "m", "log_level": "info"}
+    ticks = logged[1:]
+    assert len(ticks) >= 2 and all(
+        t["event"] == "loading the model" and "seconds" in t for t in ticks
+    )
+    assert ticks[-1]["token_rows"] == 50_000  # how far the step got, once it says
+
+
+def test_the_lag_and_target_recall_gauges_are_exported(server):
+    m = server.metrics
+    m.consumer_lag.labels(role="scorer", topic="filterd.messages", partition="3").set(42)
+    m.target_recall.set(0.95)
+    text = get(server, "/metrics")[2].decode().splitlines()
+    assert 'filterd_consumer_lag{partition="3",role="scorer",topic="filterd.messages"} 42.0' in text
+    assert "filterd_target_recall 0.95" in text

@@ -45,14 +45,22 @@ def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
     ("", {"FILTERD_DECISION_TARGET_RECALL": "1.5"}, "decision.target_recall"),
     ("", {"FILTERD_OBSERVE_METRICS_PORT": "http"}, "FILTERD_OBSERVE_METRICS_PORT"),
     ("[model]\nselect = 'local:x'\n", {}, "model.select"),
-    ("[model]\nparams = { beta = 1 }\n", {}, "no parameter 'beta'"),
+    ("[model]\nparams = { beta = 1 }\n", {}, "model.params.beta: robinson_fisher has no parameter 'beta'"),
+    ("[model]\nvariant = 'mnb'\nparams = { alpha = 'abc' }\n", {},
+     "model.params.alpha: invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)"),
+    ("[model]\nvariant = 'mnb'\nparams = { alpha = -1 }\n", {}, "model.params.alpha: .* -1 (must be a number > 0)"),
+    ("[model]\nvariant = 'pcn'\nparams = { A = 'foo' }\n", {}, "model.params.A: .* 'foo' (must be a number > 0 or min)"),
+    ("[model]\nvariant = 'unb'\nparams = { lam = [1, 2, 3] }\n", {},
+     "model.params.lam: .* 3 values for 2 classes (spam, not spam)"),
+    ("", {"FILTERD_MODEL_PARAMS": "{ s = 0 }"}, "model.params.s: .* 0 (must be a number > 0)"),
     ("[decision\n", {}, "not valid TOML"),
     ("[kafka]\ncompression_type = 'brotli'\n", {}, "kafka.compression_type: 'brotli' is not one of"),
 ])  # fmt: skip
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match=named.replace("(", r"\(").replace("'", "'")):
+    pattern = named.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    with pytest.raises(ConfigError, match=pattern):
         load(path, env)
 
 
@@ -68,6 +76,32 @@ def test_secrets_are_masked_in_what_gets_logged():
     assert shown["kafka"]["sasl_plain_password"] == "***" and "hunter2" not in str(shown)
     assert shown["database"]["url"] == "postgresql://***@h/db"
     assert config.kafka["sasl_plain_password"] == "hunter2"  # the client still gets it
+
+
+def test_secrets_are_keys_that_name_one_not_keys_about_one():
+    config = load(None, {"FILTERD_KAFKA_SSL_PASSWORD": "hunter2", "FILTERD_KAFKA_SASL_OAUTH_TOKEN": "t0k",
+                         "FILTERD_KAFKA_SSL_KEYFILE": "/etc/filterd/client.key",
+                         "FILTERD_LIMITS_MAX_TOKEN_LENGTH": "50"})  # fmt: skip
+    shown = config.public()
+    assert shown["kafka"]["ssl_password"] == shown["kafka"]["sasl_oauth_token"] == "***"
+    assert shown["kafka"]["ssl_keyfile"] == "/etc/filterd/client.key"  # a path, not the key
+    assert shown["limits"]["max_token_length"] == 50  # a limit on tokens, not a token
+    assert "hunter2" not in str(shown) and "t0k" not in str(shown)
+
+
+def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like():
+    config = load(None, {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "123456",
+                         "FILTERD_KAFKA_REQUEST_TIMEOUT_MS": "5000"})  # fmt: skip
+    assert config.kafka["sasl_plain_password"] == "123456"
+    assert config.kafka["request_timeout_ms"] == 5000  # other keys as TOML reads them
+
+
+def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path):
+    path = tmp_path / "f.toml"
+    path.write_text("[model]\nvariant = 'unb'\nparams = { lam = [1e-5, 1e-3] }\n")
+    assert load(path, {}).model.spec.params == {"lam": [1e-5, 1e-3]}  # λ of the target, the rest
+    path.write_text("[model]\nvariant = 'mnb'\nparams = { alpha = 1 }\n")
+    assert str(load(path, {}).model.spec).startswith("mnb(alpha=1)")
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
@@ -146,3 +146,12 @@ def test_any_feedback_sequence_equals_learning_each_final_label_once(engine, bat
     expected = learned_directly([(m, final[m][0]) for m in learned_ids])
     assert nonempty(load(engine, name)[0].canonical()) == expected
     assert nonempty(replica.canonical()) == expected  # incremental sync = full load
+
+
+def test_loading_reports_the_token_rows_read_so_far(store):
+    apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    with store.connect() as conn:
+        rows = conn.execute(text("SELECT count(*) FROM token_stats")).scalar_one()
+    heard: list[int] = []
+    load(store, "default", on_rows=heard.append)
+    assert rows > 0 and heard == [rows]  # one chunk of 50,000 rows holds them all

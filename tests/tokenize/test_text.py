@@ -224,12 +224,20 @@ LINKY_TEXT = st.lists(
 ).map("".join)
 
 
+def spans(matches):
+    return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
+
+
 @settings(max_examples=2000, deadline=None)
 @given(st.one_of(LINKY_TEXT, st.text()))
 def test_find_links_gives_the_matches_of_the_links_pattern(text):
-    def spans(matches):
-        return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
+    assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
 
+
+@pytest.mark.parametrize(
+    "text", ["@www." * 50, "a@www.b@c.d www.e@f.g", "x@y.z@www.q", "@@www.a@b.c", "www.a@b.c@d.e"]
+)
+def test_find_links_agrees_where_addresses_and_urls_overlap(text):
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
 
 
