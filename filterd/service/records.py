@@ -50,7 +50,16 @@ class Feedback(Content, kw_only=True):
     message_id: Id
     label: Label
     source: Literal["analyst", "auto"] = "analyst"
-    analyst: str | None = None
+    analyst: Annotated[str, msgspec.Meta(max_length=200, pattern=WITHOUT_NUL)] | None = None
+    comment: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=2000, description="The analyst's note, kept on the audit trail."
+            ),
+        ]
+        | None
+    ) = None
 
     @property
     def has_message(self) -> bool:
