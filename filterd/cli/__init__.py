@@ -10,6 +10,7 @@ from filterd.cli.configuration import config_group
 from filterd.cli.daemon import run_command, score_command, topics
 from filterd.cli.demo import demo_command
 from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
+from filterd.cli.feedback import feedback
 from filterd.cli.store import db, learn_command, model
 
 
@@ -30,6 +31,7 @@ for command in (
     synth_command,
     db,
     learn_command,
+    feedback,
     model,
     config_group,
 ):

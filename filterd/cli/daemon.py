@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from types import FrameType
 from typing import BinaryIO, TextIO
 
@@ -114,41 +115,38 @@ def score_command(
     if decider.not_ready:
         log.warning("model not ready: decisions say 'unknown'", reason=decider.not_ready)
     out = sys.stdout.buffer
-    lines = sys.stdin.buffer
-    batch: list[bytes] = []
-    first_line = 1
-    for line in lines:
-        if line.strip():
-            batch.append(line.rstrip(b"\r\n"))
+    batch: list[_StdinRecord] = []
+    for number, line in enumerate(sys.stdin.buffer, start=1):
+        if line.strip():  # blank lines are skipped, and counted: offsets stay line numbers
+            batch.append(_StdinRecord(line.rstrip(b"\r\n"), number))
         if len(batch) >= config.batches.poll_records:
-            _score_batch(decider, state.threshold, config, batch, first_line, out, dead_letter)
-            first_line += len(batch)
+            _score_batch(decider, state.threshold, config, batch, out, dead_letter)
             batch = []
     if batch:
-        _score_batch(decider, state.threshold, config, batch, first_line, out, dead_letter)
+        _score_batch(decider, state.threshold, config, batch, out, dead_letter)
 
 
-def _score_batch(decider: Decider, threshold: ThresholdSetting, config: Config, batch: list[bytes],
-                 first_line: int, out: BinaryIO, dead_letter: TextIO) -> None:  # fmt: skip
-    result = decide_payloads(decider, threshold, batch, config.limits.max_bytes)
+def _score_batch(decider: Decider, threshold: ThresholdSetting, config: Config, batch: list[_StdinRecord],
+                 out: BinaryIO, dead_letter: TextIO) -> None:  # fmt: skip
+    payloads = [r.value for r in batch]
+    result = decide_payloads(decider, threshold, payloads, config.limits.max_bytes, batch)
     for decision in result.decisions:
         out.write(encode(decision) + b"\n")
     out.flush()
     for i, reason, error in result.failures:
-        record = _StdinRecord(batch[i], first_line + i)
-        dead_letter.write(
-            encode(dead_letter_of(record, reason, error, config.dead_letter.payload_bytes)).decode()
-            + "\n"
-        )
+        letter = dead_letter_of(batch[i], reason, error, config.dead_letter.payload_bytes)
+        dead_letter.write(encode(letter).decode() + "\n")
 
 
+@dataclass(frozen=True, slots=True)
 class _StdinRecord:
-    """A line of stdin, addressed like a Kafka record (topic "stdin", offset = line number)."""
+    """A line of stdin, addressed like a Kafka record (topic "stdin", partition 0, offset = its
+    line number, from 1): in its decision or its dead letter."""
 
-    topic, partition = "stdin", 0
-
-    def __init__(self, value: bytes, line: int) -> None:
-        self.value, self.offset = value, line
+    value: bytes
+    offset: int
+    topic: str = "stdin"
+    partition: int = 0
 
 
 @click.group(name="topics")

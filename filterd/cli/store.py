@@ -20,11 +20,11 @@ from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQ
 from filterd.bayes.estimators import format_value
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import not_ready
-from filterd.cli.common import OptionError, model_specs, read_records
+from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
 from filterd.service.config import masked_url
 from filterd.store import backup, database
 from filterd.store.drift import drift_report
-from filterd.store.expiry import prune
+from filterd.store.expiry import prune, prune_events
 from filterd.store.learning import (
     LabelledTokens,
     ModelChanged,
@@ -63,7 +63,7 @@ def store_errors() -> Iterator[None]:
         message = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
         if "no such table" in message or ("does not exist" in message and "relation" in message):
             raise click.ClickException(
-                "the database has no filterd schema: run `filterd db upgrade`"
+                "the database has no filterd schema, or an older one: run `filterd db upgrade`"
             ) from None
         raise click.ClickException(f"database error: {message}") from None
     except (UnknownModel, ModelChanged, ValueError) as error:
@@ -160,18 +160,28 @@ def db_current(url: str | None) -> None:
     help="…whose count over all classes is at most this.",
 )
 @click.option("--pause", type=click.FloatRange(0.0), default=0.05, show_default=True,
-              help="Seconds between chunks of 500 tokens, to spare concurrent learners.")  # fmt: skip
+              help="Seconds between chunks (500 tokens, 10,000 label events), to spare concurrent "
+                   "learners.")  # fmt: skip
+@click.option("--audit-days", type=click.IntRange(0), metavar="N",
+              help="Delete label events of the audit trail applied more than N days ago; 0 keeps "
+                   "them all (default: feedback.audit_retention_days of the configuration, 365).")  # fmt: skip
+@config_option  # for feedback.audit_retention_days only: the database is --db's
 @click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
 def db_prune(url: str | None, name: str, unseen_days: int, max_count: int, pause: float,
-             dry_run: bool) -> None:  # fmt: skip
-    """Expire rare tokens unseen for a while (run it as a scheduled job, not inline with scoring)."""
+             audit_days: int | None, config_path: str | None, dry_run: bool) -> None:  # fmt: skip
+    """Expire rare tokens unseen for a while, and label events older than the audit trail's
+    retention (run it as a scheduled job, not inline with scoring)."""
+    if audit_days is None:
+        audit_days = load_config(config_path).feedback.audit_retention_days
     with store_errors():
-        result = prune(
-            database.connect(url), name, unseen_days, max_count, pause=pause, dry_run=dry_run
-        )
+        engine = database.connect(url)
+        result = prune(engine, name, unseen_days, max_count, pause=pause, dry_run=dry_run)
+        events = prune_events(engine, name, audit_days, pause=pause, dry_run=dry_run)
     verb = "would expire" if dry_run else "expired"
+    kept = f"older than {audit_days} days" if audit_days else "none: kept for ever"
     click.echo(
         f"{verb} {result.tokens} tokens ({result.rows} rows, {result.counts_removed} occurrences)"
+        f"; {'would delete' if dry_run else 'deleted'} {events} label events ({kept})"
     )
 
 
@@ -188,9 +198,12 @@ def db_prune(url: str | None, name: str, unseen_days: int, max_count: int, pause
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True)
 @click.option("--holdout-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
               help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
+@click.option("--analyst", metavar="NAME", help="Who gave the labels, for the audit trail.",
+              callback=lambda _ctx, _param, value: _bounded(value, "--analyst", 200))  # fmt: skip
 def learn_command(corpus: str, url: str | None, name: str, label_source: Source, batch_size: int,
-                  holdout_fraction: float) -> None:  # fmt: skip
-    """Learn a labelled CORPUS into the store (idempotent: a second run changes nothing)."""
+                  holdout_fraction: float, analyst: str | None) -> None:  # fmt: skip
+    """Learn a labelled CORPUS into the store (idempotent: a second run changes nothing). Each
+    label is an event of the audit trail (`filterd feedback log`), with --analyst as its author."""
     records = read_records(corpus)
     if any(len(r.labels) != 1 for r in records):
         raise click.ClickException(f"{corpus}: multi-label records cannot be learned as feedback")
@@ -211,14 +224,22 @@ def learn_command(corpus: str, url: str | None, name: str, label_source: Source,
             for start in range(0, len(records), batch_size):
                 part = records[start : start + batch_size]
                 items = [
-                    LabelledTokens(r.id, r.label, tokenize(r.message()).tokens, label_source)
+                    LabelledTokens(r.id, r.label, tokenize(r.message()).tokens, label_source,
+                                   analyst=analyst)
                     for r in part
-                ]
+                ]  # fmt: skip
                 applied = apply_feedback(engine, name, items, holdout_fraction)
                 for key in totals:
                     totals[key] += getattr(applied, key)
                 bar.update(len(part))
     click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in totals.items()))
+
+
+def _bounded(value: str | None, option: str, most: int) -> str | None:
+    """`value` if it fits a column of `most` characters, else a one-line error."""
+    if value is not None and len(value) > most:
+        raise OptionError(f"{option}: at most {most} characters, not {len(value)}")
+    return value
 
 
 # --- model ---------------------------------------------------------------------------------------
@@ -419,7 +440,8 @@ def _when(moment: datetime) -> str:
                    "required when the model holds labels.")  # fmt: skip
 def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> None:
     """Delete model NAME and everything of it in the store: its statistics, class totals,
-    threshold versions, drift scores, and its labels (the feedback ledger and the holdout).
+    threshold versions, drift scores, its labels (the feedback ledger and the holdout) and its
+    audit trail of label events.
 
     Labels are the analysts' work, and the store holds them nowhere else: a model that holds any
     is deleted only with --export FILE, which writes the whole model, labels included, to FILE
@@ -431,8 +453,9 @@ def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> 
         engine = database.connect(url)
         held = model_rows(engine, name)
         if not yes:
-            raise click.ClickException(f"deleting model {name!r} removes its statistics, {held.labels} labels and "
-                                       f"{held.rows.get('thresholds', 0)} threshold versions for good: "
+            raise click.ClickException(f"deleting model {name!r} removes its statistics, {held.labels} labels, "
+                                       f"{held.rows.get('thresholds', 0)} threshold versions and "
+                                       f"{held.rows.get('label_events', 0)} label events for good: "
                                        "add --yes")  # fmt: skip
         if held.labels and archive is None:
             raise click.ClickException(f"model {name!r} holds {held.labels} labels, which the store keeps nowhere "

@@ -5,10 +5,14 @@ takes its tokens from the messages scored recently in this process. Dead-lettere
 records, labels outside `model.labels` (when set), ids of messages not seen recently, and
 messages the scorer would reject. When the store is unavailable the batch is read again
 after a back-off, and its offsets are not committed until it has been applied.
+
+Each item carries what the audit trail records of it: the feedback's analyst and comment, and
+the record's topic, partition, offset and timestamp (when filterd received it).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Unpack
 
 from sqlalchemy import Engine
@@ -18,7 +22,7 @@ from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.scorer import accepted_tokens
-from filterd.kafka.consumer import Batch
+from filterd.kafka.consumer import Batch, ConsumedRecord
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.records import Feedback, RecordError, decode
 from filterd.store import learning
@@ -50,7 +54,7 @@ class Learner(Loop):
         items, failures, dead = [], [], []
         for record in batch.records:
             try:
-                item = self._item(decode(record.value or b"", Feedback, self.max_bytes))
+                item = self._item(decode(record.value or b"", Feedback, self.max_bytes), record)
             except RecordError as error:
                 failures.append((record, error.reason, str(error)))
                 dead.append(True)
@@ -81,7 +85,7 @@ class Learner(Loop):
     def on_idle(self) -> None:
         self.monitor.on_idle()
 
-    def _item(self, feedback: Feedback) -> learning.LabelledTokens:
+    def _item(self, feedback: Feedback, record: ConsumedRecord) -> learning.LabelledTokens:
         """The store's feedback item, or RecordError with the dead-letter reason."""
         if self.labels and feedback.label not in self.labels:
             raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
@@ -95,5 +99,16 @@ class Learner(Loop):
                                   "text, and no message with this id was scored recently by this process")  # fmt: skip
             tokens = recent
         return learning.LabelledTokens(
-            feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts
-        )
+            feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts,
+            analyst=feedback.analyst, comment=feedback.comment, received_at=received_at(record),
+            kafka_topic=record.topic, kafka_partition=record.partition, kafka_offset=record.offset,
+        )  # fmt: skip
+
+
+def received_at(record: ConsumedRecord) -> datetime | None:
+    """The record's Kafka timestamp (its producer's time, or the broker's with LogAppendTime),
+    or None where it has none: the in-memory broker's records, a timestamp of -1."""
+    millis = getattr(record, "timestamp", None)  # kafka-python's ConsumerRecord has one
+    if not isinstance(millis, int) or millis < 0:
+        return None
+    return datetime.fromtimestamp(millis / 1000, UTC)

@@ -1,5 +1,5 @@
-"""The scorer: messages topic → decisions topic (one decision per message, keyed by its id),
-bad records → dead-letter topic with the reason.
+"""The scorer: messages topic → decisions topic (one decision per message, keyed by its id, with
+the message's topic, partition and offset), bad records → dead-letter topic with the reason.
 
 A record is dead-lettered when it is not a valid message (reasons of
 `filterd.service.records.decode`: oversized, invalid_json, invalid_utf8, schema, too_deep) or
@@ -21,7 +21,7 @@ from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
 from filterd.kafka.consumer import Batch
-from filterd.service.decide import Decider, ThresholdSetting, message_fields
+from filterd.service.decide import Decider, Position, Source, ThresholdSetting, message_fields
 from filterd.service.records import Content, Decision, Message, RecordError, decode, encode
 from filterd.tokenize import Tokenizer, Tokens
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
@@ -62,8 +62,9 @@ class Scorer(Loop):
         decider = self.state.decider
         if decider is None:
             raise Retry("no model loaded from the store yet")
+        records = batch.records
         result = decide_payloads(
-            decider, self.state.threshold, [r.value for r in batch.records], self.max_bytes
+            decider, self.state.threshold, [r.value for r in records], self.max_bytes, records
         )
         self.guard.check(result.undecodable)
         self.publisher.send_keyed(
@@ -95,9 +96,14 @@ class Decided:
 
 
 def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Sequence[bytes | None],
-                    max_bytes: int) -> Decided:  # fmt: skip
-    """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`)."""
+                    max_bytes: int, sources: Sequence[Source] | None = None) -> Decided:  # fmt: skip
+    """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`).
+    Each decision carries where its payload was read: `sources[i]` for `payloads[i]` (the
+    consumed records themselves), else the payload's `Position` in `payloads`."""
+    if sources is not None and len(sources) != len(payloads):
+        raise ValueError(f"{len(sources)} sources for {len(payloads)} payloads")
     messages: list[Message] = []
+    decided: list[int] = []  # the position of each message in `payloads`
     tokenized: list[Tokens] = []
     failures: list[tuple[int, str, str]] = []
     undecodable: list[bool] = []
@@ -112,5 +118,7 @@ def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Seq
         messages.append(message)
         tokenized.append(message_tokens)
         undecodable.append(False)
-    decisions = decider.decide(messages, threshold, tokenized)
+        decided.append(i)
+    where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
+    decisions = decider.decide(messages, threshold, tokenized, sources=where)
     return Decided(decisions, [t.tokens for t in tokenized], failures, undecodable)

@@ -18,18 +18,13 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from filterd.kafka.settings import CONSUMER_DEFAULTS, client_settings
+from filterd.service.decide import Source
 
 
-class ConsumedRecord(Protocol):
-    """What filterd reads of a consumed record: kafka-python's `ConsumerRecord`, or
-    `filterd.kafka.memory.MemoryRecord`."""
+class ConsumedRecord(Source, Protocol):
+    """What filterd reads of a consumed record: where it was read (`Source`) and its value;
+    kafka-python's `ConsumerRecord`, or `filterd.kafka.memory.MemoryRecord`."""
 
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def offset(self) -> int: ...
     @property
     def value(self) -> bytes | None: ...
 

@@ -135,6 +135,12 @@ class Drift:
 
 
 @dataclass(frozen=True)
+class FeedbackSettings:
+    # days a label event stays on the audit trail; `filterd db prune` deletes older ones
+    audit_retention_days: int = 365  # 0: keep every event
+
+
+@dataclass(frozen=True)
 class Observe:
     metrics_port: int = 9108
     # the interface /metrics, /healthz and /readyz listen on: loopback unless configured
@@ -158,6 +164,7 @@ class Config:
     intervals: Intervals = Intervals()
     calibration: Calibration = Calibration()
     drift: Drift = Drift()
+    feedback: FeedbackSettings = FeedbackSettings()
     observe: Observe = Observe()
 
     def public(self) -> dict[str, dict[str, Any]]:
@@ -378,6 +385,11 @@ def _check(config: Config) -> None:
     require(config.drift.window >= 10, "drift.window", "must be at least 10")
     require(0 <= config.drift.recall_margin < 1, "drift.recall_margin", "must be in [0, 1)")
     require(config.drift.min_positives >= 1, "drift.min_positives", "must be at least 1")
+    require(
+        config.feedback.audit_retention_days >= 0,
+        "feedback.audit_retention_days",
+        "must not be negative (0: keep every event)",
+    )
     require(
         0 <= config.observe.metrics_port <= 65535,
         "observe.metrics_port",

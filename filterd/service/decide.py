@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,29 @@ from filterd.tokenize import Tokenizer, Tokens
 UNDECIDED = "unknown"  # the label of decisions taken before the model is ready
 DEFAULT_TAU = 0.0
 EXPLAIN_TOKENS = 10
+
+
+class Source(Protocol):
+    """Where a message was read: a consumed Kafka record (`filterd.kafka.consumer.ConsumedRecord`),
+    a line of stdin (`filterd score`) or a `Position`. Decisions carry it (`Decision.source_topic`,
+    `partition`, `offset`)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """The source of a message handed over directly rather than read from a topic: no topic
+    (""), partition 0, offset = its position among the messages handed over."""
+
+    offset: int
+    topic: str = ""
+    partition: int = 0
 
 
 class NotReady(RuntimeError):
@@ -92,20 +115,26 @@ class Decider:
         return [self.tokenizer(message_fields(m)) for m in messages]
 
     def decide(self, messages: Sequence[Message], threshold: ThresholdSetting,
-               tokens: Sequence[Tokens] | None = None, now: datetime | None = None) -> list[Decision]:  # fmt: skip
+               tokens: Sequence[Tokens] | None = None, now: datetime | None = None,
+               sources: Sequence[Source] | None = None) -> list[Decision]:  # fmt: skip
         """One decision per message, in order (`tokens`: the tokenizer's results, if already
-        made). A message a limit cut short is decided on what was read, and says so
-        (`truncated`)."""
+        made; `sources`: where each message was read, else its `Position` in `messages`). A
+        message a limit cut short is decided on what was read, and says so (`truncated`)."""
         now = now or datetime.now(UTC)
         tokenized = self.tokens(messages) if tokens is None else tokens
+        where = [Position(i) for i in range(len(messages))] if sources is None else sources
+        if len(where) != len(messages):
+            raise ValueError(f"{len(where)} sources for {len(messages)} messages")
 
         def decision(
             i: int, label: str, score: float, explanation: list[tuple[str, float]]
         ) -> Decision:
+            source = where[i]
             return Decision(message_id=messages[i].id, label=label, score=score, threshold=threshold.tau,
                             target_recall=threshold.target_recall, model_version=self.model_version,
                             threshold_version=threshold.version, explanation=explanation,
-                            truncated=tokenized[i].truncated, scored_at=now)  # fmt: skip
+                            truncated=tokenized[i].truncated, scored_at=now, source_topic=source.topic,
+                            partition=source.partition, offset=source.offset)  # fmt: skip
 
         if self.model is None:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]

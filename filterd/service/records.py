@@ -55,7 +55,9 @@ class Feedback(Content, kw_only=True):
         Annotated[
             str,
             msgspec.Meta(
-                max_length=2000, description="The analyst's note, kept on the audit trail."
+                max_length=2000,
+                pattern=WITHOUT_NUL,
+                description="The analyst's note, kept on the audit trail.",
             ),
         ]
         | None
@@ -67,7 +69,8 @@ class Feedback(Content, kw_only=True):
 
 
 class Decision(msgspec.Struct, kw_only=True):
-    """The filter's decision on one message, with the tokens it rested on."""
+    """The filter's decision on one message, with the tokens it rested on and where the message
+    was read (its provenance)."""
 
     message_id: Id
     label: Label
@@ -83,6 +86,40 @@ class Decision(msgspec.Struct, kw_only=True):
         msgspec.Meta(
             description="A limit (limits.max_bytes, limits.max_tokens, the MIME or attribute "
             "bounds) cut the message short; it was decided on what was read."
+        ),
+    ] = False
+    # Where the message was read, named as in the dead-letter record (`source_topic`,
+    # `partition`, `offset`): a message's coordinates have the same keys in both records.
+    # Required: every decision filterd makes has them, so readers can rely on them.
+    source_topic: Annotated[
+        str,
+        msgspec.Meta(
+            description='The topic the message was read from ("stdin" for `filterd score`). '
+            "With `partition` and `offset`, the message's coordinates, under the same names as "
+            "in the dead-letter record."
+        ),
+    ]
+    partition: Annotated[
+        int,
+        msgspec.Meta(
+            description="The partition of `source_topic` the message was read from (0 for "
+            "`filterd score`); named as in the dead-letter record. Not the partition of this "
+            "decision in the decisions topic."
+        ),
+    ]
+    offset: Annotated[
+        int,
+        msgspec.Meta(
+            description="The message's offset in its partition of `source_topic` (for "
+            "`filterd score`: its line number on stdin, from 1); named as in the dead-letter "
+            "record. Not the offset of this decision in the decisions topic."
+        ),
+    ]
+    review: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Queued for an analyst's review (the review queue); false until the "
+            "review queue marks it."
         ),
     ] = False
 

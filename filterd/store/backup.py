@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import IO, Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Column, Engine, insert, select
 
 from filterd.store.learning import UnknownModel
 from filterd.store.schema import (
@@ -21,6 +21,7 @@ from filterd.store.schema import (
     ClassStats,
     FeedbackLedger,
     Holdout,
+    LabelEvent,
     ModelRow,
     Threshold,
     TokenStats,
@@ -29,7 +30,7 @@ from filterd.store.schema import (
 FORMAT = "filterd-model/1"
 TABLES: dict[str, type[Base]] = {
     table.__tablename__: table
-    for table in (ClassStats, TokenStats, FeedbackLedger, Holdout, Threshold)
+    for table in (ClassStats, TokenStats, FeedbackLedger, Holdout, Threshold, LabelEvent)
 }
 BATCH = 5000
 
@@ -45,7 +46,7 @@ def export_model(engine: Engine, name: str, out: IO[str]) -> int:
         out.write(json.dumps(header) + "\n")
         rows = 0
         for table_name, table in TABLES.items():
-            columns = [c for c in table.__table__.columns if c.name != "model_id"]
+            columns = exported_columns(table)
             result = conn.execution_options(yield_per=BATCH).execute(
                 select(*columns).where(table.__table__.c.model_id == model.id)
             )
@@ -89,6 +90,16 @@ def import_model(engine: Engine, lines: IO[str], name: str | None = None) -> str
             if rows:
                 conn.execute(insert(TABLES[table]), rows)
     return name
+
+
+def exported_columns(table: type[Base]) -> list[Column[Any]]:
+    """The columns an export holds: not the model's id, nor a surrogate key the importing
+    store numbers afresh (the audit trail's event ids)."""
+    return [
+        c
+        for c in table.__table__.columns
+        if c.name != "model_id" and not (c.primary_key and c.autoincrement is True)
+    ]
 
 
 def _rows(lines: IO[str]) -> Iterator[dict[str, Any]]:

@@ -1,5 +1,8 @@
-"""Token expiry, in the spirit of SpamAssassin's bayes_expiry and bogoutil: drop rare tokens
-that have not been seen for a while, so that the model does not grow without bound.
+"""Expiry, so that a model does not grow without bound: rare tokens (`prune`) and old label
+events (`prune_events`).
+
+Token expiry is in the spirit of SpamAssassin's bayes_expiry and bogoutil: drop rare tokens
+that have not been seen for a while.
 
 A token is expired when it was last seen more than `unseen_days` ago and its count over all
 classes is at most `max_count`. Its rows are deleted and their counts leave the class totals,
@@ -7,6 +10,9 @@ so the statistics stay consistent. The job works in chunks of tokens, each its o
 transaction, with an optional pause between chunks, and never runs inside scoring. Each chunk
 records its change number as the model's `pruned_seq`: a scorer whose last sync is older
 resyncs in full (deletions leave no rows to sync from).
+
+The audit trail (`filterd.store.audit`) keeps each label event for a retention period in days;
+older events are deleted in chunks, each its own short transaction. Nothing depends on them.
 """
 
 from __future__ import annotations
@@ -14,14 +20,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, Select, delete, func, select, update
 
 from filterd.store.learning import find_model_id
-from filterd.store.schema import ClassStats, ModelRow, TokenStats
+from filterd.store.schema import ClassStats, LabelEvent, ModelRow, TokenStats
 
 CHUNK = 500  # tokens per transaction (and per IN (...) list)
+EVENT_CHUNK = 10_000  # label events per transaction: small rows, and no totals to adjust
 
 
 @dataclass
@@ -81,3 +88,33 @@ def _expired(
         query = query.where(TokenStats.token_key.in_(among))
     return (query.group_by(TokenStats.token_key)
             .having(func.max(TokenStats.last_seen) < cutoff, func.sum(TokenStats.count) <= max_count))  # fmt: skip
+
+
+def prune_events(engine: Engine, model: str, days: int, now: datetime | None = None,
+                 pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
+    """Delete model `model`'s label events applied more than `days` days ago, EVENT_CHUNK per
+    transaction, so that learners writing beside it wait little; returns how many went (with
+    `dry_run`, how many would go). `days` = 0 keeps every event."""
+    if days < 0:
+        raise ValueError("audit days must not be negative (0 keeps every event)")
+    with engine.connect() as conn:
+        model_id = find_model_id(conn, model)
+    if days == 0:
+        return 0
+    cutoff = (now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=days)  # stored in UTC
+    old = (LabelEvent.model_id == model_id, LabelEvent.applied_at < cutoff)
+    if dry_run:
+        with engine.connect() as conn:
+            return conn.execute(
+                select(func.count()).select_from(LabelEvent).where(*old)
+            ).scalar_one()
+    deleted = 0
+    while True:
+        with engine.begin() as conn:
+            chunk = select(LabelEvent.id).where(*old).limit(EVENT_CHUNK).scalar_subquery()
+            count = conn.execute(delete(LabelEvent).where(LabelEvent.id.in_(chunk))).rowcount
+        deleted += count
+        if count < EVENT_CHUNK:
+            return deleted
+        if pause:
+            time.sleep(pause)

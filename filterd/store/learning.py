@@ -9,7 +9,9 @@
   never overrides an analyst's; a new id is learned, unless it falls in the holdout fraction
   (deterministic by id), in which case it is kept for calibration and not learned;
 - all contributions of the batch are summed per (token, class) first and written as additive
-  upserts sorted by key; CHECK constraints keep every count ≥ 0.
+  upserts sorted by key; CHECK constraints keep every count ≥ 0;
+- every item becomes one event of the audit trail (`filterd.store.audit`) with what was decided
+  for it and the label it had before, in the same transaction.
 
 `delete_model` removes a model with every row of it (`model_tables`) under the same row lock,
 and only if nothing was learned since the caller counted them (`model_rows`).
@@ -47,6 +49,7 @@ from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
+from filterd.store.audit import Origin, Outcome, insert_events
 from filterd.store.bulk import driver_cursor, insert_rows
 from filterd.store.schema import Base, ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
 
@@ -61,8 +64,10 @@ Contribution = tuple[str, IntArray, IntArray, int]
 
 
 @dataclass(frozen=True)
-class LabelledTokens:
-    """A label for a message, with the message's tokens."""
+class LabelledTokens(Origin):
+    """A label for a message, with the message's tokens; `ts` is the feedback's own time (the
+    holdout's window). The keyword-only fields of `Origin` (analyst, comment, received_at,
+    kafka_topic, kafka_partition, kafka_offset) are for the audit trail."""
 
     message_id: str
     label: str
@@ -81,6 +86,10 @@ class Applied:
     held_out: int = 0
     kept_analyst_label: int = 0  # automatic labels that did not override an analyst's
     seq: int = 0
+
+    def count(self, outcome: Outcome) -> None:
+        field = "duplicates" if outcome == "duplicate" else outcome
+        setattr(self, field, getattr(self, field) + 1)
 
 
 class UnknownModel(LookupError):
@@ -248,11 +257,17 @@ def apply_feedback(engine: Engine, model: str, items: Sequence[LabelledTokens], 
         result = Applied(seq=seq)
         batch = encode([item.tokens for item in items], TokenHasher(seed))
         plan = _Plan(conn, model_id, [item.message_id for item in items])
+        outcomes: list[Outcome] = []
+        previous: list[str | None] = []  # the label each message had before
         for i, item in enumerate(items):
-            plan.decide(i, item, batch, holdout_fraction, result)
+            outcome, before = plan.decide(i, item, batch, holdout_fraction)
+            result.count(outcome)
+            outcomes.append(outcome)
+            previous.append(before)
         class_ids = _class_ids(conn, model_id, {label for label, *_ in plan.contributions})
         _write_statistics(conn, model_id, seq, now, plan.contributions, class_ids)
         _write_ledger(conn, model_id, now, plan)
+        insert_events(conn, model_id, items, outcomes, previous, now)
     return result
 
 
@@ -280,51 +295,44 @@ class _Plan:
         self.contributions: list[Contribution] = []
 
     def decide(
-        self, i: int, item: LabelledTokens, batch: DocBatch, fraction: float, result: Applied
-    ) -> None:
+        self, i: int, item: LabelledTokens, batch: DocBatch, fraction: float
+    ) -> tuple[Outcome, str | None]:
+        """What item `i` (of `batch`) does, and the label its message had before (None: new)."""
         keys = batch.keys[batch.indptr[i] : batch.indptr[i + 1]]
         counts = batch.counts[batch.indptr[i] : batch.indptr[i + 1]]
         known = self.ledger.get(item.message_id) or self.holdout.get(item.message_id)
+        outcome: Outcome = "learned"
+        previous = None if known is None else known[0]
         if known is not None:
             label, source = known[0], known[1]
             if label == item.label:
-                result.duplicates += 1
                 if (
                     source == "auto" and item.source == "analyst"
                 ):  # confirmed: now an analyst's label
                     self._set_source(item.message_id, "analyst")
-                return
+                return "duplicate", previous
             if source == "analyst" and item.source == "auto":
-                result.kept_analyst_label += 1
-                return
-            result.relabelled += 1
+                return "kept_analyst_label", previous
+            outcome = "relabelled"
             if item.message_id in self.holdout:
-                self.holdout[item.message_id] = (item.label, item.source)
-                self.holdout_writes[item.message_id] = (
-                    item.label,
-                    item.source,
-                    pack(keys, counts),
-                    item.ts,
-                )
-                return
+                self._hold(item, keys, counts)
+                return outcome, previous
             old_keys, old_counts = unpack(self.ledger[item.message_id][2])
             self.contributions.append((label, old_keys, old_counts, -1))
         elif in_holdout(item.message_id, fraction):
-            result.held_out += 1
-            self.holdout[item.message_id] = (item.label, item.source)
-            self.holdout_writes[item.message_id] = (
-                item.label,
-                item.source,
-                pack(keys, counts),
-                item.ts,
-            )
-            return
-        else:
-            result.learned += 1
+            self._hold(item, keys, counts)
+            return "held_out", previous
         packed = pack(keys, counts)
         self.contributions.append((item.label, keys, counts, +1))
         self.ledger[item.message_id] = (item.label, item.source, packed)
         self.ledger_writes[item.message_id] = (item.label, item.source, packed)
+        return outcome, previous
+
+    def _hold(self, item: LabelledTokens, keys: IntArray, counts: IntArray) -> None:
+        """Keep `item` in the holdout (for calibration) instead of learning it."""
+        self.holdout[item.message_id] = (item.label, item.source)
+        packed = pack(keys, counts)
+        self.holdout_writes[item.message_id] = (item.label, item.source, packed, item.ts)
 
     def _set_source(self, message_id: str, source: str) -> None:
         if message_id in self.ledger:

@@ -10,6 +10,7 @@ feedback_ledger  per message id: the label learned, its source, and its token co
 holdout          labelled feedback kept out of learning, for calibration
 thresholds       versions of the decision threshold
 prequential      the score each feedback record got before it was learned (drift monitoring)
+label_events     the audit trail: one row per label received, append-only (`filterd.store.audit`)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
 )  # fmt: skip
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -165,3 +167,41 @@ class Prequential(Base):
     target_class: Mapped[str] = mapped_column(String(200))
     model_version: Mapped[int] = mapped_column(BigInteger)
     scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+# SQLite gives a table an autoincrementing rowid only through a column declared INTEGER PRIMARY
+# KEY; PostgreSQL's bigint keeps the audit trail's ids from running out (they are never reused).
+EventId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class LabelEvent(Base):
+    """One label as it was received and what it did: append-only, pruned by age only
+    (`filterd db prune --audit-days`). Text columns are kept to what a reader needs; the
+    tokens are not here (the ledger and the holdout have them)."""
+
+    __tablename__ = "label_events"
+    __table_args__ = (
+        # Lookups by message and by analyst, and the log's order, --since and pruning by age.
+        # (model_id, analyst) alone: PostgreSQL stores its repeated keys once (B-tree
+        # deduplication), where adding applied_at would cost ~58 bytes an event.
+        Index(None, "model_id", "message_id"),
+        Index(None, "model_id", "analyst"),
+        Index(None, "model_id", "applied_at"),
+    )
+
+    id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(String(256))
+    label: Mapped[str] = mapped_column(String(200))
+    previous_label: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    source: Mapped[str] = mapped_column(String(16))  # analyst | auto
+    analyst: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    applied_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # learned | relabelled | duplicate | held_out | kept_analyst_label | parked | expired
+    outcome: Mapped[str] = mapped_column(String(24))
+    # where the feedback record was read (none for `filterd learn`)
+    kafka_topic: Mapped[str | None] = mapped_column(String(249), nullable=True)
+    kafka_partition: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    kafka_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

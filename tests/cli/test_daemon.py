@@ -30,11 +30,20 @@ def test_score_decides_stdin_like_the_daemon(tmp_path):
     assert run("learn", str(corpus), "--db", db).exit_code == 0
     lines = [json.dumps({"id": r["id"], "text": r["text"]}) for r in STREAM[1000:]]
     lines.insert(3, "{broken")
+    lines.insert(60, "")  # skipped, and counted: offsets are line numbers
+    # batches of 50 lines: line numbers run on from one batch to the next
+    env = {**os.environ, "FILTERD_BATCHES_POLL_RECORDS": "50"}
     result = subprocess.run([sys.executable, "-m", "filterd", "score", "--db", db], input="\n".join(lines) + "\n",
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+                            capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
     assert result.returncode == 0, result.stderr
     decisions = [valid("decision", line) for line in result.stdout.splitlines()]
     assert [d["message_id"] for d in decisions] == [r["id"] for r in STREAM[1000:]]
+    line_of = {
+        json.loads(line)["id"]: n for n, line in enumerate(lines, 1) if line.startswith('{"id"')
+    }
+    assert [(d["source_topic"], d["partition"], d["offset"]) for d in decisions] == [
+        ("stdin", 0, line_of[d["message_id"]]) for d in decisions
+    ]
     truth = {r["id"]: r["label"] for r in STREAM[1000:]}
     assert sum(d["label"] == truth[d["message_id"]] for d in decisions) / len(decisions) > 0.9
     (letter,) = [

@@ -132,3 +132,59 @@ def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
     # a model without labels needs --yes only
     run("model", "create", "empty", "--db", db, "--variant", "mnb")
     assert run("model", "delete", "empty", "--yes", "--db", db).stdout == "deleted model 'empty'\n"
+
+
+def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from filterd.store.database import connect
+    from filterd.store.learning import LabelledTokens, apply_feedback
+
+    db = learned_store(tmp_path, 50)
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    apply_feedback(connect(db), "default", [LabelledTokens("old", "spam", ["x"])], now=long_ago)
+
+    def prune(*args, env=None):
+        result = run("db", "prune", "--db", db, "--unseen-days", "9999", "--max-count", "0",
+                     "--pause", "0", *args, env=env)  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return result.stdout.split("; ")[1].strip()
+
+    assert prune("--dry-run") == "would delete 1 label events (older than 365 days)"
+    assert (
+        prune("--dry-run", "--audit-days", "500")
+        == "would delete 0 label events (older than 500 days)"
+    )
+    kept = prune("--dry-run", env={"FILTERD_FEEDBACK_AUDIT_RETENTION_DAYS": "0"})
+    assert kept == "would delete 0 label events (none: kept for ever)"
+    config = tmp_path / "filterd.toml"
+    config.write_text("[feedback]\naudit_retention_days = 30\n")
+    assert prune("--config", str(config)) == "deleted 1 label events (older than 30 days)"
+    assert prune() == "deleted 0 label events (older than 365 days)"
+    bad = run("db", "prune", "--db", db, "--unseen-days", "1", "--max-count", "0",
+              env={"FILTERD_FEEDBACK_AUDIT_RETENTION_DAYS": "-1"})  # fmt: skip
+    assert bad.exit_code == 1 and bad.stderr.splitlines() == [
+        "Error: invalid configuration: feedback.audit_retention_days: must not be negative "
+        "(0: keep every event)"
+    ]
+
+
+def test_learn_records_who_gave_the_labels(tmp_path):
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=40)), corpus)
+    run("db", "upgrade", "--db", db)
+    assert run("learn", str(corpus), "--db", db, "--analyst", "import-2026").exit_code == 0
+    assert run("learn", str(corpus), "--db", db).exit_code == 0
+    events = [
+        json.loads(line)
+        for line in run("feedback", "log", "--db", db, "--json", "--limit", "0").stdout.splitlines()
+    ]
+    assert len(events) == 80 and {e["kafka_topic"] for e in events} == {None}
+    assert {(e["analyst"], e["outcome"]) for e in events[:40]} == {(None, "duplicate")}
+    assert {e["analyst"] for e in events[40:]} == {"import-2026"}
+    assert {e["outcome"] for e in events[40:]} == {"learned", "held_out"}
+    too_long = run("learn", str(corpus), "--db", db, "--analyst", "x" * 201)
+    assert too_long.exit_code == 2 and too_long.stderr.splitlines() == [
+        "Error: --analyst: at most 200 characters, not 201"
+    ]

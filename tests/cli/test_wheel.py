@@ -13,6 +13,7 @@ import pytest
 
 from filterd.evaluation.corpus import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.store.database import head
 from tests.daemon.conftest import ids_of, message, produce, read_all, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,7 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
     db = f"sqlite:///{tmp_path / 'store.db'}"
     upgraded = filterd(installed, tmp_path, "db", "upgrade", "--db", db)
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "at revision 0003" in upgraded.stdout
+    assert f"at revision {head()}" in upgraded.stdout
     corpus = tmp_path / "train.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300, seed=6)), corpus)
     learned = filterd(installed, tmp_path, "learn", str(corpus), "--db", db)

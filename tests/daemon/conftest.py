@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -208,3 +209,29 @@ def sqlite_url(tmp_path):
 
 
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+def run_until(loop, done, timeout: float = 30.0) -> None:
+    """Run `loop` in a thread until `done()` holds (or fail), then stop it as SIGTERM does."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            loop.run(stop)
+        except BaseException as error:  # noqa: BLE001 - handed to the test thread
+            errors.append(error)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    waited = threading.Event()
+    for _ in range(int(timeout / 0.02)):
+        if done() or errors:
+            break
+        waited.wait(0.02)
+    stop.set()
+    thread.join(timeout)
+    assert not thread.is_alive(), "the loop did not stop"
+    if errors:
+        raise errors[0]
+    assert done(), "the loop did not finish its work in time"

@@ -71,9 +71,13 @@ def test_every_message_gets_exactly_one_valid_decision(
         lambda: daemon.metric("filterd_feedback_total", outcome="learned") > 0, what="learning"
     )
     assert sorted(ids_of(decisions)) == sorted(expected)  # none missing, none twice
+    sent = read_all(kafka_config, topics["messages"], until=lambda rs: len(rs) >= len(expected))
+    read_from = {json.loads(r.value)["id"]: (r.topic, r.partition, r.offset) for r in sent}
     for record in decisions:
         decision = valid("decision", record.value)
         assert record.key.decode() == decision["message_id"]
+        provenance = decision["source_topic"], decision["partition"], decision["offset"]
+        assert provenance == read_from[decision["message_id"]]
     assert daemon.metric("filterd_messages_total", outcome="decided") == len(expected)
     assert daemon.get("/healthz")[0] == 200
     # the model learned the feedback: later messages are decided, and mostly right. They go in

@@ -7,7 +7,7 @@ the loop before its batch is committed."""
 from __future__ import annotations
 
 import json
-import threading
+from datetime import UTC, datetime
 
 import pytest
 import structlog
@@ -16,7 +16,7 @@ from kafka import TopicPartition
 from filterd.bayes.model import ModelSpec
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
-from filterd.daemon.loop import Loop, LoopSettings
+from filterd.daemon.loop import LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
@@ -31,6 +31,7 @@ from filterd.service.config import load as load_config
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.tokenize import Tokenizer
+from tests.daemon.conftest import run_until
 
 TOPICS = {"messages": 3, "decisions": 3, "feedback": 2, "dead-letter": 1}
 
@@ -83,32 +84,6 @@ def scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher, gua
         config.limits.max_bytes,
         **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
     )
-
-
-def run_until(loop: Loop, done, timeout: float = 30.0) -> None:
-    """Run `loop` in a thread until `done()` holds (or fail), then stop it as SIGTERM does."""
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            loop.run(stop)
-        except BaseException as error:  # noqa: BLE001 - handed to the test thread
-            errors.append(error)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    waited = threading.Event()
-    for _ in range(int(timeout / 0.02)):
-        if done() or errors:
-            break
-        waited.wait(0.02)
-    stop.set()
-    thread.join(timeout)
-    assert not thread.is_alive(), "the loop did not stop"
-    if errors:
-        raise errors[0]
-    assert done(), "the loop did not finish its work in time"
 
 
 def messages(broker: MemoryBroker, n: int, bad: dict[int, bytes] | None = None) -> list[str]:
@@ -375,3 +350,36 @@ def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch)
         loop,
         lambda: len(broker.read("decisions")) >= 30 and not any(lag_gauge(loop.metrics).values()),
     )
+
+
+def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(config):
+    from filterd.store.audit import read_events
+
+    broker = MemoryBroker(dict(TOPICS))
+    payload = {"message_id": "f1", "label": "spam", "text": "win cash now", "analyst": "alice",
+               "comment": "a prize lure"}  # fmt: skip
+    broker.produce("feedback", b"other", json.dumps({**payload, "message_id": "f0"}).encode())
+    record = broker.produce("feedback", b"other", json.dumps(payload).encode())  # offset 1
+    learner = learner_of(config, broker)
+    run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
+    (event,) = read_events(learner.engine, "default", message_id="f1")
+    assert (event.label, event.outcome, event.previous_label) == ("spam", "learned", None)
+    assert (event.source, event.analyst, event.comment) == ("analyst", "alice", "a prize lure")
+    assert (event.kafka_topic, event.kafka_partition, event.kafka_offset) == (
+        "feedback",
+        record.partition,
+        1,
+    )
+    assert event.received_at == event.applied_at  # the in-memory broker's records have no time
+
+
+def test_the_kafka_timestamp_is_when_the_feedback_was_received():
+    from types import SimpleNamespace
+
+    from filterd.daemon.learner import received_at
+
+    assert received_at(SimpleNamespace(timestamp=1_767_225_600_250)) == datetime(
+        2026, 1, 1, 0, 0, 0, 250_000, tzinfo=UTC
+    )
+    assert received_at(SimpleNamespace(timestamp=-1)) is None  # a record without one
+    assert received_at(SimpleNamespace()) is None

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from filterd.bayes.model import ModelSpec
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.kafka.memory import MemoryRecord
+from filterd.service.decide import Decider, Position, ThresholdSetting
 from filterd.tokenize import Tokenizer, TokenizerConfig
 from tests.service.test_decide import trained
 
@@ -83,3 +84,34 @@ def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider, kind):
     assert [d.message_id for d in result.decisions] == ["ok", json.loads(LONG[kind])["id"], "ok"]
     assert [d.truncated for d in result.decisions] == [False, True, False]
     assert result.failures == [] and result.undecodable == [False, False, False]
+
+
+def source(record):
+    return record.topic, record.partition, record.offset
+
+
+def coordinates(decision):
+    return decision.source_topic, decision.partition, decision.offset
+
+
+def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(decider):
+    from filterd.daemon.scorer import decide_payloads
+
+    good = [json.dumps({"id": f"m{i}", "text": "win cash"}).encode() for i in range(3)]
+    payloads = [good[0], HOSTILE["invalid_json"], good[1], HOSTILE["schema"], HOSTILE["empty"], good[2]]  # fmt: skip
+    # a poll's records: partition by partition, offsets not from 0
+    records = [MemoryRecord("filterd.messages", i // 3, 40 + i % 3, None, p) for i, p in enumerate(payloads)]  # fmt: skip
+    result = decide_payloads(decider, ThresholdSetting(), payloads, 1_000_000, records)
+    assert [d.message_id for d in result.decisions] == ["m0", "m1", "m2"]
+    assert [coordinates(d) for d in result.decisions] == [source(records[i]) for i in (0, 2, 5)]
+    assert [position for position, _, _ in result.failures] == [1, 3, 4]
+    assert {d.review for d in result.decisions} == {False}
+
+
+def test_decisions_of_payloads_handed_over_directly_carry_their_position(decider):
+    from filterd.daemon.scorer import decide_payloads
+
+    result = decide_payloads(decider, ThresholdSetting(), [b"{", GOOD, GOOD], 1_000_000)
+    assert [coordinates(d) for d in result.decisions] == [("", 0, 1), ("", 0, 2)]
+    with pytest.raises(ValueError, match="2 sources for 3 payloads"):
+        decide_payloads(decider, ThresholdSetting(), [GOOD] * 3, 1_000_000, [Position(0)] * 2)

@@ -3,6 +3,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
+import msgspec
 import pytest
 
 from filterd.service.records import (  # fmt: skip
@@ -63,15 +64,18 @@ def test_feedback_knows_whether_it_carries_the_message():
         decode(b'{"message_id": "m1", "label": "spam", "source": "robot"}', Feedback)
 
 
+DECISION = Decision(message_id="m1", label="spam", score=3.2, threshold=1.5, target_recall=0.99, model_version=7,
+                    threshold_version=None, explanation=[("free", 1.2), ("cash", 0.7)], scored_at=NOW,
+                    source_topic="filterd.messages", partition=2, offset=1041)  # fmt: skip
+
+
 def examples():
     yield (
         "message",
         Message(id="m1", text="free", attributes={"amount": 250.5, "tags": ["a"]}, ts=NOW),
     )
     yield "feedback", Feedback(message_id="m1", label="spam", analyst="kim", ts=NOW)
-    yield "decision", Decision(message_id="m1", label="spam", score=3.2, threshold=1.5, target_recall=0.99,
-                               model_version=7, threshold_version=None, explanation=[("free", 1.2), ("cash", 0.7)],
-                               scored_at=NOW)  # fmt: skip
+    yield "decision", DECISION
     yield "dead-letter", DeadLetter(source_topic="messages", partition=0, offset=42, error="not JSON",
                                     reason="invalid_json", payload="{oops", payload_truncated=False, failed_at=NOW)  # fmt: skip
 
@@ -87,6 +91,28 @@ def test_the_schema_files_reject_what_decoding_rejects():
     schema = json.loads((SCHEMAS / "decision.v1.json").read_text())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"message_id": "m1", "label": "spam", "score": 1.0}, schema)
+
+
+def test_a_decision_carries_its_messages_coordinates_under_the_dead_letters_names():
+    encoded = json.loads(encode(DECISION))
+    coordinates = encoded["source_topic"], encoded["partition"], encoded["offset"]
+    assert coordinates == ("filterd.messages", 2, 1041)
+    assert encoded["review"] is False  # until the review queue marks it
+    letter = json.loads((SCHEMAS / "dead-letter.v1.json").read_text())["properties"]
+    assert {"source_topic", "partition", "offset"} <= letter.keys()
+    marked = msgspec.structs.replace(DECISION, review=True)
+    assert decode(encode(marked), Decision).review is True
+
+
+@pytest.mark.parametrize("missing", ["source_topic", "partition", "offset"])
+def test_a_decision_without_its_coordinates_is_refused(missing):
+    record = json.loads(encode(DECISION))
+    del record[missing]
+    schema = json.loads((SCHEMAS / "decision.v1.json").read_text())
+    with pytest.raises(jsonschema.ValidationError, match=missing):
+        jsonschema.validate(record, schema)
+    with pytest.raises(RecordError, match=missing):
+        decode(json.dumps(record).encode(), Decision)
 
 
 @pytest.mark.parametrize(

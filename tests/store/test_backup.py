@@ -2,6 +2,7 @@ import io
 import json
 
 import pytest
+from sqlalchemy import text
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
@@ -21,16 +22,24 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
         upgrade(url)
     source = connect(source_url)
     create_model(source, "default", ModelSpec("mnb"), seed=3)
+    target = connect(target_url)
+    create_model(target, "other", ModelSpec("mnb"), seed=4)  # events of its own, numbered first
+    apply_feedback(target, "other", [LabelledTokens("x", "spam", ["a"])])
     records = generate(SynthConfig(n_messages=400, seed=1))
     apply_feedback(
-        source, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records]
-    )
+        source, "default", [LabelledTokens(r["id"], r["label"], r["text"].split(), analyst="ann")
+                            for r in records]
+    )  # fmt: skip
     dump = io.StringIO()
     rows = export_model(source, "default", dump)
     assert rows > 400
     dump.seek(0)
-    target = connect(target_url)
     assert import_model(target, dump, "restored") == "restored"
+    trail = "SELECT message_id, label, outcome, analyst FROM label_events e JOIN models m ON m.id = e.model_id WHERE m.name = :name ORDER BY message_id"
+    with source.connect() as a, target.connect() as b:
+        before = a.execute(text(trail), {"name": "default"}).all()
+        after = b.execute(text(trail), {"name": "restored"}).all()
+    assert len(before) == 400 and after == before  # the audit trail came along
     assert nonempty(load(target, "restored")[0].canonical()) == nonempty(
         load(source, "default")[0].canonical()
     )

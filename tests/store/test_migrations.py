@@ -13,6 +13,7 @@ TABLES = {
     "holdout",
     "thresholds",
     "prequential",
+    "label_events",
 }
 
 

@@ -1,0 +1,122 @@
+"""`filterd feedback log` through click's runner, on a SQLite file: the filters, both output
+forms, and its errors as one line."""
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from click.testing import CliRunner
+
+from filterd.bayes.model import ModelSpec
+from filterd.cli import main
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, ["feedback", "log", *args], env=env)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    """A store whose model 'default' has five label events, three days apart (the last today)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", ModelSpec("mnb"), seed=0)
+    batches = [
+        [LabelledTokens("m1", "spam", ["win"], analyst="alice", comment="obvious lure")],
+        [LabelledTokens("m2", "ham", ["hello"], analyst="bob")],
+        [LabelledTokens("m1", "ham", ["win"], analyst="bob", comment="a newsletter\n\x1b[31mred")],
+        [LabelledTokens("m1", "spam", ["win"], "auto")],
+        [LabelledTokens("m3", "spam", ["cash"], analyst="alice", kafka_topic="filterd.feedback",
+                        kafka_partition=1, kafka_offset=7)],
+    ]  # fmt: skip
+    for days_ago, batch in zip(range(12, -1, -3), batches):
+        apply_feedback(
+            engine, "default", batch, holdout_fraction=0, now=NOW - timedelta(days=days_ago)
+        )
+    engine.dispose()
+    return url
+
+
+def lines(result):
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def test_one_readable_line_per_event_newest_first(db):
+    shown = lines(run("--db", db))
+    assert [line.split()[2] for line in shown] == ["m3", "m1", "m1", "m2", "m1"]
+    stamp = f"{NOW:%Y-%m-%d %H:%M:%S}Z"
+    assert shown[0].split() == [
+        *stamp.split(),
+        "m3",
+        "–",
+        "→",
+        "spam",
+        "learned",
+        "analyst",
+        "alice",
+    ]
+    assert shown[1].split()[3:] == ["ham", "→", "spam", "kept_analyst_label", "auto"]
+    # comments are quoted, and what a terminal would obey is escaped
+    assert shown[2].endswith('analyst bob    "a newsletter\\n\\u001b[31mred"')
+    assert shown[4].endswith('"obvious lure"')
+    assert len({line.index("→") for line in shown}) == 1  # aligned columns
+
+
+def test_filters_and_limit(db):
+    def ids(*args):
+        return [line.split()[2] for line in lines(run("--db", db, *args))]
+
+    assert ids("--message", "m1") == ["m1"] * 3
+    assert ids("--analyst", "bob") == ["m1", "m2"]
+    assert ids("--since", "4d") == ["m3", "m1"]
+    assert ids("--since", f"{(NOW - timedelta(days=7)).date()}") == ["m3", "m1", "m1"]
+    assert ids("--since", (NOW - timedelta(days=4)).isoformat()) == ["m3", "m1"]
+    assert ids("--limit", "2") == ["m3", "m1"]
+    assert len(ids("--limit", "0")) == 5  # 0: every event
+    assert ids("--analyst", "nobody") == []
+
+
+def test_json_lines_carry_every_field(db):
+    events = [json.loads(line) for line in lines(run("--db", db, "--json", "--analyst", "alice"))]
+    assert [e["message_id"] for e in events] == ["m3", "m1"]
+    assert events[0] | {"applied_at": None, "received_at": None} == {
+        "message_id": "m3", "label": "spam", "outcome": "learned", "previous_label": None,
+        "source": "analyst", "analyst": "alice", "comment": None, "kafka_topic": "filterd.feedback",
+        "kafka_partition": 1, "kafka_offset": 7, "applied_at": None, "received_at": None,
+    }  # fmt: skip
+    assert datetime.fromisoformat(events[0]["applied_at"]) == NOW
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "nope"], "Error: no model named 'nope' in the store"),
+        (["--since", "yesterday"], "Error: --since 'yesterday' is neither a duration"),
+        (["--since", "0d"], "Error: --since '0d' is neither a duration"),
+        (["--limit", "-1"], "Invalid value for '--limit'"),
+    ],
+)
+def test_mistakes_are_one_line_errors(db, args, message):
+    result = run("--db", db, *args)
+    assert result.exit_code in (1, 2) and "Traceback" not in result.output
+    assert message in result.stderr.splitlines()[-1]
+    if "Invalid value" not in message:  # click's own usage errors come with the usage
+        assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path):
+    empty, old = f"sqlite:///{tmp_path / 'empty.db'}", f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(old, "0003")  # before the audit trail
+    create_model(connect(old), "default", ModelSpec("mnb"))
+    for url in (empty, old):
+        result = run("--db", url)
+        assert result.exit_code == 1
+        assert result.stderr.splitlines() == [
+            "Error: the database has no filterd schema, or an older one: run `filterd db upgrade`"
+        ]

@@ -1,0 +1,158 @@
+"""The audit trail of label events, on SQLite and PostgreSQL: one event per label with what it
+did and the label before, written in the batch's transaction; read back filtered, newest first;
+pruned by age in chunks."""
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import func, select
+
+from filterd.bayes.model import ModelSpec
+from filterd.store import audit, expiry
+from filterd.store.audit import Event, read_events, record_events
+from filterd.store.expiry import prune_events
+from filterd.store.learning import LabelledTokens, UnknownModel, apply_feedback, create_model
+from filterd.store.schema import FeedbackLedger, LabelEvent
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+WORDS = ["cheap", "pills", "now"]
+
+
+def label(message_id, value, source="analyst", analyst=None, **extra):
+    return LabelledTokens(message_id, value, WORDS, source, analyst=analyst, **extra)
+
+
+def trail(engine, model="default", **filters):
+    return list(read_events(engine, model, limit=None, **filters))
+
+
+@pytest.fixture
+def store(engine):
+    create_model(engine, "default", ModelSpec("mnb"), seed=1)
+    return engine
+
+
+def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store):
+    received = T0 - timedelta(minutes=5)
+    steps = [  # (item, holdout fraction, outcome, previous label)
+        (label("m1", "spam", analyst="alice", comment="lure", received_at=received,
+               kafka_topic="filterd.feedback", kafka_partition=2, kafka_offset=41), 0.0, "learned", None),
+        (label("m1", "spam", analyst="bob"), 0.0, "duplicate", "spam"),
+        (label("m1", "ham", analyst="carol"), 0.0, "relabelled", "spam"),
+        (label("m1", "spam", source="auto"), 0.0, "kept_analyst_label", "ham"),
+        (label("h1", "spam", analyst="alice"), 1.0, "held_out", None),
+        (label("h1", "ham", analyst="bob"), 1.0, "relabelled", "spam"),
+    ]  # fmt: skip
+    for n, (item, fraction, _, _) in enumerate(steps):
+        apply_feedback(
+            store, "default", [item], holdout_fraction=fraction, now=T0 + timedelta(seconds=n)
+        )
+    events = trail(store)[::-1]  # oldest first
+    assert [(e.message_id, e.label, e.outcome, e.previous_label) for e in events] == [
+        (item.message_id, item.label, outcome, previous) for item, _, outcome, previous in steps
+    ]
+    assert [(e.source, e.analyst) for e in events] == [
+        ("analyst", "alice"), ("analyst", "bob"), ("analyst", "carol"), ("auto", None),
+        ("analyst", "alice"), ("analyst", "bob"),
+    ]  # fmt: skip
+    first = events[0]
+    assert (first.comment, first.received_at, first.applied_at) == ("lure", received, T0)
+    assert (first.kafka_topic, first.kafka_partition, first.kafka_offset) == (
+        "filterd.feedback",
+        2,
+        41,
+    )
+    assert (
+        events[1].received_at == events[1].applied_at == T0 + timedelta(seconds=1)
+    )  # default: now
+    assert events[1].kafka_topic is None and events[1].comment is None
+
+
+def test_one_batch_writes_one_event_per_item_in_order(store):
+    items = [label("a", "spam"), label("b", "ham"), label("a", "ham"), label("a", "ham")]
+    applied = apply_feedback(store, "default", items, holdout_fraction=0, now=T0)
+    assert (applied.learned, applied.relabelled, applied.duplicates) == (2, 1, 1)
+    events = trail(store)
+    # one applied_at for the whole batch: newest first is the reverse of the batch's order
+    assert [(e.message_id, e.outcome, e.previous_label) for e in events] == [
+        ("a", "duplicate", "ham"), ("a", "relabelled", "spam"), ("b", "learned", None),
+        ("a", "learned", None),
+    ]  # fmt: skip
+
+
+def test_a_batch_that_fails_leaves_no_event_and_no_label(store, monkeypatch):
+    written = []
+
+    def insert_then_fail(conn, model_id, labels, *rest):
+        audit.insert_events(conn, model_id, labels, *rest)
+        written.extend(labels)
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr("filterd.store.learning.insert_events", insert_then_fail)
+    with pytest.raises(RuntimeError):
+        apply_feedback(store, "default", [label("m1", "spam"), label("m2", "ham")], now=T0)
+    assert len(written) == 2  # they were written, then rolled back with the batch
+    with store.connect() as conn:
+        for table in (LabelEvent, FeedbackLedger):
+            assert conn.execute(select(func.count()).select_from(table)).scalar_one() == 0
+
+
+def test_the_log_filters_by_message_analyst_and_time_newest_first(store):
+    for day in range(5):
+        items = [label(f"m{day}", "spam", analyst="alice" if day % 2 else "bob")]
+        apply_feedback(store, "default", items, holdout_fraction=0, now=T0 + timedelta(days=day))
+    assert [e.message_id for e in trail(store)] == ["m4", "m3", "m2", "m1", "m0"]
+    assert [e.message_id for e in trail(store, analyst="alice")] == ["m3", "m1"]
+    assert [e.message_id for e in trail(store, message_id="m2")] == ["m2"]
+    since = T0 + timedelta(days=3)
+    assert [e.message_id for e in trail(store, since=since)] == ["m4", "m3"]
+    # a time with an offset means the same instant on both databases
+    assert [
+        e.message_id for e in trail(store, since=since.astimezone(timezone(timedelta(hours=5))))
+    ] == [
+        "m4",
+        "m3",
+    ]
+    assert [e.message_id for e in read_events(store, "default", limit=2)] == ["m4", "m3"]
+    with pytest.raises(UnknownModel):
+        trail(store, "nope")
+
+
+def test_record_events_appends_alone_or_in_the_callers_transaction(store):
+    record_events(store, "default", [Event("p1", "spam", "parked", analyst="alice")], now=T0)
+    with store.connect() as conn, conn.begin() as transaction:
+        record_events(conn, "default", [Event("p2", "spam", "expired")], now=T0)
+        transaction.rollback()  # the caller's transaction decides
+    assert [(e.message_id, e.outcome, e.analyst) for e in trail(store)] == [
+        ("p1", "parked", "alice")
+    ]
+    with pytest.raises(ValueError, match="unknown label event outcome"):
+        record_events(store, "default", [Event("p3", "spam", "lost")])  # type: ignore[arg-type]
+    with pytest.raises(UnknownModel):
+        record_events(store, "nope", [Event("p4", "spam", "parked")])
+
+
+def test_a_comment_with_nul_is_stored_with_a_replacement_character(store):
+    # PostgreSQL text cannot hold NUL: the feedback would be retried for ever
+    apply_feedback(store, "default", [label("m1", "spam", comment="a\x00b")], now=T0)
+    assert trail(store)[0].comment == "a\N{REPLACEMENT CHARACTER}b"
+
+
+def test_prune_deletes_events_older_than_the_retention_in_chunks(store, monkeypatch):
+    create_model(store, "other", ModelSpec("mnb"), seed=2)
+    old = [label(f"old{i}", "spam") for i in range(5)]
+    for model in ("default", "other"):
+        apply_feedback(store, model, old, holdout_fraction=0, now=T0)
+        apply_feedback(
+            store, model, [label("new", "ham")], holdout_fraction=0, now=T0 + timedelta(days=20)
+        )
+    monkeypatch.setattr(expiry, "EVENT_CHUNK", 2)
+    later = T0 + timedelta(days=30)
+    assert prune_events(store, "default", 10, now=later, dry_run=True) == 5
+    assert prune_events(store, "default", 0, now=later) == 0  # 0: keep every event
+    assert len(trail(store)) == 6
+    assert prune_events(store, "default", 10, now=later) == 5
+    assert [e.message_id for e in trail(store)] == ["new"]
+    assert len(trail(store, "other")) == 6  # another model's trail is its own
+    with pytest.raises(ValueError, match="must not be negative"):
+        prune_events(store, "default", -1)
