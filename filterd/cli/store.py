@@ -47,15 +47,15 @@ from filterd.store.schema import (
 )
 from filterd.tokenize import Tokenizer
 
-POSTGRES_EXTRA = "pip install 'filterd[postgres]'"
-
 
 @contextlib.contextmanager
 def store_errors() -> Iterator[None]:
     """Problems with the database, its schema migrations or a file as one-line errors."""
     try:
         yield
-    except database.UnsupportedDatabase as error:  # its message says what to do
+    # a scheme filterd does not run on, a missing driver (psycopg), a SQLite directory that
+    # cannot be made: the message says what to do
+    except database.UnsupportedDatabase as error:
         raise click.ClickException(str(error)) from None
     except ArgumentError as error:  # a malformed URL, or a scheme SQLAlchemy has no dialect for
         raise click.ClickException(f"bad database URL: {error}") from None
@@ -72,13 +72,7 @@ def store_errors() -> Iterator[None]:
         raise click.ClickException(f"database error: {error.__class__.__name__}: {error}") from None
     except CommandError as error:  # Alembic's: an unknown revision, a downgrade that cannot be
         raise click.ClickException(f"{error} (revisions: {_revisions()})") from None
-    except ImportError as error:
-        if not (error.name or "").startswith("psycopg"):
-            raise  # not the driver a URL needs: a broken installation, worth its traceback
-        raise click.ClickException(
-            f"PostgreSQL needs the psycopg driver, which is not installed: {POSTGRES_EXTRA}"
-        ) from None
-    except OSError as error:  # a SQLite directory that cannot be made, an export file…
+    except OSError as error:  # an export file that cannot be read or written…
         where = f"{error.filename}: " if error.filename else ""
         raise click.ClickException(where + (error.strerror or str(error))) from None
 
