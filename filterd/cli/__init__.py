@@ -11,6 +11,7 @@ from filterd.cli.daemon import run_command, score_command, topics
 from filterd.cli.demo import demo_command
 from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
 from filterd.cli.feedback import feedback
+from filterd.cli.review import review
 from filterd.cli.store import db, learn_command, model
 
 
@@ -32,6 +33,7 @@ for command in (
     db,
     learn_command,
     feedback,
+    review,
     model,
     config_group,
 ):

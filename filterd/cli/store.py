@@ -8,7 +8,7 @@ import io
 import json
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypedDict
 
@@ -23,6 +23,7 @@ from filterd.bayes.statistics import not_ready
 from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
 from filterd.service.config import masked_url
 from filterd.store import backup, database
+from filterd.store.decided import prune_decided
 from filterd.store.drift import drift_report
 from filterd.store.expiry import prune, prune_events
 from filterd.store.learning import (
@@ -37,6 +38,7 @@ from filterd.store.learning import (
     model_rows,
     spec_from_json,
 )
+from filterd.store.review import prune_items
 from filterd.store.schema import (
     ClassStats,
     FeedbackLedger,
@@ -159,24 +161,39 @@ def db_current(url: str | None) -> None:
 @click.option("--audit-days", type=click.IntRange(0), metavar="N",
               help="Delete label events of the audit trail applied more than N days ago; 0 keeps "
                    "them all (default: feedback.audit_retention_days of the configuration, 365).")  # fmt: skip
-@config_option  # for feedback.audit_retention_days only: the database is --db's
+@click.option("--review-days", type=click.IntRange(0), metavar="N",
+              help="Delete review queue items queued more than N days ago; 0 keeps them "
+                   "(default: review.retention_days of the configuration, 14).")  # fmt: skip
+@config_option  # for the retention settings only: the database is --db's
 @click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
 def db_prune(url: str | None, name: str, unseen_days: int, max_count: int, pause: float,
-             audit_days: int | None, config_path: str | None, dry_run: bool) -> None:  # fmt: skip
-    """Expire rare tokens unseen for a while, and label events older than the audit trail's
-    retention (run it as a scheduled job, not inline with scoring)."""
-    if audit_days is None:
-        audit_days = load_config(config_path).feedback.audit_retention_days
+             audit_days: int | None, review_days: int | None, config_path: str | None,
+             dry_run: bool) -> None:  # fmt: skip
+    """Expire rare tokens unseen for a while; delete label events older than the audit trail's
+    retention, review items older than the queue's, and the decided messages' coordinates older
+    than feedback.resolve_ttl (run it as a scheduled job, not inline with scoring)."""
+    config = load_config(config_path)
+    audit_days = config.feedback.audit_retention_days if audit_days is None else audit_days
+    review_days = config.review.retention_days if review_days is None else review_days
+    ttl = config.feedback.resolve_within
     with store_errors():
         engine = database.connect(url)
         result = prune(engine, name, unseen_days, max_count, pause=pause, dry_run=dry_run)
         events = prune_events(engine, name, audit_days, pause=pause, dry_run=dry_run)
+        items = prune_items(engine, name, review_days, pause=pause, dry_run=dry_run)
+        decided = prune_decided(engine, name, datetime.now(UTC) - ttl, pause=pause, dry_run=dry_run)
     verb = "would expire" if dry_run else "expired"
-    kept = f"older than {audit_days} days" if audit_days else "none: kept for ever"
+    delete = "would delete" if dry_run else "deleted"
     click.echo(
         f"{verb} {result.tokens} tokens ({result.rows} rows, {result.counts_removed} occurrences)"
-        f"; {'would delete' if dry_run else 'deleted'} {events} label events ({kept})"
+        f"; {delete} {events} label events ({kept(audit_days)})"
+        f"; {delete} {items} review items ({kept(review_days)})"
+        f"; {delete} {decided} decided messages (older than feedback.resolve_ttl = {config.feedback.resolve_ttl})"
     )
+
+
+def kept(days: int) -> str:
+    return f"older than {days} days" if days else "none: kept for ever"
 
 
 # --- learn ---------------------------------------------------------------------------------------

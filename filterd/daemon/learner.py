@@ -1,10 +1,15 @@
-"""The learner: feedback topic → the store, one `apply_feedback` transaction per batch.
+"""The learner: feedback topic → the store, one transaction per batch.
 
-Feedback that carries the message is tokenized; feedback that names a message by id only
-takes its tokens from the messages scored recently in this process. Dead-lettered: invalid
-records, labels outside `model.labels` (when set), ids of messages not seen recently, and
-messages the scorer would reject. When the store is unavailable the batch is read again
-after a back-off, and its offsets are not committed until it has been applied.
+Feedback that carries the message is tokenized; feedback that names a message by id only is
+resolved by `Resolver` (the messages scored recently in this process, the review queue, or the
+message read back from the messages topic where any scorer recorded it). Feedback it cannot
+resolve yet is parked in the store in the batch's transaction (`filterd.store.parking`), tried
+again every `feedback.retry_seconds` by whichever learner comes first, and dead-lettered as
+`unresolved_message` once `feedback.resolve_ttl` has passed: it is not bad input, so the
+dead-letter guard does not count it. Dead-lettered at once: invalid records, labels outside
+`model.labels` (when set), and messages the scorer would reject. When the store is unavailable
+the batch is read again after a back-off, and its offsets are not committed until it has been
+applied.
 
 Each item carries what the audit trail records of it: the feedback's analyst and comment, and
 the record's topic, partition, offset and timestamp (when filterd received it).
@@ -12,97 +17,219 @@ the record's topic, partition, offset and timestamp (when filterd received it).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Unpack
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import NoReturn, Unpack
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.monitor import Monitor
-from filterd.daemon.recent import RecentMessages
+from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import accepted_tokens
 from filterd.kafka.consumer import Batch, ConsumedRecord
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.records import Feedback, RecordError, decode
-from filterd.store import learning
+from filterd.store import learning, parking
+from filterd.store.audit import Event, Outcome, record_events
 from filterd.store.database import error_detail
+from filterd.store.parking import Parked
 from filterd.tokenize import Tokenizer
 
 # metric outcome ← `learning.Applied` field
 OUTCOMES = {"learned": "learned", "relabelled": "relabelled", "duplicate": "duplicates", "held_out": "held_out",
             "kept_analyst_label": "kept_analyst_label"}  # fmt: skip
+UNRESOLVED = "unresolved_message"
+RETRY_ROUND_SECONDS = 2.0  # a retry round claims again while it finds more due, this long at most
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A parked feedback record as a `ConsumedRecord`, for its dead letter."""
+
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
 
 
 class Learner(Loop):
     role = "learner"
     consumer_defaults = LEARNER_CONSUMER_DEFAULTS
 
-    def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, recent: RecentMessages, monitor: Monitor,
-                 labels: list[str], holdout_fraction: float, max_bytes: int,
-                 **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
+    def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, resolver: Resolver, monitor: Monitor,
+                 labels: list[str], holdout_fraction: float, max_bytes: int, resolve_within: timedelta,
+                 retry_seconds: float, **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
         super().__init__(**loop)
-        self.engine, self.model, self.tokenizer, self.recent = engine, model, tokenizer, recent
+        self.engine, self.model, self.tokenizer, self.resolver = engine, model, tokenizer, resolver
         self.monitor = monitor
         self.labels, self.holdout_fraction, self.max_bytes = (
             set(labels),
             holdout_fraction,
             max_bytes,
         )
+        self.resolve_within, self.retry_seconds = resolve_within, retry_seconds
+        self._retry_due = time.monotonic() + retry_seconds
 
     def process(self, batch: Batch) -> dict[str, int]:
-        items, failures, dead = [], [], []
+        failures, dead = [], []
+        received: list[tuple[Feedback, ConsumedRecord, list[str] | None]] = []
         for record in batch.records:
             try:
-                item = self._item(decode(record.value or b"", Feedback, self.max_bytes), record)
+                feedback = decode(record.value or b"", Feedback, self.max_bytes)
+                received.append((feedback, record, self._tokens(feedback)))
             except RecordError as error:
                 failures.append((record, error.reason, str(error)))
                 dead.append(True)
                 continue
-            items.append(item)
             dead.append(False)
         self.guard.check(dead)
-        scored = self.monitor.score(items)
+        # by id: the batch's own messages first (feedback with the message, for the same id)
+        known = {f.message_id: t for f, _, t in received if t is not None}
+        wanted = [f.message_id for f, _, t in received if t is None and f.message_id not in known]
         try:
-            applied = (learning.apply_feedback(self.engine, self.model, items, self.holdout_fraction)
-                       if items else learning.Applied())  # fmt: skip
+            known |= self.resolver.resolve(wanted) if wanted else {}
         except SQLAlchemyError as error:
-            detail = error_detail(error)
-            self.health.set_ready("feedback store", False, detail)
-            self.metrics.store_errors.labels(role=self.role).inc()
-            raise Retry(f"store unavailable: {detail}") from None
+            self._store_failed(error)
+        items = [
+            labelled(f, r, known[f.message_id]) for f, r, _ in received if f.message_id in known
+        ]
+        waiting = [(f, r) for f, r, _ in received if f.message_id not in known]
+        scored = self.monitor.score(items)
+        now = datetime.now(UTC)
+        try:
+            with self.engine.begin() as conn:
+                applied = (learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
+                           if items else learning.Applied())  # fmt: skip
+                model_id = learning.lock_model(conn, self.model)
+                parking.unpark(conn, model_id, [item.message_id for item in items])
+                if waiting:
+                    parking.park(conn, model_id, [parked(f, r) for f, r in waiting], now,
+                                 now + timedelta(seconds=self.retry_seconds))  # fmt: skip
+                    record_events(
+                        conn, self.model, [event(f, r, "parked") for f, r in waiting], now
+                    )
+        except SQLAlchemyError as error:
+            self._store_failed(error)
         self.health.set_ready("feedback store", True)
         self.monitor.record(scored)
         for record, reason, message in failures:
             self.dead_letter(record, reason, message)
         self.flush()
         counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
+        counts |= {"parked": len(waiting), "dead_lettered": len(failures)}
         for key, value in counts.items():
             self.metrics.feedback.labels(outcome=key).inc(value)
-        self.metrics.feedback.labels(outcome="dead_lettered").inc(len(failures))
-        return {**counts, "dead_lettered": len(failures)}
+        return counts
 
     def on_idle(self) -> None:
         self.monitor.on_idle()
+        if time.monotonic() >= self._retry_due:
+            try:
+                self.retry_parked()
+            except (SQLAlchemyError, Retry) as error:
+                self.repeats.warning(self.log, "parked feedback not retried", error=str(error))
+            self._retry_due = time.monotonic() + self.retry_seconds
 
-    def _item(self, feedback: Feedback, record: ConsumedRecord) -> learning.LabelledTokens:
-        """The store's feedback item, or RecordError with the dead-letter reason."""
+    def retry_parked(self, now: datetime | None = None) -> dict[str, int]:
+        """Try the parked feedback that is due again, `max_records` at a time for at most
+        RETRY_ROUND_SECONDS: apply what resolves, dead-letter what has waited longer than
+        `feedback.resolve_ttl`. Returns the counts."""
+        total: dict[str, int] = {}
+        started = time.monotonic()
+        while True:
+            counts, claimed = self._retry_round(now or datetime.now(UTC))
+            for key, value in counts.items():
+                total[key] = total.get(key, 0) + value
+            if claimed < self.max_records or time.monotonic() - started > RETRY_ROUND_SECONDS:
+                break
+        self.metrics.parked_feedback.set(parking.count_parked(self.engine, self.model))
+        if total:
+            self.log.info("parked feedback retried", **total)
+        return total
+
+    def _retry_round(self, now: datetime) -> tuple[dict[str, int], int]:
+        """One claim of due parked feedback, tried: the counts, and how many were claimed."""
+        claimed = parking.claim_due(self.engine, self.model, now, now + timedelta(seconds=self.retry_seconds),
+                                    self.max_records)  # fmt: skip
+        if not claimed:
+            return {}, 0
+        feedback = {p.message_id: decode(p.payload, Feedback, len(p.payload)) for p in claimed}
+        known = self.resolver.resolve(list(feedback))
+        resolved = [p for p in claimed if p.message_id in known]
+        expired = [p for p in claimed if p.message_id not in known
+                   and learning.as_utc(p.parked_at or now) + self.resolve_within <= now]  # fmt: skip
+        for p in expired:
+            self.dead_letter(stored_record(p), UNRESOLVED,
+                             f"feedback for message {p.message_id!r} carries no text, and no message with this id "
+                             f"was found within feedback.resolve_ttl ({self.resolve_within}) of its arrival")  # fmt: skip
+        self.flush()
+        with self.engine.begin() as conn:
+            model_id = learning.lock_model(conn, self.model)
+            # what a newer label replaced (or made moot) meanwhile is left to it
+            still = set(parking.release(conn, model_id, resolved + expired))
+            items = [labelled(feedback[p.message_id], stored_record(p), known[p.message_id], p.received_at)
+                     for p in resolved if p.message_id in still]  # fmt: skip
+            applied = (learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
+                       if items else learning.Applied())  # fmt: skip
+            record_events(conn, self.model, [event(feedback[p.message_id], stored_record(p), "expired", p.received_at)
+                                             for p in expired if p.message_id in still], now)  # fmt: skip
+        counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
+        counts |= {"claimed": len(claimed), "unresolved": len(expired)}
+        for key, value in counts.items():
+            if key != "claimed":
+                self.metrics.feedback.labels(outcome=key).inc(value)
+        return counts, len(claimed)
+
+    def on_stop(self) -> None:
+        self.resolver.close()
+
+    def _store_failed(self, error: SQLAlchemyError) -> NoReturn:
+        detail = error_detail(error)
+        self.health.set_ready("feedback store", False, detail)
+        self.metrics.store_errors.labels(role=self.role).inc()
+        raise Retry(f"store unavailable: {detail}") from None
+
+    def _tokens(self, feedback: Feedback) -> list[str] | None:
+        """The tokens of the message the feedback carries (None: by id only), or RecordError with
+        the dead-letter reason."""
         if self.labels and feedback.label not in self.labels:
             raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
                                                f"{', '.join(sorted(self.labels))} (model.labels)")  # fmt: skip
-        if feedback.has_message:
-            tokens = accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens
-        else:
-            recent = self.recent.get(feedback.message_id)
-            if recent is None:
-                raise RecordError("unknown_message", f"feedback for message {feedback.message_id!r} carries no "
-                                  "text, and no message with this id was scored recently by this process")  # fmt: skip
-            tokens = recent
-        return learning.LabelledTokens(
-            feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts,
-            analyst=feedback.analyst, comment=feedback.comment, received_at=received_at(record),
-            kafka_topic=record.topic, kafka_partition=record.partition, kafka_offset=record.offset,
-        )  # fmt: skip
+        if not feedback.has_message:
+            return None
+        return list(accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens)
+
+
+def labelled(feedback: Feedback, record: ConsumedRecord, tokens: Sequence[str],
+             received: datetime | None = None) -> learning.LabelledTokens:  # fmt: skip
+    """The store's item for a feedback record read at `record` (received then, if known)."""
+    return learning.LabelledTokens(
+        feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts,
+        analyst=feedback.analyst, comment=feedback.comment, received_at=received or received_at(record),
+        kafka_topic=record.topic, kafka_partition=record.partition, kafka_offset=record.offset,
+    )  # fmt: skip
+
+
+def event(feedback: Feedback, record: ConsumedRecord, outcome: Outcome,
+          received: datetime | None = None) -> Event:  # fmt: skip
+    """The audit event of feedback that learned nothing (parked, expired)."""
+    return Event(feedback.message_id, feedback.label, outcome, source=feedback.source, analyst=feedback.analyst,
+                 comment=feedback.comment, received_at=received or received_at(record), kafka_topic=record.topic,
+                 kafka_partition=record.partition, kafka_offset=record.offset)  # fmt: skip
+
+
+def parked(feedback: Feedback, record: ConsumedRecord) -> Parked:
+    return Parked(feedback.message_id, record.value or b"", record.topic, record.partition, record.offset,
+                  received_at(record) or datetime.now(UTC))  # fmt: skip
+
+
+def stored_record(p: Parked) -> StoredRecord:
+    return StoredRecord(p.kafka_topic or "", p.kafka_partition or 0,
+                        -1 if p.kafka_offset is None else p.kafka_offset, p.payload)  # fmt: skip
 
 
 def received_at(record: ConsumedRecord) -> datetime | None:

@@ -122,6 +122,9 @@ class Loop:
     def on_idle(self) -> None:
         """Called between polls (model sync and threshold reload in the scorer)."""
 
+    def on_stop(self) -> None:
+        """Called once the loop has stopped, before its consumer closes: release what it holds."""
+
     def run(self, stop: threading.Event) -> None:
         self.health.register_loop(self.role, stall_seconds=60.0)
         consumer = self._connect(stop)
@@ -266,6 +269,7 @@ class Loop:
         by then is read again by whoever gets the partitions."""
         deadline = time.monotonic() + CLOSE_SECONDS
         self.repeats.flush(everything=True)
+        self.on_stop()
         try:
             self.publisher.close()
         except KafkaError as error:

@@ -7,6 +7,13 @@ when the tokenizer could not read it at all (`REJECTED_FLAGS`). A message that a
 (too many tokens, attributes nested too deeply, too many MIME parts) is decided on what was read
 and flagged `truncated`; a mail with MIME defects is decided too, because spam often has them.
 The dead-letter guard counts only records the daemon cannot decode (`UNDECODABLE`).
+
+Before a batch's decisions are published, one transaction records where each message was read
+(`filterd.store.decided`: any learner can then read it back for feedback by id) and queues the
+decisions an analyst's label would teach the most (`filterd.service.review`: within
+`review.band` of τ, and a uniform `review.random_share`), with what an analyst and the learner
+need of them (`filterd.store.review`). While the store is unavailable, decisions go on
+(`Scorer._record`).
 """
 
 from __future__ import annotations
@@ -15,14 +22,31 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Unpack
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
 from filterd.kafka.consumer import Batch
-from filterd.service.decide import Decider, Position, Source, ThresholdSetting, message_fields
+from filterd.service.config import Review
+from filterd.service.decide import (
+    UNDECIDED,
+    Decider,
+    Position,
+    Source,
+    ThresholdSetting,
+    message_fields,
+)
 from filterd.service.records import Content, Decision, Message, RecordError, decode, encode
+from filterd.service.review import QueuedItem, queued_item, review_reasons
+from filterd.store import review
+from filterd.store.database import error_detail
+from filterd.store.decided import record_decided
+from filterd.store.learning import find_model_id
 from filterd.tokenize import Tokenizer, Tokens
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
 
@@ -46,17 +70,38 @@ def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> 
     return result
 
 
+TRIM_SECONDS = 60.0  # between trims of the review queue to `review.max_items`
+# After the store failed to record a batch: how long batches are only kept in memory, and how
+# many decided messages at most (≈150 bytes of memory each) wait for the store to be back.
+RECORD_BACKOFF_SECONDS = 5.0
+MAX_UNRECORDED = 1_000_000
+
+
 class Scorer(Loop):
     role = "scorer"
 
     def __init__(self, state: ModelState, recent: RecentMessages, decisions_topic: str, max_bytes: int,
-                 **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
+                 queue: Review, **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
         super().__init__(**loop)
         self.state, self.recent = state, recent
-        self.decisions_topic, self.max_bytes = decisions_topic, max_bytes
+        self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
+        self._model_id: int | None = None
+        self._unrecorded: list[tuple[str, int, int]] = []  # decided while the store was unavailable
+        self._store_down, self._record_due = False, 0.0
+        self._trim_due = time.monotonic() + TRIM_SECONDS
 
     def on_idle(self) -> None:
         self.state.refresh()
+        if self._store_down and time.monotonic() >= self._record_due:
+            self._write([], [])
+        if time.monotonic() >= self._trim_due:
+            self._trim_due = time.monotonic() + TRIM_SECONDS
+            try:
+                review.trim(self.state.engine, self.state.config.model.name, self.queue.max_items)
+            except SQLAlchemyError as error:
+                self.repeats.warning(
+                    self.log, "review queue not trimmed", error=error_detail(error)
+                )
 
     def process(self, batch: Batch) -> dict[str, int]:
         decider = self.state.decider
@@ -67,6 +112,7 @@ class Scorer(Loop):
             decider, self.state.threshold, [r.value for r in records], self.max_bytes, records
         )
         self.guard.check(result.undecodable)
+        self._record(result)
         self.publisher.send_keyed(
             self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]
         )
@@ -84,12 +130,80 @@ class Scorer(Loop):
         self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
         return {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
 
+    def _record(self, result: Decided) -> None:
+        """Record the batch's decided messages and queue those for review (module docstring).
+        While the store is unavailable decisions go on: their coordinates are kept in memory
+        (at most MAX_UNRECORDED, the oldest dropped first) and written with the first batch, or
+        at the first idle moment, after it is back; the review queue misses the outage's batches."""
+        rows = [(d.message_id, d.partition, d.offset) for d in result.decisions]
+        if self._store_down and time.monotonic() < self._record_due:  # it failed moments ago
+            self._keep(rows)
+            return
+        queued = self._queued(result)
+        if not self._write(rows, queued):
+            for decision in result.decisions:
+                decision.review = False
+
+    def _write(self, rows: list[tuple[str, int, int]], queued: list[QueuedItem]) -> bool:
+        """Write `rows` (after those kept from an outage) and `queued` in one transaction; False
+        (the rows kept for later) if the store failed."""
+        try:
+            with self.state.engine.begin() as conn:
+                model_id = self._model(conn)
+                record_decided(conn, model_id, self._unrecorded + rows, datetime.now(UTC))
+                review.queue_items(conn, model_id, queued, datetime.now(UTC))
+        except SQLAlchemyError as error:
+            self._model_id = None  # the model may have been deleted and made again
+            self._store_down, self._record_due = True, time.monotonic() + RECORD_BACKOFF_SECONDS
+            self.health.set_ready("decisions store", False, error_detail(error))
+            self.metrics.store_errors.labels(role=self.role).inc()
+            self.repeats.warning(self.log, "decisions not recorded in the store: feedback by id for them waits "
+                                 "until they are", error=error_detail(error))  # fmt: skip
+            self._keep(rows)
+            return False
+        if self._store_down:
+            self.log.info("decisions recorded again", kept_during_the_outage=len(self._unrecorded))
+        self._unrecorded, self._store_down = [], False
+        self.health.set_ready("decisions store", True)
+        return True
+
+    def _keep(self, rows: list[tuple[str, int, int]]) -> None:
+        self._unrecorded += rows
+        if len(self._unrecorded) > MAX_UNRECORDED:
+            dropped = len(self._unrecorded) - MAX_UNRECORDED
+            del self._unrecorded[:dropped]
+            self.repeats.warning(self.log, "decided messages not recorded, dropped: feedback by id for them "
+                                 "will not resolve", dropped=dropped)  # fmt: skip
+
+    def _queued(self, result: Decided) -> list[QueuedItem]:
+        """The batch's decisions for the review queue, each marked `review`."""
+        q = self.queue
+        if not q.max_items or not (q.band or q.random_share):
+            return []
+        reasons = review_reasons(result.decisions, q.band, q.random_share)
+        queued = []
+        for i, (decision, reason) in enumerate(zip(result.decisions, reasons)):
+            if reason is not None and decision.label != UNDECIDED:
+                decision.review = True
+                queued.append(
+                    queued_item(
+                        result.messages[i], decision, result.tokens[i], reason, q.excerpt_chars
+                    )
+                )
+        return queued
+
+    def _model(self, conn: Connection) -> int:
+        if self._model_id is None:
+            self._model_id = find_model_id(conn, self.state.config.model.name)
+        return self._model_id
+
 
 @dataclass
 class Decided:
     """What a batch of raw records came to: decisions (with the tokens they rest on) and failures."""
 
     decisions: list[Decision]
+    messages: list[Message]  # the message of each decision
     tokens: list[list[str]]
     failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
     undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
@@ -121,4 +235,4 @@ def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Seq
         decided.append(i)
     where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
     decisions = decider.decide(messages, threshold, tokenized, sources=where)
-    return Decided(decisions, [t.tokens for t in tokenized], failures, undecodable)
+    return Decided(decisions, messages, [t.tokens for t in tokenized], failures, undecodable)

@@ -43,7 +43,9 @@ from filterd.daemon.loop import STOP_PUBLISH_SECONDS, Loop, LoopSettings
 from filterd.daemon.model_state import ModelState, tokenizer_of
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
+from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
+from filterd.kafka.fetch import KafkaFetcher
 from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import size_limits
 from filterd.observe.health import Health
@@ -59,6 +61,9 @@ ROLES = ("all", "scorer", "learner")
 EXIT_OK, EXIT_FAILED, EXIT_FLOOD = 0, 1, 3
 SCHEMA_WAIT_SECONDS = 15.0
 STOP_SECONDS = 3.5  # from a stop request to `run` returning, at the most (the process exits after)
+# bounds each read-back of messages for feedback by id: the learner does not poll meanwhile, and
+# a stop waits for it
+FETCH_SECONDS = 2.0
 
 
 class StartupError(RuntimeError):
@@ -188,12 +193,24 @@ class Daemon:
         # one model for both roles
         self.state = state = ModelState(engine, config, self.metrics, self.health, self.log)
         if self.role in ("all", "scorer"):
-            loops.append(Scorer(state, recent, config.topics.decisions, config.limits.max_bytes,
+            loops.append(Scorer(state, recent, config.topics.decisions, config.limits.max_bytes, config.review,
                                 **common(config.topics.messages, config.groups.scorer, config.batches.poll_records)))  # fmt: skip
         if self.role in ("all", "learner"):
             monitor = Monitor(engine, config, state, self.metrics, self.log)
-            loops.append(Learner(engine, config.model.name, tokenizer_of(config), recent, monitor, config.model.labels,
+            tokenizer = tokenizer_of(config)
+            resolver = Resolver(
+                engine,
+                config.model.name,
+                recent,
+                config.topics.messages,
+                tokenizer,
+                config.limits.max_bytes,
+                lambda: KafkaFetcher(kafka, FETCH_SECONDS),
+                self.log,
+            )
+            loops.append(Learner(engine, config.model.name, tokenizer, resolver, monitor, config.model.labels,
                                  config.model.holdout_fraction, config.limits.max_bytes,
+                                 config.feedback.resolve_within, config.feedback.retry_seconds,
                                  **common(config.topics.feedback, config.groups.learner, config.batches.feedback)))  # fmt: skip
         return loops
 

@@ -15,7 +15,7 @@ calls fail, as a broker outage would.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka.errors import KafkaError
@@ -65,6 +65,26 @@ class MemoryBroker:
             for p in range(self.partitions.get(topic, 0))
             for record in self.records.get(TopicPartition(topic, p), [])
         ]
+
+
+@dataclass
+class MemoryFetcher:
+    """`filterd.kafka.fetch.RecordFetcher` over a `MemoryBroker`."""
+
+    broker: MemoryBroker
+
+    def fetch(
+        self, topic: str, wanted: Collection[tuple[int, int]]
+    ) -> dict[tuple[int, int], bytes]:
+        found = {}
+        for partition, offset in wanted:
+            log = self.broker.records.get(TopicPartition(topic, partition), [])
+            if 0 <= offset < len(log):
+                found[(partition, offset)] = log[offset].value
+        return found
+
+    def close(self) -> None:
+        pass
 
 
 class MemoryConsumer:

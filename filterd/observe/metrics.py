@@ -28,6 +28,8 @@ FEEDBACK_OUTCOMES = (
     "held_out",
     "kept_analyst_label",
     "dead_lettered",
+    "parked",  # by id, its message not found yet: kept in the store and tried again
+    "unresolved",  # parked for longer than feedback.resolve_ttl: dead-lettered
 )
 
 
@@ -93,6 +95,11 @@ class Metrics:
         )
         self.feedback = Counter(
             "filterd_feedback", "Feedback records consumed, by outcome.", ["outcome"], registry=r
+        )
+        self.parked_feedback = Gauge(
+            "filterd_parked_feedback",
+            "Feedback records by id waiting for their message (counted at each retry round).",
+            registry=r,
         )
         self.batch_seconds = Histogram(
             "filterd_batch_seconds",

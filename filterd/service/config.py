@@ -138,6 +138,28 @@ class Drift:
 class FeedbackSettings:
     # days a label event stays on the audit trail; `filterd db prune` deletes older ones
     audit_retention_days: int = 365  # 0: keep every event
+    # Feedback naming a message by id that no learner can resolve yet is parked in the store and
+    # tried again every `retry_seconds`; once `resolve_ttl` has passed it is dead-lettered as
+    # `unresolved_message`. Also how long the decided messages' coordinates are kept.
+    resolve_ttl: str = "3d"
+    retry_seconds: float = 30.0
+
+    @property
+    def resolve_within(self) -> timedelta:
+        """`resolve_ttl` as a duration (checked by `load`)."""
+        return parse_duration(self.resolve_ttl)
+
+
+@dataclass(frozen=True)
+class Review:
+    # Decisions queued for an analyst: those whose score is within `band` of τ (|s − τ| ≤ band;
+    # 0: none), and a uniform `random_share` of all decisions (0: none), which keeps the labelled
+    # sample unbiased for calibration and for measuring the filter.
+    band: float = 0.05
+    random_share: float = 0.002
+    max_items: int = 100_000  # per model; labelled items leave first, then the oldest
+    retention_days: int = 14  # `filterd db prune` deletes older items (0: keep them)
+    excerpt_chars: int = 500  # of the text kept for the analyst
 
 
 @dataclass(frozen=True)
@@ -165,6 +187,7 @@ class Config:
     calibration: Calibration = Calibration()
     drift: Drift = Drift()
     feedback: FeedbackSettings = FeedbackSettings()
+    review: Review = Review()
     observe: Observe = Observe()
 
     def public(self) -> dict[str, dict[str, Any]]:
@@ -390,6 +413,17 @@ def _check(config: Config) -> None:
         "feedback.audit_retention_days",
         "must not be negative (0: keep every event)",
     )
+    try:
+        parse_duration(config.feedback.resolve_ttl)
+    except ValueError as error:
+        raise ConfigError(f"feedback.resolve_ttl: {error}") from None
+    require(config.feedback.retry_seconds > 0, "feedback.retry_seconds", "must be positive")
+    q = config.review
+    require(q.band >= 0, "review.band", "must not be negative (0: no band)")
+    require(0 <= q.random_share <= 1, "review.random_share", "must be in [0, 1]")
+    require(q.max_items >= 0, "review.max_items", "must not be negative (0: no queue)")
+    require(q.retention_days >= 0, "review.retention_days", "must not be negative (0: keep them)")
+    require(q.excerpt_chars >= 0, "review.excerpt_chars", "must not be negative")
     require(
         0 <= config.observe.metrics_port <= 65535,
         "observe.metrics_port",

@@ -23,6 +23,8 @@ from filterd.store.schema import (
     Holdout,
     LabelEvent,
     ModelRow,
+    ParkedFeedback,
+    ReviewItem,
     Threshold,
     TokenStats,
 )
@@ -30,8 +32,19 @@ from filterd.store.schema import (
 FORMAT = "filterd-model/1"
 TABLES: dict[str, type[Base]] = {
     table.__tablename__: table
-    for table in (ClassStats, TokenStats, FeedbackLedger, Holdout, Threshold, LabelEvent)
+    for table in (
+        ClassStats,
+        TokenStats,
+        FeedbackLedger,
+        Holdout,
+        Threshold,
+        LabelEvent,
+        ParkedFeedback,
+        ReviewItem,
+    )
 }
+# Not exported: the decided messages' coordinates (`DecidedMessage`), which name records of one
+# Kafka cluster's messages topic and are kept only for feedback.resolve_ttl.
 BATCH = 5000
 
 

@@ -1,5 +1,6 @@
 """Expiry, so that a model does not grow without bound: rare tokens (`prune`) and old label
-events (`prune_events`).
+events (`prune_events`); `delete_in_chunks` for every deletion by age (review items, decided
+messages' coordinates).
 
 Token expiry is in the spirit of SpamAssassin's bayes_expiry and bogoutil: drop rare tokens
 that have not been seen for a while.
@@ -21,8 +22,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Engine, Select, delete, func, select, update
+from sqlalchemy import ColumnElement, Engine, Select, delete, func, select, tuple_, update
+from sqlalchemy.orm import QueryableAttribute
 
 from filterd.store.learning import find_model_id
 from filterd.store.schema import ClassStats, LabelEvent, ModelRow, TokenStats
@@ -103,18 +106,26 @@ def prune_events(engine: Engine, model: str, days: int, now: datetime | None = N
         return 0
     cutoff = (now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=days)  # stored in UTC
     old = (LabelEvent.model_id == model_id, LabelEvent.applied_at < cutoff)
+    return delete_in_chunks(engine, [LabelEvent.id], old, EVENT_CHUNK, pause, dry_run)
+
+
+def delete_in_chunks(engine: Engine, key: Sequence[QueryableAttribute[Any]], where: Sequence[ColumnElement[bool]],
+                     chunk: int, pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
+    """Delete the rows `where` selects, `chunk` per transaction (found by their primary `key`), so
+    that writers beside it wait little, with `pause` seconds between chunks; returns how many
+    went (with `dry_run`, how many would go)."""
+    table = key[0].class_.__table__
     if dry_run:
         with engine.connect() as conn:
-            return conn.execute(
-                select(func.count()).select_from(LabelEvent).where(*old)
-            ).scalar_one()
+            return conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
     deleted = 0
     while True:
+        found = select(*key).where(*where).limit(chunk)
+        match = key[0].in_(found.scalar_subquery()) if len(key) == 1 else tuple_(*key).in_(found)
         with engine.begin() as conn:
-            chunk = select(LabelEvent.id).where(*old).limit(EVENT_CHUNK).scalar_subquery()
-            count = conn.execute(delete(LabelEvent).where(LabelEvent.id.in_(chunk))).rowcount
+            count = conn.execute(delete(table).where(match)).rowcount
         deleted += count
-        if count < EVENT_CHUNK:
+        if count < chunk:
             return deleted
         if pause:
             time.sleep(pause)

@@ -51,7 +51,15 @@ from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
 from filterd.store.audit import Origin, Outcome, insert_events
 from filterd.store.bulk import driver_cursor, insert_rows
-from filterd.store.schema import Base, ClassStats, FeedbackLedger, Holdout, ModelRow, TokenStats
+from filterd.store.schema import (
+    Base,
+    ClassStats,
+    FeedbackLedger,
+    Holdout,
+    ModelRow,
+    ParkedFeedback,
+    TokenStats,
+)
 
 Source = Literal["analyst", "auto"]
 SOURCES = ("analyst", "auto")
@@ -108,6 +116,20 @@ def find_model_id(conn: Connection, model: str) -> int:
     return found
 
 
+def lock_model(conn: Connection, model: str) -> int:
+    """The id of model `model`, its row locked until the transaction ends (the lock
+    `apply_feedback` takes first), or UnknownModel."""
+    found = conn.execute(
+        update(ModelRow)
+        .where(ModelRow.name == model)
+        .values(seq=ModelRow.seq)
+        .returning(ModelRow.id)
+    ).scalar_one_or_none()
+    if found is None:
+        raise UnknownModel(f"no model named {model!r} in the store")
+    return found
+
+
 def id_chunks(conn: Connection, ids: list[str]) -> list[list[str]]:
     """`ids` in pieces for `among`: one piece on PostgreSQL (an array parameter), else CHUNK ids."""
     if conn.dialect.name == "postgresql":
@@ -146,7 +168,7 @@ def create_model(engine: Engine, name: str, spec: ModelSpec, seed: int | None = 
 
 
 # the tables of labels: the analysts' work, which nothing in the store can recompute
-LABEL_TABLES = (FeedbackLedger.__tablename__, Holdout.__tablename__)
+LABEL_TABLES = (FeedbackLedger.__tablename__, Holdout.__tablename__, ParkedFeedback.__tablename__)
 
 
 def model_tables() -> list[Table]:
@@ -242,32 +264,39 @@ def unpack(data: bytes) -> tuple[IntArray, IntArray]:
 def apply_feedback(engine: Engine, model: str, items: Sequence[LabelledTokens], holdout_fraction: float = 0.1,
                    now: datetime | None = None) -> Applied:  # fmt: skip
     """Apply a batch of feedback to `model` in one transaction (see the module docstring)."""
+    with engine.begin() as conn:
+        return apply_in(conn, model, items, holdout_fraction, now)
+
+
+def apply_in(conn: Connection, model: str, items: Sequence[LabelledTokens], holdout_fraction: float = 0.1,
+             now: datetime | None = None) -> Applied:  # fmt: skip
+    """`apply_feedback` in the caller's transaction, for a caller that writes more in it (the
+    learner parks feedback in the same transaction)."""
     for item in items:
         if item.source not in SOURCES:
             raise ValueError(f"feedback source must be analyst or auto, not {item.source!r}")
     now = now or datetime.now(UTC)
-    with engine.begin() as conn:
-        found = conn.execute(
-            update(ModelRow).where(ModelRow.name == model).values(seq=ModelRow.seq + 1)
-            .returning(ModelRow.id, ModelRow.seq, ModelRow.hash_seed)
-        ).one_or_none()  # fmt: skip
-        if found is None:
-            raise UnknownModel(f"no model named {model!r} in the store")
-        model_id, seq, seed = found
-        result = Applied(seq=seq)
-        batch = encode([item.tokens for item in items], TokenHasher(seed))
-        plan = _Plan(conn, model_id, [item.message_id for item in items])
-        outcomes: list[Outcome] = []
-        previous: list[str | None] = []  # the label each message had before
-        for i, item in enumerate(items):
-            outcome, before = plan.decide(i, item, batch, holdout_fraction)
-            result.count(outcome)
-            outcomes.append(outcome)
-            previous.append(before)
-        class_ids = _class_ids(conn, model_id, {label for label, *_ in plan.contributions})
-        _write_statistics(conn, model_id, seq, now, plan.contributions, class_ids)
-        _write_ledger(conn, model_id, now, plan)
-        insert_events(conn, model_id, items, outcomes, previous, now)
+    found = conn.execute(
+        update(ModelRow).where(ModelRow.name == model).values(seq=ModelRow.seq + 1)
+        .returning(ModelRow.id, ModelRow.seq, ModelRow.hash_seed)
+    ).one_or_none()  # fmt: skip
+    if found is None:
+        raise UnknownModel(f"no model named {model!r} in the store")
+    model_id, seq, seed = found
+    result = Applied(seq=seq)
+    batch = encode([item.tokens for item in items], TokenHasher(seed))
+    plan = _Plan(conn, model_id, [item.message_id for item in items])
+    outcomes: list[Outcome] = []
+    previous: list[str | None] = []  # the label each message had before
+    for i, item in enumerate(items):
+        outcome, before = plan.decide(i, item, batch, holdout_fraction)
+        result.count(outcome)
+        outcomes.append(outcome)
+        previous.append(before)
+    class_ids = _class_ids(conn, model_id, {label for label, *_ in plan.contributions})
+    _write_statistics(conn, model_id, seq, now, plan.contributions, class_ids)
+    _write_ledger(conn, model_id, now, plan)
+    insert_events(conn, model_id, items, outcomes, previous, now)
     return result
 
 

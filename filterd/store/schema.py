@@ -11,6 +11,9 @@ holdout          labelled feedback kept out of learning, for calibration
 thresholds       versions of the decision threshold
 prequential      the score each feedback record got before it was learned (drift monitoring)
 label_events     the audit trail: one row per label received, append-only (`filterd.store.audit`)
+decided_messages per decision: the message's Kafka coordinates, to read it back for feedback by id
+parked_feedback  feedback by id whose message is not known yet, retried until resolved or expired
+review_items     decisions queued for an analyst's label, with what is needed to judge and learn it
 """
 
 from __future__ import annotations
@@ -205,3 +208,78 @@ class LabelEvent(Base):
     kafka_topic: Mapped[str | None] = mapped_column(String(249), nullable=True)
     kafka_partition: Mapped[int | None] = mapped_column(Integer, nullable=True)
     kafka_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class DecidedMessage(Base):
+    """Where a decided message can be read back: one compact row per decision, written by the
+    scorer with the batch, so that feedback naming the message by id can be resolved by any
+    learner (`filterd.daemon.resolver`) while the messages topic retains the record. Keyed by
+    `id_hash` (`filterd.store.decided.id_hash`: 8 bytes of BLAKE2b of the id) rather than the id,
+    which may be 256 characters: the learner checks the id of the record it reads back. The
+    messages topic is the configured one (`topics.messages`). Pruned after `feedback.resolve_ttl`."""
+
+    __tablename__ = "decided_messages"
+    # BRIN on PostgreSQL: rows arrive in time order, so a range index of a few pages lets the
+    # pruning find old rows without the ~30 bytes a row a B-tree would cost.
+    __table_args__ = (Index(None, "decided_at", postgresql_using="brin"),)
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    id_hash: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    partition: Mapped[int] = mapped_column(Integer)
+    offset: Mapped[int] = mapped_column(BigInteger)
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ParkedFeedback(Base):
+    """Feedback naming a message by id that could not be resolved yet (`filterd.daemon.resolver`):
+    the feedback record as received, retried every `feedback.retry_seconds` and dead-lettered as
+    `unresolved_message` once `feedback.resolve_ttl` has passed since `parked_at`. A newer label
+    for the same message replaces the one parked (and restarts its clock)."""
+
+    __tablename__ = "parked_feedback"
+    __table_args__ = (Index(None, "model_id", "next_try_at"),)
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    message_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)  # the feedback record's value
+    kafka_topic: Mapped[str | None] = mapped_column(String(249), nullable=True)
+    kafka_partition: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    kafka_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    received_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    parked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    next_try_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ReviewItem(Base):
+    """A decision queued for an analyst's label (`filterd.store.review`): what an analyst needs to
+    judge it without the original system, and the message's tokens, so that a label given later
+    is learned whatever Kafka retains. Bounded by `review.max_items` and `review.retention_days`."""
+
+    __tablename__ = "review_items"
+    __table_args__ = (
+        Index(None, "model_id", "message_id"),
+        Index(None, "model_id", "queued_at"),
+    )
+
+    id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(String(256))
+    reason: Mapped[str] = mapped_column(String(8))  # band | random
+    label: Mapped[str] = mapped_column(String(200))  # the decision's
+    score: Mapped[float] = mapped_column(Float)
+    threshold: Mapped[float] = mapped_column(Float)
+    model_version: Mapped[int] = mapped_column(BigInteger)
+    threshold_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    subject: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    excerpt: Mapped[str | None] = mapped_column(Text, nullable=True)  # the text's first characters
+    sender: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    explanation: Mapped[list[Any]] = mapped_column(JSON)  # [[token, contribution], …]
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    tokens: Mapped[bytes] = mapped_column(LargeBinary)  # `filterd.store.review.pack_tokens`
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

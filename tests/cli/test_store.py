@@ -169,6 +169,57 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
     ]
 
 
+def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from filterd.service.review import QueuedItem
+    from filterd.store.database import connect
+    from filterd.store.decided import record_decided, where_decided
+    from filterd.store.learning import find_model_id
+    from filterd.store.review import queue_items
+
+    db = learned_store(tmp_path, 50)
+    engine = connect(db)
+    now = datetime.now(UTC)
+    item = QueuedItem(
+        "q", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
+    )
+    with engine.begin() as conn:
+        model_id = find_model_id(conn, "default")
+        record_decided(conn, model_id, [("old", 0, 1)], now - timedelta(days=4))
+        record_decided(conn, model_id, [("new", 0, 2)], now - timedelta(days=2))
+        queue_items(conn, model_id, [item], now - timedelta(days=20))
+
+    def prune(*args):
+        result = run(
+            "db",
+            "prune",
+            "--db",
+            db,
+            "--unseen-days",
+            "9999",
+            "--max-count",
+            "0",
+            "--pause",
+            "0",
+            *args,
+        )
+        assert result.exit_code == 0, result.output
+        return result.stdout.strip().split("; ")[2:]
+
+    assert prune("--dry-run") == [
+        "would delete 1 review items (older than 14 days)",
+        "would delete 1 decided messages (older than feedback.resolve_ttl = 3d)",
+    ]
+    assert prune("--review-days", "30") == [
+        "deleted 0 review items (older than 30 days)",
+        "deleted 1 decided messages (older than feedback.resolve_ttl = 3d)",
+    ]
+    with engine.connect() as conn:
+        assert where_decided(conn, model_id, ["old", "new"]) == {"new": (0, 2)}
+    assert prune()[0] == "deleted 1 review items (older than 14 days)"
+
+
 def test_learn_records_who_gave_the_labels(tmp_path):
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "c.jsonl"

@@ -20,8 +20,15 @@ import jsonschema
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from filterd.bayes.model import ModelSpec
 from filterd.demo.broker import free_port
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import Config
+from filterd.service.config import load as load_config
 from filterd.service.records import schemas
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.tokenize import Tokenizer
 
 VALIDATORS = {
     name.split(".")[0]: jsonschema.Draft202012Validator(schema)
@@ -235,3 +242,24 @@ def run_until(loop, done, timeout: float = 30.0) -> None:
     if errors:
         raise errors[0]
     assert done(), "the loop did not finish its work in time"
+
+
+@pytest.fixture
+def config(tmp_path) -> Config:
+    """A SQLite store with model "default" (MNB) learned from 200 synthetic messages, and the
+    configuration that names it: for the loops run in process (test_loop.py, test_parking.py)."""
+    url = f"sqlite:///{tmp_path / 'filterd.db'}"
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", ModelSpec("mnb"))
+    tokenize = Tokenizer()
+    train = generate(SynthConfig(n_messages=200, seed=1))
+    apply_feedback(
+        engine,
+        "default",
+        [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+        holdout_fraction=0,
+    )
+    engine.dispose()
+    overrides = {"database.url": url, "model.variant": "mnb", "model.min_docs": 5}
+    return load_config(None, environ={}, overrides=overrides)

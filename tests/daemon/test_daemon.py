@@ -151,9 +151,8 @@ def test_the_decision_latency_histogram_counts_every_decision(
 def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
-    daemon = start_daemon(
-        sqlite_url, model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]}
-    )
+    daemon = start_daemon(sqlite_url, model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]},
+                          feedback={"resolve_ttl": "3s", "retry_seconds": 0.5})  # fmt: skip
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(part))
     produce(
         kafka_config, topics["feedback"], feedback_of(part, with_text=False)
@@ -186,11 +185,20 @@ def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topic
         topics["feedback"],
         [feedback("never-seen", "spam"), feedback("m1", "phishing", "text")],
     )
+    # an id never decided is parked, then dead-lettered once feedback.resolve_ttl has passed
     letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= 2)
     assert sorted(valid("dead-letter", r.value)["reason"] for r in letters) == [
         "invalid_label",
-        "unknown_message",
+        "unresolved_message",
     ]
+    assert daemon.metric("filterd_feedback_total", outcome="parked") == 1
+    assert daemon.metric("filterd_feedback_total", outcome="unresolved") == 1
+    assert (
+        daemon.metric(
+            "filterd_dead_letters_total", reason="unresolved_message", topic=topics["feedback"]
+        )
+        == 1
+    )
 
 
 def events_of(daemon) -> list[dict]:
@@ -414,10 +422,71 @@ def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, to
     scorer.wait_for(lambda: scorer.metric("filterd_model_version") > 0, what="the scorer's sync")
     assert scorer.metric("filterd_feedback_total", outcome="learned") == 0  # not its job
     assert learner.metric("filterd_messages_total", outcome="decided") == 0
-    # feedback by id needs the scorer's recent messages, which live in another process here
-    produce(kafka_config, topics["feedback"], [feedback(STREAM[900]["id"], "spam")])
-    (letter,) = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= 1)
-    assert valid("dead-letter", letter.value)["reason"] == "unknown_message"
+    # by id, for messages the other process decided: read back from the messages topic
+    produce(kafka_config, topics["feedback"], feedback_of(STREAM[800:1000], with_text=False))
+    learner.wait_for(lambda: sum(counts(sqlite_url)) == 1000, what="feedback by id")
+    assert learner.metric("filterd_feedback_total", outcome="parked") == 0
+    assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
+
+
+def test_a_backlog_of_messages_and_labels_by_id_is_all_learned(
+    start_daemon, kafka_config, topics, sqlite_url
+):
+    """`filterd run` started with messages and feedback by id waiting: the learner reads labels
+    for messages the scorer has not decided yet. They wait, nothing is dead-lettered, and every
+    label is applied."""
+    backlog = STREAM[:1500]
+    produce(kafka_config, topics["messages"], messages_of(backlog))
+    produce(kafka_config, topics["feedback"], feedback_of(backlog, with_text=False))
+    daemon = start_daemon(sqlite_url, feedback={"retry_seconds": 0.5})
+    daemon.wait_for(lambda: sum(counts(sqlite_url)) == len(backlog), what="every label")
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait() == 0
+    assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
+    assert int(load(connect(sqlite_url), "default")[0].D.sum()) == counts(sqlite_url)[0]
+
+
+def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgresql(
+    start_daemon, kafka_config, topics, postgres_server
+):
+    """Scorer and learner as separate processes sharing one PostgreSQL; the feedback comes first
+    (the learner runs ahead of the scorer), by id only; each process is killed mid-stream in
+    turn. Every label is applied exactly once and nothing is dead-lettered."""
+    url = fresh_postgres(postgres_server)
+    stream = STREAM[:2400]
+    fast = {"feedback": {"retry_seconds": 0.5}, "batches": {"poll_records": 100, "feedback": 200}}
+    learner = start_daemon(url, role="learner", **fast)
+    produce(
+        kafka_config,
+        topics["feedback"],
+        feedback_of(stream, with_text=False),
+        keys=[r["id"] for r in stream],
+    )
+    learner.wait_for(
+        lambda: learner.metric("filterd_feedback_total", outcome="parked") >= 200, what="parking"
+    )
+    scorer = start_daemon(url, role="scorer", create_store=False, **fast)
+    produce(kafka_config, topics["messages"], messages_of(stream), keys=[r["id"] for r in stream])
+    scorer.wait_for(
+        lambda: scorer.metric("filterd_messages_total", outcome="decided") >= 300, what="a start"
+    )
+    scorer.signal(signal.SIGKILL)
+    scorer.wait()
+    scorer = start_daemon(url, role="scorer", create_store=False, config=scorer.config_path)
+    learner.wait_for(lambda: sum(counts(url)) >= 1200, timeout=90, what="half the labels")
+    learner.signal(signal.SIGKILL)
+    learner.wait()
+    learner = start_daemon(url, role="learner", create_store=False, config=learner.config_path)
+    learner.wait_for(lambda: sum(counts(url)) == len(stream), timeout=90, what="every label")
+    ledger, _ = counts(url)
+    stats = load(connect(url), "default")[0]
+    assert int(stats.D.sum()) == ledger  # each message learned exactly once
+    truth = Counter(r["label"] for r in stream)
+    with connect(url).connect() as conn:
+        labels = dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
+        labels |= dict(conn.execute(select(Holdout.message_id, Holdout.label)).all())
+    assert Counter(labels.values()) == truth
+    assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
 
 
 def test_a_stop_during_the_group_join_is_quick_and_quiet(

@@ -13,46 +13,25 @@ import pytest
 import structlog
 from kafka import TopicPartition
 
-from filterd.bayes.model import ModelSpec
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
 from filterd.daemon.loop import LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
+from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.consumer import Batch
-from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
+from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryFetcher, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.service.config import Config
-from filterd.service.config import load as load_config
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.service.config import Config, parse_duration
+from filterd.store.database import connect
 from filterd.tokenize import Tokenizer
 from tests.daemon.conftest import run_until
 
 TOPICS = {"messages": 3, "decisions": 3, "feedback": 2, "dead-letter": 1}
-
-
-@pytest.fixture
-def config(tmp_path) -> Config:
-    url = f"sqlite:///{tmp_path / 'filterd.db'}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
-    tokenize = Tokenizer()
-    train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(
-        engine,
-        "default",
-        [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
-        holdout_fraction=0,
-    )
-    engine.dispose()
-    overrides = {"database.url": url, "model.variant": "mnb", "model.min_docs": 5}
-    return load_config(None, environ={}, overrides=overrides)
 
 
 def settings(
@@ -82,6 +61,7 @@ def scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher, gua
         RecentMessages(1000, 10_000_000, 3600.0),
         "decisions",
         config.limits.max_bytes,
+        config.review,
         **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
     )
 
@@ -223,43 +203,38 @@ def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config)
     ]
     for i, payload in enumerate(feedback + feedback[:10]):  # the first ten delivered twice
         broker.produce("feedback", f"f{i % 30}".encode(), payload)
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
-    monitor = Monitor(engine, config, state, Metrics(), structlog.get_logger())
-    publisher = MemoryPublisher(broker)
-    learner = Learner(
-        engine,
-        "default",
-        Tokenizer(),
-        RecentMessages(1000, 10_000_000, 3600.0),
-        monitor,
-        [],
-        0.0,
-        config.limits.max_bytes,
-        **settings(broker, "feedback", publisher, DeadLetterGuard(1.0, 100, 0)),
-    )
+    learner = learner_of(config, broker, labels=[])
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    state.refresh(force=True)
-    assert state.decider is not None
-    with engine.connect() as conn:
+    with learner.engine.connect() as conn:
         ledger = conn.exec_driver_sql("SELECT message_id FROM feedback_ledger").scalars().all()
     assert sorted(m for m in ledger if m.startswith("f")) == sorted(f"f{i}" for i in range(30))
     assert len(ledger) == 200 + 30  # the fixture's 200 and these 30, the repeated ten once
 
 
-def learner_of(config: Config, broker: MemoryBroker) -> Learner:
+def learner_of(config: Config, broker: MemoryBroker, recent: RecentMessages | None = None,
+               labels: list[str] | None = None, retry_seconds: float = 30.0,
+               resolve_ttl: str = "3d", guard: DeadLetterGuard | None = None) -> Learner:  # fmt: skip
+    """The learner of `config` over `broker`, resolving ids through `recent` (default: an empty
+    cache), the store and the broker's messages topic."""
     engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    recent = recent or RecentMessages(1000, 10_000_000, 3600.0)
+    resolver = Resolver(engine, "default", recent, "messages", Tokenizer(), config.limits.max_bytes,
+                        lambda: MemoryFetcher(broker), structlog.get_logger())  # fmt: skip
     return Learner(
         engine,
         "default",
         Tokenizer(),
-        RecentMessages(1000, 10_000_000, 3600.0),
+        resolver,
         Monitor(engine, config, state, Metrics(), structlog.get_logger()),
-        config.model.labels,
+        config.model.labels if labels is None else labels,
         0.0,
         config.limits.max_bytes,
-        **settings(broker, "feedback", MemoryPublisher(broker), DeadLetterGuard(1.0, 100, 0)),
+        parse_duration(resolve_ttl),
+        retry_seconds,
+        **settings(
+            broker, "feedback", MemoryPublisher(broker), guard or DeadLetterGuard(1.0, 100, 0)
+        ),
     )
 
 

@@ -9,7 +9,6 @@ import json
 
 import structlog
 
-from filterd.bayes.model import ModelSpec
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
@@ -18,38 +17,25 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.service.config import load as load_config
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
-from filterd.tokenize import Tokenizer
+from filterd.service.config import Config
+from filterd.store.database import connect
 from tests.daemon.conftest import run_until, valid
 
 BAD = {4: b"{not json", 9: b'{"text": "no id"}', 10: b"", 23: b"[1, 2]"}
 
 
-def trained_scorer(tmp_path, broker: MemoryBroker, publisher: MemoryPublisher) -> Scorer:
-    url = f"sqlite:///{tmp_path / 'filterd.db'}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
-    tokenize = Tokenizer()
-    train = generate(SynthConfig(n_messages=200, seed=1))
-    labelled = [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train]
-    apply_feedback(engine, "default", labelled, holdout_fraction=0)
-    config = load_config(
-        None,
-        environ={},
-        overrides={"database.url": url, "model.variant": "mnb", "model.min_docs": 5},
-    )
+def trained_scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher) -> Scorer:
+    """A scorer of the `config` fixture's trained model, reading topic "messages" of `broker`."""
+    engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
-    return Scorer(state, RecentMessages(1000, 10_000_000, 3600.0), "decisions", config.limits.max_bytes,
+    return Scorer(state, RecentMessages(1000, 10_000_000, 3600.0), "decisions", config.limits.max_bytes, config.review,
                   kafka={}, topic="messages", group="scorers", max_records=7, publisher=publisher,
                   guard=DeadLetterGuard(1.0, 100, 0), dead_letter_topic="dead-letter", payload_limit=1000,
                   metrics=Metrics(), health=Health(), log=structlog.get_logger(),
                   connect=lambda: MemoryConsumer(broker, "messages", "scorers"))  # fmt: skip
 
 
-def test_every_decision_names_the_partition_and_offset_of_its_message(tmp_path):
+def test_every_decision_names_the_partition_and_offset_of_its_message(config):
     broker = MemoryBroker({"messages": 3, "decisions": 2, "dead-letter": 1})
     read_from: dict[str, tuple[str, int, int]] = {}  # message id → where the scorer reads it
     bad = []
@@ -67,7 +53,7 @@ def test_every_decision_names_the_partition_and_offset_of_its_message(tmp_path):
     )
     publisher = MemoryPublisher(broker)
     publisher.fail_flushes = 1  # the first batch is read again: its decisions name the same places
-    scorer = trained_scorer(tmp_path, broker, publisher)
+    scorer = trained_scorer(config, broker, publisher)
     run_until(scorer, lambda: len(broker.read("decisions")) + len(broker.read("dead-letter")) >= 40)
 
     decisions = [valid("decision", r.value) for r in broker.read("decisions")]

