@@ -21,9 +21,8 @@ after the replay, or the daemon stops on its own. Whatever happens, the daemon, 
 clients and the broker are stopped before `run` returns or raises: no thread or process of
 the demo is left running, and the logging configuration is restored.
 
-Feedback for message i is sent only once its decision has been read back: feedback by id
-needs the scorer to have seen the message (else the learner dead-letters it as
-`unknown_message`), and in a real deployment an analyst labels what was decided, too.
+Feedback for message i is sent only once its decision has been read back, as an analyst labels
+what was decided (feedback by id sent earlier would wait, parked, until the message is decided).
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ class Message(Content, kw_only=True):
 
 
 class Feedback(Content, kw_only=True):
-    """A label for a message, new or corrected; without message fields it names a message
-    scored recently, by id."""
+    """A label for a message, new or corrected; without message fields it names a decided
+    message by id (the learner finds it, or keeps the label until it can)."""
 
     message_id: Id
     label: Label
@@ -118,8 +118,8 @@ class Decision(msgspec.Struct, kw_only=True):
     review: Annotated[
         bool,
         msgspec.Meta(
-            description="Queued for an analyst's review (the review queue); false until the "
-            "review queue marks it."
+            description="Queued for an analyst's review: the score is within review.band of "
+            "the threshold, or the message is in the review queue's random share."
         ),
     ] = False
 

@@ -1,0 +1,70 @@
+"""The scorer's review queue, end to end over the in-memory broker and a real SQLite store: the
+decisions it marks are exactly those of the band and of the random share, each is queued with
+its message's fields, and a label given later for a queued message is learned from the queue
+when Kafka no longer holds the message."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from filterd.kafka.memory import MemoryBroker, MemoryPublisher
+from filterd.service.config import Review
+from filterd.service.review import in_random_share
+from filterd.store.audit import read_events
+from filterd.store.parking import count_parked
+from filterd.store.review import list_items
+from tests.daemon.conftest import run_until
+from tests.daemon.test_loop import TOPICS, committed_everything, learner_of, messages, scorer
+
+BAND, SHARE = 1.0, 0.1
+
+
+def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_kafka(config):
+    config = replace(config, review=Review(band=BAND, random_share=SHARE))
+    broker = MemoryBroker(dict(TOPICS))
+    ids = messages(broker, 400)
+    decider = scorer(config, broker, MemoryPublisher(broker))
+    run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
+    decisions = {
+        d["message_id"]: d for d in (json.loads(r.value) for r in broker.read("decisions"))
+    }
+    assert sorted(decisions) == sorted(ids)
+
+    def expected(d: dict) -> str | None:
+        if abs(d["score"] - d["threshold"]) <= BAND:
+            return "band"
+        return "random" if in_random_share(d["message_id"], SHARE) else None
+
+    reasons = {m: expected(d) for m, d in decisions.items()}
+    assert 0 < sum(r == "band" for r in reasons.values()) < len(ids)  # the test can tell them apart
+    assert sum(r == "random" for r in reasons.values()) > 0
+    assert {m for m, d in decisions.items() if d["review"]} == {m for m, r in reasons.items() if r}
+    items = list_items(decider.state.engine, "default", limit=None, include_labelled=True)
+    assert {i.message_id: i.reason for i in items} == {m: r for m, r in reasons.items() if r}
+    item = next(i for i in items if i.reason == "band")
+    assert (item.score, item.label) == (
+        decisions[item.message_id]["score"],
+        decisions[item.message_id]["label"],
+    )
+    assert item.excerpt and item.token_count > 0
+
+    # Kafka no longer holds the messages (retention): the queue's tokens still teach the model
+    for tp in [tp for tp in broker.records if tp.topic == "messages"]:
+        broker.records[tp] = []
+    queued = item.message_id
+    other = next(m for m, r in reasons.items() if r is None)
+    for message_id in (queued, other):
+        broker.produce("feedback", message_id.encode(),
+                       json.dumps({"message_id": message_id, "label": "spam", "analyst": "eve"}).encode())  # fmt: skip
+    learner = learner_of(config, broker)
+    run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
+    (event,) = read_events(learner.engine, "default", message_id=queued)
+    assert (event.outcome, event.analyst) == ("learned", "eve")
+    assert [e.outcome for e in read_events(learner.engine, "default", message_id=other)] == [
+        "parked"
+    ]
+    assert count_parked(learner.engine, "default") == 1
+    assert queued not in {
+        i.message_id for i in list_items(learner.engine, "default", limit=None)
+    }  # labelled
