@@ -157,10 +157,16 @@ class Learner(Loop):
                                     self.max_records)  # fmt: skip
         if not claimed:
             return {}, 0
-        feedback = {p.message_id: decode(p.payload, Feedback, len(p.payload)) for p in claimed}
+        feedback, unreadable = {}, []
+        for p in claimed:
+            try:
+                feedback[p.message_id] = decode(p.payload, Feedback, self.max_bytes)
+            except RecordError as error:  # parked by a version that read records differently
+                self.dead_letter(stored_record(p), error.reason, str(error))
+                unreadable.append(p)
         known = self.resolver.resolve(list(feedback))
         resolved = [p for p in claimed if p.message_id in known]
-        expired = [p for p in claimed if p.message_id not in known
+        expired = [p for p in claimed if p.message_id in feedback and p.message_id not in known
                    and learning.as_utc(p.parked_at or now) + self.resolve_within <= now]  # fmt: skip
         for p in expired:
             self.dead_letter(stored_record(p), UNRESOLVED,
@@ -170,7 +176,7 @@ class Learner(Loop):
         with self.engine.begin() as conn:
             model_id = learning.lock_model(conn, self.model)
             # what a newer label replaced (or made moot) meanwhile is left to it
-            still = set(parking.release(conn, model_id, resolved + expired))
+            still = set(parking.release(conn, model_id, resolved + expired + unreadable))
             items = [labelled(feedback[p.message_id], stored_record(p), known[p.message_id], p.received_at)
                      for p in resolved if p.message_id in still]  # fmt: skip
             applied = (learning.apply_in(conn, self.model, items, self.holdout_fraction, now)

@@ -1,7 +1,9 @@
 """The consume loop both roles share: poll a batch → process it → commit its offsets.
 
-`process` publishes or stores everything the batch causes before returning; only then are the
-offsets committed (at-least-once, docs/architecture.md, "Reliability contract"). A `Retry` from `process`
+`process` publishes or stores everything the batch causes before returning, or hands it to
+something that completes it beside the loop (`ticket`, `completed`: the scorer's recorder);
+only then are the offsets committed (at-least-once, docs/architecture.md, "Reliability
+contract"). A `Retry` from `process`
 (store or broker unavailable) rewinds the consumer to the batch's first offsets and backs off,
 so the batch is read and processed again — its effects are idempotent. A stop request is
 honoured between batches: the in-flight batch is finished, flushed and committed first —
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NotRequired, TypedDict
 
@@ -114,6 +117,8 @@ class Loop:
         self._summary: dict[str, int] = {}
         # partition → offset committed asynchronously, not yet confirmed
         self._uncommitted: dict[TopicPartition, OffsetAndMetadata] = {}
+        # (ticket, offsets) of the batches processed but not complete yet (`ticket`), in order
+        self._awaiting: deque[tuple[int, dict[TopicPartition, OffsetAndMetadata]]] = deque()
 
     def process(self, batch: Batch) -> dict[str, int]:
         """Handle one batch completely (or raise Retry); returns counts for the batch summary."""
@@ -124,6 +129,15 @@ class Loop:
 
     def on_stop(self) -> None:
         """Called once the loop has stopped, before its consumer closes: release what it holds."""
+
+    def ticket(self) -> int:
+        """What must be complete before the batch just processed may be committed, as a number
+        that `completed` reaches once it is. The default: nothing beyond `process` itself."""
+        return 0
+
+    def completed(self) -> int:
+        """The highest `ticket` complete (a scorer's recorder: written to the store)."""
+        return 0
 
     def run(self, stop: threading.Event) -> None:
         self.health.register_loop(self.role, stall_seconds=60.0)
@@ -136,6 +150,7 @@ class Loop:
             while not stop.is_set():
                 self.health.beat(self.role)
                 self.on_idle()  # the scorer's first loads the model, before the group assigns it work
+                self._commit_completed(consumer)
                 self.repeats.flush()
                 if self._join_started is None:
                     self._join_started = time.monotonic()
@@ -162,7 +177,8 @@ class Loop:
                     stop.wait(delay)
                     continue
                 retry.reset()
-                self._commit(batch, consumer)
+                self._awaiting.append((self.ticket(), batch.offsets()))
+                self._commit_completed(consumer)
                 self.metrics.batch_seconds.labels(role=self.role).observe(
                     time.perf_counter() - started
                 )
@@ -242,12 +258,17 @@ class Loop:
             self.metrics.consumer_lag.remove(self.role, tp.topic, str(tp.partition))
         self._lag_shown = shown
 
-    def _commit(self, batch: Batch, consumer: Consumer) -> None:
-        """Commit without waiting: the batch's effects are durable already, so a commit that is
-        lost only means reading the batch again. The last one is committed synchronously on close."""
-        offsets = batch.offsets()
-        self._uncommitted.update(offsets)
-        consumer.commit_async(offsets, callback=self._committed)
+    def _commit_completed(self, consumer: Consumer) -> None:
+        """Commit, in order, the offsets of the batches whose `ticket` is complete. Without
+        waiting: their effects are durable already, so a commit that is lost only means reading
+        the batch again. The last ones are committed synchronously on close."""
+        if not self._awaiting:
+            return
+        done = self.completed()
+        while self._awaiting and self._awaiting[0][0] <= done:
+            _, offsets = self._awaiting.popleft()
+            self._uncommitted.update(offsets)
+            consumer.commit_async(offsets, callback=self._committed)
 
     def _committed(
         self,
@@ -270,6 +291,7 @@ class Loop:
         deadline = time.monotonic() + CLOSE_SECONDS
         self.repeats.flush(everything=True)
         self.on_stop()
+        self._commit_completed(consumer)
         try:
             self.publisher.close()
         except KafkaError as error:

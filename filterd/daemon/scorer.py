@@ -8,12 +8,10 @@ when the tokenizer could not read it at all (`REJECTED_FLAGS`). A message that a
 and flagged `truncated`; a mail with MIME defects is decided too, because spam often has them.
 The dead-letter guard counts only records the daemon cannot decode (`UNDECODABLE`).
 
-Before a batch's decisions are published, one transaction records where each message was read
-(`filterd.store.decided`: any learner can then read it back for feedback by id) and queues the
-decisions an analyst's label would teach the most (`filterd.service.review`: within
-`review.band` of τ, and a uniform `review.random_share`), with what an analyst and the learner
-need of them (`filterd.store.review`). While the store is unavailable, decisions go on
-(`Scorer._record`).
+The scorer marks for review the decisions an analyst's label would teach the most
+(`filterd.service.review`: within `review.band` of τ, and a uniform `review.random_share`), and
+hands its `Recorder` where each decided message was read and the review items, which it writes
+to the store beside the scorer (`filterd.daemon.recorder`).
 """
 
 from __future__ import annotations
@@ -22,15 +20,12 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Unpack
-
-from sqlalchemy import Connection
-from sqlalchemy.exc import SQLAlchemyError
 
 from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
+from filterd.daemon.recorder import Recorder
 from filterd.kafka.consumer import Batch
 from filterd.service.config import Review
 from filterd.service.decide import (
@@ -43,10 +38,6 @@ from filterd.service.decide import (
 )
 from filterd.service.records import Content, Decision, Message, RecordError, decode, encode
 from filterd.service.review import QueuedItem, queued_item, review_reasons
-from filterd.store import review
-from filterd.store.database import error_detail
-from filterd.store.decided import record_decided
-from filterd.store.learning import find_model_id
 from filterd.tokenize import Tokenizer, Tokens
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
 
@@ -70,11 +61,8 @@ def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> 
     return result
 
 
-TRIM_SECONDS = 60.0  # between trims of the review queue to `review.max_items`
-# After the store failed to record a batch: how long batches are only kept in memory, and how
-# many decided messages at most (≈150 bytes of memory each) wait for the store to be back.
-RECORD_BACKOFF_SECONDS = 5.0
-MAX_UNRECORDED = 1_000_000
+# At a stop, how long the recorder may take to write what is pending (it is usually caught up).
+RECORDER_STOP_SECONDS = 0.5
 
 
 class Scorer(Loop):
@@ -85,23 +73,22 @@ class Scorer(Loop):
         super().__init__(**loop)
         self.state, self.recent = state, recent
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
-        self._model_id: int | None = None
-        self._unrecorded: list[tuple[str, int, int]] = []  # decided while the store was unavailable
-        self._store_down, self._record_due = False, 0.0
-        self._trim_due = time.monotonic() + TRIM_SECONDS
+        self._ticket = 0  # the recorder's, of the last batch
+        self.recorder = Recorder(state.engine, state.config.model.name, queue.max_items, self.health, self.metrics,
+                                 self.log)  # fmt: skip
 
     def on_idle(self) -> None:
         self.state.refresh()
-        if self._store_down and time.monotonic() >= self._record_due:
-            self._write([], [])
-        if time.monotonic() >= self._trim_due:
-            self._trim_due = time.monotonic() + TRIM_SECONDS
-            try:
-                review.trim(self.state.engine, self.state.config.model.name, self.queue.max_items)
-            except SQLAlchemyError as error:
-                self.repeats.warning(
-                    self.log, "review queue not trimmed", error=error_detail(error)
-                )
+        self.recorder.start()
+
+    def on_stop(self) -> None:
+        self.recorder.stop(RECORDER_STOP_SECONDS)
+
+    def ticket(self) -> int:
+        return self._ticket
+
+    def completed(self) -> int:
+        return self.recorder.recorded
 
     def process(self, batch: Batch) -> dict[str, int]:
         decider = self.state.decider
@@ -112,7 +99,9 @@ class Scorer(Loop):
             decider, self.state.threshold, [r.value for r in records], self.max_bytes, records
         )
         self.guard.check(result.undecodable)
-        self._record(result)
+        self._ticket = self.recorder.put(
+            [(d.message_id, d.partition, d.offset) for d in result.decisions], self._queued(result)
+        )
         self.publisher.send_keyed(
             self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]
         )
@@ -130,51 +119,6 @@ class Scorer(Loop):
         self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
         return {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
 
-    def _record(self, result: Decided) -> None:
-        """Record the batch's decided messages and queue those for review (module docstring).
-        While the store is unavailable decisions go on: their coordinates are kept in memory
-        (at most MAX_UNRECORDED, the oldest dropped first) and written with the first batch, or
-        at the first idle moment, after it is back; the review queue misses the outage's batches."""
-        rows = [(d.message_id, d.partition, d.offset) for d in result.decisions]
-        if self._store_down and time.monotonic() < self._record_due:  # it failed moments ago
-            self._keep(rows)
-            return
-        queued = self._queued(result)
-        if not self._write(rows, queued):
-            for decision in result.decisions:
-                decision.review = False
-
-    def _write(self, rows: list[tuple[str, int, int]], queued: list[QueuedItem]) -> bool:
-        """Write `rows` (after those kept from an outage) and `queued` in one transaction; False
-        (the rows kept for later) if the store failed."""
-        try:
-            with self.state.engine.begin() as conn:
-                model_id = self._model(conn)
-                record_decided(conn, model_id, self._unrecorded + rows, datetime.now(UTC))
-                review.queue_items(conn, model_id, queued, datetime.now(UTC))
-        except SQLAlchemyError as error:
-            self._model_id = None  # the model may have been deleted and made again
-            self._store_down, self._record_due = True, time.monotonic() + RECORD_BACKOFF_SECONDS
-            self.health.set_ready("decisions store", False, error_detail(error))
-            self.metrics.store_errors.labels(role=self.role).inc()
-            self.repeats.warning(self.log, "decisions not recorded in the store: feedback by id for them waits "
-                                 "until they are", error=error_detail(error))  # fmt: skip
-            self._keep(rows)
-            return False
-        if self._store_down:
-            self.log.info("decisions recorded again", kept_during_the_outage=len(self._unrecorded))
-        self._unrecorded, self._store_down = [], False
-        self.health.set_ready("decisions store", True)
-        return True
-
-    def _keep(self, rows: list[tuple[str, int, int]]) -> None:
-        self._unrecorded += rows
-        if len(self._unrecorded) > MAX_UNRECORDED:
-            dropped = len(self._unrecorded) - MAX_UNRECORDED
-            del self._unrecorded[:dropped]
-            self.repeats.warning(self.log, "decided messages not recorded, dropped: feedback by id for them "
-                                 "will not resolve", dropped=dropped)  # fmt: skip
-
     def _queued(self, result: Decided) -> list[QueuedItem]:
         """The batch's decisions for the review queue, each marked `review`."""
         q = self.queue
@@ -191,11 +135,6 @@ class Scorer(Loop):
                     )
                 )
         return queued
-
-    def _model(self, conn: Connection) -> int:
-        if self._model_id is None:
-            self._model_id = find_model_id(conn, self.state.config.model.name)
-        return self._model_id
 
 
 @dataclass

@@ -12,8 +12,10 @@ from sqlalchemy import func, select
 
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
+from filterd.store import parking
 from filterd.store.audit import read_events
-from filterd.store.parking import count_parked
+from filterd.store.learning import lock_model
+from filterd.store.parking import Parked, count_parked
 from filterd.store.schema import FeedbackLedger, Holdout
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import (
@@ -129,3 +131,21 @@ def test_an_id_and_its_message_in_one_batch_resolve_each_other(config):
             ).scalar_one()
             == 1
         )
+
+
+def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for_ever(config):
+    broker = MemoryBroker(dict(TOPICS))
+    learner = learner_of(config, broker, retry_seconds=1000)
+    now = datetime.now(UTC)
+    with learner.engine.begin() as conn:
+        parking.park(
+            conn,
+            lock_model(conn, "default"),
+            [Parked("z", b"{not json", "feedback", 1, 7)],
+            now,
+            now,
+        )
+    assert learner.retry_parked(now)["claimed"] == 1
+    (letter,) = [json.loads(r.value) for r in broker.read("dead-letter")]
+    assert (letter["reason"], letter["partition"], letter["offset"]) == ("invalid_json", 1, 7)
+    assert count_parked(learner.engine, "default") == 0

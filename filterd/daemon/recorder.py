@@ -1,0 +1,169 @@
+"""What the scorer keeps of its decisions in the store, written beside it rather than in its way.
+
+For each decided message, where it was read (`filterd.store.decided`: any learner can read it
+back for feedback by id), and for each decision queued for review, the review item
+(`filterd.store.review`). A `Recorder` takes them from the scorer (`put`, which never waits on
+the store) and writes them from a thread of its own, everything pending in one transaction, so that a store that is slow or locked (a learner's transaction holding
+SQLite's write lock, a PostgreSQL round trip) never delays a decision. The scorer commits a batch's offsets once its rows are written (`recorded`
+reaches the batch's ticket), so a crash loses none: the batch is read and decided again. A
+label that arrives before its message's row is written is parked by the learner and applied at
+its next retry.
+
+While the store is unavailable, what is pending waits in memory, at most MAX_PENDING_ROWS
+decided messages and MAX_PENDING_ITEMS review items (the oldest are dropped first, with a
+warning), and is written once the store is back; readiness says `decisions store` meanwhile.
+At a stop, what is pending is written if the store takes it within `stop` seconds. Every
+TRIM_SECONDS it also trims the review queue to `review.max_items`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from structlog.typing import FilteringBoundLogger
+
+from filterd.daemon.loop import Backoff
+from filterd.observe.health import Health
+from filterd.observe.logs import Repeats
+from filterd.observe.metrics import Metrics
+from filterd.service.review import QueuedItem
+from filterd.store import review
+from filterd.store.database import error_detail
+from filterd.store.decided import record_decided
+from filterd.store.learning import find_model_id
+
+Decided = tuple[str, int, int]  # (message id, partition, offset)
+
+WRITE_ROWS = 50_000  # decided messages per statement
+MAX_PENDING_ROWS = 1_000_000  # ≈150 bytes of memory each
+MAX_PENDING_ITEMS = 20_000  # review items, each with its message's tokens
+TRIM_SECONDS = 60.0
+READINESS = "decisions store"
+
+
+class Recorder:
+    def __init__(self, engine: Engine, model: str, max_items: int, health: Health, metrics: Metrics,
+                 log: FilteringBoundLogger) -> None:  # fmt: skip
+        self.engine, self.model, self.max_items = engine, model, max_items
+        self.health, self.metrics, self.log = health, metrics, log
+        self.repeats = Repeats()
+        self._rows: list[Decided] = []
+        self.tickets = 0  # batches taken (`put`)
+        self.recorded = 0  # the last ticket whose batch is written
+        self._items: list[QueuedItem] = []
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._model_id: int | None = None
+        self._failing = False
+        self._trim_due = time.monotonic() + TRIM_SECONDS
+
+    def put(self, rows: Sequence[Decided], items: Sequence[QueuedItem]) -> int:
+        """Take a batch's decided messages and review items, to be written soon; returns the
+        batch's ticket, which `recorded` reaches once they are written."""
+        with self._wake:
+            self._rows += rows
+            self._items += items
+            self._bound()
+            self.tickets += 1
+            self._wake.notify()
+            return self.tickets
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="filterd-recorder", daemon=True)
+            self._thread.start()
+
+    def stop(self, seconds: float) -> None:
+        """Stop the thread; write what is pending if the store takes it within `seconds`."""
+        self._stop.set()
+        with self._wake:
+            self._wake.notify()
+        if self._thread is not None:
+            self._thread.join(seconds)
+            self._thread = None
+        else:
+            self.write()
+        with self._wake:
+            left = len(self._rows)
+        if left:
+            self.log.warning("decided messages not recorded at the stop: feedback by id for them waits "
+                             "until it expires", messages=left)  # fmt: skip
+
+    def write(self) -> bool:
+        """Write what is pending (False: the store failed, and it waits for the next try)."""
+        with self._wake:
+            rows, items, ticket = self._rows, self._items, self.tickets
+            self._rows, self._items = [], []
+        if not rows and not items:
+            self.recorded = ticket
+            return True
+        try:
+            with self.engine.begin() as conn:
+                if self._model_id is None:
+                    self._model_id = find_model_id(conn, self.model)
+                now = datetime.now(UTC)
+                for start in range(0, len(rows), WRITE_ROWS):
+                    record_decided(conn, self._model_id, rows[start : start + WRITE_ROWS], now)
+                review.queue_items(conn, self._model_id, items, now)
+        except SQLAlchemyError as error:
+            self._model_id = None  # the model may have been deleted and made again
+            with self._wake:  # back in front, in order
+                self._rows, self._items = rows + self._rows, items + self._items
+                self._bound()
+            self._failing = True
+            self.health.set_ready(READINESS, False, error_detail(error))
+            self.metrics.store_errors.labels(role="scorer").inc()
+            self.repeats.warning(self.log, "decisions not recorded in the store: feedback by id for them "
+                                 "waits until they are", error=error_detail(error))  # fmt: skip
+            return False
+        self.recorded = ticket
+        if self._failing:
+            self._failing = False
+            self.log.info("decisions recorded again")
+        self.health.set_ready(READINESS, True)
+        return True
+
+    def _run(self) -> None:
+        backoff = Backoff()
+        while True:
+            with self._wake:
+                if not self._rows and not self._items and not self._stop.is_set():
+                    self._wake.wait(1.0)
+            if self.write():
+                backoff.reset()
+            elif self._stop.wait(backoff.next()):
+                return
+            with self._wake:
+                drained = not self._rows and not self._items
+            if self._stop.is_set() and drained:
+                return
+            self._trim()
+
+    def _trim(self) -> None:
+        if time.monotonic() < self._trim_due:
+            return
+        self._trim_due = time.monotonic() + TRIM_SECONDS
+        try:
+            review.trim(self.engine, self.model, self.max_items)
+        except SQLAlchemyError as error:
+            self.repeats.warning(self.log, "review queue not trimmed", error=error_detail(error))
+
+    def _bound(self) -> None:
+        """Drop the oldest pending rows and items beyond the bounds (the lock is held)."""
+        extra_rows = len(self._rows) - MAX_PENDING_ROWS
+        extra_items = len(self._items) - MAX_PENDING_ITEMS
+        if extra_rows > 0:
+            del self._rows[:extra_rows]
+        if extra_items > 0:
+            del self._items[:extra_items]
+        if extra_rows > 0 or extra_items > 0:
+            self.repeats.warning(self.log, "the store is unavailable for too long: decided messages dropped, "
+                                 "feedback by id for them will not resolve", messages=max(0, extra_rows),
+                                 review_items=max(0, extra_items))  # fmt: skip
