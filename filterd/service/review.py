@@ -34,7 +34,7 @@ import msgspec
 from filterd.service.decide import UNDECIDED
 from filterd.service.records import Decision, Message
 from filterd.tokenize.limits import MAX_MIME_PARTS, MAX_STDLIB_BOUNDARIES
-from filterd.tokenize.mail import decode_bytes, decode_header
+from filterd.tokenize.mail import decode_bytes, decode_header, without_surrogates
 from filterd.tokenize.mime import MimeTooDeep, split_mail
 from filterd.tokenize.params import LinearMessage
 
@@ -50,7 +50,6 @@ MAIL_PREFIX_CHARS = 128 * 1024
 # Personalises the hash of `in_random_share`: the holdout (`filterd.store.learning.in_holdout`)
 # hashes ids unpersonalised, so that the two shares are independent of each other.
 _PERSON = b"filterd.review"
-_SURROGATES = re.compile(r"[\ud800-\udfff]")
 _HIDDEN = re.compile(
     r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE
 )  # as filterd.tokenize.markup, keeping case: each alternative ends at the end at the latest
@@ -309,14 +308,7 @@ def _without_nul_escape(match: re.Match[str]) -> str:
 
 def _clean(text: str) -> str:
     """`text` without NUL, lone surrogates as U+FFFD: what PostgreSQL text can hold."""
-    text = text.replace("\x00", "")
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATES.sub("\ufffd", text)
-    return text
+    return without_surrogates(text.replace("\x00", ""))
 
 
 def _line(text: str | None, limit: int) -> str | None:

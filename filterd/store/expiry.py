@@ -95,18 +95,35 @@ def _expired(
 
 def prune_events(engine: Engine, model: str, days: int, now: datetime | None = None,
                  pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
-    """Delete model `model`'s label events applied more than `days` days ago, EVENT_CHUNK per
-    transaction, so that learners writing beside it wait little; returns how many went (with
-    `dry_run`, how many would go). `days` = 0 keeps every event."""
+    """Delete model `model`'s label events applied more than `days` days ago (0: none),
+    EVENT_CHUNK per transaction (`delete_older`)."""
+    return delete_older(
+        engine,
+        model,
+        LabelEvent.applied_at,
+        [LabelEvent.id],
+        days,
+        EVENT_CHUNK,
+        now,
+        pause,
+        dry_run,
+    )
+
+
+def delete_older(engine: Engine, model: str, stamp: QueryableAttribute[datetime], key: Sequence[QueryableAttribute[Any]],
+                 days: int, chunk: int, now: datetime | None = None, pause: float = 0.0,
+                 dry_run: bool = False) -> int:  # fmt: skip
+    """Delete model `model`'s rows of the table of `stamp` whose `stamp` is more than `days` days
+    before `now`; `days` = 0 keeps every row. Returns how many went (with `dry_run`, would go)."""
     if days < 0:
-        raise ValueError("audit days must not be negative (0 keeps every event)")
+        raise ValueError("days must not be negative (0 keeps every row)")
     with engine.connect() as conn:
         model_id = find_model_id(conn, model)
     if days == 0:
         return 0
     cutoff = (now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=days)  # stored in UTC
-    old = (LabelEvent.model_id == model_id, LabelEvent.applied_at < cutoff)
-    return delete_in_chunks(engine, [LabelEvent.id], old, EVENT_CHUNK, pause, dry_run)
+    old = (stamp.class_.__table__.c.model_id == model_id, stamp < cutoff)
+    return delete_in_chunks(engine, key, old, chunk, pause, dry_run)
 
 
 def delete_in_chunks(engine: Engine, key: Sequence[QueryableAttribute[Any]], where: Sequence[ColumnElement[bool]],

@@ -14,7 +14,7 @@ import json
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
@@ -32,7 +32,7 @@ from sqlalchemy import (
 
 from filterd.service.review import QueuedItem
 from filterd.store.bulk import insert_columns
-from filterd.store.expiry import delete_in_chunks
+from filterd.store.expiry import delete_older
 from filterd.store.learning import among, as_utc, find_model_id, id_chunks
 from filterd.store.schema import FeedbackLedger, Holdout, ReviewItem
 
@@ -146,17 +146,11 @@ def _delete_ids(conn: Connection, ids: Select[int]) -> int:
 
 def prune_items(engine: Engine, model: str, days: int, now: datetime | None = None, *,
                 pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
-    """Delete model `model`'s items queued more than `days` days ago, CHUNK per transaction;
-    returns how many went (with `dry_run`, how many would go). `days` = 0 keeps every item."""
-    if days < 0:
-        raise ValueError("review retention days must not be negative (0 keeps every item)")
-    with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
-    if days == 0:
-        return 0
-    cutoff = (now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=days)
-    old = (ReviewItem.model_id == model_id, ReviewItem.queued_at < cutoff)
-    return delete_in_chunks(engine, [ReviewItem.id], old, CHUNK, pause, dry_run)
+    """Delete model `model`'s items queued more than `days` days ago (0: none), CHUNK per
+    transaction (`filterd.store.expiry.delete_older`)."""
+    return delete_older(
+        engine, model, ReviewItem.queued_at, [ReviewItem.id], days, CHUNK, now, pause, dry_run
+    )
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Engine, func, insert, select
 
 from filterd.bayes.features import DocBatch
 from filterd.evaluation.calibration import (
     Threshold,
 )
-from filterd.store.learning import UnknownModel, as_utc, find_model_id, unpack
+from filterd.store.learning import as_utc, find_model_id, lock_model, unpack
 from filterd.store.schema import Holdout, ModelRow, Prequential
 from filterd.store.schema import Threshold as ThresholdRow
 
@@ -107,15 +107,7 @@ def write_threshold(
 ) -> ThresholdVersion:
     """Write the next version of `model`'s threshold for `target_class`; returns the row."""
     with engine.begin() as conn:
-        # The model row lock (as learning takes it): concurrent writers queue for the number.
-        model_id = conn.execute(
-            update(ModelRow)
-            .where(ModelRow.name == model)
-            .values(seq=ModelRow.seq)
-            .returning(ModelRow.id)
-        ).scalar_one_or_none()
-        if model_id is None:
-            raise UnknownModel(f"no model named {model!r} in the store")
+        model_id = lock_model(conn, model)  # concurrent writers queue for the number
         last = conn.execute(
             select(func.max(ThresholdRow.version)).where(ThresholdRow.model_id == model_id)
         ).scalar_one()

@@ -81,7 +81,7 @@ _SIZE_CLASSES = (
 
 def mail_tokens(raw: str, config: TokenizerConfig, flags: set[str]) -> list[str]:
     """Tokens of one raw mail, in order: headers, parts, header names. Adds flags to `flags`."""
-    message = _parse(_without_surrogates(raw), flags)
+    message = _parse(without_surrogates(raw), flags)
     if message is None:
         flags.add(MIME_DEFECT)
         return text_tokens(raw, config.max_token_length, config.bigrams, config.max_tokens)
@@ -91,9 +91,9 @@ def mail_tokens(raw: str, config: TokenizerConfig, flags: set[str]) -> list[str]
     return out
 
 
-def _without_surrogates(raw: str) -> str:
-    """`raw` with lone surrogates as U+FFFD: compat32 wraps such headers in Header objects,
-    whose str() raises."""
+def without_surrogates(raw: str) -> str:
+    """`raw` with lone surrogates as U+FFFD (compat32 wraps headers holding them in Header
+    objects, whose str() raises; PostgreSQL text cannot hold them)."""
     if raw.isascii():
         return raw
     try:
