@@ -1,14 +1,19 @@
 """The analyst loop on the real spam corpora: does a recalibrated threshold reach the recall target
-on the traffic that follows it, calibrated on the holdout window or on the prequential scores?
+on the traffic that follows it, calibrated on the holdout window, on the prequential scores, or
+on the prequential scores at an adaptive level?
 
-    .venv/bin/python bench/calibration.py [--corpus sms-spam ...] [--every 500] [--sync 1]
-                                          [--source holdout|prequential|both]
+    .venv/bin/python bench/calibration.py [--corpus sms-spam ...] [--variant default ...]
+                                          [--every 500] [--sync 1]
+                                          [--source holdout|prequential|adaptive ...]
+                                          [--target 0.99 ...] [--exact-only] [--gamma 0.005]
                                           [--window N] [--prequential-window 5000]
                                           [--holdout-fraction 0.1] [--forced] [--verbose]
 
 Protocol (printed with the table):
-- Each corpus of ../shared/corpora is walked in `order`, tokenized once up front with
-  `filterd.tokenize.Tokenizer()` (`tokenizer(record.message()).tokens`).
+- Each spam corpus of ../shared/corpora (SMS, SpamAssassin, Enron-Spam, smishing with
+  smishing counted as spam) is walked in `order`, tokenized once up front with
+  `filterd.tokenize.Tokenizer()` (`tokenizer(record.message()).tokens`). Variants: "default",
+  the product's `DEFAULT_SPEC`, and twcnb+local:6:alo.
 - The model is rebuilt from the statistics learned so far after every M messages (`--sync`,
   default 1: every message is scored by a model that has learned all earlier feedback, the TREC
   immediate-feedback replay; the daemon syncs periodically, so this is its best case), with
@@ -35,6 +40,10 @@ Protocol (printed with the table):
     holdout alike, limited to the newest W records (`--prequential-window`, 5000, the daemon's
     `drift.window`: what its `prequential` table keeps, filterd/store/drift.py). Messages decided
     while the model was not ready have no such score (the daemon records none either).
+  - adaptive: the prequential window, with τ chosen for the recall 1 − α_t (clipped to
+    [0.5, 1]) instead of R, where α_t starts at α = 1 − R and moves after every spam decided
+    once a τ exists: α_{t+1} = α_t + γ (α − miss_t), miss_t = 1 if it was missed (adaptive
+    conformal inference, Gibbs & Candès, NeurIPS 2021; `--gamma`).
   Learning skips the holdout items whatever the source, so the models and the decision scores
   are the same for both; only τ differs.
 - Guardrails as in `filterd calibrate` (`evaluation.guardrails`), for either source: a new τ is
@@ -50,7 +59,9 @@ Protocol (printed with the table):
   replays its own τ sequence over them.
 
 Reported per row, over the messages decided after the first τ was written: spam caught / spam
-seen (achieved recall, with the spam missed), ham passed / ham seen (achieved specificity); the
+seen (achieved recall, with the spam missed); how many consecutive windows of 500 of those spam
+had a recall of at least R − 0.01 (does τ follow a drifting stream, not only on average); ham
+passed / ham seen (achieved specificity); the
 mean of k/(P+1) over those spam, which is the recall to expect if new spam were exchangeable with
 the window's P positives and τ the k-th largest of their scores (see the note in
 filterd/evaluation/guardrails.py); the window's own recall at each written τ (≥ R by construction),
@@ -69,9 +80,8 @@ from pathlib import Path
 
 import numpy as np
 
-from filterd.bayes.estimators import parse_params
 from filterd.bayes.features import encode
-from filterd.bayes.model import ModelSpec
+from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
@@ -83,20 +93,20 @@ from filterd.store.learning import in_holdout
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
-ALL = ["sms-spam", "spamassassin"]
+ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 TARGET = "spam"
+POSITIVE = {"spam", "smishing"}  # labels counted as the target class (smishing is spam here)
 MIN_DOCS = 20
 CONFIDENCE = 0.95
 TARGETS = (0.99, 1.0)
-SOURCES = ("holdout", "prequential")
+SOURCES = ("holdout", "prequential", "adaptive")
+WINDOW_SPAM = 500  # spam per window of the drift-following figure
+GAMMA = 0.005  # step of the adaptive level (--gamma)
 
+# the product's default, and one variant whose score scale moves as the model grows
 VARIANTS = {
+    "default": DEFAULT_SPEC,
     "twcnb+local:6:alo": ModelSpec("twcnb", selection=Selection.parse("local:6:alo")),
-    "robinson_fisher(s=0.0178,x=0.52)+local:1000000:alo:0.2": ModelSpec(
-        "robinson_fisher",
-        params=parse_params("robinson_fisher", {"s": "0.0178", "x": "0.52"}),
-        selection=Selection.parse("local:1000000:alo:0.2"),
-    ),
 }
 
 
@@ -164,12 +174,12 @@ def simulate(docs, y, ids, spec: ModelSpec, every: int, sync: int, window: int |
         if end % every:
             continue
         b = len(blocks) - 1
-        if "prequential" in windows:
+        for source in {"prequential", "adaptive"} & set(windows):
             if pre_scores:
-                windows["prequential"][b] = Window(np.concatenate(pre_scores)[-prequential_window:],
-                                                   np.concatenate(pre_y)[-prequential_window:])  # fmt: skip
+                windows[source][b] = Window(np.concatenate(pre_scores)[-prequential_window:],
+                                            np.concatenate(pre_y)[-prequential_window:])  # fmt: skip
             else:
-                windows["prequential"][b] = None
+                windows[source][b] = None
         if "holdout" in windows:
             items = hold[-window:] if window else hold
             if model is None or not items:
@@ -196,6 +206,9 @@ class Outcome:
         default_factory=lambda: [0, 0, 0, 0]
     )  # spam, caught, ham, passed at τ = 0
     unknown: int = 0
+    hits: list[bool] = field(default_factory=list)  # each spam decided after the first τ: caught
+    # windows of WINDOW_SPAM consecutive spam after the first τ: (recall ≥ R − 0.01, all)
+    windows: tuple[int, int] = (0, 0)
 
     @property
     def recall(self) -> float | None:
@@ -207,10 +220,15 @@ class Outcome:
 
 
 def replay(trace: Trace, source: str, target_recall: float, conservative: bool, forced: bool,
-           log=None) -> Outcome:  # fmt: skip
+           log=None, gamma: float = GAMMA) -> Outcome:  # fmt: skip
+    """The τ sequence of one (source, R, mode, guardrails) over `trace`. Source "adaptive": the
+    prequential window, with τ chosen for the level 1 − α_t instead of R, where α_t follows the
+    misses seen since the first τ (adaptive conformal inference, Gibbs & Candès 2021):
+    α_{t+1} = α_t + γ (α − miss_t) per spam decided, α = 1 − R."""
     out = Outcome()
     windows = trace.windows[source]
     tau, k_over, last_auc = 0.0, None, None  # k_over: k/(P+1) of the τ in force
+    alpha = level = 1.0 - target_recall
     min_pos = default_min_positives(target_recall)
     if conservative:
         min_pos = max(min_pos, positives_needed(target_recall, CONFIDENCE) or 0)
@@ -225,6 +243,11 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
                 for i, v in enumerate((spam, caught, ham, passed)):
                     out.before[i] += v
             else:
+                spam_hits = flagged[block.y]
+                out.hits += spam_hits.tolist()
+                if source == "adaptive":
+                    for hit in spam_hits.tolist():
+                        level += gamma * (alpha - (not hit))
                 out.spam += spam
                 out.caught += caught
                 out.ham += ham
@@ -240,8 +263,9 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
         if not forced and (p < min_pos or n < MIN_NEGATIVES):
             out.kept["too_few_positives" if p < min_pos else "too_few_negatives"] += 1
             continue
+        aim = min(1.0, max(0.5, 1.0 - level)) if source == "adaptive" else target_recall
         try:
-            th = recall_threshold(w.scores, w.y, target_recall, conservative=conservative,
+            th = recall_threshold(w.scores, w.y, aim, conservative=conservative,
                                   confidence=CONFIDENCE)  # fmt: skip
         except CalibrationError:
             out.kept["unreachable"] += 1
@@ -260,6 +284,13 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
         if log:
             log(f"    after msg {block.start + len(block.y):5d}: P={p:3d} N={n:4d} AUC={auc:.4f} "
                 f"tau={tau:+.4g} window recall={th.recall:.4f} spec={th.specificity:.4f}")  # fmt: skip
+    hits = np.array(out.hits, dtype=bool)
+    full = len(hits) // WINDOW_SPAM
+    met = sum(
+        hits[i * WINDOW_SPAM : (i + 1) * WINDOW_SPAM].mean() >= target_recall - 0.01
+        for i in range(full)
+    )
+    out.windows = (int(met), full)
     return out
 
 
@@ -279,15 +310,19 @@ def row(corpus: str, variant: str, r: float, conservative: bool, forced: bool, s
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(o.kept.items()))
     recal = f"{o.written} written / {kept} kept" + (f" ({reasons})" if reasons else "")
     first = "never" if o.first_tau_at is None else f"{o.first_tau_at:,}"
+    met, full = o.windows
+    windows = f"{met} / {full}" if full else "–"
     cells = [corpus, variant, f"{r:g}", mode, source, first, f"{o.spam:,} / {o.ham:,}", recall,
-             expected, _f(o.specificity), hold, p, recal]  # fmt: skip
+             windows, expected, _f(o.specificity), hold, p, recal]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
 
 HEADER = (
     "| corpus | variant | R | mode | source | first τ after msg | n spam / n ham after first τ "
-    "| achieved recall | expected k/(P+1) | achieved specificity | window recall at τ (mean) "
-    "| P at written τ | recalibrations |\n|" + "---|" * 13
+    f"| achieved recall | windows of {WINDOW_SPAM} spam at ≥ R − 0.01 | expected k/(P+1) "
+    "| achieved specificity | window recall at τ (mean) | P at written τ | recalibrations |\n|"
+    + "---|"
+    * 14
 )
 
 
@@ -296,8 +331,12 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", choices=ALL)
     parser.add_argument("--variant", action="append", choices=list(VARIANTS))
     parser.add_argument("--every", type=int, default=500, help="K: recalibrate every K messages")
-    parser.add_argument("--source", choices=(*SOURCES, "both"), default="both",
-                        help="calibration window: the re-scored holdout, the prequential scores, or both (one row each)")  # fmt: skip
+    parser.add_argument("--source", action="append", choices=SOURCES,
+                        help="calibration source: the re-scored holdout, the prequential scores, or the prequential "
+                             "scores at the adaptive level (default: all, one row each)")  # fmt: skip
+    parser.add_argument("--target", action="append", type=float, help="R (default: 0.99 and 1)")
+    parser.add_argument("--exact-only", action="store_true", help="leave out the conservative rows")
+    parser.add_argument("--gamma", type=float, default=GAMMA, help="γ, the adaptive level's step")
     parser.add_argument("--window", type=int, default=None,
                         help="holdout window: its last N items (default: the whole holdout so far)")  # fmt: skip
     parser.add_argument("--prequential-window", type=int, default=5000,
@@ -317,13 +356,15 @@ def main() -> None:
         parser.error("--sync must divide --every")
     command = "python bench/calibration.py" + "".join(f" {a}" for a in sys.argv[1:])
     log = (lambda s: print(s, file=sys.stderr, flush=True)) if args.verbose else None
-    sources = SOURCES if args.source == "both" else (args.source,)
+    sources = tuple(args.source or SOURCES)
     window = f"the last {args.window} holdout items" if args.window else "the whole holdout so far"
     windows = {
         "holdout": f"{window}, re-scored with the current model",
         "prequential": (f"the newest W = {args.prequential_window} prequential scores (each "
                         "feedback record's score on arrival, before it was learned, by the model "
                         "of that moment; learned and holdout records alike)"),
+        "adaptive": (f"the same prequential window, τ for the recall 1 − α_t, α_t adapted from the misses "
+                     f"since the first τ with γ = {args.gamma:g}"),
     }  # fmt: skip
     t_start = time.perf_counter()
     lines, notes = [], []
@@ -337,7 +378,7 @@ def main() -> None:
         t0 = time.perf_counter()
         docs = [tokenizer(r.message()).tokens for r in records]
         t_tok = time.perf_counter() - t0
-        y = np.array([r.label == TARGET for r in records])
+        y = np.array([r.label in POSITIVE for r in records])
         ids = [r.id for r in records]
         n_hold = sum(in_holdout(i, args.holdout_fraction) for i in ids)
         n_hold_spam = sum(
@@ -350,16 +391,16 @@ def main() -> None:
                              args.holdout_fraction, sources, args.prequential_window)  # fmt: skip
             notes.append(f"{corpus} {name}: stream simulated in {trace.seconds:.1f} s")
             for forced in (False, True) if args.forced else (False,):
-                for r in TARGETS:
-                    for conservative in (False, True):
+                for r in args.target or TARGETS:
+                    for conservative in (False,) if args.exact_only else (False, True):
                         for source in sources:
                             if log:
                                 log(f"{corpus} {name} R={r:g} "
                                     f"{'conservative' if conservative else 'exact'}"
                                     f"{' forced' if forced else ''} {source}")  # fmt: skip
-                            o = replay(trace, source, r, conservative, forced, log)
+                            o = replay(trace, source, r, conservative, forced, log, args.gamma)
                             lines.append(row(corpus, name, r, conservative, forced, source, o))
-                            if not forced and not conservative and r == TARGETS[0]:
+                            if not forced and not conservative and r == (args.target or TARGETS)[0]:
                                 s, c, h, p = o.before
                                 notes.append(
                                     f"{corpus} {name}, {source}: before the first τ (R={r:g}), "
