@@ -42,8 +42,14 @@ KAFKA_WINDOW_SECONDS = 10.0
 # kafka-python messages (by template) logged at another level. A consumer's LeaveGroup at close
 # waits behind its own JoinGroup when a join is pending (at a stop during start-up or a
 # rebalance; Tansu holds a join for about session_timeout_ms / 2), so it times out; the broker
-# drops the member after session_timeout_ms anyway, and the consumer says so itself.
-KAFKA_DEMOTED = {"LeaveGroup request failed: %s": logging.INFO}
+# drops the member after session_timeout_ms anyway, and the consumer says so itself. A receive on
+# a connection that another thread of the client has just closed (at a stop, or when a client
+# drops its bootstrap connection) raises inside kafka-python, which logs it with a traceback at
+# ERROR and reconnects if it still needs the connection: a warning, not an error of filterd's.
+KAFKA_DEMOTED = {
+    "LeaveGroup request failed: %s": logging.INFO,
+    "%s: Error receiving network data closing socket": logging.WARNING,
+}
 
 
 def _from_kafka(record: logging.LogRecord) -> bool:

@@ -313,6 +313,19 @@ def test_a_failed_leave_group_is_not_an_error_and_other_kafka_errors_still_are(l
     assert lines(logs)[-1]["level"] == "info"
 
 
+def test_a_receive_on_a_connection_closed_meanwhile_is_a_warning(logs):
+    configure_logging("json", stream=logs)
+    transport = logging.getLogger("kafka.net.transport")
+    try:
+        raise OSError(9, "Bad file descriptor")
+    except OSError:
+        transport.exception(
+            "%s: Error receiving network data closing socket", "<KafkaTCPTransport [none] (closed)>"
+        )
+    transport.error("%s: socket disconnected", "<KafkaTCPTransport [node 1]>")
+    assert [r["level"] for r in lines(logs)] == ["warning", "error"]
+
+
 def test_a_long_step_logs_its_progress_until_it_ends():
     with structlog.testing.capture_logs() as logged:
         with progress(structlog.get_logger(), "loading the model", every=0.05, model="m") as so_far:
