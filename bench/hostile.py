@@ -1,5 +1,6 @@
 """The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
-size through the scorer's path (decode, tokenize, decide), with the figures the harness holds
+size through the scorer's path (decode, tokenize, decide, and the review item of every decision,
+as if each were queued), with the figures the harness holds
 each to: decided or dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at
 most 50 MB of extra memory, and the normal message after it decided.
 
@@ -21,15 +22,23 @@ import tracemalloc
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import Statistics
-from filterd.daemon.scorer import decide_payloads
+from filterd.daemon.scorer import Decided, decide_payloads, queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import Review
 from filterd.service.decide import Decider, ThresholdSetting
 from filterd.tokenize import Tokenizer
 
 MS_PER_100_KB = 50.0
 EXTRA_MB = 50.0
 NORMAL = json.dumps({"id": "next", "text": "win cash now"}).encode()
+QUEUE_ALL = Review(random_share=1.0)  # every decision becomes a review item
+
+
+def scorer_path(decider: Decider, payloads: list[bytes]) -> Decided:
+    result = decide_payloads(decider, ThresholdSetting(), payloads, 1_000_000)
+    queue_for_review(result, QUEUE_ALL)
+    return result
 
 
 def trained_decider() -> Decider:
@@ -56,10 +65,10 @@ def main() -> int:
     for family in args.only or sorted(FAMILIES):
         payload = record(family, args.size)
         started = time.process_time()
-        result = decide_payloads(decider, ThresholdSetting(), [payload, NORMAL], 1_000_000)
+        result = scorer_path(decider, [payload, NORMAL])
         ms = (time.process_time() - started) * 1000
         tracemalloc.start()  # a second pass for memory: tracing slows the first one down
-        decide_payloads(decider, ThresholdSetting(), [payload, NORMAL], 1_000_000)
+        scorer_path(decider, [payload, NORMAL])
         extra_mb = tracemalloc.get_traced_memory()[1] / 1e6
         tracemalloc.stop()
         if result.failures:

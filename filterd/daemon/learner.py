@@ -102,11 +102,12 @@ class Learner(Loop):
         now = datetime.now(UTC)
         try:
             with self.engine.begin() as conn:
-                applied = (learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
-                           if items else learning.Applied())  # fmt: skip
-                model_id = learning.lock_model(conn, self.model)
-                parking.unpark(conn, model_id, [item.message_id for item in items])
+                applied = learning.Applied()
+                if items:
+                    applied = learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
+                    parking.unpark(conn, applied.model_id, [item.message_id for item in items])
                 if waiting:
+                    model_id = applied.model_id or learning.lock_model(conn, self.model)
                     parking.park(conn, model_id, [parked(f, r) for f, r in waiting], now,
                                  now + timedelta(seconds=self.retry_seconds))  # fmt: skip
                     record_events(

@@ -29,7 +29,6 @@ from filterd.daemon.recorder import Recorder
 from filterd.kafka.consumer import Batch
 from filterd.service.config import Review
 from filterd.service.decide import (
-    UNDECIDED,
     Decider,
     Position,
     Source,
@@ -100,7 +99,8 @@ class Scorer(Loop):
         )
         self.guard.check(result.undecodable)
         self._ticket = self.recorder.put(
-            [(d.message_id, d.partition, d.offset) for d in result.decisions], self._queued(result)
+            [(d.message_id, d.partition, d.offset) for d in result.decisions],
+            queue_for_review(result, self.queue),
         )
         self.publisher.send_keyed(
             self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]
@@ -119,22 +119,24 @@ class Scorer(Loop):
         self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
         return {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
 
-    def _queued(self, result: Decided) -> list[QueuedItem]:
-        """The batch's decisions for the review queue, each marked `review`."""
-        q = self.queue
-        if not q.max_items or not (q.band or q.random_share):
-            return []
-        reasons = review_reasons(result.decisions, q.band, q.random_share)
-        queued = []
-        for i, (decision, reason) in enumerate(zip(result.decisions, reasons)):
-            if reason is not None and decision.label != UNDECIDED:
-                decision.review = True
-                queued.append(
-                    queued_item(
-                        result.messages[i], decision, result.tokens[i], reason, q.excerpt_chars
-                    )
+
+def queue_for_review(result: Decided, queue: Review) -> list[QueuedItem]:
+    """The review items of a batch's decisions that `queue` takes (`review_reasons`), each of
+    those decisions marked `review`; none when the queue is off (no items, or neither a band nor
+    a random share)."""
+    if not queue.max_items or not (queue.band or queue.random_share):
+        return []
+    reasons = review_reasons(result.decisions, queue.band, queue.random_share)
+    items = []
+    for i, (decision, reason) in enumerate(zip(result.decisions, reasons)):
+        if reason is not None:
+            decision.review = True
+            items.append(
+                queued_item(
+                    result.messages[i], decision, result.tokens[i], reason, queue.excerpt_chars
                 )
-        return queued
+            )
+    return items
 
 
 @dataclass

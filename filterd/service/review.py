@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import hashlib
 import html
 import re
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from typing import Any, Literal
 import msgspec
 
 from filterd.service.decide import UNDECIDED
-from filterd.service.records import Decision, Message
+from filterd.service.records import Decision, Message, id_digest
 from filterd.tokenize.limits import MAX_MIME_PARTS, MAX_STDLIB_BOUNDARIES
 from filterd.tokenize.mail import decode_bytes, decode_header, without_surrogates
 from filterd.tokenize.mime import MimeTooDeep, split_mail
@@ -68,10 +67,7 @@ def in_random_share(message_id: str, share: float) -> bool:
     >>> abs(sum(in_random_share(f"m-{i}", 0.25) for i in range(10_000)) - 2_500) < 200
     True
     """
-    digest = hashlib.blake2b(
-        message_id.encode("utf-8", "surrogatepass"), digest_size=8, person=_PERSON
-    ).digest()
-    return int.from_bytes(digest, "big") < share * 2**64
+    return id_digest(message_id, _PERSON) < share * 2**64
 
 
 def review_reason(

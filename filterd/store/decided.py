@@ -11,12 +11,12 @@ batch read again after a crash, the same id sent twice) keeps its latest coordin
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection, Engine, select
 
+from filterd.service.records import id_digest
 from filterd.store.bulk import insert_columns
 from filterd.store.expiry import delete_in_chunks
 from filterd.store.learning import CHUNK, as_utc, find_model_id
@@ -34,8 +34,7 @@ def id_hash(message_id: str) -> int:
     >>> -(2**63) <= id_hash("m1") < 2**63
     True
     """
-    digest = hashlib.blake2b(message_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    return id_digest(message_id, signed=True)
 
 
 def record_decided(conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]],

@@ -19,7 +19,6 @@ and only if nothing was learned since the caller counted them (`model_rows`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,6 +48,7 @@ from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
+from filterd.service.records import id_digest
 from filterd.store.audit import Origin, Outcome, insert_events
 from filterd.store.bulk import driver_cursor, insert_rows
 from filterd.store.schema import (
@@ -94,6 +94,7 @@ class Applied:
     held_out: int = 0
     kept_analyst_label: int = 0  # automatic labels that did not override an analyst's
     seq: int = 0
+    model_id: int = 0  # of the model it was applied to (0: nothing was)
 
     def count(self, outcome: Outcome) -> None:
         field = "duplicates" if outcome == "duplicate" else outcome
@@ -246,8 +247,7 @@ def spec_from_json(data: Mapping[str, Any]) -> ModelSpec:
 
 def in_holdout(message_id: str, fraction: float) -> bool:
     """Whether a message id belongs to the holdout share (stable across processes and runs)."""
-    digest = hashlib.blake2b(message_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") < fraction * 2**64
+    return id_digest(message_id) < fraction * 2**64
 
 
 def pack(keys: IntArray, counts: IntArray) -> bytes:
@@ -283,7 +283,7 @@ def apply_in(conn: Connection, model: str, items: Sequence[LabelledTokens], hold
     if found is None:
         raise UnknownModel(f"no model named {model!r} in the store")
     model_id, seq, seed = found
-    result = Applied(seq=seq)
+    result = Applied(seq=seq, model_id=model_id)
     batch = encode([item.tokens for item in items], TokenHasher(seed))
     plan = _Plan(conn, model_id, [item.message_id for item in items])
     outcomes: list[Outcome] = []
