@@ -5,7 +5,7 @@ on the prequential scores at an adaptive level?
     .venv/bin/python bench/calibration.py [--corpus sms-spam ...] [--variant default ...]
                                           [--every 500] [--sync 1]
                                           [--source holdout|prequential|adaptive ...]
-                                          [--target 0.99 ...] [--exact-only] [--gamma 0.005]
+                                          [--target 0.99 ...] [--exact-only] [--step 0.1 ...]
                                           [--window N] [--prequential-window 5000]
                                           [--holdout-fraction 0.1] [--forced] [--verbose]
 
@@ -40,10 +40,12 @@ Protocol (printed with the table):
     holdout alike, limited to the newest W records (`--prequential-window`, 5000, the daemon's
     `drift.window`: what its `prequential` table keeps, filterd/store/drift.py). Messages decided
     while the model was not ready have no such score (the daemon records none either).
-  - adaptive: the prequential window, with τ chosen for the recall 1 − α_t (clipped to
-    [0.5, 1]) instead of R, where α_t starts at α = 1 − R and moves after every spam decided
-    once a τ exists: α_{t+1} = α_t + γ (α − miss_t), miss_t = 1 if it was missed (adaptive
-    conformal inference, Gibbs & Candès, NeurIPS 2021; `--gamma`).
+  - adaptive (the product's default): the prequential window, with τ chosen for the recall
+    1 − α_t instead of R. α_t starts at α = 1 − R and, at each recalibration once a τ exists,
+    moves by the misses of the τ in force among the n spam decided since the previous one:
+    α_t ← clip(α_t + g (α − misses/n), α/2, 2α), g = min(γ n, ½), γ = step · α (adaptive
+    conformal inference, Gibbs & Candès, NeurIPS 2021, one batched step;
+    `calibration.adapt_level`, the job's code; `--step`, default the product's 0.1).
   Learning skips the holdout items whatever the source, so the models and the decision scores
   are the same for both; only τ differs.
 - Guardrails as in `filterd calibrate` (`evaluation.guardrails`), for either source: a new τ is
@@ -85,9 +87,15 @@ from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
-from filterd.evaluation.calibration import CalibrationError, positives_needed, recall_threshold
+from filterd.evaluation.calibration import (
+    CalibrationError,
+    adapt_level,
+    positives_needed,
+    recall_threshold,
+)
 from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
+from filterd.jobs.calibrate import STEP
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.learning import in_holdout
 from filterd.tokenize import Tokenizer
@@ -101,7 +109,6 @@ CONFIDENCE = 0.95
 TARGETS = (0.99, 1.0)
 SOURCES = ("holdout", "prequential", "adaptive")
 WINDOW_SPAM = 500  # spam per window of the drift-following figure
-GAMMA = 0.005  # step of the adaptive level (--gamma)
 
 # the product's default, and one variant whose score scale moves as the model grows
 VARIANTS = {
@@ -220,15 +227,16 @@ class Outcome:
 
 
 def replay(trace: Trace, source: str, target_recall: float, conservative: bool, forced: bool,
-           log=None, gamma: float = GAMMA) -> Outcome:  # fmt: skip
+           log=None, step: float = STEP) -> Outcome:  # fmt: skip
     """The τ sequence of one (source, R, mode, guardrails) over `trace`. Source "adaptive": the
-    prequential window, with τ chosen for the level 1 − α_t instead of R, where α_t follows the
-    misses seen since the first τ (adaptive conformal inference, Gibbs & Candès 2021):
-    α_{t+1} = α_t + γ (α − miss_t) per spam decided, α = 1 − R."""
+    prequential window, with τ chosen for the recall 1 − α_t instead of R, where α_t is moved at
+    each recalibration by the misses of the τ in force since the previous one, as the product's
+    job does (`calibration.adapt_level`, γ = step · α, α = 1 − R)."""
     out = Outcome()
     windows = trace.windows[source]
     tau, k_over, last_auc = 0.0, None, None  # k_over: k/(P+1) of the τ in force
     alpha = level = 1.0 - target_recall
+    since = [0, 0]  # spam decided and missed since the last recalibration (after the first τ)
     min_pos = default_min_positives(target_recall)
     if conservative:
         min_pos = max(min_pos, positives_needed(target_recall, CONFIDENCE) or 0)
@@ -245,9 +253,8 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
             else:
                 spam_hits = flagged[block.y]
                 out.hits += spam_hits.tolist()
-                if source == "adaptive":
-                    for hit in spam_hits.tolist():
-                        level += gamma * (alpha - (not hit))
+                since[0] += spam
+                since[1] += spam - caught
                 out.spam += spam
                 out.caught += caught
                 out.ham += ham
@@ -255,6 +262,9 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
                 out.expected += [k_over] * spam
         if b not in windows:
             continue
+        if source == "adaptive" and out.first_tau_at is not None:
+            level = adapt_level(level, alpha, since[0], since[1], step * alpha)
+        since = [0, 0]
         w = windows[b]
         if w is None:
             out.kept["not_ready"] += 1
@@ -263,7 +273,7 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
         if not forced and (p < min_pos or n < MIN_NEGATIVES):
             out.kept["too_few_positives" if p < min_pos else "too_few_negatives"] += 1
             continue
-        aim = min(1.0, max(0.5, 1.0 - level)) if source == "adaptive" else target_recall
+        aim = 1.0 - level if source == "adaptive" else target_recall
         try:
             th = recall_threshold(w.scores, w.y, aim, conservative=conservative,
                                   confidence=CONFIDENCE)  # fmt: skip
@@ -336,7 +346,9 @@ def main() -> None:
                              "scores at the adaptive level (default: all, one row each)")  # fmt: skip
     parser.add_argument("--target", action="append", type=float, help="R (default: 0.99 and 1)")
     parser.add_argument("--exact-only", action="store_true", help="leave out the conservative rows")
-    parser.add_argument("--gamma", type=float, default=GAMMA, help="γ, the adaptive level's step")
+    parser.add_argument("--step", type=float, action="append",
+                        help=f"the adaptive level's step γ/(1 − R) (default {STEP:g}, the product's; "
+                             "several: one row each)")  # fmt: skip
     parser.add_argument("--window", type=int, default=None,
                         help="holdout window: its last N items (default: the whole holdout so far)")  # fmt: skip
     parser.add_argument("--prequential-window", type=int, default=5000,
@@ -364,7 +376,7 @@ def main() -> None:
                         "feedback record's score on arrival, before it was learned, by the model "
                         "of that moment; learned and holdout records alike)"),
         "adaptive": (f"the same prequential window, τ for the recall 1 − α_t, α_t adapted from the misses "
-                     f"since the first τ with γ = {args.gamma:g}"),
+                     f"since the first τ (`adapt_level`, step {', '.join(f'{x:g}' for x in args.step or [STEP])})"),
     }  # fmt: skip
     t_start = time.perf_counter()
     lines, notes = [], []
@@ -393,13 +405,17 @@ def main() -> None:
             for forced in (False, True) if args.forced else (False,):
                 for r in args.target or TARGETS:
                     for conservative in (False,) if args.exact_only else (False, True):
-                        for source in sources:
+                        steps = args.step or [STEP]
+                        for source, step in [(s, x) for s in sources
+                                             for x in (steps if s == "adaptive" else [0.0])]:  # fmt: skip
                             if log:
                                 log(f"{corpus} {name} R={r:g} "
                                     f"{'conservative' if conservative else 'exact'}"
                                     f"{' forced' if forced else ''} {source}")  # fmt: skip
-                            o = replay(trace, source, r, conservative, forced, log, args.gamma)
-                            lines.append(row(corpus, name, r, conservative, forced, source, o))
+                            o = replay(trace, source, r, conservative, forced, log, step)
+                            named = source + (f" (step {step:g})" if source == "adaptive"
+                                              and len(steps) > 1 else "")  # fmt: skip
+                            lines.append(row(corpus, name, r, conservative, forced, named, o))
                             if not forced and not conservative and r == (args.target or TARGETS)[0]:
                                 s, c, h, p = o.before
                                 notes.append(

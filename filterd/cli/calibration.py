@@ -1,8 +1,12 @@
-"""`filterd calibrate`: a new threshold version from the holdout window, with an ROC report.
+"""`filterd calibrate`: a new threshold version from a window of feedback, with an ROC report.
 
-The command is `filterd.jobs.calibrate.calibrate_classes` from the command line: it prints
-the window, the counts, AUC, τ and its recall, specificity (ham kept), precision and expected
-ham misclassification (1 − specificity) beside the previous version's, then writes the new
+The command is `filterd.jobs.calibrate.calibrate_classes` from the command line, on one of its
+sources: "adaptive" (the default, as `filterd run`; with no τ yet and too little scored on
+arrival, the first τ comes from the holdout), "prequential" or "holdout". It prints the
+window, the counts, AUC, τ and its recall, specificity (ham kept), precision and expected ham
+misclassification (1 − specificity) beside the previous version's; what the new τ is expected
+to deliver on new traffic like the window, with a 90 % range; the adaptive miss level; and what
+the previous τ delivered on the feedback scored since it was written. Then it writes the new
 version unless --dry-run. A guardrail refusal is one line on stderr and exit status 1.
 --plot draws the ROC (matplotlib, `pip install 'filterd[plot]'`).
 """
@@ -20,11 +24,13 @@ from pathlib import Path
 import click
 
 from filterd.cli.store import db_option, model_option, store_errors
+from filterd.evaluation.calibration import Expected
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, GuardrailError
-from filterd.jobs.calibrate import SOURCES, CalibrationReport, calibrate_classes
+from filterd.jobs.calibrate import SOURCES, STEP, CalibrationReport, calibrate_classes
 from filterd.service.config import parse_duration
 from filterd.service.decide import NotReady
 from filterd.store import database
+from filterd.store.drift import Delivered
 
 DEFAULT_WINDOW = timedelta(days=14)
 
@@ -66,19 +72,32 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
 @click.option(
     "--window",
     type=Duration(),
-    help="Holdout items whose feedback time lies within this long before now, "
-    "e.g. 14d, 12h, 30m (default: 14d).",
+    help="The feedback of this long before now, e.g. 14d, 12h, 30m (default: 14d), for every "
+    "source: holdout items by feedback time, prequential scores by the time they were scored.",
 )
 @click.option(
-    "--last", type=click.IntRange(1), metavar="N", help="The last N holdout items instead."
+    "--last",
+    type=click.IntRange(1),
+    metavar="N",
+    help="The last N instead (holdout items by feedback time, scores by the time scored).",
 )
 @click.option(
     "--source",
     type=click.Choice(SOURCES),
-    default="holdout",
+    default="adaptive",
     show_default=True,
-    help="holdout: the holdout items re-scored with the current model; prequential: the scores "
-    "feedback got when it arrived, before it was learned (recorded by `filterd run`).",
+    help="holdout: the holdout items re-scored with the current model. prequential: the scores "
+    "feedback got when it arrived, before it was learned (recorded by `filterd run`). adaptive "
+    "(what `filterd run` does): the prequential scores, τ chosen for a miss level moved by the "
+    "misses of the previous τ since it was written (with no τ yet, the first may come from the "
+    "holdout).",
+)
+@click.option(
+    "--step",
+    type=click.FloatRange(0.0, 1.0),
+    default=STEP,
+    show_default=True,
+    help="adaptive: each spam missed lowers the miss level by about step × (1 − R).",
 )
 @click.option(
     "--conservative",
@@ -137,6 +156,7 @@ def calibrate_command(
     window: timedelta | None,
     last: int | None,
     source: str,
+    step: float,
     conservative: bool,
     confidence: float,
     min_positives: int | None,
@@ -148,7 +168,8 @@ def calibrate_command(
     plot: str | None,
     as_json: bool,
 ) -> None:
-    """Choose τ for a recall target on the holdout window and write a new threshold version."""
+    """Choose τ for a recall target on a window of feedback (--source) and write a new
+    threshold version; report what it is expected to deliver and what the previous τ did."""
     if window is not None and last is not None:
         raise click.UsageError("give --window or --last, not both")
     if plot:
@@ -172,13 +193,17 @@ def calibrate_command(
                 dry_run=dry_run,
                 created_by=_created_by(),
                 source=source,
+                step=step,
             )
         except GuardrailError as error:
-            raise click.ClickException(str(error)) from None
+            hint = ""
+            if source != "holdout" and "too_few_positives" in error.reasons:
+                hint = " (scores on arrival are recorded by `filterd run` as feedback comes in)"
+            raise click.ClickException(str(error) + hint) from None
         except NotReady as error:
             raise click.ClickException(f"model {name!r} is not ready: {error}") from None
     for report in reports:
-        click.echo(json.dumps(report.as_dict()) if as_json else render(report))
+        click.echo(json.dumps(report.as_dict()) if as_json else render(report, source))
     if plot:
         plot_roc(reports, plot)
         click.echo(f"ROC drawn to {plot}", err=True)
@@ -211,13 +236,35 @@ def _window(start: datetime | None, end: datetime | None) -> str:
     return f"{start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC ({length})"
 
 
-def render(r: CalibrationReport) -> str:
-    """The short report: this run beside the previous version."""
+def _range(e: Expected) -> str:
+    """The interval in percent, to one decimal unless that would blur it."""
+    digits = 1 if e.high - e.low >= 0.01 else 2
+    return f"{100 * e.low:.{digits}f}–{100 * e.high:.{digits}f} %"
+
+
+def _delivered(d: Delivered, target: str) -> str:
+    """What a τ delivered on the feedback scored while it was in force, in words."""
+    if not d.n_pos and not d.n_neg:
+        return "no feedback scored since it was written"
+    recall = (
+        f"recall {_pct(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
+        if d.n_pos
+        else f"no {target} yet"
+    )
+    kept = f"specificity {_pct(d.specificity)} of {d.n_neg:,}" if d.n_neg else "no others yet"
+    return f"{recall}, {kept}"
+
+
+def render(r: CalibrationReport, source: str | None = None) -> str:
+    """The short report: this run beside the previous version, what τ is expected to deliver,
+    and what the previous τ delivered since it was written. `source`: the one asked for, when
+    the report's differs (adaptive's first τ may come from the holdout)."""
     mode = f"conservative, {r.confidence:.0%} lower bound" if r.conservative else "exact"
     p = r.previous
+    window = f"window ({r.source}) {_window(r.window_start, r.window_end)}"
     lines = [
         f"model {r.model!r}, target {r.target_class!r}, recall ≥ {r.target_recall:g} ({mode})",
-        f"window {_window(r.window_start, r.window_end)}: {r.n_pos} positives, {r.n_neg} negatives",
+        f"{window}: {r.n_pos} positives, {r.n_neg} negatives",
         "",
         f"{'':24}{'this run':>14}{f'previous (v{p.version})' if p else 'no previous':>18}",
     ]
@@ -241,10 +288,28 @@ def render(r: CalibrationReport) -> str:
     if r.recall_lower_bound is not None:
         rows.insert(3, (f"recall, {r.confidence:.0%} lower bound", _pct(r.recall_lower_bound), ""))
     lines += [f"  {label:22}{now:>14}{before:>18}" for label, now, before in rows]
+    e, s = r.expected_recall, r.expected_specificity
+    lines.append(
+        f"expected on new traffic like the window: recall {_pct(e.mean)} "
+        f"({100 * e.confidence:.0f} % range {_range(e)}), specificity {_pct(s.mean)} ({_range(s)})"
+    )
+    if source is not None and source != r.source:
+        lines.append(
+            f"no τ yet and too little feedback scored on arrival: the first τ is from the {r.source}"
+            + ("; the adaptive level starts from the next" if source == "adaptive" else "")
+        )
+    if r.level is not None:
+        lines.append(
+            f"adaptive level: τ chosen for recall {_pct(1 - r.level)} "
+            f"(miss level {r.level:.4g}; target {r.target_recall:g})"
+        )
     if r.previous_here is not None:
         h = r.previous_here
         here = f"recall {_pct(h.recall)}, specificity {_pct(h.specificity)}"
         lines.append(f"previous τ on this window: {here}")
+    if p is not None:
+        since = _delivered(r.in_force, r.target_class)
+        lines.append(f"previous τ (v{p.version}) since it was written: {since}")
     for message in r.overridden:
         lines.append(f"FORCED past: {message}")
     lines.append(
@@ -359,7 +424,7 @@ def plot_roc(reports: Sequence[CalibrationReport], path: str) -> None:
     )
     fig.suptitle(
         f"model {r.model!r}, target {', '.join(repr(x.target_class) for x in reports)}: "
-        f"holdout {_window(r.window_start, r.window_end)}{counts}"
+        f"{r.source} {_window(r.window_start, r.window_end)}{counts}"
     )
     try:
         fig.savefig(path, dpi=120)

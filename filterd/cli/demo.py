@@ -85,12 +85,12 @@ def render(s: Snapshot) -> list[str]:
         ),
     ]
     if q.n_thresholded:
-        lines.append(f"at τ       {s.target} caught {_pct(q.recall_at_tau)} · {kept} "
-                     f"{_pct(q.spec_at_tau)} · over {q.n_thresholded:,} decisions with a "
-                     "threshold")  # fmt: skip
+        lines.append(f"delivered  {s.target} caught {_pct(q.recall_at_tau)} against the target "
+                     f"{s.target_recall:.4g} · {kept} {_pct(q.spec_at_tau)} · over "
+                     f"{q.n_thresholded:,} decisions with a threshold")  # fmt: skip
     t = s.threshold
     if t is not None:
-        line = (f"threshold  v{t.version}: τ = {t.tau:.4g} · on the holdout: {t.n_pos:,} "
+        line = (f"threshold  v{t.version}: τ = {t.tau:.4g} · on its window: {t.n_pos:,} "
                 f"{s.target} / {t.n_neg:,} {_others(s)}, AUC {t.auc:.4f}, {kept} "
                 f"{_pct(t.specificity)}")  # fmt: skip
         lines.append(line)
@@ -247,8 +247,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     type=click.FloatRange(0, 1, min_open=True),
     default=0.99,
     show_default=True,
-    help="Recall the threshold is calibrated for; it needs 1/(1-R) target messages "
-    "in the holdout (10 % of the labels): the SMS corpus has too few spam for 0.99, so use 0.98.",
+    help="Recall the threshold is calibrated for; the first τ needs 1/(1-R) target messages "
+    "among the labels the daemon scored before learning them.",
 )
 @click.option(
     "--recalibrate-every",
@@ -312,9 +312,10 @@ def demo_command(
     """Run broker, store and daemon locally and replay a labelled stream through them.
 
     A local Kafka-protocol broker (Tansu, memory storage), a SQLite store, the daemon (scorer
-    and learner), messages plus delayed feedback by id, recalibration of the threshold from the
-    holdout, and a live summary: decisions per second, AUC and specificity at the target recall
-    so far, the threshold in force. Ctrl-C stops everything cleanly (exit status 130)."""
+    and learner), messages plus delayed feedback by id, recalibration of the threshold (the
+    `[calibration]` source, adaptive by default), and a live summary: decisions per second, AUC
+    and specificity at the target recall so far, the threshold in force and the recall it
+    delivered against the target. Ctrl-C stops everything cleanly (exit status 130)."""
     context = click.get_current_context()
     if corpus is not None:
         for name in ("spam_share", "seed"):

@@ -24,7 +24,7 @@ from filterd.cli.common import OptionError, config_option, load_config, model_sp
 from filterd.service.config import masked_url
 from filterd.store import backup, database
 from filterd.store.decided import prune_decided
-from filterd.store.drift import drift_report
+from filterd.store.drift import Delivered, drift_report
 from filterd.store.expiry import prune, prune_events
 from filterd.store.learning import (
     LabelledTokens,
@@ -307,8 +307,10 @@ def model_create(name: str, url: str | None, variant: str | None, params: tuple[
 @click.option("--json", "as_json", is_flag=True)
 def model_stats(url: str | None, name: str, min_docs: int, target_class: str, drift_window: int,
                 as_json: bool) -> None:  # fmt: skip
-    """Classes, documents, tokens, holdout size, last learn, current threshold, readiness, and the
-    rolling figures of feedback scored before it was learned (drift)."""
+    """Classes, documents, tokens, holdout size, last learn, current threshold, readiness, the
+    rolling figures of feedback scored before it was learned (drift), and what the thresholds
+    delivered on it: over the window, each record at the τ in force when it was scored; and
+    since the τ in force was written."""
     with store_errors():
         engine = database.connect(url)
         report = _model_report(engine, name, min_docs)
@@ -324,18 +326,44 @@ def model_stats(url: str | None, name: str, min_docs: int, target_class: str, dr
     threshold = report["threshold"]
     click.echo("  threshold: " + (f"version {threshold['version']}, τ = {threshold['tau']:.4g} for "
                                   f"{threshold['target_class']!r} at recall ≥ {threshold['target_recall']}"
-                                  if threshold else "none yet"))  # fmt: skip
+                                  + _calibrated(threshold) if threshold else "none yet"))  # fmt: skip
     click.echo("  ready" if report["ready"] else f"  not ready: {report['not_ready']}")
-    if drift.n:
-
-        def fmt(v: float | None) -> str:
-            return "n/a" if v is None else f"{v:.4f}"
-
-        click.echo(f"  drift, last {drift.n} feedback scored before learning ({drift.n_pos} {drift.target_class!r}): "
-                   f"AUC {fmt(drift.auc)}, recall {fmt(drift.recall)}, specificity {fmt(drift.specificity)} "
-                   f"at τ = {drift.tau:.4g}")  # fmt: skip
-    else:
+    if not drift.n:
         click.echo("  drift: no feedback scored yet (the daemon records it)")
+        return
+    click.echo(f"  drift, last {drift.n} feedback scored before learning ({drift.n_pos} {drift.target_class!r}): "
+               f"AUC {_fraction(drift.auc)}, recall {_fraction(drift.recall)}, "
+               f"specificity {_fraction(drift.specificity)} at τ = {drift.tau:.4g}")  # fmt: skip
+    judged = drift.delivered.n_pos + drift.delivered.n_neg
+    target = "" if drift.target_recall is None else f" (target recall {drift.target_recall:g})"
+    click.echo(f"  delivered, last {judged:,} feedback at the τ then in force: "
+               f"{_delivered(drift.delivered, drift.target_class)}{target}" if judged else
+               "  delivered: no feedback scored while a threshold version was in force")  # fmt: skip
+    if drift.in_force_since is not None:
+        d = drift.in_force
+        click.echo(f"  τ in force since {_when(drift.in_force_since)}: "
+                   + (_delivered(d, drift.target_class) if d.n_pos or d.n_neg
+                      else "no feedback scored since"))  # fmt: skip
+
+
+def _fraction(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _delivered(d: Delivered, target: str) -> str:
+    """Recall of the target items and specificity of the others, with their counts."""
+    recall = (f"recall {_fraction(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
+              if d.n_pos else f"no {target} yet")  # fmt: skip
+    kept = f"specificity {_fraction(d.specificity)} of {d.n_neg:,}" if d.n_neg else "no others yet"
+    return f"{recall}, {kept}"
+
+
+def _calibrated(threshold: _ThresholdReport) -> str:
+    """How the version was calibrated, where it was recorded: " (adaptive, miss level 0.008)"."""
+    if threshold["source"] is None:
+        return ""
+    level = threshold["level"]
+    return f" ({threshold['source']}" + ("" if level is None else f", miss level {level:.4g}") + ")"
 
 
 class _ClassReport(TypedDict):
@@ -350,6 +378,8 @@ class _ThresholdReport(TypedDict):
     target_class: str
     target_recall: float
     created_at: datetime
+    source: str | None  # holdout | prequential | adaptive; None: not recorded
+    level: float | None  # adaptive: the miss level τ was chosen for
 
 
 class _ModelReport(TypedDict):
@@ -403,7 +433,8 @@ def _model_report(engine: Engine, name: str, min_docs: int) -> _ModelReport:
             "last_learn": last, "ready": reason is None, "not_ready": reason,
             "threshold": None if threshold is None else {
                 "version": threshold.version, "tau": threshold.tau, "target_class": threshold.target_class,
-                "target_recall": threshold.target_recall, "created_at": threshold.created_at},
+                "target_recall": threshold.target_recall, "created_at": threshold.created_at,
+                "source": threshold.source, "level": threshold.level},
         }  # fmt: skip
 
 

@@ -3,12 +3,15 @@
 - Each feedback batch is scored with the current model before it is learned; the scores go
   to the store (`filterd.store.drift`) once the batch is learned.
 - Every `REPORT_SECONDS` the rolling AUC, recall and specificity at the current threshold
-  become gauges, and a warning is logged when the rolling recall is below the target recall
-  by more than `drift.recall_margin` over at least `drift.min_positives` positives.
-- With `intervals.calibrate_seconds` > 0, the threshold is recalibrated that often through
-  `calibrate_model`, the code path of `filterd calibrate`, with the `[calibration]` settings.
-  Several learners share the job: one calibrates only when the newest version is older
-  than the interval.
+  become gauges, and so do the recall and specificity the thresholds delivered (each record
+  at the τ in force when it was scored; `store.drift.Delivered`); a warning is logged when
+  the delivered recall is below the target by more than `drift.recall_margin` over at least
+  `drift.min_positives` positives.
+- With `intervals.calibrate_seconds` > 0 (the default), the threshold is recalibrated that
+  often through `calibrate_configured`, the code path of `filterd calibrate`, with the
+  `[calibration]` settings, unless no feedback was scored since the newest version. Several
+  learners share the job: one calibrates only when the newest version is older than the
+  interval.
 Monitoring never holds learning back: its store errors are logged, not retried.
 """
 
@@ -25,14 +28,14 @@ from structlog.typing import FilteringBoundLogger
 from filterd.bayes.features import encode
 from filterd.daemon.model_state import ModelState
 from filterd.evaluation.calibration import CalibrationError
-from filterd.jobs.calibrate import calibrate_model
+from filterd.jobs.calibrate import calibrate_configured
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
-from filterd.service.config import Config, parse_duration
+from filterd.service.config import Config
 from filterd.service.decide import NotReady, decision_scores
 from filterd.store import learning
 from filterd.store.database import error_detail
-from filterd.store.drift import Scored, drift_report, record_scores
+from filterd.store.drift import Scored, delivered_since, drift_report, record_scores
 from filterd.store.thresholds import latest_threshold
 
 REPORT_SECONDS = 10.0
@@ -99,18 +102,23 @@ class Monitor:
                              (self.metrics.rolling_specificity, report.specificity)):  # fmt: skip
             gauge.set(float("nan") if value is None else value)
         self.metrics.rolling_count.set(report.n)
+        for scope, delivered in (("window", report.delivered), ("in_force", report.in_force)):
+            for gauge, value in ((self.metrics.delivered_recall, delivered.recall),
+                                 (self.metrics.delivered_specificity, delivered.specificity)):  # fmt: skip
+                gauge.labels(scope).set(float("nan") if value is None else value)
+            self.metrics.delivered_positives.labels(scope).set(delivered.n_pos)
         target = report.target_recall or self.config.decision.target_recall
-        drift = self.config.drift
+        drift, delivered = self.config.drift, report.delivered
         if (
-            report.recall is not None
-            and report.n_pos >= drift.min_positives
-            and report.recall < target - drift.recall_margin
+            delivered.recall is not None
+            and delivered.n_pos >= drift.min_positives
+            and delivered.recall < target - drift.recall_margin
         ):
-            self.log.warning("rolling recall below the target", recall=round(report.recall, 4), target_recall=target,
-                             positives=report.n_pos, auc=report.auc, threshold_version=report.threshold_version)  # fmt: skip
+            self.log.warning("delivered recall below the target", recall=round(delivered.recall, 4),
+                             target_recall=target, positives=delivered.n_pos, missed=delivered.missed,
+                             auc=report.auc, threshold_version=report.threshold_version)  # fmt: skip
 
     def _calibrate(self, every: float) -> None:
-        c = self.config.calibration
         try:
             latest = latest_threshold(self.engine, self.config.model.name, self.target)
             age = (
@@ -118,16 +126,22 @@ class Monitor:
             )
             if age < every:
                 return
-            report = calibrate_model(self.engine, self.config.model.name, self.target, self.config.decision.target_recall,
-                                     window=parse_duration(c.window), conservative=c.conservative,
-                                     min_positives=c.min_positives or None, max_auc_drop=c.max_auc_drop,
-                                     min_docs=self.config.model.min_docs, created_by="filterd run",
-                                     source=c.source)  # fmt: skip
+            if latest is not None:
+                since = delivered_since(self.engine, self.config.model.name, self.target,
+                                        latest.created_at, latest.tau)  # fmt: skip
+                if since.n_pos + since.n_neg == 0:
+                    return  # nothing labelled since: a new version would say nothing new
+            report = calibrate_configured(self.engine, self.config, created_by="filterd run")
         except (CalibrationError, NotReady) as reason:
             self.log.info("threshold not recalibrated", reason=str(reason))
             return
         except SQLAlchemyError as error:
             self.log.warning("threshold not recalibrated: store error", error=error_detail(error))
             return
+        e = report.expected_recall
         self.log.info("threshold recalibrated", threshold_version=report.version, tau=report.tau, auc=report.auc,
-                      positives=report.n_pos, negatives=report.n_neg)  # fmt: skip
+                      positives=report.n_pos, negatives=report.n_neg, source=report.source,
+                      level=report.level, expected_recall=round(e.mean, 4),
+                      expected_recall_range=[round(e.low, 4), round(e.high, 4)],
+                      previous_delivered_recall=report.in_force.recall,
+                      previous_positives=report.in_force.n_pos)  # fmt: skip

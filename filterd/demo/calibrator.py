@@ -10,7 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from filterd.evaluation.calibration import CalibrationError
 from filterd.evaluation.guardrails import GuardrailError
-from filterd.jobs.calibrate import calibrate_model
+from filterd.jobs.calibrate import calibrate_configured
 from filterd.service.config import Config
 from filterd.service.decide import NotReady
 from filterd.store import database
@@ -33,8 +33,8 @@ class ThresholdInfo:
 
 
 class Calibrator:
-    """Runs `calibrate_model` in a thread every `every` feedback records the learner applied,
-    and once more on request at the end. Refusals (too little holdout, model not ready) are
+    """Runs `calibrate_configured` in a thread every `every` feedback records the learner applied,
+    and once more on request at the end. Refusals (too small a window, model not ready) are
     kept as `note`; they are the normal state early in the stream."""
 
     def __init__(self, config: Config, every: int, applied: Callable[[], int],
@@ -45,7 +45,7 @@ class Calibrator:
         self.threshold: ThresholdInfo | None = None
         self.note = f"first calibration after {every:,} feedback records"
         self.attempts = self.written = 0
-        self._kind = ""  # the kind of the last refusal ("waiting for holdout"...), "" after success
+        self._kind = ""  # the kind of the last refusal ("waiting for labels"...), "" after success
         self._final = threading.Event()
         self._final_done = threading.Event()
         self._stop = threading.Event()
@@ -76,17 +76,14 @@ class Calibrator:
     def _attempt(self, applied: int) -> None:
         self.attempts += 1
         self.last_at = applied
-        c = self.config
         try:
-            report = calibrate_model(self._engine, c.model.name, c.decision.target_class,
-                                     c.decision.target_recall, min_docs=c.model.min_docs,
-                                     created_by=CREATED_BY)  # fmt: skip
+            report = calibrate_configured(self._engine, self.config, CREATED_BY)
         except GuardrailError as error:
             waiting = any(r.startswith("too_few") or r == "unreachable" for r in error.reasons)
-            self._refused("waiting for holdout" if waiting else "not recalibrated", _short(error))
+            self._refused("waiting for labels" if waiting else "not recalibrated", _short(error))
             return
         except CalibrationError as error:
-            self._refused("waiting for holdout", _short(error))
+            self._refused("waiting for labels", _short(error))
             return
         except NotReady as error:
             self._refused("waiting for the model", str(error))
@@ -103,10 +100,11 @@ class Calibrator:
                                        report.n_neg, report.recall, report.specificity)  # fmt: skip
         self.note = self._kind = ""
         others = "ham" if report.target_class == "spam" else f"not {report.target_class}"
-        self.on_event(f"threshold v{report.version}: τ = {report.tau:.4g} (holdout "
+        e = report.expected_recall
+        self.on_event(f"threshold v{report.version}: τ = {report.tau:.4g} ({report.source} window "
                       f"{report.n_pos:,} {report.target_class} / {report.n_neg:,} {others}, AUC "
-                      f"{report.auc:.4f}, {others} kept {report.specificity:.1%}), after "
-                      f"{applied:,} labels")  # fmt: skip
+                      f"{report.auc:.4f}, expected recall {e.mean:.1%} [{e.low:.1%}–{e.high:.1%}], "
+                      f"{others} kept {report.specificity:.1%}), after {applied:,} labels")  # fmt: skip
 
     def _refused(self, kind: str, why: str) -> None:
         # The reason is refreshed on screen every time, but printed as an event only when it

@@ -83,6 +83,8 @@ def demo_config(
         # A demo is short: the scorer should see what the learner learned within a second.
         "intervals.sync_seconds": 1.0,
         "intervals.threshold_reload_seconds": 0.5,
+        # The demo's Calibrator recalibrates every so many labels, a pace a short stream needs.
+        "intervals.calibrate_seconds": 0.0,
         "decision.target_class": options.target,
         "decision.target_recall": options.target_recall,
         "model.variant": options.variant,

@@ -98,6 +98,90 @@ def _conservative_hits(target_recall: float, n_pos: int, confidence: float) -> i
     return lo
 
 
+def adapt_level(
+    level: float,
+    alpha: float,
+    spam: int,
+    missed: int,
+    gamma: float,
+    floor: float = 0.5,
+    ceiling: float = 2.0,
+    max_gain: float = 0.5,
+) -> float:
+    """The miss level to calibrate for next, from the misses seen since the last calibration.
+
+    Adaptive conformal inference (Gibbs & Candès, NeurIPS 2021), one step per spam decided,
+    taken together: ``α' = α_t + g (α − m/n)`` for ``n`` spam of which ``m`` were missed, with
+    the gain ``g = min(γ n, max_gain)`` — ``γ (n α − m)`` while ``γ n ≤ max_gain`` — then
+    clipped to ``[floor·α, ceiling·α]``. Unclipped, the long-run miss rate is α under any drift;
+    the clip keeps one unlucky run from pushing τ to the lowest spam score. The cap on the gain
+    keeps the loop stable when many spam arrive between two calibrations: τ is held for all of
+    them, so a gain of 1 or more would overshoot the miss rate it corrects.
+
+    >>> adapt_level(0.01, 0.01, spam=100, missed=1, gamma=0.001)
+    0.01
+    >>> round(adapt_level(0.01, 0.01, spam=100, missed=3, gamma=0.001), 6)
+    0.008
+    >>> adapt_level(0.01, 0.01, spam=100, missed=9, gamma=0.005)
+    0.005
+    >>> round(adapt_level(0.01, 0.01, spam=10_000, missed=150, gamma=0.001), 6)  # gain capped
+    0.0075
+    """
+    if not 0 <= missed <= spam:
+        raise ValueError(f"need 0 <= missed <= spam, got missed={missed}, spam={spam}")
+    if spam == 0:
+        return level
+    moved = level + min(gamma * spam, max_gain) * (alpha - missed / spam)
+    return min(ceiling * alpha, max(floor * alpha, moved))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a rate measured on a window is expected to be on new traffic like it: the mean
+    and a central interval at `confidence`."""
+
+    mean: float
+    low: float
+    high: float
+    confidence: float
+
+
+def expected_recall(hits: int, n_pos: int, confidence: float = 0.9) -> Expected:
+    """Recall on new positives exchangeable with the window's P, at τ = the k-th largest of
+    their scores (`hits` = k): the share of new positives scoring ≥ τ is Beta(k, P + 1 − k)
+    (the coverage of an order statistic), mean k/(P + 1).
+
+    >>> e = expected_recall(99, 100)
+    >>> round(e.mean, 4), round(e.low, 4), round(e.high, 4)
+    (0.9802, 0.9534, 0.9964)
+    """
+    if not 1 <= hits <= n_pos:
+        raise ValueError(f"need 1 <= hits <= n_pos, got hits={hits}, n_pos={n_pos}")
+    tail = (1.0 - confidence) / 2
+    a, b = hits, n_pos + 1 - hits
+    return Expected(
+        hits / (n_pos + 1), float(beta.ppf(tail, a, b)), float(beta.ppf(1 - tail, a, b)),
+        confidence,
+    )  # fmt: skip
+
+
+def expected_rate(successes: int, n: int, confidence: float = 0.9) -> Expected:
+    """A binomial rate, e.g. specificity: ham kept of N, with Jeffreys' interval
+    (Beta(x + ½, n − x + ½) quantiles; the bound at 0 or n is the end itself).
+
+    >>> e = expected_rate(95, 100)
+    >>> round(e.mean, 2), round(e.low, 4), round(e.high, 4)
+    (0.95, 0.9042, 0.9769)
+    """
+    if not 0 <= successes <= n or n < 1:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes}, {n}")
+    tail = (1.0 - confidence) / 2
+    a, b = successes + 0.5, n - successes + 0.5
+    low = 0.0 if successes == 0 else float(beta.ppf(tail, a, b))
+    high = 1.0 if successes == n else float(beta.ppf(1 - tail, a, b))
+    return Expected(successes / n, low, high, confidence)
+
+
 def recall_threshold(
     scores: npt.ArrayLike,
     labels: npt.ArrayLike,

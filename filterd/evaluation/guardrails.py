@@ -21,7 +21,7 @@ records forced = true (only when a guardrail was actually overridden).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -82,9 +82,13 @@ def guarded_threshold(
     min_negatives: int = MIN_NEGATIVES,
     max_auc_drop: float = MAX_AUC_DROP,
     force: bool = False,
+    aim: float | None = None,
 ) -> Guarded:
     """τ for `target_recall` on the window's `scores` (`positives`: the items of class
-    `target`), or GuardrailError naming every guardrail that failed."""
+    `target`), or GuardrailError naming every guardrail that failed.
+
+    `aim`: choose τ for this recall instead (the adaptive level, `calibration.adapt_level`);
+    the guardrails and the threshold's `target_recall` stay those of `target_recall`."""
     positives = positives.astype(bool)
     n_pos, n_neg = int(positives.sum()), int((~positives).sum())
     needed = default_min_positives(target_recall) if min_positives is None else min_positives
@@ -107,7 +111,11 @@ def guarded_threshold(
     _refuse(target, failed, force)
     try:
         threshold = recall_threshold(
-            scores, positives, target_recall, conservative=conservative, confidence=confidence
+            scores,
+            positives,
+            target_recall if aim is None else aim,
+            conservative=conservative,
+            confidence=confidence,
         )
     except CalibrationError as error:
         raise GuardrailError(
@@ -124,6 +132,7 @@ def guarded_threshold(
         )
         auc_failed.append(("auc_drop", message))
     _refuse(target, auc_failed, force)
+    threshold = replace(threshold, target_recall=float(target_recall))
     return Guarded(threshold, auc, tuple(message for _, message in failed + auc_failed))
 
 

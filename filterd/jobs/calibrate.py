@@ -9,10 +9,18 @@ Calibration (`calibrate_model`, `calibrate_classes`) for target class t and reca
    or, with source "prequential", steps 1–2 are the scores every feedback record (learned or
    held out) got from the daemon when it arrived, before it was learned (`store.drift`):
    the scores new traffic really gets, from a model as far behind as the daemon's;
+   source "adaptive" (the default of `filterd run`) takes the same window, and chooses τ for
+   the recall 1 − α_t instead of R, where the miss level α_t is the previous version's, moved
+   by the misses its τ made on the feedback scored since it was written
+   (`filterd.evaluation.calibration.adapt_level`, γ = step · (1 − R));
 3. ROC and AUC (`filterd.evaluation.ranking`); τ by `filterd.evaluation.calibration.recall_threshold`: exact mode, the
    k-th largest positive score with k = ⌈R·P⌉; conservative mode, the smallest k whose
    one-sided Clopper–Pearson lower bound on recall is ≥ R;
 4. the guardrails, then a new version unless `dry_run`.
+
+The report gives what τ is expected to deliver on new traffic like the window
+(`expected_recall`: Beta(k, P + 1 − k); specificity: Jeffreys' interval) and what the
+previous τ delivered since it was written (`in_force`).
 
 The guardrails are `filterd.evaluation.guardrails`; a refusal is a `GuardrailError`.
 A model that is not ready (`filterd.service.decide.NotReady`) or unknown (`UnknownModel`) is an error too.
@@ -23,24 +31,37 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, select
 
+from filterd.bayes.model import Model
 from filterd.evaluation import ranking
-from filterd.evaluation.calibration import CalibrationError, Threshold
+from filterd.evaluation.calibration import (
+    CalibrationError,
+    Expected,
+    Threshold,
+    adapt_level,
+    expected_rate,
+    expected_recall,
+)
 from filterd.evaluation.guardrails import (
     MAX_AUC_DROP,
     MIN_NEGATIVES,
+    GuardrailError,
     guarded_threshold,
 )
+from filterd.service.config import Config, parse_duration
 from filterd.service.decide import decision_scores, scoring_model
+from filterd.store.drift import Delivered, delivered_since
 from filterd.store.learning import UnknownModel, as_utc, spec_from_json
 from filterd.store.schema import ModelRow
 from filterd.store.sync import load
 from filterd.store.thresholds import (
+    HoldoutWindow,
     ThresholdVersion,
     holdout_window,
     latest_threshold,
@@ -48,10 +69,13 @@ from filterd.store.thresholds import (
     write_threshold,
 )
 
-SOURCES = ("holdout", "prequential")
+SOURCES = ("holdout", "prequential", "adaptive")
+STEP = 0.1  # adaptive: γ = STEP · (1 − R), so that one miss moves the level by a tenth of 1 − R
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+# (scores, labels, (start, end)) of a calibration window
+_Window = tuple[FloatArray, npt.NDArray[np.object_], tuple[datetime | None, datetime | None]]
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,12 @@ class CalibrationReport:
     recall_lower_bound: float | None  # one-sided Clopper–Pearson at `confidence`
     previous: ThresholdVersion | None  # the version in force before, with its own window's figures
     previous_here: OperatingPoint | None  # the previous tau on this window's scores
+    # what the previous τ delivered on the feedback scored since it was written
+    in_force: Delivered
+    source: str
+    level: float | None  # adaptive: the miss level τ was chosen for (recall 1 − level)
+    expected_recall: Expected  # on new positives like the window's
+    expected_specificity: Expected
     version: int | None  # the version written; None on a dry run
     forced: bool
     overridden: tuple[str, ...]  # the guardrail messages `force` overrode
@@ -121,6 +151,9 @@ class CalibrationReport:
             }
         )
         out["previous_here"] = None if self.previous_here is None else asdict(self.previous_here)
+        out["in_force"] = self.in_force.as_dict()
+        out["expected_recall"] = asdict(self.expected_recall)
+        out["expected_specificity"] = asdict(self.expected_specificity)
         out["overridden"] = list(self.overridden)
         return _iso(out)
 
@@ -149,6 +182,7 @@ class CalibrationOptions(TypedDict, total=False):
     created_by: str
     now: datetime | None
     source: str
+    step: float
 
 
 def calibrate_model(
@@ -158,11 +192,24 @@ def calibrate_model(
     target_recall: float,
     **options: Unpack[CalibrationOptions],
 ) -> CalibrationReport:
-    """Calibrate `target_class` of `model` on its holdout window; the keywords (window, last,
+    """Calibrate `target_class` of `model` on a window of its feedback; the keywords (window, last,
     conservative, confidence, min_positives, min_negatives, max_auc_drop, min_docs, force,
-    dry_run, created_by, now, source) are those of `calibrate_classes`."""
+    dry_run, created_by, now, source, step) are those of `calibrate_classes`."""
     (report,) = calibrate_classes(engine, model, [target_class], target_recall, **options)
     return report
+
+
+def calibrate_configured(engine: Engine, config: Config, created_by: str,
+                         dry_run: bool = False) -> CalibrationReport:  # fmt: skip
+    """`calibrate_model` for the configured target class and recall, with the `[calibration]`
+    settings: what `filterd run` does every `intervals.calibrate_seconds`."""
+    c = config.calibration
+    return calibrate_model(engine, config.model.name, config.decision.target_class,
+                           config.decision.target_recall, window=parse_duration(c.window),
+                           conservative=c.conservative, min_positives=c.min_positives or None,
+                           max_auc_drop=c.max_auc_drop, min_docs=config.model.min_docs,
+                           created_by=created_by, source=c.source, step=c.step,
+                           dry_run=dry_run)  # fmt: skip
 
 
 def calibrate_classes(
@@ -184,11 +231,13 @@ def calibrate_classes(
     created_by: str = "filterd calibrate",
     now: datetime | None = None,
     source: str = "holdout",
+    step: float = STEP,
 ) -> list[CalibrationReport]:
     """One report per target class, one-vs-rest (None: every class of the model).
 
     source "holdout": the holdout items re-scored with the current model; "prequential": the
-    scores feedback records got when they arrived, before they were learned (`store.drift`).
+    scores feedback records got when they arrived, before they were learned (`store.drift`);
+    "adaptive": the prequential scores, τ for the adapted miss level (module docstring).
 
     All classes are checked before any is written: a refusal for one writes none.
     """
@@ -204,33 +253,51 @@ def calibrate_classes(
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
     stats, _ = load(engine, model)
-    items = holdout_window(engine, model, window, last, now) if source == "holdout" else None
+    held: list[HoldoutWindow] = []  # read once, when a source needs it
+
+    def window_of(source: str, target: str, scorer: Model) -> _Window:
+        if source != "holdout":
+            return prequential_window(engine, model, target, window, last, now)
+        if not held:
+            held.append(holdout_window(engine, model, window, last, now))
+        items = held[0]
+        scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
+        return scores, items.labels, (items.start, items.end)
+
     classes = list(stats.labels) if target_classes is None else list(target_classes)
     checked = []
     for target in classes:
         scorer = scoring_model(stats, spec_from_json(spec), target, min_docs)
-        if items is not None:
-            scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
-            labels, bounds = items.labels, (items.start, items.end)
-        else:
-            scores, labels, bounds = prequential_window(engine, model, target, window, last, now)
-        checked.append(
-            _check(
-                model,
-                target,
-                scores,
-                labels == target,
-                bounds,
-                target_recall,
-                latest_threshold(engine, model, target),
-                conservative=conservative,
-                confidence=confidence,
-                min_positives=min_positives,
-                min_negatives=min_negatives,
-                max_auc_drop=max_auc_drop,
-                force=force,
-            )
+        previous = latest_threshold(engine, model, target)
+        in_force = (
+            Delivered()
+            if previous is None
+            else delivered_since(engine, model, target, previous.created_at, previous.tau)
         )
+        level = None
+        if source == "adaptive":
+            alpha = 1.0 - target_recall
+            start = alpha  # a new target, or no adaptive version yet: start at α
+            if previous is not None and previous.target_recall == target_recall:
+                start = alpha if previous.level is None else previous.level
+            level = adapt_level(start, alpha, in_force.n_pos, in_force.missed, step * alpha)
+        check = partial(_check, model, target, target_recall=target_recall, previous=previous,
+                        in_force=in_force, conservative=conservative, confidence=confidence,
+                        min_positives=min_positives, min_negatives=min_negatives,
+                        max_auc_drop=max_auc_drop, force=force)  # fmt: skip
+        try:
+            checked.append(check(window_of(source, target, scorer), source=source, level=level))
+        except GuardrailError as refused:
+            # No τ yet and too little scored on arrival (a store bootstrapped by `filterd learn`):
+            # the first τ may come from the holdout; the adaptive level starts from the next.
+            if source != "adaptive" or previous is not None or "auc_drop" in refused.reasons:
+                raise
+            try:
+                checked.append(check(window_of("holdout", target, scorer), source="holdout",
+                                     level=None))  # fmt: skip
+            except GuardrailError as also:
+                raise GuardrailError(f"{refused}; nor from the holdout, for a first τ: {also}",
+                                     list(refused.reasons), refused.forceable) from None  # fmt: skip
     if dry_run:
         return [report for report, _ in checked]
     reports = []
@@ -246,6 +313,8 @@ def calibrate_classes(
             created_by,
             forced=report.forced,
             now=now,
+            source=report.source,
+            level=report.level,
         )
         reports.append(replace(report, version=row.version))
     return reports
@@ -254,12 +323,13 @@ def calibrate_classes(
 def _check(
     model: str,
     target: str,
-    scores: FloatArray,
-    positives: BoolArray,
-    bounds: tuple[datetime | None, datetime | None],
+    window: _Window,
+    *,
+    source: str,
+    level: float | None,
     target_recall: float,
     previous: ThresholdVersion | None,
-    *,
+    in_force: Delivered,
     conservative: bool,
     confidence: float,
     min_positives: int | None,
@@ -268,13 +338,16 @@ def _check(
     force: bool,
 ) -> tuple[CalibrationReport, Threshold]:
     """τ and its figures for one target class, through the guardrails."""
-    positives = positives.astype(bool)
+    scores, labels, bounds = window
+    positives = np.asarray(labels == target, dtype=bool)
     guarded = guarded_threshold(
         scores,
         positives,
         target_recall,
         target=target,
-        previous_auc=None if previous is None else previous.auc,
+        # AUCs of different sources differ by design (a holdout re-scored by a model that has
+        # learned more ranks better than scores on arrival): compare like with like
+        previous_auc=None if previous is None or previous.source != source else previous.auc,
         previous_version=None if previous is None else previous.version,
         conservative=conservative,
         confidence=confidence,
@@ -282,8 +355,12 @@ def _check(
         min_negatives=min_negatives,
         max_auc_drop=max_auc_drop,
         force=force,
+        aim=None if level is None else 1.0 - level,
     )
     threshold = guarded.threshold
+    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
+    hits = round(threshold.recall * n_pos)
+    kept = round(threshold.specificity * n_neg)
     report = CalibrationReport(
         model=model,
         target_class=target,
@@ -292,8 +369,8 @@ def _check(
         confidence=confidence,
         window_start=bounds[0],
         window_end=bounds[1],
-        n_pos=int(positives.sum()),
-        n_neg=int((~positives).sum()),
+        n_pos=n_pos,
+        n_neg=n_neg,
         auc=guarded.auc,
         tau=threshold.tau,
         recall=threshold.recall,
@@ -304,6 +381,11 @@ def _check(
         previous_here=None
         if previous is None
         else operating_point(scores, positives, previous.tau),
+        in_force=in_force,
+        source=source,
+        level=level,
+        expected_recall=expected_recall(hits, n_pos),
+        expected_specificity=expected_rate(kept, n_neg),
         version=None,
         forced=bool(guarded.overridden),
         overridden=guarded.overridden,

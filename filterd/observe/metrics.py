@@ -155,6 +155,29 @@ class Metrics:
         self.rolling_count = Gauge(
             "filterd_rolling_count", "Feedback records in that window.", registry=r
         )
+        delivered = (
+            "scope",
+        )  # window: each record at the τ then in force; in_force: since it was written
+        self.delivered_recall = Gauge(
+            "filterd_delivered_recall",
+            "Target-class recall the thresholds delivered on the feedback scored while they were "
+            "in force (scope=window: the last drift.window records, each at the τ then in force; "
+            "scope=in_force: since the τ in force was written).",
+            delivered,
+            registry=r,
+        )
+        self.delivered_specificity = Gauge(
+            "filterd_delivered_specificity",
+            "Specificity the thresholds delivered, in the same scopes.",
+            delivered,
+            registry=r,
+        )
+        self.delivered_positives = Gauge(
+            "filterd_delivered_positives",
+            "Target-class feedback records the delivered recall rests on, in the same scopes.",
+            delivered,
+            registry=r,
+        )
         self.consumer_lag = Gauge(
             "filterd_consumer_lag",
             "Records between the consumer's position and the partition's end offset, per "

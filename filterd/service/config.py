@@ -115,23 +115,24 @@ class Batches:
 class Intervals:
     sync_seconds: float = 5.0
     threshold_reload_seconds: float = 1.0
-    calibrate_seconds: float = 0.0  # 0: off
+    calibrate_seconds: float = 60.0  # 0: off
 
 
 @dataclass(frozen=True)
 class Calibration:
-    source: str = "holdout"
+    source: str = "adaptive"  # holdout | prequential | adaptive (filterd.jobs.calibrate)
     window: str = "14d"
     conservative: bool = False
     min_positives: int = 0  # 0: ⌈1/(1−R)⌉ (filterd.evaluation.guardrails)
     max_auc_drop: float = 0.02
+    step: float = 0.1  # adaptive: each spam missed lowers the miss level by about step × (1 − R)
 
 
 @dataclass(frozen=True)
 class Drift:
     window: int = 5000
     recall_margin: float = 0.02
-    min_positives: int = 50
+    min_positives: int = 200
 
 
 @dataclass(frozen=True)
@@ -393,10 +394,11 @@ def _check(config: Config) -> None:
     except ValueError as error:
         raise ConfigError(f"calibration.window: {error}") from None
     require(
-        config.calibration.source in ("holdout", "prequential"),
+        config.calibration.source in ("holdout", "prequential", "adaptive"),
         "calibration.source",
-        "must be holdout or prequential",
+        "must be holdout, prequential or adaptive",
     )
+    require(0 <= config.calibration.step <= 1, "calibration.step", "must be in [0, 1]")
     require(
         config.calibration.min_positives >= 0,
         "calibration.min_positives",

@@ -5,7 +5,9 @@ tell how the filter does on today's traffic.
 `record_scores` keeps one row per message id (a relabel corrects the row's label) and drops
 rows beyond the newest `keep`. `drift_report` gives, over the newest `window` rows for a
 target class t: AUC, and recall and specificity at the threshold τ in force
-(decide t iff s ≥ τ, docs/methods.md), with the counts they rest on.
+(decide t iff s ≥ τ, docs/methods.md), with the counts they rest on; and what the thresholds
+delivered (`Delivered`): each row judged at the τ that was in force when it was scored, over the
+window (`delivered`) and since the τ in force was written (`in_force`, `delivered_since`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Connection, Engine, delete, select
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation import ranking
 from filterd.service.decide import DEFAULT_TAU
 from filterd.store.bulk import insert_rows
-from filterd.store.learning import find_model_id
+from filterd.store.learning import as_utc, find_model_id
 from filterd.store.schema import Prequential
+from filterd.store.schema import Threshold as ThresholdRow
 from filterd.store.thresholds import latest_threshold
 
 
@@ -34,6 +38,51 @@ class Scored:
     label: str
     score: float
     model_version: int
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """Decisions the thresholds in force made on the feedback scored meanwhile: of `n_pos`
+    target items `caught` scored ≥ τ, of `n_neg` others `passed` scored < τ."""
+
+    n_pos: int = 0
+    caught: int = 0
+    n_neg: int = 0
+    passed: int = 0
+
+    @property
+    def recall(self) -> float | None:
+        return self.caught / self.n_pos if self.n_pos else None
+
+    @property
+    def specificity(self) -> float | None:
+        return self.passed / self.n_neg if self.n_neg else None
+
+    @property
+    def missed(self) -> int:
+        return self.n_pos - self.caught
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "recall": self.recall, "specificity": self.specificity}
+
+
+def _delivered(scores: FloatArray, positive: BoolArray, tau: FloatArray | float) -> Delivered:
+    flagged = scores >= tau
+    return Delivered(int(positive.sum()), int((flagged & positive).sum()),
+                     int((~positive).sum()), int((~flagged & ~positive).sum()))  # fmt: skip
+
+
+def delivered_since(engine: Engine, model: str, target_class: str, since: datetime,
+                    tau: float) -> Delivered:  # fmt: skip
+    """What τ delivered on the feedback scored after `since` (the store keeps the newest
+    `drift.window` records)."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(Prequential.label, Prequential.score)
+                            .where(Prequential.model_id == find_model_id(conn, model),
+                                   Prequential.target_class == target_class,
+                                   Prequential.scored_at > since)).all()  # fmt: skip
+    scores = np.array([r.score for r in rows], dtype=np.float64)
+    return _delivered(scores, np.array([r.label == target_class for r in rows], dtype=bool), tau)
 
 
 @dataclass(frozen=True)
@@ -50,9 +99,15 @@ class DriftReport:
     specificity: float | None  # at τ, over the negatives
     first: datetime | None
     last: datetime | None
+    # each row at the τ in force when it was scored, rows before the first τ left out
+    delivered: Delivered = Delivered()
+    in_force: Delivered = Delivered()  # the rows scored since the τ in force was written
+    in_force_since: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["delivered"], out["in_force"] = self.delivered.as_dict(), self.in_force.as_dict()
+        return out
 
 
 def record_scores(engine: Engine, model: str, target_class: str, scored: Sequence[Scored], keep: int,
@@ -90,13 +145,26 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
         rows = conn.execute(select(Prequential.label, Prequential.score, Prequential.scored_at)
                             .where(Prequential.model_id == model_id, Prequential.target_class == target_class)
                             .order_by(Prequential.scored_at.desc()).limit(window)).all()  # fmt: skip
+        times = [as_utc(r.scored_at) for r in rows]
+        versions = _versions_since(conn, model_id, target_class, min(times)) if times else []
     threshold = latest_threshold(engine, model, target_class)
     tau = threshold.tau if threshold is not None else DEFAULT_TAU
     scores = np.array([r.score for r in rows], dtype=np.float64)
     positive = np.array([r.label == target_class for r in rows], dtype=bool)
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())
     decided = scores >= tau
-    times = [r.scored_at for r in rows]
+    delivered = in_force = Delivered()
+    if versions:
+        # the version in force at each row: the last one written at or before it
+        at = np.array([t.timestamp() for t in times])
+        written = np.array([v[0].timestamp() for v in versions])
+        which = np.searchsorted(written, at, side="right") - 1
+        judged = which >= 0
+        taus = np.array([v[1] for v in versions])[np.maximum(which, 0)]
+        delivered = _delivered(scores[judged], positive[judged], taus[judged])
+        if threshold is not None:
+            since = at > threshold.created_at.timestamp()
+            in_force = _delivered(scores[since], positive[since], threshold.tau)
     return DriftReport(
         target_class=target_class, n=len(rows), n_pos=n_pos, n_neg=n_neg,
         auc=ranking.auc(scores, positive) if n_pos and n_neg else None,
@@ -105,4 +173,20 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
         recall=float(decided[positive].mean()) if n_pos else None,
         specificity=float((~decided[~positive]).mean()) if n_neg else None,
         first=min(times) if times else None, last=max(times) if times else None,
+        delivered=delivered, in_force=in_force,
+        in_force_since=threshold.created_at if threshold is not None else None,
     )  # fmt: skip
+
+
+def _versions_since(conn: Connection, model_id: int, target_class: str,
+                    start: datetime) -> list[tuple[datetime, float]]:  # fmt: skip
+    """(created_at, τ) of the versions in force from `start` on, oldest first: the last one
+    written at or before `start`, and every later one."""
+    where = (ThresholdRow.model_id == model_id, ThresholdRow.target_class == target_class)
+    before = conn.execute(select(ThresholdRow.created_at, ThresholdRow.tau)
+                          .where(*where, ThresholdRow.created_at <= start)
+                          .order_by(ThresholdRow.created_at.desc()).limit(1)).all()  # fmt: skip
+    after = conn.execute(select(ThresholdRow.created_at, ThresholdRow.tau)
+                         .where(*where, ThresholdRow.created_at > start)
+                         .order_by(ThresholdRow.created_at)).all()  # fmt: skip
+    return [(as_utc(t), float(tau)) for t, tau in [*before, *after]]

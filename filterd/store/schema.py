@@ -155,6 +155,10 @@ class Threshold(Base):
     forced: Mapped[bool] = mapped_column(Boolean, default=False)
     created_by: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # holdout | prequential | adaptive; None: written before sources were recorded
+    source: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    # adaptive: the miss level α_t τ was chosen for (recall 1 − α_t); None otherwise
+    level: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class Prequential(Base):

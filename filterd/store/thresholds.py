@@ -50,6 +50,8 @@ class ThresholdVersion:
     forced: bool
     created_by: str
     created_at: datetime
+    source: str | None = None  # holdout | prequential | adaptive (None: not recorded)
+    level: float | None = None  # adaptive: the miss level τ was chosen for (recall 1 − level)
 
     @property
     def ham_misclassification(self) -> float | None:
@@ -104,6 +106,8 @@ def write_threshold(
     created_by: str,
     forced: bool = False,
     now: datetime | None = None,
+    source: str | None = None,
+    level: float | None = None,
 ) -> ThresholdVersion:
     """Write the next version of `model`'s threshold for `target_class`; returns the row."""
     with engine.begin() as conn:
@@ -129,6 +133,8 @@ def write_threshold(
             forced=forced,
             created_by=created_by[:200],
             created_at=as_utc(now) or datetime.now(UTC),
+            source=source,
+            level=level,
         )
         conn.execute(insert(ThresholdRow).values(**asdict(row)))
     return row

@@ -1,10 +1,12 @@
 """`filterd calibrate` through click's runner, on a SQLite file."""
 
 import json
+import re
 import sqlite3
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -12,6 +14,7 @@ from filterd.bayes.model import ModelSpec
 from filterd.cli.calibration import calibrate_command, parse_duration
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, upgrade
+from filterd.store.drift import Scored, record_scores
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.thresholds import latest_threshold, threshold_history
 
@@ -55,6 +58,9 @@ def db(template, tmp_path):
     return f"sqlite:///{path}"
 
 
+HOLDOUT = ("--source", "holdout")  # the template store has holdout items, no prequential scores
+
+
 def run(*args):
     return CliRunner().invoke(calibrate_command, list(args))
 
@@ -70,11 +76,11 @@ def error_line(result):
 
 
 def test_a_report_then_one_beside_the_previous_version(db):
-    first = run("--db", db)
+    first = run("--db", db, *HOLDOUT)
     assert first.exit_code == 0, first.output
     assert "recall ≥ 0.99 (exact)" in first.output and "wrote threshold version 1" in first.output
     assert "(14.0 days)" in first.output and "no previous" in first.output
-    second = run("--db", db, "--target-recall", "0.95", "--json")
+    second = run("--db", db, *HOLDOUT, "--target-recall", "0.95", "--json")
     report = json.loads(second.stdout)
     assert (
         report["version"] == 2
@@ -85,7 +91,7 @@ def test_a_report_then_one_beside_the_previous_version(db):
         1 - report["specificity"]
     )
     assert report["auc"] == report["previous"]["auc"]
-    text = run("--db", db, "--dry-run").output
+    text = run("--db", db, *HOLDOUT, "--dry-run").output
     assert (
         "previous (v2)" in text
         and "previous τ on this window" in text
@@ -97,20 +103,22 @@ def test_a_report_then_one_beside_the_previous_version(db):
 
 
 def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db):
-    refused = run("--db", db, "--last", "100")
+    refused = run("--db", db, *HOLDOUT, "--last", "100")
     assert refused.exit_code == 1
     assert error_line(refused).startswith("Error: refused for 'spam': too few positives")
     assert "needs at least 100" in refused.output and "--force" in refused.output
     assert latest_threshold(connect(db), "default", "spam") is None
-    forced = run("--db", db, "--last", "100", "--force", "--json")
+    forced = run("--db", db, *HOLDOUT, "--last", "100", "--force", "--json")
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
     assert latest_threshold(connect(db), "default", "spam").forced
-    conservative = run("--db", db, "--conservative", "--force")  # ≈ 240 positives; 0.99 needs 299
+    conservative = run(
+        "--db", db, *HOLDOUT, "--conservative", "--force"
+    )  # ≈ 240 positives; 0.99 needs 299
     assert conservative.exit_code == 1 and "cannot override" in error_line(conservative)
 
 
 def test_a_dry_run_writes_nothing(db):
-    result = run("--db", db, "--dry-run", "--window", "12h")
+    result = run("--db", db, *HOLDOUT, "--dry-run", "--window", "12h")
     assert (
         result.exit_code == 0
         and "dry run: nothing written" in result.output
@@ -126,6 +134,8 @@ def test_a_dry_run_writes_nothing(db):
         (["--window", "0d"], "longer than zero"),
         (["--window", "14d", "--last", "5"], "--window or --last, not both"),
         (["--target-recall", "1.5"], "--target-recall"),
+        (["--step", "1.5"], "--step"),
+        (["--source", "guess"], "--source"),
     ],
 )
 def test_bad_arguments_are_usage_errors(db, args, message):
@@ -159,7 +169,7 @@ def test_durations():
 
 
 def test_every_class_one_vs_rest(db):
-    result = run("--db", db, "--all-classes", "--target-recall", "0.95", "--json")
+    result = run("--db", db, *HOLDOUT, "--all-classes", "--target-recall", "0.95", "--json")
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["target_class"], r["version"]) for r in reports] == [("ham", 1), ("spam", 2)]
 
@@ -167,8 +177,8 @@ def test_every_class_one_vs_rest(db):
 def test_the_plot_is_a_png(db, tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "roc.png"
-    run("--db", db, "--target-recall", "0.95")
-    result = run("--db", db, "--plot", str(path))
+    run("--db", db, *HOLDOUT, "--target-recall", "0.95")
+    result = run("--db", db, *HOLDOUT, "--plot", str(path))
     assert result.exit_code == 0, result.output
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
 
@@ -195,3 +205,102 @@ def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(db, tmp_path, n
     result = run("--db", db, "--plot", str(tmp_path / name))
     assert result.exit_code == 1 and message in error_line(result)
     assert latest_threshold(connect(db), "default", "spam") is None
+
+
+# --- the adaptive source (the default): the prequential scores --------------------------------
+
+
+def record(db, scored, now, prefix):
+    """Record (label, score) pairs as feedback scored at `now` before it was learned."""
+    engine = connect(db)
+    items = [
+        Scored(f"{prefix}{i}", label, float(score), 1) for i, (label, score) in enumerate(scored)
+    ]
+    record_scores(engine, "default", "spam", items, keep=5000, now=now)
+    engine.dispose()
+
+
+def separable(rng, n_spam, n_ham):
+    return [("spam", s) for s in rng.normal(3, 1, n_spam)] + [
+        ("ham", s) for s in rng.normal(-3, 1, n_ham)
+    ]
+
+
+EXPECTED = re.compile(
+    r"^expected on new traffic like the window: recall (\d+\.\d\d) % "
+    r"\(90 % range (\d+\.\d+)–(\d+\.\d+) %\), specificity \d+\.\d\d % \([\d.]+–[\d.]+ %\)$",
+    re.MULTILINE,
+)
+
+
+def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
+    rng = np.random.default_rng(0)
+    record(db, separable(rng, 300, 700), datetime.now(UTC) - timedelta(hours=1), "a")
+    first = run("--db", db)
+    assert first.exit_code == 0, first.output
+    v1 = latest_threshold(connect(db), "default", "spam")
+    alpha = 1 - 0.99
+    assert (v1.version, v1.source, v1.level) == (1, "adaptive", alpha)  # no misses seen yet: α
+    assert "window (adaptive) " in first.output and ": 300 positives, 700 negatives" in first.output
+    assert (
+        "adaptive level: τ chosen for recall 99.00 % (miss level 0.01; target 0.99)" in first.output
+    )
+    mean, low, high = map(float, EXPECTED.search(first.output).groups())
+    assert low < mean < high and mean == pytest.approx(100 * 297 / 301, abs=0.005)  # k/(P+1)
+    assert "since it was written" not in first.output
+
+    # after v1 was written: 100 spam, 3 of them below its τ, and 200 ham
+    caught = v1.tau + rng.exponential(2.0, 97)
+    missed = v1.tau - rng.uniform(0.1, 1.0, 3)
+    ham = rng.normal(-3, 1, 200)
+    passed = int((ham < v1.tau).sum())
+    after = [("spam", s) for s in [*caught, *missed]] + [("ham", s) for s in ham]
+    record(db, after, datetime.now(UTC), "b")  # later than v1's created_at: the CLI's clock
+    dry = run("--db", db, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert (
+        "previous τ (v1) since it was written: recall 97.00 % of 100 spam (3 missed), "
+        f"specificity {100 * passed / 200:.2f} % of 200"
+    ) in dry.output
+    assert "(miss level 0.008; target 0.99)" in dry.output
+    assert latest_threshold(connect(db), "default", "spam").version == 1
+
+    second = run("--db", db, "--json")
+    assert second.exit_code == 0, second.output
+    report = json.loads(second.stdout)
+    level = alpha + 0.1 * alpha * (100 * alpha - 3)  # α + γ (n α − m), γ = step · α
+    assert report["level"] == level == pytest.approx(0.008)
+    v2 = latest_threshold(connect(db), "default", "spam")
+    assert (v2.version, v2.source, v2.level) == (2, "adaptive", level) and v2.tau < v1.tau
+    assert report["source"] == "adaptive" and report["in_force"] == {
+        "n_pos": 100, "caught": 97, "n_neg": 200, "passed": passed,
+        "recall": 0.97, "specificity": passed / 200,
+    }  # fmt: skip
+    e = report["expected_recall"]
+    assert e["low"] < e["mean"] < e["high"] and e["confidence"] == 0.9
+    assert report["expected_specificity"]["low"] <= report["expected_specificity"]["high"]
+
+    # step 0: the level stays where it was; prequential: no level
+    still = json.loads(run("--db", db, "--dry-run", "--json", "--step", "0").stdout)
+    assert still["level"] == level and still["in_force"]["n_pos"] == 0
+    plain = run("--db", db, "--dry-run", "--source", "prequential")
+    assert "window (prequential) " in plain.output and "adaptive level" not in plain.output
+    assert "previous τ (v2) since it was written: no feedback scored since it was written" in (
+        plain.output
+    )
+
+
+def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refused(db):
+    first = run("--db", db)  # a store bootstrapped by `filterd learn`: nothing scored on arrival
+    assert first.exit_code == 0, first.output
+    assert "window (holdout) " in first.output and "wrote threshold version 1" in first.output
+    assert "the first τ is from the holdout; the adaptive level starts from the next" in (
+        first.output
+    )
+    assert "adaptive level:" not in first.output
+    again = run("--db", db)  # with a τ in force, no fallback: too few scored on arrival
+    assert again.exit_code == 1
+    line = error_line(again)
+    assert line.startswith("Error: refused for 'spam': too few positives: 0 'spam' items")
+    assert "recorded by `filterd run`" in line
+    assert latest_threshold(connect(db), "default", "spam").version == 1

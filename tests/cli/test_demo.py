@@ -19,7 +19,7 @@ from filterd.demo.scoreboard import Scoreboard
 from filterd.demo.stream import Item
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
-# positives and 100 negatives in the holdout (10 % of the labels), reached after ~1,400 labels.
+# positives and 100 negatives among the labels scored on arrival, reached after a few hundred.
 SMALL = ["--messages", "2000", "--rate", "1000", "--feedback-delay", "100", "--spam-share", "0.3",
          "--target-recall", "0.9", "--recalibrate-every", "300"]  # fmt: skip
 needs_broker = pytest.mark.skipif(
@@ -81,10 +81,14 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
     assert auc > 0.95
     # a threshold was written to the store, and the summary shows the latest
     with sqlite3.connect(workdir / "filterd.db") as db:
-        rows = db.execute("SELECT version, target_class, target_recall, created_by FROM thresholds"
-                          " ORDER BY version").fetchall()  # fmt: skip
-    assert rows and all(r[1:] == ("spam", 0.9, "filterd demo") for r in rows)
+        rows = db.execute("SELECT version, target_class, target_recall, created_by, source "
+                          "FROM thresholds ORDER BY version").fetchall()  # fmt: skip
+    assert rows and all(r[1:] == ("spam", 0.9, "filterd demo", "adaptive") for r in rows)
     assert f"threshold  v{rows[-1][0]}: τ = " in out
+    # what the thresholds delivered, against the target
+    delivered = re.search(r"delivered  spam caught (\d+\.\d) % against the target 0\.9 ", out)
+    assert delivered, out
+    assert 80.0 <= float(delivered.group(1)) <= 100.0
     # the work dir is kept, with the daemon's log in it and nothing of it on the screen
     assert (workdir / "daemon.log").stat().st_size > 0
     assert '"event"' not in out

@@ -239,3 +239,67 @@ def test_learn_records_who_gave_the_labels(tmp_path):
     assert too_long.exit_code == 2 and too_long.stderr.splitlines() == [
         "Error: --analyst: at most 200 characters, not 201"
     ]
+
+
+def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from filterd.evaluation.calibration import Threshold
+    from filterd.store.database import connect
+    from filterd.store.drift import Scored, record_scores
+    from filterd.store.thresholds import write_threshold
+
+    db = learned_store(tmp_path, 50)
+    engine = connect(db)
+    t0 = datetime.now(UTC) - timedelta(hours=1)
+
+    def scored(at, prefix, pairs):
+        items = [Scored(f"{prefix}{i}", label, score, 1) for i, (label, score) in enumerate(pairs)]
+        record_scores(engine, "default", "spam", items, keep=5000, now=at)
+
+    def threshold(at, tau, source, level):
+        figures = Threshold(tau, 0.99, 1.0, 1.0, 1.0, 100, 100, False, None)
+        write_threshold(engine, "default", "spam", figures, 0.99, None, None, "test", now=at,
+                        source=source, level=level)  # fmt: skip
+
+    scored(t0 - timedelta(hours=1), "a", [("spam", 2.0)] * 5 + [("ham", -2.0)] * 5)  # no τ yet
+    threshold(t0, 0.0, "holdout", None)
+    # at τ = 0: 2 of 20 spam missed, 1 of 30 ham flagged
+    scored(t0 + timedelta(minutes=1), "b",
+           [("spam", 1.0)] * 18 + [("spam", -0.5)] * 2 + [("ham", -2.0)] * 29 + [("ham", 0.5)])  # fmt: skip
+    threshold(t0 + timedelta(minutes=2), 0.8, "adaptive", 0.008)
+    # at τ = 0.8: 1 of 10 spam missed (0.5 would have been caught at τ = 0)
+    scored(
+        t0 + timedelta(minutes=3), "c", [("spam", 1.0)] * 9 + [("spam", 0.5)] + [("ham", -2.0)] * 10
+    )
+
+    result = run("model", "stats", "--db", db)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert (
+        "  threshold: version 2, τ = 0.8 for 'spam' at recall ≥ 0.99 (adaptive, miss level 0.008)"
+        in lines
+    )
+    assert lines[-3].startswith("  drift, last 80 feedback scored before learning (35 'spam')")
+    assert lines[-2] == (
+        "  delivered, last 70 feedback at the τ then in force: recall 0.9000 of 30 spam "
+        "(3 missed), specificity 0.9750 of 40 (target recall 0.99)"
+    )
+    since = f"{t0 + timedelta(minutes=2):%Y-%m-%d %H:%M:%S} UTC"
+    assert lines[-1] == (
+        f"  τ in force since {since}: recall 0.9000 of 10 spam (1 missed), specificity 1.0000 of 10"
+    )
+    report = json.loads(run("model", "stats", "--db", db, "--json").stdout)
+    assert (report["threshold"]["source"], report["threshold"]["level"]) == ("adaptive", 0.008)
+    drift = report["drift"]
+    assert drift["delivered"] == {
+        "n_pos": 30, "caught": 27, "n_neg": 40, "passed": 39, "recall": 0.9, "specificity": 0.975
+    }  # fmt: skip
+    assert drift["in_force"] == {
+        "n_pos": 10, "caught": 9, "n_neg": 10, "passed": 10, "recall": 0.9, "specificity": 1.0
+    }  # fmt: skip
+
+    threshold(datetime.now(UTC), 0.5, "prequential", None)  # nothing scored since
+    lines = run("model", "stats", "--db", db).stdout.splitlines()
+    assert lines[-1].endswith(": no feedback scored since")
+    assert "at recall ≥ 0.99 (prequential)" in run("model", "stats", "--db", db).stdout

@@ -377,6 +377,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     engine = connect(sqlite_url)
     first = latest_threshold(engine, "default", "spam")
     assert first.created_by == "filterd run" and first.target_recall == 0.9
+    assert first.source in ("adaptive", "holdout")  # holdout: the backlog had no scores on arrival
     assert daemon.metric("filterd_target_recall") == 0.9
 
     produce(
@@ -385,6 +386,16 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     daemon.wait_for(lambda: daemon.metric("filterd_rolling_count") >= 1000, what="drift figures")
     assert daemon.metric("filterd_rolling_auc") > 0.9
     assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
+    # then the default source takes over, and what the thresholds delivered is exported
+    daemon.wait_for(
+        lambda: latest_threshold(engine, "default", "spam").source == "adaptive",
+        what="an adaptive version",
+    )
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_delivered_positives", scope="window") > 0,
+        what="delivered figures",
+    )
+    assert 0.0 < daemon.metric("filterd_delivered_recall", scope="window") <= 1.0
 
     daemon.stop()
     steady = start_daemon(

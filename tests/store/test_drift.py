@@ -1,10 +1,12 @@
 """Prequential scores in the store and the rolling figures over them."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
-from filterd.store.drift import Scored, drift_report, record_scores
+from filterd.store.drift import Scored, delivered_since, drift_report, record_scores
 from filterd.store.learning import UnknownModel, create_model
 from filterd.store.thresholds import write_threshold
 
@@ -49,3 +51,34 @@ def test_no_scores_yet_and_unknown_models(store):
     assert empty.n == 0 and empty.auc is None and empty.recall is None
     with pytest.raises(UnknownModel):
         drift_report(store, "other", "spam")
+
+
+def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(store):
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def version(tau, at):
+        write_threshold(store, "default", "spam", Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
+                        0.9, None, None, "test", now=at)  # fmt: skip
+
+    def feed(pairs, prefix, at):
+        record_scores(store, "default", "spam", scored(pairs, prefix), keep=100, now=at)
+
+    feed([("spam", -5.0), ("ham", 3.0)], "before", t0)  # before any τ: not judged
+    version(0.0, t0 + timedelta(minutes=1))
+    feed([("spam", 0.5), ("spam", -0.5), ("ham", -1.0)], "a", t0 + timedelta(minutes=2))
+    version(-1.0, t0 + timedelta(minutes=3))
+    feed([("spam", -0.5), ("ham", -0.5), ("ham", -2.0)], "b", t0 + timedelta(minutes=4))
+    report = drift_report(store, "default", "spam")
+    # at τ = 0: spam 0.5 caught, −0.5 missed, ham −1 passed; at τ = −1: spam −0.5 caught, ham
+    # −0.5 flagged, ham −2 passed
+    d = report.delivered
+    assert (d.n_pos, d.caught, d.n_neg, d.passed) == (3, 2, 3, 2)
+    assert d.recall == pytest.approx(2 / 3) and d.missed == 1
+    f = report.in_force
+    assert (f.n_pos, f.caught, f.n_neg, f.passed) == (1, 1, 2, 1)
+    assert report.in_force_since == t0 + timedelta(minutes=3)
+    # in hindsight, today's τ = −1 on every row: only the −5 spam is missed
+    assert report.recall == pytest.approx(3 / 4)
+    since = delivered_since(store, "default", "spam", t0 + timedelta(minutes=1), 0.0)
+    assert (since.n_pos, since.caught, since.n_neg, since.passed) == (3, 1, 3, 3)  # all at τ = 0
+    assert report.as_dict()["delivered"]["recall"] == pytest.approx(2 / 3)

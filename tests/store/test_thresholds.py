@@ -277,7 +277,8 @@ def test_too_few_negatives_is_refused(store):
 
 
 def test_an_auc_drop_is_refused(store):
-    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test")
+    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test",
+                    source="holdout")  # fmt: skip
     with pytest.raises(GuardrailError, match=r"AUC fell from 0.9990 \(version 1\)") as refused:
         calibrate_model(store, "default", "spam", 0.99, now=T0)
     assert refused.value.reasons == ("auc_drop",) and count_versions(store) == 1
@@ -285,8 +286,12 @@ def test_an_auc_drop_is_refused(store):
     assert (
         calibrate_model(store, "default", "spam", 0.99, max_auc_drop=0.0, now=T0).version == 3
     )  # same AUC
-    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test")
+    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test",
+                    source="holdout")  # fmt: skip
     assert calibrate_model(store, "default", "spam", 0.99, force=True, now=T0).forced
+    # a version of unknown source (written before sources were recorded) is not compared
+    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test")
+    assert not calibrate_model(store, "default", "spam", 0.99, now=T0).forced
 
 
 def test_an_unreachable_target_is_refused_even_when_forced(store):
@@ -436,6 +441,78 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
         assert newest.n_pos + newest.n_neg == 400 and newest.n_pos == labels[-400:].count("spam")
         with pytest.raises(ValueError, match="source"):
             calibrate_model(store, "default", "spam", 0.99, source="elsewhere")
+    finally:
+        with store.begin() as conn:
+            conn.execute(delete(Prequential))
+
+
+def scored_on_arrival(rng, n, spam_share, prefix, shift=0.0):
+    """`n` prequential records: spam ~ N(2 − shift, 1), ham ~ N(−2, 1)."""
+    from filterd.store.drift import Scored
+
+    labels = np.where(rng.random(n) < spam_share, "spam", "ham")
+    scores = np.where(labels == "spam", rng.normal(2 - shift, 1, n), rng.normal(-2, 1, n))
+    return [Scored(f"{prefix}{i}", str(lab), float(s), 1) for i, (lab, s) in enumerate(zip(labels, scores))]  # fmt: skip
+
+
+def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(store):
+    from filterd.evaluation.calibration import adapt_level
+    from filterd.store.drift import record_scores
+    from filterd.store.schema import Prequential
+
+    rng = np.random.default_rng(5)
+    t1, t2 = T0 + timedelta(hours=1), T0 + timedelta(hours=2)  # calibrations, scores just before
+    first_window = scored_on_arrival(rng, 2000, 0.3, "a")
+    record_scores(store, "default", "spam", first_window, keep=5000, now=t1 - timedelta(minutes=1))
+    try:
+        first = calibrate_model(store, "default", "spam", 0.99, source="adaptive", now=t1,
+                                window=timedelta(days=1))  # fmt: skip
+        assert (first.source, first.level) == ("adaptive", pytest.approx(0.01))  # starts at α
+        scores = np.array([s.score for s in first_window])
+        positives = np.array([s.label == "spam" for s in first_window])
+        assert first.tau == recall_threshold(scores, positives, 0.99).tau
+        assert first.in_force.n_pos == 0  # nothing before it
+        # spam drifts toward the ham: the τ in force misses more than 1 % of what follows
+        after = scored_on_arrival(rng, 2000, 0.3, "b", shift=1.5)
+        record_scores(store, "default", "spam", after, keep=5000, now=t2 - timedelta(minutes=1))
+        second = calibrate_model(store, "default", "spam", 0.99, source="adaptive", now=t2,
+                                 window=timedelta(days=1))  # fmt: skip
+        spam = [s.score for s in after if s.label == "spam"]
+        missed = sum(s < first.tau for s in spam)
+        assert (second.in_force.n_pos, second.in_force.missed) == (len(spam), missed)
+        assert missed > 0.01 * len(spam)
+        assert second.level == pytest.approx(adapt_level(0.01, 0.01, len(spam), missed, 0.001))
+        assert second.level < 0.01  # aims higher than R now
+        assert second.recall >= 1 - second.level  # τ chosen for 1 − level on the window
+        written = latest_threshold(store, "default", "spam")
+        assert (written.version, written.source, written.level) == (
+            second.version, "adaptive", pytest.approx(second.level))  # fmt: skip
+        e = second.expected_recall
+        assert e.low < e.mean < e.high and e.mean == pytest.approx(
+            round(second.recall * second.n_pos) / (second.n_pos + 1))  # fmt: skip
+    finally:
+        with store.begin() as conn:
+            conn.execute(delete(Prequential))
+
+
+def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(store):
+    from filterd.store.drift import record_scores
+    from filterd.store.schema import Prequential
+
+    first = calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)
+    assert (first.source, first.level) == ("holdout", None)
+    assert latest_threshold(store, "default", "spam").source == "holdout"
+    # once a τ exists, a window too small is a refusal that keeps it, not a fallback
+    with pytest.raises(GuardrailError, match="too few positives") as refused:
+        calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)
+    assert refused.value.reasons == ("too_few_positives", "too_few_negatives")
+    # and the AUC of scores on arrival is held to the last version of the same source only
+    record_scores(store, "default", "spam", scored_on_arrival(np.random.default_rng(1), 1000, 0.3, "c", shift=2.5),
+                  keep=5000, now=T0 + timedelta(minutes=59))  # fmt: skip
+    try:
+        later = calibrate_model(store, "default", "spam", 0.9, source="adaptive",
+                                now=T0 + timedelta(hours=1), window=timedelta(days=1))  # fmt: skip
+        assert later.auc < first.auc - 0.02 and later.source == "adaptive"
     finally:
         with store.begin() as conn:
             conn.execute(delete(Prequential))
