@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, select
 
-from filterd.bayes.model import Model
+from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
 from filterd.evaluation.calibration import (
     CalibrationError,
@@ -55,10 +55,10 @@ from filterd.evaluation.guardrails import (
     guarded_threshold,
 )
 from filterd.service.config import Config, parse_duration
-from filterd.service.decide import decision_scores, scoring_model
+from filterd.service.decide import check_ready, decision_scores, scoring_model
 from filterd.store.drift import Delivered, delivered_since
-from filterd.store.learning import UnknownModel, as_utc, spec_from_json
-from filterd.store.schema import ModelRow
+from filterd.store.learning import UnknownModel, as_utc, find_model_id, spec_from_json
+from filterd.store.schema import ClassStats, ModelRow
 from filterd.store.sync import load
 from filterd.store.thresholds import (
     HoldoutWindow,
@@ -252,22 +252,31 @@ def calibrate_classes(
         raise UnknownModel(f"no model named {model!r} in the store")
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
-    stats, _ = load(engine, model)
-    held: list[HoldoutWindow] = []  # read once, when a source needs it
+    with engine.connect() as conn:
+        counts = conn.execute(select(ClassStats.label, ClassStats.docs)
+                              .where(ClassStats.model_id == find_model_id(conn, model))
+                              .order_by(ClassStats.class_id)).all()  # fmt: skip
+    labels_learned, docs = [c.label for c in counts], [c.docs for c in counts]
+    # The statistics are loaded only to re-score the holdout: scores on arrival need none, and
+    # the learner runs this job every minute.
+    loaded: list[Statistics] = []
+    held: list[HoldoutWindow] = []
 
-    def window_of(source: str, target: str, scorer: Model) -> _Window:
+    def window_of(source: str, target: str) -> _Window:
         if source != "holdout":
             return prequential_window(engine, model, target, window, last, now)
-        if not held:
+        if not loaded:
+            loaded.append(load(engine, model)[0])
             held.append(holdout_window(engine, model, window, last, now))
+        scorer = scoring_model(loaded[0], spec_from_json(spec), target, min_docs)
         items = held[0]
         scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
         return scores, items.labels, (items.start, items.end)
 
-    classes = list(stats.labels) if target_classes is None else list(target_classes)
+    classes = list(labels_learned) if target_classes is None else list(target_classes)
     checked = []
     for target in classes:
-        scorer = scoring_model(stats, spec_from_json(spec), target, min_docs)
+        check_ready(labels_learned, docs, target, min_docs)
         previous = latest_threshold(engine, model, target)
         in_force = (
             Delivered()
@@ -286,15 +295,14 @@ def calibrate_classes(
                         min_positives=min_positives, min_negatives=min_negatives,
                         max_auc_drop=max_auc_drop, force=force)  # fmt: skip
         try:
-            checked.append(check(window_of(source, target, scorer), source=source, level=level))
+            checked.append(check(window_of(source, target), source=source, level=level))
         except GuardrailError as refused:
             # No τ yet and too little scored on arrival (a store bootstrapped by `filterd learn`):
             # the first τ may come from the holdout; the adaptive level starts from the next.
             if source != "adaptive" or previous is not None or "auc_drop" in refused.reasons:
                 raise
             try:
-                checked.append(check(window_of("holdout", target, scorer), source="holdout",
-                                     level=None))  # fmt: skip
+                checked.append(check(window_of("holdout", target), source="holdout", level=None))
             except GuardrailError as also:
                 raise GuardrailError(f"{refused}; nor from the holdout, for a first τ: {also}",
                                      list(refused.reasons), refused.forceable) from None  # fmt: skip

@@ -72,12 +72,18 @@ def scoring_model(
     stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = 20
 ) -> Model:
     """The target-vs-rest model the daemon decides with, or NotReady."""
-    reason = not_ready(stats.labels, stats.D.tolist(), min_docs)
-    if reason is None and target_class not in stats.labels:
-        reason = f"no class {target_class!r} learned yet (classes: {', '.join(stats.labels)})"
+    check_ready(stats.labels, stats.D.tolist(), target_class, min_docs)
+    return Model.build(stats, spec, target=target_class)
+
+
+def check_ready(labels: Sequence[str], docs: Sequence[int], target_class: str,
+                min_docs: int = 20) -> None:  # fmt: skip
+    """NotReady unless every class has `min_docs` learned documents and `target_class` is one."""
+    reason = not_ready(labels, docs, min_docs)
+    if reason is None and target_class not in labels:
+        reason = f"no class {target_class!r} learned yet (classes: {', '.join(labels)})"
     if reason is not None:
         raise NotReady(reason)
-    return Model.build(stats, spec, target=target_class)
 
 
 def decision_scores(model: Model, batch: DocBatch) -> npt.NDArray[np.float64]:
