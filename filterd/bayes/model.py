@@ -4,9 +4,10 @@ Scoring a batch: token keys → vocabulary ids → drop unknown tokens → trans
 counts (x_w) → keep the selected tokens (local top-N) → combine:
     linear  s_c(x) = b_c + Σ_w x_w W[c,w]
     fisher  S = 1 − Q(−2Σ ln(1−f(w)); 2n), H = 1 − Q(−2Σ ln f(w); 2n) over the n clues
-            (Q the chi-square survival function, as SpamBayes), p = (1+S−H)/2, class scores (p, 1−p)
+            (Q the chi-square survival function, as SpamBayes), p = (1+S−H)/2, class scores
+            (L/2, −L/2) with L = logit p, computed in log space (`chi2_log_tails`)
 The decision score for a target class t is s(x) = s_t(x) − max_{c≠t} s_c(x)
-(the log-odds for two linear classes; S − H for Robinson–Fisher).
+(the log-odds for two linear classes; logit p = log((1+S−H)/(1−S+H)) for Robinson–Fisher).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import chdtr
+from scipy.special import gammainc, gammaincc, gammaln
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.estimators import (
@@ -308,15 +309,86 @@ def _linear(
 
 
 def _fisher(f: FloatArray, doc: Int64Array, n_docs: int) -> FloatArray:
+    """(n_docs, 2) class scores (L/2, −L/2), L = logit p, p = (1 + S − H)/2 (module docstring).
+
+    With S = C(x_s), H = C(x_h) the χ² distribution functions of the two statistics and
+    Q = 1 − C their survival functions, 1 + S − H = S + Q(x_h) and 1 − S + H = Q(x_s) + H, so
+    L = log(S + Q(x_h)) − log(Q(x_s) + H): in log space (`chi2_log_tails`) both ends keep
+    distinct values where S − H itself rounds to ±1. A document without clues scores 0."""
     f = np.clip(f, 1e-12, 1 - 1e-12)
     n = np.bincount(doc, minlength=n_docs)
-    spam_stat = -2.0 * np.bincount(doc, weights=np.log1p(-f), minlength=n_docs)
-    ham_stat = -2.0 * np.bincount(doc, weights=np.log(f), minlength=n_docs)
-    dof = np.maximum(2 * n, 1)
-    S: FloatArray = np.where(n > 0, chdtr(dof, spam_stat), 0.0)
-    H: FloatArray = np.where(n > 0, chdtr(dof, ham_stat), 0.0)
-    p = (1.0 + S - H) / 2.0
-    return np.stack([p, 1.0 - p], axis=1)
+    half_spam = -np.bincount(doc, weights=np.log1p(-f), minlength=n_docs).astype(
+        np.float64
+    )  # x_s/2
+    half_ham = -np.bincount(doc, weights=np.log(f), minlength=n_docs).astype(np.float64)  # x_h/2
+    some = n > 0
+    log_q_s, log_c_s = chi2_log_tails(half_spam[some], n[some])
+    log_q_h, log_c_h = chi2_log_tails(half_ham[some], n[some])
+    logit = np.zeros(n_docs)
+    logit[some] = np.logaddexp(log_c_s, log_q_h) - np.logaddexp(log_q_s, log_c_h)
+    return np.stack([logit / 2, -logit / 2], axis=1)
+
+
+_UNDERFLOW = -600.0  # below e^−600 ≈ 1e−261 a tail is summed in log space, not taken from scipy
+_SERIES_TERMS = 256
+
+
+def chi2_log_tails(m: FloatArray, n: Int64Array) -> tuple[FloatArray, FloatArray]:
+    """(log Q, log C): the log survival and distribution functions of χ² with 2n degrees of
+    freedom at 2m (n ≥ 1, m > 0), each exact in relative terms however small it is.
+
+    Both are Poisson tails: Q = P(Poisson(m) < n), C = P(Poisson(m) ≥ n). They are scipy's
+    regularized incomplete gamma functions Γ(n, m)/Γ(n) and γ(n, m)/Γ(n) unless below e^−600,
+    where they are summed in log space from their largest term outwards (`_log_poisson_tail`):
+
+        Q = e^(−m) m^(n−1)/(n−1)! · Σ_{j<n} Π_{i<j} (n−1−i)/m           (tiny only when m ≫ n)
+        C = e^(−m) m^n/n! · Σ_{j≥0} Π_{i≤j} m/(n+i)                      (tiny only when m ≪ n)
+
+    >>> from scipy.stats import chi2
+    >>> log_q, log_c = chi2_log_tails(np.array([3.0, 900.0]), np.array([4, 10]))
+    >>> bool(np.isclose(log_q[0], chi2.logsf(6.0, 8)) and np.isclose(log_c[0], chi2.logcdf(6.0, 8)))
+    True
+    >>> round(float(log_q[1]), 3), float(log_c[1])  # Q ≈ e^−851.6: chi2.logsf says −inf
+    (-851.57, 0.0)
+    """
+    m = np.asarray(m, dtype=np.float64)
+    n = np.asarray(n, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        log_q, log_c = np.log(gammaincc(n, m)), np.log(gammainc(n, m))
+    log_m = np.log(m)
+    low = log_q < _UNDERFLOW
+    if low.any():
+        k = n[low] - 1  # the largest term, m^k/k! with k = n − 1; then factors (k − i)/m
+        i = np.arange(_SERIES_TERMS)
+        ratios = np.where(i < k[:, None], np.log(np.maximum(k[:, None] - i, 1)), -np.inf)
+        log_q[low] = (
+            -m[low] + k * log_m[low] - gammaln(k + 1) + _log_poisson_tail(ratios - log_m[low, None])
+        )
+    low = log_c < _UNDERFLOW
+    if low.any():
+        k = n[low]  # the largest term, m^n/n!; then factors m/(n + i)
+        i = np.arange(1, _SERIES_TERMS + 1)
+        log_c[low] = (
+            -m[low]
+            + k * log_m[low]
+            - gammaln(k + 1)
+            + _log_poisson_tail(log_m[low, None] - np.log(k[:, None] + i))
+        )
+    return log_q, log_c
+
+
+def _log_poisson_tail(log_ratios: FloatArray) -> FloatArray:
+    """log Σ_{j≥0} Π_{i<j} r_i for each row of log r (decreasing ratios below 1), the terms
+    beyond the last bounded by a geometric series in the last ratio."""
+    log_terms = np.concatenate(
+        [np.zeros((len(log_ratios), 1)), np.cumsum(log_ratios, axis=1)], axis=1
+    )
+    last_ratio = np.exp(log_ratios[:, -1])
+    with np.errstate(divide="ignore"):
+        rest = log_terms[:, -1] + np.log(last_ratio) - np.log1p(-np.minimum(last_ratio, 0.999))
+    total = np.logaddexp.reduce(log_terms[:, :-1], axis=1)
+    result: FloatArray = np.logaddexp(total, np.logaddexp(log_terms[:, -1], rest))
+    return result
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from filterd.bayes.estimators import parse_params
 from filterd.cli.common import OptionError, model_specs, read_records
-from filterd.evaluation.corpus import Record, to_records, write_corpus
+from filterd.evaluation.corpus import Record, relabel, to_records, write_corpus
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda
@@ -23,6 +23,19 @@ if TYPE_CHECKING:
 
 DEMO_MESSAGES = 5000
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def relabel_option(command: F) -> F:
+    """--relabel OLD=NEW (repeatable), shared by the commands that read a corpus."""
+    return click.option(
+        "--relabel",
+        "relabels",
+        multiple=True,
+        metavar="OLD=NEW",
+        help="Rename label OLD to NEW in every record first, e.g. smishing=spam for the binary "
+        "view of a corpus with more classes (several OLD may share one NEW). Repeatable.",
+    )(command)
 
 
 @click.command(name="evaluate")
@@ -63,17 +76,21 @@ T = TypeVar("T")
     help="split: train/test; online: TREC immediate-feedback replay in `order`.",
 )
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
+@relabel_option
 @click.option("--bigrams", is_flag=True, help="Also use word bigrams.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
 def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], params: tuple[str, ...],
-                     selections: tuple[str, ...], protocol: str, target: str | None, bigrams: bool,
-                     as_json: bool) -> None:  # fmt: skip
+                     selections: tuple[str, ...], protocol: str, target: str | None,
+                     relabels: tuple[str, ...], bigrams: bool, as_json: bool) -> None:  # fmt: skip
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding messages.jsonl[.gz];
-    see shared/corpora/README.md)."""
+    see shared/corpora/README.md).
+
+    Two labels (or a --target) make a binary task, more labels a multi-class one; --relabel
+    merges labels first, e.g. `--relabel smishing=spam` scores sms-smishing as spam vs ham."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     specs = model_specs(variants, params, selections)
-    records = _demo_records() if corpus is None else read_records(corpus)
+    records = _records(corpus, relabels)
     tokenizer = Tokenizer(TokenizerConfig(bigrams=bigrams))
     with _progress(records, "tokenizing") as bar:
         tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
@@ -127,10 +144,11 @@ def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], 
     help="What to maximize on the validation share (default: macro_f1 for λ and multi-class, else auc).",
 )
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
+@relabel_option
 @click.option("--json", "as_json", is_flag=True)
 def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tuple[str, ...],
                  selection: str | None, grids: tuple[str, ...], objective: Objective | None,
-                 target: str | None, as_json: bool) -> None:  # fmt: skip
+                 target: str | None, relabels: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
     """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
@@ -149,7 +167,7 @@ def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tu
         raise click.UsageError(
             "give at least one --grid (only unb has a default search: its per-class λ)"
         )
-    records = _demo_records() if corpus is None else read_records(corpus)
+    records = _records(corpus, relabels)
     tokenized = Corpus.tokenize(records, Tokenizer())
     try:
         stats, batch, truth, target = validation_split(tokenized, target)
@@ -207,6 +225,38 @@ def synth_command(path: str, n_messages: int, spam_share: float, drift: float, s
 
 def _demo_records() -> list[Record]:
     return to_records(generate(SynthConfig(n_messages=DEMO_MESSAGES)))
+
+
+def _records(corpus: str | None, relabels: Sequence[str]) -> list[Record]:
+    """The records of CORPUS (the demo corpus if None) with --relabel applied."""
+    mapping = relabel_mapping(relabels)
+    records = _demo_records() if corpus is None else read_records(corpus)
+    if not mapping:
+        return records
+    labels = {label for r in records for label in r.labels}
+    for old in mapping:
+        if old not in labels:
+            raise OptionError(
+                f"--relabel {old}={mapping[old]}: no record has the label {old!r} ({_some(labels)})"
+            )
+    return relabel(records, mapping)
+
+
+def _some(labels: set[str]) -> str:
+    ordered = sorted(labels)
+    return ", ".join(ordered[:8]) + (", …" if len(ordered) > 8 else "")
+
+
+def relabel_mapping(items: Sequence[str]) -> dict[str, str]:
+    """{OLD: NEW} from --relabel OLD=NEW values, or an OptionError naming the bad one."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise OptionError(f"--relabel {item!r} is not OLD=NEW (two non-empty labels)")
+        if mapping.setdefault(old, new) != new:
+            raise OptionError(f"--relabel {item!r}: {old!r} is already mapped to {mapping[old]!r}")
+    return mapping
 
 
 def _progress(items: Sequence[T], label: str, enabled: bool = True) -> ProgressBar[T]:

@@ -12,7 +12,7 @@ import json
 import os
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,23 @@ def to_records(objects: Iterable[Mapping[str, Any]]) -> list[Record]:
 def is_multilabel(records: Iterable[Record]) -> bool:
     """True if any record has more than one label."""
     return any(len(r.labels) > 1 for r in records)
+
+
+def relabel(records: Iterable[Record], mapping: Mapping[str, str]) -> list[Record]:
+    """The records with every label OLD in `mapping` replaced by mapping[OLD], in one pass (no
+    chaining: {a: b, b: c} turns a into b, not c); labels not in `mapping` are kept. Several OLD
+    may map to one NEW: a record's labels keep their first-seen order without repeats. Other
+    fields are unchanged; the input is not modified.
+
+    >>> records = [Record("1", ("smishing",), "win", "text", 1, None),
+    ...            Record("2", ("spam", "smishing", "promo"), "win", "text", 2, None)]
+    >>> [r.labels for r in relabel(records, {"smishing": "spam"})]
+    [('spam',), ('spam', 'promo')]
+    """
+    return [
+        replace(r, labels=tuple(dict.fromkeys(mapping.get(label, label) for label in r.labels)))
+        for r in records
+    ]
 
 
 def train_test_split(

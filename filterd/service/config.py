@@ -156,7 +156,7 @@ class Review:
     # Decisions queued for an analyst: those whose score is within `band` of τ (|s − τ| ≤ band;
     # 0: none), and a uniform `random_share` of all decisions (0: none), which keeps the labelled
     # sample unbiased for calibration and for measuring the filter.
-    band: float = 0.05
+    band: float = 0.1  # in log-odds, the scale of every default score: odds within ±10 % of τ's
     random_share: float = 0.002
     max_items: int = 100_000  # per model; labelled items leave first, then the oldest
     retention_days: int = 14  # `filterd db prune` deletes older items (0: keep them)

@@ -83,7 +83,8 @@ def test_robinson_fisher_by_hand(tiny):
     f_d = (s * x + 1 * 0.0) / (s + 1)  # p(d) = 0, n = 1
     S = chi2.cdf(-2 * (math.log(1 - f_a) + math.log(1 - f_d)), 4)
     H = chi2.cdf(-2 * (math.log(f_a) + math.log(f_d)), 4)
-    assert decision(tiny, "robinson_fisher") == pytest.approx(S - H)
+    p = (1 + S - H) / 2
+    assert decision(tiny, "robinson_fisher") == pytest.approx(math.log(p / (1 - p)))
 
 
 def test_kikuchi_ozono_table_1():

@@ -4,6 +4,8 @@ import json
 from click.testing import CliRunner
 
 from filterd.cli import main
+from filterd.evaluation.corpus import write_corpus
+from filterd.evaluation.synth import SynthConfig, generate
 
 REQUIRED = {"variant", "select", "protocol", "n_train", "n_test", "auc", "one_minus_auc_pct", "spec_at_full_recall",
             "recall_at_fpr_0_1pct", "lam_pct", "accuracy", "macro_f1", "seconds", "messages_per_second"}  # fmt: skip
@@ -126,3 +128,63 @@ def test_the_online_replay_moves_its_progress_bar_to_the_end(tmp_path, monkeypat
     assert [(bars[s].pos, bars[s].length) for s in ("mnb online", "wcnb online")] == [
         (300, 300)
     ] * 2
+
+
+def three_class_corpus(path, labels=("a", "b", "c")):
+    """A small synthetic corpus of three classes."""
+    priors = dict(zip(labels, (0.6, 0.25, 0.15)))
+    write_corpus(generate(SynthConfig(n_messages=300, class_priors=priors, seed=3)), path)
+    return str(path)
+
+
+def rows(result):
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_relabel_merges_classes_before_evaluating(tmp_path):
+    corpus = three_class_corpus(tmp_path / "abc.jsonl.gz")
+    (three,) = rows(run("evaluate", corpus, "--variant", "mnb", "--json"))
+    assert (three["task"], sorted(three["per_class"])) == ("multiclass", ["a", "b", "c"])
+    (renamed,) = rows(run("evaluate", corpus, "--variant", "mnb", "--relabel", "c=d", "--json"))
+    assert (renamed["task"], sorted(renamed["per_class"])) == ("multiclass", ["a", "b", "d"])
+    # c merged into b: two classes left, b against a
+    (two,) = rows(run("evaluate", corpus, "--relabel", "c=b", "--target", "b", "--json"))
+    assert (two["task"], two["target"], two["n_train"] + two["n_test"]) == ("binary", "b", 300)
+    line = one_line_error(run("evaluate", corpus, "--relabel", "c=b", "--target", "c"), 1)
+    assert line.endswith("target 'c' is not a label of this corpus (a, b)")
+    # several OLD to one NEW: one class is left, which is no task
+    line = one_line_error(run("evaluate", corpus, "--relabel", "b=a", "--relabel", "c=a"), 1)
+    assert "at least two labels" in line
+
+
+def test_relabel_gives_the_binary_view_of_a_smishing_corpus(tmp_path):
+    corpus = three_class_corpus(tmp_path / "sms.jsonl", labels=("ham", "spam", "smishing"))
+    result = run("evaluate", corpus, "--relabel", "smishing=spam")
+    assert result.exit_code == 0, result.output
+    header, row = result.stdout.splitlines()
+    assert header.split()[:3] == ["variant", "select", "protocol"]
+    assert row.startswith("robinson_fisher(s=0.025,x=0.52)") and "split" in row
+    (binary,) = rows(run("evaluate", corpus, "--relabel", "smishing=spam", "--json"))
+    assert (binary["task"], binary["target"]) == ("binary", "spam")
+
+
+def test_tune_reads_the_corpus_relabelled(tmp_path):
+    corpus = three_class_corpus(tmp_path / "abc.jsonl")
+    result = run("tune", corpus, "--variant", "mnb", "--grid", "alpha=0.1,1", "--relabel", "c=b",
+                 "--target", "b", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["test_after"]["task"] == "binary"
+
+
+def test_bad_relabel_values_get_one_line_and_a_nonzero_exit(tmp_path):
+    corpus = three_class_corpus(tmp_path / "abc.jsonl")
+    for value in ("c", "=b", "c=", "="):
+        line = one_line_error(run("evaluate", corpus, "--relabel", value), 2)
+        assert line == f"Error: --relabel {value!r} is not OLD=NEW (two non-empty labels)"
+    line = one_line_error(run("evaluate", corpus, "--relabel", "c=b", "--relabel", "c=a"), 2)
+    assert "--relabel 'c=a'" in line and "already mapped" in line
+    line = one_line_error(run("evaluate", corpus, "--relabel", "d=b"), 2)
+    assert "--relabel d=b" in line and "no record has the label 'd'" in line
+    assert "--relabel" in one_line_error(run("tune", "--demo", "--variant", "mnb", "--grid", "alpha=1",
+                                             "--relabel", "spam"), 2)  # fmt: skip

@@ -14,6 +14,7 @@ from filterd.evaluation.corpus import (
     Record,
     is_multilabel,
     read_corpus,
+    relabel,
     train_test_split,
     write_corpus,
 )
@@ -186,6 +187,36 @@ def test_malformed_record_raises(tmp_path: Path, record: object, problem: str) -
     with pytest.raises(CorpusError, match=problem) as info:
         read_corpus(path)
     assert "c.jsonl:1:" in str(info.value)
+
+
+# --- relabelling ---------------------------------------------------------------------
+
+
+def test_relabel_maps_labels_and_keeps_the_rest_of_each_record() -> None:
+    records = [
+        Record("a", ("ham",), "hi", "text", 1, None),
+        Record("b", ("smishing",), "your parcel", "text", 2, "test"),
+        Record("c", ("spam",), "sale", "email", 3, "train"),
+    ]
+    mapped = relabel(records, {"smishing": "spam"})
+    assert [r.labels for r in mapped] == [("ham",), ("spam",), ("spam",)]
+    assert [(r.id, r.text, r.format, r.order, r.split) for r in mapped] == [
+        (r.id, r.text, r.format, r.order, r.split) for r in records
+    ]
+    assert records[1].labels == ("smishing",)  # the input is left alone
+
+
+def test_relabel_merges_several_labels_into_one_and_deduplicates_multilabel_records() -> None:
+    record = Record("m", ("smishing", "promo", "spam", "news"), "t", "text", 1, None)
+    (mapped,) = relabel([record], {"smishing": "spam", "promo": "spam"})
+    assert mapped.labels == ("spam", "news")  # first-seen order, each label once
+
+
+def test_relabel_keeps_unmapped_labels_and_does_not_chain() -> None:
+    records = make_records({"ham": 2, "spam": 1, "fraud": 1})
+    mapped = relabel(records, {"spam": "fraud", "fraud": "other", "absent": "x"})
+    assert Counter(r.label for r in mapped) == {"ham": 2, "fraud": 1, "other": 1}
+    assert relabel(records, {}) == records
 
 
 # --- splitting -----------------------------------------------------------------------
