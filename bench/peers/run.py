@@ -2,10 +2,12 @@
 
     .venv/bin/python bench/peers/run.py --corpus ../shared/corpora/sms-spam [--corpus …]
         [--protocol split|online|both] [--peers bogofilter,spamassassin,crm114,sklearn,river,filterd]
-        [--repeats 3] [--repeat-budget 90] [--limit N] [--out bench/peers/out] [--results bench/peers/RESULTS.md]
+        [--repeats 3] [--repeat-budget 90] [--limit N] [--relabel OLD=NEW] [--out bench/peers/out]
+        [--results bench/peers/RESULTS.md]
 
 Same messages in the same order for every peer: the corpus read by `filterd.evaluation.corpus.read_corpus`
-(sorted by `order`, the first N with --limit), the split of `filterd.evaluation.corpus.train_test_split`
+(sorted by `order`, the first N with --limit, labels merged by --relabel as `filterd evaluate
+--relabel` does, e.g. smishing=spam), the split of `filterd.evaluation.corpus.train_test_split`
 (the corpus's own, else stratified 66/34 with seed 0: the one `filterd evaluate` uses), the online
 protocol the TREC immediate-feedback replay in that order. Every peer's scores are measured by the
 same functions of `filterd.evaluation.ranking`. Each peer runs in a fresh worker process per repetition
@@ -42,11 +44,13 @@ FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd
 # --- the messages -----------------------------------------------------------------------------
 
 
-def load(corpus: Path, limit: int | None):
-    from filterd.evaluation.corpus import read_corpus
+def load(corpus: Path, limit: int | None, relabels=()):
+    from filterd.evaluation.corpus import read_corpus, relabel
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)
+    if relabels:  # OLD=NEW before the (label-stratified) split, as `filterd evaluate --relabel`
+        records = relabel(records, dict(item.split("=", 1) for item in relabels))
     if limit:
         records = records[:limit]
     labels = {label for r in records for label in r.labels}
@@ -90,7 +94,7 @@ def worker(args) -> None:
     from filterd.evaluation.corpus import train_test_split
 
     peer = next(p for p in all_peers(args.candidate) if p.name == args.peer)
-    records = load(Path(args.corpus), args.limit)
+    records = load(Path(args.corpus), args.limit, args.relabel)
     paths = json.loads(Path(args.paths).read_text())
     msgs = {r.id: Msg(r.id, r.label == "spam", r.text, r.format, paths[r.id]) for r in records}
     train, test = train_test_split(records)
@@ -194,6 +198,13 @@ def main() -> None:
     )
     parser.add_argument("--limit", type=int, help="the first N messages (in order) of each corpus")
     parser.add_argument(
+        "--relabel",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="rename label OLD to NEW first (repeatable), e.g. smishing=spam for a binary view",
+    )
+    parser.add_argument(
         "--peer-limit",
         action="append",
         default=[],
@@ -241,7 +252,7 @@ def main() -> None:
     sections = {}
     for corpus in args.corpus:
         name = corpus_name(corpus)
-        records = load(corpus, args.limit)
+        records = load(corpus, args.limit, args.relabel)
         out = args.out / name
         paths_file = out / "paths.json"
         out.mkdir(parents=True, exist_ok=True)
@@ -277,6 +288,8 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
                        "--protocol", protocol, "--paths", str(paths_file), "--work", str(out / "work" / slug(peer.name))]  # fmt: skip
             if args.limit:
                 command += ["--limit", str(args.limit)]
+            for item in args.relabel:
+                command += ["--relabel", item]
             for c in args.candidate:
                 command += ["--candidate", c]
             if scores:
@@ -412,7 +425,8 @@ def write_results(
     for name, tables in sections.items():
         body = [f"Produced on {stamp} by `{command}`\n({os.cpu_count()} cores, {cpu}; other work shared the machine; "
                 f"{args.repeats} repetitions, --repeat-budget {args.repeat_budget:g} s"
-                + (f"; first {args.limit} messages" if args.limit else "") + ").\n",
+                + (f"; first {args.limit} messages" if args.limit else "")
+                + (f"; labels merged: {', '.join(args.relabel)}" if args.relabel else "") + ").\n",
                 "Versions: " + "; ".join(versions.values()) + ".\n"]  # fmt: skip
         if skipped:
             body.append("Skipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()) + ".\n")
