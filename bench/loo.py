@@ -1,0 +1,90 @@
+"""Would the default be chosen without the corpus it is measured on? Leave one corpus out.
+
+    .venv/bin/python bench/loo.py
+
+Protocol: each spam corpus of ../shared/corpora (smishing counted as spam) is tokenized once
+with `filterd.tokenize.Tokenizer()` and replayed online in `order` by every candidate
+(`filterd.bayes.replay.online_scores`, the code of `filterd evaluate --protocol online`): a grid
+of Robinson–Fisher settings (prior strength s, clue selection) and pnbc+local:6:alo. The figure
+is (1−AUC)% over the whole stream. For each corpus in turn, the candidate with the lowest
+geometric mean of (1−AUC)% over the *other* three is chosen, and measured on the one left out;
+the table gives, per corpus, the chosen candidate, its held-out figure, the default's, and the
+best candidate in hindsight (in-sample).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from filterd.bayes.features import encode
+from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.replay import online_scores
+from filterd.bayes.selection import Selection
+from filterd.bayes.statistics import Statistics
+from filterd.evaluation import ranking
+from filterd.evaluation.corpus import read_corpus
+from filterd.tokenize import Tokenizer
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
+POSITIVE = {"spam", "smishing"}
+
+
+def candidates() -> dict[str, ModelSpec]:
+    grid = {}
+    for s, x in ((0.025, 0.52), (0.1, 0.5), (0.45, 0.5)):
+        for select in ("local:1000000:alo:0.1", "local:1000000:alo:0.18", "local:1000000:alo:0.3",
+                       "local:15:alo", "local:30:alo"):  # fmt: skip
+            spec = ModelSpec("robinson_fisher", {"s": s, "x": x}, Selection.parse(select))
+            grid[str(spec)] = spec
+    grid["pnbc+local:6:alo"] = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
+    return grid
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    tokenizer = Tokenizer()
+    grid = candidates()
+    figures: dict[str, dict[str, float]] = {name: {} for name in grid}
+    for corpus in ALL:
+        path = CORPORA / corpus / "messages.jsonl.gz"
+        if not path.exists():
+            continue
+        records = read_corpus(path)
+        batch = encode([tokenizer(r.message()).tokens for r in records], Statistics().hasher)
+        y = np.array([r.label in POSITIVE for r in records])
+        for name, spec in grid.items():
+            figures[name][corpus] = ranking.one_minus_auc_pct(online_scores(batch, y, spec), y)
+    corpora = [c for c in ALL if c in figures[str(DEFAULT_SPEC)]]
+    default = str(DEFAULT_SPEC)
+    print(f"Produced by `python bench/loo.py` on {time.strftime('%Y-%m-%d')} "
+          f"({time.perf_counter() - t0:.0f} s); online (1−AUC)%, {len(grid)} candidates.\n")  # fmt: skip
+    print("| left out | chosen on the other three | held out | default | best in hindsight |\n"
+          "|---|---|---|---|---|")  # fmt: skip
+    for out in corpora:
+        rest = [c for c in corpora if c != out]
+
+        def geo(name: str, over: list[str] = rest) -> float:
+            return float(np.exp(np.mean([np.log(figures[name][c]) for c in over])))
+
+        chosen = min(grid, key=geo)
+        best = min(grid, key=lambda n: figures[n][out])
+        print(f"| {out} | {chosen} | {figures[chosen][out]:.3f} | {figures[default][out]:.3f} "
+              f"| {best}: {figures[best][out]:.3f} |")  # fmt: skip
+    print("\n| candidate | " + " | ".join(corpora) + " | geometric mean |\n|---|"
+          + "---|" * (len(corpora) + 1))  # fmt: skip
+    order = sorted(
+        grid, key=lambda n: float(np.exp(np.mean([np.log(figures[n][c]) for c in corpora])))
+    )
+    for name in order:
+        cells = " | ".join(f"{figures[name][c]:.3f}" for c in corpora)
+        mean = float(np.exp(np.mean([np.log(figures[name][c]) for c in corpora])))
+        mark = " (default)" if name == default else ""
+        print(f"| {name}{mark} | {cells} | {mean:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
