@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from filterd.bayes import fusion
 from filterd.bayes.features import encode
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.replay import online_scores
-from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import read_corpus
@@ -40,56 +39,22 @@ from filterd.tokenize import Tokenizer
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 POSITIVE = {"spam", "smishing"}
-# Diverse views of the same statistics: Robinson–Fisher with fewer or more clues and another
-# prior strength, the strongest 15 clues (SpamBayes' classic setting), and PNBC over six.
-COMPONENTS = {
-    "default": DEFAULT_SPEC,
-    "rf, clues ≥ 0.1": ModelSpec("robinson_fisher", {"s": 0.025, "x": 0.52},
-                                 Selection.parse("local:1000000:alo:0.1")),
-    "rf s=0.1, clues ≥ 0.3": ModelSpec("robinson_fisher", {"s": 0.1, "x": 0.5},
-                                       Selection.parse("local:1000000:alo:0.3")),
-    "rf s=0.45, top 15": ModelSpec("robinson_fisher", {"s": 0.45, "x": 0.5},
-                                   Selection.parse("local:15:alo")),
-    "pnbc+local:6:alo": ModelSpec("pnbc", selection=Selection.parse("local:6:alo")),
-}  # fmt: skip
+NAMES = ("default", "rf, clues ≥ 0.1", "rf s=0.1, clues ≥ 0.3", "rf s=0.45, top 15",
+         "pnbc+local:6:alo")  # fusion.COMPONENTS, in order  # fmt: skip
 BURN_IN = 500
 REFIT_EVERY, WINDOW = 500, 5000
-RATE = 0.02
-
-
-def features(scores: np.ndarray) -> np.ndarray:
-    """(n, 1 + k): a bias column and the components' log-odds compressed monotonically,
-    sign(s)·log(1 + |s|): long e-mails give linear estimators log-odds in the hundreds."""
-    return np.column_stack([np.ones(len(scores)), np.sign(scores) * np.log1p(np.abs(scores))])
 
 
 def window_fusion(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Every REFIT_EVERY messages, weights from one SGD pass from zero over the newest WINDOW
-    messages before: a function of stored (scores, label) rows, so a relabel is exact."""
+    """Every REFIT_EVERY messages, the weights of one pass from zero over the newest WINDOW
+    messages before (`fusion.window_weights`), applied to the next REFIT_EVERY."""
     out = np.zeros(len(y))
     w = np.zeros(x.shape[1])
     for start in range(0, len(y), REFIT_EVERY):
         if start:
-            w = sgd_pass(x[max(0, start - WINDOW) : start], y[max(0, start - WINDOW) : start])
+            lo = max(0, start - WINDOW)
+            w = fusion.window_weights(x[lo:start], y[lo:start])
         out[start : start + REFIT_EVERY] = x[start : start + REFIT_EVERY] @ w
-    return out
-
-
-def sgd_pass(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    w = np.zeros(x.shape[1])
-    for t in range(len(y)):
-        w += RATE * (y[t] - 1 / (1 + np.exp(-float(x[t] @ w)))) * x[t]
-    return w
-
-
-def sgd_fusion(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(y))
-    w = np.zeros(x.shape[1])
-    for t in range(len(y)):
-        z = float(x[t] @ w)
-        out[t] = z
-        p = 1 / (1 + np.exp(-z))
-        w += RATE * (y[t] - p) * x[t]
     return out
 
 
@@ -109,12 +74,12 @@ def main() -> None:
         batch = encode([tokenizer(r.message()).tokens for r in records], Statistics().hasher)
         y = np.array([r.label in POSITIVE for r in records])
         scores = {}
-        for label, spec in COMPONENTS.items():
+        for label, spec in zip(NAMES, fusion.COMPONENTS, strict=True):
             t0 = time.perf_counter()
             scores[label] = online_scores(batch, y, spec)
             lines.append(f"  {name} {label}: replayed in {time.perf_counter() - t0:.1f} s")
-        x = features(np.column_stack(list(scores.values())))
-        fused = {"fusion, sgd": sgd_fusion(x, y), "fusion, window": window_fusion(x, y)}
+        x = fusion.features(np.column_stack(list(scores.values())))
+        fused = {"fusion, sgd": fusion.online_fusion(x, y), "fusion, window": window_fusion(x, y)}
         keep = np.arange(len(y)) >= BURN_IN
         figures = {
             k: ranking.one_minus_auc_pct(v[keep], y[keep]) for k, v in {**scores, **fused}.items()
