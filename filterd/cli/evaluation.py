@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -36,6 +37,46 @@ def relabel_option(command: F) -> F:
         help="Rename label OLD to NEW in every record first, e.g. smishing=spam for the binary "
         "view of a corpus with more classes (several OLD may share one NEW). Repeatable.",
     )(command)
+
+
+def tokenizer_options(command: F) -> F:
+    """--bigrams, --osb, --char-ngrams and --char-ngram-chars N: the tokenizer's options
+    (`TokenizerConfig`), given to the command as one `tokenizer_config`."""
+
+    @functools.wraps(command)
+    def with_config(*args: Any, bigrams: bool, osb: bool, char_ngrams: bool,
+                    char_ngram_chars: int, **kwargs: Any) -> object:  # fmt: skip
+        config = TokenizerConfig(bigrams=bigrams, osb=osb, char_ngrams=char_ngrams,
+                                 char_ngram_chars=char_ngram_chars)  # fmt: skip
+        return command(*args, tokenizer_config=config, **kwargs)
+
+    options = [
+        click.option("--bigrams", is_flag=True, help="Also use word bigrams."),
+        click.option(
+            "--osb",
+            is_flag=True,
+            help="Also use orthogonal sparse bigrams: each word paired with each of the next 4 "
+            '("w1 w2", "w1 ~w3", "w1 ~~w4", "w1 ~~~w5"; includes --bigrams).',
+        ),
+        click.option(
+            "--char-ngrams",
+            is_flag=True,
+            help="Also use the distinct character 4-grams (c4:abcd) of the first "
+            "--char-ngram-chars characters of subject and body text.",
+        ),
+        click.option(
+            "--char-ngram-chars",
+            type=click.IntRange(min=4),
+            default=TokenizerConfig.char_ngram_chars,
+            show_default=True,
+            metavar="N",
+            help="Characters of subject and body text that --char-ngrams reads.",
+        ),
+    ]
+    wrapped: Callable[..., object] = with_config
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return cast(F, wrapped)
 
 
 @click.command(name="evaluate")
@@ -77,11 +118,12 @@ def relabel_option(command: F) -> F:
 )
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @relabel_option
-@click.option("--bigrams", is_flag=True, help="Also use word bigrams.")
+@tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
 def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], params: tuple[str, ...],
                      selections: tuple[str, ...], protocol: str, target: str | None,
-                     relabels: tuple[str, ...], bigrams: bool, as_json: bool) -> None:  # fmt: skip
+                     relabels: tuple[str, ...], tokenizer_config: TokenizerConfig,
+                     as_json: bool) -> None:  # fmt: skip
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding messages.jsonl[.gz];
     see shared/corpora/README.md).
 
@@ -91,7 +133,7 @@ def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], 
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     specs = model_specs(variants, params, selections)
     records = _records(corpus, relabels)
-    tokenizer = Tokenizer(TokenizerConfig(bigrams=bigrams))
+    tokenizer = Tokenizer(tokenizer_config)
     with _progress(records, "tokenizing") as bar:
         tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
     rows = []

@@ -8,7 +8,9 @@
 
 Token forms, by module:
 
-    text.py        words, numbers, "$100", "50%", "!!", emoji; skip:<c>:<len> for long words
+    text.py        words, numbers, "$100", "50%", "!!", emoji; skip:<c>:<len> for long words;
+                   optional word pairs "w1 w2" (bigrams, osb) and "w1 ~w3" "w1 ~~w4"
+                   "w1 ~~~w5" (osb); optional c4:<abcd> character 4-grams (char_ngrams)
     links.py       proto:http  url:<host>  url:<parent domain>  url:ip  urlport:<n>
                    urlpath:<word>  email:<local>  email:<domain>
     addresses.py   from:<domain>  from:local:<local>  from:name:<word>  from:id:<id>  to:<domain>

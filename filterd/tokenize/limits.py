@@ -34,6 +34,10 @@ MAX_MIME_DEPTH = 10  # nested multiparts (real mail: a few)
 MAX_STDLIB_BOUNDARIES = 10
 MAX_ATTRIBUTE_DEPTH = 8
 
+# Word pairs and character n-grams (TokenizerConfig.osb, .char_ngrams)
+OSB_WINDOW = 5  # a word and the 4 after it, as CRM114's OSB and Siefkes et al. (2004)
+CHAR_NGRAM = 4  # characters per n-gram (Sculley & Cormack's TREC 2007 filter)
+
 
 @dataclass(frozen=True)
 class TokenizerConfig:
@@ -45,20 +49,46 @@ class TokenizerConfig:
     max_bytes: UTF-8 bytes of each message string field read (the raw mail included);
         the rest is dropped, at a character boundary, and flagged `max_bytes`.
     bigrams: also emit `"w1 w2"` for adjacent plain words of body text.
+    osb: also emit orthogonal sparse bigrams (CRM114, Siefkes et al. 2004) of the plain words
+        of body text: each word paired with each of the next `OSB_WINDOW - 1` words as
+        `"w1 w2"`, `"w1 ~w3"`, `"w1 ~~w4"`, `"w1 ~~~w5"` (one "~" per word skipped); at most
+        4 tokens per word. The distance-1 pairs are the bigrams: `osb` includes `bigrams`.
+    char_ngrams: also emit `c4:<abcd>` for each distinct character 4-gram of the first
+        `char_ngram_chars` characters of the subject and body text, decoded as words read
+        them (Sculley & Cormack, TREC 2007, read the raw mail): at most
+        `char_ngram_chars - 3` tokens per message, after the text's other tokens.
+    char_ngram_chars: how many characters of subject and body text the 4-grams read (>= 4).
     """
 
     max_token_length: int = 40
     max_tokens: int = 10_000
     max_bytes: int = 1_000_000
     bigrams: bool = False
+    osb: bool = False
+    char_ngrams: bool = False
+    char_ngram_chars: int = 3_000
 
     def __post_init__(self) -> None:
         for name in ("max_token_length", "max_tokens", "max_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TokenizerConfig.{name} must be an int >= 1, got {value!r}")
-        if not isinstance(self.bigrams, bool):
-            raise ValueError(f"TokenizerConfig.bigrams must be a bool, got {self.bigrams!r}")
+        for name in ("bigrams", "osb", "char_ngrams"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"TokenizerConfig.{name} must be a bool, got {value!r}")
+        chars = self.char_ngram_chars
+        if isinstance(chars, bool) or not isinstance(chars, int) or chars < CHAR_NGRAM:
+            raise ValueError(
+                f"TokenizerConfig.char_ngram_chars must be an int >= {CHAR_NGRAM} (one "
+                f"{CHAR_NGRAM}-gram), got {chars!r}"
+            )
+
+    @property
+    def pairs(self) -> int:
+        """How many following words each plain word of body text is paired with: 0 (no
+        pairs), 1 (bigrams) or `OSB_WINDOW - 1` (orthogonal sparse bigrams)."""
+        return OSB_WINDOW - 1 if self.osb else 1 if self.bigrams else 0
 
 
 def skip_marker(token: str) -> str:

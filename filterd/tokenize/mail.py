@@ -79,14 +79,21 @@ _SIZE_CLASSES = (
 )
 
 
-def mail_tokens(raw: str, config: TokenizerConfig, flags: set[str]) -> list[str]:
-    """Tokens of one raw mail, in order: headers, parts, header names. Adds flags to `flags`."""
+def mail_tokens(
+    raw: str, config: TokenizerConfig, flags: set[str], bodies: list[str] | None = None
+) -> list[str]:
+    """Tokens of one raw mail, in order: headers, parts, header names. Adds flags to `flags`,
+    and to `bodies`, if given, the decoded Subject and the body texts it reads as words
+    (decoded, HTML as visible text), in order, up to where it stops reading them (see
+    _part_tokens)."""
     message = _parse(without_surrogates(raw), flags)
     if message is None:
         flags.add(MIME_DEFECT)
-        return text_tokens(raw, config.max_token_length, config.bigrams, config.max_tokens)
-    out = _header_tokens(message, config.max_token_length)
-    out += _part_tokens(message, config, flags, config.max_tokens - len(out))
+        if bodies is not None:
+            bodies.append(raw)
+        return text_tokens(raw, config.max_token_length, config.pairs, config.max_tokens)
+    out = _header_tokens(message, config.max_token_length, bodies)
+    out += _part_tokens(message, config, flags, config.max_tokens - len(out), bodies)
     out += header_name_tokens(message.keys())
     return out
 
@@ -182,12 +189,16 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
         return data.decode("cp1252", "replace")
 
 
-def _header_tokens(message: Message, max_length: int) -> list[str]:
+def _header_tokens(message: Message, max_length: int, bodies: list[str] | None = None) -> list[str]:
+    """Tokens of the headers read; the decoded Subject is added to `bodies`, if given."""
     values = _header_values(message)
     out: list[str] = []
     subjects = values.get("subject")
     if subjects:
-        out += ["subject:" + t for t in text_tokens(decode_header(subjects[0]), max_length)]
+        subject = decode_header(subjects[0])
+        out += ["subject:" + t for t in text_tokens(subject, max_length)]
+        if bodies is not None:
+            bodies.append(subject)
     for name in _SENDERS:
         for value in values.get(name, ()):
             out += sender_tokens(decode_header(value), name + ":", max_length)
@@ -215,7 +226,11 @@ def _header_values(message: Message) -> dict[str, list[str]]:
 
 
 def _part_tokens(
-    message: Message, config: TokenizerConfig, flags: set[str], enough: int
+    message: Message,
+    config: TokenizerConfig,
+    flags: set[str],
+    enough: int,
+    bodies: list[str] | None = None,
 ) -> list[str]:
     """Tokens of every part, depth first in message order; iterative, so depth costs no stack.
 
@@ -241,7 +256,7 @@ def _part_tokens(
                 stack.extend(p for p in reversed(payload) if isinstance(p, Message))
             else:
                 payload = "" if payload is None else str(payload)
-                out += _leaf_tokens(part, fields, payload, config, enough - len(out))
+                out += _leaf_tokens(part, fields, payload, config, enough - len(out), bodies)
         except Exception:  # noqa: BLE001 - a part the stdlib cannot decode must not lose the others
             flags.add(MIME_DEFECT)
         if part.defects:  # after decoding, which adds base64 padding defects
@@ -274,9 +289,15 @@ def _content_type(part: Message, fields: dict[str, str]) -> str:
 
 
 def _leaf_tokens(
-    part: Message, fields: dict[str, str], payload: str, config: TokenizerConfig, enough: int
+    part: Message,
+    fields: dict[str, str],
+    payload: str,
+    config: TokenizerConfig,
+    enough: int,
+    bodies: list[str] | None = None,
 ) -> list[str]:
-    """Tokens of one part that is not a multipart; see _part_tokens for `enough`."""
+    """Tokens of one part that is not a multipart; see _part_tokens for `enough` and
+    mail_tokens for `bodies`."""
     max_length = config.max_token_length
     ctype = _content_type(part, fields)
     out = ["content-type:" + ctype]
@@ -295,13 +316,17 @@ def _leaf_tokens(
             pass  # past what the caller keeps
         elif ctype == "text/html":
             visible, links = html_text(text)
-            out += text_tokens(visible, max_length, config.bigrams, enough - len(out))
+            if bodies is not None:
+                bodies.append(visible)
+            out += text_tokens(visible, max_length, config.pairs, enough - len(out))
             for link in links:
                 if len(out) > enough:
                     break
                 out += _link_tokens(link, max_length)
         else:
-            out += text_tokens(text, max_length, config.bigrams, enough - len(out))
+            if bodies is not None:
+                bodies.append(text)
+            out += text_tokens(text, max_length, config.pairs, enough - len(out))
     if not is_text or disposition.startswith("attachment"):
         out += _attachment_tokens(part, ctype, payload, cte, max_length)
     return out

@@ -15,8 +15,15 @@ Choices (SpamBayes-like, adjusted for short messages):
 - URLs ("http(s)://", "ftp://", "www.") and e-mail addresses become the tokens of
   `links.py`; bare domains without "www." are read as words ("example", "com").
 - words longer than the length limit become `skip:<first char>:<len // 10 * 10>`.
-- with bigrams, each pair of adjacent words of one run of text (not across a URL, "!" run
-  or skip marker) also gives "w1 w2", placed after the pair's second word.
+- with pairs (TokenizerConfig.bigrams, .osb), each word of one run of plain words (a URL,
+  "!" run, emoji or skip marker ends the run) is also paired with each of the 1 (bigrams) or
+  4 (OSB) words before it in the run, as "w1 w2" (adjacent), "w1 ~w3" (one word between),
+  "w1 ~~w4", "w1 ~~~w5": one "~" per word skipped. No word holds "~", ":" or white space, so
+  the forms cannot meet a word or a prefixed token. The pairs of a word come right after it,
+  nearest first: each word adds at most 4 tokens.
+- character n-grams (TokenizerConfig.char_ngrams; `char_ngram_tokens`) read the first N
+  characters of subject and body text, normalized as words are but for Han and kana, which
+  stay unspaced, with each run of white space, control characters or lone surrogates as "_".
 
 Every regex here is linear in its input: no nested quantifiers that can backtrack, and
 possessive or lookbehind-guarded starts where a failed match could be retried at each position.
@@ -27,9 +34,9 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
-from filterd.tokenize.limits import cap_all
+from filterd.tokenize.limits import CHAR_NGRAM, cap_all
 from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_links, url_tokens
 
 c_words: Callable[[str, int], list[str]] | None
@@ -74,17 +81,26 @@ _INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
 _UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
 # One scan decides whether any of the three fix-ups below is needed: most text needs none.
 _NEEDS_FIXING = re.compile(f"[{_INVISIBLE_CHARS}{_UNSPACED_CHARS}\u2019]")
+# What separates the runs of text that character n-grams read: white space, control
+# characters (NUL included) and lone surrogates, none of which a token may hold.
+_GRAM_BREAK_CHARS = r"\s\x00-\x1f\x7f-\x9f\ud800-\udfff"
+_GRAM_RUN = re.compile(f"[^{_GRAM_BREAK_CHARS}]+")
+GRAM_PREFIX = f"c{CHAR_NGRAM}:"
+# The pair tokens' separators, by distance: "w1 w2", "w1 ~w3", "w1 ~~w4", "w1 ~~~w5", …
+_PAIR_SEPARATORS = tuple(" " + "~" * skipped for skipped in range(16))
 
 
-def normalize(text: str) -> str:
-    """NFKC, casefolded, without invisible characters, "’" as "'", Han/kana spaced apart."""
+def normalize(text: str, spaced: bool = True) -> str:
+    """NFKC, casefolded, without invisible characters, "’" as "'", Han/kana spaced apart
+    (unless not `spaced`)."""
     if text.isascii():  # NFKC is the identity on ASCII, and casefold is lower
         return text.lower()
     # Fix-ups come after NFKC, which maps some compatibility characters into Han and kana.
     text = unicodedata.normalize("NFKC", text).casefold()
     if _NEEDS_FIXING.search(text) is not None:
         text = _INVISIBLE.sub("", text).replace("\u2019", "'")
-        text = _UNSPACED.sub(_spaced, text)
+        if spaced:
+            text = _UNSPACED.sub(_spaced, text)
     return text
 
 
@@ -93,16 +109,18 @@ def _spaced(run: re.Match[str]) -> str:
 
 
 def text_tokens(
-    text: str, max_token_length: int = 40, bigrams: bool = False, enough: int = sys.maxsize
+    text: str, max_token_length: int = 40, pairs: int = 0, enough: int = sys.maxsize
 ) -> list[str]:
     """Tokens of plain text, in order, with repeats. Never raises on any str.
 
-    The list may end early, but only once it holds more than `enough` tokens: a caller that
-    keeps at most `enough` of them gets the same ones (and knows some were left out).
+    `pairs`: how many following words each word is paired with (`with_pairs`): 0 none, 1
+    bigrams, 4 orthogonal sparse bigrams (`TokenizerConfig.pairs`). The list may end early,
+    but only once it holds more than `enough` tokens: a caller that keeps at most `enough` of
+    them gets the same ones (and knows some were left out).
     """
     if enough < 0:
         return []
-    if len(text) > CHUNK and not bigrams:
+    if len(text) > CHUNK and not pairs:
         # Piece by piece, cut at white space, which no token, link or normalization spans: the
         # same tokens, and a text whose NFKC form is many times longer (U+FDFA is 18
         # characters) is normalized only as far as the tokens it can give are wanted.
@@ -112,7 +130,7 @@ def text_tokens(
             if len(out) > enough:
                 break
         return out
-    return _tokens(text, max_token_length, bigrams, enough)
+    return _tokens(text, max_token_length, pairs, enough)
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
@@ -128,23 +146,26 @@ def _pieces(text: str, size: int) -> Iterator[str]:
     yield text[start:]
 
 
-def _tokens(text: str, max_token_length: int, bigrams: bool, enough: int) -> list[str]:
+def _tokens(text: str, max_token_length: int, pairs: int, enough: int) -> list[str]:
     text = normalize(text)
     if "@" in text:
-        return _linked_tokens(text, find_links(text), max_token_length, bigrams, enough)
+        return _linked_tokens(text, find_links(text), max_token_length, pairs, enough)
     if "://" in text or "www." in text:
-        return _linked_tokens(text, FIND_URLS.finditer(text), max_token_length, bigrams, enough)
-    return plain_tokens(text, max_token_length, bigrams)
+        return _linked_tokens(text, FIND_URLS.finditer(text), max_token_length, pairs, enough)
+    return plain_tokens(text, max_token_length, pairs, enough)
 
 
-def plain_tokens(text: str, max_token_length: int, bigrams: bool = False) -> list[str]:
-    """Tokens of normalized text, reading any URL or address in it as words."""
+def plain_tokens(
+    text: str, max_token_length: int, pairs: int = 0, enough: int = sys.maxsize
+) -> list[str]:
+    """Tokens of normalized text, reading any URL or address in it as words; with `pairs`,
+    the word pairs too (`with_pairs`; see text_tokens for `enough`)."""
     # Scanned by filterd._speedups where built: the same tokens as the regexes, in less time.
     if c_words is not None:
         tokens = c_words(text, max_token_length)
     else:
         tokens = regex_tokens(text, max_token_length)
-    return with_bigrams(tokens) if bigrams else tokens
+    return with_pairs(tokens, pairs, enough) if pairs else tokens
 
 
 def regex_tokens(text: str, max_token_length: int) -> list[str]:
@@ -154,7 +175,7 @@ def regex_tokens(text: str, max_token_length: int) -> list[str]:
 
 
 def _linked_tokens(
-    text: str, links: Iterator[re.Match[str]], max_token_length: int, bigrams: bool, enough: int
+    text: str, links: Iterator[re.Match[str]], max_token_length: int, pairs: int, enough: int
 ) -> list[str]:
     """Tokens of normalized text and of `links`, its URL (and address) matches, in order; see
     text_tokens for `enough` (a list of 3,000 URLs was the slowest mail of the corpus)."""
@@ -163,7 +184,7 @@ def _linked_tokens(
     for m in links:
         if len(out) > enough:
             return out
-        out += plain_tokens(text[start : m.start()], max_token_length, bigrams)
+        out += plain_tokens(text[start : m.start()], max_token_length, pairs, enough - len(out))
         url = m.group("url")
         if url is not None:
             url = url.rstrip(URL_TRAILER)
@@ -172,21 +193,97 @@ def _linked_tokens(
         else:
             out += email_tokens(m.group("local"), m.group("domain"), max_token_length)
             start = m.end()
-    out += plain_tokens(text[start:], max_token_length, bigrams)
+    out += plain_tokens(text[start:], max_token_length, pairs, enough - len(out))
     return out
 
 
-def with_bigrams(tokens: list[str]) -> list[str]:
-    """`tokens` with "w1 w2" after each adjacent pair of plain words."""
+def with_pairs(tokens: list[str], pairs: int = 1, enough: int = sys.maxsize) -> list[str]:
+    """`tokens` with, after each plain word, its pairs with each of the `pairs` plain words
+    before it, nearest first: "w1 w2", "w1 ~w3", "w1 ~~w4", … (one "~" per word skipped).
+
+    "!" runs, emoji and skip markers (the only tokens here with a ":") end a run of plain
+    words: no pair spans them. At most `pairs` tokens are added per word, and the list ends
+    early once it holds more than `enough` (see text_tokens).
+    """
     out: list[str] = []
-    previous = None
-    for token in tokens:
-        out.append(token)
-        # "!" runs, emoji and skip markers (the only tokens here with a ":") break a pair
+    start = 0
+    for i, token in enumerate(tokens):
         if ":" in token or not (token[0].isalnum() or token[0] in _PAIRABLE_START):
-            previous = None
-            continue
-        if previous is not None:
-            out.append(previous + " " + token)
-        previous = token
+            if i > start:
+                _add_run(out, tokens[start:i], pairs, enough)
+                if len(out) > enough:
+                    return out
+            out.append(token)
+            start = i + 1
+    if start < len(tokens):
+        _add_run(out, tokens[start:] if start else tokens, pairs, enough)
     return out
+
+
+def _add_run(out: list[str], run: list[str], pairs: int, enough: int) -> None:
+    """Add to `out` the plain words of `run`, each followed by its pairs; only as many words
+    as it takes to pass `enough` tokens. The pairs of every word with all `pairs` words
+    before it are built by distance, one C-level map each, into every (pairs + 1)-th slot."""
+    # past the first `pairs` words, each word adds pairs + 1 tokens
+    n = min(len(run), pairs + max(enough - len(out) + 1, 1) // (pairs + 1) + 1)
+    head = min(n, pairs)
+    for j in range(head):  # the first words have fewer words before them
+        word = run[j]
+        out.append(word)
+        for d in range(1, j + 1):
+            out.append(_PAIR_SEPARATORS[d - 1].join((run[j - d], word)))
+    if n > pairs:
+        rest = run[pairs:n]
+        step = pairs + 1
+        block = [""] * (len(rest) * step)
+        block[::step] = rest
+        for d in range(1, step):
+            block[d::step] = map(_PAIR_SEPARATORS[d - 1].join, zip(run[pairs - d : n - d], rest))
+        out += block
+
+
+def char_ngram_tokens(texts: Sequence[str], chars: int) -> list[str]:
+    """`c4:<abcd>` for each distinct character 4-gram of the first `chars` characters of
+    `texts` (read one after another), in order of first appearance: at most `chars - 3`.
+
+    The text is normalized as words are (NFKC, casefolded, without invisible characters), but
+    Han and kana stay unspaced, and each run of white space, control characters or lone
+    surrogates (none of which a token may hold) reads as one "_", as does the break between
+    two texts; none leads or trails. Only a prefix of each text is read, each twice as long
+    as the last until it holds enough characters: linear in the prefix needed, and bounded
+    by `chars` unless the text is mostly breaks.
+    """
+    pieces: list[str] = []
+    room = chars + 1  # characters still wanted, counting a " " after each piece
+    for text in texts:
+        piece = _first_chars(text, room)
+        if piece:
+            pieces.append(piece)
+            room -= len(piece) + 1
+            if room <= 0:
+                break
+    # NFKC may bring white space (U+FDFA is 18 characters, 3 of them spaces) or take some away
+    text = _joined_runs(normalize(" ".join(pieces), spaced=False), "_")[:chars]
+    grams = dict.fromkeys(text[i : i + CHAR_NGRAM] for i in range(len(text) - CHAR_NGRAM + 1))
+    return [GRAM_PREFIX + gram for gram in grams]
+
+
+def _first_chars(text: str, size: int) -> str:
+    """The first `size` characters of `text` with each run of breaks (_GRAM_BREAK_CHARS) as
+    one " ", none leading or trailing: read from prefixes of `size`, 2 × `size`, …
+    characters (a prefix's runs begin the whole text's)."""
+    length = size
+    while True:
+        piece = _joined_runs(text[:length], " ")
+        if len(piece) >= size or length >= len(text):
+            return piece[:size]
+        length *= 2
+
+
+def _joined_runs(text: str, separator: str) -> str:
+    """The runs of `text` between breaks (_GRAM_BREAK_CHARS), joined by `separator`, a
+    printable character."""
+    joined = separator.join(text.split())  # white space at C speed
+    if joined.isprintable():  # else control characters, surrogates, or Cf, Co or Cn ones
+        return joined
+    return separator.join(_GRAM_RUN.findall(text))

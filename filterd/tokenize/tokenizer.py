@@ -3,7 +3,9 @@
 A message is `{id, text?, subject?, sender?, format: "text"|"email", attributes?, tenant?, ts?}`.
 Tokens come in this order, so that `max_tokens` keeps the most telling ones:
 `subject:` tokens, `from:` tokens of `sender`, the text (plain, or the raw mail's headers,
-parts and header names), then the attributes' `key=value` tokens.
+parts and header names), with TokenizerConfig.char_ngrams the `c4:` character 4-grams of the
+subject (the `subject` field, then a mail's Subject header) and body text, then the
+attributes' `key=value` tokens.
 
 Never raises: odd field types are coerced (bytes decoded as UTF-8, others through `str()`,
 None is absent), and an unexpected error yields empty tokens flagged "internal_error",
@@ -30,7 +32,7 @@ from filterd.tokenize.limits import (
     truncate_utf8,
 )
 from filterd.tokenize.mail import mail_tokens
-from filterd.tokenize.text import text_tokens
+from filterd.tokenize.text import char_ngram_tokens, text_tokens
 
 _NO_FLAGS: frozenset[str] = frozenset()
 _DEFAULT_CONFIG = TokenizerConfig()
@@ -41,7 +43,7 @@ class Tokens:
     """The tokens of one message.
 
     tokens: in message order, with repeats (the caller counts them); none is empty or holds
-        NUL or whitespace, except the one space inside a bigram.
+        NUL or whitespace, except the one space inside a word pair ("w1 w2", "w1 ~w3").
     truncated: a limit dropped part of the input (any of `limits.LIMIT_FLAGS` is set).
     flags: the limits hit and problems met: "max_bytes", "max_tokens", "max_parts",
         "max_depth", "mime_defect", "unknown_format", "bad_attributes", "bad_message",
@@ -71,7 +73,9 @@ class Tokenizer:
         config = self.config
         try:
             text = self._field(text, set())
-            tokens = text_tokens(text, config.max_token_length, config.bigrams, config.max_tokens)
+            tokens = text_tokens(text, config.max_token_length, config.pairs, config.max_tokens)
+            if config.char_ngrams and len(tokens) <= config.max_tokens:
+                tokens += char_ngram_tokens((text,), config.char_ngram_chars)
             del tokens[config.max_tokens :]
             return tokens
         except Exception:  # noqa: BLE001 - see __call__
@@ -88,21 +92,31 @@ class Tokenizer:
         format_ = message.get("format")
         # The head and attributes come around `out`, which is cut at max_tokens: text beyond
         # that need not be tokenized (text_tokens' `enough`).
+        pairs = config.pairs
+        bodies: list[str] | None = [] if config.char_ngrams else None
         if format_ is None or format_ == "text":
-            out = text_tokens(text, max_length, config.bigrams, config.max_tokens)
+            out = text_tokens(text, max_length, pairs, config.max_tokens)
+            bodies = None if bodies is None else [text]
         elif isinstance(format_, str) and format_.strip().lower() == "email":
-            out = mail_tokens(text, config, flags)
+            out = mail_tokens(text, config, flags, bodies)
         else:
             flags.add(UNKNOWN_FORMAT)
-            out = text_tokens(text, max_length, config.bigrams, config.max_tokens)
+            out = text_tokens(text, max_length, pairs, config.max_tokens)
+            bodies = None if bodies is None else [text]
 
         head: list[str] = []
         subject = message.get("subject")
         if subject is not None:
-            head += ["subject:" + t for t in text_tokens(self._field(subject, flags), max_length)]
+            subject = self._field(subject, flags)
+            head += ["subject:" + t for t in text_tokens(subject, max_length)]
+            if bodies is not None and subject:
+                bodies.insert(0, subject)
         sender = message.get("sender")
         if sender is not None:
             head += sender_tokens(self._field(sender, flags), "from:", max_length)
+        # after the text's tokens, which they must not crowd out; past max_tokens, all are cut
+        if bodies is not None and len(out) <= config.max_tokens:
+            out += char_ngram_tokens(bodies, config.char_ngram_chars)
         if head:
             out = head + out
 

@@ -57,13 +57,17 @@ MESSAGE = st.fixed_dictionaries(
 TOKENIZERS = [
     Tokenizer(),
     Tokenizer(TokenizerConfig(bigrams=True, max_token_length=5, max_tokens=50, max_bytes=64)),
+    Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=20, max_tokens=80)),
 ]
 
+# the word pairs and character n-grams, at the default limits
+WITH_OPTIONS = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True))
 
-def check(tokens: list[str], bigrams: bool) -> None:
+
+def check(tokens: list[str], pairs: int) -> None:
     for token in tokens:
         assert token and "\x00" not in token, token
-        parts = token.split(" ") if bigrams else [token]
+        parts = token.split(" ") if pairs else [token]
         assert len(parts) <= 2, token
         for part in parts:
             assert part and not any(c.isspace() for c in part), token
@@ -79,17 +83,17 @@ def test_any_message_gives_clean_tokens(message):
         assert result.truncated == bool(
             result.flags & {"max_bytes", "max_tokens", "max_parts", "max_depth"}
         )
-        check(result.tokens, tokenizer.config.bigrams)
+        check(result.tokens, tokenizer.config.pairs)
 
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT)
 def test_any_text_gives_clean_tokens(text):
     for tokenizer in TOKENIZERS:
-        check(tokenizer.text(text), tokenizer.config.bigrams)
+        check(tokenizer.text(text), tokenizer.config.pairs)
         result = tokenizer({"id": "x", "text": text, "format": "email"})
         assert "internal_error" not in result.flags
-        check(result.tokens, tokenizer.config.bigrams)
+        check(result.tokens, tokenizer.config.pairs)
 
 
 @settings(
@@ -102,10 +106,11 @@ def test_a_pattern_repeated_to_100_kb_costs_what_its_length_allows(unit, fmt):
     """A super-linear scan shows when its trigger repeats: 100 KB of any repeated unit must stay
     within ten times the harness's 50 ms per 100 KB (bench/hostile.py holds the real bound)."""
     text = (unit * (100_000 // len(unit) + 1))[:100_000]
-    started = time.process_time()
-    result = Tokenizer()({"id": "x", "text": text, "format": fmt})
-    assert time.process_time() - started < 0.5
-    assert "internal_error" not in result.flags
+    for tokenizer in (Tokenizer(), WITH_OPTIONS):
+        started = time.process_time()
+        result = tokenizer({"id": "x", "text": text, "format": fmt})
+        assert time.process_time() - started < 0.5
+        assert "internal_error" not in result.flags
 
 
 @settings(max_examples=200, deadline=None)
