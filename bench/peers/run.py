@@ -45,12 +45,13 @@ FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd
 
 
 def load(corpus: Path, limit: int | None, relabels=()):
+    from filterd.cli.evaluation import relabel_mapping
     from filterd.evaluation.corpus import read_corpus, relabel
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)
     if relabels:  # OLD=NEW before the (label-stratified) split, as `filterd evaluate --relabel`
-        records = relabel(records, dict(item.split("=", 1) for item in relabels))
+        records = relabel(records, relabel_mapping(relabels))
     if limit:
         records = records[:limit]
     labels = {label for r in records for label in r.labels}

@@ -23,14 +23,13 @@ from pathlib import Path
 
 import click
 
-from filterd.cli.store import db_option, model_option, store_errors
+from filterd.cli.store import db_option, delivered_text, model_option, store_errors
 from filterd.evaluation.calibration import Expected
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, GuardrailError
 from filterd.jobs.calibrate import SOURCES, STEP, CalibrationReport, calibrate_classes
 from filterd.service.config import parse_duration
 from filterd.service.decide import NotReady
 from filterd.store import database
-from filterd.store.drift import Delivered
 
 DEFAULT_WINDOW = timedelta(days=14)
 
@@ -242,19 +241,6 @@ def _range(e: Expected) -> str:
     return f"{100 * e.low:.{digits}f}–{100 * e.high:.{digits}f} %"
 
 
-def _delivered(d: Delivered, target: str) -> str:
-    """What a τ delivered on the feedback scored while it was in force, in words."""
-    if not d.n_pos and not d.n_neg:
-        return "no feedback scored since it was written"
-    recall = (
-        f"recall {_pct(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
-        if d.n_pos
-        else f"no {target} yet"
-    )
-    kept = f"specificity {_pct(d.specificity)} of {d.n_neg:,}" if d.n_neg else "no others yet"
-    return f"{recall}, {kept}"
-
-
 def render(r: CalibrationReport, source: str | None = None) -> str:
     """The short report: this run beside the previous version, what τ is expected to deliver,
     and what the previous τ delivered since it was written. `source`: the one asked for, when
@@ -308,7 +294,9 @@ def render(r: CalibrationReport, source: str | None = None) -> str:
         here = f"recall {_pct(h.recall)}, specificity {_pct(h.specificity)}"
         lines.append(f"previous τ on this window: {here}")
     if p is not None:
-        since = _delivered(r.in_force, r.target_class)
+        d = r.in_force
+        since = (delivered_text(d, r.target_class, _pct) if d.n_pos or d.n_neg
+                 else "no feedback scored since it was written")  # fmt: skip
         lines.append(f"previous τ (v{p.version}) since it was written: {since}")
     for message in r.overridden:
         lines.append(f"FORCED past: {message}")

@@ -337,12 +337,12 @@ def model_stats(url: str | None, name: str, min_docs: int, target_class: str, dr
     judged = drift.delivered.n_pos + drift.delivered.n_neg
     target = "" if drift.target_recall is None else f" (target recall {drift.target_recall:g})"
     click.echo(f"  delivered, last {judged:,} feedback at the τ then in force: "
-               f"{_delivered(drift.delivered, drift.target_class)}{target}" if judged else
+               f"{delivered_text(drift.delivered, drift.target_class)}{target}" if judged else
                "  delivered: no feedback scored while a threshold version was in force")  # fmt: skip
     if drift.in_force_since is not None:
         d = drift.in_force
         click.echo(f"  τ in force since {_when(drift.in_force_since)}: "
-                   + (_delivered(d, drift.target_class) if d.n_pos or d.n_neg
+                   + (delivered_text(d, drift.target_class) if d.n_pos or d.n_neg
                       else "no feedback scored since"))  # fmt: skip
 
 
@@ -350,11 +350,12 @@ def _fraction(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def _delivered(d: Delivered, target: str) -> str:
+def delivered_text(d: Delivered, target: str,
+                   number: Callable[[float | None], str] = _fraction) -> str:  # fmt: skip
     """Recall of the target items and specificity of the others, with their counts."""
-    recall = (f"recall {_fraction(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
+    recall = (f"recall {number(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
               if d.n_pos else f"no {target} yet")  # fmt: skip
-    kept = f"specificity {_fraction(d.specificity)} of {d.n_neg:,}" if d.n_neg else "no others yet"
+    kept = f"specificity {number(d.specificity)} of {d.n_neg:,}" if d.n_neg else "no others yet"
     return f"{recall}, {kept}"
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from functools import partial
+from functools import cache, partial
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
@@ -257,19 +257,18 @@ def calibrate_classes(
                               .where(ClassStats.model_id == find_model_id(conn, model))
                               .order_by(ClassStats.class_id)).all()  # fmt: skip
     labels_learned, docs = [c.label for c in counts], [c.docs for c in counts]
+
     # The statistics are loaded only to re-score the holdout: scores on arrival need none, and
     # the learner runs this job every minute.
-    loaded: list[Statistics] = []
-    held: list[HoldoutWindow] = []
+    @cache
+    def holdout() -> tuple[Statistics, HoldoutWindow]:
+        return load(engine, model)[0], holdout_window(engine, model, window, last, now)
 
     def window_of(source: str, target: str) -> _Window:
         if source != "holdout":
             return prequential_window(engine, model, target, window, last, now)
-        if not loaded:
-            loaded.append(load(engine, model)[0])
-            held.append(holdout_window(engine, model, window, last, now))
-        scorer = scoring_model(loaded[0], spec_from_json(spec), target, min_docs)
-        items = held[0]
+        stats, items = holdout()
+        scorer = scoring_model(stats, spec_from_json(spec), target, min_docs)
         scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
         return scores, items.labels, (items.start, items.end)
 

@@ -151,8 +151,8 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
     tau = threshold.tau if threshold is not None else DEFAULT_TAU
     scores = np.array([r.score for r in rows], dtype=np.float64)
     positive = np.array([r.label == target_class for r in rows], dtype=bool)
-    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    decided = scores >= tau
+    hindsight = _delivered(scores, positive, tau)  # today's τ on every row
+    n_pos, n_neg = hindsight.n_pos, hindsight.n_neg
     delivered = in_force = Delivered()
     if versions:
         # the version in force at each row: the last one written at or before it
@@ -170,8 +170,7 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
         auc=ranking.auc(scores, positive) if n_pos and n_neg else None,
         tau=tau, threshold_version=threshold.version if threshold else None,
         target_recall=threshold.target_recall if threshold else None,
-        recall=float(decided[positive].mean()) if n_pos else None,
-        specificity=float((~decided[~positive]).mean()) if n_neg else None,
+        recall=hindsight.recall, specificity=hindsight.specificity,
         first=min(times) if times else None, last=max(times) if times else None,
         delivered=delivered, in_force=in_force,
         in_force_since=threshold.created_at if threshold is not None else None,

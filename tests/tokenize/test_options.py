@@ -369,3 +369,29 @@ def test_hostile_mail_completes_within_the_bounds(raw):
     result = tokenize({"text": raw, "format": "email"}, config)
     assert len(result.tokens) <= config.max_tokens
     assert "internal_error" not in result.flags
+
+
+def reference_pairs(tokens: list[str], pairs: int) -> list[str]:
+    """with_pairs written plainly: each plain word, then its pair with each of the up to
+    `pairs` plain words before it in its run, nearest first."""
+    out, run = [], []
+    for token in tokens:
+        plain = ":" not in token and (token[0].isalnum() or token[0] in text_module._PAIRABLE_START)
+        if not plain:
+            out.append(token)
+            run = []
+            continue
+        out.append(token)
+        for d, before in enumerate(reversed(run[-pairs:]), start=1):
+            out.append(f"{before} {'~' * (d - 1)}{token}")
+        run.append(token)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "bb", "c3", "_x", "!!", "skip:w:40", "€5", "d"]), max_size=40),
+    st.sampled_from([1, 4]),
+)
+def test_with_pairs_agrees_with_the_plain_reference(tokens, pairs):
+    assert with_pairs(tokens, pairs) == reference_pairs(tokens, pairs)
