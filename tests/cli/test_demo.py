@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from filterd.cli.demo import demo_command
-from filterd.demo.scoreboard import Scoreboard
+from filterd.cli.demo import demo_command, render
+from filterd.demo.runner import Snapshot
+from filterd.demo.scoreboard import Quality, Scoreboard
 from filterd.demo.stream import Item
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
@@ -85,10 +86,10 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
                           "FROM thresholds ORDER BY version").fetchall()  # fmt: skip
     assert rows and all(r[1:] == ("spam", 0.9, "filterd demo", "adaptive") for r in rows)
     assert f"threshold  v{rows[-1][0]}: τ = " in out
-    # what the thresholds delivered, against the target
+    # what the thresholds delivered, against the target (the line itself: test_the_summary_…;
+    # on a loaded machine every message may be decided before the first τ reaches the scorer)
     delivered = re.search(r"delivered  spam caught (\d+\.\d) % against the target 0\.9 ", out)
-    assert delivered, out
-    assert 80.0 <= float(delivered.group(1)) <= 100.0
+    assert delivered is None or 80.0 <= float(delivered.group(1)) <= 100.0, out
     # the work dir is kept, with the daemon's log in it and nothing of it on the screen
     assert (workdir / "daemon.log").stat().st_size > 0
     assert '"event"' not in out
@@ -181,3 +182,19 @@ def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decis
     quality = board.quality()
     assert quality.n_ready == 5 and quality.auc == 1.0 and quality.spec_at_recall == 1.0
     assert (quality.n_thresholded, quality.recall_at_tau, quality.spec_at_tau) == (3, 1.0, 1.0)
+
+
+def snapshot(quality: Quality) -> Snapshot:
+    return Snapshot(elapsed=1.0, source="synthetic", total=10, sent=10, decided=10,
+                    dead_lettered=0, rate_now=10.0, rate_mean=10.0, labels={"ham": 5, "spam": 5},
+                    target="spam", target_recall=0.99, quality=quality, threshold=None,
+                    threshold_note="", next_calibration=None, feedback_sent=10,
+                    feedback_pending=0, feedback={}, model_ready=True, model_note="v1")  # fmt: skip
+
+
+def test_the_summary_shows_the_recall_delivered_against_the_target():
+    with_tau = render(snapshot(Quality(10, 0.99, 0.8, 8, 0.75, 0.5)))
+    assert ("delivered  spam caught 75.0 % against the target 0.99 · ham kept 50.0 % · over 8 "
+            "decisions with a threshold") in with_tau  # fmt: skip
+    before_any_tau = render(snapshot(Quality(10, 0.99, 0.8, 0, None, None)))
+    assert not [line for line in before_any_tau if line.startswith("delivered")]
