@@ -1,7 +1,7 @@
-"""An online logistic fusion of several estimators that read the same statistics.
+"""The fusion variant: an online logistic combination of estimators that read the same statistics.
 
 Each component c scores a message with its decision score s_c(x) (log-odds for the linear
-estimators and Robinson–Fisher). The fusion's score is
+estimators and Robinson–Fisher). The fusion's decision score is
 
     z(x) = w_0 + Σ_c w_c · g(s_c(x)),      g(s) = sign(s) · log(1 + |s|)
 
@@ -11,19 +11,34 @@ regression, one gradient step per message (Lynam & Cormack, SIGIR 2006):
 
     w ← w + η (y − σ(w·x)) x,      x = (1, g(s_1), …, g(s_k)),   y ∈ {0, 1}
 
-`window_weights` is one such pass from w = 0 over a window of rows, so the weights are a
-function of the stored (component scores, label) rows: a relabel is exact — correct the row.
+The daemon keeps the window form: `window_weights` is one such pass from w = 0 over the newest
+rows of (component scores on arrival, label), so the weights are a function of stored rows and a
+relabel is exact — correct the row. The calibration job computes them with each threshold
+version (the τ is chosen on the window re-scored with them), and scorers load the two together.
+Until the first version the weights are `INITIAL_WEIGHTS`: the first component alone, whose
+order and sign (z > 0 iff s_1 > 0) are those of the default model.
+
+A `FusionModel` scores a batch with every component (`FusedScores`); the explanation of a
+decision is the first component's clues.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.features import DocBatch
+from filterd.bayes.model import DEFAULT_SPEC, FUSION, Model, ModelSpec, Scores
+from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.selection import Selection
+from filterd.bayes.statistics import Statistics
 
 RATE = 0.02
+WINDOW = 5000  # rows the weights are learned from (the newest), as `drift.window` keeps
+REFIT_EVERY = 100  # the online protocol, once the window is full: messages between two fits
 
 # Diverse views of the same statistics (bench/fusion.py, docs/benchmarks.md): Robinson–Fisher
 # with fewer or more clues and other prior strengths, SpamBayes' 15 strongest clues, and PNBC.
@@ -36,6 +51,18 @@ COMPONENTS: tuple[ModelSpec, ...] = (
 )
 
 
+def initial_weights(k: int) -> tuple[float, ...]:
+    """No bias, the first of `k` components alone: z = g(s_1).
+
+    >>> initial_weights(3)
+    (0.0, 1.0, 0.0, 0.0)
+    """
+    return (0.0, 1.0) + (0.0,) * (k - 1)
+
+
+INITIAL_WEIGHTS = initial_weights(len(COMPONENTS))
+
+
 def features(scores: FloatArray) -> FloatArray:
     """(n, 1 + k): a bias column and g(s) of the (n, k) component scores.
 
@@ -45,6 +72,19 @@ def features(scores: FloatArray) -> FloatArray:
     scores = np.asarray(scores, dtype=np.float64)
     compressed = np.sign(scores) * np.log1p(np.abs(scores))
     return np.column_stack([np.ones(len(scores)), compressed])
+
+
+def combine(scores: FloatArray, weights: Sequence[float]) -> FloatArray:
+    """(n,) z of the (n, k) component scores with `weights` (1 + k: the bias first).
+
+    >>> combine(np.array([[np.e - 1, 5.0]]), (0.5, 1.0, 0.0)).tolist()
+    [1.5]
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if len(w) != np.shape(scores)[1] + 1:
+        raise ValueError(f"{len(w)} weights for {np.shape(scores)[1]} components (give 1 + k)")
+    z: FloatArray = features(scores) @ w
+    return z
 
 
 def _step(w: FloatArray, x: FloatArray, y: bool, rate: float) -> None:
@@ -75,3 +115,128 @@ def window_weights(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArra
     for t in range(len(y)):
         _step(w, x[t], bool(y[t]), rate)
     return w
+
+
+def fit_weights(scores: FloatArray, y: BoolArray, window: int = WINDOW) -> tuple[float, ...]:
+    """The weights the daemon would hold after `scores` (n, k) with labels `y`, in arrival order:
+    `window_weights` over the newest `window` rows (`initial_weights` for no rows)."""
+    if len(y) == 0:
+        return initial_weights(np.shape(scores)[1])
+    w = window_weights(features(scores[-window:]), np.asarray(y[-window:], dtype=bool))
+    return tuple(float(v) for v in w)
+
+
+def replay_fused(scores: FloatArray, y: BoolArray, refit_every: int = REFIT_EVERY,
+                 window: int = WINDOW) -> FloatArray:  # fmt: skip
+    """(n,) z of the online protocol: message t is combined with the weights of one pass over
+    the newest `window` rows before it (`fit_weights`, the daemon's formula), recomputed before
+    every message while the rows fit the window (the pass then simply goes on: one step a
+    message) and every `refit_every` messages after; `initial_weights` for the first."""
+    x = features(scores)
+    y = np.asarray(y, dtype=bool)
+    out = np.zeros(len(y))
+    w = np.array(initial_weights(x.shape[1] - 1))
+    growing = np.zeros(x.shape[1])  # the pass over rows [0, t)
+    for t in range(len(y)):
+        if 0 < t <= window:
+            w = growing.copy()
+        elif t > window and (t - window) % refit_every == 0:
+            w = window_weights(x[t - window : t], y[t - window : t])
+        out[t] = float(x[t] @ w)
+        if t < window:
+            _step(growing, x[t], bool(y[t]), RATE)
+    return out
+
+
+def replay_components(batch: DocBatch, is_target: BoolArray, target: str = "spam",
+                      progress: Progress = iter) -> FloatArray:  # fmt: skip
+    """(n, k) every component's scores in the online replay of `batch` (`online_scores`);
+    `progress` sees the first component's pass."""
+    return np.column_stack([online_scores(batch, is_target, spec, target, progress if i == 0 else iter)
+                            for i, spec in enumerate(COMPONENTS)])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FusedScores:
+    """The component scores of a batch (n × k), combined with `weights`; the first component's
+    `Scores` explain the decisions."""
+
+    components: FloatArray
+    first: Scores
+    weights: tuple[float, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.first.labels
+
+    def binary(self) -> FloatArray:
+        """(n,) z(x), the fusion's decision score for the target class."""
+        return combine(self.components, self.weights)
+
+    def predict(self) -> list[str]:
+        """The target where z(x) ≥ 0, else the rest."""
+        return [self.labels[0] if z >= 0 else self.labels[1] for z in self.binary()]
+
+    def explain(self, i: int) -> list[tuple[str, float]]:
+        return self.first.explain(i)
+
+    def explanations(
+        self, limit: int, decimals: int | None = None
+    ) -> list[list[tuple[str, float]]]:
+        return self.first.explanations(limit, decimals=decimals)
+
+
+class FusionModel:
+    """The components of `COMPONENTS` on one statistics version, target vs the rest, and the
+    weights that combine them."""
+
+    def __init__(self, components: Sequence[Model], weights: Sequence[float] = INITIAL_WEIGHTS) -> None:  # fmt: skip
+        if len(weights) != len(components) + 1:
+            raise ValueError(
+                f"{len(weights)} weights for {len(components)} components (give 1 + k)"
+            )
+        self.components = tuple(components)
+        self.weights = tuple(float(w) for w in weights)
+        first = self.components[0]
+        self.spec = ModelSpec(FUSION)
+        self.hasher, self.version, self.labels = first.hasher, first.version, first.labels
+
+    @classmethod
+    def build(cls, stats: Statistics, target: str, lazy: bool = False) -> FusionModel:
+        return cls([Model.build(stats, spec, target, lazy=lazy) for spec in COMPONENTS])
+
+    @property
+    def target(self) -> str:
+        return self.labels[0]
+
+    def with_weights(self, weights: Sequence[float] | None) -> FusionModel:
+        """The same components combined with `weights` (None: `INITIAL_WEIGHTS`)."""
+        return FusionModel(self.components, INITIAL_WEIGHTS if weights is None else weights)
+
+    def score(self, batch: DocBatch) -> FusedScores:
+        per_component = [model.score(batch) for model in self.components]
+        scores = np.column_stack([s.binary() for s in per_component])
+        return FusedScores(scores, per_component[0], self.weights)
+
+
+DecisionModel = Model | FusionModel
+
+
+def build_model(stats: Statistics, spec: ModelSpec, target: str | None = None,
+                lazy: bool = False) -> DecisionModel:  # fmt: skip
+    """A model of `spec` on `stats` (the fusion for variant "fusion", which needs a target)."""
+    if spec.variant != FUSION:
+        return Model.build(stats, spec, target, lazy=lazy)
+    if target is None:
+        raise ValueError("fusion is a two-class model: give a target class")
+    return FusionModel.build(stats, target, lazy=lazy)
+
+
+def with_weights(model: DecisionModel, weights: Sequence[float] | None) -> DecisionModel:
+    """`model` combining with the weights of a threshold version; a single model has none."""
+    return model.with_weights(weights) if isinstance(model, FusionModel) else model
+
+
+def component_scores(scores: Scores | FusedScores) -> FloatArray | None:
+    """(n, k) component scores of a fusion's batch, None for a single model's."""
+    return scores.components if isinstance(scores, FusedScores) else None

@@ -34,6 +34,10 @@ from filterd.bayes.selection import STRENGTH_DECIMALS, Selection, global_top, lo
 from filterd.bayes.statistics import Counts, Statistics
 from filterd.bayes.vocab import Vocabulary, VocabularySnapshot
 
+# Not an estimator: a logistic combination of several (`filterd.bayes.fusion`), a variant to
+# every interface that names one.
+FUSION = "fusion"
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -52,6 +56,13 @@ class ModelSpec:
     set_of_words: bool = False
 
     def __post_init__(self) -> None:
+        if self.variant == FUSION:
+            if self.params or self.selection.kind != "none" or self.set_of_words:
+                raise ValueError(
+                    "fusion takes no parameters, selection or +sow: it combines fixed "
+                    "components (filterd.bayes.fusion.COMPONENTS)"
+                )
+            return
         # the values as the estimator takes them (numbers as floats); raises for an unknown variant
         object.__setattr__(self, "params", check_params(self.variant, self.params))
 
@@ -93,7 +104,8 @@ class ModelSpec:
         Traceback (most recent call last):
         filterd.bayes.estimators.ParamError: invalid value for unb parameter 'lam': 3 values for 2 classes (spam, not spam): give one value, or one per class in that order
         """
-        check_class_count(self.variant, self.params, labels)
+        if self.variant != FUSION:
+            check_class_count(self.variant, self.params, labels)
 
     @property
     def needs_whole_vocabulary(self) -> bool:

@@ -289,6 +289,10 @@ def render(r: CalibrationReport, source: str | None = None) -> str:
             f"adaptive level: τ chosen for recall {_pct(1 - r.level)} "
             f"(miss level {r.level:.4g}; target {r.target_recall:g})"
         )
+    if r.weights is not None:
+        bias, *rest = r.weights
+        lines.append(f"fusion weights (τ applies to their combination): bias {bias:.3g}, "
+                     f"components {' '.join(f'{w:.3g}' for w in rest)}")  # fmt: skip
     if r.previous_here is not None:
         h = r.previous_here
         here = f"recall {_pct(h.recall)}, specificity {_pct(h.specificity)}"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from filterd.bayes.estimators import parse_params
+from filterd.bayes.model import FUSION
 from filterd.cli.common import OptionError, model_specs, read_records
 from filterd.evaluation.corpus import Record, relabel, to_records, write_corpus
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
@@ -195,6 +196,8 @@ def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tu
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())
+    if spec.variant == FUSION:
+        raise OptionError("fusion has nothing to tune: its weights are learned from the feedback")
     grid: dict[str, Sequence[object]] = {}
     for item in grids:
         key, sep, values = item.partition("=")

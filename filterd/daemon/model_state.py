@@ -140,7 +140,9 @@ class ModelState:
         )
         if found is None or found.version == self.threshold.version:
             return
-        self.threshold = ThresholdSetting(found.tau, found.version, found.target_recall)
+        self.threshold = ThresholdSetting(
+            found.tau, found.version, found.target_recall, found.weights
+        )
         self.metrics.threshold_version.set(found.version)
         self.metrics.target_recall.set(found.target_recall)
         self.log.info("threshold reloaded", threshold_version=found.version, tau=found.tau,

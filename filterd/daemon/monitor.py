@@ -26,13 +26,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from filterd.bayes.features import encode
+from filterd.bayes.fusion import component_scores, with_weights
 from filterd.daemon.model_state import ModelState
 from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import calibrate_configured
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import NotReady, decision_scores
+from filterd.service.decide import NotReady
 from filterd.store import learning
 from filterd.store.database import error_detail
 from filterd.store.drift import Scored, delivered_since, drift_report, record_scores
@@ -55,18 +56,21 @@ class Monitor:
         self.repeats = Repeats()
 
     def score(self, items: Sequence[learning.LabelledTokens]) -> list[Scored]:
-        """The current model's scores of feedback about to be learned ([] before it is ready)."""
+        """The current model's scores of feedback about to be learned, with the threshold's
+        weights and a fusion's component scores ([] before the model is ready)."""
         decider = self.state.decider
         if decider is None or not items:
             return []
-        model = decider.model
-        if model is None:
+        if decider.model is None:
             return []
-        scores = decision_scores(model, encode([item.tokens for item in items], model.hasher))
+        model = with_weights(decider.model, self.state.threshold.weights)
+        scores = model.score(encode([item.tokens for item in items], model.hasher))
+        components = component_scores(scores)
         return [
-            Scored(item.message_id, item.label, float(s), decider.model_version)
-            for item, s in zip(items, scores)
-        ]
+            Scored(item.message_id, item.label, float(s), decider.model_version,
+                   None if components is None else tuple(components[i].tolist()))
+            for i, (item, s) in enumerate(zip(items, scores.binary()))
+        ]  # fmt: skip
 
     def record(self, scored: Sequence[Scored]) -> None:
         self._recorded += 1

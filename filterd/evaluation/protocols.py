@@ -25,7 +25,15 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, concat, encode, select_docs
-from filterd.bayes.model import Model, ModelSpec
+from filterd.bayes.fusion import (
+    DecisionModel,
+    FusionModel,
+    build_model,
+    fit_weights,
+    replay_components,
+    replay_fused,
+)
+from filterd.bayes.model import FUSION, ModelSpec
 from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
@@ -131,6 +139,8 @@ def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: s
     """Run one variant on `corpus` under `protocol` ("split" or "online"); `progress` wraps the
     online replay's loop over the documents (it sees each one as the replay reaches it)."""
     task, target = task_of(corpus.records, target)
+    if spec.variant == FUSION and task != "binary":
+        raise ValueError("fusion is a two-class model: give a --target class")
     if protocol == "split":
         return _split(corpus, spec, task, target)
     if protocol == "online":
@@ -183,7 +193,11 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
         stats = Statistics(seed=SEED, sparse=len(set(labels)) > SPARSE_ABOVE)
         stats.update(train_batch, labels)
         if task == "binary":
-            scores = _model(stats, spec, target).score(test_batch).binary()
+            model = _model(stats, spec, target)
+            if isinstance(model, FusionModel):
+                assert target is not None  # task_of gives every binary task its target
+                model = model.with_weights(_learned_weights(corpus, train, target))
+            scores = model.score(test_batch).binary()
             _binary_measures(result, scores, np.array([target in r.labels for r in test]))
         else:
             _multiclass(result, stats, spec, test, test_batch)
@@ -191,11 +205,19 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
     return result
 
 
-def _model(stats: Statistics, spec: ModelSpec, target: str | None) -> Model:
+def _model(stats: Statistics, spec: ModelSpec, target: str | None) -> DecisionModel:
     """Sparse statistics (many classes) score lazily: weights per batch, for its tokens only."""
-    return Model.build(
+    return build_model(
         stats, spec, target, lazy=stats.storage.sparse and not spec.needs_whole_vocabulary
     )
+
+
+def _learned_weights(corpus: Corpus, train: list[Record], target: str) -> tuple[float, ...]:
+    """A fusion's weights as a daemon that learned the training part as a stream would hold
+    them: `fit_weights` on the components' scores of its online replay, in `order`."""
+    stream = sorted(train, key=lambda r: r.order)
+    truth = np.array([target in r.labels for r in stream])
+    return fit_weights(replay_components(corpus.batch_of(stream), truth, target), truth)
 
 
 def _label(record: Record, target: str | None) -> str:
@@ -250,7 +272,7 @@ def _multilabel(result: Evaluation, spec: ModelSpec, train: list[Record], train_
     for c in categories:
         stats = Statistics(seed=SEED)
         stats.update(train_batch, [c if c in r.labels else f"not {c}" for r in train])
-        scores = Model.build(stats, spec, c).score(test_batch).binary()
+        scores = build_model(stats, spec, c).score(test_batch).binary()
         truth = np.array([c in r.labels for r in test])
         result.per_class[c] = ranking.binary_summary(scores, truth, tau=0.0)
         f1.append(_f1(truth, scores >= 0.0))
@@ -279,7 +301,11 @@ def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) ->
     )
     truth = np.array([target in corpus.records[i].labels for i in order])
     started = time.perf_counter()
-    scores = online_scores(select_docs(corpus.batch, order), truth, spec, target, progress)
+    batch = select_docs(corpus.batch, order)
+    if spec.variant == FUSION:
+        scores = replay_fused(replay_components(batch, truth, target, progress), truth)
+    else:
+        scores = online_scores(batch, truth, spec, target, progress)
     result = Evaluation(
         spec_name(spec), str(spec.selection), "online", "binary", target, len(order), len(order)
     )

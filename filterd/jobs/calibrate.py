@@ -38,6 +38,15 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, select
 
+from filterd.bayes.fusion import (
+    COMPONENTS,
+    INITIAL_WEIGHTS,
+    FusionModel,
+    combine,
+    fit_weights,
+    with_weights,
+)
+from filterd.bayes.model import FUSION
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
 from filterd.evaluation.calibration import (
@@ -62,6 +71,7 @@ from filterd.store.schema import ClassStats, ModelRow
 from filterd.store.sync import load
 from filterd.store.thresholds import (
     HoldoutWindow,
+    PrequentialWindow,
     ThresholdVersion,
     holdout_window,
     latest_threshold,
@@ -74,8 +84,18 @@ STEP = 0.1  # adaptive: γ = STEP · (1 − R), so that one miss moves the level
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-# (scores, labels, (start, end)) of a calibration window
-_Window = tuple[FloatArray, npt.NDArray[np.object_], tuple[datetime | None, datetime | None]]
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The labelled scores τ is chosen on; for a fusion model, the weights that combined them
+    and the same rows combined with the previous version's weights (its τ applies to those)."""
+
+    scores: FloatArray
+    labels: npt.NDArray[np.object_]
+    bounds: tuple[datetime | None, datetime | None]
+    weights: tuple[float, ...] | None = None
+    previous_scores: FloatArray | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +150,7 @@ class CalibrationReport:
     version: int | None  # the version written; None on a dry run
     forced: bool
     overridden: tuple[str, ...]  # the guardrail messages `force` overrode
+    weights: tuple[float, ...] | None  # a fusion model's, written with τ
     # fpr, tpr, thresholds (ranking.roc_curve), for the plot
     roc: tuple[FloatArray, FloatArray, FloatArray] = field(repr=False, compare=False)
 
@@ -264,13 +285,23 @@ def calibrate_classes(
     def holdout() -> tuple[Statistics, HoldoutWindow]:
         return load(engine, model)[0], holdout_window(engine, model, window, last, now)
 
-    def window_of(source: str, target: str) -> _Window:
+    fused = spec_from_json(spec).variant == FUSION
+
+    def window_of(source: str, target: str, previous: ThresholdVersion | None) -> _Window:
+        in_force = None if previous is None else previous.weights
         if source != "holdout":
-            return prequential_window(engine, model, target, window, last, now)
+            found = prequential_window(engine, model, target, window, last, now)
+            if not fused:
+                return _Window(found.scores, found.labels, (found.start, found.end))
+            return _fused_window(found, target, in_force)
         stats, items = holdout()
-        scorer = scoring_model(stats, spec_from_json(spec), target, min_docs)
+        # the holdout is re-scored with the weights in force: they were learned on arrival
+        scorer = with_weights(
+            scoring_model(stats, spec_from_json(spec), target, min_docs), in_force
+        )
         scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
-        return scores, items.labels, (items.start, items.end)
+        weights = scorer.weights if isinstance(scorer, FusionModel) else None
+        return _Window(scores, items.labels, (items.start, items.end), weights)
 
     classes = list(labels_learned) if target_classes is None else list(target_classes)
     checked = []
@@ -294,14 +325,16 @@ def calibrate_classes(
                         min_positives=min_positives, min_negatives=min_negatives,
                         max_auc_drop=max_auc_drop, force=force)  # fmt: skip
         try:
-            checked.append(check(window_of(source, target), source=source, level=level))
+            checked.append(check(window_of(source, target, previous), source=source, level=level))
         except GuardrailError as refused:
             # No τ yet and too little scored on arrival (a store bootstrapped by `filterd learn`):
             # the first τ may come from the holdout; the adaptive level starts from the next.
             if source != "adaptive" or previous is not None or "auc_drop" in refused.reasons:
                 raise
             try:
-                checked.append(check(window_of("holdout", target), source="holdout", level=None))
+                checked.append(
+                    check(window_of("holdout", target, previous), source="holdout", level=None)
+                )
             except GuardrailError as also:
                 raise GuardrailError(f"{refused}; nor from the holdout, for a first τ: {also}",
                                      list(refused.reasons), refused.forceable) from None  # fmt: skip
@@ -322,9 +355,26 @@ def calibrate_classes(
             now=now,
             source=report.source,
             level=report.level,
+            weights=report.weights,
         )
         reports.append(replace(report, version=row.version))
     return reports
+
+
+def _fused_window(
+    found: PrequentialWindow, target: str, in_force: tuple[float, ...] | None
+) -> _Window:
+    """A fusion model's window: its weights learned from the rows in arrival order
+    (`fusion.fit_weights`), every row re-scored with them."""
+    components = found.components
+    if components is None:
+        components = np.zeros((0, len(COMPONENTS)))
+    keep = ~np.isnan(components).any(axis=1)  # rows scored without components take no part
+    components, labels = components[keep], found.labels[keep]
+    oldest_first = slice(None, None, -1)
+    weights = fit_weights(components[oldest_first], (labels == target)[oldest_first])
+    return _Window(combine(components, weights), labels, (found.start, found.end), weights,
+                   combine(components, in_force or INITIAL_WEIGHTS))  # fmt: skip
 
 
 def _check(
@@ -345,7 +395,7 @@ def _check(
     force: bool,
 ) -> tuple[CalibrationReport, Threshold]:
     """τ and its figures for one target class, through the guardrails."""
-    scores, labels, bounds = window
+    scores, labels, bounds = window.scores, window.labels, window.bounds
     positives = np.asarray(labels == target, dtype=bool)
     guarded = guarded_threshold(
         scores,
@@ -387,7 +437,11 @@ def _check(
         previous=previous,
         previous_here=None
         if previous is None
-        else operating_point(scores, positives, previous.tau),
+        else operating_point(
+            scores if window.previous_scores is None else window.previous_scores,
+            positives,
+            previous.tau,
+        ),
         in_force=in_force,
         source=source,
         level=level,
@@ -396,6 +450,7 @@ def _check(
         version=None,
         forced=bool(guarded.overridden),
         overridden=guarded.overridden,
+        weights=window.weights,
         roc=ranking.roc_curve(scores, positives),
     )
     return report, threshold

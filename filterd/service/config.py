@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
 
 ENV_PREFIX = "FILTERD_"
 # A key names a secret when its last word is one of these: sasl_plain_password, ssl_password,
@@ -268,6 +268,9 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         # the default's parameters belong to the default variant: another variant named without
         # parameters takes its own defaults rather than failing on the default's
         config = replace(config, model=replace(config.model, params={}))
+    if config.model.variant == FUSION and config.model.select == str(DEFAULT_SPEC.selection):
+        # likewise the default's selection: the fusion's components bring their own
+        config = replace(config, model=replace(config.model, select="none"))
     _check(config)
     return config
 
@@ -351,9 +354,9 @@ def _check(config: Config) -> None:
 
     m = config.model
     require(
-        m.variant in ESTIMATORS,
+        m.variant in ESTIMATORS or m.variant == FUSION,
         "model.variant",
-        f"unknown variant {m.variant!r} ({', '.join(ESTIMATORS)})",
+        f"unknown variant {m.variant!r} ({', '.join([*ESTIMATORS, FUSION])})",
     )
     try:
         # The daemon decides on the target-vs-rest view: per-class parameters (UNB's λ) give

@@ -22,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from filterd.bayes.features import DocBatch, encode
-from filterd.bayes.model import Model, ModelSpec
+from filterd.bayes.fusion import DecisionModel, build_model, with_weights
+from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
 from filterd.service.records import Content, Decision, Message
 from filterd.tokenize import Tokenizer, Tokens
@@ -61,19 +62,21 @@ class NotReady(RuntimeError):
 
 @dataclass(frozen=True)
 class ThresholdSetting:
-    """The threshold decisions use, and the version of it they report."""
+    """The threshold decisions use, and the version of it they report; a fusion model's
+    weights come with the τ chosen for them (None: a single model, or no version yet)."""
 
     tau: float = DEFAULT_TAU
     version: int | None = None
     target_recall: float = 0.99
+    weights: tuple[float, ...] | None = None
 
 
 def scoring_model(
     stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = 20
-) -> Model:
+) -> DecisionModel:
     """The target-vs-rest model the daemon decides with, or NotReady."""
     check_ready(stats.labels, stats.D.tolist(), target_class, min_docs)
-    return Model.build(stats, spec, target=target_class)
+    return build_model(stats, spec, target=target_class)
 
 
 def check_ready(labels: Sequence[str], docs: Sequence[int], target_class: str,
@@ -86,7 +89,7 @@ def check_ready(labels: Sequence[str], docs: Sequence[int], target_class: str,
         raise NotReady(reason)
 
 
-def decision_scores(model: Model, batch: DocBatch) -> npt.NDArray[np.float64]:
+def decision_scores(model: DecisionModel, batch: DocBatch) -> npt.NDArray[np.float64]:
     """s(x) of every document of `batch` (row 0 of a target-vs-rest model is the target)."""
     return model.score(batch).binary()
 
@@ -101,7 +104,7 @@ class Decider:
         self.min_docs = min_docs
         self.tokenizer = tokenizer or Tokenizer()
         self.explain_tokens = explain_tokens
-        self.model: Model | None = None
+        self.model: DecisionModel | None = None
         self.model_version = 0
         self.not_ready: str | None = "no statistics loaded"
         self._other = f"not {target_class}"
@@ -144,7 +147,8 @@ class Decider:
 
         if self.model is None:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
-        scores = self.model.score(encode([t.tokens for t in tokenized], self.model.hasher))
+        model = with_weights(self.model, threshold.weights)
+        scores = model.score(encode([t.tokens for t in tokenized], model.hasher))
         s = scores.binary()
         # A calibrated τ decides ties as target, as calibration counted them. Without one, the
         # Bayes decision flags only scores above 0: a message without evidence (empty, or only

@@ -10,16 +10,18 @@ instead of SQLAlchemy's executemany, which runs one INSERT per row on the server
 (SQLite, in process) executemany is cheap, but SQLAlchemy's own preparation of each row's
 parameters cost as much as SQLite's work: the rows go to the driver's executemany as tuples,
 converted column by column with the column types' own bind processors (SQLite keeps times as
-text, in the format SQLAlchemy reads back). Either way column defaults are not applied: rows
-give every column they fill.
+text, in the format SQLAlchemy reads back; JSON as its text, encoded by the JSON type's own
+processor there and here for PostgreSQL, which would take a list for an array). Either way
+column defaults are not applied: rows give every column they fill.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import JSON, Connection, Table
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 
@@ -61,7 +63,11 @@ def insert_columns(conn: Connection, table: Table, columns: Mapping[str, Sequenc
         # %b: arrays in binary form, whose elements need no quoting or escaping (cheaper to dump)
         arrays = ", ".join(f"%b::{table.c[c].type.compile(dialect=conn.dialect)}[]" for c in names)
         cursor.execute(
-            f"{head}SELECT * FROM unnest({arrays}){tail}", [list(v) for v in columns.values()]
+            f"{head}SELECT * FROM unnest({arrays}){tail}",
+            [
+                _json_text(v) if isinstance(table.c[c].type, JSON) else list(v)
+                for c, v in columns.items()
+            ],
         )
         return
     values = []
@@ -69,6 +75,11 @@ def insert_columns(conn: Connection, table: Table, columns: Mapping[str, Sequenc
         process = table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
         values.append(column if process is None else _processed(column, process))
     cursor.executemany(f"{head}VALUES ({', '.join('?' * len(names))}){tail}", list(zip(*values)))
+
+
+def _json_text(column: Sequence[Any]) -> list[str | None]:
+    """JSON values as text, which PostgreSQL casts to json (a list would be sent as an array)."""
+    return [None if v is None else json.dumps(v) for v in column]
 
 
 def _processed(column: Sequence[Any], process: Callable[[Any], Any]) -> list[Any]:

@@ -38,6 +38,7 @@ class Scored:
     label: str
     score: float
     model_version: int
+    components: tuple[float, ...] | None = None  # a fusion model's component scores
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,11 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
         model_id = find_model_id(conn, model)
         rows = [{"model_id": model_id, "message_id": s.message_id, "label": s.label, "score": s.score,
                      "target_class": target_class, "model_version": s.model_version,
-                     "scored_at": now + timedelta(microseconds=i)}  # a total order
+                     "scored_at": now + timedelta(microseconds=i),  # a total order
+                     "components": None if s.components is None else list(s.components)}
                 for i, s in enumerate(latest.values())]  # fmt: skip
         insert_rows(conn, Prequential.__table__, rows, conflict=("model_id", "message_id"),
-                    update=("label", "score", "target_class", "model_version", "scored_at"))  # fmt: skip
+                    update=("label", "score", "target_class", "model_version", "scored_at", "components"))  # fmt: skip
         if not trim:
             return
         cutoff = conn.execute(select(Prequential.scored_at).where(Prequential.model_id == model_id)

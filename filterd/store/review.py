@@ -10,7 +10,6 @@ topic naming the message by id, which the learner resolves with the tokens kept 
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -72,13 +71,6 @@ def queue_items(
     if not items:
         return
     queued = as_utc(now)
-    # PostgreSQL gets the rows as arrays, JSON as its text; SQLite's driver gets them through
-    # the column types' own processors, which encode JSON themselves
-    as_text = conn.dialect.name == "postgresql"
-
-    def column(values: list[Any]) -> list[Any]:
-        return [None if v is None else json.dumps(v) for v in values] if as_text else values
-
     columns: dict[str, list[Any]] = {
         "model_id": [model_id] * len(items),
         "message_id": [i.message_id for i in items],
@@ -91,8 +83,8 @@ def queue_items(
         "subject": [i.subject for i in items],
         "excerpt": [i.excerpt for i in items],
         "sender": [i.sender for i in items],
-        "attributes": column([i.attributes for i in items]),
-        "explanation": column([[list(pair) for pair in i.explanation] for i in items]),
+        "attributes": [i.attributes for i in items],
+        "explanation": [[list(pair) for pair in i.explanation] for i in items],
         "truncated": [i.truncated for i in items],
         "tokens": [pack_tokens(i.tokens) for i in items],
         "queued_at": [queued] * len(items),

@@ -159,6 +159,8 @@ class Threshold(Base):
     source: Mapped[str | None] = mapped_column(String(20), nullable=True)
     # adaptive: the miss level α_t τ was chosen for (recall 1 − α_t); None otherwise
     level: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # a fusion model's weights, τ applies to the scores they combine; None for a single model
+    weights: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
 
 
 class Prequential(Base):
@@ -174,6 +176,8 @@ class Prequential(Base):
     target_class: Mapped[str] = mapped_column(String(200))
     model_version: Mapped[int] = mapped_column(BigInteger)
     scored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # a fusion model's component scores, from which its weights are learned; None otherwise
+    components: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
 
 
 # SQLite gives a table an autoincrementing rowid only through a column declared INTEGER PRIMARY

@@ -52,6 +52,9 @@ class ThresholdVersion:
     created_at: datetime
     source: str | None = None  # holdout | prequential | adaptive (None: not recorded)
     level: float | None = None  # adaptive: the miss level τ was chosen for (recall 1 − level)
+    weights: tuple[float, ...] | None = (
+        None  # a fusion model's, τ applies to the scores they combine
+    )
 
     @property
     def ham_misclassification(self) -> float | None:
@@ -63,6 +66,8 @@ def _version(values: dict[str, Any]) -> ThresholdVersion:
     """The version of a `thresholds` row (as column name → value)."""
     for name in ("window_start", "window_end", "created_at"):
         values[name] = as_utc(values[name])
+    if values.get("weights") is not None:
+        values["weights"] = tuple(float(w) for w in values["weights"])
     return ThresholdVersion(**values)
 
 
@@ -108,6 +113,7 @@ def write_threshold(
     now: datetime | None = None,
     source: str | None = None,
     level: float | None = None,
+    weights: tuple[float, ...] | None = None,
 ) -> ThresholdVersion:
     """Write the next version of `model`'s threshold for `target_class`; returns the row."""
     with engine.begin() as conn:
@@ -135,8 +141,11 @@ def write_threshold(
             created_at=as_utc(now) or datetime.now(UTC),
             source=source,
             level=level,
+            weights=weights,
         )
-        conn.execute(insert(ThresholdRow).values(**asdict(row)))
+        values = asdict(row)
+        values["weights"] = None if weights is None else list(weights)
+        conn.execute(insert(ThresholdRow).values(**values))
     return row
 
 
@@ -204,13 +213,26 @@ def holdout_window(
     )
 
 
+@dataclass(frozen=True)
+class PrequentialWindow:
+    """Scores feedback records got on arrival, newest first, with their labels; for a fusion
+    model also each row's component scores (NaN where a row has none)."""
+
+    scores: npt.NDArray[np.float64]
+    labels: npt.NDArray[np.object_]
+    start: datetime | None
+    end: datetime | None
+    components: npt.NDArray[np.float64] | None  # (n, k); None when no row has any
+
+
 def prequential_window(engine: Engine, model: str, target_class: str, window: timedelta | None = None,
-                       last: int | None = None, now: datetime | None = None
-                       ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.object_], tuple[datetime | None, datetime | None]]:  # fmt: skip
-    """(scores, labels, (start, end)) of the feedback scored for `target_class` before it was
-    learned, with now − window < scored_at ≤ now, or the last `last`, or all the store keeps."""
+                       last: int | None = None, now: datetime | None = None) -> PrequentialWindow:  # fmt: skip
+    """The feedback scored for `target_class` before it was learned, with now − window <
+    scored_at ≤ now, or the last `last`, or all the store keeps."""
     now = as_utc(now) or datetime.now(UTC)
-    query = select(Prequential.score, Prequential.label, Prequential.scored_at)
+    query = select(
+        Prequential.score, Prequential.label, Prequential.scored_at, Prequential.components
+    )
     with engine.connect() as conn:
         query = query.where(
             Prequential.model_id == find_model_id(conn, model),
@@ -223,9 +245,18 @@ def prequential_window(engine: Engine, model: str, target_class: str, window: ti
     scores = np.array([r.score for r in rows], dtype=np.float64)
     labels = np.array([r.label for r in rows], dtype=object)
     times = [as_utc(r.scored_at) for r in rows]
-    bounds: tuple[datetime | None, datetime | None] = (
+    start, end = (
         (now - window, now)
         if window is not None
         else ((min(times), max(times)) if times else (None, None))
     )
-    return scores, labels, bounds
+    return PrequentialWindow(scores, labels, start, end, _components([r.components for r in rows]))
+
+
+def _components(rows: list[list[float] | None]) -> npt.NDArray[np.float64] | None:
+    k = max((len(r) for r in rows if r is not None), default=0)
+    if k == 0:
+        return None
+    return np.array(
+        [r if r is not None and len(r) == k else [np.nan] * k for r in rows], dtype=np.float64
+    )

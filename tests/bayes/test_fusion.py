@@ -1,6 +1,7 @@
 """The online logistic fusion of estimators' scores (filterd.bayes.fusion)."""
 
 import numpy as np
+import pytest
 
 from filterd.bayes import fusion
 from filterd.evaluation import ranking
@@ -52,3 +53,90 @@ def test_features_keep_the_order_of_each_component():
     s = np.array([-500.0, -3.0, 0.0, 0.5, 40.0, 900.0])
     g = fusion.features(s[:, None])[:, 1]
     assert np.all(np.diff(g) > 0) and g[2] == 0.0 and np.all(np.isfinite(g))
+
+
+# --- the fusion as a model -------------------------------------------------------------------
+
+
+def learned_stats(n=600, seed=2):
+    """Statistics of a synthetic spam/ham stream, and fresh messages of it as a batch."""
+    from filterd.bayes.features import encode
+    from filterd.bayes.statistics import Statistics
+    from filterd.evaluation.synth import SynthConfig, generate
+
+    records = generate(SynthConfig(n_messages=n + 200, seed=seed))
+    stats = Statistics(seed=0)
+    train = records[:n]
+    stats.update(
+        encode([r["text"].split() for r in train], stats.hasher), [r["label"] for r in train]
+    )
+    fresh = records[n:]
+    return stats, encode([r["text"].split() for r in fresh], stats.hasher, with_tokens=True), fresh
+
+
+def test_until_weights_are_learned_the_fusion_decides_as_the_default_model():
+    from filterd.bayes.model import DEFAULT_SPEC, Model
+
+    stats, batch, _ = learned_stats()
+    fused = fusion.build_model(stats, fusion_spec(), "spam").score(batch)
+    single = Model.build(stats, DEFAULT_SPEC, "spam").score(batch)
+    s, z = single.binary(), fused.binary()
+    assert np.array_equal(np.sign(z), np.sign(s))  # the same Bayes decisions at τ = 0
+    assert np.array_equal(np.argsort(z, kind="stable"), np.argsort(s, kind="stable"))
+    assert fused.explanations(5) == single.explanations(5)  # the first component's clues
+    assert fused.components.shape == (len(batch), len(fusion.COMPONENTS))
+    assert np.array_equal(fused.components[:, 0], s)
+
+
+def test_weights_combine_the_component_scores():
+    stats, batch, _ = learned_stats()
+    model = fusion.build_model(stats, fusion_spec(), "spam")
+    w = (0.5, 0.1, 0.2, 0.3, 0.4, 0.5)
+    weighted = fusion.with_weights(model, w).score(batch)
+    g = np.sign(weighted.components) * np.log1p(np.abs(weighted.components))
+    assert np.allclose(weighted.binary(), 0.5 + g @ np.array(w[1:]))
+    with pytest.raises(ValueError, match="6 weights for 5 components|weights for"):
+        fusion.with_weights(model, (1.0, 2.0))
+
+
+def test_the_fusion_is_a_variant_without_parameters_and_needs_a_target():
+    from filterd.bayes.model import ModelSpec
+
+    assert str(fusion_spec()) == "fusion"
+    with pytest.raises(ValueError, match="fusion takes no parameters"):
+        ModelSpec.parse("fusion", {"s": "0.1"})
+    with pytest.raises(ValueError, match="fusion takes no parameters"):
+        ModelSpec.parse("fusion", selection="local:6")
+    stats, _, _ = learned_stats(n=100)
+    with pytest.raises(ValueError, match="two-class"):
+        fusion.build_model(stats, fusion_spec())
+
+
+def test_the_online_replay_refits_the_weights_as_the_daemon_would():
+    y, scores = two_noisy_views(n=700)
+    x = fusion.features(scores)
+    window, every = 300, 50
+    z = fusion.replay_fused(scores, y, refit_every=every, window=window)
+    # the first message: the initial weights; while the rows fit the window, the pass over all of them
+    assert z[0] == pytest.approx(fusion.combine(scores[:1], fusion.initial_weights(2))[0])
+    for t in (1, 120, window, window + every - 1):  # the pass goes on until the window is full
+        seen = min(t, window)
+        assert z[t] == pytest.approx(x[t] @ fusion.window_weights(x[:seen], y[:seen])), t
+    # then the newest `window` rows, refitted every `every` messages
+    for t in (window + every, window + every + 1, 699):
+        r = window + (t - window) // every * every
+        expected = x[t] @ fusion.window_weights(x[r - window : r], y[r - window : r])
+        assert z[t] == pytest.approx(expected), t
+
+
+def test_fit_weights_reads_the_newest_rows_in_arrival_order():
+    y, scores = two_noisy_views(n=400)
+    w = fusion.fit_weights(scores, y, window=100)
+    assert np.allclose(w, fusion.window_weights(fusion.features(scores[-100:]), y[-100:]))
+    assert fusion.fit_weights(scores[:0], y[:0]) == fusion.initial_weights(2)
+
+
+def fusion_spec():
+    from filterd.bayes.model import ModelSpec
+
+    return ModelSpec.parse("fusion")

@@ -188,3 +188,19 @@ def test_bad_relabel_values_get_one_line_and_a_nonzero_exit(tmp_path):
     assert "--relabel d=b" in line and "no record has the label 'd'" in line
     assert "--relabel" in one_line_error(run("tune", "--demo", "--variant", "mnb", "--grid", "alpha=1",
                                              "--relabel", "spam"), 2)  # fmt: skip
+
+
+def test_the_fusion_is_evaluated_on_two_classes_and_has_nothing_to_tune(tmp_path):
+    assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "600").exit_code == 0
+    for protocol in ("split", "online"):
+        result = run("evaluate", str(tmp_path / "c.jsonl.gz"), "--variant", "fusion",
+                     "--protocol", protocol, "--json")  # fmt: skip
+        assert result.exit_code == 0, result.output
+        (row,) = [json.loads(line) for line in result.stdout.splitlines()]
+        assert row["variant"] == "fusion" and row["auc"] > 0.9
+    topics = generate(SynthConfig(n_messages=300, class_priors={"a": 0.4, "b": 0.3, "c": 0.3}))
+    write_corpus(topics, tmp_path / "three.jsonl.gz")
+    result = run("evaluate", str(tmp_path / "three.jsonl.gz"), "--variant", "fusion")
+    assert result.exit_code == 1 and "fusion is a two-class model" in result.output
+    result = run("tune", "--demo", "--variant", "fusion", "--grid", "s=0.1")
+    assert result.exit_code != 0 and "fusion has nothing to tune" in result.output

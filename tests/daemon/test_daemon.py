@@ -422,6 +422,66 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     }
 
 
+def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
+    start_daemon, kafka_config, topics, sqlite_url
+):
+    from filterd.bayes import fusion
+    from filterd.bayes.features import encode
+    from filterd.service.decide import scoring_model
+    from filterd.store.schema import Prequential
+    from filterd.store.thresholds import latest_threshold
+
+    stream = generate(SynthConfig(n_messages=3200, seed=13, class_priors={"ham": 0.7, "spam": 0.3}))
+    produce(kafka_config, topics["feedback"], feedback_of(stream[:2000]))
+    daemon = start_daemon(sqlite_url, model={"variant": "fusion"}, decision={"target_recall": 0.9},
+                          intervals={"sync_seconds": 0.5, "threshold_reload_seconds": 0.5,
+                                     "calibrate_seconds": 1.0})  # fmt: skip
+    engine = connect(sqlite_url)
+    daemon.wait_for(lambda: daemon.metric("filterd_threshold_version") >= 1, what="a first τ")
+    produce(
+        kafka_config, topics["feedback"], feedback_of(stream[2000:3000])
+    )  # scored, then learned
+    daemon.wait_for(
+        lambda: (latest_threshold(engine, "default", "spam").source == "adaptive"
+                 and feedback_applied(daemon) >= 3000),
+        what="an adaptive version after all the feedback", timeout=90,
+    )  # fmt: skip
+    with engine.connect() as conn:
+        rows = conn.execute(select(Prequential.components, Prequential.score)).all()
+    assert rows and all(len(c) == len(fusion.COMPONENTS) for c, _ in rows)
+    daemon.wait_for(
+        lambda: (
+            daemon.metric("filterd_threshold_version")
+            == latest_threshold(engine, "default", "spam").version
+        ),
+        what="the newest version in use",
+    )
+    written = latest_threshold(engine, "default", "spam")
+    assert written.weights is not None and written.weights != fusion.INITIAL_WEIGHTS
+
+    fresh = stream[3000:3200]
+    produce(kafka_config, topics["messages"], messages_of(fresh))
+    decisions = [valid("decision", r.value) for r in
+                 read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(fresh))]  # fmt: skip
+    in_force = [d for d in decisions if d["threshold_version"] == written.version]
+    assert len(in_force) > len(fresh) // 2
+    stats, _ = load(engine, "default")
+    model = fusion.with_weights(scoring_model(stats, fusion_spec(), "spam"), written.weights)
+    by_id = {r["id"]: r for r in fresh}
+    texts = [by_id[d["message_id"]]["text"].split() for d in in_force]
+    expected = model.score(encode(texts, model.hasher)).binary()
+    for d, z in zip(in_force, expected):
+        assert d["score"] == pytest.approx(z, rel=1e-9, abs=1e-9)
+        assert d["threshold"] == written.tau
+        assert (d["label"] == "spam") == (d["score"] >= written.tau)
+
+
+def fusion_spec():
+    from filterd.bayes.model import ModelSpec
+
+    return ModelSpec.parse("fusion")
+
+
 def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, topics, sqlite_url):
     scorer = start_daemon(sqlite_url, role="scorer")
     learner = start_daemon(sqlite_url, role="learner")

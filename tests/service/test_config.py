@@ -37,6 +37,17 @@ def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
     assert load(None, {}).model.params == Config().model.params != {}
 
 
+def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selection():
+    config = load(None, {"FILTERD_MODEL_VARIANT": "fusion"})
+    assert (config.model.params, config.model.select, str(config.model.spec)) == (
+        {},
+        "none",
+        "fusion",
+    )
+    with pytest.raises(ConfigError, match="model.select: fusion takes no parameters, selection"):
+        load(None, {"FILTERD_MODEL_VARIANT": "fusion", "FILTERD_MODEL_SELECT": "local:6"})
+
+
 @pytest.mark.parametrize("text, env, named", [
     ("[model]\nvariant = 'svm'\n", {}, "model.variant"),
     ("[model]\nmin_docs = 'many'\n", {}, "model.min_docs"),

@@ -1,0 +1,102 @@
+"""A fusion model's weights in the store: learned by the calibration job from the component
+scores feedback got on arrival, written with the τ chosen for them, on SQLite and PostgreSQL."""
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from filterd.bayes import fusion
+from filterd.bayes.features import encode
+from filterd.bayes.model import ModelSpec
+from filterd.evaluation.calibration import recall_threshold
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.jobs.calibrate import calibrate_model
+from filterd.service.decide import scoring_model
+from filterd.store.database import connect, upgrade
+from filterd.store.drift import Scored, record_scores
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.sync import load
+from filterd.store.thresholds import latest_threshold, prequential_window
+from tests.conftest import fresh_postgres
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+STREAM = generate(SynthConfig(n_messages=3000, signal=0.2, mean_length=12, seed=4,
+                              class_priors={"ham": 0.6, "spam": 0.4}))  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def fused_store(request, tmp_path_factory):
+    """A fusion model that learned the first 1,000 messages (a tenth held out)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('fused') / 'store.db'}"
+    else:
+        url = fresh_postgres(request.getfixturevalue("postgres_server"))
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", ModelSpec.parse("fusion"), seed=0)
+    items = [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in STREAM[:1000]]
+    apply_feedback(engine, "default", items, 0.1, now=T0)
+    yield engine
+    engine.dispose()
+
+
+def scored_on_arrival(engine, records, weights):
+    """What the learner records: each record's component scores and their combination with
+    the weights in force."""
+    stats, _ = load(engine, "default")
+    model = fusion.with_weights(scoring_model(stats, ModelSpec.parse("fusion"), "spam"), weights)
+    scores = model.score(encode([r["text"].split() for r in records], model.hasher))
+    assert isinstance(scores, fusion.FusedScores)
+    return [Scored(r["id"], r["label"], float(z), 1, tuple(c)) for r, z, c in
+            zip(records, scores.binary(), scores.components.tolist())]  # fmt: skip
+
+
+def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(fused_store):
+    first_rows = scored_on_arrival(fused_store, STREAM[1000:2000], None)
+    record_scores(
+        fused_store, "default", "spam", first_rows, keep=5000, now=T0 + timedelta(minutes=30)
+    )
+    first = calibrate_model(fused_store, "default", "spam", 0.95, source="adaptive",
+                            now=T0 + timedelta(hours=1), window=timedelta(days=1))  # fmt: skip
+    components = np.array([r.components for r in first_rows])
+    spam = np.array([r.label == "spam" for r in first_rows])
+    expected = fusion.fit_weights(components, spam)  # in arrival order
+    assert first.weights == pytest.approx(expected)
+    assert first.weights != fusion.INITIAL_WEIGHTS
+    assert first.tau == recall_threshold(fusion.combine(components, expected), spam, 0.95).tau
+    written = latest_threshold(fused_store, "default", "spam")
+    assert written.weights == pytest.approx(first.weights)  # through the JSON column
+    from filterd.cli.calibration import render
+
+    assert f"bias {first.weights[0]:.3g}, components" in render(first)
+    window = prequential_window(fused_store, "default", "spam", now=T0 + timedelta(hours=1))
+    assert window.components is not None and window.components.shape == (
+        1000,
+        len(fusion.COMPONENTS),
+    )
+
+    # the next window is scored with the weights in force; the previous τ is judged on those
+    later_rows = scored_on_arrival(fused_store, STREAM[2000:3000], written.weights)
+    record_scores(
+        fused_store,
+        "default",
+        "spam",
+        later_rows,
+        keep=5000,
+        now=T0 + timedelta(hours=1, minutes=30),
+    )
+    second = calibrate_model(fused_store, "default", "spam", 0.95, source="adaptive",
+                             now=T0 + timedelta(hours=2), window=timedelta(days=1))  # fmt: skip
+    rows = first_rows + later_rows
+    everything = np.array([r.components for r in rows])
+    truth = np.array([r.label == "spam" for r in rows])
+    assert second.weights == pytest.approx(fusion.fit_weights(everything, truth))
+    previously = fusion.combine(everything, first.weights)  # the rows as the previous τ saw them
+    assert second.previous_here.recall == pytest.approx(np.mean(previously[truth] >= first.tau))
+    assert second.in_force.n_pos == sum(r.label == "spam" for r in later_rows)
+
+    # the holdout source re-scores with the weights in force, and writes them on
+    from_holdout = calibrate_model(fused_store, "default", "spam", 0.95, source="holdout",
+                                   now=T0 + timedelta(hours=3), force=True)  # fmt: skip
+    assert from_holdout.weights == pytest.approx(second.weights)
