@@ -533,13 +533,9 @@ class Filterd:
         self.split_records(records)
 
     def spec(self):
-        from filterd.bayes.estimators import parse_params
         from filterd.bayes.model import ModelSpec
-        from filterd.bayes.selection import Selection
 
-        return ModelSpec(
-            self.variant, parse_params(self.variant, self.raw_params), Selection.parse(self.select)
-        )
+        return ModelSpec.parse(self.variant, self.raw_params, self.select)
 
     def tokenizer(self):
         from filterd.tokenize import Tokenizer
@@ -553,23 +549,16 @@ class Filterd:
         return Corpus.tokenize(records, self.tokenizer())
 
     def split_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.bayes.model import Model
-        from filterd.bayes.statistics import Statistics
-        from filterd.evaluation.corpus import train_test_split
-        from filterd.evaluation.protocols import SEED
+        from filterd.evaluation.protocols import split_scores
 
-        corpus = corpus or self.corpus(records)
-        train, test = train_test_split(corpus.records)
-        stats = Statistics(seed=SEED)
-        stats.update(corpus.batch_of(train), [r.label for r in train])
-        return Model.build(stats, self.spec(), "spam").score(corpus.batch_of(test)).binary()
+        return split_scores(corpus or self.corpus(records), self.spec(), "spam")
 
     def online_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.bayes.replay import online_scores
+        from filterd.evaluation.protocols import online_replay
 
         corpus = corpus or self.corpus(records)
-        is_spam = np.array([record.label == "spam" for record in corpus.records], dtype=bool)
-        return online_scores(corpus.batch, is_spam, self.spec(), "spam")
+        scores, _ = online_replay(corpus, self.spec(), "spam")
+        return scores
 
     def check(self, records, protocol: str, scores: np.ndarray) -> str | None:
         """None if `filterd.evaluation.protocols.evaluate` gives the same AUC and spec@R=1 as `scores`."""
@@ -640,6 +629,7 @@ FILTERD_CANDIDATES = [
     Filterd("mnb", "mnb"),
     Filterd("twcnb + local:6:alo", "twcnb", select="local:6:alo"),
     Filterd("pnbc + local:6:alo", "pnbc", select="local:6:alo"),
+    Filterd("fusion", "fusion"),
 ]
 
 

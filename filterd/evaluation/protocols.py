@@ -193,16 +193,30 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
         stats = Statistics(seed=SEED, sparse=len(set(labels)) > SPARSE_ABOVE)
         stats.update(train_batch, labels)
         if task == "binary":
-            model = _model(stats, spec, target)
-            if isinstance(model, FusionModel):
-                assert target is not None  # task_of gives every binary task its target
-                model = model.with_weights(_learned_weights(corpus, train, target))
-            scores = model.score(test_batch).binary()
+            assert target is not None  # task_of gives every binary task its target
+            scores = _binary_split_scores(corpus, spec, target, stats, train, test_batch)
             _binary_measures(result, scores, np.array([target in r.labels for r in test]))
         else:
             _multiclass(result, stats, spec, test, test_batch)
     _timing(result, corpus, started, len(train) + len(test))
     return result
+
+
+def split_scores(corpus: Corpus, spec: ModelSpec, target: str) -> FloatArray:
+    """The decision scores of the split protocol's test part, target vs the rest: the scores
+    `evaluate(corpus, spec, "split", target)` measures."""
+    train, test = train_test_split(corpus.records)
+    stats = Statistics(seed=SEED)
+    stats.update(corpus.batch_of(train), [_label(r, target) for r in train])
+    return _binary_split_scores(corpus, spec, target, stats, train, corpus.batch_of(test))
+
+
+def _binary_split_scores(corpus: Corpus, spec: ModelSpec, target: str, stats: Statistics,
+                         train: list[Record], test_batch: DocBatch) -> FloatArray:  # fmt: skip
+    model = _model(stats, spec, target)
+    if isinstance(model, FusionModel):
+        model = model.with_weights(_learned_weights(corpus, train, target))
+    return model.score(test_batch).binary()
 
 
 def _model(stats: Statistics, spec: ModelSpec, target: str | None) -> DecisionModel:
@@ -296,22 +310,27 @@ def _macro_average(result: Evaluation) -> None:
 
 
 def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) -> Evaluation:
+    started = time.perf_counter()
+    scores, truth = online_replay(corpus, spec, target, progress)
+    n = len(truth)
+    result = Evaluation(spec_name(spec), str(spec.selection), "online", "binary", target, n, n)
+    _binary_measures(result, scores, truth)
+    _timing(result, corpus, started, n)
+    return result
+
+
+def online_replay(corpus: Corpus, spec: ModelSpec, target: str,
+                  progress: Progress = iter) -> tuple[FloatArray, BoolArray]:  # fmt: skip
+    """(scores, truth) of the online protocol, the records in `order`: what
+    `evaluate(corpus, spec, "online", target)` measures."""
     order = np.array(
         sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order), dtype=np.int64
     )
     truth = np.array([target in corpus.records[i].labels for i in order])
-    started = time.perf_counter()
     batch = select_docs(corpus.batch, order)
     if spec.variant == FUSION:
-        scores = replay_fused(replay_components(batch, truth, target, progress), truth)
-    else:
-        scores = online_scores(batch, truth, spec, target, progress)
-    result = Evaluation(
-        spec_name(spec), str(spec.selection), "online", "binary", target, len(order), len(order)
-    )
-    _binary_measures(result, scores, truth)
-    _timing(result, corpus, started, len(order))
-    return result
+        return replay_fused(replay_components(batch, truth, target, progress), truth), truth
+    return online_scores(batch, truth, spec, target, progress), truth
 
 
 def _timing(result: Evaluation, corpus: Corpus, started: float, messages: int) -> None:
