@@ -1,5 +1,6 @@
 """Build settings pyproject.toml cannot state: the optional C loops of filterd
-(filterd/_speedups.c: features.encode's token counting and tokenize.text's word scan), and the
+(filterd/_speedups.c: features.encode's token counting, and the tokenizer's scans of words,
+links, URLs, Received headers and HTML), and the
 top-level migrations/ shipped inside the package as `filterd.migrations`, so that an installed
 filterd (not only a checkout) can create and upgrade its store, and the top-level config/ (the
 example configuration and the operations pack) as `filterd.examples`.

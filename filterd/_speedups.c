@@ -1,9 +1,19 @@
-/* filterd._speedups: two hot loops in C, each with a pure-Python reference that gives the
+/* filterd._speedups: hot loops in C, each with a pure-Python reference that gives the
    same results on every input and is used where this module is not built or declines.
 
    count_keys   the per-token loop of filterd.bayes.features.encode (reference: encode_python)
    words        the words of filterd.tokenize.text.plain_tokens (reference: its regexes
                 and cap_all, regex_tokens)
+   linked_words the words and links of a text with URLs or addresses (reference:
+                filterd.tokenize.text.linked_tokens)
+   url_tokens   the tokens of one URL (reference: filterd.tokenize.links.python_url_tokens)
+   received     the tokens of one Received header (reference:
+                filterd.tokenize.headers.python_received_tokens)
+   markup       HTML with tags as spaces, and its link values (reference:
+                filterd.tokenize.markup.python_markup)
+
+   Every scan here is linear in its input, as its reference: message content is written by
+   adversaries (filterd/evaluation/hostile.py has a family for each).
 
    count_keys(docs, base1, base2) -> (indptr, keys, counts, token_index) | None
 
@@ -250,18 +260,33 @@ done:
    reads them in str patterns: Py_UNICODE_ISALNUM or "_", Py_UNICODE_ISDECIMAL.
    tests/tokenize/test_text.py checks it against the regexes. */
 
+/* The classes of the ASCII characters, one lookup instead of a chain of compares: most text
+   is ASCII. A character of no class (white space, most punctuation) starts no token. */
+enum { WORD = 1, DIGIT = 2, STARTS_TOKEN = 4 };
+
+static unsigned char ascii_class[128];
+
+static void
+init_ascii_class(void)
+{
+    for (int c = 0; c < 128; c++) {
+        int word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_';
+        int digit = c >= '0' && c <= '9';
+        ascii_class[c] = (word ? WORD | STARTS_TOKEN : 0) | (digit ? DIGIT : 0) |
+                         (c == '$' || c == '!' ? STARTS_TOKEN : 0);
+    }
+}
+
 static inline int
 is_word(Py_UCS4 c)
 {
-    if (c < 128)
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_';
-    return Py_UNICODE_ISALNUM(c);
+    return c < 128 ? ascii_class[c] & WORD : Py_UNICODE_ISALNUM(c);
 }
 
 static inline int
 is_digit(Py_UCS4 c)
 {
-    return c < 128 ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c);
+    return c < 128 ? ascii_class[c] & DIGIT : Py_UNICODE_ISDECIMAL(c);
 }
 
 static inline int
@@ -314,14 +339,64 @@ tail_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t q)
     return q;
 }
 
-static int
-append_token(PyObject *out, PyObject *text, Py_UCS4 first, Py_ssize_t start, Py_ssize_t end,
-             Py_ssize_t max_length)
+/* Words repeat within and across mails ("the", "com"): a short ASCII word is taken from a
+   direct-mapped cache of the last word seen in its slot, which costs a hash and a compare
+   instead of a new str (the words are equal either way). The cache holds at most
+   WORD_CACHE_SLOTS strings of at most WORD_CACHE_LENGTH characters. */
+#define WORD_CACHE_SLOTS 16384
+#define WORD_CACHE_LENGTH 24
+static PyObject *word_cache[WORD_CACHE_SLOTS];
+
+/* The word text[start:start + length] from the cache: 1 and *word set (a new reference), 0
+   when it is not a short ASCII word, -1 on error. */
+static inline __attribute__((always_inline)) int
+cached_word(int kind, const void *data, Py_ssize_t start, Py_ssize_t length, PyObject **word)
+{
+    if (length > WORD_CACHE_LENGTH)
+        return 0;
+    char chars[WORD_CACHE_LENGTH];
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, start + i);
+        if (c >= 128)
+            return 0;
+        chars[i] = (char)c;
+        hash = (hash ^ c) * 16777619u;
+    }
+    PyObject **slot = &word_cache[hash & (WORD_CACHE_SLOTS - 1)];
+    PyObject *seen = *slot;
+    if (seen != NULL && PyUnicode_GET_LENGTH(seen) == length &&
+        memcmp(PyUnicode_1BYTE_DATA(seen), chars, length) == 0) {
+        Py_INCREF(seen);
+        *word = seen;
+        return 1;
+    }
+    PyObject *fresh = PyUnicode_New(length, 127);
+    if (fresh == NULL)
+        return -1;
+    memcpy(PyUnicode_1BYTE_DATA(fresh), chars, length);
+    Py_INCREF(fresh);
+    Py_XSETREF(*slot, fresh);
+    *word = fresh;
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int
+append_token(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t start,
+             Py_ssize_t end, Py_ssize_t max_length)
 {
     Py_ssize_t length = end - start;
-    PyObject *token = length > max_length
-        ? PyUnicode_FromFormat("skip:%c:%zd", (int)first, length / 10 * 10)
-        : PyUnicode_Substring(text, start, end);
+    PyObject *token = NULL;
+    if (length > max_length) {
+        token = PyUnicode_FromFormat("skip:%c:%zd", (int)PyUnicode_READ(kind, data, start),
+                                     length / 10 * 10);
+    } else {
+        int cached = cached_word(kind, data, start, length, &token);
+        if (cached < 0)
+            return -1;
+        if (!cached)
+            token = PyUnicode_Substring(text, start, end);
+    }
     if (token == NULL)
         return -1;
     int failed = PyList_Append(out, token);
@@ -329,12 +404,17 @@ append_token(PyObject *out, PyObject *text, Py_UCS4 first, Py_ssize_t start, Py_
     return failed;
 }
 
+/* The words of text[p:n], as `words` gives those of that slice. */
 static inline __attribute__((always_inline)) int
-scan(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t max_length)
+scan(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t p, Py_ssize_t n,
+     Py_ssize_t max_length)
 {
-    Py_ssize_t p = 0;
     while (p < n) {
         Py_UCS4 c = AT(p);
+        if (c < 128 && !(ascii_class[c] & STARTS_TOKEN)) {
+            p++;
+            continue;
+        }
         Py_ssize_t start = p, end;
         if (is_word(c)) {
             end = tail_end(kind, data, n, word_end(kind, data, n, p + 1));
@@ -352,7 +432,7 @@ scan(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t n, Py
             p++;
             continue;
         }
-        if (append_token(out, text, AT(start), start, end, max_length) < 0)
+        if (append_token(out, text, kind, data, start, end, max_length) < 0)
             return -1;
         p = end;
     }
@@ -376,13 +456,13 @@ words(PyObject *self, PyObject *args)
     int failed;
     switch (PyUnicode_KIND(text)) {
     case PyUnicode_1BYTE_KIND:
-        failed = scan(out, text, PyUnicode_1BYTE_KIND, data, n, max_length);
+        failed = scan(out, text, PyUnicode_1BYTE_KIND, data, 0, n, max_length);
         break;
     case PyUnicode_2BYTE_KIND:
-        failed = scan(out, text, PyUnicode_2BYTE_KIND, data, n, max_length);
+        failed = scan(out, text, PyUnicode_2BYTE_KIND, data, 0, n, max_length);
         break;
     default:
-        failed = scan(out, text, PyUnicode_4BYTE_KIND, data, n, max_length);
+        failed = scan(out, text, PyUnicode_4BYTE_KIND, data, 0, n, max_length);
     }
     if (failed) {
         Py_DECREF(out);
@@ -391,7 +471,854 @@ words(PyObject *self, PyObject *args)
     return out;
 }
 
+/* linked_words(text, max_length, enough, url_tokens) -> list[str]
+
+   text.linked_tokens(text, max_length, 0, enough) (its reference): the words of the text
+   between its links, and the tokens of each link, in order, as links.find_links finds them:
+       URL       (https?://|ftp://|www\.)[^\s<>"'`{}|\\^\x00-\x1f\x7f]+, less a trailer of
+                 links.URL_TRAILER characters (text again), read by url_tokens(url, max_length)
+       address   (?<![\w.+-])[\w.+-]+@[\w-]+(\.[\w-]+)+ : "email:<local>", "email:<domain>"
+   the leftmost first, a URL on a tie, each search going on after the last link. Before each
+   link, the list ends if it holds more than `enough` tokens. Every scan moves forward but
+   for the run before an "@", read back to the "@" before it: linear in the text, as the
+   reference (whose URL search also skips the run of a URL it does not take).
+   tests/tokenize/test_text.py checks it against the reference. */
+
+#define AT(i) PyUnicode_READ(kind, data, (i))
+
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t n;
+} Text;
+
+static inline int
+is_local(Py_UCS4 c) /* an address's local part */
+{
+    return is_word(c) || c == '.' || c == '+' || c == '-';
+}
+
+static inline int
+is_label(Py_UCS4 c) /* a domain label */
+{
+    return is_word(c) || c == '-';
+}
+
+static inline int
+in_url(Py_UCS4 c) /* [^\s<>"'`{}|\\^\x00-\x1f\x7f] */
+{
+    if (c < 128)
+        return c > ' ' && c != 0x7f && strchr("<>\"'`{}|\\^", (int)c) == NULL;
+    return !Py_UNICODE_ISSPACE(c);
+}
+
+static inline int
+is_trailer(Py_UCS4 c) /* links.URL_TRAILER */
+{
+    return c < 128 && c != 0 && strchr(".,;:!?)]}'\"", (int)c) != NULL;
+}
+
+static int
+starts_with(const Text *t, Py_ssize_t p, const char *ascii)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    for (; *ascii; ascii++, p++)
+        if (p >= t->n || AT(p) != (Py_UCS4)(unsigned char)*ascii)
+            return 0;
+    return 1;
+}
+
+/* The length of the URL prefix at p when a URL character follows it, else 0. */
+static Py_ssize_t
+url_prefix(const Text *t, Py_ssize_t p)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    Py_ssize_t length = 0;
+    Py_UCS4 c = AT(p);
+    if (c == 'h' && starts_with(t, p, "http")) {
+        if (starts_with(t, p + 4, "s://") && p + 8 < t->n && in_url(AT(p + 8)))
+            return 8;
+        length = starts_with(t, p + 4, "://") ? 7 : 0;
+    } else if (c == 'f') {
+        length = starts_with(t, p, "ftp://") ? 6 : 0;
+    } else if (c == 'w') {
+        length = starts_with(t, p, "www.") ? 4 : 0;
+    }
+    return length && p + length < t->n && in_url(AT(p + length)) ? length : 0;
+}
+
+/* The first URL start at or after pos, or -1. */
+static Py_ssize_t
+next_url(const Text *t, Py_ssize_t pos)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    for (Py_ssize_t p = pos; p < t->n; p++) {
+        Py_UCS4 c = AT(p);
+        if ((c == 'h' || c == 'f' || c == 'w') && url_prefix(t, p))
+            return p;
+    }
+    return -1;
+}
+
+static Py_ssize_t
+label_end(const Text *t, Py_ssize_t q)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    while (q < t->n && is_label(AT(q)))
+        q++;
+    return q;
+}
+
+/* The end of the domain [\w-]+(\.[\w-]+)+ that starts at q, or -1. */
+static Py_ssize_t
+domain_end(const Text *t, Py_ssize_t q)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    if (!(q < t->n && is_label(AT(q))))
+        return -1;
+    q = label_end(t, q);
+    Py_ssize_t labels = 0;
+    while (q + 1 < t->n && AT(q) == '.' && is_label(AT(q + 1))) {
+        q = label_end(t, q + 2);
+        labels++;
+    }
+    return labels ? q : -1;
+}
+
+typedef struct {
+    Py_ssize_t start, at, end; /* at: of the "@" */
+    int is_url;                /* a URL starts where the local part would */
+} Address;
+
+/* links._next_address: the first link that starts a run of local-part characters ending just
+   before an "@", at or after pos. 0 if none. */
+static int
+next_address(const Text *t, PyObject *text, Py_ssize_t pos, Address *found)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    Py_ssize_t at = pos < t->n ? PyUnicode_FindChar(text, '@', pos, t->n, 1) : -1;
+    while (at >= 0) {
+        Py_ssize_t start = at;
+        while (start > 0 && is_local(AT(start - 1)))
+            start--;
+        if (pos <= start && start < at) {
+            if (url_prefix(t, start)) {
+                *found = (Address){start, at, -1, 1};
+                return 1;
+            }
+            Py_ssize_t end = domain_end(t, at + 1);
+            if (end >= 0) {
+                *found = (Address){start, at, end, 0};
+                return 1;
+            }
+        }
+        at = at + 1 < t->n ? PyUnicode_FindChar(text, '@', at + 1, t->n, 1) : -1;
+    }
+    if (at == -2)
+        return -1;
+    return 0;
+}
+
+static int
+append_owned(PyObject *out, PyObject *token)
+{
+    if (token == NULL)
+        return -1;
+    int failed = PyList_Append(out, token);
+    Py_DECREF(token);
+    return failed;
+}
+
+/* prefix + cap(text[start:end], max_length) onto out */
+static int
+append_capped(PyObject *out, const char *prefix, PyObject *text, Py_ssize_t start,
+              Py_ssize_t end, Py_ssize_t max_length)
+{
+    Py_ssize_t length = end - start;
+    if (length > max_length)
+        return append_owned(out, PyUnicode_FromFormat("%sskip:%c:%zd", prefix,
+                                                      (int)PyUnicode_READ_CHAR(text, start),
+                                                      length / 10 * 10));
+    PyObject *part = PyUnicode_Substring(text, start, end);
+    if (part == NULL)
+        return -1;
+    PyObject *token = PyUnicode_FromFormat("%s%U", prefix, part);
+    Py_DECREF(part);
+    return append_owned(out, token);
+}
+
+/* The tokens of the URL at start; returns its end (past any trailer) and sets *text_from to
+   where text starts again (before the trailer), or -1 on error. */
+static Py_ssize_t
+append_url(PyObject *out, PyObject *text, const Text *t, Py_ssize_t start, PyObject *max_length,
+           PyObject *url_tokens, Py_ssize_t *text_from)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    Py_ssize_t end = start + url_prefix(t, start);
+    while (end < t->n && in_url(AT(end)))
+        end++;
+    Py_ssize_t stripped = end;
+    while (stripped > start && is_trailer(AT(stripped - 1)))
+        stripped--;
+    PyObject *url = PyUnicode_Substring(text, start, stripped);
+    if (url == NULL)
+        return -1;
+    PyObject *tokens = PyObject_CallFunctionObjArgs(url_tokens, url, max_length, NULL);
+    Py_DECREF(url);
+    if (tokens == NULL)
+        return -1;
+    PyObject *fast = PySequence_Fast(tokens, "url_tokens must return a sequence");
+    Py_DECREF(tokens);
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t size = PyList_GET_SIZE(out);
+    int failed = PyList_SetSlice(out, size, size, fast);
+    Py_DECREF(fast);
+    *text_from = stripped;
+    return failed ? -1 : end;
+}
+
+static inline __attribute__((always_inline)) int
+scan_linked(PyObject *out, PyObject *text, int kind, const void *data, Py_ssize_t n,
+            Py_ssize_t max_length, Py_ssize_t enough, PyObject *max_length_obj,
+            PyObject *url_tokens)
+{
+    const Text t = {kind, data, n};
+    Py_ssize_t pos = 0, text_from = 0;
+    Py_ssize_t url = next_url(&t, 0);
+    Address address;
+    int has_address = next_address(&t, text, 0, &address);
+    for (;;) {
+        if (url >= 0 && url < pos)
+            url = next_url(&t, pos);
+        if (has_address > 0 && address.start < pos)
+            has_address = next_address(&t, text, pos, &address);
+        if (has_address < 0)
+            return -1;
+        Py_ssize_t start;
+        int is_url;
+        if (has_address && (url < 0 || address.start < url)) {
+            start = address.start;
+            is_url = address.is_url;
+        } else if (url >= 0) {
+            start = url;
+            is_url = 1;
+        } else {
+            break;
+        }
+        if (PyList_GET_SIZE(out) > enough)
+            return 0;
+        if (scan(out, text, kind, data, text_from, start, max_length) < 0)
+            return -1;
+        if (is_url) {
+            pos = append_url(out, text, &t, start, max_length_obj, url_tokens, &text_from);
+            if (pos < 0)
+                return -1;
+        } else {
+            if (append_capped(out, "email:", text, start, address.at, max_length) < 0 ||
+                append_capped(out, "email:", text, address.at + 1, address.end, max_length) < 0)
+                return -1;
+            pos = text_from = address.end;
+        }
+    }
+    return scan(out, text, kind, data, text_from, n, max_length);
+}
+
+#undef AT
+
+/* url_tokens(url, max_length) -> tuple[str, ...]
+
+   links.python_url_tokens(url, max_length) (its reference) on any str: of
+       (?:([a-z][a-z0-9+.-]{0,15}):(?=//))?(?://)?(?:[^/?#@\s]*+@)?([\w.-]*)(?::(\d{1,5}))?
+   matched at its start, "proto:<scheme>", "url:<host>" (dots stripped), "url:ip" for an
+   IPv4 (\d{1,3}(\.\d{1,3}){3}) or all-digit host, else "url:" and each of its last four
+   suffixes after a ".", "urlport:<port>", then "urlpath:" and each of the first ten runs of
+   two letters or digits or more after the match; each part longer than max_length as its
+   skip marker. No quantifier of the pattern can give back what it took and let the rest
+   match otherwise: each part is the longest run of its characters. */
+
+#define AT(i) PyUnicode_READ(kind, data, (i))
+
+static inline int
+is_lower_ascii(Py_UCS4 c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
+/* The end of the scheme at 0 and its ":", when "//" follows, else 0. */
+static Py_ssize_t
+scheme_end(const Text *t)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    if (!(t->n > 0 && is_lower_ascii(AT(0))))
+        return 0;
+    Py_ssize_t e = 1;
+    while (e < t->n && e <= 16) {
+        Py_UCS4 c = AT(e);
+        if (!(is_lower_ascii(c) || (c >= '0' && c <= '9') || c == '+' || c == '.' || c == '-'))
+            break;
+        e++;
+    }
+    if (e <= 16 && starts_with(t, e, "://"))
+        return e + 1;
+    return 0;
+}
+
+/* Whether text[start:end] is \d{1,3}(\.\d{1,3}){3} or all digits (str.isdigit). */
+static int
+is_ip_host(const Text *t, Py_ssize_t start, Py_ssize_t end)
+{
+    int kind = t->kind;
+    const void *data = t->data;
+    int all_digits = 1, octets = 0, run = 0, ipv4 = 1;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 c = AT(i);
+        all_digits &= Py_UNICODE_ISDIGIT(c) != 0;
+        if (Py_UNICODE_ISDECIMAL(c)) {
+            ipv4 &= ++run <= 3;
+        } else if (c == '.') {
+            ipv4 &= run > 0;
+            run = 0;
+            octets++;
+        } else {
+            ipv4 = 0;
+        }
+    }
+    return all_digits || (ipv4 && octets == 3 && run > 0);
+}
+
+static inline __attribute__((always_inline)) int
+url_parts(PyObject *out, PyObject *url, int kind, const void *data, Py_ssize_t n,
+          Py_ssize_t max_length)
+{
+    const Text t = {kind, data, n};
+    Py_ssize_t scheme = scheme_end(&t), p = scheme;
+    if (scheme && append_capped(out, "proto:", url, 0, scheme - 1, max_length) < 0)
+        return -1;
+    if (starts_with(&t, p, "//"))
+        p += 2;
+    Py_ssize_t q = p; /* user info, dropped */
+    while (q < n) {
+        Py_UCS4 c = AT(q);
+        if (c == '/' || c == '?' || c == '#' || c == '@' || Py_UNICODE_ISSPACE(c))
+            break;
+        q++;
+    }
+    if (q < n && AT(q) == '@')
+        p = q + 1;
+    Py_ssize_t host_start = p, host_end = p;
+    while (host_end < n && (is_word(AT(host_end)) || AT(host_end) == '.' || AT(host_end) == '-'))
+        host_end++;
+    Py_ssize_t end = host_end, port_start = host_end + 1;
+    int has_port = host_end + 1 < n && AT(host_end) == ':' && Py_UNICODE_ISDECIMAL(AT(port_start));
+    if (has_port) {
+        end = port_start;
+        while (end < n && end - port_start < 5 && Py_UNICODE_ISDECIMAL(AT(end)))
+            end++;
+    }
+    while (host_start < host_end && AT(host_start) == '.')
+        host_start++;
+    while (host_end > host_start && AT(host_end - 1) == '.')
+        host_end--;
+    if (host_start < host_end) {
+        if (append_capped(out, "url:", url, host_start, host_end, max_length) < 0)
+            return -1;
+        if (is_ip_host(&t, host_start, host_end)) {
+            if (append_owned(out, PyUnicode_FromString("url:ip")) < 0)
+                return -1;
+        } else {
+            Py_ssize_t dots[4], found = 0; /* the last four, rightmost first */
+            for (Py_ssize_t i = host_end - 1; i >= host_start && found < 4; i--)
+                if (AT(i) == '.')
+                    dots[found++] = i;
+            while (found-- > 0)
+                if (append_capped(out, "url:", url, dots[found] + 1, host_end, max_length) < 0)
+                    return -1;
+        }
+    }
+    if (has_port && append_capped(out, "urlport:", url, port_start, end, PY_SSIZE_T_MAX) < 0)
+        return -1;
+    int words = 0;
+    for (Py_ssize_t i = end; i < n && words < 10;) {
+        if (!(Py_UNICODE_ISALNUM(AT(i)))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        while (i < n && Py_UNICODE_ISALNUM(AT(i)))
+            i++;
+        if (i - start >= 2) {
+            if (append_capped(out, "urlpath:", url, start, i, max_length) < 0)
+                return -1;
+            words++;
+        }
+    }
+    return 0;
+}
+
+#undef AT
+
+static PyObject *
+url_tokens(PyObject *self, PyObject *args)
+{
+    PyObject *url;
+    Py_ssize_t max_length;
+    if (!PyArg_ParseTuple(args, "Un", &url, &max_length))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    const void *data = PyUnicode_DATA(url);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(url);
+    int failed;
+    switch (PyUnicode_KIND(url)) {
+    case PyUnicode_1BYTE_KIND:
+        failed = url_parts(out, url, PyUnicode_1BYTE_KIND, data, n, max_length);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        failed = url_parts(out, url, PyUnicode_2BYTE_KIND, data, n, max_length);
+        break;
+    default:
+        failed = url_parts(out, url, PyUnicode_4BYTE_KIND, data, n, max_length);
+    }
+    PyObject *tuple = failed ? NULL : PyList_AsTuple(out);
+    Py_DECREF(out);
+    return tuple;
+}
+
+static PyObject *
+linked_words(PyObject *self, PyObject *args)
+{
+    PyObject *text, *max_length_obj, *url_tokens;
+    Py_ssize_t enough;
+    if (!PyArg_ParseTuple(args, "UO!nO", &text, &PyLong_Type, &max_length_obj, &enough, &url_tokens))
+        return NULL;
+    Py_ssize_t max_length = PyLong_AsSsize_t(max_length_obj);
+    if (max_length == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int failed;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        failed = scan_linked(out, text, PyUnicode_1BYTE_KIND, data, n, max_length, enough,
+                             max_length_obj, url_tokens);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        failed = scan_linked(out, text, PyUnicode_2BYTE_KIND, data, n, max_length, enough,
+                             max_length_obj, url_tokens);
+        break;
+    default:
+        failed = scan_linked(out, text, PyUnicode_4BYTE_KIND, data, n, max_length, enough,
+                             max_length_obj, url_tokens);
+    }
+    if (failed) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* received(value, max_length) -> list[str] | None
+
+   headers.received_tokens(value, max_length) (its reference) for an ASCII value; None for
+   any other, whose case-insensitive matches the reference alone reads. For each word of the
+   value (split at white space), the matches of
+       HOST  (?<![\w.-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.){1,126}[a-z]{2,24})(?![\w-])
+             (any case): "received:<suffix>" for each suffix of two labels or more of the
+             lowercased host, capped at max_length, shortest first
+       IPV4  (?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.]):
+             "received:a.b", "received:a.b.c", "received:a.b.c.d"
+   hosts of every word first, then networks. A label is the text up to the next "." (no
+   label character is a "."), so a host is a run of whole labels and a top-level domain, the
+   most labels first; a failed start leaves the run of [\w.-] it scanned, which holds no
+   later start: linear in the value. tests/tokenize/test_headers.py checks it against the
+   reference. */
+
+#define HOST_LABELS 126
+
+static inline int
+ascii_alnum(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+static inline int
+ascii_alpha(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static inline int
+ascii_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static inline int
+ascii_space(unsigned char c) /* str.split()'s white space, in ASCII */
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* The end of the label at q ([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])? then "."), past its ".",
+   or -1. */
+static Py_ssize_t
+host_label(const unsigned char *s, Py_ssize_t q, Py_ssize_t n)
+{
+    Py_ssize_t e = q;
+    while (e < n && (ascii_alnum(s[e]) || s[e] == '-'))
+        e++;
+    if (e == q || e >= n || s[e] != '.' || e - q > 63 || s[q] == '-' || s[e - 1] == '-')
+        return -1;
+    return e + 1;
+}
+
+/* The end of the host that starts at p, or -1 (see `received`). */
+static Py_ssize_t
+host_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n)
+{
+    Py_ssize_t ends[HOST_LABELS + 1];
+    int labels = 0;
+    ends[0] = p;
+    while (labels < HOST_LABELS) {
+        Py_ssize_t e = host_label(s, ends[labels], n);
+        if (e < 0)
+            break;
+        ends[++labels] = e;
+    }
+    for (; labels >= 1; labels--) { /* the most labels first, as the greedy repeat */
+        Py_ssize_t t = ends[labels], e = t;
+        while (e < n && ascii_alpha(s[e]))
+            e++;
+        if (e - t >= 2 && e - t <= 24 &&
+            !(e < n && (ascii_alnum(s[e]) || s[e] == '_' || s[e] == '-')))
+            return e;
+    }
+    return -1;
+}
+
+/* "received:" + cap(ascii[:length], max_length) onto out. */
+static int
+append_received(PyObject *out, const char *ascii, Py_ssize_t length, Py_ssize_t max_length)
+{
+    PyObject *token;
+    if (length > max_length) {
+        token = PyUnicode_FromFormat("received:skip:%c:%zd", (int)(unsigned char)ascii[0],
+                                     length / 10 * 10);
+    } else {
+        static const char prefix[] = "received:";
+        Py_ssize_t size = sizeof prefix - 1;
+        token = PyUnicode_New(size + length, 127);
+        if (token != NULL) {
+            memcpy(PyUnicode_1BYTE_DATA(token), prefix, size);
+            memcpy(PyUnicode_1BYTE_DATA(token) + size, ascii, length);
+        }
+    }
+    if (token == NULL)
+        return -1;
+    int failed = PyList_Append(out, token);
+    Py_DECREF(token);
+    return failed;
+}
+
+static int
+append_host(PyObject *out, const unsigned char *s, Py_ssize_t start, Py_ssize_t end,
+            Py_ssize_t max_length)
+{
+    char *lower = PyMem_Malloc(end - start + 1);
+    if (lower == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = start; i < end; i++)
+        lower[i - start] = (char)Py_TOLOWER(s[i]);
+    Py_ssize_t length = end - start;
+    /* Suffixes from the one of two labels to the whole host: each starts after a ".". */
+    Py_ssize_t dots = 0, failed = 0;
+    for (Py_ssize_t i = length - 1; i >= 0 && !failed; i--) {
+        if (lower[i] != '.' || ++dots < 2)
+            continue;
+        failed = append_received(out, lower + i + 1, length - i - 1, max_length);
+    }
+    if (!failed)
+        failed = append_received(out, lower, length, max_length);
+    PyMem_Free(lower);
+    return failed ? -1 : 0;
+}
+
+/* The end of the IPv4 address that starts at p, or -1; ends[i] the end of its octet i. */
+static Py_ssize_t
+ipv4_at(const unsigned char *s, Py_ssize_t p, Py_ssize_t n, Py_ssize_t ends[4])
+{
+    Py_ssize_t q = p;
+    for (int octet = 0; octet < 4; octet++) {
+        Py_ssize_t e = q;
+        while (e < n && ascii_digit(s[e]))
+            e++;
+        if (e == q || e - q > 3)
+            return -1;
+        ends[octet] = e;
+        if (octet < 3) {
+            if (e >= n || s[e] != '.')
+                return -1;
+            q = e + 1;
+        } else if (e < n && s[e] == '.') {
+            return -1;
+        }
+    }
+    return ends[3];
+}
+
+static inline int
+host_char(unsigned char c) /* [\w.-] */
+{
+    return ascii_alnum(c) || c == '_' || c == '.' || c == '-';
+}
+
+/* The host tokens of the word s[start:end] onto hosts, its network tokens onto networks. */
+static int
+received_word(PyObject *hosts, PyObject *networks, const unsigned char *s, Py_ssize_t start,
+              Py_ssize_t end, Py_ssize_t max_length)
+{
+    for (Py_ssize_t p = start; p < end;) {
+        if (ascii_alnum(s[p]) && (p == start || !host_char(s[p - 1]))) {
+            Py_ssize_t e = host_at(s, p, end);
+            if (e >= 0) {
+                if (append_host(hosts, s, p, e, max_length) < 0)
+                    return -1;
+                p = e;
+                continue;
+            }
+        }
+        p++;
+    }
+    for (Py_ssize_t p = start; p < end;) {
+        Py_ssize_t ends[4];
+        if (ascii_digit(s[p]) && (p == start || !(ascii_digit(s[p - 1]) || s[p - 1] == '.'))) {
+            Py_ssize_t e = ipv4_at(s, p, end, ends);
+            if (e >= 0) {
+                for (int octets = 1; octets < 4; octets++)
+                    if (append_received(networks, (const char *)s + p, ends[octets] - p, PY_SSIZE_T_MAX) < 0)
+                        return -1;
+                p = e;
+                continue;
+            }
+        }
+        p++;
+    }
+    return 0;
+}
+
+static PyObject *
+received(PyObject *self, PyObject *args)
+{
+    PyObject *value;
+    Py_ssize_t max_length;
+    if (!PyArg_ParseTuple(args, "Un", &value, &max_length))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(value))
+        Py_RETURN_NONE;
+    const unsigned char *s = PyUnicode_1BYTE_DATA(value);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    PyObject *hosts = PyList_New(0), *networks = PyList_New(0);
+    if (hosts == NULL || networks == NULL)
+        goto error;
+    for (Py_ssize_t p = 0; p < n;) {
+        while (p < n && ascii_space(s[p]))
+            p++;
+        Py_ssize_t start = p;
+        int dotted = 0;
+        while (p < n && !ascii_space(s[p]))
+            dotted |= s[p++] == '.';
+        /* both patterns hold a ".": a word without one gives nothing */
+        if (dotted && received_word(hosts, networks, s, start, p, max_length) < 0)
+            goto error;
+    }
+    Py_ssize_t size = PyList_GET_SIZE(hosts);
+    if (PyList_SetSlice(hosts, size, size, networks) < 0)
+        goto error;
+    Py_DECREF(networks);
+    return hosts;
+error:
+    Py_XDECREF(hosts);
+    Py_XDECREF(networks);
+    return NULL;
+}
+
+/* markup(text) -> (str, list[str])
+
+   markup.python_markup(text) (its reference), on any str: text with each tag
+   (<[a-z/!?][^<>]*+>) as a " ", and the value of each link attribute
+       (?:href|src|action)\s*+=\s*+(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]++))
+   the leftmost first, each search going on after the last match (findall). A failed tag
+   leaves a run without "<", a failed quoted value a run without its quote: no later try
+   starts inside the run that failed it in the same way, and the scans stay linear.
+   tests/tokenize/test_markup.py checks it against the reference. */
+
+#define AT(i) PyUnicode_READ(kind, data, (i))
+
+/* The end of the tag at p, or -1. */
+static inline __attribute__((always_inline)) Py_ssize_t
+tag_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p)
+{
+    if (p + 1 >= n)
+        return -1;
+    Py_UCS4 c = AT(p + 1);
+    if (!((c >= 'a' && c <= 'z') || c == '/' || c == '!' || c == '?'))
+        return -1;
+    for (Py_ssize_t q = p + 2; q < n; q++) {
+        c = AT(q);
+        if (c == '>')
+            return q + 1;
+        if (c == '<')
+            return -1;
+    }
+    return -1;
+}
+
+/* The link attribute at p: its value's span, and the match's end; -1 if none. */
+static inline __attribute__((always_inline)) Py_ssize_t
+link_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t p, Py_ssize_t *start, Py_ssize_t *end)
+{
+    const Text t = {kind, data, n};
+    Py_UCS4 c = AT(p);
+    Py_ssize_t q;
+    if (c == 'h' && starts_with(&t, p, "href"))
+        q = p + 4;
+    else if (c == 's' && starts_with(&t, p, "src"))
+        q = p + 3;
+    else if (c == 'a' && starts_with(&t, p, "action"))
+        q = p + 6;
+    else
+        return -1;
+    while (q < n && Py_UNICODE_ISSPACE(AT(q)))
+        q++;
+    if (!(q < n && AT(q) == '='))
+        return -1;
+    q++;
+    while (q < n && Py_UNICODE_ISSPACE(AT(q)))
+        q++;
+    if (q >= n)
+        return -1;
+    Py_UCS4 quote = AT(q);
+    if (quote == '"' || quote == '\'') {
+        Py_ssize_t r = q + 1;
+        while (r < n && AT(r) != quote && AT(r) != '<' && AT(r) != '>')
+            r++;
+        if (!(r < n && AT(r) == quote))
+            return -1; /* neither other branch matches at a quote */
+        *start = q + 1;
+        *end = r;
+        return r + 1;
+    }
+    Py_ssize_t r = q;
+    while (r < n) {
+        c = AT(r);
+        if (c == '"' || c == '\'' || c == '<' || c == '>' || Py_UNICODE_ISSPACE(c))
+            break;
+        r++;
+    }
+    if (r == q)
+        return -1;
+    *start = q;
+    *end = r;
+    return r;
+}
+
+static inline __attribute__((always_inline)) int
+scan_markup(PyObject *text, int kind, const void *data, Py_ssize_t n, PyObject *pieces,
+            PyObject *links)
+{
+    /* Tags first: the text between them is joined by " " */
+    Py_ssize_t from = 0;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        if (AT(p) != '<')
+            continue;
+        Py_ssize_t end = tag_end(kind, data, n, p);
+        if (end < 0)
+            continue;
+        if (append_owned(pieces, PyUnicode_Substring(text, from, p)) < 0)
+            return -1;
+        from = end;
+        p = end - 1;
+    }
+    if (append_owned(pieces, PyUnicode_Substring(text, from, n)) < 0)
+        return -1;
+    for (Py_ssize_t p = 0; p < n;) {
+        Py_ssize_t start, end, next = link_at(kind, data, n, p, &start, &end);
+        if (next < 0) {
+            p++;
+            continue;
+        }
+        if (append_owned(links, PyUnicode_Substring(text, start, end)) < 0)
+            return -1;
+        p = next;
+    }
+    return 0;
+}
+
+#undef AT
+
+static PyObject *
+markup(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text))
+        return NULL;
+    PyObject *pieces = PyList_New(0), *links = PyList_New(0), *result = NULL;
+    if (pieces == NULL || links == NULL)
+        goto done;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int failed;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        failed = scan_markup(text, PyUnicode_1BYTE_KIND, data, n, pieces, links);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        failed = scan_markup(text, PyUnicode_2BYTE_KIND, data, n, pieces, links);
+        break;
+    default:
+        failed = scan_markup(text, PyUnicode_4BYTE_KIND, data, n, pieces, links);
+    }
+    if (failed)
+        goto done;
+    PyObject *space = PyUnicode_FromString(" ");
+    if (space == NULL)
+        goto done;
+    PyObject *visible = PyUnicode_Join(space, pieces);
+    Py_DECREF(space);
+    if (visible == NULL)
+        goto done;
+    result = PyTuple_Pack(2, visible, links);
+    Py_DECREF(visible);
+done:
+    Py_XDECREF(pieces);
+    Py_XDECREF(links);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"markup", markup, METH_VARARGS,
+     "markup(text) -> (text with tags as spaces, link values): markup.python_markup."},
+    {"url_tokens", url_tokens, METH_VARARGS,
+     "url_tokens(url, max_length) -> the tokens of links.python_url_tokens."},
+    {"received", received, METH_VARARGS,
+     "received(value, max_length) -> the tokens of headers.received_tokens, None if not ASCII."},
+    {"linked_words", linked_words, METH_VARARGS,
+     "linked_words(text, max_length, enough, url_tokens) -> the tokens of text.linked_tokens."},
     {"words", words, METH_VARARGS, "words(text, max_length) -> the words of plain_tokens (see text.py)."},
     {"count_keys", count_keys, METH_VARARGS,
      "count_keys(docs, base1, base2) -> (indptr, keys, counts, token_index) as int64 bytearrays, "
@@ -408,6 +1335,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    init_ascii_class();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

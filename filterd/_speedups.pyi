@@ -1,6 +1,6 @@
-"""Types of the optional C loops in _speedups.c (filterd.bayes.features, filterd.tokenize.text)."""
+"""Types of the optional C loops in _speedups.c (filterd.bayes.features, filterd.tokenize)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 P1: int
 P2: int
@@ -13,3 +13,21 @@ def count_keys(
 
 def words(text: str, max_length: int, /) -> list[str]:
     """The words of `filterd.tokenize.text.plain_tokens`."""
+
+def linked_words(
+    text: str,
+    max_length: int,
+    enough: int,
+    url_tokens: Callable[[str, int], Sequence[str]],
+    /,
+) -> list[str]:
+    """The tokens of `filterd.tokenize.text.linked_tokens` (no word pairs)."""
+
+def url_tokens(url: str, max_length: int, /) -> tuple[str, ...]:
+    """The tokens of `filterd.tokenize.links.python_url_tokens`."""
+
+def received(value: str, max_length: int, /) -> list[str] | None:
+    """The tokens of `filterd.tokenize.headers.python_received_tokens`; None if not ASCII."""
+
+def markup(text: str, /) -> tuple[str, list[str]]:
+    """(text with tags as spaces, link values): `filterd.tokenize.markup.python_markup`."""

@@ -70,6 +70,11 @@ FAMILIES: dict[str, Family] = {
     "mime_many_parts": lambda n: _parts(max(1, n // 50)),
     "header_line_huge": lambda n: _mail("X-Long: " + "a" * n),
     "received_dots": lambda n: _mail("Received: from " + "a." * (n // 2)),
+    # one Received word of labels that fail as hosts and octets that fail as addresses, for
+    # the C scan of Received headers (filterd/_speedups.c `received`)
+    "received_labels_octets": lambda n: _mail(
+        "Received: from " + "ab.cd-.1.22.333.4444." * (n // 21)
+    ),
     # text, links, markup
     "text_huge": lambda n: _message("spam " * (n // 5)),
     "tokens_many": lambda n: _message(" ".join(f"w{i:06d}" for i in range(n // 8))),
@@ -78,8 +83,16 @@ FAMILIES: dict[str, Family] = {
     "address_many_labels": lambda n: _message("x@" + "a." * (n // 2) + "com"),
     # an "@" before every "www.": each address candidate a URL to the end of the text
     "address_url_overlap": lambda n: _message("@www." * (n // 5)),
+    # addresses that each end just before a URL to the end of the text starts: the URL is
+    # looked for again after every address
+    "url_behind_addresses": lambda n: _message("q@b.cwww./" * (n // 10)),
     "html_many_tags": lambda n: _mail("Content-Type: text/html", "<b>" * (n // 3)),
     "html_unclosed_comment": lambda n: _mail("Content-Type: text/html", "<!--" + "x" * n),
+    # link attributes whose values a "<" or ">" cuts, and tags a "<" cuts, for the C scan of
+    # markup (filterd/_speedups.c `markup`)
+    "html_unclosed_values": lambda n: _mail(
+        "Content-Type: text/html", "<a href=\"x<src='y>action= <b" * (n // 29)
+    ),
     "base64_huge": lambda n: _mail(
         "Content-Type: application/octet-stream\nContent-Transfer-Encoding: base64",
         ("QUFB" * 19 + "\n") * (n // 77),

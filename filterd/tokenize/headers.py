@@ -24,11 +24,18 @@ carries them too, so they turn the list itself into a sign of ham.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from filterd.tokenize.limits import cap
-from filterd.tokenize.memo import memoized
+from filterd.tokenize.memo import MAX_KEY_LENGTH, SIZE, memoized
+
+c_received: Callable[[str, int], list[str] | None] | None
+try:  # the Received scan in C, built where a compiler was at hand (setup.py)
+    from filterd._speedups import received as c_received
+except ImportError:  # pragma: no cover - depends on the build
+    c_received = None
 
 VALUE_HEADERS = (
     "message-id",
@@ -62,6 +69,18 @@ _IPV4 = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.
 
 def received_tokens(value: str, max_length: int) -> list[str]:
     """`received:` tokens of one Received header: host suffixes, then IPv4 prefixes."""
+    # Scanned by filterd._speedups where built: most mails carry several Received headers of
+    # a dozen words, a loop of calls per word in Python. It declines non-ASCII values, where
+    # the patterns' case-insensitive classes meet non-ASCII letters ("K", the Kelvin sign).
+    if c_received is not None:
+        tokens = c_received(value, max_length)
+        if tokens is not None:
+            return tokens
+    return python_received_tokens(value, max_length)
+
+
+def python_received_tokens(value: str, max_length: int) -> list[str]:
+    """`received_tokens` by the regexes: every value, and the reference of `c_received`."""
     # Both patterns need a "." and treat whitespace as outside a match, before and after: the
     # words with a "." hold every match, each on its own. Relay words repeat from mail to
     # mail, so each word's tokens are memoized.
@@ -91,14 +110,22 @@ def _received_word_tokens(word: str, max_length: int) -> tuple[tuple[str, ...], 
 
 def header_name_tokens(names: Iterable[str]) -> list[str]:
     """`header:<name>` once per distinct, well-formed name that is not in `IGNORED_NAMES`."""
-    tokens = (_header_name_token(str(name)) for name in names)
-    return list(dict.fromkeys(token for token in tokens if token is not None))
+    # map() and one dict at C speed: generators cost a frame switch per header. Names repeat
+    # from mail to mail: their tokens are cached, where no name is long (memo.MAX_KEY_LENGTH),
+    # with no per-name check in Python.
+    names = list(map(str, names))
+    short = max(map(len, names), default=0) <= MAX_KEY_LENGTH
+    tokens = dict.fromkeys(map(_cached_name_token if short else _header_name_token, names))
+    tokens.pop(None, None)
+    return list(tokens)  # type: ignore[arg-type]  # None is popped
 
 
-@memoized
 def _header_name_token(name: str) -> str | None:
     """`header:<casefolded name>`, or None for a malformed or ignored name."""
     name = name.casefold()
     if _HEADER_NAME.fullmatch(name) and not IGNORED_NAMES.match(name):
         return "header:" + name
     return None
+
+
+_cached_name_token = functools.lru_cache(maxsize=SIZE)(_header_name_token)

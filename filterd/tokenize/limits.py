@@ -58,6 +58,10 @@ class TokenizerConfig:
         them (Sculley & Cormack, TREC 2007, read the raw mail): at most
         `char_ngram_chars - 3` tokens per message, after the text's other tokens.
     char_ngram_chars: how many characters of subject and body text the 4-grams read (>= 4).
+    short_body: when the body gives fewer plain words than this, the subject's words count as
+        body words too (unprefixed, after the body's): a message written in its subject line
+        is read as one (Enron-Spam's hams whose whole text is the Subject; docs/benchmarks.md).
+        0: never.
     """
 
     max_token_length: int = 40
@@ -67,12 +71,21 @@ class TokenizerConfig:
     osb: bool = False
     char_ngrams: bool = False
     char_ngram_chars: int = 3_000
+    short_body: int = 0
 
     def __post_init__(self) -> None:
         for name in ("max_token_length", "max_tokens", "max_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TokenizerConfig.{name} must be an int >= 1, got {value!r}")
+        if (
+            isinstance(self.short_body, bool)
+            or not isinstance(self.short_body, int)
+            or self.short_body < 0
+        ):
+            raise ValueError(
+                f"TokenizerConfig.short_body must be an int >= 0, got {self.short_body!r}"
+            )
         for name in ("bigrams", "osb", "char_ngrams"):
             value = getattr(self, name)
             if not isinstance(value, bool):

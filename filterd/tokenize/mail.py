@@ -68,6 +68,8 @@ _EXTENSION = re.compile(r"\.([^\W_]{1,10})\Z")
 _URL_START = re.compile(r"(?:https?:|ftp:)?//|www\.")
 _MAILTO = re.compile(r"mailto:([\w.+-]++)@([\w-]++(?:\.[\w-]++)*+)")
 
+# Below both bounds on delimiter lines, a mail is not too complex (_too_complex)
+_FEWEST_DELIMITERS = min(MAX_MIME_PARTS, MAX_MIME_BOUNDARIES)
 # Codecs that are not charsets: mail must not choose one (punycode decoding is quadratic).
 _NOT_CHARSETS = frozenset({"punycode", "idna", "undefined", "unicode_escape", "raw_unicode_escape"})
 _SIZE_CLASSES = (
@@ -142,7 +144,10 @@ def _parse(raw: str, flags: set[str]) -> Message | None:
 def _too_complex(raw: str) -> bool:
     """Whether `raw` has more MIME delimiter lines, or mentions of "boundary", than we parse."""
     # str.count is C-speed; a regex scan here costs as much as tokenizing the body. Lines may
-    # end at "\r" alone: "\r\n--" counts once, in "\n--".
+    # end at "\r" alone: "\r\n--" counts once, in "\n--". The "--" of those never overlap,
+    # so fewer "--" than MAX_MIME_BOUNDARIES settle most mails in one scan instead of two.
+    if raw.count("--") < _FEWEST_DELIMITERS:
+        return False
     delimiters = raw.count("\n--") + raw.count("\r--")
     if delimiters >= MAX_MIME_PARTS:
         return True
@@ -209,7 +214,8 @@ def _header_tokens(message: Message, max_length: int, bodies: list[str] | None =
         out += received_tokens(value, max_length)
     for name in VALUE_HEADERS:
         for value in values.get(name, ()):
-            out += [name + ":" + t for t in text_tokens(decode_header(value), max_length)]
+            prefix = name + ":"
+            out += [prefix + t for t in text_tokens(decode_header(value), max_length)]
     return out
 
 
@@ -218,11 +224,17 @@ def _header_values(message: Message) -> dict[str, list[str]]:
     them (the raw mail holds no surrogates, so no value is a Header): one pass over the
     headers instead of one per name (get_all scans them all for each name)."""
     values: dict[str, list[str]] = {}
-    for name, value in message.raw_items():
+    for name, value in _raw_headers(message):
         name = name.lower()
         if name in _READ_HEADERS:
             values.setdefault(name, []).append(str(value))
     return values
+
+
+def _raw_headers(message: Message) -> list[tuple[str, str]]:
+    """What `message.raw_items()` gives, without its copy and generator (read once a part)."""
+    headers: list[tuple[str, str]] = message._headers  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+    return headers
 
 
 def _part_tokens(
@@ -269,7 +281,7 @@ def _part_fields(part: Message) -> dict[str, str]:
     one pass over its headers (each Message.get scans and lowercases every header name, a
     noticeable share of the tokenizer's time)."""
     fields: dict[str, str] = {}
-    for name, value in part.raw_items():
+    for name, value in _raw_headers(part):
         name = name.lower()
         if name in _PART_FIELDS and name not in fields:
             fields[name] = str(value)

@@ -97,6 +97,20 @@ class _Boundary:
         return None
 
 
+def content_type_of(message: Message) -> str:
+    """`message.get_content_type()`, read from its headers directly: Message.get lowercases
+    every header name and passes the value through the policy, several times the cost. A
+    value that is not ASCII may hold surrogates, which the policy wraps: the stdlib reads it."""
+    headers: list[tuple[str, str]] = message._headers  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+    for name, value in headers:
+        if len(name) == 12 and name.lower() == "content-type":  # most names: no lower() copy
+            if not (type(value) is str and value.isascii()):
+                return message.get_content_type()
+            ctype = value.partition(";")[0].strip().lower()
+            return ctype if ctype.count("/") == 1 else "text/plain"  # RFC 2045 §5.2
+    return message.get_default_type()
+
+
 def _without_line_ending(text: str) -> str:
     """`text` less one final "\\r\\n", "\\r" or "\\n" (the feed parser's NLCRE_eol)."""
     if text.endswith("\r\n"):
@@ -117,10 +131,12 @@ class _Splitter:
         self.lone_cr = self.has_cr and raw.count("\r") != raw.count("\r\n")
         self.boundaries: list[_Boundary] = []  # of the enclosing multiparts: a false end of input
         self.last: Message | None = None  # the feed parser's `_last`
+        self.last_type = ""  # its content type, once its headers are read
+        self.root_type = ""
 
     def root(self) -> Message:
         message = self.message(None, "", 0)
-        if message.get_content_maintype() == "multipart" and not message.is_multipart():
+        if self.root_type.startswith("multipart/") and not message.is_multipart():
             raise _Refused  # MultipartInvariantViolationDefect: not reached by the paths kept
         return message
 
@@ -178,7 +194,10 @@ class _Splitter:
     def rest(self) -> str:
         """The lines up to the end of input or the next enclosing boundary line, joined."""
         start = self.pos
-        end = min((self.find(b, start) for b in self.boundaries), default=len(self.text))
+        if self.boundaries:
+            end = min(self.find(b, start) for b in self.boundaries)
+        else:  # a mail of one part (most): the rest of it
+            end = len(self.text)
         self.pos = end
         return self.text[start:end]
 
@@ -194,7 +213,9 @@ class _Splitter:
         self.last = message
         self.headers(message)
 
-        content_type = message.get_content_type()
+        content_type = self.last_type = content_type_of(message)
+        if parent is None:
+            self.root_type = content_type
         if content_type == "message/delivery-status":
             raise _Refused
         maintype = content_type.split("/")[0]
@@ -281,7 +302,7 @@ class _Splitter:
             self.message(message, content_type, depth + 1)
             self._strip_last_line_ending()
             self.boundaries.pop()
-            self.last = message
+            self.last, self.last_type = message, content_type
             line = self.readline()
             if not line:
                 message.defects.append(errors.CloseBoundaryNotFoundDefect())
@@ -300,7 +321,7 @@ class _Splitter:
         payload or epilogue of the last message read."""
         last = self.last
         assert last is not None
-        if last.get_content_maintype() == "multipart":
+        if self.last_type.partition("/")[0] == "multipart":
             if last.epilogue == "":
                 last.epilogue = None
             elif last.epilogue is not None:

@@ -40,10 +40,12 @@ from filterd.tokenize.limits import CHAR_NGRAM, cap_all
 from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_links, url_tokens
 
 c_words: Callable[[str, int], list[str]] | None
-try:  # the word scan in C, built where a compiler was at hand (setup.py)
+c_linked_words: Callable[[str, int, int, Callable[[str, int], Sequence[str]]], list[str]] | None
+try:  # the word and link scans in C, built where a compiler was at hand (setup.py)
+    from filterd._speedups import linked_words as c_linked_words
     from filterd._speedups import words as c_words
 except ImportError:  # pragma: no cover - depends on the build
-    c_words = None
+    c_words = c_linked_words = None
 
 # Text longer than this is tokenized piece by piece (`text_tokens`)
 CHUNK = 1 << 16
@@ -148,11 +150,22 @@ def _pieces(text: str, size: int) -> Iterator[str]:
 
 def _tokens(text: str, max_token_length: int, pairs: int, enough: int) -> list[str]:
     text = normalize(text)
-    if "@" in text:
-        return _linked_tokens(text, find_links(text), max_token_length, pairs, enough)
-    if "://" in text or "www." in text:
-        return _linked_tokens(text, FIND_URLS.finditer(text), max_token_length, pairs, enough)
+    if "@" in text or "://" in text or "www." in text:
+        # Scanned by filterd._speedups where built: a text with links in Python is a loop of
+        # slices and calls per link (mail headers and bodies are full of addresses).
+        if c_linked_words is not None and not pairs:
+            return c_linked_words(text, max_token_length, enough, url_tokens)
+        return linked_tokens(text, max_token_length, pairs, enough)
     return plain_tokens(text, max_token_length, pairs, enough)
+
+
+def linked_tokens(
+    text: str, max_token_length: int, pairs: int = 0, enough: int = sys.maxsize
+) -> list[str]:
+    """Tokens of normalized text and of its links (URLs and addresses), in order: the
+    reference of `c_linked_words` (see text_tokens for `pairs` and `enough`)."""
+    links = find_links(text) if "@" in text else FIND_URLS.finditer(text)
+    return _linked_tokens(text, links, max_token_length, pairs, enough)
 
 
 def plain_tokens(

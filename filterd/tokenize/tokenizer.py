@@ -34,6 +34,7 @@ from filterd.tokenize.limits import (
 from filterd.tokenize.mail import mail_tokens
 from filterd.tokenize.text import char_ngram_tokens, text_tokens
 
+SUBJECT = "subject:"
 _NO_FLAGS: frozenset[str] = frozenset()
 _DEFAULT_CONFIG = TokenizerConfig()
 
@@ -108,12 +109,14 @@ class Tokenizer:
         subject = message.get("subject")
         if subject is not None:
             subject = self._field(subject, flags)
-            head += ["subject:" + t for t in text_tokens(subject, max_length)]
+            head += [SUBJECT + t for t in text_tokens(subject, max_length)]
             if bodies is not None and subject:
                 bodies.insert(0, subject)
         sender = message.get("sender")
         if sender is not None:
             head += sender_tokens(self._field(sender, flags), "from:", max_length)
+        if config.short_body and _fewer_words(out, config.short_body):
+            out += [t[len(SUBJECT) :] for t in (*head, *out) if t.startswith(SUBJECT)]
         # after the text's tokens, which they must not crowd out; past max_tokens, all are cut
         if bodies is not None and len(out) <= config.max_tokens:
             out += char_ngram_tokens(bodies, config.char_ngram_chars)
@@ -150,6 +153,21 @@ class Tokenizer:
         if cut:
             flags.add(MAX_BYTES)
         return text
+
+
+def _fewer_words(tokens: list[str], n: int) -> bool:
+    """Whether `tokens` hold fewer than `n` plain words (no prefix, not a pair); stops at n.
+
+    >>> _fewer_words(["subject:win", "cash", "now", "to:example.com"], 3)
+    True
+    """
+    words = 0
+    for t in tokens:
+        if ":" not in t and " " not in t:
+            words += 1
+            if words >= n:
+                return False
+    return True
 
 
 def tokenize(message: Mapping[str, Any], config: TokenizerConfig = _DEFAULT_CONFIG) -> Tokens:

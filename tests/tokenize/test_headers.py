@@ -1,6 +1,10 @@
 """Relay, client and header-name tokens of raw mail (filterd/tokenize/headers.py)."""
 
-from filterd.tokenize import tokenize
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from filterd.tokenize import headers, tokenize
 from filterd.tokenize.headers import header_name_tokens, received_tokens
 
 RELAYED = """\
@@ -75,3 +79,56 @@ def test_header_names_are_distinct_casefolded_and_well_formed():
         "Organization",
     ]
     assert header_name_tokens(names) == ["header:x-mailer", "header:organization"]
+
+
+RECEIVED_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *list("aZ09_.-( )[];:\t\n\x1f\x0b"),
+            "mx1.mail.example.com",
+            "Example.COM",
+            "66.35.250.206",
+            "1.2.3.4.5",
+            "1234.5.6.7",
+            "01.002.3.44",
+            "a-.b",
+            "-a.com",
+            "x" * 62,
+            "y" * 25,
+            "ab.",
+            ".cd",
+            "c0m",
+            "K",
+            "é",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@pytest.mark.skipif(headers.c_received is None, reason="filterd._speedups not built")
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(RECEIVED_TEXT, st.text(st.characters(max_codepoint=127))), st.integers(1, 60))
+def test_the_c_received_scan_gives_the_regex_tokens(value, max_length):
+    tokens = headers.c_received(value, max_length)
+    if not value.isascii():
+        assert tokens is None  # the regexes alone read non-ASCII letters
+    else:
+        assert tokens == headers.python_received_tokens(value, max_length)
+
+
+@pytest.mark.skipif(headers.c_received is None, reason="filterd._speedups not built")
+@pytest.mark.parametrize(
+    "value",
+    [
+        "from " + "ab." * 200 + "cd",  # more labels than a host may have
+        "a.com.1x b." + "c" * 24 + " d." + "e" * 25 + " f.g_h i.jk-l m.no.p",
+        ("w" * 63 + ".") * 3 + "com " + "v" * 64 + ".com",
+        "1.2.3.4 1.2.3.4.5 .1.2.3.4 1.2.3.4. 1.2.3 12.345.6.7.8.9 1.2.3.4x",
+    ],
+)
+def test_the_c_received_scan_agrees_on_label_and_octet_edges(value):
+    for max_length in (5, 40):
+        assert headers.c_received(value, max_length) == headers.python_received_tokens(
+            value, max_length
+        )

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from filterd.tokenize import Tokenizer
 from filterd.tokenize.limits import MAX_MIME_DEPTH, MAX_PARTS
-from filterd.tokenize.mime import MimeTooDeep, split_mail
+from filterd.tokenize.mime import MimeTooDeep, content_type_of, split_mail
 
 
 def tree(message: Message) -> tuple:
@@ -210,3 +210,37 @@ def test_nesting_deeper_than_the_limit_is_read_as_headers_and_text(eol):
     for raw in (deep, "Subject: deep" + eol + multiparts + eol + "the body" + eol):
         result = Tokenizer()({"id": "m", "format": "email", "text": raw})
         assert MAX_PARTS in result.flags and "body" in result.tokens
+
+
+CONTENT_TYPE = st.lists(
+    st.sampled_from(
+        [
+            "text/plain",
+            "Multipart/Mixed",
+            "/",
+            "a/b/c",
+            " ",
+            ";",
+            "; charset=x",
+            "\t",
+            "é",
+        ]
+    ),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["Content-Type", "content-TYPE", "X-Other"]), CONTENT_TYPE),
+        max_size=3,
+    ),
+    st.booleans(),
+)
+def test_content_type_of_is_the_stdlib_content_type(headers, digest_part):
+    message = Message()
+    if digest_part:
+        message.set_default_type("message/rfc822")
+    message._headers = headers
+    assert content_type_of(message) == message.get_content_type()

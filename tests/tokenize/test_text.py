@@ -1,14 +1,16 @@
 """Plain-text tokens: words, normalization, money, links, long words, bigrams."""
 
 import re
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
+from filterd.tokenize import links as links_module
 from filterd.tokenize import text as text_module
-from filterd.tokenize.links import FIND_LINKS, find_links
+from filterd.tokenize.links import FIND_LINKS, find_links, url_tokens
 
 
 def tokens(text: str, **config) -> list[str]:
@@ -292,3 +294,85 @@ def test_word_patterns_match_their_plain_form(text):
 )
 def test_the_c_scan_gives_the_regex_tokens(text, max_length):
     assert text_module.c_words(text, max_length) == text_module.regex_tokens(text, max_length)
+
+
+def test_find_links_agrees_where_addresses_outrun_urls():
+    # Each address ends before the URL after its "@" does: the URL is looked for again after
+    # every address (bench/hostile.py's url_behind_addresses times it at full size).
+    text = "q@b.cwww./" * 200
+    assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
+
+
+@pytest.mark.skipif(
+    text_module.c_linked_words is None, reason="filterd._speedups not built (no C compiler)"
+)
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(LINKY_TEXT, WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()),
+    st.integers(1, 12),
+    st.one_of(st.integers(-1, 8), st.just(sys.maxsize)),
+)
+def test_the_c_link_scan_gives_the_reference_tokens(text, max_length, enough):
+    expected = text_module.linked_tokens(text, max_length, 0, enough)
+    assert text_module.c_linked_words(text, max_length, enough, url_tokens) == expected
+    with pytest.MonkeyPatch.context() as m:  # the reference on the regex word scan alone
+        m.setattr(text_module, "c_words", None)
+        assert text_module.linked_tokens(text, max_length, 0, enough) == expected
+
+
+@pytest.mark.skipif(
+    text_module.c_linked_words is None, reason="filterd._speedups not built (no C compiler)"
+)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q@b.cwww./" * 50,
+        "@www." * 50,
+        "a@www.b@c.d www.e@f.g",
+        "www.a@b.c@d.e",
+        "see (http://x.example.com/a?b=1).",
+        "https:// http://. www.) ftp://x",
+        "é@ж.com ＠ www.日本.jp/パス",
+        "x" * 50 + "@" + "y" * 50 + ".com",
+    ],
+)
+def test_the_c_link_scan_agrees_where_links_overlap(text):
+    for max_length in (3, 40):
+        expected = text_module.linked_tokens(text, max_length)
+        assert text_module.c_linked_words(text, max_length, sys.maxsize, url_tokens) == expected
+
+
+URL_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *list("aZ9_.-:/?#@+% \n"),
+            "http",
+            "https://",
+            "www.",
+            "//",
+            "mailto:",
+            "a-b.c.d.e.f.g",
+            "1.2.3.4",
+            "1.2.3.45678",
+            "123",
+            "٣",
+            "²",
+            "é",
+            ":8080",
+            ":123456",
+            "user:pw@",
+            "x" * 45,
+            "abcdefghijklmnop",
+            "..",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@pytest.mark.skipif(links_module.c_url_tokens is None, reason="filterd._speedups not built")
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(URL_TEXT, st.text()), st.integers(1, 50))
+def test_the_c_url_reading_gives_the_regex_tokens(url, max_length):
+    expected = links_module.python_url_tokens(url, max_length)
+    assert links_module.c_url_tokens(url, max_length) == expected
