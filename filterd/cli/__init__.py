@@ -13,6 +13,7 @@ from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
 from filterd.cli.feedback import feedback
 from filterd.cli.review import review
 from filterd.cli.store import db, learn_command, model
+from filterd.cli.web import http_group, serve_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,5 +37,7 @@ for command in (
     review,
     model,
     config_group,
+    serve_command,
+    http_group,
 ):
     main.add_command(command)

@@ -17,7 +17,6 @@ from structlog.typing import FilteringBoundLogger
 from filterd.cli.common import config_option, load_config
 from filterd.cli.store import store_errors
 from filterd.daemon.model_state import ModelState
-from filterd.daemon.scorer import decide_payloads
 from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
 from filterd.kafka.admin import create_topics
 from filterd.kafka.publisher import dead_letter_of
@@ -26,7 +25,7 @@ from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decider, ThresholdSetting, decide_payloads
 from filterd.service.records import encode
 from filterd.store import database
 
@@ -102,13 +101,7 @@ def score_command(
     config = load_config(config_path, **overrides)
     configure_logging(config.observe.log_format)
     log: FilteringBoundLogger = structlog.get_logger("filterd")
-    with store_errors():
-        try:
-            engine = prepare_store(config, log, create=create_store)
-        except StartupError as error:
-            raise click.ClickException(str(error)) from None
-        state = ModelState(engine, config, Metrics(), Health(), log)
-        state.refresh(force=True)
+    state = loaded_model(config, log, create_store)
     decider = state.decider
     if decider is None:
         raise click.ClickException("could not load the model from the store (see the log above)")
@@ -124,6 +117,20 @@ def score_command(
             batch = []
     if batch:
         _score_batch(decider, state.threshold, config, batch, out, dead_letter)
+
+
+def loaded_model(config: Config, log: FilteringBoundLogger, create_store: bool) -> ModelState:
+    """The model of the store (`state.engine`), the store checked as the daemon checks it at
+    start-up, the model loaded as a scorer loads it (`filterd score`, `filterd serve`);
+    one-line errors."""
+    with store_errors():
+        try:
+            engine = prepare_store(config, log, create=create_store)
+        except StartupError as error:
+            raise click.ClickException(str(error)) from None
+        state = ModelState(engine, config, Metrics(), Health(), log)
+        state.refresh(force=True)
+    return state
 
 
 def _score_batch(decider: Decider, threshold: ThresholdSetting, config: Config, batch: list[_StdinRecord],

@@ -10,16 +10,15 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, TypedDict
+from typing import IO
 
 import click
 from alembic.util import CommandError
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from filterd.bayes.estimators import format_value
 from filterd.bayes.model import DEFAULT_SPEC
-from filterd.bayes.statistics import not_ready
 from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
 from filterd.service.config import masked_url
 from filterd.store import backup, database
@@ -36,16 +35,11 @@ from filterd.store.learning import (
     create_model,
     delete_model,
     model_rows,
-    spec_from_json,
 )
+from filterd.store.report import ThresholdReport, model_report
 from filterd.store.review import prune_items
 from filterd.store.schema import (
-    ClassStats,
-    FeedbackLedger,
-    Holdout,
     ModelRow,
-    Threshold,
-    TokenStats,
 )
 from filterd.tokenize import Tokenizer
 
@@ -313,7 +307,7 @@ def model_stats(url: str | None, name: str, min_docs: int, target_class: str, dr
     since the τ in force was written."""
     with store_errors():
         engine = database.connect(url)
-        report = _model_report(engine, name, min_docs)
+        report = model_report(engine, name, min_docs)
         drift = drift_report(engine, name, target_class, drift_window)
     if as_json:
         click.echo(json.dumps({**report, "drift": drift.as_dict()}, default=str))
@@ -359,84 +353,12 @@ def delivered_text(d: Delivered, target: str,
     return f"{recall}, {kept}"
 
 
-def _calibrated(threshold: _ThresholdReport) -> str:
+def _calibrated(threshold: ThresholdReport) -> str:
     """How the version was calibrated, where it was recorded: " (adaptive, miss level 0.008)"."""
     if threshold["source"] is None:
         return ""
     level = threshold["level"]
     return f" ({threshold['source']}" + ("" if level is None else f", miss level {level:.4g}") + ")"
-
-
-class _ClassReport(TypedDict):
-    label: str
-    docs: int
-    tokens: int
-
-
-class _ThresholdReport(TypedDict):
-    version: int
-    tau: float
-    target_class: str
-    target_recall: float
-    created_at: datetime
-    source: str | None  # holdout | prequential | adaptive; None: not recorded
-    level: float | None  # adaptive: the miss level τ was chosen for
-
-
-class _ModelReport(TypedDict):
-    """What `filterd model stats` shows of a model, drift aside (its JSON output, in order)."""
-
-    model: str
-    spec: str
-    variant: str
-    params: dict[str, Any]
-    selection: str
-    set_of_words: bool
-    created_at: datetime
-    seq: int
-    classes: list[_ClassReport]
-    distinct_tokens: int
-    holdout: int
-    ledger: int
-    last_learn: datetime | None
-    ready: bool
-    not_ready: str | None
-    threshold: _ThresholdReport | None
-
-
-def _model_report(engine: Engine, name: str, min_docs: int) -> _ModelReport:
-    with engine.connect() as conn:
-        row = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
-        if row is None:
-            raise UnknownModel(f"no model named {name!r} in the store")
-        classes = conn.execute(select(ClassStats.label, ClassStats.docs, ClassStats.tokens)
-                               .where(ClassStats.model_id == row.id).order_by(ClassStats.class_id)).all()  # fmt: skip
-
-        def count(table: type[Holdout | FeedbackLedger]) -> int:
-            return conn.execute(select(func.count()).select_from(table)
-                                .where(table.model_id == row.id)).scalar_one()  # fmt: skip
-
-        distinct = conn.execute(select(func.count(func.distinct(TokenStats.token_key)))
-                                .where(TokenStats.model_id == row.id, TokenStats.doc_freq > 0)).scalar_one()  # fmt: skip
-        last = conn.execute(
-            select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == row.id)
-        ).scalar()
-        threshold = conn.execute(select(Threshold.__table__).where(Threshold.model_id == row.id)
-                                 .order_by(Threshold.version.desc()).limit(1)).one_or_none()  # fmt: skip
-        reason = not_ready([c.label for c in classes], [c.docs for c in classes], min_docs)
-        spec = spec_from_json(row.spec)
-        return {
-            "model": name, "spec": str(spec), "variant": spec.variant, "params": dict(spec.params),
-            "selection": str(spec.selection), "set_of_words": spec.set_of_words,
-            "created_at": row.created_at, "seq": row.seq,
-            "classes": [{"label": c.label, "docs": c.docs, "tokens": c.tokens} for c in classes],
-            "distinct_tokens": distinct, "holdout": count(Holdout), "ledger": count(FeedbackLedger),
-            "last_learn": last, "ready": reason is None, "not_ready": reason,
-            "threshold": None if threshold is None else {
-                "version": threshold.version, "tau": threshold.tau, "target_class": threshold.target_class,
-                "target_recall": threshold.target_recall, "created_at": threshold.created_at,
-                "source": threshold.source, "level": threshold.level},
-        }  # fmt: skip
 
 
 @model.command(name="show")
@@ -447,7 +369,7 @@ def model_show(name: str, url: str | None, as_json: bool) -> None:
     """Model NAME in one block: its spec (variant, parameters, selection), when it was created,
     its documents per class, its tokens and its current threshold."""
     with store_errors():
-        report = _model_report(database.connect(url), name, min_docs=1)
+        report = model_report(database.connect(url), name, min_docs=1)
     documents = {c["label"]: c["docs"] for c in report["classes"]}
     threshold = report["threshold"]
     if as_json:

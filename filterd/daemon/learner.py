@@ -29,9 +29,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.resolver import Resolver
-from filterd.daemon.scorer import accepted_tokens
 from filterd.kafka.consumer import Batch, ConsumedRecord
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
+from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
 from filterd.store import learning, parking
 from filterd.store.audit import Event, Outcome, record_events

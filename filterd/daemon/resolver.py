@@ -18,9 +18,9 @@ from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.recent import RecentMessages
-from filterd.daemon.scorer import accepted_tokens
 from filterd.kafka.fetch import RecordFetcher
 from filterd.observe.logs import Repeats
+from filterd.service.decide import accepted_tokens
 from filterd.service.records import Message, RecordError, decode
 from filterd.store.decided import where_decided
 from filterd.store.learning import find_model_id

@@ -6,7 +6,9 @@ A record is dead-lettered when it is not a valid message (reasons of
 when the tokenizer could not read it at all (`REJECTED_FLAGS`). A message that a limit cut short
 (too many tokens, attributes nested too deeply, too many MIME parts) is decided on what was read
 and flagged `truncated`; a mail with MIME defects is decided too, because spam often has them.
-The dead-letter guard counts only records the daemon cannot decode (`UNDECODABLE`).
+The dead-letter guard counts only records the daemon cannot decode (`UNDECODABLE`). The decoding,
+tokenizing and deciding of a batch of raw records (`decide_payloads`) live in
+`filterd.service.decide`, shared with `filterd score` and the HTTP API.
 
 The scorer marks for review the decisions an analyst's label would teach the most
 (`filterd.service.review`: within `review.band` of τ, and a uniform `review.random_share`), and
@@ -18,8 +20,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Unpack
 
 from filterd.daemon.loop import Loop, LoopSettings, Retry
@@ -28,37 +28,9 @@ from filterd.daemon.recent import RecentMessages
 from filterd.daemon.recorder import Recorder
 from filterd.kafka.consumer import Batch
 from filterd.service.config import Review
-from filterd.service.decide import (
-    Decider,
-    Position,
-    Source,
-    ThresholdSetting,
-    message_fields,
-)
-from filterd.service.records import Content, Decision, Message, RecordError, decode, encode
+from filterd.service.decide import Decided, decide_payloads
+from filterd.service.records import encode
 from filterd.service.review import QueuedItem, queued_item, review_reasons
-from filterd.tokenize import Tokenizer, Tokens
-from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
-
-# Tokenizer flags that leave nothing to decide on; a limit that cut the message short is not one
-# of them: such a message is decided on what was read, and says so (`Decision.truncated`).
-REJECTED_FLAGS = {BAD_MESSAGE: "bad_message", INTERNAL_ERROR: "tokenizer_error"}
-# The dead-letter reasons that say the daemon cannot read the stream at all (a producer writing
-# another format, a wrong topic): the only ones the dead-letter guard counts. Content that
-# senders control, however long, deep or odd, must not be able to stop the filter.
-UNDECODABLE = frozenset({"invalid_json", "invalid_utf8", "schema"})
-
-
-def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> Tokens:
-    """The tokenizer's result for a message, or RecordError when it hit a flag in REJECTED_FLAGS."""
-    result = tokenizer(message_fields(content))
-    for flag, reason in REJECTED_FLAGS.items():
-        if flag in result.flags:
-            raise RecordError(
-                reason, f"message {message_id!r}: tokenizer flags {sorted(result.flags)}"
-            )
-    return result
-
 
 # At a stop, how long the recorder may take to write what is pending (it is usually caught up).
 RECORDER_STOP_SECONDS = 0.5
@@ -137,43 +109,3 @@ def queue_for_review(result: Decided, queue: Review) -> list[QueuedItem]:
                 )
             )
     return items
-
-
-@dataclass
-class Decided:
-    """What a batch of raw records came to: decisions (with the tokens they rest on) and failures."""
-
-    decisions: list[Decision]
-    messages: list[Message]  # the message of each decision
-    tokens: list[list[str]]
-    failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
-    undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
-
-
-def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Sequence[bytes | None],
-                    max_bytes: int, sources: Sequence[Source] | None = None) -> Decided:  # fmt: skip
-    """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`).
-    Each decision carries where its payload was read: `sources[i]` for `payloads[i]` (the
-    consumed records themselves), else the payload's `Position` in `payloads`."""
-    if sources is not None and len(sources) != len(payloads):
-        raise ValueError(f"{len(sources)} sources for {len(payloads)} payloads")
-    messages: list[Message] = []
-    decided: list[int] = []  # the position of each message in `payloads`
-    tokenized: list[Tokens] = []
-    failures: list[tuple[int, str, str]] = []
-    undecodable: list[bool] = []
-    for i, payload in enumerate(payloads):
-        try:
-            message = decode(payload or b"", Message, max_bytes)
-            message_tokens = accepted_tokens(decider.tokenizer, message.id, message)
-        except RecordError as error:
-            failures.append((i, error.reason, str(error)))
-            undecodable.append(error.reason in UNDECODABLE)
-            continue
-        messages.append(message)
-        tokenized.append(message_tokens)
-        undecodable.append(False)
-        decided.append(i)
-    where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
-    decisions = decider.decide(messages, threshold, tokenized, sources=where)
-    return Decided(decisions, messages, [t.tokens for t in tokenized], failures, undecodable)

@@ -7,7 +7,8 @@ Start-up: metrics/health server, then the store (its schema must be current; a d
 without one is refused unless `create_store`, which creates it; the model is created from
 `[model]` if it does not exist — an existing model keeps the spec it was created with), then one
 consumer loop per role. A store that cannot be reached at start-up is retried until it can, or
-until stopped. Logged: "starting", "store ready", "loading the model" … "model loaded",
+until stopped. With `[http] enabled`, the HTTP API (`filterd.web`) listens once the loops are
+made, checking messages with the scorer's model, and stops with the daemon. Logged: "starting", "store ready", "loading the model" … "model loaded",
 "joining group" and "group joined" per role, then "ready" once every loop has its partitions
 and the model is loaded.
 
@@ -56,6 +57,7 @@ from filterd.store import database
 from filterd.store.database import error_detail
 from filterd.store.learning import create_model
 from filterd.store.schema import ModelRow
+from filterd.web.serving import Api
 
 ROLES = ("all", "scorer", "learner")
 EXIT_OK, EXIT_FAILED, EXIT_FLOOD = 0, 1, 3
@@ -86,6 +88,7 @@ class Daemon:
         self._status = EXIT_OK
         self.server: ObserveServer | None = None
         self.state: ModelState | None = None  # the model both roles share, once the loops are made
+        self.api: Api | None = None  # the HTTP API, when [http] enabled
 
     @property
     def stopping(self) -> bool:
@@ -115,6 +118,7 @@ class Daemon:
             if engine is None:
                 return EXIT_OK
             loops = self._loops(engine)
+            self.api = self._api(engine)
             # daemon threads: a loop still waiting on the store after STOP_SECONDS is left behind
             threads = [threading.Thread(target=self._guarded, args=(loop,), name=f"filterd-{loop.role}", daemon=True)
                        for loop in loops]  # fmt: skip
@@ -123,6 +127,8 @@ class Daemon:
             self._wait(threads, loops, started)
             engine.dispose()
         finally:
+            if self.api is not None:
+                self.api.stop()  # the requests in flight finish first (filterd.web.server)
             if self.server is not None:
                 self.server.stop()
         self.log.info("stopped", exit_status=self._status)
@@ -144,6 +150,20 @@ class Daemon:
                                    f"{error.strerror}") from None  # fmt: skip
             raise StartupError(f"cannot listen on {observe.metrics_host}:{observe.metrics_port} "
                                f"(observe.metrics_host, observe.metrics_port): {error.strerror or error}") from None  # fmt: skip
+
+    def _api(self, engine: Engine) -> Api | None:
+        """The HTTP API, listening, when `[http] enabled` (None otherwise): it checks messages
+        with the scorer's own model, so that a check and the messages topic agree."""
+        http = self.config.http
+        if not http.enabled or self.state is None:
+            return None
+        api = Api(self.config, engine, self.state, tokenizer_of(self.config), self.log)
+        try:
+            return api.start()
+        except OSError as error:
+            api.stop()
+            raise StartupError(f"cannot listen on {http.host}:{http.port} (http.host, http.port): "
+                               f"{error.strerror or error}") from None  # fmt: skip
 
     def _wait(self, threads: list[threading.Thread], loops: list[Loop], started: float) -> None:
         """Until the loops end (or STOP_SECONDS after a stop request); logs "ready" once they

@@ -173,6 +173,27 @@ class Observe:
 
 
 @dataclass(frozen=True)
+class Http:
+    """The HTTP API (`filterd.web`): off in `filterd run` unless enabled; `filterd serve` runs it
+    whatever `enabled` says."""
+
+    enabled: bool = False
+    # loopback unless configured: the API reads messages and sends labels
+    host: str = "127.0.0.1"
+    port: int = 8108
+    # Credentials, analyst name → hash (`filterd.service.passwords`): API tokens, sent as
+    # `Authorization: Bearer NAME.SECRET` (`filterd http new-token NAME` makes one), and
+    # passwords for HTTP basic auth (`filterd http hash-password`). The name is the analyst
+    # identity the API puts on labels. Never logged.
+    tokens: dict[str, str] = field(default_factory=dict)
+    users: dict[str, str] = field(default_factory=dict)
+
+
+# the [http] keys whose values are credentials: the names are shown, the hashes never
+CREDENTIAL_KEYS = ("tokens", "users")
+
+
+@dataclass(frozen=True)
 class Config:
     kafka: dict[str, Any] = field(default_factory=lambda: {"bootstrap_servers": "127.0.0.1:9092"})
     topics: Topics = Topics()
@@ -190,6 +211,7 @@ class Config:
     feedback: FeedbackSettings = FeedbackSettings()
     review: Review = Review()
     observe: Observe = Observe()
+    http: Http = Http()
 
     def public(self) -> dict[str, dict[str, Any]]:
         """The configuration with secrets masked, fit for a start-up log line."""
@@ -203,6 +225,8 @@ class Config:
             )
             out[section.name] = {k: "***" if _secret(k) and v else v for k, v in items}
         out["database"]["url"] = masked_url(out["database"]["url"])
+        for key in CREDENTIAL_KEYS:
+            out["http"][key] = dict.fromkeys(out["http"][key], "***")
         return out
 
 
@@ -439,6 +463,7 @@ def _check(config: Config) -> None:
         "observe.log_format",
         "must be json or console",
     )
+    _check_http(config.http)
     require(
         bool(config.kafka.get("bootstrap_servers")),
         "kafka.bootstrap_servers",
@@ -447,3 +472,26 @@ def _check(config: Config) -> None:
     compression = config.kafka.get("compression_type")
     require(compression in COMPRESSION_TYPES, "kafka.compression_type",
             f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip
+
+
+def _check_http(http: Http) -> None:
+    """[http]: a port, and credentials whose names can be told apart from their secrets and
+    whose hashes parse (the message names the key, never the hash)."""
+    from filterd.service.passwords import parse_hash  # late: keeps `load` cheap to import
+
+    if not 0 <= http.port <= 65535:
+        raise ConfigError("http.port: must be a port number (0: any free port)")
+    if not http.host:
+        raise ConfigError("http.host: must name an interface (127.0.0.1: loopback only)")
+    for key in CREDENTIAL_KEYS:
+        for name, hashed in getattr(http, key).items():
+            where = f"http.{key}.{name}"
+            # basic auth splits user:password at the first colon; NUL cannot be stored
+            if not name or ":" in name or "\x00" in name or len(name) > 200:
+                raise ConfigError(f"{where}: an analyst name is 1–200 characters without ':'")
+            if not isinstance(hashed, str):
+                raise ConfigError(f"{where}: expected a hash string, got {type(hashed).__name__}")
+            try:
+                parse_hash(hashed)
+            except ValueError as error:
+                raise ConfigError(f"{where}: {error}") from None

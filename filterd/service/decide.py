@@ -8,7 +8,9 @@ evidence (s = 0: empty, or only unseen words) is not flagged. Until every class 
 documents the model is not ready and decisions say "unknown".
 
 The daemon, `filterd score` and the calibration job all score through `scoring_model` and
-`decision_scores`, so a threshold chosen on the holdout applies to the daemon's scores.
+`decision_scores`, so a threshold chosen on the holdout applies to the daemon's scores; and
+the scorer, `filterd score` and the HTTP API's `POST /v1/check` decode raw records through
+`decide_payloads`, so all three validate, tokenize and decide a message alike.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.fusion import DecisionModel, build_model, with_weights
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
-from filterd.service.records import Content, Decision, Message
+from filterd.service.records import Content, Decision, Message, RecordError, decode
 from filterd.tokenize import Tokenizer, Tokens
+from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
 
 UNDECIDED = "unknown"  # the label of decisions taken before the model is ready
 DEFAULT_TAU = 0.0
@@ -166,3 +169,63 @@ def message_fields(message: Content) -> dict[str, Any]:
     """The fields of a message or feedback record the tokenizer reads."""
     return {"text": message.text, "subject": message.subject, "sender": message.sender,
             "format": message.format, "attributes": message.attributes}  # fmt: skip
+
+
+# Tokenizer flags that leave nothing to decide on; a limit that cut the message short is not one
+# of them: such a message is decided on what was read, and says so (`Decision.truncated`).
+REJECTED_FLAGS = {BAD_MESSAGE: "bad_message", INTERNAL_ERROR: "tokenizer_error"}
+# The dead-letter reasons that say the daemon cannot read the stream at all (a producer writing
+# another format, a wrong topic): the only ones the dead-letter guard counts. Content that
+# senders control, however long, deep or odd, must not be able to stop the filter.
+UNDECODABLE = frozenset({"invalid_json", "invalid_utf8", "schema"})
+
+
+def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> Tokens:
+    """The tokenizer's result for a message, or RecordError when it hit a flag in REJECTED_FLAGS."""
+    result = tokenizer(message_fields(content))
+    for flag, reason in REJECTED_FLAGS.items():
+        if flag in result.flags:
+            raise RecordError(
+                reason, f"message {message_id!r}: tokenizer flags {sorted(result.flags)}"
+            )
+    return result
+
+
+@dataclass
+class Decided:
+    """What a batch of raw records came to: decisions (with the tokens they rest on) and failures."""
+
+    decisions: list[Decision]
+    messages: list[Message]  # the message of each decision
+    tokens: list[list[str]]
+    failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
+    undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
+
+
+def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Sequence[bytes | None],
+                    max_bytes: int, sources: Sequence[Source] | None = None) -> Decided:  # fmt: skip
+    """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`).
+    Each decision carries where its payload was read: `sources[i]` for `payloads[i]` (the
+    consumed records themselves), else the payload's `Position` in `payloads`."""
+    if sources is not None and len(sources) != len(payloads):
+        raise ValueError(f"{len(sources)} sources for {len(payloads)} payloads")
+    messages: list[Message] = []
+    decided: list[int] = []  # the position of each message in `payloads`
+    tokenized: list[Tokens] = []
+    failures: list[tuple[int, str, str]] = []
+    undecodable: list[bool] = []
+    for i, payload in enumerate(payloads):
+        try:
+            message = decode(payload or b"", Message, max_bytes)
+            message_tokens = accepted_tokens(decider.tokenizer, message.id, message)
+        except RecordError as error:
+            failures.append((i, error.reason, str(error)))
+            undecodable.append(error.reason in UNDECODABLE)
+            continue
+        messages.append(message)
+        tokenized.append(message_tokens)
+        undecodable.append(False)
+        decided.append(i)
+    where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
+    decisions = decider.decide(messages, threshold, tokenized, sources=where)
+    return Decided(decisions, messages, [t.tokens for t in tokenized], failures, undecodable)

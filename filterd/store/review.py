@@ -201,17 +201,27 @@ def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
 
 
 def list_items(engine: Engine, model: str, *, limit: int | None = 50, reason: str | None = None,
-               include_labelled: bool = False, order: Order = "closest") -> list[ReviewEntry]:  # fmt: skip
+               include_labelled: bool = False, order: Order = "closest", label: str | None = None,
+               min_score: float | None = None, max_score: float | None = None,
+               message_id: str | None = None) -> list[ReviewEntry]:  # fmt: skip
     """Model `model`'s queued items, at most `limit` (None: all): unlabelled ones unless
-    `include_labelled`, only those queued for `reason` if given; "closest" first the smallest
-    |score − τ| (the most informative), "newest" the last queued first. UnknownModel if there
-    is no such model."""
+    `include_labelled`, only those queued for `reason`, decided as `label`, scored within
+    [`min_score`, `max_score`], or of message `message_id` where given; "closest" first the smallest |score − τ| (the most
+    informative), "newest" the last queued first. UnknownModel if there is no such model."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: {' or '.join(ORDERS)}")
     with engine.connect() as conn:
         query = _entries(find_model_id(conn, model))
         if reason is not None:
             query = query.where(ReviewItem.reason == reason)
+        if label is not None:
+            query = query.where(ReviewItem.label == label)
+        if message_id is not None:
+            query = query.where(ReviewItem.message_id == message_id)
+        if min_score is not None:
+            query = query.where(ReviewItem.score >= min_score)
+        if max_score is not None:
+            query = query.where(ReviewItem.score <= max_score)
         if not include_labelled:
             query = query.where(FeedbackLedger.label.is_(None), Holdout.label.is_(None))
         if order == "closest":

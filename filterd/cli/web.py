@@ -1,0 +1,119 @@
+"""`filterd serve` (the HTTP API alone) and `filterd http …` (its credentials).
+
+`filterd serve` runs the API of `filterd.web` against the store and brokers of the
+configuration, without scoring or learning: for deployments that keep it apart from the
+scorers. It keeps its own copy of the model, loaded and synced from the store as a scorer's
+(`ModelState`), so its checks give the scores the scorers give. `filterd http hash-password`
+and `filterd http new-token NAME` make the hashes `[http] users` and `[http] tokens` hold.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from types import FrameType
+
+import click
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+from filterd.cli.common import config_option, load_config
+from filterd.cli.daemon import (
+    broker_override,
+    create_store_option,
+    db_override,
+    loaded_model,
+    model_override,
+)
+from filterd.daemon.model_state import tokenizer_of
+from filterd.observe.logs import configure_logging
+from filterd.service.config import masked_url
+from filterd.service.passwords import SCHEMES, hash_secret
+from filterd.store import database
+from filterd.web.auth import new_token
+from filterd.web.serving import Api
+
+REFRESH_SECONDS = 0.2  # how often the model is looked at; ModelState syncs at its own intervals
+
+
+@click.command(name="serve")
+@config_option
+@db_override
+@model_override
+@broker_override
+@click.option(
+    "--host", "http__host", metavar="ADDRESS", help="Interface to listen on (overrides http.host)."
+)
+@click.option(
+    "--port", "http__port", type=click.IntRange(0, 65535), help="Port (overrides http.port)."
+)
+@click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
+@create_store_option
+def serve_command(config_path: str | None, create_store: bool, **overrides: object) -> None:
+    """Serve the HTTP API alone (whatever http.enabled says), until SIGTERM or Ctrl-C.
+
+    It checks messages with the model in the store, synced as a scorer syncs it, and sends
+    labels to the feedback topic; the daemons score and learn."""
+    config = load_config(config_path, **overrides)
+    configure_logging(config.observe.log_format)
+    log: FilteringBoundLogger = structlog.get_logger("filterd").bind(model=config.model.name)
+    log.info("starting the http api", config=config.public(),
+             database=masked_url(database.database_url(config.database.url)))  # fmt: skip
+    state = loaded_model(config, log, create_store)
+    engine = state.engine
+    api = Api(config, engine, state, tokenizer_of(config), log)
+    try:
+        api.start()
+    except OSError as error:
+        api.stop()
+        raise click.ClickException(f"cannot listen on {config.http.host}:{config.http.port} "
+                                   f"(http.host, http.port): {error.strerror or error}") from None  # fmt: skip
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    # the model is loaded and synced here, as the scorer's loop does between batches; a store
+    # outage leaves the API checking with the last model (ModelState logs it)
+    while not stop.is_set():
+        state.refresh()
+        stop.wait(REFRESH_SECONDS)
+    log.info("stopping the http api")
+    api.stop()
+    engine.dispose()
+    log.info("stopped", exit_status=0)
+
+
+@click.group(name="http")
+def http_group() -> None:
+    """Credentials of the HTTP API: hashes for [http] users and [http] tokens."""
+
+
+@http_group.command(name="hash-password")
+@click.option("--scheme", type=click.Choice(SCHEMES), default="scrypt", show_default=True)
+def hash_password(scheme: str) -> None:
+    """Read a password (prompted, or the first line of stdin) and print its salted hash, for
+    `[http] users = {NAME = "HASH"}`."""
+    if sys.stdin.isatty():
+        secret = click.prompt("password", hide_input=True, confirmation_prompt=True, err=True)
+    else:
+        secret = sys.stdin.readline().rstrip("\r\n")
+    if not secret:
+        raise click.ClickException("an empty password: nothing hashed")
+    click.echo(hash_secret(secret, scheme))
+
+
+@http_group.command(name="new-token")
+@click.argument("name")
+@click.option("--scheme", type=click.Choice(SCHEMES), default="scrypt", show_default=True)
+def new_token_command(name: str, scheme: str) -> None:
+    """Make an API token for analyst NAME: prints the token (give it to the analyst; it is shown
+    only now) and the line for `[http] tokens`."""
+    if not name or ":" in name or "\x00" in name:
+        raise click.ClickException("an analyst name is 1–200 characters without ':'")
+    token = new_token(name)
+    click.echo(f"token: {token}")
+    click.echo(f'[http] tokens: "{name}" = "{hash_secret(token, scheme)}"')

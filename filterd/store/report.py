@@ -1,0 +1,95 @@
+"""A model's summary as the store holds it: what `filterd model stats` prints and the HTTP API's
+`GET /v1/model` answers (drift aside: `filterd.store.drift`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypedDict
+
+from sqlalchemy import Engine, func, select
+
+from filterd.bayes.statistics import not_ready
+from filterd.store.learning import UnknownModel, spec_from_json
+from filterd.store.schema import (
+    ClassStats,
+    FeedbackLedger,
+    Holdout,
+    ModelRow,
+    Threshold,
+    TokenStats,
+)
+
+
+class ClassReport(TypedDict):
+    label: str
+    docs: int
+    tokens: int
+
+
+class ThresholdReport(TypedDict):
+    version: int
+    tau: float
+    target_class: str
+    target_recall: float
+    created_at: datetime
+    source: str | None  # holdout | prequential | adaptive; None: not recorded
+    level: float | None  # adaptive: the miss level τ was chosen for
+
+
+class ModelReport(TypedDict):
+    """What `filterd model stats` shows of a model, drift aside (its JSON output, in order)."""
+
+    model: str
+    spec: str
+    variant: str
+    params: dict[str, Any]
+    selection: str
+    set_of_words: bool
+    created_at: datetime
+    seq: int
+    classes: list[ClassReport]
+    distinct_tokens: int
+    holdout: int
+    ledger: int
+    last_learn: datetime | None
+    ready: bool
+    not_ready: str | None
+    threshold: ThresholdReport | None
+
+
+def model_report(engine: Engine, name: str, min_docs: int) -> ModelReport:
+    """What the store says of model `name`: its spec, classes, counts, the newest threshold
+    version, and whether every class has `min_docs` learned documents. UnknownModel if there is
+    no such model."""
+    with engine.connect() as conn:
+        row = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
+        if row is None:
+            raise UnknownModel(f"no model named {name!r} in the store")
+        classes = conn.execute(select(ClassStats.label, ClassStats.docs, ClassStats.tokens)
+                               .where(ClassStats.model_id == row.id).order_by(ClassStats.class_id)).all()  # fmt: skip
+
+        def count(table: type[Holdout | FeedbackLedger]) -> int:
+            return conn.execute(select(func.count()).select_from(table)
+                                .where(table.model_id == row.id)).scalar_one()  # fmt: skip
+
+        distinct = conn.execute(select(func.count(func.distinct(TokenStats.token_key)))
+                                .where(TokenStats.model_id == row.id, TokenStats.doc_freq > 0)).scalar_one()  # fmt: skip
+        last = conn.execute(
+            select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == row.id)
+        ).scalar()
+        threshold = conn.execute(select(Threshold.__table__).where(Threshold.model_id == row.id)
+                                 .order_by(Threshold.version.desc()).limit(1)).one_or_none()  # fmt: skip
+        reason = not_ready([c.label for c in classes], [c.docs for c in classes], min_docs)
+        spec = spec_from_json(row.spec)
+        return {
+            "model": name, "spec": str(spec), "variant": spec.variant, "params": dict(spec.params),
+            "selection": str(spec.selection), "set_of_words": spec.set_of_words,
+            "created_at": row.created_at, "seq": row.seq,
+            "classes": [{"label": c.label, "docs": c.docs, "tokens": c.tokens} for c in classes],
+            "distinct_tokens": distinct, "holdout": count(Holdout), "ledger": count(FeedbackLedger),
+            "last_learn": last, "ready": reason is None, "not_ready": reason,
+            "threshold": None if threshold is None else {
+                "version": threshold.version, "tau": threshold.tau, "target_class": threshold.target_class,
+                "target_recall": threshold.target_recall, "created_at": threshold.created_at,
+                "source": threshold.source, "level": threshold.level},
+        }  # fmt: skip

@@ -1,0 +1,219 @@
+"""The HTTP API's request and response bodies, as msgspec structs: requests decode and validate
+with them, responses encode from them, and the OpenAPI document (`filterd.web.openapi`) is
+generated from them with the record types of `schemas/` (`filterd.service.records`).
+
+Messages and decisions are the public records themselves (`Message`, `Decision`): a message
+checked over HTTP is validated exactly as one read from the messages topic.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from filterd.service.records import WITHOUT_NUL, Content, Decision, Id, Label, Message
+
+CHECK_BATCH = 100  # messages per POST /v1/check, at most: a check is synchronous
+REVIEW_LIMIT = 500  # items per GET /v1/review, at most
+
+CheckRequest = (
+    Message | Annotated[list[Message], msgspec.Meta(min_length=1, max_length=CHECK_BATCH)]
+)
+"""POST /v1/check: one message, or a list of up to CHECK_BATCH."""
+
+
+class CheckResponse(msgspec.Struct, kw_only=True):
+    """The decisions on the messages checked, in their order. Their `source_topic` is "http",
+    `offset` the message's position in the request (from 0); nothing is learned or queued."""
+
+    decisions: list[Decision]
+    not_ready: str | None = None  # why the decisions say "unknown", if they do
+
+
+class FeedbackRequest(Content, kw_only=True):
+    """POST /v1/feedback: a label for a message, by id, optionally with the message's fields.
+    The analyst is the credential's name; an `analyst` or `source` in the body is ignored."""
+
+    message_id: Id
+    label: Label
+    comment: (
+        Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL,
+                                    description="The analyst's note, kept on the audit trail.")]
+        | None
+    ) = None  # fmt: skip
+
+
+class FeedbackAccepted(msgspec.Struct, kw_only=True):
+    """The label was acknowledged by the broker on the feedback topic; the learner applies it
+    (`GET /v1/decisions/{id}` shows it on the audit trail once it has)."""
+
+    message_id: str
+    label: str
+    analyst: str
+    topic: str
+
+
+class ReviewItem(msgspec.Struct, kw_only=True):
+    """A decision queued for review (`filterd review show`), its tokens counted."""
+
+    id: int
+    message_id: str
+    reason: str  # band | random
+    label: str  # the decision's
+    score: float
+    threshold: float
+    distance: float  # |score − threshold|: the smaller, the more a label teaches
+    model_version: int
+    threshold_version: int | None
+    subject: str | None
+    excerpt: str | None
+    sender: str | None
+    attributes: dict[str, Any] | None
+    explanation: list[tuple[str, float]]
+    truncated: bool
+    queued_at: datetime
+    token_count: int
+    labelled: str | None  # the label learned since, if any
+
+
+class ReviewPage(msgspec.Struct, kw_only=True):
+    """GET /v1/review: queued items, most informative first (or newest first)."""
+
+    items: list[ReviewItem]
+
+
+class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """GET /v1/review's query parameters."""
+
+    label: Label | None = None
+    reason: Literal["band", "random"] | None = None
+    min_score: float | None = None
+    max_score: float | None = None
+    include_labelled: bool = False
+    order: Literal["closest", "newest"] = "closest"
+    limit: Annotated[int, msgspec.Meta(ge=1, le=REVIEW_LIMIT)] = 50
+
+
+class Provenance(msgspec.Struct, kw_only=True):
+    """Where a decided message was read, as the scorer recorded it (kept for
+    `feedback.resolve_ttl`)."""
+
+    source_topic: str
+    partition: int
+    offset: int
+
+
+class LabelEvent(msgspec.Struct, kw_only=True):
+    """One event of the audit trail (`filterd feedback log`)."""
+
+    label: str
+    previous_label: str | None
+    outcome: str
+    source: str
+    analyst: str | None
+    comment: str | None
+    applied_at: datetime | None
+
+
+class DecisionInfo(msgspec.Struct, kw_only=True):
+    """GET /v1/decisions/{id}: what the store knows of a message's decision: where it was read,
+    its review items (the decision as queued), and its labels (the audit trail, newest first)."""
+
+    message_id: str
+    provenance: Provenance | None
+    review: list[ReviewItem]
+    labels: list[LabelEvent]
+
+
+class ClassCount(msgspec.Struct, kw_only=True):
+    label: str
+    docs: int
+    tokens: int
+
+
+class ThresholdInfo(msgspec.Struct, kw_only=True):
+    """One threshold version (`filterd.store.thresholds`)."""
+
+    version: int
+    target_class: str
+    target_recall: float
+    tau: float
+    auc: float | None
+    recall: float | None
+    specificity: float | None
+    n_pos: int
+    n_neg: int
+    source: str | None
+    level: float | None
+    forced: bool
+    created_by: str
+    created_at: datetime
+
+
+class DeliveredInfo(msgspec.Struct, kw_only=True):
+    """What the thresholds in force delivered on feedback scored before it was learned."""
+
+    n_pos: int
+    caught: int
+    n_neg: int
+    passed: int
+    recall: float | None
+    specificity: float | None
+
+
+class DriftInfo(msgspec.Struct, kw_only=True):
+    """The rolling figures of the last `drift.window` feedback records scored before learning."""
+
+    n: int
+    auc: float | None
+    recall: float | None
+    specificity: float | None
+    tau: float
+    delivered: DeliveredInfo
+    in_force: DeliveredInfo
+    in_force_since: datetime | None
+
+
+class Scoring(msgspec.Struct, kw_only=True):
+    """The model and threshold POST /v1/check decides with, in this process."""
+
+    loaded: bool
+    model_version: int | None
+    threshold_version: int | None
+    tau: float
+    target_recall: float
+
+
+class ModelInfo(msgspec.Struct, kw_only=True):
+    """GET /v1/model: readiness, counts per class, the threshold in force and its history, and
+    what the thresholds delivered (`filterd model stats`)."""
+
+    model: str
+    spec: str
+    seq: int
+    ready: bool
+    not_ready: str | None
+    classes: list[ClassCount]
+    distinct_tokens: int
+    ledger: int
+    holdout: int
+    last_learn: datetime | None
+    target_class: str
+    threshold: ThresholdInfo | None  # the version in force for the target class
+    thresholds: list[ThresholdInfo]  # the newest versions, newest first
+    drift: DriftInfo
+    scoring: Scoring
+
+
+class ApiError(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Every 4xx and 5xx answer: what is wrong, and the field of the request it is about
+    ("$.messages[0].id" style paths of the body, or the query parameter's name)."""
+
+    error: str
+    field: str | None = None
+
+
+RESPONSES: tuple[type[msgspec.Struct], ...] = (CheckResponse, FeedbackAccepted, ReviewPage,
+                                               DecisionInfo, ModelInfo, ApiError)  # fmt: skip

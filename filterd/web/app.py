@@ -1,0 +1,168 @@
+"""The HTTP API as a Starlette ASGI app: `create_app(context)`.
+
+    POST /v1/check             decide on messages (filterd.web.check)
+    POST /v1/feedback          send a label as the authenticated analyst (filterd.web.feedback)
+    GET  /v1/decisions/{id}    GET /v1/review    GET /v1/model     (filterd.web.reads)
+    GET  /v1/openapi.json      the OpenAPI document (filterd.web.openapi), without credentials
+
+Every endpoint but the OpenAPI document requires a credential (`filterd.web.auth`): 401
+otherwise. Every error is JSON naming the field it is about (`filterd.web.errors`); bad input
+is a 4xx, never a 500; a store that cannot be reached is a 503. The handlers' work (hashing,
+scoring, SQL) runs in Starlette's thread pool, off the event loop. Each request is logged with
+its method, path, status, duration and analyst — never a header, a body or a query string.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.typing import FilteringBoundLogger
+
+from filterd.store.database import error_detail
+from filterd.store.learning import UnknownModel
+from filterd.web import check, feedback, openapi, reads
+from filterd.web.auth import REALM
+from filterd.web.context import WebContext
+from filterd.web.errors import Problem, json_response, problem_response
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(context: WebContext) -> Starlette:
+    """The API's app over `context`."""
+    max_bytes = context.config.limits.max_bytes
+
+    async def analyst_of(request: Request) -> str:
+        """The authenticated analyst, or a 401 Problem (hashing runs off the event loop)."""
+        header = request.headers.get("authorization")
+        analyst = await run_in_threadpool(context.auth.identify, header)
+        if analyst is None:
+            raise Problem(401, "authentication required: an API token (Bearer) or a user's "
+                               "password (Basic)", headers={"WWW-Authenticate": REALM})  # fmt: skip
+        request.state.analyst = analyst  # for the request log
+        return analyst
+
+    async def post_check(request: Request) -> Response:
+        await analyst_of(request)
+        body = await read_body(request, max_bytes)
+        return json_response(await run_in_threadpool(check.check, context, body))
+
+    async def post_feedback(request: Request) -> Response:
+        analyst = await analyst_of(request)
+        body = await read_body(request, max_bytes)
+        sent = await run_in_threadpool(feedback.send_feedback, context, body, analyst)
+        return json_response(sent, 202)
+
+    async def get_decision(request: Request) -> Response:
+        await analyst_of(request)
+        message_id = str(request.path_params["id"])
+        return json_response(await run_in_threadpool(reads.decision_info, context, message_id))
+
+    async def get_review(request: Request) -> Response:
+        await analyst_of(request)
+        query = reads.review_query(request.query_params)
+        return json_response(await run_in_threadpool(reads.review_page, context, query))
+
+    async def get_model(request: Request) -> Response:
+        await analyst_of(request)
+        return json_response(await run_in_threadpool(reads.model_info, context))
+
+    async def get_openapi(_request: Request) -> Response:
+        return Response(msgspec.json.encode(openapi.document()), media_type="application/json")
+
+    routes = [
+        Route("/v1/check", post_check, methods=["POST"]),
+        Route("/v1/feedback", post_feedback, methods=["POST"]),
+        Route("/v1/decisions/{id:path}", get_decision, methods=["GET"]),
+        Route("/v1/review", get_review, methods=["GET"]),
+        Route("/v1/model", get_model, methods=["GET"]),
+        Route("/v1/openapi.json", get_openapi, methods=["GET"]),
+    ]
+    log = context.log
+
+    async def on_problem(_request: Request, error: Exception) -> Response:
+        assert isinstance(error, Problem)
+        return problem_response(error)
+
+    async def on_http(_request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)  # Starlette's: an unknown path, a wrong method
+        return problem_response(
+            Problem(error.status_code, error.detail, None, dict(error.headers or {}))
+        )
+
+    async def on_store(_request: Request, error: Exception) -> Response:
+        if isinstance(error, UnknownModel):  # `filterd serve` before the daemon created it
+            return problem_response(Problem(503, str(error)))
+        assert isinstance(error, SQLAlchemyError)
+        detail = error_detail(error)
+        log.warning("http: store unavailable", error=detail)
+        return problem_response(Problem(503, f"the store is not available: {detail}"))
+
+    async def on_error(_request: Request, error: Exception) -> Response:
+        # a fault of filterd's, not of the request: logged with its traceback, answered as JSON
+        log.error("http: request failed", error=repr(error), exc_info=error)
+        return problem_response(Problem(500, "internal error (logged)"))
+
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        Problem: on_problem, HTTPException: on_http, SQLAlchemyError: on_store,
+        UnknownModel: on_store, Exception: on_error,
+    }  # fmt: skip
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.add_middleware(RequestLog, log=log)
+    return app
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, or a 413 Problem as soon as it exceeds `limit` bytes (a declared
+    Content-Length over it is refused before reading)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Problem(413, f"the body of {declared} bytes exceeds limits.max_bytes ({limit})")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, f"the body exceeds limits.max_bytes ({limit})")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class RequestLog:
+    """ASGI middleware: one log line per request ("http request"): method, path, status,
+    milliseconds, and the analyst once authenticated. Nothing else of the request: headers
+    carry credentials, bodies and query strings carry message content."""
+
+    def __init__(self, app: ASGIApp, log: FilteringBoundLogger) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # if the app fails before answering
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            state = scope.get("state") or {}
+            self.log.info("http request", method=scope["method"], path=scope["path"], status=status,
+                          ms=round(1000 * (time.perf_counter() - started), 1),
+                          analyst=state.get("analyst"))  # fmt: skip

@@ -1,0 +1,90 @@
+"""Who is calling: the analyst an `Authorization` header names, checked against the hashes of
+`[http] tokens` and `[http] users` (`filterd.service.passwords`).
+
+    Authorization: Bearer NAME.SECRET          an API token (`filterd http new-token NAME`)
+    Authorization: Basic base64(NAME:PASSWORD) a password (`filterd http hash-password`)
+
+The name is the analyst identity the API puts on labels; a token carries its name before its
+last ".", so a request costs one slow hash, not one per analyst. A slow hash per request would
+cost ~50 ms of CPU, so a verified header is remembered (`CACHE_SIZE` of them), keyed by a keyed
+hash with a per-process random key: the cache holds no secret, and a header that fails is never
+remembered. A failure says nothing of which part was wrong.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+import threading
+from collections.abc import Mapping
+
+from filterd.service.passwords import Hashed, parse_hash, verify
+
+CACHE_SIZE = 1024
+REALM = 'Basic realm="filterd", charset="UTF-8"'
+
+
+class Authenticator:
+    """Checks `Authorization` headers against configured hashes (name → `scheme$…` string)."""
+
+    def __init__(self, tokens: Mapping[str, str], users: Mapping[str, str]) -> None:
+        self._tokens: dict[str, Hashed] = {name: parse_hash(h) for name, h in tokens.items()}
+        self._users: dict[str, Hashed] = {name: parse_hash(h) for name, h in users.items()}
+        self._key = secrets.token_bytes(32)
+        self._verified: dict[bytes, str] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def configured(self) -> bool:
+        """Whether any credential is configured (else every request is refused)."""
+        return bool(self._tokens or self._users)
+
+    def identify(self, authorization: str | None) -> str | None:
+        """The analyst the header authenticates, None if it does not (absent, malformed, an
+        unknown name or a wrong secret)."""
+        if not authorization:
+            return None
+        digest = hashlib.blake2b(
+            authorization.encode("utf-8", "surrogatepass"), key=self._key
+        ).digest()
+        with self._lock:
+            known = self._verified.get(digest)
+        if known is not None:
+            return known
+        analyst = self._check(authorization)
+        if analyst is not None:
+            with self._lock:
+                if len(self._verified) >= CACHE_SIZE:
+                    self._verified.clear()  # simple and bounded: the next requests verify again
+                self._verified[digest] = analyst
+        return analyst
+
+    def _check(self, authorization: str) -> str | None:
+        scheme, _, credential = authorization.strip().partition(" ")
+        credential = credential.strip()
+        if scheme.lower() == "bearer":
+            name, dot, _ = credential.rpartition(".")
+            hashed = self._tokens.get(name) if dot else None
+            return name if hashed is not None and verify(credential, hashed) else None
+        if scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+            name, colon, password = decoded.partition(":")
+            hashed = self._users.get(name) if colon else None
+            return name if hashed is not None and verify(password, hashed) else None
+        return None
+
+
+def new_token(name: str) -> str:
+    """A new API token for analyst `name`: NAME.SECRET, 32 random bytes in URL-safe base64
+    (which has no ".", so the name is what comes before the last one).
+
+    >>> token = new_token("dana")
+    >>> token.startswith("dana.") and len(token) == len("dana.") + 43
+    True
+    """
+    return f"{name}.{secrets.token_urlsafe(32)}"

@@ -1,0 +1,48 @@
+"""POST /v1/check: decide on one message or a batch, synchronously, without learning.
+
+The body decodes as the scorer decodes a record of the messages topic: the same `Message` type,
+validated by msgspec; the request's size is bounded by `limits.max_bytes` before it is read
+(`filterd.web.app`). The messages are tokenized as the scorer does (`accepted_tokens`: a message
+the tokenizer cannot read at all is refused) and decided by the scorer's `Decider` with the
+threshold in force, so a message gets the score it would get on the messages topic. Nothing is
+published, queued for review or recorded.
+"""
+
+from __future__ import annotations
+
+from filterd.service.decide import Position, accepted_tokens
+from filterd.service.records import Message, RecordError
+from filterd.tokenize import Tokens
+from filterd.web.api import CheckRequest, CheckResponse
+from filterd.web.context import WebContext
+from filterd.web.errors import Problem, decode_body
+
+SOURCE_TOPIC = "http"  # the decisions' `source_topic`: the message came over HTTP
+
+
+def check(context: WebContext, body: bytes) -> CheckResponse:
+    """The decisions on the message(s) of `body`, in order, or a Problem: 400 not JSON, 422 a
+    field that does not validate or a message the tokenizer refuses, 503 no model loaded yet."""
+    messages, single = decode_messages(body)
+    scoring = context.scoring
+    # read once: the scorer's thread may replace either meanwhile, and a decision must use one
+    decider, threshold = scoring.decider, scoring.threshold
+    if decider is None:
+        raise Problem(503, "no model loaded from the store yet: try again shortly")
+    tokens: list[Tokens] = []
+    for i, message in enumerate(messages):
+        try:
+            tokens.append(accepted_tokens(context.tokenizer, message.id, message))
+        except RecordError as error:
+            raise Problem(422, f"{error.reason}: {error}", "$" if single else f"$[{i}]") from None
+    where = [Position(i, SOURCE_TOPIC) for i in range(len(messages))]
+    decisions = decider.decide(messages, threshold, tokens, sources=where)
+    return CheckResponse(decisions=decisions, not_ready=decider.not_ready)
+
+
+def decode_messages(body: bytes) -> tuple[list[Message], bool]:
+    """The messages of a check's body, and whether it was a single one (not a list)."""
+    decoded: Message | list[Message] = decode_body(body, CheckRequest)
+    if isinstance(decoded, Message):
+        return [decoded], True
+    return decoded, False

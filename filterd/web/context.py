@@ -1,0 +1,63 @@
+"""What the HTTP API's handlers share: the configuration, the store, the model they check with,
+the feedback topic's publisher and the authenticator (`WebContext`).
+
+The model is the scorer's own in `filterd run` (`filterd.daemon.model_state.ModelState`, which
+the daemon keeps synced), or one of `filterd serve`'s, synced the same way: the API reads it
+through the `Scoring` protocol and never writes it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import Engine
+from structlog.typing import FilteringBoundLogger
+
+from filterd.kafka.publisher import Publishing
+from filterd.service.config import Config
+from filterd.service.decide import Decider, ThresholdSetting
+from filterd.tokenize import Tokenizer
+from filterd.web.auth import Authenticator
+
+
+class Scoring(Protocol):
+    """The model POST /v1/check decides with: `ModelState`'s decider (None until loaded) and
+    the threshold version in force."""
+
+    decider: Decider | None
+    threshold: ThresholdSetting
+
+
+class LabelSender:
+    """Publishes feedback records one at a time, each acknowledged by the broker before
+    `send` returns (PublishError otherwise). Handlers run in a thread pool: the publisher,
+    which collects records between flushes, is used by one of them at a time."""
+
+    def __init__(self, publisher: Publishing) -> None:
+        self.publisher = publisher
+        self._lock = threading.Lock()
+
+    def send(self, topic: str, key: str, value: bytes) -> None:
+        with self._lock:
+            self.publisher.send(topic, key, value)
+            self.publisher.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self.publisher.close()
+
+
+@dataclass
+class WebContext:
+    """Everything a handler needs. `tokenizer` is the API's own (configured like the scorer's),
+    so that checks never share a tokenizer with the scorer's thread."""
+
+    config: Config
+    engine: Engine
+    scoring: Scoring
+    tokenizer: Tokenizer
+    labels: LabelSender
+    auth: Authenticator
+    log: FilteringBoundLogger

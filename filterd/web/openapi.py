@@ -1,0 +1,83 @@
+"""The OpenAPI 3.1 document of the HTTP API (GET /v1/openapi.json), generated.
+
+Every body and parameter schema comes from the msgspec types the API decodes and encodes with
+(`filterd.web.api`, which uses the records of `filterd.service.records`, the source of
+`schemas/`), through `msgspec.json.schema_components`: the document cannot drift from the code.
+Only the list of operations is written here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import msgspec
+
+from filterd import __version__
+from filterd.web import api
+
+REF = "#/components/schemas/{name}"
+SECURED: list[dict[str, list[str]]] = [{"token": []}, {"basic": []}]
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+@cache
+def document() -> dict[str, Any]:
+    """The API's OpenAPI document (made once: it depends on the code alone)."""
+    kinds: list[Any] = [api.CheckRequest, api.FeedbackRequest, api.ReviewQuery, *api.RESPONSES]
+    schemas, components = msgspec.json.schema_components(kinds, ref_template=REF)
+    check_in, feedback_in, _query, *out = schemas  # the query's schema: its component, below
+    of = dict(zip(api.RESPONSES, out))
+    error = _json(of[api.ApiError])
+
+    def answers(ok: type[msgspec.Struct], status: str, *errors: str) -> dict[str, Any]:
+        described = {"400": "not JSON", "401": "no credential, or a wrong one",
+                     "404": "not known", "413": "the body exceeds limits.max_bytes",
+                     "422": "a field that does not validate: `field` names it",
+                     "503": "the store, the broker or the model is not available"}  # fmt: skip
+        return {status: {"description": "success", **_json(of[ok])},
+                **{e: {"description": described[e], **error} for e in ("401", *errors)}}  # fmt: skip
+
+    parameters = [
+        {"name": name, "in": "query", "required": False, "schema": schema}
+        for name, schema in components["ReviewQuery"]["properties"].items()
+    ]
+    del components["ReviewQuery"]  # described by the parameters it makes
+    paths = {
+        "/v1/check": {"post": {
+            "summary": "Decide on one message or up to 100, without learning",
+            "requestBody": {"required": True, **_json(check_in)},
+            "responses": answers(api.CheckResponse, "200", "400", "413", "422", "503")}},
+        "/v1/feedback": {"post": {
+            "summary": "Send a label to the feedback topic, as the authenticated analyst",
+            "requestBody": {"required": True, **_json(feedback_in)},
+            "responses": answers(api.FeedbackAccepted, "202", "400", "413", "422", "503")}},
+        "/v1/decisions/{id}": {"get": {
+            "summary": "What the store knows of a message's decision: provenance, review, labels",
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": answers(api.DecisionInfo, "200", "404", "503")}},
+        "/v1/review": {"get": {
+            "summary": "The review queue, most informative first",
+            "parameters": parameters,
+            "responses": answers(api.ReviewPage, "200", "422", "503")}},
+        "/v1/model": {"get": {
+            "summary": "Readiness, classes, thresholds, drift and delivered recall",
+            "responses": answers(api.ModelInfo, "200", "503")}},
+    }  # fmt: skip
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "filterd HTTP API", "version": __version__},
+        "paths": paths,
+        "security": SECURED,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "token": {"type": "http", "scheme": "bearer",
+                          "description": "An API token NAME.SECRET (`filterd http new-token NAME`)"},
+                "basic": {"type": "http", "scheme": "basic"},
+            },
+        },
+    }  # fmt: skip

@@ -1,0 +1,129 @@
+"""The API's reads of the store: GET /v1/review, /v1/decisions/{id} and /v1/model.
+
+Each is what a command prints, as JSON: `filterd review list` (the queue, most informative
+first), `filterd review show` and `filterd feedback log --message` (one message's review items
+and labels, with where the scorer read it), `filterd model stats` (readiness, classes, the
+threshold in force and its history, drift and what the thresholds delivered). They read the
+store only; store errors become 503 in `filterd.web.app`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from filterd.store.audit import read_events
+from filterd.store.decided import where_decided
+from filterd.store.drift import Delivered, drift_report
+from filterd.store.learning import find_model_id
+from filterd.store.report import model_report
+from filterd.store.review import ReviewEntry, list_items
+from filterd.store.thresholds import ThresholdVersion, threshold_history
+from filterd.web.api import (
+    ClassCount,
+    DecisionInfo,
+    DeliveredInfo,
+    DriftInfo,
+    LabelEvent,
+    ModelInfo,
+    Provenance,
+    ReviewItem,
+    ReviewPage,
+    ReviewQuery,
+    Scoring,
+    ThresholdInfo,
+)
+from filterd.web.context import WebContext
+from filterd.web.errors import Problem, invalid
+
+HISTORY = 20  # threshold versions in GET /v1/model
+EVENTS = 100  # label events in GET /v1/decisions/{id}
+
+
+def review_query(params: Mapping[str, str]) -> ReviewQuery:
+    """The query string as a ReviewQuery, or a 422 Problem naming the parameter."""
+    try:
+        return msgspec.convert(dict(params), ReviewQuery, strict=False)
+    except msgspec.ValidationError as error:
+        problem = invalid(error)
+        # "$.limit" → "limit": a query parameter is named as it is written
+        problem.field = problem.field.removeprefix("$.") if problem.field else None
+        raise problem from None
+
+
+def review_page(context: WebContext, query: ReviewQuery) -> ReviewPage:
+    """The review queue of the configured model as `query` filters and orders it."""
+    entries = list_items(context.engine, context.config.model.name, limit=query.limit,
+                         reason=query.reason, include_labelled=query.include_labelled,
+                         order=query.order, label=query.label, min_score=query.min_score,
+                         max_score=query.max_score)  # fmt: skip
+    return ReviewPage(items=[review_item(e) for e in entries])
+
+
+def review_item(entry: ReviewEntry) -> ReviewItem:
+    values = {k: v for k, v in vars(entry).items() if k != "tokens"}
+    return ReviewItem(**values, distance=entry.distance)
+
+
+def decision_info(context: WebContext, message_id: str) -> DecisionInfo:
+    """What the store knows of message `message_id`'s decision; a 404 Problem if nothing."""
+    config = context.config
+    name = config.model.name
+    with context.engine.connect() as conn:
+        coordinates = where_decided(conn, find_model_id(conn, name), [message_id]).get(message_id)
+    items = list_items(context.engine, name, limit=None, include_labelled=True,
+                       order="newest", message_id=message_id)  # fmt: skip
+    events = list(read_events(context.engine, name, message_id=message_id, limit=EVENTS))
+    if coordinates is None and not items and not events:
+        raise Problem(404, f"no decision on message {message_id!r} is known to the store "
+                           "(none recorded, or pruned after feedback.resolve_ttl)", "id")  # fmt: skip
+    provenance = None
+    if coordinates is not None:
+        partition, offset = coordinates
+        provenance = Provenance(source_topic=config.topics.messages, partition=partition,
+                                offset=offset)  # fmt: skip
+    labels = [LabelEvent(label=e.label, previous_label=e.previous_label, outcome=e.outcome,
+                         source=e.source, analyst=e.analyst, comment=e.comment,
+                         applied_at=e.applied_at) for e in events]  # fmt: skip
+    return DecisionInfo(message_id=message_id, provenance=provenance,
+                        review=[review_item(e) for e in items], labels=labels)  # fmt: skip
+
+
+def model_info(context: WebContext) -> ModelInfo:
+    """The configured model's summary, its threshold history, drift, and the model this process
+    checks with."""
+    config = context.config
+    name, target = config.model.name, config.decision.target_class
+    report = model_report(context.engine, name, config.model.min_docs)
+    history = [threshold_info(v) for v in threshold_history(context.engine, name, HISTORY)]
+    in_force = next((v for v in history if v.target_class == target), None)
+    drift = drift_report(context.engine, name, target, config.drift.window)
+    scoring = context.scoring
+    decider, threshold = scoring.decider, scoring.threshold
+    return ModelInfo(
+        model=name, spec=report["spec"], seq=report["seq"], ready=report["ready"],
+        not_ready=report["not_ready"], classes=[ClassCount(**c) for c in report["classes"]],
+        distinct_tokens=report["distinct_tokens"], ledger=report["ledger"],
+        holdout=report["holdout"], last_learn=report["last_learn"], target_class=target,
+        threshold=in_force, thresholds=history,
+        drift=DriftInfo(n=drift.n, auc=drift.auc, recall=drift.recall,
+                        specificity=drift.specificity, tau=drift.tau,
+                        delivered=delivered_info(drift.delivered),
+                        in_force=delivered_info(drift.in_force),
+                        in_force_since=drift.in_force_since),
+        scoring=Scoring(loaded=decider is not None,
+                        model_version=None if decider is None else decider.model_version,
+                        threshold_version=threshold.version, tau=threshold.tau,
+                        target_recall=threshold.target_recall),
+    )  # fmt: skip
+
+
+def threshold_info(version: ThresholdVersion) -> ThresholdInfo:
+    fields: dict[str, Any] = {f: getattr(version, f) for f in ThresholdInfo.__struct_fields__}
+    return ThresholdInfo(**fields)
+
+
+def delivered_info(delivered: Delivered) -> DeliveredInfo:
+    return DeliveredInfo(**delivered.as_dict())

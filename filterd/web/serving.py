@@ -1,0 +1,55 @@
+"""The HTTP API of one process, wired: `Api(config, engine, scoring, tokenizer, log).start()`.
+
+`filterd run` (with `[http] enabled`) hands it the scorer's model; `filterd serve` one it keeps
+synced itself. Both listen on `http.host:http.port` and publish labels with a publisher of
+their own (`LabelSender`), closed at `stop()`.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from sqlalchemy import Engine
+from structlog.typing import FilteringBoundLogger
+
+from filterd.kafka.publisher import Publisher
+from filterd.service.config import Config
+from filterd.tokenize import Tokenizer
+from filterd.web.app import create_app
+from filterd.web.auth import Authenticator
+from filterd.web.context import LabelSender, Scoring, WebContext
+from filterd.web.server import HttpServer
+
+PUBLISH_SECONDS = 10.0  # a label the brokers have not acknowledged by then is a 503
+
+
+class Api:
+    """The API's server and its feedback publisher."""
+
+    def __init__(self, config: Config, engine: Engine, scoring: Scoring, tokenizer: Tokenizer,
+                 log: FilteringBoundLogger) -> None:  # fmt: skip
+        http = config.http
+        self.log = log
+        auth = Authenticator(http.tokens, http.users)
+        labels = LabelSender(Publisher(config.kafka, timeout=PUBLISH_SECONDS))
+        self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log)
+        self.server = HttpServer(create_app(self.context), http.host, http.port)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def start(self) -> Self:
+        """Listen (OSError if the address cannot be bound)."""
+        self.server.start()
+        auth = self.context.auth
+        self.log.info("http api listening", host=self.server.host, port=self.server.port,
+                      credentials=auth.configured)  # fmt: skip
+        if not auth.configured:
+            self.log.warning("http api: no credentials in [http] tokens or users: every request "
+                             "but /v1/openapi.json is refused (401)")  # fmt: skip
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+        self.context.labels.close()

@@ -1,0 +1,89 @@
+"""The HTTP API's tests: the real app served by uvicorn on a free port, called over HTTP.
+
+api = serve(config, kafka_config)         # an `Api` over a learned SQLite store, listening
+status, body, headers = call(api.port, "POST", "/v1/check", {...}, auth=BASIC)
+"""
+
+import base64
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from filterd.bayes.model import ModelSpec
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import load
+from filterd.store.database import connect, upgrade
+from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.tokenize import Tokenizer
+
+# the daemon's fixtures: `filterd run` as a child process (`start_daemon`), a SQLite URL
+from tests.daemon.conftest import sqlite_url, start_daemon  # noqa: F401
+
+PASSWORD = "correct horse battery staple"
+# cheap hashes: the tests verify them often (the scheme's parameters are the operator's choice)
+ROUNDS = 1000
+
+
+def learned_store(url: str) -> None:
+    """A store whose model "default" (MNB) learned 200 synthetic messages (seed 1), none held
+    out: decisions with real scores."""
+    upgrade(url)
+    engine = connect(url)
+    create_model(engine, "default", ModelSpec("mnb"))
+    tokenize = Tokenizer()
+    train = generate(SynthConfig(n_messages=200, seed=1))
+    apply_feedback(engine, "default", [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+                   holdout_fraction=0)  # fmt: skip
+    engine.dispose()
+
+
+@pytest.fixture
+def learned_config(sqlite_url):  # noqa: F811 - the fixture imported above
+    """The configuration of a `learned_store` in this test's SQLite file."""
+    learned_store(sqlite_url)
+    overrides = {"database.url": sqlite_url, "model.variant": "mnb", "model.min_docs": 5}
+    return load(None, environ={}, overrides=overrides)
+
+
+def basic(name: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
+
+
+def call(port: int, method: str, path: str, body=None, auth: str | None = None,
+         raw: bytes | None = None) -> tuple[int, dict | list | None, dict]:  # fmt: skip
+    """(status, JSON body or None, headers) of one request to 127.0.0.1:`port`."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    if auth is not None:
+        request.add_header("Authorization", auth)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, text, headers = response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        status, text, headers = error.code, error.read(), dict(error.headers)
+    return status, json.loads(text) if text else None, headers
+
+
+@pytest.fixture
+def serve():
+    """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
+    started = []
+
+    def start(settings, engine, scoring):
+        import structlog
+
+        from filterd.daemon.model_state import tokenizer_of
+        from filterd.web.serving import Api
+
+        api = Api(
+            settings, engine, scoring, tokenizer_of(settings), structlog.get_logger("test")
+        ).start()
+        started.append(api)
+        return api
+
+    yield start
+    for api in started:
+        api.stop()

@@ -1,0 +1,174 @@
+"""The HTTP API served for real (uvicorn on a free port) over a learned SQLite store, called
+over HTTP: authentication, checks, bad input, the reads and the OpenAPI document."""
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import jsonschema
+import msgspec
+import pytest
+import structlog
+
+from filterd.daemon.model_state import ModelState
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.decide import decide_payloads
+from filterd.service.passwords import hash_secret
+from filterd.service.records import Decision, Message
+from filterd.service.review import queued_item
+from filterd.store.database import connect
+from filterd.store.decided import record_decided
+from filterd.store.learning import find_model_id
+from filterd.store.review import queue_items
+from filterd.web.api import CHECK_BATCH
+from tests.daemon.conftest import valid
+from tests.web.conftest import PASSWORD, ROUNDS, basic, call
+
+DANA = basic("dana", PASSWORD)
+# messages like those the store learned (filterd.evaluation.synth, seed 1): their words are known
+LEARNED = generate(SynthConfig(n_messages=200, seed=1))
+SPAMMY = next(r["text"] for r in LEARNED if r["label"] == "spam")
+SYNTH = [r for r in LEARNED if r["label"] == "ham"][:2] + [
+    r for r in LEARNED if r["label"] == "spam"
+][:2]
+PROTECTED = [("POST", "/v1/check"), ("POST", "/v1/feedback"), ("GET", "/v1/decisions/m1"),
+             ("GET", "/v1/review"), ("GET", "/v1/model")]  # fmt: skip
+
+
+@pytest.fixture
+def api(learned_config, serve):
+    """The API over `config`'s learned store, analyst dana with PASSWORD, a small body limit."""
+    users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
+    config = replace(learned_config, http=replace(learned_config.http, users=users),
+                     limits=replace(learned_config.limits, max_bytes=20_000))  # fmt: skip
+    engine = connect(config.database.url)
+    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+    state.refresh(force=True)
+    assert state.decider is not None and state.decider.not_ready is None
+    yield serve(config, engine, state)
+    engine.dispose()
+
+
+def conforms(port: int, name: str, value) -> None:
+    """`value` is valid against component `name` of the API's own OpenAPI document."""
+    _, document, _ = call(port, "GET", "/v1/openapi.json")
+    schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+    jsonschema.Draft202012Validator(schema).validate(value)
+
+
+def test_every_endpoint_that_reads_or_writes_needs_a_credential(api):
+    for method, path in PROTECTED:
+        for auth in (None, basic("dana", "wrong"), basic("mallory", PASSWORD), "Bearer dana.x"):
+            status, body, headers = call(api.port, method, path, {"id": "m1"}, auth=auth)
+            assert status == 401, (method, path, auth)
+            assert body["error"].startswith("authentication required")
+            assert headers["www-authenticate"].startswith("Basic")
+    status, document, _ = call(api.port, "GET", "/v1/openapi.json")
+    assert status == 200 and document["openapi"].startswith("3.1")
+
+
+def test_the_openapi_document_is_generated_from_the_record_types(api):
+    _, document, _ = call(api.port, "GET", "/v1/openapi.json")
+    components = document["components"]["schemas"]
+    for kind in (Message, Decision):
+        generated = msgspec.json.schema(kind, ref_template="#/components/schemas/{name}")
+        assert components[kind.__name__] == generated["$defs"][kind.__name__]
+    assert set(document["paths"]) == {"/v1/check", "/v1/feedback", "/v1/decisions/{id}",
+                                      "/v1/review", "/v1/model"}  # fmt: skip
+    review = document["paths"]["/v1/review"]["get"]["parameters"]
+    assert {p["name"] for p in review} >= {"label", "reason", "min_score", "max_score", "limit"}
+
+
+def test_a_check_decides_as_the_scorer_decides(api):
+    one = {"id": "c1", "text": SPAMMY}
+    status, body, _ = call(api.port, "POST", "/v1/check", one, auth=DANA)
+    assert status == 200 and body["not_ready"] is None
+    conforms(api.port, "CheckResponse", body)
+    (decision,) = body["decisions"]
+    valid("decision", msgspec.json.encode(decision))  # against schemas/decision.v1.json
+    assert decision["source_topic"] == "http" and decision["offset"] == 0
+
+    batch = [{"id": f"c{i}", "text": text} for i, text in enumerate([SPAMMY, SYNTH[0]["text"], ""])]
+    status, body, _ = call(api.port, "POST", "/v1/check", batch, auth=DANA)
+    assert status == 200 and [d["message_id"] for d in body["decisions"]] == ["c0", "c1", "c2"]
+    # the scorer's path on the same records, with the same model and threshold
+    context = api.context
+    expected = decide_payloads(context.scoring.decider, context.scoring.threshold,
+                               [msgspec.json.encode(m) for m in batch], 20_000)  # fmt: skip
+    assert [(d["label"], d["score"]) for d in body["decisions"]] == [
+        (d.label, d.score) for d in expected.decisions
+    ]
+    assert body["decisions"][0]["score"] == decision["score"] and decision["label"] == "spam"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "field"), [
+    ("POST", "/v1/check", b"{not json", 400, None),
+    ("POST", "/v1/check", b"\xff\xfe", 400, None),
+    ("POST", "/v1/check", b"{}", 422, "$.id"),
+    ("POST", "/v1/check", b'{"id": 5}', 422, "$.id"),
+    ("POST", "/v1/check", b'{"id": "a", "format": "pdf"}', 422, "$.format"),
+    ("POST", "/v1/check", b'[{"id": "a"}, {"text": "x"}]', 422, "$[1].id"),
+    ("POST", "/v1/check", b"[]", 422, None),
+    ("POST", "/v1/check", msgspec.json.encode([{"id": str(i)} for i in range(CHECK_BATCH + 1)]), 422, None),
+    ("POST", "/v1/check", b'{"id": "a", "text": "' + b"x" * 30_000 + b'"}', 413, None),
+    ("POST", "/v1/check", b"[" * 11_000 + b"]" * 11_000, 413, None),
+    ("POST", "/v1/check", b'{"id": "a", "attributes": ' + b'{"a": ' * 2000 + b"1" + b"}" * 2001, 400, None),
+    ("POST", "/v1/feedback", b'{"message_id": "m1"}', 422, "$.label"),
+    ("POST", "/v1/feedback", b'{"message_id": "m1", "label": "eggs"}', 422, "$.label"),
+    ("POST", "/v1/feedback", b'{"message_id": "", "label": "spam"}', 422, "$.message_id"),
+    ("GET", "/v1/review?limit=x", None, 422, "limit"),
+    ("GET", "/v1/review?limit=0", None, 422, "limit"),
+    ("GET", "/v1/review?reason=nearby", None, 422, "reason"),
+    ("GET", "/v1/review?colour=red", None, 422, "colour"),
+    ("GET", "/v1/decisions/never-seen", None, 404, "id"),
+    ("GET", "/v1/nowhere", None, 404, None),
+    ("DELETE", "/v1/model", None, 405, None),
+])  # fmt: skip
+def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, field):
+    got, answer, _ = call(api.port, method, path, auth=DANA, raw=body)
+    assert got == status, answer
+    conforms(api.port, "ApiError", answer)
+    assert answer.get("field") == field and answer["error"]
+
+
+def test_the_reads_answer_from_the_store(api):
+    config, engine = api.context.config, api.context.engine
+    decider, threshold = api.context.scoring.decider, api.context.scoring.threshold
+    texts = {f"q{i}": r["text"] for i, r in enumerate(SYNTH[:4], start=1)}
+    payloads = [msgspec.json.encode({"id": i, "text": t}) for i, t in texts.items()]
+    decided = decide_payloads(decider, threshold, payloads, 20_000)
+    items = [queued_item(m, d, t, "band", 100)
+             for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)]  # fmt: skip
+    with engine.begin() as conn:
+        model_id = find_model_id(conn, config.model.name)
+        queue_items(conn, model_id, items, datetime.now(UTC))
+        record_decided(conn, model_id, [("q1", 2, 17)], datetime.now(UTC))
+
+    status, page, _ = call(api.port, "GET", "/v1/review", auth=DANA)
+    assert status == 200 and {i["message_id"] for i in page["items"]} == set(texts)
+    conforms(api.port, "ReviewPage", page)
+    distances = [i["distance"] for i in page["items"]]
+    assert distances == sorted(distances)  # the most informative first
+    spam = {d.message_id for d in decided.decisions if d.label == "spam"}
+    _, page, _ = call(api.port, "GET", "/v1/review?label=spam", auth=DANA)
+    assert {i["message_id"] for i in page["items"]} == spam
+    low = min(d.score for d in decided.decisions)
+    _, page, _ = call(api.port, "GET", f"/v1/review?max_score={low}&limit=5", auth=DANA)
+    assert [i["score"] for i in page["items"]] == [low]
+
+    status, info, _ = call(api.port, "GET", "/v1/decisions/q1", auth=DANA)
+    assert status == 200
+    conforms(api.port, "DecisionInfo", info)
+    assert info["provenance"] == {
+        "source_topic": config.topics.messages,
+        "partition": 2,
+        "offset": 17,
+    }
+    assert info["review"][0]["score"] == decided.decisions[0].score and info["labels"] == []
+
+    status, model, _ = call(api.port, "GET", "/v1/model", auth=DANA)
+    assert status == 200
+    conforms(api.port, "ModelInfo", model)
+    assert model["ready"] and {c["label"] for c in model["classes"]} == {"ham", "spam"}
+    assert model["scoring"]["loaded"] and model["threshold"] is None and model["thresholds"] == []

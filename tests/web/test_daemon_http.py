@@ -1,0 +1,113 @@
+"""`filterd run` with `[http] enabled`, as a child process against the session's broker: a
+check over HTTP scores a message as the daemon scored it from the messages topic, and a label
+sent over HTTP reaches the feedback topic as the credential's analyst and is learned."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from sqlalchemy import select
+
+from filterd.demo.broker import free_port
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.passwords import hash_secret
+from filterd.store.database import connect
+from filterd.store.schema import FeedbackLedger, LabelEvent
+from tests.daemon.conftest import produce, read_all, valid
+from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
+
+
+def test_http_checks_like_kafka_and_its_labels_are_learned(sqlite_url, start_daemon, kafka_config, topics,
+                                                           monkeypatch, tmp_path):  # fmt: skip
+    learned_store(sqlite_url)
+    # the credential from the environment, as an operator keeps it
+    users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
+    monkeypatch.setenv("FILTERD_HTTP_USERS", users)
+    port = free_port()
+    daemon = start_daemon(sqlite_url, create_store=False, http={"enabled": True, "port": port},
+                          model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0})  # fmt: skip
+    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
+    assert "pbkdf2_sha256$" not in daemon.log()  # the hash is never logged
+
+    text = next(
+        r["text"] for r in generate(SynthConfig(n_messages=40, seed=3)) if r["label"] == "spam"
+    )
+    produce(kafka_config, topics["messages"], [json.dumps({"id": "h1", "text": text}).encode()])
+    (record,) = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1)
+    through_kafka = valid("decision", record.value)
+
+    auth = basic("dana", PASSWORD)
+    status, body, _ = call(port, "POST", "/v1/check", {"id": "h1", "text": text}, auth=auth)
+    assert status == 200, body
+    (through_http,) = body["decisions"]
+    valid("decision", json.dumps(through_http).encode())
+    assert through_http["score"] == through_kafka["score"] != 0.0
+    for key in ("label", "threshold", "model_version", "threshold_version", "explanation"):
+        assert through_http[key] == through_kafka[key], key
+
+    assert call(port, "POST", "/v1/feedback", {"message_id": "h1", "label": "spam"})[0] == 401
+    status, body, _ = call(port, "POST", "/v1/feedback",
+                           {"message_id": "h1", "label": "spam", "analyst": "mallory"}, auth=auth)  # fmt: skip
+    assert status == 202 and body["analyst"] == "dana", body
+    (sent,) = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 1)
+    label = valid("feedback", sent.value)
+    assert (label["message_id"], label["analyst"], label["source"]) == ("h1", "dana", "analyst")
+
+    engine = connect(sqlite_url)
+
+    def learned() -> bool:
+        with engine.connect() as conn:
+            return (
+                conn.execute(
+                    select(FeedbackLedger.label).where(FeedbackLedger.message_id == "h1")
+                ).scalar()
+                == "spam"
+            )
+
+    daemon.wait_for(learned, timeout=30, what="the label in the ledger")
+    with engine.connect() as conn:
+        analysts = (
+            conn.execute(select(LabelEvent.analyst).where(LabelEvent.message_id == "h1"))
+            .scalars()
+            .all()
+        )
+    assert analysts == ["dana"]
+    status, info, _ = call(port, "GET", "/v1/decisions/h1", auth=auth)
+    assert status == 200 and info["provenance"]["source_topic"] == topics["messages"]
+    assert [(e["label"], e["analyst"]) for e in info["labels"]] == [("spam", "dana")]
+    engine.dispose()
+
+    # `filterd serve`: the API alone, on the same store, checks with the model synced from it
+    serve_port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        serving = subprocess.Popen([sys.executable, "-m", "filterd", "serve", "--config", str(daemon.config_path),
+                                    "--port", str(serve_port)], stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        status = 0
+        while time.monotonic() < deadline and status != 200:
+            time.sleep(0.2)
+            try:
+                status, body, _ = call(
+                    serve_port, "POST", "/v1/check", {"id": "h1", "text": text}, auth=auth
+                )
+            except OSError:
+                continue
+        assert status == 200, log.read_text()
+        # the label was learned since: both processes score with the model that learned it
+        alone = body["decisions"][0]
+        _, body, _ = call(port, "POST", "/v1/check", {"id": "h1", "text": text}, auth=auth)
+        assert (
+            alone["model_version"]
+            == body["decisions"][0]["model_version"]
+            > through_kafka["model_version"]
+        )
+        assert alone["score"] == body["decisions"][0]["score"] != through_kafka["score"]
+    finally:
+        serving.send_signal(signal.SIGTERM)
+        assert serving.wait(15) == 0, log.read_text()
+    daemon.stop()
+    assert daemon.process.returncode == 0
