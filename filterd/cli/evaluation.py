@@ -41,14 +41,14 @@ def relabel_option(command: F) -> F:
 
 
 def tokenizer_options(command: F) -> F:
-    """--bigrams, --osb, --char-ngrams and --char-ngram-chars N: the tokenizer's options
-    (`TokenizerConfig`), given to the command as one `tokenizer_config`."""
+    """--bigrams, --osb, --char-ngrams, --char-ngram-chars N and --short-body N: the tokenizer's
+    options (`TokenizerConfig`), given to the command as one `tokenizer_config`."""
 
     @functools.wraps(command)
     def with_config(*args: Any, bigrams: bool, osb: bool, char_ngrams: bool,
-                    char_ngram_chars: int, **kwargs: Any) -> object:  # fmt: skip
+                    char_ngram_chars: int, short_body: int, **kwargs: Any) -> object:  # fmt: skip
         config = TokenizerConfig(bigrams=bigrams, osb=osb, char_ngrams=char_ngrams,
-                                 char_ngram_chars=char_ngram_chars)  # fmt: skip
+                                 char_ngram_chars=char_ngram_chars, short_body=short_body)  # fmt: skip
         return command(*args, tokenizer_config=config, **kwargs)
 
     options = [
@@ -72,6 +72,14 @@ def tokenizer_options(command: F) -> F:
             show_default=True,
             metavar="N",
             help="Characters of subject and body text that --char-ngrams reads.",
+        ),
+        click.option(
+            "--short-body",
+            type=click.IntRange(min=0),
+            default=TokenizerConfig.short_body,
+            show_default=True,
+            metavar="N",
+            help="A body of fewer than N plain words gets the subject's words as words too (0: never).",
         ),
     ]
     wrapped: Callable[..., object] = with_config

@@ -39,6 +39,10 @@ OSB_WINDOW = 5  # a word and the 4 after it, as CRM114's OSB and Siefkes et al. 
 CHAR_NGRAM = 4  # characters per n-gram (Sculley & Cormack's TREC 2007 filter)
 
 
+# Fewer plain words than this, and the body says too little to be read alone: a sentence.
+SHORT_BODY_WORDS = 10
+
+
 @dataclass(frozen=True)
 class TokenizerConfig:
     """Limits and options of a `Tokenizer`; every field has a default.
@@ -60,8 +64,8 @@ class TokenizerConfig:
     char_ngram_chars: how many characters of subject and body text the 4-grams read (>= 4).
     short_body: when the body gives fewer plain words than this, the subject's words count as
         body words too (unprefixed, after the body's): a message written in its subject line
-        is read as one (Enron-Spam's hams whose whole text is the Subject; docs/benchmarks.md).
-        0: never.
+        is read as one (Enron-Spam's hams whose whole text is the Subject; docs/benchmarks.md,
+        "A message written in its subject line"). 0: never.
     """
 
     max_token_length: int = 40
@@ -71,7 +75,7 @@ class TokenizerConfig:
     osb: bool = False
     char_ngrams: bool = False
     char_ngram_chars: int = 3_000
-    short_body: int = 0
+    short_body: int = SHORT_BODY_WORDS
 
     def __post_init__(self) -> None:
         for name in ("max_token_length", "max_tokens", "max_bytes"):

@@ -204,3 +204,9 @@ def test_the_fusion_is_evaluated_on_two_classes_and_has_nothing_to_tune(tmp_path
     assert result.exit_code == 1 and "fusion is a two-class model" in result.output
     result = run("tune", "--demo", "--variant", "fusion", "--grid", "s=0.1")
     assert result.exit_code != 0 and "fusion has nothing to tune" in result.output
+
+
+def test_short_body_is_a_tokenizer_option_of_evaluate():
+    assert run("evaluate", "--demo", "--short-body", "0", "--json").exit_code == 0
+    result = run("evaluate", "--demo", "--short-body", "-1")
+    assert result.exit_code == 2 and "--short-body" in result.output

@@ -25,6 +25,8 @@ def test_fields_come_in_order_subject_sender_text_attributes():
         "from:name:bank",
         "pay",
         "now",
+        "hi",  # a body this short is read with its subject's words (TokenizerConfig.short_body)
+        "there",
         "channel=sms",
     ]
     assert result == Tokens(result.tokens, False, frozenset())
@@ -106,7 +108,7 @@ def test_attribute_odd_values_do_not_raise():
 def test_odd_field_types_are_coerced_or_ignored():
     assert tokenize({"text": None}).tokens == []
     assert tokenize({"text": b"bytes caf\xc3\xa9"}).tokens == ["bytes", "café"]
-    assert tokenize({"text": 12345, "subject": 7}).tokens == ["subject:7", "12345"]
+    assert tokenize({"text": 12345, "subject": 7}).tokens == ["subject:7", "12345", "7"]
     assert tokenize({"text": "x", "format": "EMAIL "}).tokens[0] == "content-type:text/plain"
 
 

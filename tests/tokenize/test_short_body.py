@@ -37,7 +37,8 @@ def test_the_subject_field_counts_too_and_headers_are_not_words():
     assert tokenize(many_headers, ON).tokens[-1] == "lunch"
 
 
-def test_off_by_setting_zero_and_checked():
+def test_on_by_default_off_by_setting_zero_and_checked():
+    assert "spin" in tokenize(mail("spin", "")).tokens
     assert "spin" not in tokenize(mail("spin", ""), TokenizerConfig(short_body=0)).tokens
     for bad in (-1, 2.0, True):
         with pytest.raises(ValueError, match="short_body must be an int >= 0"):
