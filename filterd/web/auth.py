@@ -9,6 +9,11 @@ last ".", so a request costs one slow hash, not one per analyst. A slow hash per
 cost ~50 ms of CPU, so a verified header is remembered (`CACHE_SIZE` of them), keyed by a keyed
 hash with a per-process random key: the cache holds no secret, and a header that fails is never
 remembered. A failure says nothing of which part was wrong.
+
+Guessing costs the server a slow hash per try, so a name that has failed `FAILURES` times
+within `FAILURE_WINDOW` seconds is refused without hashing until the window has passed
+(`throttled`). A header already verified is remembered, so an analyst at work is not locked out
+by someone guessing at the same name.
 """
 
 from __future__ import annotations
@@ -18,22 +23,28 @@ import binascii
 import hashlib
 import secrets
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from filterd.service.passwords import Hashed, parse_hash, verify
 
 CACHE_SIZE = 1024
+FAILURES = 10  # failed checks of one name within FAILURE_WINDOW before it is throttled
+FAILURE_WINDOW = 60.0
 REALM = 'Basic realm="filterd", charset="UTF-8"'
 
 
 class Authenticator:
     """Checks `Authorization` headers against configured hashes (name → `scheme$…` string)."""
 
-    def __init__(self, tokens: Mapping[str, str], users: Mapping[str, str]) -> None:
+    def __init__(self, tokens: Mapping[str, str], users: Mapping[str, str],
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self._tokens: dict[str, Hashed] = {name: parse_hash(h) for name, h in tokens.items()}
         self._users: dict[str, Hashed] = {name: parse_hash(h) for name, h in users.items()}
         self._key = secrets.token_bytes(32)
         self._verified: dict[bytes, str] = {}
+        self._failed: dict[str, list[float]] = {}  # name → times of its recent failed checks
+        self._clock = clock
         self._lock = threading.Lock()
 
     @property
@@ -61,21 +72,44 @@ class Authenticator:
                 self._verified[digest] = analyst
         return analyst
 
+    def throttled(self, name: str) -> bool:
+        """Whether checks of `name` are refused for now (too many recent failures)."""
+        with self._lock:
+            return self._recent_failures(name) >= FAILURES
+
+    def _recent_failures(self, name: str) -> int:
+        since = self._clock() - FAILURE_WINDOW
+        recent = [t for t in self._failed.get(name, ()) if t > since]
+        if recent:
+            self._failed[name] = recent
+        else:
+            self._failed.pop(name, None)
+        return len(recent)
+
+    def _verify(self, name: str, secret: str, hashed: Hashed | None) -> str | None:
+        """`name` if `secret` matches `hashed`; a failure counts against a configured name."""
+        if hashed is None or self.throttled(name):
+            return None
+        if verify(secret, hashed):
+            return name
+        with self._lock:
+            self._recent_failures(name)  # drop the old ones: the list stays within FAILURES
+            self._failed.setdefault(name, []).append(self._clock())
+        return None
+
     def _check(self, authorization: str) -> str | None:
         scheme, _, credential = authorization.strip().partition(" ")
         credential = credential.strip()
         if scheme.lower() == "bearer":
             name, dot, _ = credential.rpartition(".")
-            hashed = self._tokens.get(name) if dot else None
-            return name if hashed is not None and verify(credential, hashed) else None
+            return self._verify(name, credential, self._tokens.get(name) if dot else None)
         if scheme.lower() == "basic":
             try:
                 decoded = base64.b64decode(credential, validate=True).decode("utf-8")
             except (binascii.Error, UnicodeDecodeError):
                 return None
             name, colon, password = decoded.partition(":")
-            hashed = self._users.get(name) if colon else None
-            return name if hashed is not None and verify(password, hashed) else None
+            return self._verify(name, password, self._users.get(name) if colon else None)
         return None
 
 

@@ -69,6 +69,26 @@ def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
         assert auth.identify(wrong) is None, wrong
 
 
+def test_guessing_at_a_name_is_throttled_without_locking_out_a_verified_caller():
+    from filterd.web.auth import FAILURE_WINDOW, FAILURES
+
+    now = [0.0]
+    auth = Authenticator({}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)},
+                         clock=lambda: now[0])  # fmt: skip
+    assert auth.identify(basic("lee", PASSWORD)) == "lee"  # verified, then remembered
+    for i in range(FAILURES):
+        assert auth.identify(basic("lee", f"guess-{i}")) is None
+    assert auth.throttled("lee") and not auth.throttled("dana")
+    assert auth.identify(basic("lee", PASSWORD)) == "lee"  # the remembered header still works
+    fresh = Authenticator({}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)},
+                          clock=lambda: now[0])  # fmt: skip
+    for i in range(FAILURES):
+        fresh.identify(basic("lee", f"guess-{i}"))
+    assert fresh.identify(basic("lee", PASSWORD)) is None  # refused unhashed while throttled
+    now[0] += FAILURE_WINDOW + 1
+    assert not fresh.throttled("lee") and fresh.identify(basic("lee", PASSWORD)) == "lee"
+
+
 def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
     result = CliRunner().invoke(main, ["http", "hash-password", "--scheme", "pbkdf2_sha256"],
                                 input=PASSWORD + "\n")  # fmt: skip
