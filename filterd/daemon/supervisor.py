@@ -157,7 +157,9 @@ class Daemon:
         http = self.config.http
         if not http.enabled or self.state is None:
             return None
-        api = Api(self.config, engine, self.state, tokenizer_of(self.config), self.log)
+        api = Api(
+            self.config, engine, self.state, tokenizer_of(self.config), self.log, self.metrics
+        )
         try:
             return api.start()
         except OSError as error:

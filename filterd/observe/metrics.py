@@ -178,6 +178,19 @@ class Metrics:
             delivered,
             registry=r,
         )
+        self.http_requests = Counter(
+            "filterd_http_requests",
+            "HTTP API requests answered, by route and status.",
+            ["route", "status"],
+            registry=r,
+        )
+        self.http_seconds = Histogram(
+            "filterd_http_request_seconds",
+            "HTTP API request time, from receipt to the end of the answer, by route.",
+            ["route"],
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
         self.consumer_lag = Gauge(
             "filterd_consumer_lag",
             "Records between the consumer's position and the partition's end offset, per "

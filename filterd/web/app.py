@@ -29,6 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.typing import FilteringBoundLogger
 
+from filterd.observe.metrics import Metrics
 from filterd.store.database import error_detail
 from filterd.store.learning import UnknownModel
 from filterd.web import check, feedback, openapi, reads
@@ -119,8 +120,22 @@ def create_app(context: WebContext) -> Starlette:
         UnknownModel: on_store, Exception: on_error,
     }  # fmt: skip
     app = Starlette(routes=routes, exception_handlers=handlers)
-    app.add_middleware(RequestLog, log=log)
+    app.add_middleware(RequestLog, log=log, metrics=context.metrics)
     return app
+
+
+ROUTES = ("/v1/check", "/v1/feedback", "/v1/review", "/v1/model", "/v1/openapi.json")
+
+
+def route_of(path: str) -> str:
+    """The route a path is counted under: a bounded set of labels whatever is asked for.
+
+    >>> route_of("/v1/decisions/m-1"), route_of("/v1/check"), route_of("/admin")
+    ('/v1/decisions/{id}', '/v1/check', 'other')
+    """
+    if path.startswith("/v1/decisions/"):
+        return "/v1/decisions/{id}"
+    return path if path in ROUTES else "other"
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -141,10 +156,11 @@ async def read_body(request: Request, limit: int) -> bytes:
 class RequestLog:
     """ASGI middleware: one log line per request ("http request"): method, path, status,
     milliseconds, and the analyst once authenticated. Nothing else of the request: headers
-    carry credentials, bodies and query strings carry message content."""
+    carry credentials, bodies and query strings carry message content. With `metrics`, each
+    request is counted and timed by route (`route_of`) and status."""
 
-    def __init__(self, app: ASGIApp, log: FilteringBoundLogger) -> None:
-        self.app, self.log = app, log
+    def __init__(self, app: ASGIApp, log: FilteringBoundLogger, metrics: Metrics | None = None) -> None:  # fmt: skip
+        self.app, self.log, self.metrics = app, log, metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -162,7 +178,11 @@ class RequestLog:
         try:
             await self.app(scope, receive, sending)
         finally:
+            seconds = time.perf_counter() - started
             state = scope.get("state") or {}
             self.log.info("http request", method=scope["method"], path=scope["path"], status=status,
-                          ms=round(1000 * (time.perf_counter() - started), 1),
-                          analyst=state.get("analyst"))  # fmt: skip
+                          ms=round(1000 * seconds, 1), analyst=state.get("analyst"))  # fmt: skip
+            if self.metrics is not None:
+                route = route_of(scope["path"])
+                self.metrics.http_requests.labels(route, str(status)).inc()
+                self.metrics.http_seconds.labels(route).observe(seconds)

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.kafka.publisher import Publishing
+from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import Decider, ThresholdSetting
 from filterd.tokenize import Tokenizer
@@ -61,3 +62,4 @@ class WebContext:
     labels: LabelSender
     auth: Authenticator
     log: FilteringBoundLogger
+    metrics: Metrics | None = None  # the daemon's (exported on its /metrics); None: not counted

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.kafka.publisher import Publisher
+from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.tokenize import Tokenizer
 from filterd.web.app import create_app
@@ -27,12 +28,12 @@ class Api:
     """The API's server and its feedback publisher."""
 
     def __init__(self, config: Config, engine: Engine, scoring: Scoring, tokenizer: Tokenizer,
-                 log: FilteringBoundLogger) -> None:  # fmt: skip
+                 log: FilteringBoundLogger, metrics: Metrics | None = None) -> None:  # fmt: skip
         http = config.http
         self.log = log
         auth = Authenticator(http.tokens, http.users)
         labels = LabelSender(Publisher(config.kafka, timeout=PUBLISH_SECONDS))
-        self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log)
+        self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log, metrics)
         self.server = HttpServer(create_app(self.context), http.host, http.port)
 
     @property

@@ -48,6 +48,10 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(sqlite_url, start_dae
         assert through_http[key] == through_kafka[key], key
 
     assert call(port, "POST", "/v1/feedback", {"message_id": "h1", "label": "spam"})[0] == 401
+    # counted by route and status on the daemon's /metrics (a path's id is not a label)
+    assert daemon.metric("filterd_http_requests_total", route="/v1/check", status="200") >= 1
+    assert daemon.metric("filterd_http_requests_total", route="/v1/feedback", status="401") == 1
+    assert daemon.metric("filterd_http_request_seconds_count", route="/v1/check") >= 1
     status, body, _ = call(port, "POST", "/v1/feedback",
                            {"message_id": "h1", "label": "spam", "analyst": "mallory"}, auth=auth)  # fmt: skip
     assert status == 202 and body["analyst"] == "dana", body
