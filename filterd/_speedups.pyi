@@ -31,3 +31,6 @@ def received(value: str, max_length: int, /) -> list[str] | None:
 
 def markup(text: str, /) -> tuple[str, list[str]]:
     """(text with tags as spaces, link values): `filterd.tokenize.markup.python_markup`."""
+
+def folded(text: str, fold: Callable[[str], str], /) -> str:
+    """`fold(text)` for `fold` = `filterd.tokenize.text.nfkc_casefold`, in pieces."""

@@ -41,11 +41,13 @@ from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_li
 
 c_words: Callable[[str, int], list[str]] | None
 c_linked_words: Callable[[str, int, int, Callable[[str, int], Sequence[str]]], list[str]] | None
-try:  # the word and link scans in C, built where a compiler was at hand (setup.py)
+c_folded: Callable[[str, Callable[[str], str]], str] | None
+try:  # the word and link scans and case folding in C, built where a compiler was at hand (setup.py)
+    from filterd._speedups import folded as c_folded
     from filterd._speedups import linked_words as c_linked_words
     from filterd._speedups import words as c_words
 except ImportError:  # pragma: no cover - depends on the build
-    c_words = c_linked_words = None
+    c_words = c_linked_words = c_folded = None
 
 # Text longer than this is tokenized piece by piece (`text_tokens`)
 CHUNK = 1 << 16
@@ -98,12 +100,19 @@ def normalize(text: str, spaced: bool = True) -> str:
     if text.isascii():  # NFKC is the identity on ASCII, and casefold is lower
         return text.lower()
     # Fix-ups come after NFKC, which maps some compatibility characters into Han and kana.
-    text = unicodedata.normalize("NFKC", text).casefold()
+    # filterd._speedups, where built, normalizes only the non-ASCII runs of the text (bodies
+    # hold a few among thousands of ASCII characters): the same text.
+    text = nfkc_casefold(text) if c_folded is None else c_folded(text, nfkc_casefold)
     if _NEEDS_FIXING.search(text) is not None:
         text = _INVISIBLE.sub("", text).replace("\u2019", "'")
         if spaced:
             text = _UNSPACED.sub(_spaced, text)
     return text
+
+
+def nfkc_casefold(text: str) -> str:
+    """NFKC, then casefolded: the reference of `c_folded`."""
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _spaced(run: re.Match[str]) -> str:

@@ -296,6 +296,51 @@ def test_the_c_scan_gives_the_regex_tokens(text, max_length):
     assert text_module.c_words(text, max_length) == text_module.regex_tokens(text, max_length)
 
 
+# Mostly ASCII, as mail bodies: long ASCII runs (the C loop reads runs of fewer characters
+# whole), with characters that compose with the ASCII before them, or decompose, or fold.
+FOLDABLE_TEXT = st.lists(
+    st.one_of(
+        st.text(st.characters(max_codepoint=127), min_size=30, max_size=80),
+        st.sampled_from(
+            [
+                "\u0301",
+                "\u0338",
+                "\u0327\u0301",
+                "\ufb01",
+                "\u212a",
+                "\u00df",
+                "\u0130",
+                "\u1100\u1161",
+                "\u00a0",
+                "\ufdfa",
+                "\uff21",
+                "\u2460",
+                "\u00e9",
+                "e\u0301",
+                "\U0001d400",
+                "\u3099",
+            ]
+        ),
+        st.text(min_size=1, max_size=4),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@pytest.mark.skipif(
+    text_module.c_folded is None, reason="filterd._speedups not built (no C compiler)"
+)
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(FOLDABLE_TEXT, st.text()))
+def test_the_c_fold_gives_the_reference_text(text):
+    expected = text_module.nfkc_casefold(text)
+    assert text_module.c_folded(text, text_module.nfkc_casefold) == expected
+    with pytest.MonkeyPatch.context() as m:
+        normalized = text_module.normalize(text)
+        m.setattr(text_module, "c_folded", None)
+        assert text_module.normalize(text) == normalized
+
+
 def test_find_links_agrees_where_addresses_outrun_urls():
     # Each address ends before the URL after its "@" does: the URL is looked for again after
     # every address (bench/hostile.py's url_behind_addresses times it at full size).
