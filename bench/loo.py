@@ -4,7 +4,7 @@
 
 Protocol: each spam corpus of ../shared/corpora (smishing counted as spam) is tokenized once
 with `filterd.tokenize.Tokenizer()` and replayed online in `order` by every candidate
-(`filterd.bayes.replay.online_scores`, the code of `filterd evaluate --protocol online`): a grid
+(`filterd.evaluation.protocols.online_replay`, the code of `filterd evaluate --protocol online`): a grid
 of Robinson–Fisher settings (prior strength s, clue selection) and pnbc+local:6:alo. The figure
 is (1−AUC)% over the whole stream. For each corpus in turn, the candidate with the lowest
 geometric mean of (1−AUC)% over the *other* three is chosen, and measured on the one left out;
@@ -25,19 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
-from filterd.bayes.replay import online_scores
 from filterd.bayes.selection import Selection
-from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import read_corpus, relabel
-from filterd.evaluation.protocols import Corpus, split_scores, train_test_split
+from filterd.evaluation.protocols import Corpus, online_replay, split_scores, train_test_split
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
-POSITIVE = {"spam", "smishing"}
 
 
 def candidates() -> dict[str, ModelSpec]:
@@ -62,12 +58,11 @@ def main() -> None:
         if not path.exists():
             continue
         records = relabel(read_corpus(path), {"smishing": "spam"})
-        batch = encode([tokenizer(r.message()).tokens for r in records], Statistics().hasher)
-        y = np.array([r.label in POSITIVE for r in records])
         tokenized = Corpus.tokenize(records, tokenizer)
         truth = np.array([r.label == "spam" for r in train_test_split(records)[1]])
         for name, spec in grid.items():
-            figures[name][corpus] = ranking.one_minus_auc_pct(online_scores(batch, y, spec), y)
+            replayed, y = online_replay(tokenized, spec, "spam")
+            figures[name][corpus] = ranking.one_minus_auc_pct(replayed, y)
             tested = split_scores(tokenized, spec, "spam")
             split[name][corpus] = (
                 ranking.one_minus_auc_pct(tested, truth),
