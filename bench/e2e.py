@@ -4,6 +4,7 @@
                                   [--tokens 1000000] [--memory-messages 100000] [--ceiling-records 50000]
                                   [--scorer-runs 3] [--kafka KEY=VALUE ...]
                                   [--latency-variant KEY=VALUE[,...] | ''] [--latency-only]
+                                  [--workbench [--workbench-rate 20] [--workbench-analysts 4]]
 
 One invocation starts a local Tansu broker (memory storage) and, for
 the learner, an embedded PostgreSQL 18, runs `python -m filterd run` as child processes (one
@@ -51,6 +52,16 @@ prints, in markdown:
 
 `--latency-only` runs section 3 alone (both runs in fresh scorers).
 
+`--workbench` runs sections 2 and 3 with analysts using the workbench: every scorer there has
+`[http] enabled = true` (a free port, one analyst user with a pbkdf2_sha256 hash), and during each
+measured window `--workbench-analysts` threads of this process (the bench pins no CPU; their CPU
+counts as this process's) log in once each (GET /login, POST /login) and then send, at
+`--workbench-rate` requests/s in total, in turn GET /queue, /queue?label=spam, /messages/<an id
+from a queue page>, /model, /audit and POST /v1/check of one SMS (basic auth). The review
+settings stay the defaults, so the scorer's Kafka work is the baseline's; each section prints a
+table of the requests (count, non-200 count, p50/p99/max by page). The baseline is the same
+command without `--workbench`, which measures exactly what it measured before.
+
 Each figure is printed against its target. The machine may be shared: for every measured window
 the CPU used by the daemon, the broker, this process, PostgreSQL and everything else (from
 /proc) is printed, and daemon rates also per CPU-second of the daemon. Nothing is left running:
@@ -61,11 +72,16 @@ stopped, temporary files removed.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
+import html
+import http.client
 import json
 import logging
 import os
 import platform
+import re
+import secrets
 import shlex
 import signal
 import subprocess
@@ -73,10 +89,12 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from http.cookies import SimpleCookie
 from pathlib import Path
 
 import msgspec
@@ -213,6 +231,8 @@ def _toml(value) -> str:
         return json.dumps(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
     raise TypeError(value)
 
 
@@ -261,6 +281,7 @@ class Daemon:
     spec: ModelSpec = DEFAULT_SPEC
     poll_records: int = 500
     kafka: dict = field(default_factory=dict)  # more [kafka] client settings
+    sections: dict = field(default_factory=dict)  # more sections: {"http": …} (--workbench)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     started_at: float = 0.0
@@ -291,6 +312,7 @@ class Daemon:
             },
             "batches": {"poll_records": self.poll_records},
             "observe": {"metrics_port": self.port, "log_format": "json"},
+            **self.sections,
         }
         lines = []
         for section, values in sections.items():
@@ -669,6 +691,204 @@ def quantiles_ms(values: list[float]) -> dict[str, float]:
     }
 
 
+# --- analysts on the workbench (--workbench) -------------------------------------------------------
+
+WORKBENCH_USER = "analyst"
+WORKBENCH_PAGES = ("/queue", "/queue?label=spam", "/messages/{id}", "/model", "/audit", "/v1/check")
+MESSAGE_ID = re.compile(r'data-message-id="([^"]+)"')
+CSRF_FIELD = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def workbench_sections(args) -> dict:
+    """The daemon's [http] section for --workbench ({} without it): enabled on a free port, one
+    analyst whose password hash is in `args.workbench_users`."""
+    if not args.workbench:
+        return {}
+    return {"http": {"enabled": True, "port": free_port(), "users": args.workbench_users}}
+
+
+class Analyst(threading.Thread):
+    """One analyst using a daemon's workbench, in a thread of this process: log in once (GET
+    /login for the `filterd_login` cookie and the form's csrf field, POST /login for the
+    `filterd_session` cookie), then `rate` requests/s, in turn (from the `first`-th):
+    GET /queue, /queue?label=spam, /messages/<an id from a queue page's rows>, /model, /audit,
+    and POST /v1/check of one SMS message with basic auth. Every request is timed (sent → body
+    read), on one keep-alive connection. `records` holds (epoch s, page, status, seconds, this
+    thread's CPU s)."""
+
+    def __init__(self, port: int, password: str, rate: float, texts: list[str], first: int,
+                 offset: float, ids: list[str]) -> None:  # fmt: skip
+        super().__init__(name=f"analyst-{port}-{first}", daemon=True)
+        self.port, self.first, self.offset = port, first, offset
+        self.password, self.rate, self.texts = password, rate, texts
+        self.halt, self.ready = threading.Event(), threading.Event()
+        self.records: list[tuple[float, str, int, float, float]] = []
+        self.ids: list[str] = ids  # message ids on the last queue page any analyst read
+        self.skipped: list[float] = []  # /messages/{id} turns while no queue page had an id yet
+        self.login_error: str | None = None
+        self.connection: http.client.HTTPConnection | None = None
+        self.basic = "Basic " + base64.b64encode(f"{WORKBENCH_USER}:{password}".encode()).decode()
+
+    def request(self, method: str, path: str, body: bytes | None = None, headers=None):
+        """(status, headers, body); one reconnect if the kept-alive connection was closed."""
+        for attempt in (0, 1):
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            try:
+                self.connection.request(method, path, body=body, headers=headers or {})
+                response = self.connection.getresponse()
+                return response.status, response.headers, response.read()
+            except (OSError, http.client.HTTPException):
+                self.connection.close()
+                self.connection = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def login(self, timeout: float = 120) -> str:
+        """The session cookie's `filterd_session=…`, once the daemon's HTTP server answers."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                status, headers, body = self.request("GET", "/login?next=/queue")
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.halt.is_set():
+                    raise
+                time.sleep(0.2)
+        cookies = SimpleCookie()
+        for header in headers.get_all("set-cookie") or []:
+            cookies.load(header)
+        match = CSRF_FIELD.search(body.decode())
+        if status != 200 or "filterd_login" not in cookies or not match:
+            raise RuntimeError(f"GET /login: {status}, no login cookie or csrf field")
+        form = urllib.parse.urlencode({"name": WORKBENCH_USER, "password": self.password,
+                                       "csrf": html.unescape(match.group(1)), "next": "/queue"})  # fmt: skip
+        status, headers, _ = self.request("POST", "/login", form.encode(), {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Cookie": f"filterd_login={cookies['filterd_login'].value}"})  # fmt: skip
+        cookies = SimpleCookie()
+        for header in headers.get_all("set-cookie") or []:
+            cookies.load(header)
+        if status != 303 or "filterd_session" not in cookies:
+            raise RuntimeError(f"POST /login: {status}, no session cookie")
+        return f"filterd_session={cookies['filterd_session'].value}"
+
+    def run(self) -> None:
+        try:
+            session = self.login()
+        except (OSError, RuntimeError, http.client.HTTPException) as error:  # reported later
+            self.login_error = f"{type(error).__name__}: {error}"
+            self.ready.set()
+            return
+        self.ready.set()
+        start, k = time.time() + self.offset, 0  # staggered after the login
+        while not self.halt.is_set():
+            due = start + k / self.rate
+            if (wait := due - time.time()) > 0:
+                if self.halt.wait(wait):
+                    break
+            elif wait < -1.0:  # more than a second behind (a stall): no burst to catch up
+                start, k = time.time(), 0
+            page = WORKBENCH_PAGES[(self.first + k) % len(WORKBENCH_PAGES)]
+            k += 1
+            path, body, headers = page, None, {"Cookie": session}
+            if page == "/messages/{id}":
+                if not self.ids:
+                    self.skipped.append(time.time())
+                    continue
+                path = "/messages/" + urllib.parse.quote(self.ids[k % len(self.ids)], safe="")
+            elif page == "/v1/check":
+                text = self.texts[k % len(self.texts)]
+                body = json.dumps({"id": f"wb-check-{k}", "text": text}).encode()
+                headers = {"Authorization": self.basic, "Content-Type": "application/json"}
+            sent = time.time()
+            began = time.perf_counter()
+            try:
+                status, _, answer = self.request(
+                    "GET" if body is None else "POST", path, body, headers
+                )
+            except (OSError, http.client.HTTPException):
+                status, answer = 0, b""  # no answer: counted as not 200
+            seconds = time.perf_counter() - began
+            self.records.append((sent, page, status, seconds, time.thread_time()))
+            if page.startswith("/queue") and status == 200:
+                found = [
+                    html.unescape(m) for m in MESSAGE_ID.findall(answer.decode(errors="replace"))
+                ]
+                if found:
+                    self.ids[:] = found
+        if self.connection is not None:
+            self.connection.close()
+
+
+class WorkbenchLoad:
+    """`analysts` Analyst threads on `daemon`'s workbench, `rate` requests/s in total, staggered
+    evenly and each starting at another page, so that the mix and the pace are even."""
+
+    def __init__(self, daemon: Daemon, password: str, rate: float, texts: list[str],
+                 analysts: int) -> None:  # fmt: skip
+        self.rate, ids = rate, []
+        self.analysts = [Analyst(daemon.sections["http"]["port"], password, rate / analysts, texts,
+                                 i, i / rate, ids) for i in range(analysts)]  # fmt: skip
+
+    def start(self) -> WorkbenchLoad:
+        for analyst in self.analysts:
+            analyst.start()
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for analyst in self.analysts:
+            analyst.ready.wait(max(0.0, deadline - time.monotonic()))
+
+    def is_alive(self) -> bool:
+        return any(analyst.is_alive() for analyst in self.analysts)
+
+    def stop(self) -> None:
+        for analyst in self.analysts:
+            analyst.halt.set()
+        for analyst in self.analysts:
+            analyst.join(60)
+
+    def summary(self, t0: float, t1: float) -> dict:
+        """The requests sent between epoch seconds t0 and t1: by page, count, non-200 count (and
+        which statuses), p50/p99/max ms; the achieved rate; the analysts' threads' CPU in cores."""
+        seconds = max(t1 - t0, 1e-9)
+        cpu = 0.0
+        for analyst in self.analysts:
+            mine = [r for r in analyst.records if t0 <= r[0] <= t1]
+            cpu += (mine[-1][4] - mine[0][4]) / seconds if len(mine) > 1 else 0.0
+        window = sorted(r for analyst in self.analysts for r in analyst.records if t0 <= r[0] <= t1)
+        pages = {}
+        for page in WORKBENCH_PAGES:
+            mine = [r for r in window if r[1] == page]
+            statuses: dict[int, int] = {}
+            for r in mine:
+                statuses[r[2]] = statuses.get(r[2], 0) + 1
+            pages[page] = {"count": len(mine), "statuses": statuses,
+                           **(quantiles_ms([r[3] for r in mine]) if mine else {})}  # fmt: skip
+        every = [r[3] for r in window]
+        pages["all"] = {"count": len(window),
+                        "statuses": {s: sum(v["statuses"].get(s, 0) for v in pages.values())
+                                     for s in {r[2] for r in window}},
+                        **(quantiles_ms(every) if every else {})}  # fmt: skip
+        errors = {a.login_error for a in self.analysts if a.login_error}
+        return {"pages": pages, "rate": len(window) / seconds, "target_rate": self.rate,
+                "window_s": seconds, "cpu": cpu, "analysts": len(self.analysts),
+                "ids": len(self.analysts[0].ids),
+                "skipped": sum(t0 <= t <= t1 for a in self.analysts for t in a.skipped),
+                "login_error": "; ".join(sorted(errors)) or None}  # fmt: skip
+
+
+def start_workbench(args, daemon: Daemon, test: list[dict]) -> WorkbenchLoad | None:
+    """The analysts' thread on `daemon`'s workbench with --workbench, started; else None."""
+    if not args.workbench:
+        return None
+    return WorkbenchLoad(daemon, args.workbench_password, args.workbench_rate,
+                         [r["text"] for r in test], args.workbench_analysts).start()  # fmt: skip
+
+
 # --- the phases -------------------------------------------------------------------------------------
 
 
@@ -690,15 +910,23 @@ def phase_throughput(
         "sms",
         poll_records=args.poll_records,
         kafka=dict(args.kafka),
+        sections=workbench_sections(args),
     )
     daemons.append(scorer)
     scorer.start()
-    t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
-    cpu_start = CpuSnapshot.take()
-    t_end, m_end = scorer.wait(
-        lambda m: decided(m) >= args.messages, 600, f"{args.messages:,} decisions"
-    )
-    cpu = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
+    workbench = start_workbench(args, scorer, test)  # logs in once the HTTP server answers
+    try:
+        t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
+        cpu_start = CpuSnapshot.take()
+        t_end, m_end = scorer.wait(
+            lambda m: decided(m) >= args.messages, 600, f"{args.messages:,} decisions"
+        )
+        cpu = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
+    finally:
+        if workbench is not None:
+            workbench.stop()
+    if workbench is not None:
+        report["workbench"] = workbench.summary(t_first, t_end)
     reader = DecisionReader(bootstrap, topics.decisions)
     ids = {key.decode() for key, _ in values}
     reader.read_until(ids, 120)
@@ -746,6 +974,9 @@ def phase_latency(
     if args.observer:
         live.start()
     sent: dict[str, tuple[int, float]] = {}
+    workbench = start_workbench(args, scorer, test)
+    if workbench is not None:
+        workbench.wait_ready(60)  # logged in: the window starts with the analysts at work
     cpu_start = CpuSnapshot.take()
     try:
         start = time.time()
@@ -767,6 +998,8 @@ def phase_latency(
         producer.flush()
         send_seconds = time.time() - start
         cpu = cpu_use(cpu_start, CpuSnapshot.take(), scorer)
+        if workbench is not None:
+            workbench.stop()
         scorer.wait(lambda m: decided(m) >= base + len(sent), 120, "every paced message decided")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not sent.keys() <= reader.seen.keys():
@@ -778,6 +1011,8 @@ def phase_latency(
         if live.is_alive():
             live.halt.set()
             live.join()
+        if workbench is not None and workbench.is_alive():
+            workbench.stop()
         producer.close()
     after = scorer.metrics()
     got = [mid for mid in sent if mid in reader.seen]
@@ -797,7 +1032,7 @@ def phase_latency(
         "kafka": dict(scorer.kafka),
         "cpu": cpu,
         "daemon": decision_latency(before, after),
-    }
+    } | ({"workbench": workbench.summary(start, start + send_seconds)} if workbench else {})
 
 
 def phase_latency_variant(args, tmp: Path, bootstrap: str, test: list[dict], kafka: dict, daemons: list,
@@ -815,6 +1050,7 @@ def phase_latency_variant(args, tmp: Path, bootstrap: str, test: list[dict], kaf
         "sms",
         poll_records=args.poll_records,
         kafka={**args.kafka, **kafka},
+        sections=workbench_sections(args),
     )
     daemons.append(scorer)
     scorer.start()
@@ -1034,6 +1270,20 @@ def print_header(args, report: dict, command: str) -> None:
         f"JSON; topics of {args.partitions} partitions; scorer poll_records {args.poll_records}; each daemon a "
         f"`python -m filterd run` child process with the configuration defaults{extra}"
     )
+    if args.workbench:
+        print(
+            f"- **with the workbench in use** (`--workbench`): every scorer of sections 2 and 3 with "
+            f"`[http] enabled = true` (a free port, one analyst, a pbkdf2_sha256 hash of 1,000 rounds), "
+            f"and during each measured window {args.workbench_analysts} analysts (threads of this "
+            f"process, each logged in once, one request at a time on a keep-alive connection) at "
+            f"{args.workbench_rate:g} requests/s in total, each in turn: GET /queue, /queue?label=spam, "
+            f"/messages/<an id from the queue page>, /model, /audit and POST /v1/check of one SMS "
+            f"(basic auth). Review settings are the "
+            f"defaults (`review.band` 0.1, `review.random_share` 0.002), as in the baseline, so the "
+            f"scorer's work on Kafka is the same; the queue holds the decisions near τ and the random "
+            f"share of this run. The baseline without the workbench is the same command without "
+            f"`--workbench`"
+        )
     print()
 
 
@@ -1114,6 +1364,8 @@ def print_throughput(args, report: dict) -> None:
     buckets, count, seconds = report["hist"]
     print("\n".join(histogram_lines(buckets, count, seconds, args.messages)))
     print()
+    if "workbench" in report:
+        print_workbench(report["workbench"], "the throughput window (section 2, the median run)")
 
 
 def print_latency(args, lat: dict, n: int, fresh: bool) -> None:
@@ -1172,6 +1424,34 @@ def print_latency(args, lat: dict, n: int, fresh: bool) -> None:
     print()
     buckets, count, seconds = lat["hist"]
     print("\n".join(histogram_lines(buckets, count, seconds, lat["sent"])))
+    print()
+    if "workbench" in lat:
+        print_workbench(lat["workbench"], f"the paced sending (section 3{'abcdef'[n]})")
+
+
+def print_workbench(wb: dict, where: str) -> None:
+    """The analysts' requests of one measured window (--workbench)."""
+    print(
+        f"Workbench requests during {where}: {wb['pages']['all']['count']:,} in {wb['window_s']:.1f} s, "
+        f"{wb['rate']:.1f}/s (target {wb['target_rate']:g}/s) from {wb['analysts']} analysts; their threads used "
+        f"{wb['cpu']:.2f} cores (part of this process's CPU above); {wb['ids']} message ids on the last "
+        f"queue page read"
+        + (f"; {wb['skipped']} /messages turns skipped (no id yet)" if wb["skipped"] else "")
+    )
+    if wb["login_error"]:
+        print(f"**the login failed: {wb['login_error']}**")
+    print()
+    print("| request | count | not 200 | p50 | p99 | max |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for page, q in wb["pages"].items():
+        bad = {s: n for s, n in sorted(q["statuses"].items()) if s != 200}
+        which = (
+            " (" + ", ".join(f"{s or 'no answer'}×{n}" for s, n in bad.items()) + ")" if bad else ""
+        )
+        name = "**all**" if page == "all" else f"{'POST' if page == '/v1/check' else 'GET'} {page}"
+        times = (f"{q['p50']:.1f} ms | {q['p99']:.1f} ms | {q['max']:.1f} ms" if q["count"]
+                 else "— | — | —")  # fmt: skip
+        print(f"| {name} | {q['count']:,} | {sum(bad.values()):,}{which} | {times} |")
     print()
 
 
@@ -1284,9 +1564,35 @@ def main() -> None:
         action="store_true",
         help="only section 3: the latency runs, each in a fresh scorer",
     )
+    parser.add_argument(
+        "--workbench",
+        action="store_true",
+        help="the scorers with [http] enabled, and analysts using the workbench during every "
+        "measured window of sections 2 and 3 (the baseline: the same command without it)",
+    )
+    parser.add_argument(
+        "--workbench-rate",
+        type=float,
+        default=20.0,
+        help="the analysts' page and API requests/s in total (--workbench)",
+    )
+    parser.add_argument(
+        "--workbench-analysts",
+        type=int,
+        default=4,
+        help="analysts (threads, each logged in, one request at a time) sharing --workbench-rate",
+    )
     args = parser.parse_args()
     if args.scorer_runs < 1:
         parser.error("--scorer-runs must be at least 1")
+    if args.workbench:
+        if args.workbench_rate <= 0 or args.workbench_analysts < 1:
+            parser.error("--workbench-rate must be positive, --workbench-analysts at least 1")
+        from filterd.service.passwords import hash_secret
+
+        args.workbench_password = secrets.token_urlsafe(16)
+        hashed = hash_secret(args.workbench_password, "pbkdf2_sha256", rounds=1000)
+        args.workbench_users = {WORKBENCH_USER: hashed}
     args.kafka = settings(args.kafka)
     variant = settings([item for item in args.latency_variant.split(",") if item.strip()])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)

@@ -9,7 +9,12 @@ request i is due at t0 + i/rate whatever the answers before it, and its latency 
 was due to the end of its answer, so a server that falls behind is charged for the queue (no
 coordinated omission). Each request checks one SMS-size message of the corpus with an API
 token, over keep-alive HTTP/1.1 connections (`--connections`, each with one request in flight).
-Per rate: the requests answered per second, p50 / p99 / max latency, and non-200 answers. A rate
+Per rate: the requests answered per second, p50 / p99 / max latency, non-200 answers, the
+server's CPU time per answered request, and how long the server's threads and the load generator
+waited for a CPU (run-queue wait of the threads alive at the end, from /proc/PID/task/*/schedstat;
+Linux only). Tails are noisy: a run-queue wait of more than a few tens of ms means another
+process competed for the cores, and the tail then says more about that process than about the
+server (a server that hops between its own threads also waits for itself). A rate
 is sustained when at least 98 % of its requests were answered within the run and its p99 is
 under 100 ms.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -116,6 +122,29 @@ async def run_rate(port: int, token: str, bodies: list[bytes], rate: float, seco
             "errors": int(((statuses != 200) & answered).sum())}  # fmt: skip
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process `pid` has used, all its threads together."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def waits_ms(pid: int) -> dict[str, float]:
+    """How long each thread of process `pid` has waited on a run queue, in ms (empty without
+    schedstat)."""
+    waits = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        # a thread that ended meanwhile, or a kernel without schedstat, is left out
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            waits[task.name] = int((task / "schedstat").read_text().split()[1]) / 1e6
+    return waits
+
+
+def waited_since(pid: int, before: dict[str, float]) -> float:
+    """The run-queue wait of `pid`'s threads since `before` (`waits_ms`), in ms; a thread that
+    ended meanwhile is not counted."""
+    return sum(ms - before.get(tid, 0.0) for tid, ms in waits_ms(pid).items())
+
+
 def wait_ready(port: int, token: str, timeout: float = 60.0) -> None:
     import urllib.request
 
@@ -153,16 +182,21 @@ def main() -> None:
             asyncio.run(run_rate(port, token, bodies, 200, 3.0, args.connections))  # warm-up
             print(f"POST /v1/check, one message a request, {path.parent.name}; `filterd serve` on "
                   f"one core; {args.seconds:g} s per rate, {args.connections} connections; {started}\n")  # fmt: skip
-            print(
-                "| offered req/s | answered req/s | answered in the run | p50 ms | p99 ms | max ms | non-200 |"
-            )
-            print("|---:|---:|---:|---:|---:|---:|---:|")
+            print("| offered req/s | answered req/s | answered in the run | p50 ms | p99 ms | max ms "
+                  "| non-200 | server CPU ms/request | run-queue wait ms: server, load generator |")  # fmt: skip
+            print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             best = 0.0
             for rate in (float(r) for r in args.rates.split(",")):
+                cpu, waits = cpu_seconds(server.pid), waits_ms(server.pid)
+                own = waits_ms(os.getpid())
                 f = asyncio.run(run_rate(port, token, bodies, rate, args.seconds, args.connections))
+                answered = max(1.0, f["share"] * int(rate * args.seconds))
+                per_request = 1e3 * (cpu_seconds(server.pid) - cpu) / answered
+                server_wait = waited_since(server.pid, waits)
+                own_wait = waited_since(os.getpid(), own)
                 print(f"| {rate:,.0f} | {f['answered_per_s']:,.0f} | {100 * f['share']:.1f} % | "
-                      f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {f['max_ms']:.1f} | {f['errors']} |",
-                      flush=True)  # fmt: skip
+                      f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {f['max_ms']:.1f} | {f['errors']} | "
+                      f"{per_request:.2f} | {server_wait:,.0f}, {own_wait:,.0f} |", flush=True)  # fmt: skip
                 if f["share"] >= 0.98 and f["p99_ms"] < 100:
                     best = max(best, f["answered_per_s"])
             print(f"\nHighest rate sustained (≥ 98 % answered, p99 < 100 ms): {best:,.0f} req/s")

@@ -187,6 +187,12 @@ class Http:
     # identity the API puts on labels. Never logged.
     tokens: dict[str, str] = field(default_factory=dict)
     users: dict[str, str] = field(default_factory=dict)
+    # The workbench's login sessions: signed cookies that last `session_hours`. They are signed
+    # with `session_secret` (FILTERD_HTTP_SESSION_SECRET; at least 32 characters), or, when it is
+    # empty, with a key made at start-up: sessions then end when the process does, and the
+    # processes of one deployment do not share them.
+    session_secret: str = ""
+    session_hours: float = 12.0
 
 
 # the [http] keys whose values are credentials: the names are shown, the hashes never
@@ -483,6 +489,11 @@ def _check_http(http: Http) -> None:
         raise ConfigError("http.port: must be a port number (0: any free port)")
     if not http.host:
         raise ConfigError("http.host: must name an interface (127.0.0.1: loopback only)")
+    if http.session_secret and len(http.session_secret) < 32:
+        raise ConfigError("http.session_secret: must be at least 32 characters (or empty: a key "
+                          "made at start-up)")  # fmt: skip
+    if not 0 < http.session_hours <= 24 * 30:
+        raise ConfigError("http.session_hours: must be in (0, 720]")
     for key in CREDENTIAL_KEYS:
         for name, hashed in getattr(http, key).items():
             where = f"http.{key}.{name}"

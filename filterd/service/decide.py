@@ -164,6 +164,18 @@ class Decider:
             decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))
         ]
 
+    def contributions(self, tokens: Sequence[str], threshold: ThresholdSetting
+                      ) -> tuple[float, list[tuple[str, float]]] | None:  # fmt: skip
+        """A message's decision score s(x) from its `tokens` under the current model, and every
+        selected token with its signed contribution, strongest first (`Scores.explain`: the
+        explanation of `decide` before it is cut to `explain_tokens`). None until a model is
+        loaded."""
+        if self.model is None:
+            return None
+        model = with_weights(self.model, threshold.weights)
+        scores = model.score(encode([list(tokens)], model.hasher))
+        return float(scores.binary()[0]), scores.explain(0)
+
 
 def message_fields(message: Content) -> dict[str, Any]:
     """The fields of a message or feedback record the tokenizer reads."""

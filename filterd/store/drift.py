@@ -8,6 +8,7 @@ target class t: AUC, and recall and specificity at the threshold τ in force
 (decide t iff s ≥ τ, docs/methods.md), with the counts they rest on; and what the thresholds
 delivered (`Delivered`): each row judged at the τ that was in force when it was scored, over the
 window (`delivered`) and since the τ in force was written (`in_force`, `delivered_since`).
+`drift_series` cuts the same rows into consecutive groups, for a chart of the figures over time.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, delete, select
+from sqlalchemy import Connection, Engine, Row, delete, select
 
 from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation import ranking
@@ -144,9 +145,7 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
     """The rolling figures over the newest `window` scored feedback records."""
     with engine.connect() as conn:
         model_id = find_model_id(conn, model)
-        rows = conn.execute(select(Prequential.label, Prequential.score, Prequential.scored_at)
-                            .where(Prequential.model_id == model_id, Prequential.target_class == target_class)
-                            .order_by(Prequential.scored_at.desc()).limit(window)).all()  # fmt: skip
+        rows = _newest(conn, model_id, target_class, window)
         times = [as_utc(r.scored_at) for r in rows]
         versions = _versions_since(conn, model_id, target_class, min(times)) if times else []
     threshold = latest_threshold(engine, model, target_class)
@@ -157,12 +156,8 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
     n_pos, n_neg = hindsight.n_pos, hindsight.n_neg
     delivered = in_force = Delivered()
     if versions:
-        # the version in force at each row: the last one written at or before it
+        judged, taus = _in_force(versions, times)
         at = np.array([t.timestamp() for t in times])
-        written = np.array([v[0].timestamp() for v in versions])
-        which = np.searchsorted(written, at, side="right") - 1
-        judged = which >= 0
-        taus = np.array([v[1] for v in versions])[np.maximum(which, 0)]
         delivered = _delivered(scores[judged], positive[judged], taus[judged])
         if threshold is not None:
             since = at > threshold.created_at.timestamp()
@@ -177,6 +172,73 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
         delivered=delivered, in_force=in_force,
         in_force_since=threshold.created_at if threshold is not None else None,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DriftPoint:
+    """One group of consecutive scored feedback records: its last record's time (`end`), its
+    size, its AUC (None without both classes) and what the thresholds delivered on it: recall
+    and specificity with each record judged at the τ in force when it was scored (None when the
+    group has no such positive, resp. negative; records before the first τ are left out, as in
+    `DriftReport.delivered`)."""
+
+    end: datetime
+    n: int
+    auc: float | None
+    recall: float | None
+    specificity: float | None
+
+
+def drift_series(engine: Engine, model: str, target_class: str, window: int = 5000,
+                 buckets: int = 20) -> list[DriftPoint]:  # fmt: skip
+    """The newest `window` scored feedback records (those `drift_report` reads), in the order they
+    were scored, cut into `buckets` consecutive groups of sizes differing by at most one (fewer
+    groups when there are fewer records): one `DriftPoint` per group, oldest first."""
+    if buckets < 1:
+        raise ValueError(f"buckets must be at least 1, got {buckets}")
+    with engine.connect() as conn:
+        model_id = find_model_id(conn, model)
+        rows = list(reversed(_newest(conn, model_id, target_class, window)))  # oldest first
+        times = [as_utc(r.scored_at) for r in rows]
+        versions = _versions_since(conn, model_id, target_class, times[0]) if times else []
+    if not rows:
+        return []
+    scores = np.array([r.score for r in rows], dtype=np.float64)
+    positive = np.array([r.label == target_class for r in rows], dtype=bool)
+    judged, taus = _in_force(versions, times)
+    points = []
+    for group in np.array_split(np.arange(len(rows)), min(buckets, len(rows))):
+        s, pos, j = scores[group], positive[group], judged[group]
+        n_pos = int(pos.sum())
+        delivered = _delivered(s[j], pos[j], taus[group][j])
+        points.append(DriftPoint(
+            end=times[int(group[-1])], n=int(group.size),
+            auc=ranking.auc(s, pos) if 0 < n_pos < group.size else None,
+            recall=delivered.recall, specificity=delivered.specificity,
+        ))  # fmt: skip
+    return points
+
+
+def _newest(conn: Connection, model_id: int, target_class: str,
+            window: int) -> Sequence[Row[str, float, datetime]]:  # fmt: skip
+    """The newest `window` prequential rows (label, score, scored_at) of a target class, newest
+    first."""
+    return conn.execute(select(Prequential.label, Prequential.score, Prequential.scored_at)
+                        .where(Prequential.model_id == model_id, Prequential.target_class == target_class)
+                        .order_by(Prequential.scored_at.desc()).limit(window)).all()  # fmt: skip
+
+
+def _in_force(versions: Sequence[tuple[datetime, float]],
+              times: Sequence[datetime]) -> tuple[BoolArray, FloatArray]:  # fmt: skip
+    """Per row scored at `times`: whether a version was in force (the last one written at or
+    before the row; `versions` oldest first, as `_versions_since` gives them), and its τ (0 where
+    none was)."""
+    at = np.array([t.timestamp() for t in times], dtype=np.float64)
+    written = np.array([v[0].timestamp() for v in versions], dtype=np.float64)
+    which = np.searchsorted(written, at, side="right") - 1
+    taus = np.array([v[1] for v in versions], dtype=np.float64)
+    judged = which >= 0
+    return judged, taus[np.maximum(which, 0)] if versions else np.zeros(len(times))
 
 
 def _versions_since(conn: Connection, model_id: int, target_class: str,

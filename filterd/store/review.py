@@ -203,15 +203,22 @@ def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
 def list_items(engine: Engine, model: str, *, limit: int | None = 50, reason: str | None = None,
                include_labelled: bool = False, order: Order = "closest", label: str | None = None,
                min_score: float | None = None, max_score: float | None = None,
-               message_id: str | None = None) -> list[ReviewEntry]:  # fmt: skip
-    """Model `model`'s queued items, at most `limit` (None: all): unlabelled ones unless
-    `include_labelled`, only those queued for `reason`, decided as `label`, scored within
-    [`min_score`, `max_score`], or of message `message_id` where given; "closest" first the smallest |score − τ| (the most
-    informative), "newest" the last queued first. UnknownModel if there is no such model."""
+               message_id: str | None = None, since: datetime | None = None,
+               until: datetime | None = None, model_version: int | None = None,
+               offset: int = 0) -> list[ReviewEntry]:  # fmt: skip
+    """Model `model`'s queued items, at most `limit` (None: all) after skipping `offset`:
+    unlabelled ones unless `include_labelled`, only those queued for `reason`, decided as
+    `label`, scored within [`min_score`, `max_score`], of message `message_id`, queued within
+    [`since`, `until`), or decided by model version `model_version`, where given; "closest"
+    first the smallest |score − τ| (the most informative), "newest" the last queued first.
+    UnknownModel if there is no such model."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: {' or '.join(ORDERS)}")
     with engine.connect() as conn:
-        query = _entries(find_model_id(conn, model))
+        model_id = find_model_id(conn, model)
+        # the page's ids first, ordered on narrow rows; then their columns: sorting whole rows
+        # (excerpts, tokens) of a full queue would cost more than the page itself
+        query = select(ReviewItem.id).where(ReviewItem.model_id == model_id)
         if reason is not None:
             query = query.where(ReviewItem.reason == reason)
         if label is not None:
@@ -222,13 +229,23 @@ def list_items(engine: Engine, model: str, *, limit: int | None = 50, reason: st
             query = query.where(ReviewItem.score >= min_score)
         if max_score is not None:
             query = query.where(ReviewItem.score <= max_score)
+        if since is not None:
+            query = query.where(ReviewItem.queued_at >= as_utc(since))
+        if until is not None:
+            query = query.where(ReviewItem.queued_at < as_utc(until))
+        if model_version is not None:
+            query = query.where(ReviewItem.model_version == model_version)
         if not include_labelled:
-            query = query.where(FeedbackLedger.label.is_(None), Holdout.label.is_(None))
+            query = query.where(~_labelled(model_id))
+        ordering: tuple[Any, ...]
         if order == "closest":
-            query = query.order_by(func.abs(ReviewItem.score - ReviewItem.threshold), ReviewItem.id)
+            ordering = (func.abs(ReviewItem.score - ReviewItem.threshold), ReviewItem.id)
         else:
-            query = query.order_by(ReviewItem.queued_at.desc(), ReviewItem.id.desc())
-        rows = conn.execute(query.limit(limit)).all()
+            ordering = (ReviewItem.queued_at.desc(), ReviewItem.id.desc())
+        page = query.order_by(*ordering).limit(limit).offset(offset or None).subquery()
+        rows = conn.execute(
+            _entries(model_id).join(page, page.c.id == ReviewItem.id).order_by(*ordering)
+        ).all()
     return [_entry(row) for row in rows]
 
 

@@ -17,6 +17,9 @@ from filterd.service.records import WITHOUT_NUL, Content, Decision, Id, Label, M
 
 CHECK_BATCH = 100  # messages per POST /v1/check, at most: a check is synchronous
 REVIEW_LIMIT = 500  # items per GET /v1/review, at most
+MAX_OFFSET = (
+    1_000_000  # items skipped by GET /v1/review, at most (the queue is bounded by review.max_items)
+)
 
 CheckRequest = (
     Message | Annotated[list[Message], msgspec.Meta(min_length=1, max_length=CHECK_BATCH)]
@@ -91,9 +94,13 @@ class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reason: Literal["band", "random"] | None = None
     min_score: float | None = None
     max_score: float | None = None
+    since: datetime | None = None  # queued at or after
+    until: datetime | None = None  # queued before
+    model_version: Annotated[int, msgspec.Meta(ge=0)] | None = None
     include_labelled: bool = False
     order: Literal["closest", "newest"] = "closest"
     limit: Annotated[int, msgspec.Meta(ge=1, le=REVIEW_LIMIT)] = 50
+    offset: Annotated[int, msgspec.Meta(ge=0, le=MAX_OFFSET)] = 0
 
 
 class Provenance(msgspec.Struct, kw_only=True):

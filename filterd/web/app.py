@@ -1,15 +1,19 @@
-"""The HTTP API as a Starlette ASGI app: `create_app(context)`.
+"""The HTTP API and the workbench as one Starlette ASGI app: `create_app(context)`.
 
     POST /v1/check             decide on messages (filterd.web.check)
     POST /v1/feedback          send a label as the authenticated analyst (filterd.web.feedback)
     GET  /v1/decisions/{id}    GET /v1/review    GET /v1/model     (filterd.web.reads)
     GET  /v1/openapi.json      the OpenAPI document (filterd.web.openapi), without credentials
+    /, /login, /queue, /messages/…, /model, /audit, /static/…   the workbench (filterd.web.pages)
 
 Every endpoint but the OpenAPI document requires a credential (`filterd.web.auth`): 401
-otherwise. Every error is JSON naming the field it is about (`filterd.web.errors`); bad input
-is a 4xx, never a 500; a store that cannot be reached is a 503. The handlers' work (hashing,
-scoring, SQL) runs in Starlette's thread pool, off the event loop. Each request is logged with
-its method, path, status, duration and analyst — never a header, a body or a query string.
+otherwise; the workbench's pages a login session. Every error of the API is JSON naming the
+field it is about (`filterd.web.errors`), the workbench's a page; bad input is a 4xx, never a
+500; a store that cannot be reached is a 503. Work that can take long runs in Starlette's thread
+pool, off the event loop: a credential's slow hash, SQL, pages, checks over `check.INLINE_BYTES`;
+a remembered credential and a small check are answered on the loop, where a thread-pool hop
+would cost more than the work. Each request is logged with its method, path, status, duration
+and analyst — never a header, a body or a query string.
 """
 
 from __future__ import annotations
@@ -25,17 +29,19 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
 from filterd.store.database import error_detail
 from filterd.store.learning import UnknownModel
-from filterd.web import check, feedback, openapi, reads
+from filterd.web import check, feedback, openapi, pages, reads
 from filterd.web.auth import REALM
+from filterd.web.body import read_body
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, json_response, problem_response
+from filterd.web.sessions import Sessions
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -45,9 +51,13 @@ def create_app(context: WebContext) -> Starlette:
     max_bytes = context.config.limits.max_bytes
 
     async def analyst_of(request: Request) -> str:
-        """The authenticated analyst, or a 401 Problem (hashing runs off the event loop)."""
+        """The authenticated analyst, or a 401 Problem (slow hashing runs off the event loop)."""
         header = request.headers.get("authorization")
-        analyst = await run_in_threadpool(context.auth.identify, header)
+        # a header verified before is a keyed digest and a look-up away: answered here, without
+        # a hop to the thread pool and back; only a header not remembered needs the slow hash
+        analyst = context.auth.remembered(header)
+        if analyst is None and header:
+            analyst = await run_in_threadpool(context.auth.identify, header)
         if analyst is None:
             raise Problem(401, "authentication required: an API token (Bearer) or a user's "
                                "password (Basic)", headers={"WWW-Authenticate": REALM})  # fmt: skip
@@ -57,6 +67,10 @@ def create_app(context: WebContext) -> Starlette:
     async def post_check(request: Request) -> Response:
         await analyst_of(request)
         body = await read_body(request, max_bytes)
+        if len(body) <= check.INLINE_BYTES:
+            # a small check costs less CPU than the thread switches of a hop to the pool and
+            # back, and waits for no other thread to be scheduled: decided here
+            return json_response(check.check(context, body))
         return json_response(await run_in_threadpool(check.check, context, body))
 
     async def post_feedback(request: Request) -> Response:
@@ -82,7 +96,7 @@ def create_app(context: WebContext) -> Starlette:
     async def get_openapi(_request: Request) -> Response:
         return Response(msgspec.json.encode(openapi.document()), media_type="application/json")
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/v1/check", post_check, methods=["POST"]),
         Route("/v1/feedback", post_feedback, methods=["POST"]),
         Route("/v1/decisions/{id:path}", get_decision, methods=["GET"]),
@@ -90,30 +104,38 @@ def create_app(context: WebContext) -> Starlette:
         Route("/v1/model", get_model, methods=["GET"]),
         Route("/v1/openapi.json", get_openapi, methods=["GET"]),
     ]
+    http = context.config.http
+    env = pages.templates()
+    routes += pages.page_routes(context, Sessions.configured(http.session_secret, http.session_hours), env)  # fmt: skip
     log = context.log
 
-    async def on_problem(_request: Request, error: Exception) -> Response:
+    def answer(request: Request, problem: Problem) -> Response:
+        """JSON for the API, a page for the workbench."""
+        if request.url.path.startswith("/v1/"):
+            return problem_response(problem)
+        return pages.error_page(env, problem)
+
+    async def on_problem(request: Request, error: Exception) -> Response:
         assert isinstance(error, Problem)
-        return problem_response(error)
+        return answer(request, error)
 
-    async def on_http(_request: Request, error: Exception) -> Response:
+    async def on_http(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)  # Starlette's: an unknown path, a wrong method
-        return problem_response(
-            Problem(error.status_code, error.detail, None, dict(error.headers or {}))
-        )
+        return answer(request, Problem(error.status_code, error.detail, None,
+                                       dict(error.headers or {})))  # fmt: skip
 
-    async def on_store(_request: Request, error: Exception) -> Response:
+    async def on_store(request: Request, error: Exception) -> Response:
         if isinstance(error, UnknownModel):  # `filterd serve` before the daemon created it
-            return problem_response(Problem(503, str(error)))
+            return answer(request, Problem(503, str(error)))
         assert isinstance(error, SQLAlchemyError)
         detail = error_detail(error)
         log.warning("http: store unavailable", error=detail)
-        return problem_response(Problem(503, f"the store is not available: {detail}"))
+        return answer(request, Problem(503, f"the store is not available: {detail}"))
 
-    async def on_error(_request: Request, error: Exception) -> Response:
+    async def on_error(request: Request, error: Exception) -> Response:
         # a fault of filterd's, not of the request: logged with its traceback, answered as JSON
         log.error("http: request failed", error=repr(error), exc_info=error)
-        return problem_response(Problem(500, "internal error (logged)"))
+        return answer(request, Problem(500, "internal error (logged)"))
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         Problem: on_problem, HTTPException: on_http, SQLAlchemyError: on_store,
@@ -124,7 +146,9 @@ def create_app(context: WebContext) -> Starlette:
     return app
 
 
-ROUTES = ("/v1/check", "/v1/feedback", "/v1/review", "/v1/model", "/v1/openapi.json")
+ROUTES = ("/v1/check", "/v1/feedback", "/v1/review", "/v1/model", "/v1/openapi.json",
+          "/login", "/logout", "/queue", "/queue/label", "/model", "/model/preview",
+          "/model/calibrate", "/audit")  # fmt: skip
 
 
 def route_of(path: str) -> str:
@@ -132,25 +156,16 @@ def route_of(path: str) -> str:
 
     >>> route_of("/v1/decisions/m-1"), route_of("/v1/check"), route_of("/admin")
     ('/v1/decisions/{id}', '/v1/check', 'other')
+    >>> route_of("/messages/m-1/label"), route_of("/messages/m-1"), route_of("/static/x.js")
+    ('/messages/{id}/label', '/messages/{id}', '/static')
     """
     if path.startswith("/v1/decisions/"):
         return "/v1/decisions/{id}"
+    if path.startswith("/messages/"):
+        return "/messages/{id}/label" if path.endswith("/label") else "/messages/{id}"
+    if path.startswith("/static/"):
+        return "/static"
     return path if path in ROUTES else "other"
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request's body, or a 413 Problem as soon as it exceeds `limit` bytes (a declared
-    Content-Length over it is refused before reading)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise Problem(413, f"the body of {declared} bytes exceeds limits.max_bytes ({limit})")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Problem(413, f"the body exceeds limits.max_bytes ({limit})")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class RequestLog:

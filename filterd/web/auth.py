@@ -57,9 +57,7 @@ class Authenticator:
         unknown name or a wrong secret)."""
         if not authorization:
             return None
-        digest = hashlib.blake2b(
-            authorization.encode("utf-8", "surrogatepass"), key=self._key
-        ).digest()
+        digest = self._digest(authorization)
         with self._lock:
             known = self._verified.get(digest)
         if known is not None:
@@ -71,6 +69,22 @@ class Authenticator:
                     self._verified.clear()  # simple and bounded: the next requests verify again
                 self._verified[digest] = analyst
         return analyst
+
+    def remembered(self, authorization: str | None) -> str | None:
+        """The analyst of a header `identify` has verified and still remembers, else None (a
+        header not verified, or one the bounded cache let go: `identify` decides). No slow hash:
+        cheap enough to answer on the event loop."""
+        if not authorization:
+            return None
+        digest = self._digest(authorization)
+        with self._lock:
+            return self._verified.get(digest)
+
+    def _digest(self, authorization: str) -> bytes:
+        """The cache's key of a header: keyed, so the cache holds nothing a secret is read from."""
+        return hashlib.blake2b(
+            authorization.encode("utf-8", "surrogatepass"), key=self._key
+        ).digest()
 
     def throttled(self, name: str) -> bool:
         """Whether checks of `name` are refused for now (too many recent failures)."""

@@ -18,6 +18,9 @@ from filterd.web.context import WebContext
 from filterd.web.errors import Problem, decode_body
 
 SOURCE_TOPIC = "http"  # the decisions' `source_topic`: the message came over HTTP
+# a body up to this size is checked on the event loop (a few messages: less work than a thread
+# hop); a larger one in the thread pool, so that a big batch does not hold up other requests
+INLINE_BYTES = 16_384
 
 
 def check(context: WebContext, body: bytes) -> CheckResponse:

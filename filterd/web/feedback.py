@@ -19,7 +19,13 @@ from filterd.web.errors import Problem, decode_body
 def send_feedback(context: WebContext, body: bytes, analyst: str) -> FeedbackAccepted:
     """Publish the label of `body` as given by `analyst`, or a Problem: 400 not JSON, 422 a
     field that does not validate or a label not configured, 503 the broker did not take it."""
-    request: FeedbackRequest = decode_body(body, FeedbackRequest)
+    return publish_label(context, decode_body(body, FeedbackRequest), analyst)
+
+
+def publish_label(context: WebContext, request: FeedbackRequest, analyst: str) -> FeedbackAccepted:
+    """Publish `request` as given by `analyst` (the workbench's forms come here too), or a
+    Problem: 422 a label not configured or a record the learner would refuse, 503 the broker
+    did not take it."""
     config = context.config
     labels = config.model.labels
     if labels and request.label not in labels:

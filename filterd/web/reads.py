@@ -58,7 +58,8 @@ def review_page(context: WebContext, query: ReviewQuery) -> ReviewPage:
     entries = list_items(context.engine, context.config.model.name, limit=query.limit,
                          reason=query.reason, include_labelled=query.include_labelled,
                          order=query.order, label=query.label, min_score=query.min_score,
-                         max_score=query.max_score)  # fmt: skip
+                         max_score=query.max_score, since=query.since, until=query.until,
+                         model_version=query.model_version, offset=query.offset)  # fmt: skip
     return ReviewPage(items=[review_item(e) for e in entries])
 
 

@@ -66,6 +66,8 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
     ("", {"FILTERD_MODEL_PARAMS": "{ s = 0 }"}, "model.params.s: .* 0 (must be a number > 0)"),
     ("[decision\n", {}, "not valid TOML"),
     ("[kafka]\ncompression_type = 'brotli'\n", {}, "kafka.compression_type: 'brotli' is not one of"),
+    ("", {"FILTERD_HTTP_SESSION_SECRET": "short"}, "http.session_secret: must be at least 32"),
+    ("[http]\nsession_hours = 0\n", {}, "http.session_hours"),
 ])  # fmt: skip
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"

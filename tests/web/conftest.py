@@ -8,6 +8,7 @@ import base64
 import json
 import urllib.error
 import urllib.request
+from dataclasses import replace
 
 import pytest
 
@@ -20,6 +21,9 @@ from filterd.tokenize import Tokenizer
 
 # the daemon's fixtures: `filterd run` as a child process (`start_daemon`), a SQLite URL
 from tests.daemon.conftest import sqlite_url, start_daemon  # noqa: F401
+
+# a headless chromium (Selenium) for the workbench's browser tests
+from tests.web.browser import browser  # noqa: F401
 
 PASSWORD = "correct horse battery staple"
 # cheap hashes: the tests verify them often (the scheme's parameters are the operator's choice)
@@ -74,6 +78,8 @@ def serve():
 
     def start(settings, engine, scoring):
         import structlog
+
+        settings = replace(settings, http=replace(settings.http, port=0))  # any free port
 
         from filterd.daemon.model_state import tokenizer_of
         from filterd.web.serving import Api

@@ -102,6 +102,26 @@ def test_a_check_decides_as_the_scorer_decides(api):
     assert body["decisions"][0]["score"] == decision["score"] and decision["label"] == "spam"
 
 
+def test_a_large_check_decides_as_a_small_one(api):
+    # a body over INLINE_BYTES is checked in the thread pool, a smaller one on the event loop
+    from filterd.web.check import INLINE_BYTES
+
+    texts = [r["text"] for r in LEARNED]
+    batch = [{"id": f"c{i}", "text": texts[i % len(texts)]} for i in range(CHECK_BATCH)]
+    while len(msgspec.json.encode(batch)) <= INLINE_BYTES:
+        batch = [{**m, "text": m["text"] + " " + m["text"]} for m in batch]
+    assert len(msgspec.json.encode(batch)) <= 20_000  # under the fixture's max_bytes
+    status, body, _ = call(api.port, "POST", "/v1/check", batch, auth=DANA)
+    assert status == 200 and len(body["decisions"]) == CHECK_BATCH
+    for message, decision in zip(batch[:3], body["decisions"][:3], strict=True):
+        status, one, _ = call(api.port, "POST", "/v1/check", message, auth=DANA)
+        assert status == 200
+        assert (one["decisions"][0]["label"], one["decisions"][0]["score"]) == (
+            decision["label"],
+            decision["score"],
+        )
+
+
 @pytest.mark.parametrize(("method", "path", "body", "status", "field"), [
     ("POST", "/v1/check", b"{not json", 400, None),
     ("POST", "/v1/check", b"\xff\xfe", 400, None),

@@ -69,6 +69,19 @@ def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
         assert auth.identify(wrong) is None, wrong
 
 
+def test_only_a_verified_header_is_remembered_and_never_in_clear():
+    token = "dana.s3cr3t-token"
+    auth = Authenticator({"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)}, {})
+    assert auth.remembered(f"Bearer {token}") is None  # not verified yet: identify hashes it
+    assert (
+        auth.identify("Bearer dana.wrong") is None and auth.remembered("Bearer dana.wrong") is None
+    )
+    assert auth.identify(f"Bearer {token}") == "dana"
+    assert auth.remembered(f"Bearer {token}") == "dana"
+    assert auth.remembered(None) is None and auth.remembered("") is None
+    assert not any(token.encode() in key or "s3cr3t" in str(key) for key in auth._verified)
+
+
 def test_guessing_at_a_name_is_throttled_without_locking_out_a_verified_caller():
     from filterd.web.auth import FAILURE_WINDOW, FAILURES
 

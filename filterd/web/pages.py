@@ -1,0 +1,385 @@
+"""The analysts' workbench: server-rendered pages beside the API (`page_routes`).
+
+    GET  /login  POST /login  POST /logout       a session from a configured user or token
+    GET  /queue                                  the review queue, filtered (`ReviewQuery`)
+    POST /queue/label                            one label for the selected items
+    GET  /messages/{id}   POST /messages/{id}/label
+    GET  /model   GET /model/preview   POST /model/calibrate
+    GET  /audit                                  label events by analyst and message
+    GET  /static/…                               htmx, the style sheet and the shortcuts
+
+Every page needs a session (`filterd.web.sessions`): a request without one is sent to the login
+page (a GET) or refused with 401 (a POST). Every POST carries its session's CSRF token (the
+`csrf` field, or the `X-CSRF-Token` header that htmx sends), else 403. Labels go to the
+feedback topic as the session's analyst (`feedback.publish_label`), as the API's do. Pages are
+rendered with Jinja2, autoescaped; the answers forbid framing and scripts from elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from filterd.web import views
+from filterd.web.api import FeedbackRequest, ReviewQuery
+from filterd.web.body import read_body
+from filterd.web.context import WebContext
+from filterd.web.errors import Problem, invalid
+from filterd.web.feedback import publish_label
+from filterd.web.sessions import LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, same
+from filterd.web.views import template_values
+
+FORM_BYTES = 64 * 1024  # a form's body, at most: labels and comments, not messages
+FORM_FIELDS = 1000  # fields in one form, at most (a bulk label of a whole page is 500)
+HEADERS = {
+    # scripts and styles from this server only (the SVG charts are inline markup, not scripts);
+    # inline style attributes draw the contribution bars
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
+    "form-action 'self'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def templates() -> jinja2.Environment:
+    """The pages' templates (package data), autoescaped, with the filters they use."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("filterd.web", "templates"),
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )  # fmt: skip
+    env.filters.update(when=when, num=num, pct=pct)
+    env.globals.update(query_string=query_string)
+    return env
+
+
+def when(moment: datetime | None) -> str:
+    """A time as the pages show it: UTC to the second.
+
+    >>> when(datetime(2026, 11, 26, 13, 5, 7, 123, tzinfo=UTC))
+    '2026-11-26 13:05:07'
+    """
+    return "—" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    """A number to `digits` places, "—" for none.
+
+    >>> num(0.12345), num(None), num(-2.5, 1)
+    ('0.123', '—', '-2.5')
+    """
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def pct(value: float | None, digits: int = 2) -> str:
+    """A rate in percent, "—" for none.
+
+    >>> pct(0.99123)
+    '99.12 %'
+    """
+    return "—" if value is None else f"{100 * value:.{digits}f} %"
+
+
+def query_string(query: ReviewQuery, **changes: Any) -> str:
+    """`query` as a URL's query string, defaults left out, with `changes` applied.
+
+    >>> query_string(ReviewQuery(label="spam"), offset=50)
+    'label=spam&offset=50'
+    """
+    default = msgspec.to_builtins(ReviewQuery())
+    values = {**msgspec.to_builtins(query), **changes}
+    kept = {k: v for k, v in values.items() if v is not None and v != default.get(k)}
+    return urllib.parse.urlencode({k: str(v).lower() if isinstance(v, bool) else v
+                                   for k, v in kept.items()})  # fmt: skip
+
+
+def parse_query(params: Mapping[str, str]) -> ReviewQuery:
+    """A queue's filters from a page's query string (empty fields are unset; a time without
+    seconds or zone, as a browser's datetime-local input sends it, is UTC), or a 422 Problem
+    naming the parameter."""
+    values = {k: v for k, v in params.items() if k in ReviewQuery.__struct_fields__ and v != ""}
+    for key in ("since", "until"):
+        if key in values and len(values[key]) == len("2026-11-26T13:05"):
+            values[key] += ":00"
+    try:
+        query = msgspec.convert(values, ReviewQuery, strict=False)
+    except msgspec.ValidationError as error:
+        problem = invalid(error)
+        problem.field = problem.field.removeprefix("$.") if problem.field else None
+        raise problem from None
+    for key in ("since", "until"):
+        moment = getattr(query, key)
+        if moment is not None and moment.tzinfo is None:
+            query = msgspec.structs.replace(query, **{key: moment.replace(tzinfo=UTC)})
+    return query
+
+
+def safe_next(target: str | None, default: str = "/queue") -> str:
+    """`target` if it is a path on this server, else `default`: no redirect leaves the site.
+
+    >>> safe_next("/messages/m-1?offset=3"), safe_next("//evil.example/"), safe_next("https://x")
+    ('/messages/m-1?offset=3', '/queue', '/queue')
+    """
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
+        return default
+    if any(ord(ch) < 32 or ch == "\\" for ch in target):
+        return default
+    return target
+
+
+def parse_form(body: bytes) -> dict[str, list[str]]:
+    """An `application/x-www-form-urlencoded` body's fields, or a 400 Problem."""
+    try:
+        text = body.decode("utf-8")
+        return urllib.parse.parse_qs(text, keep_blank_values=True, max_num_fields=FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise Problem(400, f"a form the workbench cannot read: {error}") from None
+
+
+def error_page(env: jinja2.Environment, problem: Problem) -> Response:
+    """A Problem as a page (the API answers the same Problems as JSON)."""
+    text = env.get_template("error.html").render(status=problem.status, error=problem.error,
+                                                 field=problem.field)  # fmt: skip
+    return HTMLResponse(text, problem.status, headers={**HEADERS, **(problem.headers or {})})
+
+
+def page_routes(
+    context: WebContext, sessions: Sessions, env: jinja2.Environment
+) -> list[BaseRoute]:
+    """The workbench's routes over `context`, its sessions signed by `sessions`, its pages
+    rendered from `env` (`templates()`)."""
+    config = context.config
+
+    def render(name: str, status: int = 200, **values: Any) -> Response:
+        common = {"labels": list(config.model.labels), "model_name": config.model.name}
+        text = env.get_template(name).render({**common, **values})
+        return HTMLResponse(text, status, headers=HEADERS)
+
+    def session_of(request: Request) -> Session | None:
+        session = sessions.read(request.cookies.get(SESSION_COOKIE))
+        if session is not None:
+            request.state.analyst = session.analyst  # for the request log
+        return session
+
+    def page(name: str, build: Callable[[Request, Session], dict[str, Any]]) -> Handler:
+        """A GET handler: the session's page `name` with the values `build` reads (in the
+        thread pool), or the login page for a request without a session."""
+
+        async def handler(request: Request) -> Response:
+            session = session_of(request)
+            if session is None:
+                where = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                login = "/login?" + urllib.parse.urlencode({"next": where})
+                return RedirectResponse(login, 303, headers=HEADERS)
+            values = await run_in_threadpool(build, request, session)
+            return render(name, **values, analyst=session.analyst, csrf=session.csrf)
+
+        return handler
+
+    async def form_of(request: Request) -> tuple[Session, dict[str, list[str]]]:
+        """A POST's session and form, or a Problem: 401 no session, 403 a wrong CSRF token,
+        413 too big, 415 not a form."""
+        session = session_of(request)
+        if session is None:
+            raise Problem(401, "log in first: this session has ended")
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/x-www-form-urlencoded":
+            raise Problem(415, "the workbench takes forms (application/x-www-form-urlencoded)")
+        body = await read_body(request, FORM_BYTES, "the form limit")
+        form = parse_form(body)
+        token = request.headers.get("x-csrf-token") or first(form, "csrf")
+        if not sessions.csrf_ok(session, token):
+            raise Problem(403, "the form's CSRF token is missing or not this session's: "
+                               "reload the page and try again")  # fmt: skip
+        return session, form
+
+    # --- login -----------------------------------------------------------------------------
+
+    async def get_login(request: Request, error: str | None = None, status: int = 200) -> Response:
+        token = secrets.token_urlsafe(24)
+        response = render("login.html", status, csrf=token, error=error,
+                          next=safe_next(request.query_params.get("next")))  # fmt: skip
+        response.set_cookie(LOGIN_COOKIE, token, max_age=3600, httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https", path="/login")  # fmt: skip
+        return response
+
+    async def post_login(request: Request) -> Response:
+        body = await read_body(request, FORM_BYTES, "the form limit")
+        form = parse_form(body)
+        cookie, token = request.cookies.get(LOGIN_COOKIE), first(form, "csrf")
+        if not cookie or not token or not same(cookie, token):
+            return await get_login(request, "the login form expired: try again", 403)
+        name, secret = first(form, "name") or "", first(form, "password") or ""
+        analyst = await run_in_threadpool(login, context, name, secret)
+        if analyst is None:
+            return await get_login(request, "wrong name or password (or token)", 401)
+        target = safe_next(first(form, "next"))
+        response = RedirectResponse(target, 303, headers=HEADERS)
+        response.set_cookie(SESSION_COOKIE, sessions.issue(analyst), max_age=int(sessions.seconds),
+                            httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https")  # fmt: skip
+        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        context.log.info("workbench login", analyst=analyst)
+        return response
+
+    async def post_logout(request: Request) -> Response:
+        await form_of(request)
+        response = RedirectResponse("/login", 303, headers=HEADERS)
+        response.delete_cookie(SESSION_COOKIE)
+        return response
+
+    # --- the queue and messages ------------------------------------------------------------
+
+    def queue_values(request: Request, _session: Session) -> dict[str, Any]:
+        query = parse_query(request.query_params)
+        return template_values(views.queue_view(context, query)) | {
+            "shortcuts": views.shortcuts(config.model.labels),
+            "here": request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+        }  # fmt: skip
+
+    def message_values(request: Request, _session: Session) -> dict[str, Any]:
+        query = parse_query(request.query_params)
+        raw = request.query_params.get("position", "")
+        position = int(raw) if raw.isdigit() and len(raw) < 10 else None
+        view = views.message_view(context, str(request.path_params["id"]), query, position)
+        return template_values(view) | {"query": query,
+                                        "here": request.url.path + (f"?{request.url.query}" if request.url.query else "")}  # fmt: skip
+
+    async def post_label(request: Request) -> Response:
+        session, form = await form_of(request)
+        message_id = str(request.path_params["id"])
+        await send_labels(session, [message_id], form)
+        if request.headers.get("hx-request"):
+            return Response(b"", 200, headers=HEADERS)  # the row is swapped out
+        return RedirectResponse(safe_next(first(form, "next"), f"/messages/{_quote(message_id)}"),
+                                303, headers=HEADERS)  # fmt: skip
+
+    async def post_bulk(request: Request) -> Response:
+        session, form = await form_of(request)
+        ids = form.get("message_id", [])
+        if not ids:
+            raise Problem(422, "select at least one item", "message_id")
+        await send_labels(session, ids, form)
+        return RedirectResponse(safe_next(first(form, "next")), 303, headers=HEADERS)
+
+    async def send_labels(session: Session, ids: list[str], form: dict[str, list[str]]) -> None:
+        label, comment = first(form, "label"), first(form, "comment") or None
+        if not label:
+            raise Problem(422, "choose a label", "label")
+        try:
+            requests = [msgspec.convert({"message_id": m, "label": label, "comment": comment},
+                                        FeedbackRequest) for m in ids]  # fmt: skip
+        except msgspec.ValidationError as error:
+            raise invalid(error) from None
+        for one in requests:
+            await run_in_threadpool(publish_label, context, one, session.analyst)
+
+    # --- the model, calibration and the audit trail ----------------------------------------
+
+    def model_values(request: Request, _session: Session) -> dict[str, Any]:
+        view = views.model_view(context)
+        # the preview re-reads and scores the calibration window: only when asked for
+        raw = request.query_params.get("target_recall")
+        preview = None if raw is None else views.calibrate(context, target_of(raw, 0.0), None)
+        return template_values(view) | {"preview": preview, "applied": None}
+
+    def preview_values(request: Request, _session: Session) -> dict[str, Any]:
+        target = target_of(request.query_params.get("target_recall"),
+                           config.decision.target_recall)  # fmt: skip
+        return {"preview": views.calibrate(context, target, None)}
+
+    async def post_calibrate(request: Request) -> Response:
+        session, form = await form_of(request)
+        target = target_of(first(form, "target_recall"), config.decision.target_recall)
+        applied = await run_in_threadpool(views.calibrate, context, target, session.analyst)
+        if applied.report is not None:
+            context.log.info("workbench calibration", analyst=session.analyst,
+                             version=applied.report.version, tau=applied.report.tau,
+                             target_recall=target)  # fmt: skip
+        view = await run_in_threadpool(views.model_view, context)
+        return render("model.html", 200 if applied.refused is None else 409,
+                      **template_values(view), preview=applied, applied=applied,
+                      analyst=session.analyst, csrf=session.csrf)  # fmt: skip
+
+    def audit_values(request: Request, _session: Session) -> dict[str, Any]:
+        params = request.query_params
+        analyst, message_id = params.get("analyst") or None, params.get("message_id") or None
+        events = views.audit_view(context, analyst, message_id, None)
+        return {"events": events, "filter_analyst": analyst or "",
+                "filter_message": message_id or ""}  # fmt: skip
+
+    async def home(_request: Request) -> Response:
+        return RedirectResponse("/queue", 303, headers=HEADERS)
+
+    static = Path(str(files("filterd.web") / "static"))
+    return [
+        Route("/", home, methods=["GET"]),
+        Route("/login", get_login, methods=["GET"]),
+        Route("/login", post_login, methods=["POST"]),
+        Route("/logout", post_logout, methods=["POST"]),
+        Route("/queue", page("queue.html", queue_values), methods=["GET"]),
+        Route("/queue/label", post_bulk, methods=["POST"]),
+        Route("/messages/{id:path}/label", post_label, methods=["POST"]),
+        Route("/messages/{id:path}", page("message.html", message_values), methods=["GET"]),
+        Route("/model", page("model.html", model_values), methods=["GET"]),
+        Route("/model/preview", page("_preview.html", preview_values), methods=["GET"]),
+        Route("/model/calibrate", post_calibrate, methods=["POST"]),
+        Route("/audit", page("audit.html", audit_values), methods=["GET"]),
+        Mount("/static", StaticFiles(directory=static), name="static"),
+    ]
+
+
+def login(context: WebContext, name: str, secret: str) -> str | None:
+    """The analyst `name` if `secret` is their password or API token, checked as the API
+    checks them (`Authenticator.identify`, throttled alike), else None."""
+    if not name or ":" in name:
+        return None
+    auth = context.auth
+    basic = base64.b64encode(f"{name}:{secret}".encode("utf-8", "surrogatepass")).decode()
+    analyst = auth.identify(f"Basic {basic}")
+    if analyst is None and secret.startswith(f"{name}."):
+        analyst = auth.identify(f"Bearer {secret}")
+    return analyst
+
+
+def target_of(raw: str | None, default: float) -> float:
+    """A recall target from a form, or a 422 Problem naming `target_recall`.
+
+    >>> target_of("0.95", 0.99), target_of(None, 0.99)
+    (0.95, 0.99)
+    """
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise Problem(422, "a recall target is a number in (0, 1]", "target_recall")
+    return value
+
+
+def first(form: Mapping[str, list[str]], key: str) -> str | None:
+    values = form.get(key)
+    return values[0] if values else None
+
+
+def _quote(message_id: str) -> str:
+    return urllib.parse.quote(message_id, safe="")

@@ -1,0 +1,258 @@
+"""What the workbench's pages show, read from the store: one function per page, each returning
+the values its template renders (`filterd.web.pages` renders them).
+
+The reads are those of the API (`filterd.web.reads`) and of the commands: the review queue
+(`store.review`), the audit trail (`store.audit`), the model's report, threshold history and
+drift (`reads.model_info`, `store.drift.drift_series`), and a calibration run as
+`filterd calibrate` runs it (`jobs.calibrate`) — a dry run for the preview, a written version
+for "apply", through the same guardrails. A message's token contributions are the scorer's
+own (`Decider.contributions`), under the model this process holds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from filterd.evaluation.calibration import CalibrationError
+from filterd.jobs.calibrate import CalibrationReport, calibrate_model
+from filterd.service.config import parse_duration
+from filterd.service.decide import NotReady
+from filterd.store.audit import Event, read_events
+from filterd.store.decided import where_decided
+from filterd.store.drift import DriftPoint, drift_series
+from filterd.store.learning import find_model_id
+from filterd.store.review import ReviewEntry, get_item, list_items
+from filterd.web import charts
+from filterd.web.api import ModelInfo, ReviewQuery
+from filterd.web.context import WebContext
+from filterd.web.errors import Problem
+from filterd.web.reads import model_info
+
+AUDIT_LIMIT = 200  # events on the audit page
+EXPLAIN_SHOWN = 5  # explanation tokens on a queue row
+SERIES_BUCKETS = 20  # points of the drift charts
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    entry: ReviewEntry
+    position: int  # in the queue as filtered and ordered: for j/k on the message page
+
+    @property
+    def title(self) -> str:
+        """The subject, else the excerpt's first words."""
+        e = self.entry
+        if e.subject and e.subject.strip():
+            return e.subject.strip()
+        words = (e.excerpt or "").split()
+        return " ".join(words[:12]) + (" …" if len(words) > 12 else "") if words else "(no text)"
+
+
+@dataclass(frozen=True)
+class QueueView:
+    rows: list[QueueRow]
+    query: ReviewQuery
+    labels: list[str]
+    target_class: str
+    has_next: bool
+
+
+def queue_view(context: WebContext, query: ReviewQuery) -> QueueView:
+    """One page of the review queue as `query` filters and orders it."""
+    config = context.config
+    entries = _entries(context, query, query.offset, query.limit + 1)
+    rows = [QueueRow(e, query.offset + i) for i, e in enumerate(entries[: query.limit])]
+    return QueueView(rows, query, list(config.model.labels), config.decision.target_class,
+                     has_next=len(entries) > query.limit)  # fmt: skip
+
+
+def _entries(context: WebContext, query: ReviewQuery, offset: int, limit: int) -> list[ReviewEntry]:
+    return list_items(context.engine, context.config.model.name, limit=limit,
+                      reason=query.reason, include_labelled=query.include_labelled,
+                      order=query.order, label=query.label, min_score=query.min_score,
+                      max_score=query.max_score, since=query.since, until=query.until,
+                      model_version=query.model_version, offset=offset)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    previous: QueueRow | None
+    next: QueueRow | None
+
+
+@dataclass(frozen=True)
+class MessageView:
+    message_id: str
+    item: ReviewEntry | None  # the newest review item of the message, with its tokens
+    provenance: tuple[str, int, int] | None  # topic, partition, offset
+    events: list[Event]
+    labels: list[str]
+    target_class: str
+    # under the model this process holds: (model version, τ, score, every selected token's
+    # contribution), None when no model is loaded or no tokens are kept
+    current: tuple[int, float, float, list[tuple[str, float]]] | None
+    neighbours: Neighbours
+    shortcuts: dict[str, str] = field(default_factory=dict)  # key → label
+
+
+def message_view(context: WebContext, message_id: str, query: ReviewQuery,
+                 position: int | None) -> MessageView:  # fmt: skip
+    """Message `message_id`: its review item, where it was read, its labels, its tokens'
+    contributions, and its neighbours at `position` in the queue `query` gives; a 404 Problem
+    when the store knows nothing of it."""
+    config = context.config
+    name = config.model.name
+    newest = list_items(context.engine, name, limit=1, include_labelled=True, order="newest",
+                        message_id=message_id)  # fmt: skip
+    item = get_item(context.engine, name, newest[0].id) if newest else None
+    with context.engine.connect() as conn:
+        where = where_decided(conn, find_model_id(conn, name), [message_id]).get(message_id)
+    events = list(read_events(context.engine, name, message_id=message_id, limit=AUDIT_LIMIT))
+    if item is None and where is None and not events:
+        raise Problem(404, f"no decision on message {message_id!r} is known to the store "
+                           "(none recorded, or pruned)", "id")  # fmt: skip
+    provenance = None if where is None else (config.topics.messages, where[0], where[1])
+    current = None
+    decider, threshold = context.scoring.decider, context.scoring.threshold
+    if decider is not None and item is not None and item.tokens:
+        found = decider.contributions(item.tokens, threshold)
+        if found is not None:
+            current = (decider.model_version, threshold.tau, *found)
+    return MessageView(message_id, item, provenance, events, list(config.model.labels),
+                       config.decision.target_class, current,
+                       neighbours(context, query, position, message_id),
+                       shortcuts(config.model.labels))  # fmt: skip
+
+
+def neighbours(context: WebContext, query: ReviewQuery, position: int | None,
+               message_id: str) -> Neighbours:  # fmt: skip
+    """The items before and after `position` in the queue, if the item there is still
+    `message_id` (the queue moves as labels are learned)."""
+    if position is None:
+        return Neighbours(None, None)
+    # two either side: the item may have moved by one since the link was made
+    start = max(position - 2, 0)
+    entries = _entries(context, query, start, position - start + 3)
+    rows = [QueueRow(e, start + i) for i, e in enumerate(entries)]
+    here = next((i for i, r in enumerate(rows) if r.entry.message_id == message_id), None)
+    if here is None:  # labelled meanwhile: what is now at `position` comes next
+        return Neighbours(rows[0] if position > 0 and rows else None,
+                          next((r for r in rows if r.position == position), None))  # fmt: skip
+    return Neighbours(rows[here - 1] if here > 0 else None,
+                      rows[here + 1] if here + 1 < len(rows) else None)  # fmt: skip
+
+
+def shortcuts(labels: list[str]) -> dict[str, str]:
+    """A one-key shortcut per label: its first letter not yet taken (not j, k, c or ?, which
+    move, comment and help), else none.
+
+    >>> shortcuts(["ham", "spam", "smishing"])
+    {'h': 'ham', 's': 'spam', 'm': 'smishing'}
+    """
+    taken = set("jkc?")
+    keys: dict[str, str] = {}
+    for label in labels:
+        key = next((ch for ch in label.lower() if ch.isalnum() and ch not in taken), None)
+        if key is not None:
+            keys[key] = label
+            taken.add(key)
+    return keys
+
+
+@dataclass(frozen=True)
+class ModelView:
+    info: ModelInfo
+    series: list[DriftPoint]
+    tau_chart: str
+    auc_chart: str
+    recall_chart: str
+    target_recall: float
+
+
+def model_view(context: WebContext) -> ModelView:
+    """The model page: `GET /v1/model`'s figures, and charts of τ over its versions and of the
+    drift monitor's rolling AUC and recall."""
+    info = model_info(context)
+    config = context.config
+    series = drift_series(context.engine, config.model.name, config.decision.target_class,
+                          config.drift.window, SERIES_BUCKETS)  # fmt: skip
+    versions = [v for v in reversed(info.thresholds) if v.target_class == info.target_class]
+    target = config.decision.target_recall
+    return ModelView(
+        info, series,
+        tau_chart=charts.steps_svg([v.created_at for v in versions], [v.tau for v in versions],
+                                   label="τ by version"),
+        auc_chart=charts.series_svg([p.end for p in series], [p.auc for p in series],
+                                    label="rolling AUC", y_range=rate_range([p.auc for p in series])),
+        recall_chart=charts.series_svg([p.end for p in series], [p.recall for p in series],
+                                       label="delivered recall", target=target,
+                                       y_range=rate_range([p.recall for p in series], target)),
+        target_recall=target,
+    )  # fmt: skip
+
+
+def rate_range(values: list[float | None], *marks: float) -> tuple[float, float]:
+    """The y range of a chart of rates: from a twentieth below the lowest to 1.
+
+    >>> rate_range([0.97, None, 0.99], 0.95)
+    (0.9, 1.0)
+    >>> rate_range([])
+    (0.0, 1.0)
+    """
+    seen = [v for v in [*values, *marks] if v is not None]
+    if not seen:
+        return 0.0, 1.0
+    return max(0.0, math.floor(20 * min(seen) - 1e-9) / 20), 1.0
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A calibration's report and its ROC drawn, or why it was refused."""
+
+    target_recall: float
+    report: CalibrationReport | None
+    roc: str
+    refused: str | None  # the guardrail's or the model's message
+
+
+def calibrate(context: WebContext, target_recall: float, analyst: str | None) -> Calibrated:
+    """The configured calibration at `target_recall`: a dry run when `analyst` is None (the
+    preview), else a written version created by "workbench:<analyst>". Refusals (guardrails,
+    a model not ready, too few labels) are returned, not raised."""
+    config = context.config
+    c = config.calibration
+    try:
+        report = calibrate_model(
+            context.engine, config.model.name, config.decision.target_class, target_recall,
+            window=parse_duration(c.window), conservative=c.conservative,
+            min_positives=c.min_positives or None, max_auc_drop=c.max_auc_drop,
+            min_docs=config.model.min_docs, source=c.source, step=c.step,
+            dry_run=analyst is None, created_by=f"workbench:{analyst}",
+        )  # fmt: skip
+    except CalibrationError as error:  # the guardrails' refusals among them
+        return Calibrated(target_recall, None, "", str(error))
+    except NotReady as error:
+        return Calibrated(target_recall, None, "", f"the model is not ready: {error}")
+    fpr, tpr, _ = report.roc
+    new_point = (1.0 - report.specificity, report.recall)
+    previous = report.previous_here
+    old_point = None if previous is None else (1.0 - previous.specificity, previous.recall)
+    roc = charts.roc_svg(fpr, tpr, tau_point=new_point, previous_point=old_point,
+                         label=f"ROC of the window ({report.n_pos} {report.target_class}, "
+                               f"{report.n_neg} others)")  # fmt: skip
+    return Calibrated(target_recall, report, roc, None)
+
+
+def audit_view(context: WebContext, analyst: str | None, message_id: str | None,
+               since: datetime | None) -> list[Event]:  # fmt: skip
+    """The newest label events (AUDIT_LIMIT), by `analyst`, of `message_id`, since `since`."""
+    return list(read_events(context.engine, context.config.model.name, message_id=message_id,
+                            analyst=analyst, since=since, limit=AUDIT_LIMIT))  # fmt: skip
+
+
+def template_values(view: Any) -> dict[str, Any]:
+    """A view's fields as a template's variables."""
+    return {name: getattr(view, name) for name in view.__dataclass_fields__}

@@ -1,0 +1,261 @@
+"""The workbench's pages over HTTP (uvicorn on a free port, a learned SQLite store, the session's
+broker): sessions, CSRF, redirects, the queue's filters, escaping of what senders wrote, labels
+published as the session's analyst, and the model page's calibration refused by the guardrails.
+The browser tests (test_workbench_browser.py) drive the same pages with the keyboard."""
+
+import http.client
+import re
+import urllib.parse
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+import pytest
+import structlog
+
+from filterd.daemon.model_state import ModelState
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.observe.health import Health
+from filterd.observe.metrics import Metrics
+from filterd.service.decide import decide_payloads
+from filterd.service.passwords import hash_secret
+from filterd.service.review import queued_item
+from filterd.store.database import connect
+from filterd.store.learning import find_model_id
+from filterd.store.review import queue_items
+from filterd.web.auth import new_token
+from filterd.web.sessions import SESSION_COOKIE
+from tests.daemon.conftest import read_all, valid
+from tests.web.conftest import PASSWORD, ROUNDS
+
+TOKEN = new_token("erin")
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+class Client:
+    """One browser's worth of HTTP: cookies kept, redirects not followed."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.cookies = port, {}
+
+    def request(self, method: str, path: str, form: dict | list | None = None,
+                headers: dict | None = None) -> tuple[int, str, http.client.HTTPMessage]:  # fmt: skip
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        sent = dict(headers or {})
+        if self.cookies:
+            sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        body = None
+        if form is not None:
+            body = urllib.parse.urlencode(form, doseq=True).encode()
+            sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        connection.request(method, path, body, sent)
+        response = connection.getresponse()
+        text = response.read().decode()
+        for header in response.headers.get_all("set-cookie") or []:
+            name, _, rest = header.partition("=")
+            value = rest.split(";")[0].strip('"')
+            if "max-age=0" in header.lower() or "expires=thu, 01 jan 1970" in header.lower():
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
+        connection.close()
+        return response.status, text, response.headers
+
+    def get(self, path: str):
+        return self.request("GET", path)
+
+    def post(self, path: str, form, headers: dict | None = None):
+        return self.request("POST", path, form, headers)
+
+    def log_in(self, name: str = "dana", password: str = PASSWORD, next: str = "/queue"):
+        _, page, _ = self.get("/login")
+        return self.post("/login", {"csrf": csrf_of(page), "name": name, "password": password,
+                                    "next": next})  # fmt: skip
+
+
+def csrf_of(page: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def rows_of(page: str) -> list[str]:
+    return re.findall(r'<tr class="item" data-message-id="([^"]+)"', page)
+
+
+@pytest.fixture
+def workbench(learned_config, serve, kafka_config, topics):
+    """The app over a learned store with 30 queued decisions (q0 has a hostile subject), users
+    dana (password) and erin (API token), labels to the session's feedback topic."""
+    users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
+    tokens = {"erin": hash_secret(TOKEN, "pbkdf2_sha256", rounds=ROUNDS)}
+    config = replace(learned_config, http=replace(learned_config.http, users=users, tokens=tokens),
+                     kafka=kafka_config, topics=replace(learned_config.topics, **topics))  # fmt: skip
+    engine = connect(config.database.url)
+    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+    state.refresh(force=True)
+    texts = [r["text"] for r in generate(SynthConfig(n_messages=200, seed=1))[:30]]
+    payloads = [msgspec.json.encode({"id": f"q{i}", "text": t, "subject": HOSTILE if i == 0 else f"s{i}"})
+                for i, t in enumerate(texts)]  # fmt: skip
+    decided = decide_payloads(state.decider, state.threshold, payloads, 20_000)
+    items = [queued_item(m, d, t, "band" if i % 3 else "random", 100)
+             for i, (m, d, t) in enumerate(zip(decided.messages, decided.decisions, decided.tokens))]  # fmt: skip
+    with engine.begin() as conn:
+        model_id = find_model_id(conn, config.model.name)
+        queue_items(conn, model_id, items[:20], datetime.now(UTC) - timedelta(days=2))
+        queue_items(conn, model_id, items[20:], datetime.now(UTC))
+    api = serve(config, engine, state)
+    yield api, decided.decisions
+    engine.dispose()
+
+
+def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
+    api, _ = workbench
+    client = Client(api.port)
+    status, _, headers = client.get("/queue?label=spam")
+    assert status == 303 and headers["location"] == "/login?next=%2Fqueue%3Flabel%3Dspam"
+    status, page, _ = client.post("/queue/label", {"message_id": "q1", "label": "spam"})
+    assert status == 401 and "log in first" in page
+    # the login form's own token: a login posted from elsewhere is refused
+    assert (
+        Client(api.port).post("/login", {"csrf": "x", "name": "dana", "password": PASSWORD})[0]
+        == 403
+    )
+    assert client.log_in(password="wrong")[0] == 401
+    status, _, headers = client.log_in(next="//evil.example/")
+    assert status == 303 and headers["location"] == "/queue"  # never off the site
+    cookie = next(c for c in headers.get_all("set-cookie") if c.startswith(SESSION_COOKIE))
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert PASSWORD not in cookie
+
+    status, page, headers = client.get("/queue")
+    assert status == 200 and "dana" in page
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-content-type-options"] == "nosniff"
+    token = csrf_of(page)
+    assert client.post("/messages/q1/label", {"label": "spam"})[0] == 403  # no token
+    other = Client(api.port)
+    other.log_in()
+    other_token = csrf_of(other.get("/queue")[1])
+    assert other_token != token
+    assert client.post("/messages/q1/label", {"label": "spam", "csrf": other_token})[0] == 403
+
+    # a forged session (another analyst's name, the signature kept) is no session
+    forged = Client(api.port)
+    value = client.cookies[SESSION_COOKIE]
+    forged.cookies[SESSION_COOKIE] = "e30" + value[3:]
+    assert forged.get("/queue")[0] == 303
+    # an API token logs in too, as its analyst
+    erin = Client(api.port)
+    assert erin.log_in("erin", TOKEN)[0] == 303
+    assert "erin" in erin.get("/audit")[1]
+    # logging out ends the session in this browser
+    assert client.post("/logout", {"csrf": token})[0] == 303
+    assert client.get("/queue")[0] == 303
+
+
+def test_the_queue_filters_orders_and_escapes(workbench):
+    api, decisions = workbench
+    client = Client(api.port)
+    client.log_in()
+    status, page, _ = client.get("/queue?limit=500")
+    assert status == 200
+    rows = rows_of(page)
+    assert sorted(rows) == sorted(f"q{i}" for i in range(30))
+    distance = {d.message_id: abs(d.score - d.threshold) for d in decisions}
+    assert [distance[r] for r in rows] == sorted(
+        distance[r] for r in rows
+    )  # most informative first
+    assert HOSTILE not in page and "&lt;img src=x onerror=" in page
+
+    spam = {d.message_id for d in decisions if d.label == "spam"}
+    assert 0 < len(spam) < 30
+    assert set(rows_of(client.get("/queue?label=spam&limit=500")[1])) == spam
+    assert set(rows_of(client.get("/queue?reason=random&limit=500")[1])) == {
+        f"q{i}" for i in range(0, 30, 3)
+    }
+    high = sorted(d.score for d in decisions)[-5]
+    assert set(rows_of(client.get(f"/queue?min_score={high}&limit=500")[1])) == {
+        d.message_id for d in decisions if d.score >= high}  # fmt: skip
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    assert set(rows_of(client.get(f"/queue?since={yesterday}&limit=500")[1])) == {
+        f"q{i}" for i in range(20, 30)
+    }
+    assert set(rows_of(client.get(f"/queue?until={yesterday}&limit=500")[1])) == {
+        f"q{i}" for i in range(20)
+    }
+    assert rows_of(client.get("/queue?model_version=99")[1]) == []
+    assert len(rows_of(client.get("/queue?model_version=1&limit=500")[1])) == 30
+    # pages of 10, newest first, with links to the next page
+    first, second = (
+        client.get("/queue?order=newest&limit=10")[1],
+        client.get("/queue?order=newest&limit=10&offset=10")[1],
+    )
+    assert len(set(rows_of(first)) | set(rows_of(second))) == 20
+    assert set(rows_of(first)) <= {f"q{i}" for i in range(20, 30)}
+    assert 'href="/queue?order=newest&amp;limit=10&amp;offset=10"' in first
+    # a filter that does not parse is a 4xx page naming it, never a 500
+    status, page, _ = client.get("/queue?min_score=lots")
+    assert status == 422 and "min_score" in page
+    assert client.get("/queue?order=random")[0] == 422
+
+    # the message page: the stored content escaped, every selected token's bar, the labels
+    status, page, _ = client.get("/messages/q0")
+    assert status == 200 and HOSTILE not in page and "&lt;img src=x" in page
+    assert page.count('class="bar ') >= 5
+    assert 'value="spam"' in page and 'value="ham"' in page
+    assert client.get("/messages/nowhere")[0] == 404
+
+
+def test_labels_from_the_pages_are_published_as_the_sessions_analyst(
+    workbench, kafka_config, topics
+):
+    api, _ = workbench
+    client = Client(api.port)
+    client.log_in()
+    token = csrf_of(client.get("/queue")[1])
+    # the analyst is the session's, whatever the form says
+    status, _, headers = client.post("/messages/q3/label", {"label": "spam", "comment": "phish",
+                                                            "analyst": "mallory", "csrf": token,
+                                                            "next": "/queue?label=ham"})  # fmt: skip
+    assert status == 303 and headers["location"] == "/queue?label=ham"
+    # htmx (the queue's row buttons) sends the token as a header and swaps the row out
+    status, body, _ = client.post("/messages/q4/label", {"label": "ham"},
+                                  {"HX-Request": "true", "X-CSRF-Token": token})  # fmt: skip
+    assert status == 200 and body == ""
+    status, _, _ = client.post("/queue/label", [("message_id", "q5"), ("message_id", "q6"),
+                                                ("label", "ham"), ("csrf", token)])  # fmt: skip
+    assert status == 303
+    status, page, _ = client.post("/messages/q7/label", {"label": "eggs", "csrf": token})
+    assert status == 422 and "model.labels" in page
+    assert (
+        client.post("/queue/label", {"label": "ham", "csrf": token})[0] == 422
+    )  # nothing selected
+
+    sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 4)
+    records = {r["message_id"]: r for r in (valid("feedback", s.value) for s in sent)}
+    assert {m: r["label"] for m, r in records.items()} == {
+        "q3": "spam",
+        "q4": "ham",
+        "q5": "ham",
+        "q6": "ham",
+    }
+    assert {r["analyst"] for r in records.values()} == {"dana"}
+    assert records["q3"]["comment"] == "phish" and records["q3"]["source"] == "analyst"
+
+
+def test_the_model_page_previews_and_the_guardrails_refuse(workbench):
+    api, _ = workbench
+    client = Client(api.port)
+    client.log_in(next="/model")
+    status, page, _ = client.get("/model")
+    assert status == 200 and 'id="readiness">ready<' in page
+    assert "No threshold version yet" in page
+    assert "too few positives" not in page  # the preview is computed when asked for
+    # no labelled window yet: the preview says why, and applying is refused the same way
+    assert "too few positives" in client.get("/model/preview?target_recall=0.9")[1]
+    assert "too few positives" in client.get("/model?target_recall=0.9")[1]  # without htmx
+    status, page, _ = client.post(
+        "/model/calibrate", {"target_recall": "0.9", "csrf": csrf_of(page)}
+    )
+    assert status == 409 and "Not applied" in page and "too few positives" in page
+    assert client.get("/model/preview?target_recall=2")[0] == 422
+    assert client.post("/model/calibrate", {"target_recall": "0.9"})[0] == 403

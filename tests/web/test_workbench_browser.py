@@ -1,0 +1,180 @@
+"""The workbench in a real browser (headless chromium through Selenium) against `filterd run`
+with `[http] enabled`, the session's broker and a SQLite store: an analyst logs in, labels from
+the queue with the keyboard, in bulk and from a message page, and sees the labels on the audit
+page and in the store's ledger; a calibration previewed and applied on the model page becomes
+the threshold the daemon decides with. Each page is saved as a screenshot (tests/web/browser.py).
+"""
+
+import json
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from sqlalchemy import func, select
+
+from filterd.demo.broker import free_port
+from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.passwords import hash_secret
+from filterd.store.database import connect
+from filterd.store.schema import FeedbackLedger, LabelEvent, Prequential, ReviewItem
+from tests.daemon.conftest import feedback, produce, read_all, valid
+from tests.web.browser import screenshot, wait_until
+from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
+
+
+def workbench(sqlite_url, start_daemon, monkeypatch, **sections):
+    """`filterd run` over a learned store, serving the workbench, analyst dana; its base URL."""
+    learned_store(sqlite_url)
+    users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
+    monkeypatch.setenv("FILTERD_HTTP_USERS", users)
+    port = free_port()
+    daemon = start_daemon(sqlite_url, create_store=False, http={"enabled": True, "port": port},
+                          model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0},
+                          **sections)  # fmt: skip
+    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
+    return daemon, port
+
+
+def log_in(driver, base: str, path: str) -> None:
+    driver.get(base + path)
+    assert "/login" in driver.current_url  # no session yet: sent to the login page
+    driver.find_element(By.NAME, "name").send_keys("dana")
+    driver.find_element(By.NAME, "password").send_keys(PASSWORD)
+    driver.find_element(By.CSS_SELECTOR, "form.login button").click()
+    wait_until(lambda: driver.current_url.endswith(path), what=f"{path} after logging in")
+
+
+def press(driver, keys: str) -> None:
+    ActionChains(driver).send_keys(keys).perform()
+
+
+def queued(driver) -> list[str]:
+    """The message ids of the queue's rows, read in one go (htmx may be swapping one out)."""
+    script = "return Array.from(document.querySelectorAll('tr.item'), r => r.dataset.messageId)"
+    return driver.execute_script(script)
+
+
+def ledger(engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        return dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
+
+
+def test_an_analyst_labels_from_the_queue_and_sees_it_audited(browser, sqlite_url, start_daemon,
+                                                             kafka_config, topics, monkeypatch):  # fmt: skip
+    # a band wide enough that the scorer queues every decision for review
+    daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
+    base = f"http://127.0.0.1:{port}"
+    texts = [r["text"] for r in generate(SynthConfig(n_messages=40, seed=1))][:12]
+    produce(kafka_config, topics["messages"], [
+        json.dumps({"id": f"w{i}", "text": t, "subject": f"Offer <b>{i}</b>"}).encode()
+        for i, t in enumerate(texts)])  # fmt: skip
+    engine = connect(sqlite_url)
+
+    def queue_size() -> int:
+        with engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(ReviewItem)).scalar_one()
+
+    daemon.wait_for(lambda: queue_size() == 12, what="12 items in the review queue")
+
+    log_in(browser, base, "/queue")
+    rows = queued(browser)
+    assert sorted(rows) == sorted(f"w{i}" for i in range(12))
+    assert "Offer <b>0</b>" in browser.page_source.replace("&lt;", "<").replace("&gt;", ">")
+    assert not browser.find_elements(By.CSS_SELECTOR, "td b")  # the subject is text, not markup
+    screenshot(browser, "queue")
+
+    # the first row is current: "s" labels it spam, and it leaves the queue at once
+    first = rows[0]
+    press(browser, "s")
+    wait_until(lambda: first not in queued(browser), what="the labelled row to leave the queue")
+    daemon.wait_for(lambda: ledger(engine).get(first) == "spam", what="the label in the ledger")
+    browser.get(base + "/queue")
+    assert first not in queued(browser)  # learned: no longer waiting for a label
+
+    # bulk: x selects the current row and the next, one button labels both
+    rows = queued(browser)
+    press(browser, "x")
+    press(browser, "j")
+    press(browser, "x")
+    browser.find_element(By.CSS_SELECTOR, "#bulk button[value='ham']").click()
+    daemon.wait_for(lambda: {ledger(engine).get(m) for m in rows[:2]} == {"ham"},
+                    what="the bulk labels in the ledger")  # fmt: skip
+
+    # the message page: "o" opens the current row; a comment, then "h" labels it ham
+    browser.get(base + "/queue")
+    target = queued(browser)[0]
+    press(browser, "o")
+    wait_until(lambda: "/messages/" in browser.current_url, what="the message page")
+    assert browser.find_element(By.TAG_NAME, "code").text == target
+    assert browser.find_elements(By.CSS_SELECTOR, "table.bars .bar")  # per-token contributions
+    screenshot(browser, "message")
+    press(browser, "c")
+    press(browser, "looks like a newsletter")
+    browser.execute_script("document.activeElement.blur()")
+    press(browser, "h")
+    daemon.wait_for(lambda: ledger(engine).get(target) == "ham", what="the message page's label")
+
+    # the audit page: dana's events, the comment kept
+    browser.get(base + "/audit?analyst=dana")
+    events = {r.get_attribute("data-message-id"): r.text
+              for r in browser.find_elements(By.CSS_SELECTOR, "tr.event")}  # fmt: skip
+    assert set(events) == {first, *rows[:2], target}
+    assert "spam" in events[first] and "looks like a newsletter" in events[target]
+    screenshot(browser, "audit")
+    with engine.connect() as conn:
+        analysts = set(conn.execute(select(LabelEvent.analyst).where(
+            LabelEvent.message_id.in_([first, *rows[:2], target]))).scalars())  # fmt: skip
+    assert analysts == {"dana"}  # from the session, on every label
+    # every label went through the feedback topic, as the session's analyst
+    sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 4)
+    assert {valid("feedback", r.value)["analyst"] for r in sent} == {"dana"}
+    engine.dispose()
+
+
+def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
+    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
+):
+    # no calibration job of the daemon's own: the only new version is the page's
+    daemon, port = workbench(sqlite_url, start_daemon, monkeypatch,
+                             intervals={"calibrate_seconds": 0, "threshold_reload_seconds": 0.5})  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    labelled = generate(SynthConfig(n_messages=300, seed=1))
+    produce(kafka_config, topics["feedback"],
+            [feedback(f"f{i}", r["label"], r["text"]) for i, r in enumerate(labelled)])  # fmt: skip
+    engine = connect(sqlite_url)
+
+    def scored_on_arrival() -> int:
+        with engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(Prequential)).scalar_one()
+
+    daemon.wait_for(lambda: scored_on_arrival() == 300, what="300 labels scored on arrival")
+
+    log_in(browser, base, "/model")
+    assert browser.find_element(By.ID, "readiness").text == "ready"
+    assert "no data yet" not in browser.find_element(By.ID, "auc-chart").text  # the drift monitor's
+    field = browser.find_element(By.ID, "target-recall")
+    field.clear()
+    field.send_keys("0.9")
+    browser.find_element(By.ID, "preview-button").click()  # htmx: the preview alone is replaced
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#preview input[value='0.9']"),
+               what="the preview at recall 0.9")  # fmt: skip
+    previewed = float(browser.find_element(By.ID, "preview-tau").text)
+    assert browser.find_element(By.CSS_SELECTOR, "#preview svg")  # the ROC
+    screenshot(browser, "model")
+    browser.find_element(By.ID, "apply").click()
+    applied = wait_until(
+        lambda: browser.find_elements(By.ID, "applied"), what="the applied version"
+    )
+    assert applied[0].text.startswith("Threshold version 1 written"), applied[0].text
+    tau = float(browser.find_element(By.ID, "tau").text)
+    assert abs(tau - previewed) < 1e-3  # the same window, read again
+
+    # the daemon decides with it: the next decision carries version 1 and its τ
+    auth = basic("dana", PASSWORD)
+    daemon.wait_for(lambda: call(port, "GET", "/v1/model", auth=auth)[1]["scoring"]["threshold_version"] == 1,
+                    what="the daemon to load version 1")  # fmt: skip
+    produce(kafka_config, topics["messages"],
+            [json.dumps({"id": "after", "text": labelled[0]["text"]}).encode()])  # fmt: skip
+    (record,) = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1)
+    decision = valid("decision", record.value)
+    assert decision["threshold_version"] == 1 and abs(decision["threshold"] - tau) < 1e-3
+    engine.dispose()
