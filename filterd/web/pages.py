@@ -182,14 +182,17 @@ def page_routes(
         """A GET handler: the session's page `name` with the values `build` reads (in the
         thread pool), or the login page for a request without a session."""
 
+        def build_and_render(request: Request, session: Session) -> Response:
+            values = build(request, session)
+            return render(name, **values, analyst=session.analyst, csrf=session.csrf)
+
         async def handler(request: Request) -> Response:
             session = session_of(request)
             if session is None:
-                where = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-                login = "/login?" + urllib.parse.urlencode({"next": where})
+                login = "/login?" + urllib.parse.urlencode({"next": here(request)})
                 return RedirectResponse(login, 303, headers=HEADERS)
-            values = await run_in_threadpool(build, request, session)
-            return render(name, **values, analyst=session.analyst, csrf=session.csrf)
+            # rendering a long page takes milliseconds too: off the loop, which answers checks
+            return await run_in_threadpool(build_and_render, request, session)
 
         return handler
 
@@ -251,7 +254,7 @@ def page_routes(
         query = parse_query(request.query_params)
         return template_values(views.queue_view(context, query)) | {
             "shortcuts": views.shortcuts(config.model.labels),
-            "here": request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+            "here": here(request),
         }  # fmt: skip
 
     def message_values(request: Request, _session: Session) -> dict[str, Any]:
@@ -259,8 +262,7 @@ def page_routes(
         raw = request.query_params.get("position", "")
         position = int(raw) if raw.isdigit() and len(raw) < 10 else None
         view = views.message_view(context, str(request.path_params["id"]), query, position)
-        return template_values(view) | {"query": query,
-                                        "here": request.url.path + (f"?{request.url.query}" if request.url.query else "")}  # fmt: skip
+        return template_values(view) | {"query": query, "here": here(request)}
 
     async def post_label(request: Request) -> Response:
         session, form = await form_of(request)
@@ -297,7 +299,8 @@ def page_routes(
         view = views.model_view(context)
         # the preview re-reads and scores the calibration window: only when asked for
         raw = request.query_params.get("target_recall")
-        preview = None if raw is None else views.calibrate(context, target_of(raw, 0.0), None)
+        target = target_of(raw, view.target_recall)
+        preview = None if raw is None else views.calibrate(context, target, None)
         return template_values(view) | {"preview": preview, "applied": None}
 
     def preview_values(request: Request, _session: Session) -> dict[str, Any]:
@@ -313,10 +316,13 @@ def page_routes(
             context.log.info("workbench calibration", analyst=session.analyst,
                              version=applied.report.version, tau=applied.report.tau,
                              target_recall=target)  # fmt: skip
-        view = await run_in_threadpool(views.model_view, context)
-        return render("model.html", 200 if applied.refused is None else 409,
-                      **template_values(view), preview=applied, applied=applied,
-                      analyst=session.analyst, csrf=session.csrf)  # fmt: skip
+
+        def model_page() -> Response:
+            return render("model.html", 200 if applied.refused is None else 409,
+                          **template_values(views.model_view(context)), preview=applied,
+                          applied=applied, analyst=session.analyst, csrf=session.csrf)  # fmt: skip
+
+        return await run_in_threadpool(model_page)
 
     def audit_values(request: Request, _session: Session) -> dict[str, Any]:
         params = request.query_params
@@ -374,6 +380,11 @@ def target_of(raw: str | None, default: float) -> float:
     if not 0.0 < value <= 1.0:
         raise Problem(422, "a recall target is a number in (0, 1]", "target_recall")
     return value
+
+
+def here(request: Request) -> str:
+    """The request's path and query: where to come back to."""
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
 
 def first(form: Mapping[str, list[str]], key: str) -> str | None:

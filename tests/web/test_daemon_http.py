@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 from sqlalchemy import select
 
@@ -110,6 +111,9 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(sqlite_url, start_dae
             > through_kafka["model_version"]
         )
         assert alone["score"] == body["decisions"][0]["score"] != through_kafka["score"]
+        # it serves the workbench too (the pages themselves: test_pages.py, the same app)
+        with urllib.request.urlopen(f"http://127.0.0.1:{serve_port}/login", timeout=10) as page:
+            assert page.status == 200 and 'name="csrf"' in page.read().decode()
     finally:
         serving.send_signal(signal.SIGTERM)
         assert serving.wait(15) == 0, log.read_text()
