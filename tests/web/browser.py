@@ -2,9 +2,9 @@
 by Selenium, headless.
 
 The tests that use it skip when the two programs are missing (a fresh clone on a machine
-without them), unless FILTERD_REQUIRE_BROWSER is set, as `.ci/run` sets it after installing
+without them), unless REQUIRE_BROWSER_TESTS is set, as `.ci/run` sets it after installing
 them: there a missing browser fails the run. Screenshots go to `SCREENSHOTS`
-(FILTERD_SCREENSHOTS, default artifacts/screenshots in the checkout), which git ignores.
+(BROWSER_SCREENSHOTS, default artifacts/screenshots in the checkout), which git ignores.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = Path(os.environ.get("FILTERD_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
+SCREENSHOTS = Path(os.environ.get("BROWSER_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
 # flags of a headless browser that makes no connection but the page's own (the machine's
 # network is closed: background services would fail at every start)
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -36,7 +36,7 @@ def available() -> bool:
 def browser(tmp_path) -> Iterator:
     """A headless chromium session (selenium's WebDriver), closed at the end."""
     if not available():
-        if os.environ.get("FILTERD_REQUIRE_BROWSER"):
+        if os.environ.get("REQUIRE_BROWSER_TESTS"):
             pytest.fail(f"no browser: {CHROMIUM} and {CHROMEDRIVER} are required")
         pytest.skip(
             "chromium and chromedriver are not installed (apt install chromium chromium-driver)"
