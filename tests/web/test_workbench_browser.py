@@ -127,7 +127,8 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(browser, sqlite_ur
     # every label went through the feedback topic, as the session's analyst
     sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 4)
     assert {valid("feedback", r.value)["analyst"] for r in sent} == {"dana"}
-    assert PASSWORD not in daemon.log() and "filterd_session=" not in daemon.log()  # no secret logged
+    log = daemon.log()
+    assert PASSWORD not in log and "filterd_session=" not in log  # no secret is logged
     engine.dispose()
 
 
