@@ -44,6 +44,13 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
                            env={**os.environ, "PYTHONPATH": str(installed)}, cwd=tmp_path,
                            capture_output=True, text=True, check=True)  # fmt: skip
     assert where.stdout.startswith(str(installed))  # the wheel's filterd, not the checkout's
+    # the workbench's pages and scripts ship in the package (served from it, never a CDN)
+    web = installed / "filterd" / "web"
+    assert {p.name for p in (web / "templates").glob("*.html")} >= {"queue.html", "message.html",
+                                                                   "model.html", "audit.html"}  # fmt: skip
+    assert (web / "static" / "workbench.js").exists() and list(
+        (web / "static").glob("htmx-*.min.js")
+    )
     db = f"sqlite:///{tmp_path / 'store.db'}"
     upgraded = filterd(installed, tmp_path, "db", "upgrade", "--db", db)
     assert upgraded.returncode == 0, upgraded.stderr
