@@ -9,6 +9,7 @@ applied, 1 on a timeout, a daemon failure or a bad option, 130 after Ctrl-C (or 
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import signal
 import sys
@@ -25,11 +26,12 @@ from typing import TextIO
 import click
 from kafka.errors import KafkaError
 
-from filterd.demo.broker import BrokerError
+from filterd.demo.broker import BrokerError, free_port
 from filterd.demo.options import (
     BROKER_LOG,
     DAEMON_LOG,
     DB_FILE,
+    DEMO_ANALYST,
     DemoError,
     DemoOptions,
     check_workdir,
@@ -286,6 +288,14 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     help="Serve the daemon's /metrics, /healthz and /readyz on this port (0: off).",
 )
 @click.option(
+    "--workbench-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    metavar="PORT",
+    help="Serve the analysts' workbench and the HTTP API on this port (0: a free one) and keep "
+    "them up after the replay until Ctrl-C; log in as 'demo' with the password printed.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(0, min_open=True),
     default=60.0,
@@ -307,6 +317,7 @@ def demo_command(
     select: str | None,
     config_path: Path | None,
     metrics_port: int,
+    workbench_port: int | None,
     timeout: float,
 ) -> None:
     """Run broker, store and daemon locally and replay a labelled stream through them.
@@ -333,7 +344,9 @@ def demo_command(
         options = DemoOptions(messages=messages, spam_share=spam_share, seed=seed, corpus=corpus, rate=rate,
                               feedback_delay=feedback_delay, target=target, target_recall=target_recall,
                               recalibrate_every=recalibrate_every, timeout=timeout, variant=variant,
-                              select=select, config_path=config_path, metrics_port=metrics_port)  # fmt: skip
+                              select=select, config_path=config_path, metrics_port=metrics_port,
+                              workbench_port=free_port() if workbench_port == 0 else workbench_port,
+                              workbench_password=secrets.token_urlsafe(9))  # fmt: skip
         check_workdir(directory)
         items, source = labelled_stream(options)
         demo = Demo(options, directory, items, source, on_tick=screen.tick, on_event=screen.event)
@@ -350,6 +363,9 @@ def demo_command(
         f"  logs {directory / DAEMON_LOG}, {directory / BROKER_LOG}"
         + (" (temporary: removed at exit; --workdir DIR keeps them)" if temporary else "")
     )
+    if demo.workbench_url is not None:
+        click.echo(f"  workbench {demo.workbench_url} · log in as {DEMO_ANALYST}, password "
+                   f"{options.workbench_password} · up until Ctrl-C after the replay")  # fmt: skip
     try:
         with _sigterm_as_interrupt():
             outcome = demo.run()

@@ -9,8 +9,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from filterd.service.config import Config, load
+from filterd.service.passwords import hash_secret
 
 DB_FILE, DAEMON_LOG, BROKER_LOG = "filterd.db", "daemon.log", "broker.log"
+DEMO_ANALYST = "demo"  # the workbench's analyst in `filterd demo --workbench-port`
 
 
 # Tansu makes a consumer-group join wait about session_timeout_ms / 2 (filterd.demo.broker): a
@@ -41,6 +43,10 @@ class DemoOptions:
     select: str | None = None  # model.select
     config_path: Path | None = None  # a filterd.toml for everything else
     metrics_port: int = 0  # the daemon's /metrics, /healthz, /readyz (0: off)
+    # the workbench and the HTTP API on this port, kept up after the replay until Ctrl-C
+    # (None: off); its one analyst, "demo", logs in with `workbench_password`
+    workbench_port: int | None = None
+    workbench_password: str = ""
 
     def __post_init__(self) -> None:
         if self.messages is not None and self.messages < 1:
@@ -53,6 +59,8 @@ class DemoOptions:
             raise DemoError("--target-recall must be in (0, 1]")
         if self.recalibrate_every < 1:
             raise DemoError("--recalibrate-every must be at least 1")
+        if self.workbench_port is not None and not 0 < self.workbench_port <= 65535:
+            raise DemoError("--workbench-port must be a port number")
 
 
 def check_workdir(workdir: Path) -> None:
@@ -96,4 +104,11 @@ def demo_config(
     config = load(options.config_path, environ={}, overrides=overrides)
     kafka = {"bootstrap_servers": bootstrap_servers, **FAST_GROUPS,
              "auto_offset_reset": "earliest", "enable_idempotence": False}  # fmt: skip
-    return replace(config, kafka=kafka)
+    config = replace(config, kafka=kafka)
+    if options.workbench_port is None:
+        return config
+    # a demo's throwaway password: a cheap hash is enough, and start-up stays quick
+    users = {DEMO_ANALYST: hash_secret(options.workbench_password, "pbkdf2_sha256", rounds=10_000)}
+    http = replace(config.http, enabled=True, host="127.0.0.1", port=options.workbench_port,
+                   users=users, tokens={})  # fmt: skip
+    return replace(config, http=http)

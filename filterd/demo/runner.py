@@ -164,6 +164,8 @@ class Demo:
                 step = time.monotonic()
                 status, detail = self._replay()
                 seconds["replay and drain"] = time.monotonic() - step
+                if status == "done" and self.options.workbench_port is not None:
+                    self._hold()
             snapshot = self.snapshot(finished=True)
         finally:
             stopping = time.monotonic()
@@ -247,6 +249,24 @@ class Demo:
                         f"(see {self.workdir / DAEMON_LOG})")  # fmt: skip
             time.sleep(0.02)
         return ""
+
+    def _hold(self) -> None:
+        """Keep the daemon, and so the workbench, up after the replay until Ctrl-C or SIGTERM
+        (a KeyboardInterrupt here ends the demo as done) or until the daemon stops."""
+        self.on_event(f"replay done: the workbench stays up at {self.workbench_url} "
+                      "until Ctrl-C")  # fmt: skip
+        try:
+            while not self._failure():
+                self.on_tick(self.snapshot())
+                time.sleep(self.tick)
+        except KeyboardInterrupt:
+            return
+
+    @property
+    def workbench_url(self) -> str | None:
+        """Where the workbench is served, with `workbench_port` (else None)."""
+        port = self.options.workbench_port
+        return None if port is None else f"http://127.0.0.1:{port}/"
 
     def _replay(self) -> tuple[str, str]:
         """Send messages and feedback, tick, until done, timed out or the daemon stopped."""

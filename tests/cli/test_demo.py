@@ -18,6 +18,7 @@ from filterd.cli.demo import demo_command, render
 from filterd.demo.runner import Snapshot
 from filterd.demo.scoreboard import Quality, Scoreboard
 from filterd.demo.stream import Item
+from tests.web.client import Client
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
 # positives and 100 negatives among the labels scored on arrival, reached after a few hundred.
@@ -198,3 +199,31 @@ def test_the_summary_shows_the_recall_delivered_against_the_target():
             "decisions with a threshold") in with_tau  # fmt: skip
     before_any_tau = render(snapshot(Quality(10, 0.99, 0.8, 0, None, None)))
     assert not [line for line in before_any_tau if line.startswith("delivered")]
+
+
+@needs_broker
+def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
+    command = [sys.executable, "-m", "filterd", "demo", *SMALL, "--workbench-port", "0",
+               "--workdir", str(tmp_path / "demo")]  # fmt: skip
+    demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not any("the workbench stays up" in line for line in lines):
+            assert time.monotonic() < deadline and demo.poll() is None, "".join(lines)
+            lines.append(demo.stdout.readline())
+        found = re.search(r"workbench http://127\.0\.0\.1:(\d+)/ · log in as demo, password (\S+)",
+                          "".join(lines))  # fmt: skip
+        assert found, "".join(lines)
+        port, password = int(found.group(1)), found.group(2)
+        analyst = Client(port)
+        assert analyst.log_in("demo", password, next="/model")[0] == 303
+        status, page, _ = analyst.get("/model")
+        assert status == 200 and 'id="readiness">ready<' in page
+        assert "threshold version" in page.lower() and "filterd demo" in page  # the demo's τ
+        assert analyst.log_in("demo", "wrong")[0] == 401
+    finally:
+        demo.send_signal(signal.SIGINT)
+        out, _ = demo.communicate(timeout=60)
+    assert demo.returncode == 0, "".join(lines) + out
+    assert "done: every message decided, every label applied" in out

@@ -3,9 +3,7 @@ broker): sessions, CSRF, redirects, the queue's filters, escaping of what sender
 published as the session's analyst, and the model page's calibration refused by the guardrails.
 The browser tests (test_workbench_browser.py) drive the same pages with the keyboard."""
 
-import http.client
 import re
-import urllib.parse
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -26,55 +24,11 @@ from filterd.store.review import queue_items
 from filterd.web.auth import new_token
 from filterd.web.sessions import SESSION_COOKIE
 from tests.daemon.conftest import read_all, valid
+from tests.web.client import Client, csrf_of
 from tests.web.conftest import PASSWORD, ROUNDS
 
 TOKEN = new_token("erin")
 HOSTILE = '<img src=x onerror="alert(1)">'
-
-
-class Client:
-    """One browser's worth of HTTP: cookies kept, redirects not followed."""
-
-    def __init__(self, port: int) -> None:
-        self.port, self.cookies = port, {}
-
-    def request(self, method: str, path: str, form: dict | list | None = None,
-                headers: dict | None = None) -> tuple[int, str, http.client.HTTPMessage]:  # fmt: skip
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        sent = dict(headers or {})
-        if self.cookies:
-            sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        body = None
-        if form is not None:
-            body = urllib.parse.urlencode(form, doseq=True).encode()
-            sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
-        connection.request(method, path, body, sent)
-        response = connection.getresponse()
-        text = response.read().decode()
-        for header in response.headers.get_all("set-cookie") or []:
-            name, _, rest = header.partition("=")
-            value = rest.split(";")[0].strip('"')
-            if "max-age=0" in header.lower() or "expires=thu, 01 jan 1970" in header.lower():
-                self.cookies.pop(name, None)
-            else:
-                self.cookies[name] = value
-        connection.close()
-        return response.status, text, response.headers
-
-    def get(self, path: str):
-        return self.request("GET", path)
-
-    def post(self, path: str, form, headers: dict | None = None):
-        return self.request("POST", path, form, headers)
-
-    def log_in(self, name: str = "dana", password: str = PASSWORD, next: str = "/queue"):
-        _, page, _ = self.get("/login")
-        return self.post("/login", {"csrf": csrf_of(page), "name": name, "password": password,
-                                    "next": next})  # fmt: skip
-
-
-def csrf_of(page: str) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
 
 
 def rows_of(page: str) -> list[str]:
