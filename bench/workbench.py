@@ -6,7 +6,7 @@ For each store (SQLite in a temporary file; PostgreSQL 18 embedded, when embedde
 installed), a model learns 200 synthetic messages; `--items` decisions are queued for review (the default
 `review.max_items` is 100,000), a tenth of them already labelled (in the ledger), spread over
 14 days, and 5,000 labels scored on arrival (the drift monitor's window) with a threshold
-version. The app (`filterd.web.app.create_app`, as `filterd serve` builds it) answers in this
+version (PostgreSQL then ANALYZEd, as autovacuum would). The app (`filterd.web.app.create_app`, as `filterd serve` builds it) answers in this
 process under uvicorn on loopback; a logged-in client asks for the queue pages an analyst asks
 for: the default (the 50 most informative unlabelled items), filtered by decision, score, time
 and model version, newest first, and a page deep into the queue; then a message page, the model page, the model page's
@@ -108,6 +108,10 @@ def build_store(url: str, items: int) -> None:
               for i in range(5000)]  # fmt: skip
     record_scores(engine, "default", "spam", scored, keep=5000)
     calibrate_model(engine, "default", "spam", 0.99, source="prequential", min_docs=5)
+    if engine.dialect.name == "postgresql":
+        # what autovacuum does after a bulk load: without statistics the planner sees no rows
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ANALYZE")
     engine.dispose()
 
 

@@ -36,6 +36,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )  # fmt: skip
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -272,6 +273,10 @@ class ReviewItem(Base):
     __table_args__ = (
         Index(None, "model_id", "message_id"),
         Index(None, "model_id", "queued_at"),
+        # the queue's order, most informative first (`store.review.list_items`): a page is read
+        # from the index in order instead of sorting the whole queue (ties: by id, which SQLite
+        # keeps in every index and PostgreSQL sorts within a run of equal distances)
+        Index("ix_review_items_model_id_distance", "model_id", text("abs(score - threshold)")),
     )
 
     id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
