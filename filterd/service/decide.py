@@ -109,11 +109,13 @@ class Decider:
         self.explain_tokens = explain_tokens
         self.model: DecisionModel | None = None
         self.model_version = 0
+        self.distinct_tokens: int | None = None  # of the statistics last given to `update`
         self.not_ready: str | None = "no statistics loaded"
         self._other = f"not {target_class}"
 
     def update(self, stats: Statistics, version: int) -> None:
         """Build the model of `stats` (the store's change number `version`)."""
+        self.distinct_tokens = stats.V
         try:
             self.model = scoring_model(stats, self.spec, self.target_class, self.min_docs)
             self.not_ready = None

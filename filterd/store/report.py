@@ -57,10 +57,13 @@ class ModelReport(TypedDict):
     threshold: ThresholdReport | None
 
 
-def model_report(engine: Engine, name: str, min_docs: int) -> ModelReport:
+def model_report(engine: Engine, name: str, min_docs: int,
+                 distinct_tokens: int | None = None) -> ModelReport:  # fmt: skip
     """What the store says of model `name`: its spec, classes, counts, the newest threshold
     version, and whether every class has `min_docs` learned documents. UnknownModel if there is
-    no such model."""
+    no such model. `distinct_tokens`, when the caller holds the model loaded, is its count of
+    tokens, taken instead of counting the store's rows (a scan of them all: most of a report's
+    cost for a large model)."""
     with engine.connect() as conn:
         row = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
         if row is None:
@@ -72,8 +75,10 @@ def model_report(engine: Engine, name: str, min_docs: int) -> ModelReport:
             return conn.execute(select(func.count()).select_from(table)
                                 .where(table.model_id == row.id)).scalar_one()  # fmt: skip
 
-        distinct = conn.execute(select(func.count(func.distinct(TokenStats.token_key)))
-                                .where(TokenStats.model_id == row.id, TokenStats.doc_freq > 0)).scalar_one()  # fmt: skip
+        distinct = distinct_tokens
+        if distinct is None:
+            distinct = conn.execute(select(func.count(func.distinct(TokenStats.token_key)))
+                                    .where(TokenStats.model_id == row.id, TokenStats.doc_freq > 0)).scalar_one()  # fmt: skip
         last = conn.execute(
             select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == row.id)
         ).scalar()

@@ -97,12 +97,14 @@ def model_info(context: WebContext) -> ModelInfo:
     checks with."""
     config = context.config
     name, target = config.model.name, config.decision.target_class
-    report = model_report(context.engine, name, config.model.min_docs)
+    scoring = context.scoring
+    decider, threshold = scoring.decider, scoring.threshold  # read once: the scorer replaces them
+    # the count of the model this process holds (synced from the store), not a scan of the store
+    held = None if decider is None else decider.distinct_tokens
+    report = model_report(context.engine, name, config.model.min_docs, distinct_tokens=held)
     history = [threshold_info(v) for v in threshold_history(context.engine, name, HISTORY)]
     in_force = next((v for v in history if v.target_class == target), None)
     drift = drift_report(context.engine, name, target, config.drift.window)
-    scoring = context.scoring
-    decider, threshold = scoring.decider, scoring.threshold
     return ModelInfo(
         model=name, spec=report["spec"], seq=report["seq"], ready=report["ready"],
         not_ready=report["not_ready"], classes=[ClassCount(**c) for c in report["classes"]],

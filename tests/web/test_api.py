@@ -20,6 +20,7 @@ from filterd.service.review import queued_item
 from filterd.store.database import connect
 from filterd.store.decided import record_decided
 from filterd.store.learning import find_model_id
+from filterd.store.report import model_report
 from filterd.store.review import queue_items
 from filterd.web.api import CHECK_BATCH
 from tests.daemon.conftest import valid
@@ -191,4 +192,6 @@ def test_the_reads_answer_from_the_store(api):
     assert status == 200
     conforms(api.port, "ModelInfo", model)
     assert model["ready"] and {c["label"] for c in model["classes"]} == {"ham", "spam"}
+    # counted from the model the process holds: the same as counting the store's rows
+    assert model["distinct_tokens"] == model_report(engine, "default", 5)["distinct_tokens"] > 0
     assert model["scoring"]["loaded"] and model["threshold"] is None and model["thresholds"] == []
