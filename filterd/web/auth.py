@@ -86,6 +86,15 @@ class Authenticator:
             authorization.encode("utf-8", "surrogatepass"), key=self._key
         ).digest()
 
+    def login(self, name: str, secret: str) -> str | None:
+        """The analyst `name` if `secret` is their password, or else their API token (the
+        workbench's login form takes either); None otherwise. Failures count towards
+        `throttled` as the API's do; nothing is remembered (a login is one check)."""
+        analyst = self._verify(name, secret, self._users.get(name))
+        if analyst is None and secret.startswith(f"{name}."):
+            analyst = self._verify(name, secret, self._tokens.get(name))
+        return analyst
+
     def throttled(self, name: str) -> bool:
         """Whether checks of `name` are refused for now (too many recent failures)."""
         with self._lock:

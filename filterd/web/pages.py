@@ -17,7 +17,6 @@ rendered with Jinja2, autoescaped; the answers forbid framing and scripts from e
 
 from __future__ import annotations
 
-import base64
 import secrets
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
@@ -40,6 +39,7 @@ from filterd.web.body import read_body
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, invalid
 from filterd.web.feedback import publish_label
+from filterd.web.reads import review_query
 from filterd.web.sessions import LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, same
 from filterd.web.views import template_values
 
@@ -118,12 +118,7 @@ def parse_query(params: Mapping[str, str]) -> ReviewQuery:
     for key in ("since", "until"):
         if key in values and len(values[key]) == len("2026-11-26T13:05"):
             values[key] += ":00"
-    try:
-        query = msgspec.convert(values, ReviewQuery, strict=False)
-    except msgspec.ValidationError as error:
-        problem = invalid(error)
-        problem.field = problem.field.removeprefix("$.") if problem.field else None
-        raise problem from None
+    query = review_query(values)  # as GET /v1/review reads its parameters
     for key in ("since", "until"):
         moment = getattr(query, key)
         if moment is not None and moment.tzinfo is None:
@@ -230,7 +225,7 @@ def page_routes(
         if not cookie or not token or not same(cookie, token):
             return await get_login(request, "the login form expired: try again", 403)
         name, secret = first(form, "name") or "", first(form, "password") or ""
-        analyst = await run_in_threadpool(login, context, name, secret)
+        analyst = await run_in_threadpool(context.auth.login, name, secret)
         if analyst is None:
             return await get_login(request, "wrong name or password (or token)", 401)
         target = safe_next(first(form, "next"))
@@ -350,19 +345,6 @@ def page_routes(
         Route("/audit", page("audit.html", audit_values), methods=["GET"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
-
-
-def login(context: WebContext, name: str, secret: str) -> str | None:
-    """The analyst `name` if `secret` is their password or API token, checked as the API
-    checks them (`Authenticator.identify`, throttled alike), else None."""
-    if not name or ":" in name:
-        return None
-    auth = context.auth
-    basic = base64.b64encode(f"{name}:{secret}".encode("utf-8", "surrogatepass")).decode()
-    analyst = auth.identify(f"Basic {basic}")
-    if analyst is None and secret.startswith(f"{name}."):
-        analyst = auth.identify(f"Bearer {secret}")
-    return analyst
 
 
 def target_of(raw: str | None, default: float) -> float:

@@ -55,12 +55,20 @@ def review_query(params: Mapping[str, str]) -> ReviewQuery:
 
 def review_page(context: WebContext, query: ReviewQuery) -> ReviewPage:
     """The review queue of the configured model as `query` filters and orders it."""
-    entries = list_items(context.engine, context.config.model.name, limit=query.limit,
-                         reason=query.reason, include_labelled=query.include_labelled,
-                         order=query.order, label=query.label, min_score=query.min_score,
-                         max_score=query.max_score, since=query.since, until=query.until,
-                         model_version=query.model_version, offset=query.offset)  # fmt: skip
-    return ReviewPage(items=[review_item(e) for e in entries])
+    return ReviewPage(items=[review_item(e) for e in queue_entries(context, query)])
+
+
+def queue_entries(context: WebContext, query: ReviewQuery, offset: int | None = None,
+                  limit: int | None = None) -> list[ReviewEntry]:  # fmt: skip
+    """The queue's items as `query` filters and orders them: `limit` of them from `offset`
+    (the query's own, unless given)."""
+    return list_items(context.engine, context.config.model.name,
+                      limit=query.limit if limit is None else limit,
+                      reason=query.reason, include_labelled=query.include_labelled,
+                      order=query.order, label=query.label, min_score=query.min_score,
+                      max_score=query.max_score, since=query.since, until=query.until,
+                      model_version=query.model_version,
+                      offset=query.offset if offset is None else offset)  # fmt: skip
 
 
 def review_item(entry: ReviewEntry) -> ReviewItem:

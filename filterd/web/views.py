@@ -29,7 +29,7 @@ from filterd.web import charts
 from filterd.web.api import ModelInfo, ReviewQuery
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem
-from filterd.web.reads import model_info
+from filterd.web.reads import model_info, queue_entries
 
 AUDIT_LIMIT = 200  # events on the audit page
 EXPLAIN_SHOWN = 5  # explanation tokens on a queue row
@@ -63,18 +63,10 @@ class QueueView:
 def queue_view(context: WebContext, query: ReviewQuery) -> QueueView:
     """One page of the review queue as `query` filters and orders it."""
     config = context.config
-    entries = _entries(context, query, query.offset, query.limit + 1)
+    entries = queue_entries(context, query, limit=query.limit + 1)
     rows = [QueueRow(e, query.offset + i) for i, e in enumerate(entries[: query.limit])]
     return QueueView(rows, query, list(config.model.labels), config.decision.target_class,
                      has_next=len(entries) > query.limit)  # fmt: skip
-
-
-def _entries(context: WebContext, query: ReviewQuery, offset: int, limit: int) -> list[ReviewEntry]:
-    return list_items(context.engine, context.config.model.name, limit=limit,
-                      reason=query.reason, include_labelled=query.include_labelled,
-                      order=query.order, label=query.label, min_score=query.min_score,
-                      max_score=query.max_score, since=query.since, until=query.until,
-                      model_version=query.model_version, offset=offset)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -135,7 +127,7 @@ def neighbours(context: WebContext, query: ReviewQuery, position: int | None,
         return Neighbours(None, None)
     # two either side: the item may have moved by one since the link was made
     start = max(position - 2, 0)
-    entries = _entries(context, query, start, position - start + 3)
+    entries = queue_entries(context, query, start, position - start + 3)
     rows = [QueueRow(e, start + i) for i, e in enumerate(entries)]
     here = next((i for i, r in enumerate(rows) if r.entry.message_id == message_id), None)
     if here is None:  # labelled meanwhile: what is now at `position` comes next

@@ -53,6 +53,11 @@ def queued(driver) -> list[str]:
     return driver.execute_script(script)
 
 
+def rows_in(engine, table) -> int:
+    with engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(table)).scalar_one()
+
+
 def ledger(engine) -> dict[str, str]:
     with engine.connect() as conn:
         return dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
@@ -68,12 +73,7 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(browser, sqlite_ur
         json.dumps({"id": f"w{i}", "text": t, "subject": f"Offer <b>{i}</b>"}).encode()
         for i, t in enumerate(texts)])  # fmt: skip
     engine = connect(sqlite_url)
-
-    def queue_size() -> int:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(ReviewItem)).scalar_one()
-
-    daemon.wait_for(lambda: queue_size() == 12, what="12 items in the review queue")
+    daemon.wait_for(lambda: rows_in(engine, ReviewItem) == 12, what="12 items in the review queue")
 
     log_in(browser, base, "/queue")
     rows = queued(browser)
@@ -143,12 +143,9 @@ def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
     produce(kafka_config, topics["feedback"],
             [feedback(f"f{i}", r["label"], r["text"]) for i, r in enumerate(labelled)])  # fmt: skip
     engine = connect(sqlite_url)
-
-    def scored_on_arrival() -> int:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(Prequential)).scalar_one()
-
-    daemon.wait_for(lambda: scored_on_arrival() == 300, what="300 labels scored on arrival")
+    daemon.wait_for(
+        lambda: rows_in(engine, Prequential) == 300, what="300 labels scored on arrival"
+    )
 
     log_in(browser, base, "/model")
     assert browser.find_element(By.ID, "readiness").text == "ready"
