@@ -4,7 +4,8 @@ them, and a live one-screen summary (`filterd.demo.runner` does the work; this i
 On a terminal the summary is redrawn in place about once a second, with notable moments (model
 ready, threshold written, calibration refused) printed above it; otherwise (a pipe, a log) it
 is one line every few seconds. Exit status: 0 when every message was decided and every label
-applied, 1 on a timeout, a daemon failure or a bad option, 130 after Ctrl-C (or SIGTERM).
+applied, 1 on a timeout, a daemon failure or a bad option, 130 after Ctrl-C (or SIGTERM) during the
+replay; with `--workbench-port`, Ctrl-C after the replay ends the kept-up workbench with 0.
 """
 
 from __future__ import annotations
@@ -326,7 +327,8 @@ def demo_command(
     and learner), messages plus delayed feedback by id, recalibration of the threshold (the
     `[calibration]` source, adaptive by default), and a live summary: decisions per second, AUC
     and specificity at the target recall so far, the threshold in force and the recall it
-    delivered against the target. Ctrl-C stops everything cleanly (exit status 130)."""
+    delivered against the target. Ctrl-C stops everything cleanly: exit status 130 during the
+    replay, 0 once the replay is done (with --workbench-port, the workbench stays up until then)."""
     context = click.get_current_context()
     if corpus is not None:
         for name in ("spam_share", "seed"):

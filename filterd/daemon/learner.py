@@ -180,10 +180,14 @@ class Learner(Loop):
             still = set(parking.release(conn, model_id, resolved + expired + unreadable))
             items = [labelled(feedback[p.message_id], stored_record(p), known[p.message_id], p.received_at)
                      for p in resolved if p.message_id in still]  # fmt: skip
+            # scored on their arrival here, as a batch's labels are: the calibration window
+            # needs a backlog's labels as much as a stream's
+            scored = self.monitor.score(items)
             applied = (learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
                        if items else learning.Applied())  # fmt: skip
             record_events(conn, self.model, [event(feedback[p.message_id], stored_record(p), "expired", p.received_at)
                                              for p in expired if p.message_id in still], now)  # fmt: skip
+        self.monitor.record(scored)
         counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
         counts |= {"claimed": len(claimed), "unresolved": len(expired)}
         for key, value in counts.items():

@@ -14,6 +14,7 @@ from filterd.daemon.guard import DeadLetterGuard
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.store import parking
 from filterd.store.audit import read_events
+from filterd.store.drift import drift_report
 from filterd.store.learning import lock_model
 from filterd.store.parking import Parked, count_parked
 from filterd.store.schema import FeedbackLedger, Holdout
@@ -149,3 +150,22 @@ def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for
     (letter,) = [json.loads(r.value) for r in broker.read("dead-letter")]
     assert (letter["reason"], letter["partition"], letter["offset"]) == ("invalid_json", 1, 7)
     assert count_parked(learner.engine, "default") == 0
+
+
+def test_labels_resolved_from_parking_are_scored_on_arrival_for_the_calibration_window(config):
+    broker = MemoryBroker(dict(TOPICS))
+    ids = [f"m{i}" for i in range(20)]
+    for i, message_id in enumerate(ids):
+        broker.produce(
+            "feedback", message_id.encode(), by_id(message_id, "spam" if i % 2 else "ham")
+        )
+    learner = learner_of(config, broker, retry_seconds=1000)
+    run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
+    assert drift_report(learner.engine, "default", "spam").n == 0  # parked: nothing scored yet
+
+    assert messages(broker, 20) == ids
+    decider = scorer(config, broker, MemoryPublisher(broker))
+    run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
+    assert learner.retry_parked(datetime.now(UTC) + LATER)["learned"] == 20
+    report = drift_report(learner.engine, "default", "spam")
+    assert (report.n, report.n_pos, report.n_neg) == (20, 10, 10)
