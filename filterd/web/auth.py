@@ -17,11 +17,11 @@ times, then once every `FAILURE_WINDOW / FAILURES` seconds (a token bucket), and
 secret is right, so concurrent guesses cannot overrun it. An analyst elsewhere has a budget of
 her own: whoever guesses at her name from one address never refuses her from another.
 
-At most `HASH_SLOTS` slow hashes run at once; a check that finds every slot taken is refused at
-once (`Busy`: 503) rather than waiting in a thread, so a burst costs the CPU and memory of
-`HASH_SLOTS` hashes, not those of one per request. A name that has no credential is hashed
-against a dummy hash with the configured hashes' parameters: an answer takes as long whether
-the name exists or not.
+At most `HASH_SLOTS` slow hashes run at once, in threads of their own; a check that finds every
+slot taken is refused at once (`Busy`: 503) rather than waiting in a thread, so a burst costs
+the CPU and memory of `HASH_SLOTS` hashes, not those of one per request. A name that has no
+credential is hashed against a dummy hash with the configured hashes' parameters: an answer
+takes as long whether the name exists or not.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ import binascii
 import hashlib
 import ipaddress
 import math
+import os
 import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 from starlette.requests import Request
 
@@ -55,7 +57,9 @@ CACHE_SIZE = 1024
 FAILURES = 10
 CLIENT_FAILURES = 100  # failures of one client over all names, likewise
 FAILURE_WINDOW = 60.0
-HASH_SLOTS = 4  # slow hashes at once (scrypt's default costs 16 MB each)
+# slow hashes at once, each in a thread of its own (scrypt's default costs 16 MB): half the
+# CPUs, so that guesses never take the CPU the event loop answers everyone else with
+HASH_SLOTS = max(1, (os.cpu_count() or 2) // 2)
 MAX_BUDGETS = 10_000  # (client, name) pairs and clients with failures remembered, at most
 REALM = 'Bearer realm="filterd"'  # a challenge no browser answers with a login prompt
 
@@ -146,6 +150,9 @@ class Authenticator:
         self._pairs = Budgets(FAILURES, FAILURE_WINDOW, clock)
         self._clients = Budgets(CLIENT_FAILURES, FAILURE_WINDOW, clock)
         self._slots = threading.BoundedSemaphore(slots)
+        # the hashes run in these threads alone: the allocator keeps what a thread has used, so
+        # hashes spread over the server's whole thread pool would keep 16 MB in each thread
+        self._hasher = ThreadPoolExecutor(slots, thread_name_prefix="filterd-hash")
         self._lock = threading.Lock()
 
     @property
@@ -247,10 +254,7 @@ class Authenticator:
             self._give_back(pair, client)  # nothing was checked
             raise Busy()
         try:
-            # the dummy matches nothing, but costs the time a configured hash does
-            ok = any(
-                verify(secret, hashed or fake) and hashed is not None for hashed, fake in checks
-            )
+            ok = self._hasher.submit(matches, secret, checks).result()
         finally:
             self._slots.release()
         if not ok:
@@ -258,10 +262,20 @@ class Authenticator:
         self._give_back(pair, client)
         return name
 
+    def close(self) -> None:
+        """End the hashing threads (a check after this fails)."""
+        self._hasher.shutdown(wait=False)
+
     def _give_back(self, pair: bytes, client: str) -> None:
         with self._lock:
             self._pairs.give_back(pair)
             self._clients.give_back(client)
+
+
+def matches(secret: str, checks: list[tuple[Hashed | None, Hashed]]) -> bool:
+    """Whether `secret` matches one of the configured hashes of `checks`; a missing one's dummy
+    matches nothing, but costs the time a configured hash does."""
+    return any(verify(secret, hashed or fake) and hashed is not None for hashed, fake in checks)
 
 
 def dummy(template: Hashed | None) -> Hashed:

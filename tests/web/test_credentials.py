@@ -149,14 +149,17 @@ def test_one_address_guessing_at_many_names_is_slowed_down_too():
 
 
 def counting(monkeypatch) -> dict:
-    """Counts the slow hashes `filterd.web.auth` runs, and the most at once."""
+    """Counts the slow hashes `filterd.web.auth` runs, the most at once, and the threads that
+    ran them."""
     import filterd.web.auth as module
 
-    real, lock, seen = module.verify, threading.Lock(), {"runs": 0, "now": 0, "most": 0}
+    real, lock = module.verify, threading.Lock()
+    seen = {"runs": 0, "now": 0, "most": 0, "threads": set()}
 
     def verify(secret, hashed):
         with lock:
             seen["runs"] += 1
+            seen["threads"].add(threading.current_thread().name)
             seen["now"] += 1
             seen["most"] = max(seen["most"], seen["now"])
         try:
@@ -209,6 +212,10 @@ def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
 
     outcomes = at_once(40, timed)
     assert seen["most"] <= HASH_SLOTS
+    # in threads of their own, whichever thread asked: the memory a hash leaves in its thread's
+    # allocator stays within HASH_SLOTS threads, however many ask over time
+    assert len(seen["threads"]) <= HASH_SLOTS
+    assert all(name.startswith("filterd-hash") for name in seen["threads"])
     checked = [t for what, t in outcomes if what == "checked"]
     busy = [t for what, t in outcomes if what == "busy"]
     assert busy and checked and len(checked) + len(busy) == 40
