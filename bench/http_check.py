@@ -105,7 +105,7 @@ async def run_rate(port: int, token: str, bodies: list[bytes], rate: float, seco
                 if time.perf_counter() > deadline:
                     return
                 body = bodies[i % len(bodies)]
-                head = (f"POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                head = (f"POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
                         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
                 statuses[i] = await request(reader, writer, head, body)
                 latencies[i] = time.perf_counter() - (t0 + due[i])
@@ -152,7 +152,7 @@ def wait_ready(port: int, token: str, timeout: float = 60.0) -> None:
     while time.monotonic() < deadline:
         try:
             req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/check", data=b'{"id": "w", "text": "hi"}',
-                                         headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+                                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})  # fmt: skip
             with urllib.request.urlopen(req, timeout=2) as answer:
                 if json.loads(answer.read())["decisions"][0]["label"] != "unknown":
                     return

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
+from filterd.service.hosts import AllowedHosts
 
 ENV_PREFIX = "FILTERD_"
 # A key names a secret when its last word is one of these: sasl_plain_password, ssl_password,
@@ -193,6 +194,10 @@ class Http:
     # processes of one deployment do not share them.
     session_secret: str = ""
     session_hours: float = 12.0
+    # The Host headers answered (`filterd.service.hosts`), against DNS rebinding: names or
+    # addresses, each with an optional :port. Empty: `host`, localhost, 127.0.0.1 and [::1] on
+    # `port` (and any address when `host` is 0.0.0.0 or ::). Other Hosts get 400.
+    allowed_hosts: list[str] = field(default_factory=list)
 
 
 # the [http] keys whose values are credentials: the names are shown, the hashes never
@@ -494,6 +499,12 @@ def _check_http(http: Http) -> None:
                           "made at start-up)")  # fmt: skip
     if not 0 < http.session_hours <= 24 * 30:
         raise ConfigError("http.session_hours: must be in (0, 720]")
+    if not all(isinstance(h, str) for h in http.allowed_hosts):
+        raise ConfigError("http.allowed_hosts: must be a list of host names or addresses")
+    try:
+        AllowedHosts.of(http.allowed_hosts, http.host, http.port)
+    except ValueError as error:
+        raise ConfigError(f"http.allowed_hosts: {error}") from None
     for key in CREDENTIAL_KEYS:
         for name, hashed in getattr(http, key).items():
             where = f"http.{key}.{name}"

@@ -7,7 +7,11 @@
     /, /login, /queue, /messages/…, /model, /audit, /static/…   the workbench (filterd.web.pages)
 
 Every endpoint but the OpenAPI document requires a credential (`filterd.web.auth`): 401
-otherwise; the workbench's pages a login session. Every error of the API is JSON naming the
+otherwise (a challenge no browser answers with a login prompt, so that no browser keeps an
+analyst's password for other sites' pages to use); the workbench's pages a login session. The
+bodies of POST /v1/check and /v1/feedback are `application/json` (415 otherwise: no HTML form
+can send that type). Before any of it, `filterd.web.guard` refuses a Host not this server's
+and a browser's request from another site's page. Every error of the API is JSON naming the
 field it is about (`filterd.web.errors`), the workbench's a page; bad input is a 4xx, never a
 500; a store that cannot be reached is a 503. Work that can take long runs in Starlette's thread
 pool, off the event loop: a credential's slow hash, SQL, pages, checks over `check.INLINE_BYTES`;
@@ -34,13 +38,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
+from filterd.service.hosts import AllowedHosts
 from filterd.store.database import error_detail
 from filterd.store.learning import UnknownModel
 from filterd.web import check, feedback, openapi, pages, reads
-from filterd.web.auth import REALM
+from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
-from filterd.web.errors import Problem, json_response, problem_response
+from filterd.web.errors import API_HEADERS, Problem, json_response, problem_response
+from filterd.web.guard import RequestGuard
 from filterd.web.sessions import Sessions
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -57,16 +63,27 @@ def create_app(context: WebContext) -> Starlette:
         # a hop to the thread pool and back; only a header not remembered needs the slow hash
         analyst = context.auth.remembered(header)
         if analyst is None and header:
-            analyst = await run_in_threadpool(context.auth.identify, header)
+            # Throttled (429) or Busy (503) when the header was not checked
+            analyst = await run_in_threadpool(
+                context.auth.identify, header, client_address(request)
+            )
         if analyst is None:
             raise Problem(401, "authentication required: an API token (Bearer) or a user's "
                                "password (Basic)", headers={"WWW-Authenticate": REALM})  # fmt: skip
         request.state.analyst = analyst  # for the request log
         return analyst
 
+    async def json_body(request: Request) -> bytes:
+        """The body of a request that changes or decides something: JSON only, or a 415 Problem
+        (a form from another site's page cannot send it without the browser asking first)."""
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            raise Problem(415, "the body must be JSON, sent as Content-Type: application/json")
+        return await read_body(request, max_bytes)
+
     async def post_check(request: Request) -> Response:
         await analyst_of(request)
-        body = await read_body(request, max_bytes)
+        body = await json_body(request)
         if len(body) <= check.INLINE_BYTES:
             # a small check costs less CPU than the thread switches of a hop to the pool and
             # back, and waits for no other thread to be scheduled: decided here
@@ -75,7 +92,7 @@ def create_app(context: WebContext) -> Starlette:
 
     async def post_feedback(request: Request) -> Response:
         analyst = await analyst_of(request)
-        body = await read_body(request, max_bytes)
+        body = await json_body(request)
         sent = await run_in_threadpool(feedback.send_feedback, context, body, analyst)
         return json_response(sent, 202)
 
@@ -94,7 +111,8 @@ def create_app(context: WebContext) -> Starlette:
         return json_response(await run_in_threadpool(reads.model_info, context))
 
     async def get_openapi(_request: Request) -> Response:
-        return Response(msgspec.json.encode(openapi.document()), media_type="application/json")
+        document = msgspec.json.encode(openapi.document())
+        return Response(document, headers=API_HEADERS, media_type="application/json")
 
     routes: list[BaseRoute] = [
         Route("/v1/check", post_check, methods=["POST"]),
@@ -106,7 +124,8 @@ def create_app(context: WebContext) -> Starlette:
     ]
     http = context.config.http
     env = pages.templates()
-    routes += pages.page_routes(context, Sessions.configured(http.session_secret, http.session_hours), env)  # fmt: skip
+    sessions = Sessions.configured(http.session_secret, http.session_hours, context.auth.binding)
+    routes += pages.page_routes(context, sessions, env)
     log = context.log
 
     def answer(request: Request, problem: Problem) -> Response:
@@ -142,6 +161,9 @@ def create_app(context: WebContext) -> Starlette:
         UnknownModel: on_store, Exception: on_error,
     }  # fmt: skip
     app = Starlette(routes=routes, exception_handlers=handlers)
+    hosts = AllowedHosts.of(http.allowed_hosts, http.host, http.port)
+    # added first, so inside the log: its refusals are logged and counted too
+    app.add_middleware(RequestGuard, hosts=hosts, refuse=answer)
     app.add_middleware(RequestLog, log=log, metrics=context.metrics)
     return app
 

@@ -66,10 +66,15 @@ def decode_body(body: bytes, kind: type[T] | Any) -> T:
     return decoded
 
 
+# on every answer of the API: no browser guesses its type, no cache keeps it
+API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+
+
 def json_response(body: msgspec.Struct, status: int = 200,
                   headers: dict[str, str] | None = None) -> Response:  # fmt: skip
-    """`body` encoded as JSON."""
-    return Response(msgspec.json.encode(body), status, headers, media_type="application/json")
+    """`body` encoded as JSON, with `API_HEADERS`."""
+    return Response(msgspec.json.encode(body), status, {**API_HEADERS, **(headers or {})},
+                    media_type="application/json")  # fmt: skip
 
 
 def problem_response(problem: Problem) -> Response:

@@ -34,12 +34,18 @@ def document() -> dict[str, Any]:
     error = _json(of[api.ApiError])
 
     def answers(ok: type[msgspec.Struct], status: str, *errors: str) -> dict[str, Any]:
-        described = {"400": "not JSON", "401": "no credential, or a wrong one",
+        described = {"400": "not JSON, or a Host header not in http.allowed_hosts",
+                     "401": "no credential, or a wrong one",
+                     "403": "a browser's request made by another site's page",
                      "404": "not known", "413": "the body exceeds limits.max_bytes",
+                     "415": "a body that is not Content-Type: application/json",
                      "422": "a field that does not validate: `field` names it",
-                     "503": "the store, the broker or the model is not available"}  # fmt: skip
+                     "429": "too many failed credentials from this address: see Retry-After",
+                     "503": "the store, the broker or the model is not available, or too many "
+                            "credential checks at once"}  # fmt: skip
         return {status: {"description": "success", **_json(of[ok])},
-                **{e: {"description": described[e], **error} for e in ("401", *errors)}}  # fmt: skip
+                **{e: {"description": described[e], **error}
+                   for e in sorted({"401", "403", "429", *errors})}}  # fmt: skip
 
     parameters = [
         {"name": name, "in": "query", "required": False, "schema": schema}
@@ -50,11 +56,11 @@ def document() -> dict[str, Any]:
         "/v1/check": {"post": {
             "summary": "Decide on one message or up to 100, without learning",
             "requestBody": {"required": True, **_json(check_in)},
-            "responses": answers(api.CheckResponse, "200", "400", "413", "422", "503")}},
+            "responses": answers(api.CheckResponse, "200", "400", "413", "415", "422", "503")}},
         "/v1/feedback": {"post": {
             "summary": "Send a label to the feedback topic, as the authenticated analyst",
             "requestBody": {"required": True, **_json(feedback_in)},
-            "responses": answers(api.FeedbackAccepted, "202", "400", "413", "422", "503")}},
+            "responses": answers(api.FeedbackAccepted, "202", "400", "413", "415", "422", "503")}},
         "/v1/decisions/{id}": {"get": {
             "summary": "What the store knows of a message's decision: provenance, review, labels",
             "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],

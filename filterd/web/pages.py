@@ -35,12 +35,13 @@ from starlette.staticfiles import StaticFiles
 
 from filterd.web import views
 from filterd.web.api import FeedbackRequest, ReviewQuery
+from filterd.web.auth import client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, invalid
 from filterd.web.feedback import publish_label
 from filterd.web.reads import review_query
-from filterd.web.sessions import LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, same
+from filterd.web.sessions import LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, cookie_name, same
 from filterd.web.views import template_values
 
 FORM_BYTES = 64 * 1024  # a form's body, at most: labels and comments, not messages
@@ -168,7 +169,7 @@ def page_routes(
         return HTMLResponse(text, status, headers=HEADERS)
 
     def session_of(request: Request) -> Session | None:
-        session = sessions.read(request.cookies.get(SESSION_COOKIE))
+        session = sessions.read(request.cookies.get(cookie_of(request, SESSION_COOKIE)))
         if session is not None:
             request.state.analyst = session.analyst  # for the request log
         return session
@@ -214,33 +215,60 @@ def page_routes(
         token = secrets.token_urlsafe(24)
         response = render("login.html", status, csrf=token, error=error,
                           next=safe_next(request.query_params.get("next")))  # fmt: skip
-        response.set_cookie(LOGIN_COOKIE, token, max_age=3600, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https", path="/login")  # fmt: skip
+        https = request.url.scheme == "https"
+        response.set_cookie(
+            cookie_name(LOGIN_COOKIE, https),
+            token,
+            max_age=3600,
+            httponly=True,
+            samesite="strict",
+            secure=https,
+        )
         return response
 
     async def post_login(request: Request) -> Response:
         body = await read_body(request, FORM_BYTES, "the form limit")
         form = parse_form(body)
-        cookie, token = request.cookies.get(LOGIN_COOKIE), first(form, "csrf")
+        cookie, token = request.cookies.get(cookie_of(request, LOGIN_COOKIE)), first(form, "csrf")
         if not cookie or not token or not same(cookie, token):
             return await get_login(request, "the login form expired: try again", 403)
         name, secret = first(form, "name") or "", first(form, "password") or ""
-        analyst = await run_in_threadpool(context.auth.login, name, secret)
+        try:
+            analyst = await run_in_threadpool(
+                context.auth.login, name, secret, client_address(request)
+            )
+        except Problem as refused:  # throttled (429) or busy (503): not checked
+            response = await get_login(request, refused.error, refused.status)
+            response.headers.update(refused.headers or {})
+            return response
         if analyst is None:
             return await get_login(request, "wrong name or password (or token)", 401)
         target = safe_next(first(form, "next"))
         response = RedirectResponse(target, 303, headers=HEADERS)
-        response.set_cookie(SESSION_COOKIE, sessions.issue(analyst), max_age=int(sessions.seconds),
-                            httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")  # fmt: skip
-        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        https = request.url.scheme == "https"
+        response.set_cookie(
+            cookie_name(SESSION_COOKIE, https),
+            sessions.issue(analyst),
+            max_age=int(sessions.seconds),
+            httponly=True,
+            samesite="strict",
+            secure=https,
+        )
+        response.delete_cookie(
+            cookie_name(LOGIN_COOKIE, https), httponly=True, samesite="strict", secure=https
+        )
         context.log.info("workbench login", analyst=analyst)
         return response
 
     async def post_logout(request: Request) -> Response:
-        await form_of(request)
+        session, _ = await form_of(request)
+        sessions.revoke(session)  # a copy of the cookie kept elsewhere is refused from now on
         response = RedirectResponse("/login", 303, headers=HEADERS)
-        response.delete_cookie(SESSION_COOKIE)
+        https = request.url.scheme == "https"
+        response.delete_cookie(
+            cookie_name(SESSION_COOKIE, https), httponly=True, samesite="strict", secure=https
+        )
+        context.log.info("workbench logout", analyst=session.analyst)
         return response
 
     # --- the queue and messages ------------------------------------------------------------
@@ -367,6 +395,11 @@ def target_of(raw: str | None, default: float) -> float:
 def here(request: Request) -> str:
     """The request's path and query: where to come back to."""
     return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
+def cookie_of(request: Request, name: str) -> str:
+    """The name cookie `name` has on `request`'s scheme (`sessions.cookie_name`)."""
+    return cookie_name(name, request.url.scheme == "https")
 
 
 def first(form: Mapping[str, list[str]], key: str) -> str | None:

@@ -54,3 +54,4 @@ class Api:
     def stop(self) -> None:
         self.server.stop()
         self.context.labels.close()
+        self.context.auth.close()

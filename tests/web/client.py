@@ -10,13 +10,17 @@ from tests.web.conftest import PASSWORD
 class Client:
     """One browser's worth of HTTP: cookies kept, redirects not followed."""
 
-    def __init__(self, port: int) -> None:
-        self.port, self.cookies = port, {}
+    def __init__(self, port: int, address: str = "127.0.0.1", headers: dict | None = None) -> None:
+        """A browser at the local `address` (all of 127/8 is this machine), sending `headers`
+        with every request."""
+        self.port, self.cookies, self.address, self.headers = port, {}, address, headers or {}
 
     def request(self, method: str, path: str, form: dict | list | None = None,
                 headers: dict | None = None) -> tuple[int, str, http.client.HTTPMessage]:  # fmt: skip
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        sent = dict(headers or {})
+        connection = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=30, source_address=(self.address, 0)
+        )
+        sent = {**self.headers, **(headers or {})}
         if self.cookies:
             sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         body = None

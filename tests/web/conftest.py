@@ -56,13 +56,16 @@ def basic(name: str, password: str) -> str:
 
 
 def call(port: int, method: str, path: str, body=None, auth: str | None = None,
-         raw: bytes | None = None) -> tuple[int, dict | list | None, dict]:  # fmt: skip
-    """(status, JSON body or None, headers) of one request to 127.0.0.1:`port`."""
+         raw: bytes | None = None, headers: dict | None = None) -> tuple[int, dict | list | None, dict]:  # fmt: skip
+    """(status, JSON body or None, headers) of one request to 127.0.0.1:`port` (a JSON body,
+    unless `headers` say otherwise)."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
     request.add_header("Content-Type", "application/json")
     if auth is not None:
         request.add_header("Authorization", auth)
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             status, text, headers = response.status, response.read(), dict(response.headers)

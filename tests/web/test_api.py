@@ -1,6 +1,7 @@
 """The HTTP API served for real (uvicorn on a free port) over a learned SQLite store, called
 over HTTP: authentication, checks, bad input, the reads and the OpenAPI document."""
 
+import http.client
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -23,7 +24,9 @@ from filterd.store.learning import find_model_id
 from filterd.store.report import model_report
 from filterd.store.review import queue_items
 from filterd.web.api import CHECK_BATCH
+from filterd.web.auth import FAILURES
 from tests.daemon.conftest import valid
+from tests.web.client import Client
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call
 
 DANA = basic("dana", PASSWORD)
@@ -64,7 +67,9 @@ def test_every_endpoint_that_reads_or_writes_needs_a_credential(api):
             status, body, headers = call(api.port, method, path, {"id": "m1"}, auth=auth)
             assert status == 401, (method, path, auth)
             assert body["error"].startswith("authentication required")
-            assert headers["www-authenticate"].startswith("Basic")
+            # a challenge no browser answers with a prompt (and then keeps the password for
+            # every page that posts here): basic credentials sent unasked still work
+            assert headers["www-authenticate"] == 'Bearer realm="filterd"'
     status, document, _ = call(api.port, "GET", "/v1/openapi.json")
     assert status == 200 and document["openapi"].startswith("3.1")
 
@@ -195,3 +200,127 @@ def test_the_reads_answer_from_the_store(api):
     # counted from the model the process holds: the same as counting the store's rows
     assert model["distinct_tokens"] == model_report(engine, "default", 5)["distinct_tokens"] > 0
     assert model["scoring"]["loaded"] and model["threshold"] is None and model["thresholds"] == []
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonx",
+    ],
+)
+def test_a_request_that_decides_or_labels_takes_json_only(api, kind):
+    # what an HTML form on any page can send without the browser asking the server first
+    for path, body in (
+        ("/v1/check", {"id": "c1", "text": SPAMMY}),
+        ("/v1/feedback", {"message_id": "m1", "label": "spam"}),
+    ):
+        status, answer, _ = call(
+            api.port, "POST", path, body, auth=DANA, headers={"Content-Type": kind}
+        )
+        assert status == 415 and "application/json" in answer["error"], (path, answer)
+    status, answer, _ = call(
+        api.port,
+        "POST",
+        "/v1/check",
+        {"id": "c1", "text": SPAMMY},
+        auth=DANA,
+        headers={"Content-Type": "Application/JSON; charset=utf-8"},
+    )
+    assert status == 200, answer
+
+
+def test_every_api_answer_is_nosniff_and_no_store(api):
+    for method, path, body, auth in (
+        ("POST", "/v1/check", {"id": "c1"}, DANA),
+        ("GET", "/v1/model", None, DANA),
+        ("GET", "/v1/model", None, None),
+        ("GET", "/v1/decisions/nowhere", None, DANA),
+        ("GET", "/v1/review?limit=0", None, DANA),
+        ("GET", "/v1/openapi.json", None, None),
+        ("GET", "/v1/nowhere", None, DANA),
+    ):
+        status, _, headers = call(api.port, method, path, body, auth=auth)
+        assert headers.get("x-content-type-options") == "nosniff", (path, status)
+        assert headers.get("cache-control") == "no-store", (path, status)
+
+
+def test_a_host_not_the_servers_is_refused(api):
+    # a name rebound to this address (DNS rebinding): the browser sends the attacker's name
+    for host in ("evil.example", f"evil.example:{api.port}", "localhost.evil.example", "a b"):
+        for method, path, auth in (("GET", "/v1/openapi.json", None), ("GET", "/v1/model", DANA)):
+            status, _, _ = call(api.port, method, path, auth=auth, headers={"Host": host})
+            assert status == 400, (host, path)
+        assert Client(api.port).request("GET", "/login", headers={"Host": host})[0] == 400
+    for host in (f"localhost:{api.port}", f"127.0.0.1:{api.port}", f"LOCALHOST.:{api.port}"):
+        assert call(api.port, "GET", "/v1/model", auth=DANA, headers={"Host": host})[0] == 200
+
+
+def test_only_the_configured_hosts_are_answered(api, serve):
+    context = api.context
+    config = replace(
+        context.config, http=replace(context.config.http, allowed_hosts=["filterd.example.net"])
+    )
+    listed = serve(config, context.engine, context.scoring)
+    status, body, _ = call(
+        listed.port,
+        "GET",
+        "/v1/model",
+        auth=DANA,
+        headers={"Host": f"filterd.example.net:{listed.port}"},
+    )
+    assert status == 200, body
+    status, body, _ = call(listed.port, "GET", "/v1/model", auth=DANA)  # Host: 127.0.0.1:port
+    assert status == 400 and "allowed_hosts" in body["error"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},  # another host of the same site
+        {"Origin": "http://evil.example"},  # a browser without Sec-Fetch-*
+        {"Origin": "null"},  # a sandboxed frame, a page from a file
+    ],
+)
+def test_a_browsers_request_from_another_sites_page_is_refused(api, headers):
+    for method, path, body in (
+        ("POST", "/v1/feedback", {"message_id": "m1", "label": "spam"}),
+        ("POST", "/v1/check", {"id": "c1"}),
+        ("GET", "/v1/model", None),
+    ):
+        status, answer, _ = call(api.port, method, path, body, auth=DANA, headers=headers)
+        assert status == 403 and "another site" in answer["error"], (path, answer)
+
+
+def test_the_servers_own_pages_and_programs_are_not_refused(api):
+    own = {"Sec-Fetch-Site": "same-origin", "Origin": f"http://127.0.0.1:{api.port}"}
+    for headers in (own, {"Sec-Fetch-Site": "none"}, {}):
+        status, _, _ = call(api.port, "POST", "/v1/check", {"id": "c1"}, auth=DANA, headers=headers)
+        assert status == 200, headers
+
+
+def test_guessing_from_one_address_never_refuses_the_analyst_at_another(api):
+    # another address on this machine: all of 127/8 is loopback
+    for i in range(FAILURES):
+        assert call_from("127.0.0.2", api.port, "/v1/model", basic("dana", f"guess-{i}"))[0] == 401
+    status, headers = call_from("127.0.0.2", api.port, "/v1/model", DANA)
+    assert status == 429 and 0 < int(headers["retry-after"]) <= 60  # slowed down, right or wrong
+    # dana at her desk: her password, never checked before, is not refused
+    assert call_from("127.0.0.1", api.port, "/v1/model", DANA)[0] == 200
+
+
+def call_from(address: str, port: int, path: str, auth: str) -> tuple[int, dict]:
+    """(status, headers) of a GET to 127.0.0.1:`port` from the local `address`."""
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", port, timeout=30, source_address=(address, 0)
+    )
+    try:
+        connection.request("GET", path, headers={"Authorization": auth})
+        response = connection.getresponse()
+        response.read()
+        return response.status, dict(response.headers)
+    finally:
+        connection.close()

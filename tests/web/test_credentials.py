@@ -1,13 +1,29 @@
 """[http] credentials: hashes only, checked at load, never shown; the hashing command."""
 
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from click.testing import CliRunner
 
 from filterd.cli import main
 from filterd.service.config import ConfigError, load
 from filterd.service.passwords import hash_secret, parse_hash, verify
-from filterd.web.auth import Authenticator
+from filterd.web.auth import (
+    CLIENT_FAILURES,
+    FAILURE_WINDOW,
+    FAILURES,
+    HASH_SLOTS,
+    Authenticator,
+    Busy,
+    Throttled,
+)
+from filterd.web.errors import Problem
 from tests.web.conftest import PASSWORD, ROUNDS, basic
+
+HERE, THERE = "127.0.0.1", "192.0.2.66"  # the analyst's address, a guesser's
 
 
 def test_a_hash_verifies_its_secret_only():
@@ -45,6 +61,16 @@ def test_a_bad_http_setting_names_the_key(tmp_path):
     path.write_text(f'[http]\ntokens = {{"a:b" = "{hashed}"}}\n')
     with pytest.raises(ConfigError, match=r"http.tokens.a:b: an analyst name"):
         load(path, {})
+    path.write_text('[http]\nallowed_hosts = ["filterd.example.net", "a b:80"]\n')
+    with pytest.raises(ConfigError, match=r"http.allowed_hosts: 'a b:80' is not a host name"):
+        load(path, {})
+    with pytest.raises(ConfigError, match=r"http.allowed_hosts: must be a list of host names"):
+        load(None, {"FILTERD_HTTP_ALLOWED_HOSTS": "[1]"})
+    listed = '["filterd.example.net", "[::1]:8108"]'
+    assert load(None, {"FILTERD_HTTP_ALLOWED_HOSTS": listed}).http.allowed_hosts == [
+        "filterd.example.net",
+        "[::1]:8108",
+    ]
 
 
 def test_credentials_come_from_the_environment_and_never_show():
@@ -61,12 +87,12 @@ def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
     token = "dana.s3cr3t-token"
     auth = Authenticator({"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)},
                          {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)})  # fmt: skip
-    assert auth.identify(f"Bearer {token}") == "dana"
-    assert auth.identify(f"Bearer {token}") == "dana"  # remembered, still right
-    assert auth.identify(basic("lee", PASSWORD)) == "lee"
+    assert auth.identify(f"Bearer {token}", HERE) == "dana"
+    assert auth.identify(f"Bearer {token}", HERE) == "dana"  # remembered, still right
+    assert auth.identify(basic("lee", PASSWORD), HERE) == "lee"
     for wrong in (None, "", "Bearer dana.wrong", "Bearer s3cr3t-token", f"Bearer lee.{token}",
                   basic("lee", "wrong"), basic("dana", token), "Basic !!!", "Digest x"):  # fmt: skip
-        assert auth.identify(wrong) is None, wrong
+        assert auth.identify(wrong, HERE) is None, wrong
 
 
 def test_only_a_verified_header_is_remembered_and_never_in_clear():
@@ -74,32 +100,151 @@ def test_only_a_verified_header_is_remembered_and_never_in_clear():
     auth = Authenticator({"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)}, {})
     assert auth.remembered(f"Bearer {token}") is None  # not verified yet: identify hashes it
     assert (
-        auth.identify("Bearer dana.wrong") is None and auth.remembered("Bearer dana.wrong") is None
+        auth.identify("Bearer dana.wrong", HERE) is None
+        and auth.remembered("Bearer dana.wrong") is None
     )
-    assert auth.identify(f"Bearer {token}") == "dana"
+    assert auth.identify(f"Bearer {token}", HERE) == "dana"
     assert auth.remembered(f"Bearer {token}") == "dana"
     assert auth.remembered(None) is None and auth.remembered("") is None
     assert not any(token.encode() in key or "s3cr3t" in str(key) for key in auth._verified)
 
 
-def test_guessing_at_a_name_is_throttled_without_locking_out_a_verified_caller():
-    from filterd.web.auth import FAILURE_WINDOW, FAILURES
-
+def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out():
     now = [0.0]
-    auth = Authenticator({}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)},
-                         clock=lambda: now[0])  # fmt: skip
-    assert auth.identify(basic("lee", PASSWORD)) == "lee"  # verified, then remembered
+    auth = Authenticator(
+        {}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}, clock=lambda: now[0]
+    )
     for i in range(FAILURES):
-        assert auth.identify(basic("lee", f"guess-{i}")) is None
-    assert auth.throttled("lee") and not auth.throttled("dana")
-    assert auth.identify(basic("lee", PASSWORD)) == "lee"  # the remembered header still works
-    fresh = Authenticator({}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)},
-                          clock=lambda: now[0])  # fmt: skip
-    for i in range(FAILURES):
-        fresh.identify(basic("lee", f"guess-{i}"))
-    assert fresh.identify(basic("lee", PASSWORD)) is None  # refused unhashed while throttled
-    now[0] += FAILURE_WINDOW + 1
-    assert not fresh.throttled("lee") and fresh.identify(basic("lee", PASSWORD)) == "lee"
+        assert auth.identify(basic("lee", f"guess-{i}"), THERE) is None
+    with pytest.raises(Throttled) as throttled:  # refused unhashed, right or wrong
+        auth.identify(basic("lee", PASSWORD), THERE)
+    assert throttled.value.status == 429
+    wait = int(throttled.value.headers["Retry-After"])
+    assert 0 < wait <= FAILURE_WINDOW / FAILURES + 1
+    # lee at her own desk, never verified before, is not refused
+    assert auth.identify(basic("lee", PASSWORD), HERE) == "lee"
+    assert auth.login("lee", PASSWORD, "10.9.9.9") == "lee"
+    # slowed down, not locked out: one more try per FAILURE_WINDOW / FAILURES seconds
+    now[0] += FAILURE_WINDOW / FAILURES
+    assert auth.identify(basic("lee", "guess-again"), THERE) is None
+    with pytest.raises(Throttled):
+        auth.identify(basic("lee", "guess-more"), THERE)
+    now[0] += FAILURE_WINDOW / FAILURES
+    assert auth.login("lee", PASSWORD, THERE) == "lee"  # the right password, in its turn
+    # a success gives its try back: an analyst who types right is never slowed by herself
+    for k in range(3 * FAILURES):  # headers of their own: each one checked, none remembered
+        assert auth.identify(basic("lee", PASSWORD) + " " * k, HERE) == "lee"
+
+
+def test_one_address_guessing_at_many_names_is_slowed_down_too():
+    now = [0.0]
+    auth = Authenticator(
+        {}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}, clock=lambda: now[0]
+    )
+    for i in range(CLIENT_FAILURES):
+        assert auth.login(f"name-{i % 50}-{i}", "guess", THERE) is None
+    with pytest.raises(Throttled):
+        auth.login("lee", "guess", THERE)
+    assert auth.login("lee", PASSWORD, HERE) == "lee"
+
+
+def counting(monkeypatch) -> dict:
+    """Counts the slow hashes `filterd.web.auth` runs, the most at once, and the threads that
+    ran them."""
+    import filterd.web.auth as module
+
+    real, lock = module.verify, threading.Lock()
+    seen = {"runs": 0, "now": 0, "most": 0, "threads": set()}
+
+    def verify(secret, hashed):
+        with lock:
+            seen["runs"] += 1
+            seen["threads"].add(threading.current_thread().name)
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+        try:
+            return real(secret, hashed)
+        finally:
+            with lock:
+                seen["now"] -= 1
+
+    monkeypatch.setattr(module, "verify", verify)
+    return seen
+
+
+def at_once(n: int, check) -> list:
+    """`check(i)` in n threads started together: each one's result or exception."""
+    barrier = threading.Barrier(n)
+
+    def run(i: int):
+        barrier.wait()
+        try:
+            return check(i)
+        except Problem as refused:  # Throttled, Busy: the outcomes under test
+            return refused
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch):
+    seen = counting(monkeypatch)
+    token = hash_secret("dana.right", "pbkdf2_sha256", rounds=50_000)  # ~25 ms a check
+    auth = Authenticator({"dana": token}, {}, slots=100)  # the budget alone bounds them here
+    outcomes = at_once(60, lambda i: auth.identify(f"Bearer dana.wrong-{i}", THERE))
+    assert seen["runs"] <= FAILURES  # spent before hashing: not 60 hashes, not 31
+    assert sum(o is None for o in outcomes) == seen["runs"]
+    assert all(isinstance(o, Throttled) for o in outcomes if o is not None)
+
+
+def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(monkeypatch):
+    seen = counting(monkeypatch)
+    users = {f"u{i}": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=200_000) for i in range(3)}
+    auth = Authenticator({}, users)
+
+    def timed(i: int):
+        started = time.perf_counter()
+        try:
+            auth.identify(basic(f"u{i % 3}", f"wrong-{i}"), f"10.0.0.{i}")  # one budget each
+        except Busy:
+            return "busy", time.perf_counter() - started
+        return "checked", time.perf_counter() - started
+
+    outcomes = at_once(40, timed)
+    assert seen["most"] <= HASH_SLOTS
+    # in threads of their own, whichever thread asked: the memory a hash leaves in its thread's
+    # allocator stays within HASH_SLOTS threads, however many ask over time
+    assert len(seen["threads"]) <= HASH_SLOTS
+    assert all(name.startswith("filterd-hash") for name in seen["threads"])
+    checked = [t for what, t in outcomes if what == "checked"]
+    busy = [t for what, t in outcomes if what == "busy"]
+    assert busy and checked and len(checked) + len(busy) == 40
+    # refused without waiting for a slot: well within one hash's time
+    assert statistics.median(busy) < 0.5 * statistics.median(checked)
+
+
+def test_an_unknown_name_costs_as_long_as_a_known_one():
+    hashed = hash_secret(PASSWORD, "pbkdf2_sha256", rounds=100_000)
+    token = hash_secret("erin.right", "pbkdf2_sha256", rounds=100_000)
+    auth = Authenticator({"erin": token}, {"dana": hashed}, slots=100)
+
+    def took(check) -> float:
+        times = []
+        for i in range(5):
+            started = time.perf_counter()
+            assert check(i) is None
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    known = took(lambda i: auth.identify(basic("dana", f"wrong-{i}"), f"10.0.1.{i}"))
+    unknown = took(lambda i: auth.identify(basic("mallory", f"wrong-{i}"), f"10.0.2.{i}"))
+    assert unknown >= 0.5 * known, (unknown, known)
+    known = took(lambda i: auth.identify(f"Bearer erin.wrong-{i}", f"10.0.3.{i}"))
+    unknown = took(lambda i: auth.identify(f"Bearer mallory.wrong-{i}", f"10.0.4.{i}"))
+    assert unknown >= 0.5 * known, (unknown, known)
+    known = took(lambda i: auth.login("dana", f"wrong-{i}", f"10.0.5.{i}"))
+    unknown = took(lambda i: auth.login("mallory", f"wrong-{i}", f"10.0.6.{i}"))
+    assert unknown >= 0.5 * known, (unknown, known)
 
 
 def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
@@ -116,4 +261,4 @@ def test_new_token_prints_a_token_and_the_hash_that_admits_it():
     assert result.exit_code == 0, result.output
     token = result.output.splitlines()[0].removeprefix("token: ")
     hashed = result.output.splitlines()[1].split(" = ")[1].strip('"')
-    assert Authenticator({"dana": hashed}, {}).identify(f"Bearer {token}") == "dana"
+    assert Authenticator({"dana": hashed}, {}).identify(f"Bearer {token}", HERE) == "dana"
