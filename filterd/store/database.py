@@ -7,21 +7,24 @@ else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install f
 
 from __future__ import annotations
 
+import ast
 import importlib.resources
 import importlib.util
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, func, inspect, select, table
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 DEFAULT_URL = "sqlite:///var/filterd.db"
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 URL_VARIABLE = "FILTERD_DATABASE_URL"
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 # where the package's migrations are, in a checkout (editable install) or an installed wheel
@@ -67,6 +70,43 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ValueError:  # in sys.modules without a spec: imported but unusable
         return False
+
+
+def sqlite_file(url: str | None = None) -> Path | None:
+    """The file of a SQLite URL, absolute; None for PostgreSQL and in-memory SQLite."""
+    parsed = make_url(database_url(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(str(parsed.database))
+
+
+def check_file(url: str | None = None, *, missing_ok: bool = False, writes: bool = False) -> None:
+    """A SQLite store's file checked before anything opens it, so that a mistyped path neither
+    creates a file nor waits as if for an outage: UnsupportedDatabase naming the path when it
+    is a folder, not a SQLite database, cannot be read (`writes`: or written), or does not
+    exist (unless `missing_ok`). Nothing for PostgreSQL."""
+    path = sqlite_file(url)
+    if path is None:
+        return
+    if path.is_dir():
+        raise UnsupportedDatabase(f"{path}: a folder, not a SQLite database file")
+    if not path.exists():
+        if missing_ok:
+            return
+        raise UnsupportedDatabase(
+            f"no SQLite database at {path}: check the path (`filterd db upgrade` creates a store)"
+        )
+    if not os.access(path, os.R_OK | (os.W_OK if writes else 0)):
+        raise UnsupportedDatabase(
+            f"{path}: permission denied (filterd needs to read {'and write ' if writes else ''}it)"
+        )
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except OSError as error:
+        raise UnsupportedDatabase(f"{path}: cannot read it ({error.strerror or error})") from None
+    if header and header != SQLITE_HEADER:  # an empty file is an empty database
+        raise UnsupportedDatabase(f"{path}: not a SQLite database file")
 
 
 def connect(url: str | None = None) -> Engine:
@@ -125,6 +165,108 @@ def current(url: str | None = None) -> str | None:
         return None
     with connect(url).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
+
+
+@dataclass(frozen=True)
+class Drops:
+    """What a downgrade removes: whole tables, and columns as "table.column"."""
+
+    tables: list[str]
+    columns: list[str]
+
+
+def downgrade_drops(url: str | None, revision: str) -> Drops:
+    """The tables and columns migrating the database from its revision down to `revision` drops,
+    read from the `downgrade()` of each migration it runs (their `drop_table` and `drop_column`
+    calls), in the order it drops them. CommandError for a revision it cannot go down to."""
+    from alembic.script import ScriptDirectory
+    from alembic.script.revision import RevisionError
+    from alembic.util import CommandError
+
+    start = current(url)
+    if start is None:
+        return Drops([], [])
+    script = ScriptDirectory.from_config(alembic_config(url))
+    try:
+        steps = list(script.iterate_revisions(start, revision))
+    except RevisionError as error:
+        raise CommandError(str(error)) from None
+    tables: list[str] = []
+    columns: list[str] = []
+    for step in steps:
+        for dropped_table, column in _drops(Path(step.path)):
+            if column is None:
+                tables.append(dropped_table)
+            else:
+                columns.append(f"{dropped_table}.{column}")
+    return Drops(tables, [c for c in columns if c.partition(".")[0] not in tables])
+
+
+def _drops(migration: Path) -> list[tuple[str, str | None]]:
+    """(table, None) per `op.drop_table(TABLE)` and (table, column) per `op.drop_column(TABLE,
+    COLUMN)` or `batch.drop_column(COLUMN)` in `with op.batch_alter_table(TABLE)`, of the
+    migration's `downgrade()`; names given as module constants are looked up."""
+    module = ast.parse(migration.read_text(encoding="utf-8"))
+    constants = {
+        target.id: node.value.value
+        for node in module.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def text(node: ast.expr) -> str:
+        value = (
+            node.value if isinstance(node, ast.Constant) else constants.get(getattr(node, "id", ""))
+        )
+        if not isinstance(value, str):
+            raise ValueError(f"{migration.name}: a table or column name that is not a constant")
+        return value
+
+    def calls(nodes: list[ast.stmt], batch_table: str | None) -> list[tuple[str, str | None]]:
+        found: list[tuple[str, str | None]] = []
+        for node in nodes:
+            if isinstance(node, ast.With):
+                batch = next(
+                    (
+                        item.context_expr
+                        for item in node.items
+                        if isinstance(item.context_expr, ast.Call)
+                        and getattr(item.context_expr.func, "attr", "") == "batch_alter_table"
+                    ),
+                    None,
+                )
+                found += calls(node.body, text(batch.args[0]) if batch else batch_table)
+                continue
+            for call in ast.walk(node):
+                if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+                    continue
+                args = call.args
+                if call.func.attr == "drop_table":
+                    found.append((text(args[0]), None))
+                elif call.func.attr == "drop_column" and len(args) == 2:
+                    found.append((text(args[0]), text(args[1])))
+                elif call.func.attr == "drop_column" and batch_table is not None:
+                    found.append((batch_table, text(args[0])))
+        return found
+
+    (downgrade,) = [
+        node
+        for node in module.body
+        if isinstance(node, ast.FunctionDef) and node.name == "downgrade"
+    ]
+    return calls(downgrade.body, None)
+
+
+def row_counts(engine: Engine, tables: list[str]) -> dict[str, int]:
+    """The rows of each of `tables` the database has (those it lacks are left out)."""
+    present = set(inspect(engine).get_table_names())
+    with engine.connect() as conn:
+        return {
+            name: conn.execute(select(func.count()).select_from(table(name))).scalar_one()
+            for name in tables
+            if name in present
+        }
 
 
 def revisions() -> list[str]:
