@@ -8,9 +8,11 @@ else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install f
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.resources
 import importlib.util
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,6 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 DEFAULT_URL = "sqlite:///var/filterd.db"
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 URL_VARIABLE = "FILTERD_DATABASE_URL"
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 # where the package's migrations are, in a checkout (editable install) or an installed wheel
@@ -100,13 +101,15 @@ def check_file(url: str | None = None, *, missing_ok: bool = False, writes: bool
         raise UnsupportedDatabase(
             f"{path}: permission denied (filterd needs to read {'and write ' if writes else ''}it)"
         )
+    # Read through SQLite, not open() and close(): closing any descriptor of the file would drop
+    # the POSIX locks the process's other connections to it hold (sqlite.org/howtocorrupt.html).
     try:
-        with path.open("rb") as file:
-            header = file.read(len(SQLITE_HEADER))
-    except OSError as error:
-        raise UnsupportedDatabase(f"{path}: cannot read it ({error.strerror or error})") from None
-    if header and header != SQLITE_HEADER:  # an empty file is an empty database
-        raise UnsupportedDatabase(f"{path}: not a SQLite database file")
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as probe:
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        # anything else (a lock, a missing -shm) is for the store's own connection to meet
+        if getattr(error, "sqlite_errorname", "") == "SQLITE_NOTADB":
+            raise UnsupportedDatabase(f"{path}: not a SQLite database file") from None
 
 
 def connect(url: str | None = None) -> Engine:

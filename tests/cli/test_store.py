@@ -1,5 +1,10 @@
 import json
+import os
+import pty
+import subprocess
+import sys
 
+import pytest
 from click.testing import CliRunner
 
 from filterd.cli import main
@@ -494,3 +499,27 @@ def test_read_only_commands_create_nothing_and_name_the_path(tmp_path):
             assert result.exit_code == 1 and result.stderr.splitlines() == [
                 f"Error: {path}: {says}"
             ], command
+
+
+@pytest.mark.parametrize("answer, revision", [("n", database_head()), ("y", "base")])
+def test_on_a_terminal_a_downgrade_asks_first(tmp_path, answer, revision):
+    db = learned_store(tmp_path, 40)
+    main_side, terminal = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "filterd", "db", "downgrade", "base", "--db", db],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        os.close(terminal)
+        os.write(main_side, f"{answer}\n".encode())
+        _, err = process.communicate(timeout=60)
+    os.close(main_side)
+    assert err.startswith(f"downgrading {db} from revision {database_head()} to base drops the ")
+    assert "labels among them" in err and "Go ahead? [y/N]" in err
+    assert process.returncode == (1 if answer == "n" else 0)
+    current = run("db", "current", "--db", db)
+    assert current.stdout.strip() == (
+        revision if answer == "n" else "not migrated: run `filterd db upgrade`"
+    ), (current.output, current.exception)
