@@ -28,7 +28,7 @@ from filterd.cli.common import (
 )
 from filterd.evaluation.corpus import Record
 from filterd.service.config import masked_url
-from filterd.store import backup, database
+from filterd.store import backup, database, downgrades
 from filterd.store.decided import prune_decided
 from filterd.store.expiry import prune, prune_events
 from filterd.store.learning import (
@@ -155,7 +155,7 @@ def db_downgrade(url: str | None, revision: str, yes: bool) -> None:
     them, and goes ahead only with --yes (or a yes at the prompt, on a terminal)."""
     with store_errors():
         database.check_file(url, writes=True)
-        drops = database.downgrade_drops(url, revision)
+        drops = downgrades.downgrade_drops(url, revision)
         if drops.tables or drops.columns:
             what = _dropped(url, revision, drops)
             if yes:
@@ -167,12 +167,12 @@ def db_downgrade(url: str | None, revision: str, yes: bool) -> None:
     _migrate(database.downgrade, url, revision)
 
 
-def _dropped(url: str | None, revision: str, drops: database.Drops) -> str:
+def _dropped(url: str | None, revision: str, drops: downgrades.Drops) -> str:
     """What migrating down to `revision` drops, in one line: tables with their rows, columns,
     and the labels (which the store keeps nowhere else) among the rows."""
     engine = database.connect(url)
     try:
-        rows = database.row_counts(engine, drops.tables)
+        rows = downgrades.row_counts(engine, drops.tables)
     finally:
         engine.dispose()
     parts = []
