@@ -52,8 +52,8 @@ def free_port() -> int:
 
 def start_server(workdir: Path, corpus: Path, token: str) -> tuple[subprocess.Popen[bytes], int]:
     db = f"sqlite:///{workdir / 'store.db'}"
-    subprocess.run([FILTERD, "db", "upgrade", "--db", db], check=True, capture_output=True)
-    subprocess.run([FILTERD, "learn", str(corpus), "--db", db], check=True, capture_output=True)
+    for command in (["db", "upgrade"], ["model", "create", "default"], ["learn", str(corpus)]):
+        subprocess.run([FILTERD, *command, "--db", db], check=True, capture_output=True)
     port = free_port()
     hashed = hash_secret(token, "pbkdf2_sha256", rounds=1000)
     (workdir / "filterd.toml").write_text(

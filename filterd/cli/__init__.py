@@ -1,43 +1,67 @@
-"""The `filterd` command line: one click group, commands in a module per concern."""
+"""The `filterd` command line: one click group, commands in a module per concern.
+
+A command's module is imported when the command is invoked or asked for its help, not before:
+`filterd --help` and `filterd --version` import neither the store (SQLAlchemy, Alembic), the
+brokers' client, the HTTP server nor the numeric libraries, so that they answer at once.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from filterd import __version__
-from filterd.cli.calibration import calibrate_command
-from filterd.cli.configuration import config_group
-from filterd.cli.daemon import run_command, score_command, topics
-from filterd.cli.demo import demo_command
-from filterd.cli.evaluation import evaluate_command, synth_command, tune_command
-from filterd.cli.feedback import feedback
-from filterd.cli.review import review
-from filterd.cli.store import db, learn_command, model
-from filterd.cli.web import http_group, serve_command
+
+# name: ("module:attribute" of filterd.cli, what `filterd --help` says of it)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo:demo_command", "Broker, store and daemon locally, a labelled stream replayed."),
+    "run": ("daemon:run_command", "The daemon: messages → decisions, feedback → store."),
+    "score": ("daemon:score_command", "Decide on message lines from stdin; decisions on stdout."),
+    "topics": ("topics:topics", "The Kafka topics filterd reads and writes."),
+    "calibrate": (
+        "calibration:calibrate_command",
+        "Choose τ for a recall target; write a threshold version.",
+    ),
+    "evaluate": ("evaluation:evaluate_command", "Measure variants on a labelled corpus."),
+    "tune": ("evaluation:tune_command", "Choose hyper-parameters on a validation share."),
+    "synth": ("evaluation:synth_command", "Write a synthetic labelled corpus."),
+    "db": ("store:db", "The store's schema (Alembic migrations)."),
+    "learn": ("store:learn_command", "Learn a labelled corpus into a model (idempotent)."),
+    "feedback": ("feedback:feedback", "The audit trail of label events."),
+    "review": ("review:review", "The review queue: decisions queued for a label."),
+    "model": ("store:model", "Models: list, create, show, stats, export, import, delete."),
+    "config": (
+        "configuration:config_group",
+        "The shipped example files; the configuration in effect.",
+    ),
+    "serve": ("web:serve_command", "The workbench and the HTTP API alone."),
+    "http": ("web:http_group", "Hashed credentials for [http] users and tokens."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands (`COMMANDS`) are imported when one is looked up by name; the
+    list of commands in its help comes from `COMMANDS` without importing any."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, _, attribute = COMMANDS[cmd_name][0].partition(":")
+        command = getattr(importlib.import_module(f"filterd.cli.{module}"), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"filterd.cli.{module}.{attribute} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in sorted(COMMANDS)])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="filterd")
 def main() -> None:
     """filterd: a streaming spam and fraud filter."""
-
-
-for command in (
-    demo_command,
-    run_command,
-    score_command,
-    topics,
-    calibrate_command,
-    evaluate_command,
-    tune_command,
-    synth_command,
-    db,
-    learn_command,
-    feedback,
-    review,
-    model,
-    config_group,
-    serve_command,
-    http_group,
-):
-    main.add_command(command)

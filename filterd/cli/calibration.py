@@ -23,13 +23,19 @@ from pathlib import Path
 
 import click
 
-from filterd.cli.store import db_option, delivered_text, model_option, store_errors
+from filterd.cli.store import (
+    db_option,
+    delivered_text,
+    min_docs_option,
+    model_option,
+    open_store,
+    store_errors,
+)
 from filterd.evaluation.calibration import Expected
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, GuardrailError
 from filterd.jobs.calibrate import SOURCES, STEP, CalibrationReport, calibrate_classes
 from filterd.service.config import parse_duration
 from filterd.service.decide import NotReady
-from filterd.store import database
 
 DEFAULT_WINDOW = timedelta(days=14)
 
@@ -130,13 +136,7 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
     show_default=True,
     help="Refuse when AUC fell by more than this against the previous version.",
 )
-@click.option(
-    "--min-docs",
-    type=click.IntRange(1),
-    default=20,
-    show_default=True,
-    help="Learned documents each class needs before the model decides.",
-)
+@min_docs_option
 @click.option("--force", is_flag=True, help="Override the guardrails; recorded in the version row.")
 @click.option("--dry-run", is_flag=True, help="Report; write nothing.")
 @click.option(
@@ -176,7 +176,7 @@ def calibrate_command(
     with store_errors():
         try:
             reports = calibrate_classes(
-                database.connect(url),
+                open_store(url, name, writes=not dry_run),
                 name,
                 None if all_classes else target_classes,
                 target_recall,

@@ -1,7 +1,9 @@
-"""What several command groups share: reading a corpus and turning options into model specs."""
+"""What several command groups share: reading a corpus, turning options into model specs, and
+showing text that came from outside (messages, feedback, corpora) on a terminal."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import click
@@ -77,6 +79,12 @@ def read_records(path: str) -> list[Record]:
     return records
 
 
+broker_override = click.option(
+    "--bootstrap-servers",
+    "kafka__bootstrap_servers",
+    metavar="HOST:PORT[,…]",
+    help="Kafka brokers (overrides kafka.bootstrap_servers).",
+)
 config_option = click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="FILTERD_CONFIG",
                              help="Configuration file (TOML; default: $FILTERD_CONFIG, else the built-in defaults).")  # fmt: skip
 
@@ -91,3 +99,16 @@ def load_config(path: str | None, **overrides: object) -> Config:
         return loaded
     except config.ConfigError as error:
         raise click.ClickException(f"invalid configuration: {error}") from None
+
+
+def shown(text: str | None) -> str:
+    """`text` as it is if it is printable, else as a JSON string (control characters escaped),
+    so that text from a message or a feedback record cannot move the cursor or recolour an
+    operator's terminal."""
+    text = text or ""
+    return text if text.isprintable() else json.dumps(text)
+
+
+def quoted(text: str) -> str:
+    """`text` in double quotes, escaped as JSON; non-ASCII kept where it is printable."""
+    return json.dumps(text, ensure_ascii=not text.isprintable())

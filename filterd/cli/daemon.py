@@ -1,26 +1,25 @@
-"""`filterd run`, `filterd score`, `filterd topics create`: the daemon and its batch twin."""
+"""`filterd run`, `filterd score`: the daemon and its batch twin."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import BinaryIO, TextIO
 
 import click
 import structlog
-from kafka.errors import KafkaError
 from structlog.typing import FilteringBoundLogger
 
-from filterd.cli.common import config_option, load_config
+from filterd.cli.common import broker_override, config_option, load_config
 from filterd.cli.store import store_errors
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
-from filterd.kafka.admin import create_topics
 from filterd.kafka.publisher import dead_letter_of
-from filterd.kafka.settings import topic_configs
 from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
@@ -41,8 +40,6 @@ create_store_option = click.option(
     help="Create the store's schema if the database has none (else: refuse, and say to run "
     "`filterd db upgrade` first, so that a mistyped --db does not start an empty store).",
 )
-broker_override = click.option("--bootstrap-servers", "kafka__bootstrap_servers", metavar="HOST:PORT[,…]",
-                               help="Kafka brokers (overrides kafka.bootstrap_servers).")  # fmt: skip
 
 
 @click.command(name="run")
@@ -64,8 +61,7 @@ def run_command(
     SIGTERM or Ctrl-C finishes the in-flight batches, commits them and exits 0; a second one
     exits at once. Exit status 3: the dead-letter guard stopped the daemon."""
     config = load_config(config_path, **overrides)
-    with store_errors():
-        database.database_url(config.database.url)  # a URL that cannot work, before start-up
+    check_store_file(config, writes=True)
     configure_logging(config.observe.log_format)
     daemon = Daemon(config, role, create_store=create_store)
 
@@ -87,18 +83,25 @@ def run_command(
 @config_option
 @db_override
 @model_override
-@click.option("--dead-letter", type=click.File("w"), default="-", metavar="FILE",
-              help="Where records that cannot be decided go, as dead-letter JSON lines (default: stderr).")  # fmt: skip
+@click.option(
+    "--dead-letter",
+    "dead_letter_path",
+    type=click.Path(allow_dash=True),
+    metavar="FILE",
+    help="Write the lines that cannot be decided to FILE, as dead-letter JSON lines "
+    "(default, or -: stderr).",
+)
 @create_store_option
 def score_command(
-    config_path: str | None, dead_letter: TextIO, create_store: bool, **overrides: object
+    config_path: str | None, dead_letter_path: str | None, create_store: bool, **overrides: object
 ) -> None:
-    """Decide on message JSON lines from stdin; decisions as JSON lines on stdout.
+    """Decide on message JSON lines from stdin; decisions as JSON lines on stdout, and nothing
+    else. The daemon's scoring without a broker: the same validation, model and threshold.
 
-    The daemon's scoring without a broker: the same validation, model and threshold."""
-    if dead_letter.name == "<stdout>":
-        dead_letter = sys.stderr
+    A line that cannot be decided becomes a dead-letter JSON line on stderr (or --dead-letter
+    FILE), and the exit status is 1 once every line was read."""
     config = load_config(config_path, **overrides)
+    check_store_file(config, writes=create_store)
     configure_logging(config.observe.log_format)
     log: FilteringBoundLogger = structlog.get_logger("filterd")
     state = loaded_model(config, log, create_store)
@@ -107,16 +110,55 @@ def score_command(
         raise click.ClickException("could not load the model from the store (see the log above)")
     if decider.not_ready:
         log.warning("model not ready: decisions say 'unknown'", reason=decider.not_ready)
+    with _dead_letters(dead_letter_path) as dead_letter:
+        lines, rejected = _score_lines(decider, state.threshold, config, dead_letter)
+    if rejected:
+        where = "stderr" if dead_letter_path in (None, "-") else dead_letter_path
+        raise click.ClickException(
+            f"{rejected} of {lines} lines could not be decided: their dead letters are on {where}"
+        )
+
+
+@contextlib.contextmanager
+def _dead_letters(path: str | None) -> Iterator[TextIO]:
+    """Where `filterd score` writes its dead letters: the file at `path` (one line naming it
+    if it cannot be written), else stderr (also for -: stdout is the decisions')."""
+    if path is None or path == "-":
+        yield sys.stderr
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            file = stack.enter_context(open(path, "w", encoding="utf-8"))
+        except OSError as error:
+            raise click.ClickException(f"--dead-letter {path}: {error.strerror or error}") from None
+        yield file
+
+
+def _score_lines(
+    decider: Decider, threshold: ThresholdSetting, config: Config, dead_letter: TextIO
+) -> tuple[int, int]:
+    """Decide on the lines of stdin in batches; (lines that were not blank, lines rejected)."""
     out = sys.stdout.buffer
     batch: list[_StdinRecord] = []
+    lines = rejected = 0
     for number, line in enumerate(sys.stdin.buffer, start=1):
         if line.strip():  # blank lines are skipped, and counted: offsets stay line numbers
             batch.append(_StdinRecord(line.rstrip(b"\r\n"), number))
         if len(batch) >= config.batches.poll_records:
-            _score_batch(decider, state.threshold, config, batch, out, dead_letter)
-            batch = []
+            rejected += _score_batch(decider, threshold, config, batch, out, dead_letter)
+            lines, batch = lines + len(batch), []
     if batch:
-        _score_batch(decider, state.threshold, config, batch, out, dead_letter)
+        rejected += _score_batch(decider, threshold, config, batch, out, dead_letter)
+        lines += len(batch)
+    return lines, rejected
+
+
+def check_store_file(config: Config, writes: bool) -> None:
+    """The store's URL and SQLite file checked before start-up (`database.check_file`): one
+    line naming a path that cannot work. A missing file is left to `prepare_store`, which
+    says how to create a store."""
+    with store_errors():
+        database.check_file(config.database.url, missing_ok=True, writes=writes)
 
 
 def loaded_model(config: Config, log: FilteringBoundLogger, create_store: bool) -> ModelState:
@@ -133,8 +175,16 @@ def loaded_model(config: Config, log: FilteringBoundLogger, create_store: bool) 
     return state
 
 
-def _score_batch(decider: Decider, threshold: ThresholdSetting, config: Config, batch: list[_StdinRecord],
-                 out: BinaryIO, dead_letter: TextIO) -> None:  # fmt: skip
+def _score_batch(
+    decider: Decider,
+    threshold: ThresholdSetting,
+    config: Config,
+    batch: list[_StdinRecord],
+    out: BinaryIO,
+    dead_letter: TextIO,
+) -> int:
+    """Decide on `batch`: decisions to `out`, dead letters to `dead_letter`; the number of
+    dead letters."""
     payloads = [r.value for r in batch]
     result = decide_payloads(decider, threshold, payloads, config.limits.max_bytes, batch)
     for decision in result.decisions:
@@ -143,6 +193,8 @@ def _score_batch(decider: Decider, threshold: ThresholdSetting, config: Config, 
     for i, reason, error in result.failures:
         letter = dead_letter_of(batch[i], reason, error, config.dead_letter.payload_bytes)
         dead_letter.write(encode(letter).decode() + "\n")
+    dead_letter.flush()
+    return len(result.failures)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,40 +206,3 @@ class _StdinRecord:
     offset: int
     topic: str = "stdin"
     partition: int = 0
-
-
-@click.group(name="topics")
-def topics() -> None:
-    """The Kafka topics filterd reads and writes."""
-
-
-@topics.command(name="create")
-@config_option
-@broker_override
-@click.option("--partitions", type=click.IntRange(1), default=4, show_default=True)
-@click.option("--replication-factor", type=click.IntRange(1), default=1, show_default=True)
-def topics_create(
-    config_path: str | None, partitions: int, replication_factor: int, **overrides: object
-) -> None:
-    """Create the configured topics that do not exist yet."""
-    config = load_config(config_path, **overrides)
-    names = [
-        config.topics.messages,
-        config.topics.decisions,
-        config.topics.feedback,
-        config.topics.dead_letter,
-    ]
-    try:
-        created = create_topics(
-            config.kafka,
-            names,
-            partitions,
-            replication_factor,
-            topic_configs(config.limits.max_bytes),
-        )
-    except KafkaError as error:
-        raise click.ClickException(
-            f"cannot create topics on {config.kafka['bootstrap_servers']}: {error!r}"
-        ) from None
-    for name in names:
-        click.echo(f"{name}: {'created' if name in created else 'exists'}")

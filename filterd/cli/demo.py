@@ -279,7 +279,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Keep the store and the logs here (default: a temporary directory, removed).",
+    help="Keep the store and the logs here (default: a temporary directory, removed at exit "
+    "unless the run failed).",
 )
 @click.option(
     "--metrics-port",
@@ -363,35 +364,53 @@ def demo_command(
                f"sqlite:///{directory / DB_FILE}")  # fmt: skip
     click.echo(
         f"  logs {directory / DAEMON_LOG}, {directory / BROKER_LOG}"
-        + (" (temporary: removed at exit; --workdir DIR keeps them)" if temporary else "")
+        + (
+            " (temporary: removed at exit unless the run fails; --workdir DIR keeps them)"
+            if temporary
+            else ""
+        )
     )
     if demo.workbench_url is not None:
         click.echo(f"  workbench {demo.workbench_url} · log in as {DEMO_ANALYST}, password "
                    f"{options.workbench_password} · up until Ctrl-C after the replay")  # fmt: skip
+    # a temporary work dir is removed after a run that ended well, or was interrupted; after a
+    # failure it is kept, for the logs the error points to
     try:
         with _sigterm_as_interrupt():
             outcome = demo.run()
     except KeyboardInterrupt:
         screen.final(demo.snapshot())
+        if temporary:
+            shutil.rmtree(directory, ignore_errors=True)
         kept = "removed the temporary work dir" if temporary else f"work dir kept: {directory}"
         click.echo(f"interrupted: replay, daemon and broker stopped cleanly; {kept}", err=True)
         sys.exit(130)
     except (DemoError, BrokerError) as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(f"{error}{_kept(directory, temporary)}") from None
     except KafkaError as error:
-        raise click.ClickException(f"the local broker failed: {error!r}") from None
-    finally:
-        if temporary:
-            shutil.rmtree(directory, ignore_errors=True)
+        raise click.ClickException(
+            f"the local broker failed: {error!r}{_kept(directory, temporary)}"
+        ) from None
+    if temporary and outcome.status == "done":
+        shutil.rmtree(directory, ignore_errors=True)
     _report(screen, outcome, directory, temporary)
+
+
+def _kept(directory: Path, temporary: bool) -> str:
+    """What an error adds about the temporary work dir it leaves behind."""
+    return f" (the temporary work dir is kept for its logs: {directory})" if temporary else ""
 
 
 def _report(screen: Screen, outcome: Outcome, directory: Path, temporary: bool) -> None:
     screen.final(outcome.snapshot)
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.seconds.items())
-    where = ("temporary work dir removed (--workdir DIR keeps the store and logs)" if temporary
-             else f"kept in {directory}: {DB_FILE}, {DAEMON_LOG}, {BROKER_LOG}")  # fmt: skip
-    if outcome.status == "done":
+    done = outcome.status == "done"
+    where = (
+        "temporary work dir removed (--workdir DIR keeps the store and logs)"
+        if temporary and done
+        else f"kept in {directory}: {DB_FILE}, {DAEMON_LOG}, {BROKER_LOG}"
+    )
+    if done:
         click.echo(f"done: every message decided, every label applied ({timings}); {where}")
         return
     click.echo(f"stopped early ({timings}); {where}")

@@ -258,7 +258,7 @@ def _grid_value(variant: str, key: str, text: str) -> object:
 
 
 @click.command(name="synth")
-@click.argument("path", type=click.Path(dir_okay=False, writable=True))
+@click.argument("path", type=click.Path())
 @click.option(
     "--messages", "n_messages", type=click.IntRange(min=1), default=DEMO_MESSAGES, show_default=True
 )
@@ -266,11 +266,18 @@ def _grid_value(variant: str, key: str, text: str) -> object:
 @click.option("--drift", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 def synth_command(path: str, n_messages: int, spam_share: float, drift: float, seed: int) -> None:
-    """Write a synthetic labelled corpus to PATH (.jsonl or .jsonl.gz)."""
+    """Write a synthetic labelled corpus to PATH (.jsonl or .jsonl.gz).
+
+    Its ids are synth-TAG-000001, synth-TAG-000002, …, where TAG (8 hex digits) names the
+    options: the same options write the same corpus, other options other ids, so that two
+    corpora learned into one store do not relabel each other's messages."""
     config = SynthConfig(n_messages=n_messages, class_priors={"ham": 1 - spam_share, "spam": spam_share},
                          drift=drift, seed=seed)  # fmt: skip
-    write_corpus(generate(config), path)
-    click.echo(f"wrote {n_messages} messages to {path}", err=True)
+    try:
+        write_corpus(generate(config), path)
+    except OSError as error:
+        raise click.ClickException(f"{path}: {error.strerror or error}") from None
+    click.echo(f"wrote {n_messages} messages to {path} (ids synth-{config.tag}-…)", err=True)
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -15,10 +15,9 @@ from datetime import UTC, datetime
 
 import click
 
-from filterd.cli.common import OptionError
-from filterd.cli.store import db_option, model_option, store_errors
+from filterd.cli.common import OptionError, quoted, shown
+from filterd.cli.store import db_option, model_option, open_store, store_errors
 from filterd.service.config import parse_duration
-from filterd.store import database
 from filterd.store.audit import Event, read_events
 
 
@@ -65,7 +64,7 @@ def feedback_log(url: str | None, name: str, message_id: str | None, analyst: st
     did (learned, relabelled, duplicate, held_out, kept_analyst_label, parked, expired), source,
     analyst and comment."""
     with store_errors():
-        events = read_events(database.connect(url), name, message_id=message_id, analyst=analyst,
+        events = read_events(open_store(url, name), name, message_id=message_id, analyst=analyst,
                              since=since, limit=limit or None)  # fmt: skip
         if as_json:  # streamed: --limit 0 --json may be the whole trail
             for event in events:
@@ -93,30 +92,19 @@ def _iso(value: object) -> object:
 def render(events: Sequence[Event]) -> list[str]:
     """One line per event, in aligned columns: time (UTC), message id, previous label → label
     (– for none), outcome, source and analyst, comment."""
-    before = [_shown(event.previous_label) if event.previous_label else "–" for event in events]
+    before = [shown(event.previous_label) if event.previous_label else "–" for event in events]
     width = max(map(len, before), default=0)
     rows = [
         (
             f"{event.applied_at:%Y-%m-%d %H:%M:%SZ}",
-            _shown(event.message_id),
-            f"{previous.rjust(width)} → {_shown(event.label)}",
+            shown(event.message_id),
+            f"{previous.rjust(width)} → {shown(event.label)}",
             event.outcome,
-            event.source + (f" {_shown(event.analyst)}" if event.analyst else ""),
-            _quoted(event.comment) if event.comment else "",
+            event.source + (f" {shown(event.analyst)}" if event.analyst else ""),
+            quoted(event.comment) if event.comment else "",
         )
         for event, previous in zip(events, before)
     ]
     widths = [max((len(row[i]) for row in rows), default=0) for i in range(5)]
     return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[5]]).rstrip()
             for row in rows]  # fmt: skip
-
-
-def _shown(text: str | None) -> str:
-    """`text` as it is if it is printable, else as a JSON string (control characters escaped)."""
-    text = text or ""
-    return text if text.isprintable() else json.dumps(text)
-
-
-def _quoted(text: str) -> str:
-    """`text` in double quotes, escaped as JSON; non-ASCII kept where it is printable."""
-    return json.dumps(text, ensure_ascii=not text.isprintable())

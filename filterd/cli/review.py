@@ -18,15 +18,14 @@ from typing import Any, cast
 
 import click
 
-from filterd.cli.common import OptionError, config_option, load_config
+from filterd.cli.common import OptionError, broker_override, config_option, load_config, shown
 from filterd.cli.feedback import as_json_object, render
-from filterd.cli.store import store_errors
+from filterd.cli.store import open_store, store_errors
 from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import Publisher
 from filterd.service.config import Config
 from filterd.service.records import Feedback, RecordError, decode, encode
 from filterd.service.review import REASONS
-from filterd.store import database
 from filterd.store.audit import read_events
 from filterd.store.review import ORDERS, Order, ReviewEntry, get_item, list_items
 
@@ -65,9 +64,16 @@ def review_list(config_path: str | None, reason: str | None, include_labelled: b
     label given since (with --all), and the subject or the start of the text."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        entries = list_items(database.connect(config.database.url), config.model.name,
+        entries = list_items(open_store(config.database.url, config.model.name), config.model.name,
                              limit=limit or None, reason=reason,
                              include_labelled=include_labelled, order=cast(Order, order))  # fmt: skip
+    if not entries:
+        which = f" (--reason {reason})" if reason else ""
+        waiting = "" if include_labelled else " waiting for a label"
+        click.echo(
+            f"no items{waiting} in the review queue of model {config.model.name!r}{which}",
+            err=as_json,
+        )
     for entry in entries:
         click.echo(json.dumps(entry_object(entry)) if as_json else line(entry, include_labelled))
 
@@ -98,7 +104,7 @@ def review_show(config_path: str | None, item_id: int, as_json: bool, **override
     trail, newest first)."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        engine = database.connect(config.database.url)
+        engine = open_store(config.database.url, config.model.name)
         entry = _found(get_item(engine, config.model.name, item_id), item_id, config)
         events = list(
             read_events(engine, config.model.name, message_id=entry.message_id, limit=None)
@@ -139,13 +145,12 @@ def details(entry: ReviewEntry) -> list[str]:
 @config_option
 @db_override
 @model_override
-@click.option("--bootstrap-servers", "kafka__bootstrap_servers", metavar="HOST:PORT[,…]",
-              help="Kafka brokers (overrides kafka.bootstrap_servers).")  # fmt: skip
+@broker_override
 @click.argument("item_id", metavar="ID", type=int)
 @click.argument("label")
 @click.option("--analyst", metavar="NAME", help="Who gives the label (default: your login name).")
 @click.option("--comment", metavar="TEXT", help="A note for the audit trail.")
-@click.option("--timeout", type=click.FloatRange(0.1), default=15.0, show_default=True,
+@click.option("--timeout", type=click.FloatRange(0.1), default=5.0, show_default=True,
               help="Seconds to wait for the broker's acknowledgement.")  # fmt: skip
 def review_label(config_path: str | None, item_id: int, label: str, analyst: str | None,
                  comment: str | None, timeout: float, **overrides: object) -> None:  # fmt: skip
@@ -156,7 +161,7 @@ def review_label(config_path: str | None, item_id: int, label: str, analyst: str
     if labels and label not in labels:
         raise OptionError(f"label {label!r} is not one of {', '.join(labels)} (model.labels)")
     with store_errors():
-        engine = database.connect(config.database.url)
+        engine = open_store(config.database.url, config.model.name)
         entry = _found(get_item(engine, config.model.name, item_id), item_id, config)
     record = checked_feedback(entry.message_id, label, analyst or _login(), comment)
     servers = config.kafka.get("bootstrap_servers")
@@ -165,7 +170,9 @@ def review_label(config_path: str | None, item_id: int, label: str, analyst: str
         publisher.send(config.topics.feedback, entry.message_id, encode(record))
         publisher.flush()
     except PublishError as error:
-        raise click.ClickException(f"could not publish to the brokers {servers}: {error}") from None
+        raise click.ClickException(
+            f"could not publish to the brokers {servers} (kafka.bootstrap_servers): {error}"
+        ) from None
     finally:
         publisher.close()
     who = f" by {shown(record.analyst)}" if record.analyst else ""
@@ -208,12 +215,6 @@ def entry_object(entry: ReviewEntry) -> dict[str, Any]:
         del values["tokens"]
     return {key: value.isoformat() if isinstance(value, datetime) else value
             for key, value in values.items()}  # fmt: skip
-
-
-def shown(text: str | None) -> str:
-    """`text` as it is if it is printable, else as a JSON string (control characters escaped)."""
-    text = text or ""
-    return text if text.isprintable() else json.dumps(text)
 
 
 def one_line(text: str, width: int) -> str:

@@ -7,25 +7,32 @@ import gzip
 import io
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 from alembic.util import CommandError
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from filterd.bayes.estimators import format_value
-from filterd.bayes.model import DEFAULT_SPEC
-from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
+from filterd.cli.common import (
+    OptionError,
+    config_option,
+    load_config,
+    model_specs,
+    read_records,
+    shown,
+)
+from filterd.evaluation.corpus import Record
 from filterd.service.config import masked_url
-from filterd.store import backup, database
+from filterd.store import backup, database, downgrades
 from filterd.store.decided import prune_decided
-from filterd.store.drift import Delivered, drift_report
 from filterd.store.expiry import prune, prune_events
 from filterd.store.learning import (
+    LABEL_TABLES,
     LabelledTokens,
     ModelChanged,
     Source,
@@ -34,14 +41,16 @@ from filterd.store.learning import (
     as_utc,
     create_model,
     delete_model,
+    model_names,
     model_rows,
+    require_model,
 )
-from filterd.store.report import ThresholdReport, model_report
+from filterd.store.report import ThresholdReport, model_report, model_summaries
 from filterd.store.review import prune_items
-from filterd.store.schema import (
-    ModelRow,
-)
 from filterd.tokenize import Tokenizer
+
+if TYPE_CHECKING:
+    from filterd.store.drift import Delivered
 
 
 @contextlib.contextmanager
@@ -73,6 +82,17 @@ def store_errors() -> Iterator[None]:
         raise click.ClickException(where + (error.strerror or str(error))) from None
 
 
+def open_store(url: str | None, model: str | None = None, *, writes: bool = False) -> Engine:
+    """The store at `url`, checked first (`database.check_file`: a SQLite file must exist, so
+    that a mistyped path creates nothing), and with `model` that model checked to exist (an
+    UnknownModel that lists the store's models). Within `store_errors()`."""
+    database.check_file(url, writes=writes)
+    engine = database.connect(url)
+    if model is not None:
+        require_model(engine, model)
+    return engine
+
+
 def _revisions() -> str:
     """The schema revisions this filterd knows, oldest first, for an error message."""
     known = database.revisions()
@@ -92,6 +112,13 @@ db_option = click.option("--db", "url", metavar="URL", help=DB_HELP, callback=_c
 model_option = click.option(
     "--model", "name", default="default", show_default=True, help="Model name."
 )
+min_docs_option = click.option(
+    "--min-docs",
+    type=click.IntRange(1),
+    default=20,
+    show_default=True,
+    help="Learned documents each class needs before the model decides.",
+)
 
 
 # --- db ------------------------------------------------------------------------------------------
@@ -106,16 +133,69 @@ def db() -> None:
 @db_option
 @click.argument("revision", default="head")
 def db_upgrade(url: str | None, revision: str) -> None:
-    """Migrate the database to REVISION (default: the latest)."""
+    """Migrate the database to REVISION (default: the latest); a SQLite file is created if
+    there is none."""
+    with store_errors():
+        database.check_file(url, missing_ok=True, writes=True)
     _migrate(database.upgrade, url, revision)
 
 
 @db.command(name="downgrade")
 @db_option
 @click.argument("revision")
-def db_downgrade(url: str | None, revision: str) -> None:
-    """Migrate the database back to REVISION ("base": no filterd tables)."""
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm a downgrade that drops tables or columns: their data is gone for good.",
+)
+def db_downgrade(url: str | None, revision: str, yes: bool) -> None:
+    """Migrate the database back to REVISION ("base": no filterd tables).
+
+    A downgrade that drops tables or columns says which, with their rows and the labels among
+    them, and goes ahead only with --yes (or a yes at the prompt, on a terminal)."""
+    with store_errors():
+        database.check_file(url, writes=True)
+        drops = downgrades.downgrade_drops(url, revision)
+        if drops.tables or drops.columns:
+            what = _dropped(url, revision, drops)
+            if yes:
+                click.echo(what, err=True)
+            elif sys.stdin.isatty():
+                click.confirm(f"{what}. Go ahead?", abort=True, err=True)
+            else:
+                raise click.ClickException(f"{what}: add --yes")
     _migrate(database.downgrade, url, revision)
+
+
+def _dropped(url: str | None, revision: str, drops: downgrades.Drops) -> str:
+    """What migrating down to `revision` drops, in one line: tables with their rows, columns,
+    and the labels (which the store keeps nowhere else) among the rows."""
+    engine = database.connect(url)
+    try:
+        rows = downgrades.row_counts(engine, drops.tables)
+    finally:
+        engine.dispose()
+    parts = []
+    if drops.tables:
+        counted = (
+            f"{t} ({rows.get(t, 0):,} row{'' if rows.get(t) == 1 else 's'})" for t in drops.tables
+        )
+        parts.append("the tables " + ", ".join(counted))
+    if drops.columns:
+        parts.append("the columns " + ", ".join(drops.columns))
+    labels = sum(rows.get(t, 0) for t in LABEL_TABLES)
+    kept = (
+        f"; {labels:,} labels among them, which the store keeps nowhere else (`filterd model "
+        "export --model NAME -o FILE` keeps a model's)"
+        if labels
+        else ""
+    )
+    shown_url = masked_url(database.database_url(url))
+    return (
+        f"downgrading {shown_url} from revision {database.current(url)} to {revision} drops "
+        + " and ".join(parts)
+        + kept
+    )
 
 
 def _migrate(step: Callable[[str | None, str], None], url: str | None, revision: str) -> None:
@@ -130,6 +210,7 @@ def _migrate(step: Callable[[str | None, str], None], url: str | None, revision:
 def db_current(url: str | None) -> None:
     """The database's schema revision."""
     with store_errors():
+        database.check_file(url, missing_ok=True)
         revision = database.current(url)
     click.echo(revision or "not migrated: run `filterd db upgrade`")
 
@@ -171,7 +252,7 @@ def db_prune(url: str | None, name: str, unseen_days: int, max_count: int, pause
     review_days = config.review.retention_days if review_days is None else review_days
     ttl = config.feedback.resolve_within
     with store_errors():
-        engine = database.connect(url)
+        engine = open_store(url, name, writes=True)
         result = prune(engine, name, unseen_days, max_count, pause=pause, dry_run=dry_run)
         events = prune_events(engine, name, audit_days, pause=pause, dry_run=dry_run)
         items = prune_items(engine, name, review_days, pause=pause, dry_run=dry_run)
@@ -197,6 +278,7 @@ def kept(days: int) -> str:
 @click.argument("corpus", type=click.Path(dir_okay=True))
 @db_option
 @model_option
+@config_option  # for model.labels: the database is --db's
 @click.option(
     "--label-source", type=click.Choice(["analyst", "auto"]), default="analyst", show_default=True
 )
@@ -205,26 +287,50 @@ def kept(days: int) -> str:
               help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
 @click.option("--analyst", metavar="NAME", help="Who gave the labels, for the audit trail.",
               callback=lambda _ctx, _param, value: _bounded(value, "--analyst", 200))  # fmt: skip
-def learn_command(corpus: str, url: str | None, name: str, label_source: Source, batch_size: int,
-                  holdout_fraction: float, analyst: str | None) -> None:  # fmt: skip
-    """Learn a labelled CORPUS into the store (idempotent: a second run changes nothing). Each
-    label is an event of the audit trail (`filterd feedback log`), with --analyst as its author."""
+@click.option(
+    "--skip-other-labels",
+    is_flag=True,
+    help="Learn the records labelled with one of model.labels and skip the others "
+    "(counted on stderr), instead of refusing the corpus.",
+)
+def learn_command(
+    corpus: str,
+    url: str | None,
+    name: str,
+    config_path: str | None,
+    label_source: Source,
+    batch_size: int,
+    holdout_fraction: float,
+    analyst: str | None,
+    skip_other_labels: bool,
+) -> None:
+    """Learn a labelled CORPUS into a model of the store (idempotent: a second run changes
+    nothing). The model must exist (`filterd model create NAME`). Each label is an event of the
+    audit trail (`filterd feedback log`), with --analyst as its author.
+
+    Labels outside model.labels (of the configuration, as for the daemon's feedback) refuse the
+    corpus, and nothing is learned: one made-up label would add a class and hold every decision
+    at `unknown`. --skip-other-labels learns the rest."""
+    labels = load_config(config_path).model.labels
     records = read_records(corpus)
     if any(len(r.labels) != 1 for r in records):
         raise click.ClickException(f"{corpus}: multi-label records cannot be learned as feedback")
+    others = [r for r in records if labels and r.label not in labels]
+    if others:
+        which = f"{corpus}: {len(others)} of {len(records)} records {_other_labels(others, labels)}"
+        if not skip_other_labels:
+            raise click.ClickException(
+                f"{which}; nothing learned (correct them, or give "
+                "--skip-other-labels to learn the others)"
+            )
+        click.echo(f"skipped {which}", err=True)
+        records = [r for r in records if r.label in labels]
     tokenize = Tokenizer()
     totals = dict.fromkeys(
         ("learned", "relabelled", "duplicates", "held_out", "kept_analyst_label"), 0
     )
     with store_errors():
-        engine = database.connect(url)
-        with engine.connect() as conn:
-            exists = (
-                conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None
-            )
-        if not exists:
-            create_model(engine, name, DEFAULT_SPEC)
-            click.echo(f"created model {name!r}: {DEFAULT_SPEC}", err=True)
+        engine = open_store(url, name, writes=True)
         with click.progressbar(length=len(records), label="learning", file=sys.stderr) as bar:
             for start in range(0, len(records), batch_size):
                 part = records[start : start + batch_size]
@@ -240,6 +346,24 @@ def learn_command(corpus: str, url: str | None, name: str, label_source: Source,
     click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in totals.items()))
 
 
+FIRST_LINES = 5  # line numbers named per label outside model.labels
+
+
+def _other_labels(records: Sequence[Record], labels: Sequence[str]) -> str:
+    """How `records` are labelled outside `labels`, in one line: each label with its count and
+    its first lines."""
+    lines: dict[str, list[int]] = {}
+    for record in records:
+        lines.setdefault(record.label, []).append(record.line or 0)
+    each = []
+    for label, found in sorted(lines.items(), key=lambda item: -len(item[1])):
+        first = sorted(found)[:FIRST_LINES]
+        more = ", …" if len(found) > FIRST_LINES else ""
+        where = f"line{'s' if len(found) > 1 else ''} {', '.join(map(str, first))}{more}"
+        each.append(f"{label!r} × {len(found)} ({where})")
+    return f"have a label outside model.labels ({', '.join(labels)}): {', '.join(each)}"
+
+
 def _bounded(value: str | None, option: str, most: int) -> str | None:
     """`value` if it fits a column of `most` characters, else a one-line error."""
     if value is not None and len(value) > most:
@@ -252,7 +376,42 @@ def _bounded(value: str | None, option: str, most: int) -> str | None:
 
 @click.group(name="model")
 def model() -> None:
-    """Models in the store: create, show, stats, export, import, delete."""
+    """Models in the store: list, create, show, stats, export, import, delete."""
+
+
+@model.command(name="list")
+@db_option
+@min_docs_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per model.")
+def model_list(url: str | None, min_docs: int, as_json: bool) -> None:
+    """The models in the store, by name: when each was created, its learned documents per
+    class, its distinct tokens and whether it is ready to decide."""
+    with store_errors():
+        summaries = model_summaries(open_store(url), min_docs)
+    if as_json:
+        for summary in summaries:
+            created = as_utc(summary["created_at"]).isoformat()
+            click.echo(json.dumps({**summary, "created_at": created}))
+        return
+    if not summaries:
+        click.echo("no models in the store: `filterd model create NAME` adds one")
+        return
+    rows = [("model", "created", "documents", "tokens", "readiness")]
+    for s in summaries:
+        documents = ", ".join(f"{shown(label)} {n:,}" for label, n in s["documents"].items())
+        readiness = "ready" if s["ready"] else f"not ready: {s['not_ready']}"
+        rows.append(
+            (
+                shown(s["model"]),
+                _when(s["created_at"]),
+                documents or "none learned yet",
+                f"{s['distinct_tokens']:,}",
+                readiness,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        click.echo("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[4]]).rstrip())
 
 
 @model.command(name="create")
@@ -270,20 +429,32 @@ def model() -> None:
     metavar="SPEC",
     help="Default: none with --variant, else the default selection.",
 )
-def model_create(name: str, url: str | None, variant: str | None, params: tuple[str, ...],
-                 selection: str | None) -> None:  # fmt: skip
-    """Add a model NAME with an estimator and a selection."""
-    (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())
+@config_option  # for [model]: the database is --db's
+def model_create(
+    name: str,
+    url: str | None,
+    variant: str | None,
+    params: tuple[str, ...],
+    selection: str | None,
+    config_path: str | None,
+) -> None:
+    """Add a model NAME with an estimator and a selection: those of --variant, --param and
+    --select, else the configuration's [model] (as `filterd run` creates one)."""
+    if variant or params or selection:
+        (spec,) = model_specs(
+            (variant,) if variant else (), params, (selection,) if selection else ()
+        )
+    else:
+        spec = load_config(config_path).model.spec
     try:
         # the daemon and `filterd calibrate` decide on the target-vs-rest view: two classes
         spec.check_classes(("the target", "the rest"))
     except ValueError as error:
         raise OptionError(str(error)) from None
     with store_errors():
-        engine = database.connect(url)
-        with engine.connect() as conn:
-            if conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None:
-                raise click.ClickException(f"a model named {name!r} exists already")
+        engine = open_store(url, writes=True)
+        if name in model_names(engine):
+            raise click.ClickException(f"a model named {name!r} exists already")
         create_model(engine, name, spec)
     click.echo(f"created model {name!r}: {spec}")
 
@@ -291,8 +462,7 @@ def model_create(name: str, url: str | None, variant: str | None, params: tuple[
 @model.command(name="stats")
 @db_option
 @model_option
-@click.option("--min-docs", type=click.IntRange(1), default=20, show_default=True,
-              help="Learned documents each class needs before the model decides.")  # fmt: skip
+@min_docs_option
 @click.option(
     "--target-class", default="spam", show_default=True, help="The class of the drift figures."
 )
@@ -306,8 +476,10 @@ def model_stats(url: str | None, name: str, min_docs: int, target_class: str, dr
     delivered on it: over the window, each record at the τ in force when it was scored; and
     since the τ in force was written."""
     with store_errors():
-        engine = database.connect(url)
+        engine = open_store(url, name)
         report = model_report(engine, name, min_docs)
+        from filterd.store.drift import drift_report  # scipy's statistics: only here
+
         drift = drift_report(engine, name, target_class, drift_window)
     if as_json:
         click.echo(json.dumps({**report, "drift": drift.as_dict()}, default=str))
@@ -362,14 +534,14 @@ def _calibrated(threshold: ThresholdReport) -> str:
 
 
 @model.command(name="show")
-@click.argument("name")
+@click.argument("name", default="default")
 @db_option
 @click.option("--json", "as_json", is_flag=True)
 def model_show(name: str, url: str | None, as_json: bool) -> None:
-    """Model NAME in one block: its spec (variant, parameters, selection), when it was created,
-    its documents per class, its tokens and its current threshold."""
+    """Model NAME (default: default) in one block: its spec (variant, parameters, selection),
+    when it was created, its documents per class, its tokens and its current threshold."""
     with store_errors():
-        report = model_report(database.connect(url), name, min_docs=1)
+        report = model_report(open_store(url, name), name, min_docs=1)
     documents = {c["label"]: c["docs"] for c in report["classes"]}
     threshold = report["threshold"]
     if as_json:
@@ -415,7 +587,7 @@ def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> 
     missing model afresh, empty).
     """
     with store_errors():
-        engine = database.connect(url)
+        engine = open_store(url, name, writes=True)
         held = model_rows(engine, name)
         if not yes:
             raise click.ClickException(f"deleting model {name!r} removes its statistics, {held.labels} labels, "
@@ -446,7 +618,7 @@ def model_export(url: str | None, name: str, output: str | None) -> None:
             "refusing to write gzip to a terminal: redirect stdout or give --output"
         )
     with store_errors():
-        engine = database.connect(url)
+        engine = open_store(url, name)
         if output is None:
             with (
                 gzip.GzipFile(fileobj=sys.stdout.buffer, mode="wb", mtime=0) as raw,
@@ -480,7 +652,7 @@ def _export_to(engine: Engine, name: str, path: str) -> int:
 def model_import(path: str, url: str | None, rename: str | None) -> None:
     """Restore a model exported by `filterd model export` (PATH, or - for stdin)."""
     with store_errors():
-        engine = database.connect(url)
+        engine = open_store(url, writes=True)
         with _open_export(path) as lines:
             name = backup.import_model(engine, lines, rename)
     click.echo(f"imported model {name!r}", err=True)

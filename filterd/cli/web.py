@@ -18,9 +18,9 @@ import click
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from filterd.cli.common import config_option, load_config
+from filterd.cli.common import broker_override, config_option, load_config
 from filterd.cli.daemon import (
-    broker_override,
+    check_store_file,
     create_store_option,
     db_override,
     loaded_model,
@@ -56,6 +56,7 @@ def serve_command(config_path: str | None, create_store: bool, **overrides: obje
     It checks messages with the model in the store, synced as a scorer syncs it, and sends
     labels to the feedback topic; the daemons score and learn."""
     config = load_config(config_path, **overrides)
+    check_store_file(config, writes=create_store)
     configure_logging(config.observe.log_format)
     log: FilteringBoundLogger = structlog.get_logger("filterd").bind(model=config.model.name)
     log.info("starting the http api", config=config.public(),

@@ -4,10 +4,11 @@
     exit_status = daemon.run()      # blocks; daemon.stop() from a signal handler ends it
 
 Start-up: metrics/health server, then the store (its schema must be current; a database
-without one is refused unless `create_store`, which creates it; the model is created from
-`[model]` if it does not exist — an existing model keeps the spec it was created with), then one
-consumer loop per role. A store that cannot be reached at start-up is retried until it can, or
-until stopped. With `[http] enabled`, the HTTP API (`filterd.web`) listens once the loops are
+without one is refused unless `create_store`, which creates it; on the first start, when the
+store holds no model yet, the model is created from `[model]`; a store that holds others but
+not this one is refused, naming them — an existing model keeps the spec it was created with),
+then one consumer loop per role. A store that cannot be reached at start-up is retried until it
+can, or until stopped. With `[http] enabled`, the HTTP API (`filterd.web`) listens once the loops are
 made, checking messages with the scorer's model, and stops with the daemon. Logged: "starting", "store ready", "loading the model" … "model loaded",
 "joining group" and "group joined" per role, then "ready" once every loop has its partitions
 and the model is loaded.
@@ -27,7 +28,7 @@ import threading
 import time
 
 import structlog
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.exc import (
     ArgumentError,
     DatabaseError,
@@ -55,8 +56,7 @@ from filterd.observe.server import ObserveServer
 from filterd.service.config import Config, masked_url
 from filterd.store import database
 from filterd.store.database import error_detail
-from filterd.store.learning import create_model
-from filterd.store.schema import ModelRow
+from filterd.store.learning import UnknownModel, create_model, model_names
 from filterd.web.serving import Api
 
 ROLES = ("all", "scorer", "learner")
@@ -260,7 +260,9 @@ class Daemon:
         delay = 0.5
         while not self._stop.is_set():
             try:
-                return prepare_store(self.config, self.log, self.create_store)
+                return prepare_store(self.config, self.log, self.create_store, first_start=True)
+            except UnknownModel as error:
+                raise StartupError(str(error)) from None
             except (ArgumentError, NoSuchModuleError) as error:
                 raise StartupError(f"bad database URL: {error}") from None
             except SQLAlchemyError as error:
@@ -276,10 +278,13 @@ class Daemon:
         return None
 
 
-def prepare_store(config: Config, log: FilteringBoundLogger, create: bool = False) -> Engine:
-    """Check the store's schema is current, create the model if missing; with `create`, migrate
-    a database that has no filterd schema yet (else refuse it: a mistyped URL must not start
-    an empty store)."""
+def prepare_store(
+    config: Config, log: FilteringBoundLogger, create: bool = False, first_start: bool = False
+) -> Engine:
+    """Check the store's schema is current and that it holds the model `model.name` (else an
+    UnknownModel naming those it holds); with `first_start` (`filterd run`), create that model
+    from `[model]` when the store holds none yet. With `create`, migrate a database that has
+    no filterd schema yet (else refuse it: a mistyped URL must not start an empty store)."""
     url = config.database.url
     revision = database.current(url)
     if revision is None and not create:
@@ -307,11 +312,11 @@ def prepare_store(config: Config, log: FilteringBoundLogger, create: bool = Fals
                            f"{database.head()}: run `filterd db upgrade`")  # fmt: skip
     engine = database.connect(url)
     m = config.model
-    with engine.connect() as conn:
-        exists = (
-            conn.execute(select(ModelRow.id).where(ModelRow.name == m.name)).first() is not None
-        )
-    if not exists:
+    names = model_names(engine)
+    if m.name not in names:
+        if names or not first_start:  # a mistyped name must not start an empty model
+            engine.dispose()
+            raise UnknownModel.among(m.name, names)
         spec = m.spec
         try:
             create_model(engine, m.name, spec)

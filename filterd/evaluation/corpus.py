@@ -12,7 +12,7 @@ import json
 import os
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class Record:
     format: str  # "text" | "email"
     order: int  # stream position; records are read sorted by it
     split: str | None  # "train" | "test" | None
+    # the line of the file it was read from, for messages about it (None: not read from a file)
+    line: int | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -83,7 +85,7 @@ def read_corpus(path: str | os.PathLike[str]) -> list[Record]:
         except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
             raise CorpusError(f"{path}:{lineno}: not valid JSON: {e}") from None
         try:
-            record = _record(obj, default_order=len(records) + 1)
+            record = replace(_record(obj, default_order=len(records) + 1), line=lineno)
         except ValueError as e:
             raise CorpusError(f"{path}:{lineno}: {e}") from None
         if record.id in seen:

@@ -10,8 +10,10 @@ vocabulary words.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
 import numpy as np
@@ -88,6 +90,20 @@ class SynthConfig:
                 f"{k} indicative words (+ drift replacements): need {needed}"
             )
 
+    @property
+    def tag(self) -> str:
+        """8 hex digits that name the stream these parameters make: equal parameters, equal
+        tags; others, another tag (but for one chance in 2^32), so that two streams learned
+        into one store do not share message ids.
+
+        >>> SynthConfig(seed=1).tag == SynthConfig(seed=1).tag != SynthConfig(seed=2).tag
+        True
+        """
+        fields = json.dumps(
+            asdict(self) | {"class_priors": dict(self.class_priors)}, sort_keys=True
+        )
+        return hashlib.sha256(fields.encode()).hexdigest()[:8]
+
 
 class SynthRecord(TypedDict):
     """One generated record, in the corpus format (filterd.evaluation.corpus)."""
@@ -102,8 +118,9 @@ class SynthRecord(TypedDict):
 def generate(config: SynthConfig = SynthConfig()) -> list[SynthRecord]:
     """All records of the stream: exactly `config.n_messages` corpus-format dicts.
 
-    Each is {"id": "synth-000001", "label": ..., "text": ..., "format": "text", "order": 1}
-    (order is 1-based, as in the shared corpora). Same config gives identical output.
+    Each is {"id": "synth-TAG-000001", "label": ..., "text": ..., "format": "text", "order": 1}
+    (order is 1-based, as in the shared corpora; TAG is `config.tag`, so that the ids of two
+    streams differ). Same config gives identical output.
     """
     return list(stream(config))
 
@@ -113,10 +130,11 @@ def stream(config: SynthConfig = SynthConfig()) -> Iterator[SynthRecord]:
     model = _Model(config)
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 2]))
     labels = _label_sequence(model.classes, model.priors, config.n_messages, rng)
+    prefix = f"synth-{config.tag}-"
     for i, c in enumerate(labels):
         words = model.sample_message(c, i, rng)
         yield {
-            "id": f"synth-{i + 1:06d}",
+            "id": f"{prefix}{i + 1:06d}",
             "label": model.classes[c],
             "text": " ".join(words),
             "format": "text",

@@ -11,15 +11,25 @@ from kafka.errors import TopicAlreadyExistsError, for_code
 from filterd.kafka.settings import client_settings
 
 
-def create_topics(kafka: Mapping[str, Any], names: Iterable[str], partitions: int = 4,
-                  replication_factor: int = 1,
-                  configs: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
+def create_topics(
+    kafka: Mapping[str, Any],
+    names: Iterable[str],
+    partitions: int = 4,
+    replication_factor: int = 1,
+    configs: Mapping[str, str] | None = None,
+    connect_timeout: float | None = None,
+) -> list[str]:
     """Create the topics of `names` that do not exist yet, with topic `configs`; returns those
-    created, in order. Existing topics are left as they are, whatever their settings."""
+    created, in order. Existing topics are left as they are, whatever their settings.
+    `connect_timeout`: seconds to wait for the first broker to answer (else kafka-python's
+    `bootstrap_timeout_ms`, 30 s), before a KafkaError."""
     names = list(dict.fromkeys(names))
     if not names:
         return []
-    admin = KafkaAdminClient(**client_settings(kafka, KafkaAdminClient))
+    settings = client_settings(kafka, KafkaAdminClient)
+    if connect_timeout is not None:
+        settings["bootstrap_timeout_ms"] = round(connect_timeout * 1000)
+    admin = KafkaAdminClient(**settings)
     try:
         spec: dict[str, Any] = {
             "num_partitions": partitions,

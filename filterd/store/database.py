@@ -7,9 +7,11 @@ else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install f
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import importlib.util
 import os
+import sqlite3
 from pathlib import Path
 
 from alembic import command
@@ -67,6 +69,45 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ValueError:  # in sys.modules without a spec: imported but unusable
         return False
+
+
+def sqlite_file(url: str | None = None) -> Path | None:
+    """The file of a SQLite URL, absolute; None for PostgreSQL and in-memory SQLite."""
+    parsed = make_url(database_url(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(str(parsed.database))
+
+
+def check_file(url: str | None = None, *, missing_ok: bool = False, writes: bool = False) -> None:
+    """A SQLite store's file checked before anything opens it, so that a mistyped path neither
+    creates a file nor waits as if for an outage: UnsupportedDatabase naming the path when it
+    is a folder, not a SQLite database, cannot be read (`writes`: or written), or does not
+    exist (unless `missing_ok`). Nothing for PostgreSQL."""
+    path = sqlite_file(url)
+    if path is None:
+        return
+    if path.is_dir():
+        raise UnsupportedDatabase(f"{path}: a folder, not a SQLite database file")
+    if not path.exists():
+        if missing_ok:
+            return
+        raise UnsupportedDatabase(
+            f"no SQLite database at {path}: check the path (`filterd db upgrade` creates a store)"
+        )
+    if not os.access(path, os.R_OK | (os.W_OK if writes else 0)):
+        raise UnsupportedDatabase(
+            f"{path}: permission denied (filterd needs to read {'and write ' if writes else ''}it)"
+        )
+    # Read through SQLite, not open() and close(): closing any descriptor of the file would drop
+    # the POSIX locks the process's other connections to it hold (sqlite.org/howtocorrupt.html).
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as probe:
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        # anything else (a lock, a missing -shm) is for the store's own connection to meet
+        if getattr(error, "sqlite_errorname", "") == "SQLITE_NOTADB":
+            raise UnsupportedDatabase(f"{path}: not a SQLite database file") from None
 
 
 def connect(url: str | None = None) -> Engine:

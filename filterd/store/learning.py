@@ -102,7 +102,21 @@ class Applied:
 
 
 class UnknownModel(LookupError):
-    pass
+    """No model of that name in the store."""
+
+    @classmethod
+    def among(cls, name: str, names: Sequence[str]) -> UnknownModel:
+        """The error for `name`, listing the models the store holds (`names`), so that a
+        mistyped name shows the right one."""
+        if not names:
+            return cls(
+                f"no model named {name!r} in the store, which holds none yet: "
+                f"`filterd model create {name}` creates it"
+            )
+        return cls(
+            f"no model named {name!r} in the store (its models: "
+            f"{', '.join(map(repr, names))}); `filterd model create NAME` adds one"
+        )
 
 
 class ModelChanged(RuntimeError):
@@ -149,6 +163,19 @@ def among(column: QueryableAttribute[str], ids: list[str]) -> ColumnElement[bool
 
 
 # --- models -------------------------------------------------------------------------------------
+
+
+def model_names(engine: Engine) -> list[str]:
+    """The names of the store's models, in alphabetical order."""
+    with engine.connect() as conn:
+        return list(conn.execute(select(ModelRow.name).order_by(ModelRow.name)).scalars())
+
+
+def require_model(engine: Engine, name: str) -> None:
+    """Nothing if the store holds model `name`; else UnknownModel listing the models it holds."""
+    names = model_names(engine)
+    if name not in names:
+        raise UnknownModel.among(name, names)
 
 
 def create_model(engine: Engine, name: str, spec: ModelSpec, seed: int | None = None) -> int:

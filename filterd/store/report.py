@@ -1,5 +1,6 @@
 """A model's summary as the store holds it: what `filterd model stats` prints and the HTTP API's
-`GET /v1/model` answers (drift aside: `filterd.store.drift`)."""
+`GET /v1/model` answers (drift aside: `filterd.store.drift`); and every model's in a few
+figures, for `filterd model list`."""
 
 from __future__ import annotations
 
@@ -55,6 +56,57 @@ class ModelReport(TypedDict):
     ready: bool
     not_ready: str | None
     threshold: ThresholdReport | None
+
+
+class ModelSummary(TypedDict):
+    """One model in a few figures: what `filterd model list` shows of it."""
+
+    model: str
+    created_at: datetime
+    documents: dict[str, int]  # learned documents per class
+    distinct_tokens: int
+    ready: bool
+    not_ready: str | None
+
+
+def model_summaries(engine: Engine, min_docs: int) -> list[ModelSummary]:
+    """Every model of the store, by name: documents per class, distinct tokens, and whether
+    every class has `min_docs` learned documents."""
+    with engine.connect() as conn:
+        models = conn.execute(
+            select(ModelRow.id, ModelRow.name, ModelRow.created_at).order_by(ModelRow.name)
+        ).all()
+        classes = conn.execute(
+            select(ClassStats.model_id, ClassStats.label, ClassStats.docs).order_by(
+                ClassStats.model_id, ClassStats.class_id
+            )
+        ).all()
+        distinct = func.count(func.distinct(TokenStats.token_key))
+        counted = (
+            select(TokenStats.model_id, distinct)
+            .where(TokenStats.doc_freq > 0)
+            .group_by(TokenStats.model_id)
+        )
+        # a list of pairs: a result has keys(), which dict() would take for a mapping's
+        tokens = dict(conn.execute(counted).tuples().all())
+    documents: dict[int, dict[str, int]] = {}
+    for row in classes:
+        documents.setdefault(row.model_id, {})[row.label] = row.docs
+    summaries: list[ModelSummary] = []
+    for model in models:
+        docs = documents.get(model.id, {})
+        reason = not_ready(list(docs), list(docs.values()), min_docs)
+        summaries.append(
+            {
+                "model": model.name,
+                "created_at": model.created_at,
+                "documents": docs,
+                "distinct_tokens": tokens.get(model.id, 0),
+                "ready": reason is None,
+                "not_ready": reason,
+            }
+        )
+    return summaries
 
 
 def model_report(engine: Engine, name: str, min_docs: int,

@@ -146,7 +146,8 @@ def test_bad_arguments_are_usage_errors(db, args, message):
 def test_store_problems_are_one_line_errors(db, tmp_path):
     assert (
         error_line(run("--db", db, "--model", "nope"))
-        == "Error: no model named 'nope' in the store"
+        == "Error: no model named 'nope' in the store (its models: 'default'); "
+        "`filterd model create NAME` adds one"
     )
     not_ready = run("--db", db, "--min-docs", "100000")
     assert not_ready.exit_code == 1 and error_line(not_ready).startswith(

@@ -227,3 +227,30 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
         out, _ = demo.communicate(timeout=60)
     assert demo.returncode == 0, "".join(lines) + out
     assert "done: every message decided, every label applied" in out
+
+
+@needs_broker
+def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "filterd",
+            "demo",
+            "--messages",
+            "300",
+            "--rate",
+            "0",
+            "--timeout",
+            "0.01",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    log = Path(re.search(r"\(see (\S+/daemon\.log)\)$", error).group(1))
+    assert log.parent.parent == tmp_path and log.stat().st_size > 0
+    assert f"kept in {log.parent}: filterd.db, daemon.log, broker.log" in result.stdout

@@ -210,3 +210,32 @@ def test_short_body_is_a_tokenizer_option_of_evaluate():
     assert run("evaluate", "--demo", "--short-body", "0", "--json").exit_code == 0
     result = run("evaluate", "--demo", "--short-body", "-1")
     assert result.exit_code == 2 and "--short-body" in result.output
+
+
+def test_synthetic_corpora_of_other_options_have_other_ids(tmp_path):
+    """Two corpora learned into one store do not relabel each other's messages."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    assert run("db", "upgrade", "--db", db).exit_code == 0
+    assert run("model", "create", "default", "--db", db).exit_code == 0
+    ids = {}
+    for options in (("--seed", "1"), ("--seed", "2"), ("--seed", "1", "--messages", "300")):
+        path = tmp_path / f"{'-'.join(options)}.jsonl"
+        written = run("synth", str(path), "--messages", "200", *options)
+        assert written.exit_code == 0, written.output
+        ids[options] = [json.loads(line)["id"] for line in path.read_text().splitlines()]
+        learned = run("learn", str(path), "--db", db)
+        assert learned.exit_code == 0 and "relabelled 0, duplicates 0" in learned.stdout
+    first, second, longer = ids.values()
+    assert not set(first) & set(second) and not set(first) & set(longer)
+    again = tmp_path / "again.jsonl"
+    assert run("synth", str(again), "--messages", "200", "--seed", "1").exit_code == 0
+    assert [json.loads(line)["id"] for line in again.read_text().splitlines()] == first
+
+
+def test_synth_to_a_path_it_cannot_write_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for path, says in ((blocker / "c.jsonl", "Not a directory"), (tmp_path, "Is a directory")):
+        result = run("synth", str(path), "--messages", "10")
+        assert result.exit_code == 1
+        assert result.stderr.splitlines() == [f"Error: {path}: {says}"]

@@ -112,6 +112,7 @@ def test_mistakes_are_one_line_errors(db, args, message):
 
 def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path):
     empty, old = f"sqlite:///{tmp_path / 'empty.db'}", f"sqlite:///{tmp_path / 'old.db'}"
+    (tmp_path / "empty.db").touch()  # an empty file is an empty SQLite database
     upgrade(old, "0003")  # before the audit trail
     create_model(connect(old), "default", ModelSpec("mnb"))
     for url in (empty, old):

@@ -4,6 +4,7 @@ error as one line with a non-zero exit."""
 
 import json
 import socket
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -215,3 +216,30 @@ def test_store_errors_are_one_line(store, tmp_path):
     one_line_error(run("list", "--db", empty), "filterd db upgrade")
     assert run("show", "abc", "--db", store).exit_code == 2  # click's own usage error
     assert run("list", "--db", store, "--reason", "other").exit_code == 2
+
+
+def test_an_empty_queue_says_so(store, tmp_path):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    upgrade(url)
+    create_model(connect(url), "default", ModelSpec("mnb"))
+    assert lines(run("list", "--db", url)) == [
+        "no items waiting for a label in the review queue of model 'default'"
+    ]
+    as_json = run("list", "--db", url, "--json")
+    assert as_json.exit_code == 0 and as_json.stdout == ""  # JSON lines stay JSON lines
+    assert as_json.stderr == "no items waiting for a label in the review queue of model 'default'\n"
+    random_only = lines(run("list", "--db", store, "--reason", "random", "--all"))
+    assert len(random_only) == 1  # a queue with items prints them, and nothing else
+
+
+def test_a_label_without_a_broker_fails_within_seconds_naming_it(store, tmp_path):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = config_file(tmp_path, store, f"127.0.0.1:{port}", "feedback")
+    started = time.monotonic()
+    error = one_line_error(run("label", str(ids(store)["m-a"]), "ham", "--config", config))
+    assert time.monotonic() - started < 12  # not the 17 s it took
+    assert error.startswith(
+        f"Error: could not publish to the brokers 127.0.0.1:{port} (kafka.bootstrap_servers)"
+    )

@@ -1,5 +1,10 @@
 import json
+import os
+import pty
+import subprocess
+import sys
 
+import pytest
 from click.testing import CliRunner
 
 from filterd.cli import main
@@ -8,16 +13,23 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head as database_head
 
 
-def run(*args, env=None):
-    return CliRunner().invoke(main, list(args), env=env)
+def run(*args, env=None, input=None):
+    return CliRunner().invoke(main, list(args), env=env, input=input)
+
+
+def new_store(tmp_path):
+    """The URL of a migrated SQLite store with an empty model 'default'."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    assert run("db", "upgrade", "--db", db).exit_code == 0
+    assert run("model", "create", "default", "--db", db).exit_code == 0
+    return db
 
 
 def learned_store(tmp_path, messages):
     """The URL of a migrated SQLite store that learned a synthetic corpus into model 'default'."""
-    db = f"sqlite:///{tmp_path / 'store.db'}"
+    db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=messages)), corpus)
-    run("db", "upgrade", "--db", db)
     assert run("learn", str(corpus), "--db", db).exit_code == 0
     return db
 
@@ -29,6 +41,7 @@ def test_upgrade_learn_twice_stats_export_import(tmp_path):
     assert "not migrated" in run("db", "current", "--db", db).stdout
     assert run("db", "upgrade", "--db", db).exit_code == 0
     assert run("db", "current", "--db", db).stdout.strip() == database_head()
+    assert run("model", "create", "default", "--db", db).exit_code == 0
     first = run("learn", str(corpus), "--db", db)
     assert first.exit_code == 0, first.output
     second = run("learn", str(corpus), "--db", db)
@@ -221,10 +234,9 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tm
 
 
 def test_learn_records_who_gave_the_labels(tmp_path):
-    db = f"sqlite:///{tmp_path / 'store.db'}"
+    db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=40)), corpus)
-    run("db", "upgrade", "--db", db)
     assert run("learn", str(corpus), "--db", db, "--analyst", "import-2026").exit_code == 0
     assert run("learn", str(corpus), "--db", db).exit_code == 0
     events = [
@@ -303,3 +315,211 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
     lines = run("model", "stats", "--db", db).stdout.splitlines()
     assert lines[-1].endswith(": no feedback scored since")
     assert "at recall ≥ 0.99 (prequential)" in run("model", "stats", "--db", db).stdout
+
+
+# --- an operator's mistakes (issue 32) -----------------------------------------------------------
+
+
+def with_labels(path, changes):
+    """Rewrite the corpus at `path` with the labels of `changes` ({line number: label})."""
+    lines = path.read_text().splitlines()
+    for number, label in changes.items():
+        record = json.loads(lines[number - 1])
+        lines[number - 1] = json.dumps({**record, "label": label})
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path):
+    db = new_store(tmp_path)
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=100)), corpus)
+    with_labels(
+        corpus,
+        {
+            5: "phish",
+            9: "phish",
+            12: "Spam",
+            20: "phish",
+            30: "phish",
+            31: "phish",
+            40: "phish",
+            77: "phish",
+        },
+    )
+    refused = run("learn", str(corpus), "--db", db)
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines() == [
+        f"Error: {corpus}: 8 of 100 records have a label outside model.labels (ham, spam): "
+        "'phish' × 7 (lines 5, 9, 20, 30, 31, …), 'Spam' × 1 (line 12); nothing learned "
+        "(correct them, or give --skip-other-labels to learn the others)"
+    ]
+    report = json.loads(run("model", "stats", "--db", db, "--json").stdout)
+    assert (report["classes"], report["ledger"], report["holdout"]) == ([], 0, 0)
+
+    skipped = run("learn", str(corpus), "--db", db, "--skip-other-labels")
+    assert skipped.exit_code == 0, skipped.output
+    assert skipped.stderr.startswith(f"skipped {corpus}: 8 of 100 records have a label outside")
+    report = json.loads(run("model", "stats", "--db", db, "--json").stdout)
+    assert [c["label"] for c in report["classes"]] == ["ham", "spam"]  # no third class
+    assert report["ledger"] + report["holdout"] == 92
+
+    # model.labels comes from the configuration, as for the daemon's feedback
+    wider = tmp_path / "filterd.toml"
+    wider.write_text('[model]\nlabels = ["ham", "spam", "phish"]\n')
+    assert "'Spam' × 1 (line 12)" in run("learn", str(corpus), "--db", db, "--config", wider).stderr
+
+
+def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
+    db = learned_store(tmp_path, 100)
+    refused = run("db", "downgrade", "base", "--db", db)
+    assert refused.exit_code == 1
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith(
+        f"Error: downgrading {db} from revision {database_head()} to base "
+        "drops the tables review_items (0 rows), "
+    )
+    assert "feedback_ledger (" in line and "models (1 row)" in line
+    assert line.endswith(
+        "100 labels among them, which the store keeps nowhere else "
+        "(`filterd model export --model NAME -o FILE` keeps a model's): add --yes"
+    )
+    assert run("db", "current", "--db", db).stdout.strip() == database_head()  # nothing dropped
+    assert run("model", "stats", "--db", db).exit_code == 0
+
+    columns = run("db", "downgrade", "0005", "--db", db)
+    assert columns.exit_code == 1 and columns.stderr.splitlines() == [
+        f"Error: downgrading {db} from revision {database_head()} to 0005 drops the columns "
+        "prequential.components, thresholds.weights, thresholds.level, thresholds.source: add --yes"
+    ]
+    # dropping an index only needs no confirmation
+    assert run("db", "downgrade", "0008", "--db", db).exit_code == 0
+    done = run("db", "downgrade", "base", "--db", db, "--yes")
+    assert done.exit_code == 0, done.output
+    assert done.stderr.startswith(f"downgrading {db} from revision 0008 to base drops the tables")
+    assert done.stdout == f"{db}: at revision base\n"
+
+
+def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path):
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(generate(SynthConfig(n_messages=300)), corpus)
+    run("db", "upgrade", "--db", db)
+    first = run("learn", str(corpus), "--db", db)
+    assert first.exit_code == 1 and first.stderr.splitlines() == [
+        "Error: no model named 'default' in the store, which holds none yet: "
+        "`filterd model create default` creates it"
+    ]
+    assert run("model", "list", "--db", db).stdout == (
+        "no models in the store: `filterd model create NAME` adds one\n"
+    )
+    assert run("model", "create", "default", "--db", db).exit_code == 0
+    assert run("model", "create", "strict", "--db", db, "--variant", "mnb").exit_code == 0
+    assert run("learn", str(corpus), "--db", db).exit_code == 0
+    typo = (
+        "no model named 'defualt' in the store (its models: 'default', 'strict'); "
+        "`filterd model create NAME` adds one"
+    )
+    export = tmp_path / "x.jsonl.gz"
+    for command in (
+        ["learn", str(corpus)],
+        ["model", "stats"],
+        ["model", "export", "-o", str(export)],
+        ["feedback", "log"],
+        ["calibrate", "--dry-run"],
+        ["review", "list"],
+        ["db", "prune", "--unseen-days", "1", "--max-count", "0"],
+    ):
+        result = run(*command, "--db", db, "--model", "defualt")
+        assert result.exit_code == 1 and result.stderr.splitlines() == [f"Error: {typo}"], command
+    for command in (["model", "show", "defualt"], ["model", "delete", "defualt", "--yes"]):
+        result = run(*command, "--db", db)
+        assert result.exit_code == 1 and result.stderr.splitlines() == [f"Error: {typo}"], command
+    scored = run("score", "--db", db, "--model", "defualt", input='{"id": "m", "text": "hi"}\n')
+    assert scored.exit_code == 1 and scored.stdout == ""
+    assert scored.stderr.splitlines()[-1] == f"Error: {typo}"
+    assert not export.exists()
+    listed = json.loads(run("model", "list", "--db", db, "--json").stdout.splitlines()[0])
+    assert run("model", "list", "--db", db, "--json").stdout.count("\n") == 2  # no new model
+    assert (listed["model"], listed["ready"], listed["not_ready"]) == ("default", True, None)
+    assert (
+        sum(listed["documents"].values())
+        == json.loads(run("model", "stats", "--db", db, "--json").stdout)["ledger"]
+    )
+    text = run("model", "list", "--db", db).stdout.splitlines()
+    assert text[0].split() == ["model", "created", "documents", "tokens", "readiness"]
+    assert text[1].startswith("default ") and text[1].endswith("  ready")
+    assert text[2].startswith("strict ") and "none learned yet" in text[2]
+    assert text[2].endswith(
+        "not ready: needs at least two classes with 20 learned documents each; has 0 class(es)"
+    )
+
+
+def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path):
+    db = learned_store(tmp_path, 60)
+    shown = run("model", "show", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == run("model", "show", "default", "--db", db).stdout
+    assert shown.stdout.startswith("model 'default'\n")
+
+
+def test_read_only_commands_create_nothing_and_name_the_path(tmp_path):
+    missing = tmp_path / "typo" / "store.db"
+    url = f"sqlite:///{missing}"
+    corpus, export = tmp_path / "c.jsonl", tmp_path / "x.jsonl.gz"
+    write_corpus(generate(SynthConfig(n_messages=10)), corpus)
+    for command in (
+        ["model", "stats"],
+        ["model", "show"],
+        ["model", "list"],
+        ["feedback", "log"],
+        ["review", "list"],
+        ["calibrate", "--dry-run"],
+        ["model", "export", "-o", str(export)],
+        ["learn", str(corpus)],
+        ["db", "downgrade", "base"],
+    ):
+        result = run(*command, "--db", url)
+        assert result.exit_code == 1, (command, result.output)
+        assert result.stderr.splitlines() == [
+            f"Error: no SQLite database at {missing}: check the path (`filterd db upgrade` "
+            "creates a store)"
+        ], command
+    assert not missing.parent.exists() and not export.exists()
+    assert run("db", "current", "--db", url).stdout == "not migrated: run `filterd db upgrade`\n"
+    assert not missing.parent.exists()
+
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("hello\n")
+    for path, says in (
+        (tmp_path, "a folder, not a SQLite database file"),
+        (not_sqlite, "not a SQLite database file"),
+    ):
+        for command in (["model", "stats"], ["db", "upgrade"], ["db", "current"]):
+            result = run(*command, "--db", f"sqlite:///{path}")
+            assert result.exit_code == 1 and result.stderr.splitlines() == [
+                f"Error: {path}: {says}"
+            ], command
+
+
+@pytest.mark.parametrize("answer, revision", [("n", database_head()), ("y", "base")])
+def test_on_a_terminal_a_downgrade_asks_first(tmp_path, answer, revision):
+    db = learned_store(tmp_path, 40)
+    main_side, terminal = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "filterd", "db", "downgrade", "base", "--db", db],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        os.close(terminal)
+        os.write(main_side, f"{answer}\n".encode())
+        _, err = process.communicate(timeout=60)
+    os.close(main_side)
+    assert err.startswith(f"downgrading {db} from revision {database_head()} to base drops the ")
+    assert "labels among them" in err and "Go ahead? [y/N]" in err
+    assert process.returncode == (1 if answer == "n" else 0)
+    current = run("db", "current", "--db", db)
+    assert current.stdout.strip() == (
+        revision if answer == "n" else "not migrated: run `filterd db upgrade`"
+    ), (current.output, current.exception)

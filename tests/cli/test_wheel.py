@@ -57,6 +57,8 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
     assert f"at revision {head()}" in upgraded.stdout
     corpus = tmp_path / "train.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300, seed=6)), corpus)
+    created = filterd(installed, tmp_path, "model", "create", "default", "--db", db)
+    assert created.returncode == 0, created.stderr
     learned = filterd(installed, tmp_path, "learn", str(corpus), "--db", db)
     assert learned.returncode == 0, learned.stderr
     lines = "".join(json.dumps({"id": f"m{i}", "text": t}) + "\n" for i, t in enumerate(["a", "b"]))
@@ -79,6 +81,7 @@ def test_the_installed_package_runs_against_a_broker(installed, tmp_path, kafka_
     assert refused.returncode != 0 and "filterd db upgrade" in refused.stderr
     assert not (tmp_path / "store.db").exists()  # a mistyped --db creates nothing
     assert filterd(installed, tmp_path, "db", "upgrade", "--db", db).returncode == 0
+    assert filterd(installed, tmp_path, "model", "create", "default", "--db", db).returncode == 0
     assert filterd(installed, tmp_path, "learn", str(corpus), "--db", db).returncode == 0
     config = write_config(tmp_path, kafka_config, topics, db)
     produce(kafka_config, topics["messages"], [message(i) for i in range(5)])

@@ -38,7 +38,7 @@ def test_stream_is_the_lazy_form_of_generate() -> None:
 def test_records_are_in_corpus_format() -> None:
     records = generate(SynthConfig(n_messages=1234))
     assert len(records) == 1234
-    assert records[0]["id"] == "synth-000001"
+    assert records[0]["id"] == f"synth-{SynthConfig(n_messages=1234).tag}-000001"
     assert len({r["id"] for r in records}) == 1234
     assert [r["order"] for r in records] == list(range(1, 1235))
     for r in records:

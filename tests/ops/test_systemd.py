@@ -235,8 +235,12 @@ def test_backup_unit_writes_a_dated_export_that_imports(tmp_path):
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     corpus = str(tmp_path / "corpus.jsonl")
     runner = CliRunner()
-    for args in (["synth", corpus, "--messages", "200"], ["db", "upgrade", "--db", url],
-                 ["learn", corpus, "--db", url]):  # fmt: skip
+    for args in (
+        ["synth", corpus, "--messages", "200"],
+        ["db", "upgrade", "--db", url],
+        ["model", "create", "default", "--db", url],
+        ["learn", corpus, "--db", url],
+    ):
         assert runner.invoke(main, args).exit_code == 0
     env = {**os.environ, "FILTERD_DATABASE_URL": url}
     prefix = mdwe_prefix()
