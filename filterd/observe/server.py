@@ -203,6 +203,7 @@ def _handler_for(observe: ObserveServer) -> type[BaseHTTPRequestHandler]:
         def setup(self) -> None:
             super().setup()
             deadline = time.monotonic() + observe.request_seconds
+            self.rfile.close()  # the socket's own file: read through the deadline instead
             self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline))
 
         def do_GET(self) -> None:

@@ -138,9 +138,8 @@ def test_service_is_sandboxed(path):
 
 @pytest.mark.parametrize("path", shipped("service"), ids=lambda p: p.name)
 def test_service_can_open_enough_files(path):
-    """A limit far above the default 1,024 (soft): the daemon's servers keep at most a quarter
-    of it in connections each (docs/operations.md), and filterd cannot raise it itself
-    (SystemCallFilter=~@resources)."""
+    """A limit far above systemd's default soft limit of 1,024: the daemon's servers keep at
+    most a quarter of it in connections each (docs/operations.md)."""
     (limit,) = settings(path)["LimitNOFILE"]
     assert limit.isdigit() and 16384 <= int(limit) <= 1048576, limit
 
