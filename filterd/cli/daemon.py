@@ -40,6 +40,12 @@ create_store_option = click.option(
     help="Create the store's schema if the database has none (else: refuse, and say to run "
     "`filterd db upgrade` first, so that a mistyped --db does not start an empty store).",
 )
+metrics_port_override = click.option(
+    "--metrics-port",
+    "observe__metrics_port",
+    type=click.IntRange(0, 65535),
+    help="Port of /metrics, /healthz, /readyz (0: off; overrides observe.metrics_port).",
+)
 
 
 @click.command(name="run")
@@ -49,8 +55,7 @@ create_store_option = click.option(
 @db_override
 @model_override
 @broker_override
-@click.option("--metrics-port", "observe__metrics_port", type=click.IntRange(0, 65535),
-              help="Port of /metrics, /healthz, /readyz (0: off; overrides observe.metrics_port).")  # fmt: skip
+@metrics_port_override
 @click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
 @create_store_option
 def run_command(
@@ -161,16 +166,22 @@ def check_store_file(config: Config, writes: bool) -> None:
         database.check_file(config.database.url, missing_ok=True, writes=writes)
 
 
-def loaded_model(config: Config, log: FilteringBoundLogger, create_store: bool) -> ModelState:
+def loaded_model(
+    config: Config,
+    log: FilteringBoundLogger,
+    create_store: bool,
+    metrics: Metrics | None = None,
+    health: Health | None = None,
+) -> ModelState:
     """The model of the store (`state.engine`), the store checked as the daemon checks it at
-    start-up, the model loaded as a scorer loads it (`filterd score`, `filterd serve`);
-    one-line errors."""
+    start-up, the model loaded as a scorer loads it (`filterd score`, `filterd serve`), its
+    gauges and readiness in `metrics` and `health` when given; one-line errors."""
     with store_errors():
         try:
             engine = prepare_store(config, log, create=create_store)
         except StartupError as error:
             raise click.ClickException(str(error)) from None
-        state = ModelState(engine, config, Metrics(), Health(), log)
+        state = ModelState(engine, config, metrics or Metrics(), health or Health(), log)
         state.refresh(force=True)
     return state
 

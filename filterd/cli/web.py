@@ -24,17 +24,23 @@ from filterd.cli.daemon import (
     create_store_option,
     db_override,
     loaded_model,
+    metrics_port_override,
     model_override,
 )
 from filterd.daemon.model_state import tokenizer_of
+from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
-from filterd.service.config import masked_url
+from filterd.observe.metrics import Metrics
+from filterd.observe.server import CannotListen, start_observe_server
+from filterd.service.config import Config, masked_url
 from filterd.service.passwords import SCHEMES, hash_secret
 from filterd.store import database
 from filterd.web.auth import new_token
 from filterd.web.serving import Api
 
 REFRESH_SECONDS = 0.2  # how often the model is looked at; ModelState syncs at its own intervals
+# /healthz: the loop that syncs the model, stalled when a sync hangs this long; /readyz: the API
+SYNC_LOOP, STALL_SECONDS, API = "model sync", 60.0, "http api"
 
 
 @click.command(name="serve")
@@ -48,28 +54,51 @@ REFRESH_SECONDS = 0.2  # how often the model is looked at; ModelState syncs at i
 @click.option(
     "--port", "http__port", type=click.IntRange(0, 65535), help="Port (overrides http.port)."
 )
+@metrics_port_override
 @click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
 @create_store_option
 def serve_command(config_path: str | None, create_store: bool, **overrides: object) -> None:
     """Serve the HTTP API alone (whatever http.enabled says), until SIGTERM or Ctrl-C.
 
     It checks messages with the model in the store, synced as a scorer syncs it, and sends
-    labels to the feedback topic; the daemons score and learn."""
+    labels to the feedback topic; the daemons score and learn. /metrics, /healthz and /readyz
+    answer on observe.metrics_port, as for `filterd run`."""
     config = load_config(config_path, **overrides)
     check_store_file(config, writes=create_store)
     configure_logging(config.observe.log_format)
     log: FilteringBoundLogger = structlog.get_logger("filterd").bind(model=config.model.name)
-    log.info("starting the http api", config=config.public(),
+    metrics, health = Metrics(), Health()
+    try:
+        observe = start_observe_server(config.observe, metrics, health)
+    except CannotListen as error:
+        raise click.ClickException(str(error)) from None
+    log.info("starting the http api", config=config.public(), metrics_port=observe.port if observe else None,
              database=masked_url(database.database_url(config.database.url)))  # fmt: skip
-    state = loaded_model(config, log, create_store)
+    try:
+        _serve(config, log, create_store, metrics, health)
+    finally:
+        if observe is not None:
+            observe.stop()
+    log.info("stopped", exit_status=0)
+
+
+def _serve(
+    config: Config, log: FilteringBoundLogger, create_store: bool, metrics: Metrics, health: Health
+) -> None:
+    """Load the model, listen, and answer until SIGTERM or SIGINT. Readiness in `health`: the
+    store and the model (`ModelState`), and the API listening; liveness: the model's sync."""
+    health.set_ready(API, False, "not listening yet")
+    state = loaded_model(config, log, create_store, metrics, health)
     engine = state.engine
-    api = Api(config, engine, state, tokenizer_of(config), log)
+    api = Api(config, engine, state, tokenizer_of(config), log, metrics)
     try:
         api.start()
     except OSError as error:
         api.stop()
         raise click.ClickException(f"cannot listen on {config.http.host}:{config.http.port} "
                                    f"(http.host, http.port): {error.strerror or error}") from None  # fmt: skip
+    health.set_ready(API, True)
+    health.register_loop(SYNC_LOOP, STALL_SECONDS)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -78,14 +107,15 @@ def serve_command(config_path: str | None, create_store: bool, **overrides: obje
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     # the model is loaded and synced here, as the scorer's loop does between batches; a store
-    # outage leaves the API checking with the last model (ModelState logs it)
+    # outage leaves the API checking with the last model (ModelState logs it, /readyz says it)
     while not stop.is_set():
         state.refresh()
+        health.beat(SYNC_LOOP)
         stop.wait(REFRESH_SECONDS)
     log.info("stopping the http api")
+    health.set_ready(API, False, "stopping")
     api.stop()
     engine.dispose()
-    log.info("stopped", exit_status=0)
 
 
 @click.group(name="http")

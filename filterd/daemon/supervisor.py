@@ -23,7 +23,6 @@ dead-letter guard tripped, 1 when a loop failed otherwise.
 
 from __future__ import annotations
 
-import errno
 import threading
 import time
 
@@ -52,7 +51,7 @@ from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import size_limits
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.observe.server import ObserveServer
+from filterd.observe.server import CannotListen, ObserveServer, start_observe_server
 from filterd.service.config import Config, masked_url
 from filterd.store import database
 from filterd.store.database import error_detail
@@ -136,20 +135,10 @@ class Daemon:
 
     def _serve(self) -> ObserveServer | None:
         """The /metrics, /healthz and /readyz server, listening (None when the port is 0)."""
-        observe = self.config.observe
-        if not observe.metrics_port:
-            return None
-        server = ObserveServer(
-            self.metrics, self.health, observe.metrics_port, observe.metrics_host
-        )
         try:
-            return server.start()
-        except OSError as error:
-            if error.errno == errno.EADDRINUSE:
-                raise StartupError(f"metrics port {observe.metrics_port} is in use (observe.metrics_port): "
-                                   f"{error.strerror}") from None  # fmt: skip
-            raise StartupError(f"cannot listen on {observe.metrics_host}:{observe.metrics_port} "
-                               f"(observe.metrics_host, observe.metrics_port): {error.strerror or error}") from None  # fmt: skip
+            return start_observe_server(self.config.observe, self.metrics, self.health)
+        except CannotListen as error:
+            raise StartupError(str(error)) from None
 
     def _api(self, engine: Engine) -> Api | None:
         """The HTTP API, listening, when `[http] enabled` (None otherwise): it checks messages

@@ -1,8 +1,9 @@
 """Logging: structlog and the stdlib `logging` (kafka-python, SQLAlchemy, Alembic) share one
 renderer on `stream` (stderr by default): one JSON object per line (`format="json"`) or human
 console lines (`"console"`), each with an ISO 8601 UTC `timestamp`, `level`, `logger` and
-`event`. The `kafka` loggers are set to WARNING and rate-limited: at most one record per
-(logger, message template) per 10 s; the next record that passes carries `suppressed`, the
+`event`. The `kafka` loggers are set to WARNING. The `kafka` and `uvicorn` loggers (whose
+records a broker outage or a client's bad requests repeat) are rate-limited: at most one record
+per (logger, message template) per 10 s; the next record that passes carries `suppressed`, the
 number dropped since the previous one. A few kafka-python messages that say nothing an
 operator must act on are logged at a lower level (`KAFKA_DEMOTED`).
 
@@ -34,9 +35,10 @@ LEVELS = {
 
 KAFKA_LOGGER = "kafka"
 ALEMBIC_LOGGER = "alembic"
+RATE_LIMITED_LOGGERS = (KAFKA_LOGGER, "uvicorn")
 
 
-KAFKA_WINDOW_SECONDS = 10.0
+RATE_LIMIT_SECONDS = 10.0
 
 
 # kafka-python messages (by template) logged at another level. A consumer's LeaveGroup at close
@@ -52,19 +54,25 @@ KAFKA_DEMOTED = {
 }
 
 
+def _from(record: logging.LogRecord, *loggers: str) -> bool:
+    """Whether `record` comes from one of `loggers` or a child of one."""
+    return any(record.name == name or record.name.startswith(name + ".") for name in loggers)
+
+
 def _from_kafka(record: logging.LogRecord) -> bool:
-    return record.name == KAFKA_LOGGER or record.name.startswith(KAFKA_LOGGER + ".")
+    return _from(record, KAFKA_LOGGER)
 
 
-class KafkaRateLimit(logging.Filter):
+class RateLimit(logging.Filter):
     """Lets through at most one record per (logger, message template) per `window` seconds from
-    the `kafka` loggers; the next one that passes gets `record.suppressed`, the count dropped."""
+    the RATE_LIMITED_LOGGERS; the next one that passes gets `record.suppressed`, the count
+    dropped."""
 
-    # Bounds the memory of templates seen; kafka-python has far fewer than this.
+    # Bounds the memory of templates seen; kafka-python and uvicorn have far fewer than this.
     MAX_KEYS = 1000
 
     def __init__(
-        self, window: float = KAFKA_WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic
+        self, window: float = RATE_LIMIT_SECONDS, clock: Callable[[], float] = time.monotonic
     ) -> None:
         super().__init__()
         self.window = window
@@ -74,7 +82,7 @@ class KafkaRateLimit(logging.Filter):
         self._suppressed: dict[tuple[str, str], int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _from_kafka(record):
+        if not _from(record, *RATE_LIMITED_LOGGERS):
             return True
         key = (record.name, str(record.msg))
         now = self.clock()
@@ -202,13 +210,13 @@ def configure_logging(
     level: str = "info",
     stream: TextIO | None = None,
     *,
-    kafka_window: float = KAFKA_WINDOW_SECONDS,
+    window: float = RATE_LIMIT_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
     """Route structlog and stdlib logging to one renderer on `stream` (see the module docstring).
 
     Calling it again replaces the handler it installed before; other handlers on the root logger
-    (a test runner's) are left alone. `kafka_window` and `clock` drive the kafka rate limit.
+    (a test runner's) are left alone. `window` and `clock` drive the rate limit.
     """
     if format not in ("json", "console"):
         raise ValueError(f"log format must be json or console, not {format!r}")
@@ -236,7 +244,7 @@ def configure_logging(
     handler.setFormatter(formatter)
     # On the handler, not the kafka logger: a logger's filters miss its children's records.
     handler.addFilter(KafkaDemote())
-    handler.addFilter(KafkaRateLimit(kafka_window, clock))
+    handler.addFilter(RateLimit(window, clock))
 
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:

@@ -1,45 +1,110 @@
 """A threaded HTTP server in a daemon thread answering GET /metrics (Prometheus text format),
-/healthz and /readyz (200 or 503 with a small JSON body), 404 otherwise."""
+/healthz and /readyz (200 or 503 with a small JSON body), 404 otherwise.
+
+    server = start_observe_server(config.observe, metrics, health)   # None when the port is 0
+
+One thread per connection, and connections bounded in number and time: each request must
+arrive whole within `request_seconds` of its accept, however slowly its bytes trickle in, and
+its answer be taken within as long again; at most `max_connections` are open, a new one closing
+the one that waited longest for its request at the limit (`filterd.observe.connections`). A
+client that goes away is not logged.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import json
+import socket
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 import prometheus_client
 import structlog
 
+from filterd.observe.connections import Connections, connection_cap
 from filterd.observe.health import Health
+from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Observe
 
 JSON = "application/json"
-REQUEST_TIMEOUT_SECONDS = 10.0
+MAX_CONNECTIONS = 64
+REQUEST_SECONDS = 5.0
+BACKLOG = 1024  # the kernel's queue of connections not yet accepted: a burst waits there
 
 
 log = structlog.get_logger(__name__)
+
+
+class CannotListen(RuntimeError):
+    """The observe server cannot listen as configured; the message names the keys."""
+
+
+def start_observe_server(
+    observe: Observe, metrics: Metrics, health: Health
+) -> ObserveServer | None:
+    """The /metrics, /healthz and /readyz server of `[observe]`, listening (None when
+    `metrics_port` is 0); CannotListen when the address cannot be bound."""
+    if not observe.metrics_port:
+        return None
+    server = ObserveServer(
+        metrics,
+        health,
+        observe.metrics_port,
+        observe.metrics_host,
+        observe.metrics_max_connections,
+        observe.metrics_request_seconds,
+    )
+    try:
+        return server.start()
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise CannotListen(
+                f"metrics port {observe.metrics_port} is in use (observe.metrics_port): "
+                f"{error.strerror}"
+            ) from None
+        raise CannotListen(
+            f"cannot listen on {observe.metrics_host}:{observe.metrics_port} "
+            f"(observe.metrics_host, observe.metrics_port): {error.strerror or error}"
+        ) from None
 
 
 class ObserveServer:
     """HTTP server in a daemon thread: GET /metrics, /healthz, /readyz; 404 otherwise."""
 
     def __init__(
-        self, metrics: Metrics, health: Health, port: int, host: str = "127.0.0.1"
+        self,
+        metrics: Metrics,
+        health: Health,
+        port: int,
+        host: str = "127.0.0.1",
+        max_connections: int = MAX_CONNECTIONS,
+        request_seconds: float = REQUEST_SECONDS,
     ) -> None:
         self.metrics = metrics
         self.health = health
         self.host = host
         self.port = port
-        self._server: ThreadingHTTPServer | None = None
+        self.max_connections, self.request_seconds = max_connections, request_seconds
+        self._server: _BoundedServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
         """Bind (port 0 picks a free port, then in `self.port`) and serve in a daemon thread."""
         if self._server is not None:
             raise RuntimeError("the observe server is already started")
-        server = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
-        server.daemon_threads = True
+        registry: Connections[socket.socket] = Connections(
+            connection_cap(self.max_connections),
+            _hang_up,
+            "observe",
+            "observe.metrics_max_connections",
+        )
+        server = _BoundedServer((self.host, self.port), _handler_for(self), registry)
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(
@@ -60,6 +125,7 @@ class ObserveServer:
         server.server_close()
         if thread is not None:
             thread.join()
+        server.registry.flush()
         self._server = self._thread = None
 
     def __enter__(self) -> Self:
@@ -69,15 +135,82 @@ class ObserveServer:
         self.stop()
 
 
+def _hang_up(sock: socket.socket) -> None:
+    """End a connection evicted to make room: its thread sees the end of its input and closes it."""
+    with contextlib.suppress(OSError):  # closed meanwhile
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A ThreadingHTTPServer that admits each accepted connection into `registry` (closing it at
+    once when refused) and logs no client's failure."""
+
+    daemon_threads = True
+    request_queue_size = BACKLOG
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        registry: Connections[socket.socket],
+    ) -> None:
+        self.registry = registry
+        self.repeats = Repeats()
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self.registry.admit(request):
+            super().process_request(request, client_address)
+        else:
+            self.shutdown_request(request)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.registry.remove(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A failure outside the handler's own answer: a client that went away (not logged),
+        or no thread to be had (one warning a minute), instead of a traceback on stderr."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            self.repeats.warning(log, "observe server: a connection failed", error=repr(error))
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's input that ends in TimeoutError at `deadline` (time.monotonic()), however
+    often bytes arrive before it."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock, self.deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.sock.settimeout(remaining)
+        return self.sock.recv_into(buffer)
+
+
 def _handler_for(observe: ObserveServer) -> type[BaseHTTPRequestHandler]:
     """A request handler class bound to `observe`'s metrics and health."""
 
     class Handler(BaseHTTPRequestHandler):
-        # a connection that sends nothing is closed after this many seconds instead of holding
-        # its thread for ever
-        timeout = REQUEST_TIMEOUT_SECONDS
+        server: _BoundedServer
+
+        def setup(self) -> None:
+            super().setup()
+            deadline = time.monotonic() + observe.request_seconds
+            self.rfile.close()  # the socket's own file: read through the deadline instead
+            self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline))
 
         def do_GET(self) -> None:
+            # the request is in: this connection is no longer closed to make room, and its
+            # answer must be taken within request_seconds
+            self.server.registry.busy(self.connection)
+            self.connection.settimeout(observe.request_seconds)
             path = self.path.split("?", 1)[0]
             try:
                 status, body, content_type = _answer(observe, path)

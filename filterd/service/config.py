@@ -170,6 +170,10 @@ class Observe:
     # the interface /metrics, /healthz and /readyz listen on: loopback unless configured
     # ("0.0.0.0" for probes and scrapers from other hosts, e.g. in Kubernetes)
     metrics_host: str = "127.0.0.1"
+    # the observe server's connections: at most this many open (never more than a quarter of the
+    # open-file limit), each request whole within this many seconds of its accept
+    metrics_max_connections: int = 64
+    metrics_request_seconds: float = 5.0
     log_format: str = "json"
 
 
@@ -182,6 +186,12 @@ class Http:
     # loopback unless configured: the API reads messages and sends labels
     host: str = "127.0.0.1"
     port: int = 8108
+    # Connections: at most `max_connections` open (never more than a quarter of the open-file
+    # limit; at the limit a new one closes the one that waited longest for its request), each
+    # request, headers and body, whole within `request_seconds` of its accept or of the answer
+    # before it (`filterd.web.server`).
+    max_connections: int = 1000
+    request_seconds: float = 10.0
     # Credentials, analyst name → hash (`filterd.service.passwords`): API tokens, sent as
     # `Authorization: Bearer NAME.SECRET` (`filterd http new-token NAME` makes one), and
     # passwords for HTTP basic auth (`filterd http hash-password`). The name is the analyst
@@ -470,6 +480,16 @@ def _check(config: Config) -> None:
         "must be a port number (0 = off)",
     )
     require(
+        config.observe.metrics_max_connections >= 1,
+        "observe.metrics_max_connections",
+        "must be at least 1",
+    )
+    require(
+        config.observe.metrics_request_seconds > 0,
+        "observe.metrics_request_seconds",
+        "must be positive",
+    )
+    require(
         config.observe.log_format in ("json", "console"),
         "observe.log_format",
         "must be json or console",
@@ -497,6 +517,10 @@ def _check_http(http: Http) -> None:
     if http.session_secret and len(http.session_secret) < 32:
         raise ConfigError("http.session_secret: must be at least 32 characters (or empty: a key "
                           "made at start-up)")  # fmt: skip
+    if http.max_connections < 1:
+        raise ConfigError("http.max_connections: must be at least 1")
+    if http.request_seconds <= 0:
+        raise ConfigError("http.request_seconds: must be positive")
     if not 0 < http.session_hours <= 24 * 30:
         raise ConfigError("http.session_hours: must be in (0, 720]")
     if not all(isinstance(h, str) for h in http.allowed_hosts):

@@ -34,7 +34,10 @@ class Api:
         auth = Authenticator(http.tokens, http.users)
         labels = LabelSender(Publisher(config.kafka, timeout=PUBLISH_SECONDS))
         self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log, metrics)
-        self.server = HttpServer(create_app(self.context), http.host, http.port)
+        app = create_app(self.context)
+        self.server = HttpServer(
+            app, http.host, http.port, http.max_connections, http.request_seconds
+        )
 
     @property
     def port(self) -> int:

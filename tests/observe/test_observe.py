@@ -5,6 +5,10 @@ from __future__ import annotations
 import io
 import json
 import logging
+import socket
+import struct
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,9 +20,10 @@ import pytest
 import structlog
 
 from filterd.observe.health import Health
-from filterd.observe.logs import KafkaRateLimit, Repeats, configure_logging, progress
+from filterd.observe.logs import RateLimit, Repeats, configure_logging, progress
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import ObserveServer
+from tests.sockets import connected, is_open, seconds_until_closed
 
 
 class Clock:
@@ -236,8 +241,26 @@ def test_kafka_errors_are_rate_limited_per_logger_and_message(logs, clock):
     assert last["suppressed"] == 99
 
 
+def test_a_flood_of_bad_requests_logs_a_line_per_window_not_per_request(logs):
+    """uvicorn warns of each request it cannot parse: rate-limited like kafka-python."""
+    from filterd.web.server import HttpServer
+
+    configure_logging("json", stream=logs)
+
+    async def app(scope, receive, send) -> None:
+        raise AssertionError("no request should get through")
+
+    with HttpServer(app) as server:
+        for _ in range(30):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+                sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+                assert sock.recv(4096).startswith(b"HTTP/1.1 400")
+    invalid = [r for r in lines(logs) if r["event"] == "Invalid HTTP request received."]
+    assert len(invalid) == 1 and invalid[0]["logger"] == "uvicorn.error"
+
+
 def test_the_rate_limit_window_is_a_parameter(clock):
-    limit = KafkaRateLimit(window=1.0, clock=clock)
+    limit = RateLimit(window=1.0, clock=clock)
     record = logging.LogRecord("kafka", logging.ERROR, __file__, 1, "down", None, None)
     assert limit.filter(record) and not limit.filter(record)
     clock.now += 1.0
@@ -256,19 +279,59 @@ def test_the_server_listens_on_loopback_unless_told_otherwise(clock):
         assert server._server is not None and server._server.server_address[0] == "127.0.0.1"
 
 
-def test_an_idle_connection_is_closed_instead_of_holding_its_thread(clock, monkeypatch):
-    import socket
+@pytest.mark.parametrize("drip", [b"", b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 100])
+def test_a_request_not_whole_by_its_deadline_is_closed_however_it_trickles(clock, drip):
+    with ObserveServer(Metrics(), Health(clock=clock), port=0, request_seconds=1.0) as server:
+        sock = connected(server.port)
+        assert 0.9 < seconds_until_closed(sock, drip) < 1.8
+        sock.close()
+        assert get(server, "/healthz")[0] == 200
 
-    from filterd.observe import server as server_module
 
-    monkeypatch.setattr(server_module, "REQUEST_TIMEOUT_SECONDS", 0.5)
+def test_at_the_limit_the_connection_that_waited_longest_is_closed(clock):
+    health = Health(clock=clock)
+    with ObserveServer(Metrics(), health, port=0, max_connections=8, request_seconds=60) as server:
+        idle = [connected(server.port) for _ in range(8)]
+        time.sleep(0.2)
+        idle += [connected(server.port) for _ in range(3)]  # each closes the oldest idle one
+        time.sleep(0.2)
+        assert get(server, "/healthz")[0] == 200  # and so does this one
+        assert [is_open(sock) for sock in idle] == [False] * 4 + [True] * 7
+        for sock in idle:
+            sock.close()
+
+
+def test_clients_that_go_away_leave_no_traceback(clock, capfd):
     with ObserveServer(Metrics(), Health(clock=clock), port=0) as server:
-        idle = socket.create_connection(("127.0.0.1", server.port))
-        idle.settimeout(10)
-        started = time.monotonic()
-        assert idle.recv(1) == b""  # the server closed it
-        assert time.monotonic() - started < 5
-        idle.close()
+        for request in (b"GET /metrics HTTP/1.0\r\n\r\n", b"GET /metr"):
+            for _ in range(20):
+                sock = socket.create_connection(("127.0.0.1", server.port))
+                sock.sendall(request)
+                # closed with a reset, before the answer is written
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+        time.sleep(0.5)
+        assert get(server, "/healthz")[0] == 200
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Exception" not in out + err, err[:2000]
+
+
+def test_the_open_file_limit_is_raised_and_bounds_the_connections(tmp_path):
+    """At start the soft limit of open files goes up to the hard one; a server keeps at most a
+    quarter of it in connections."""
+    script = (
+        "import resource, sys\n"
+        "from filterd.observe.connections import connection_cap\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2])))\n"
+        "print(connection_cap(1000), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
+    )
+    answers = [
+        subprocess.run(
+            [sys.executable, "-c", script, *limits], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for limits in (("1024", "8192"), ("1024", "1024"), ("16", "16"))
+    ]
+    assert answers == [["1000", "8192"], ["256", "1024"], ["8", "16"]]
 
 
 def test_a_repeated_warning_is_logged_once_then_counted_once_a_window(clock):

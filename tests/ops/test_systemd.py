@@ -136,6 +136,14 @@ def test_service_is_sandboxed(path):
     assert found["StateDirectory"][0].split()[0] == "filterd"
 
 
+@pytest.mark.parametrize("path", shipped("service"), ids=lambda p: p.name)
+def test_service_can_open_enough_files(path):
+    """A limit far above systemd's default soft limit of 1,024: the daemon's servers keep at
+    most a quarter of it in connections each (docs/operations.md)."""
+    (limit,) = settings(path)["LimitNOFILE"]
+    assert limit.isdigit() and 16384 <= int(limit) <= 1048576, limit
+
+
 def test_daemon_unit_restarts_except_after_the_dead_letter_guard():
     found = settings(UNITS / "filterd@.service")
     assert found["ExecStart"] == [f"{INSTALLED} run --role %i"]
