@@ -7,7 +7,9 @@ One thread per connection, and connections bounded in number and time: each requ
 arrive whole within `request_seconds` of its accept, however slowly its bytes trickle in, and
 its answer be taken within as long again; at most `max_connections` are open, a new one closing
 the one that waited longest for its request at the limit (`filterd.observe.connections`). A
-client that goes away is not logged.
+client that goes away is not logged. A Host header that names none of the server's hosts
+(`allowed_hosts`, `filterd.service.hosts`) gets 400: a page on another site cannot read the
+answers through DNS rebinding.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -31,6 +34,7 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Observe
+from filterd.service.hosts import AllowedHosts
 
 JSON = "application/json"
 MAX_CONNECTIONS = 64
@@ -59,6 +63,7 @@ def start_observe_server(
         observe.metrics_host,
         observe.metrics_max_connections,
         observe.metrics_request_seconds,
+        observe.metrics_allowed_hosts,
     )
     try:
         return server.start()
@@ -85,12 +90,15 @@ class ObserveServer:
         host: str = "127.0.0.1",
         max_connections: int = MAX_CONNECTIONS,
         request_seconds: float = REQUEST_SECONDS,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         self.metrics = metrics
         self.health = health
         self.host = host
         self.port = port
         self.max_connections, self.request_seconds = max_connections, request_seconds
+        self.allowed_hosts = list(allowed_hosts)
+        self.hosts = AllowedHosts.of(self.allowed_hosts, host, port)
         self._server: _BoundedServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -107,6 +115,7 @@ class ObserveServer:
         server = _BoundedServer((self.host, self.port), _handler_for(self), registry)
         self._server = server
         self.port = server.server_address[1]
+        self.hosts = AllowedHosts.of(self.allowed_hosts, self.host, self.port)  # the bound port
         self._thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": 0.1},  # stop() waits up to one poll interval
@@ -213,7 +222,10 @@ def _handler_for(observe: ObserveServer) -> type[BaseHTTPRequestHandler]:
             self.connection.settimeout(observe.request_seconds)
             path = self.path.split("?", 1)[0]
             try:
-                status, body, content_type = _answer(observe, path)
+                if not observe.hosts.allows(self.headers.get("Host")):
+                    status, body, content_type = 400, b'{"status": "host not allowed"}\n', JSON
+                else:
+                    status, body, content_type = _answer(observe, path)
             except Exception:
                 log.exception("observe_request_failed", path=path)
                 status, body, content_type = 500, b'{"status": "error"}\n', JSON

@@ -174,6 +174,10 @@ class Observe:
     # open-file limit), each request whole within this many seconds of its accept
     metrics_max_connections: int = 64
     metrics_request_seconds: float = 5.0
+    # the Host headers it answers, against DNS rebinding (as `http.allowed_hosts`): empty, the
+    # bound address, localhost, 127.0.0.1 and [::1] on metrics_port, and any IP address when
+    # bound to every interface; a scraper that names the host by a DNS name needs it listed
+    metrics_allowed_hosts: list[str] = field(default_factory=list)
     log_format: str = "json"
 
 
@@ -494,6 +498,10 @@ def _check(config: Config) -> None:
         "observe.log_format",
         "must be json or console",
     )
+    o = config.observe
+    _check_hosts(
+        "observe.metrics_allowed_hosts", o.metrics_allowed_hosts, o.metrics_host, o.metrics_port
+    )
     _check_http(config.http)
     require(
         bool(config.kafka.get("bootstrap_servers")),
@@ -503,6 +511,16 @@ def _check(config: Config) -> None:
     compression = config.kafka.get("compression_type")
     require(compression in COMPRESSION_TYPES, "kafka.compression_type",
             f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip
+
+
+def _check_hosts(key: str, hosts: object, host: str, port: int) -> None:
+    """An allow-list of Host headers (`filterd.service.hosts`): a list of names or addresses."""
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise ConfigError(f"{key}: must be a list of host names or addresses")
+    try:
+        AllowedHosts.of(hosts, host, port)
+    except ValueError as error:
+        raise ConfigError(f"{key}: {error}") from None
 
 
 def _check_http(http: Http) -> None:
@@ -523,12 +541,7 @@ def _check_http(http: Http) -> None:
         raise ConfigError("http.request_seconds: must be positive")
     if not 0 < http.session_hours <= 24 * 30:
         raise ConfigError("http.session_hours: must be in (0, 720]")
-    if not all(isinstance(h, str) for h in http.allowed_hosts):
-        raise ConfigError("http.allowed_hosts: must be a list of host names or addresses")
-    try:
-        AllowedHosts.of(http.allowed_hosts, http.host, http.port)
-    except ValueError as error:
-        raise ConfigError(f"http.allowed_hosts: {error}") from None
+    _check_hosts("http.allowed_hosts", http.allowed_hosts, http.host, http.port)
     for key in CREDENTIAL_KEYS:
         for name, hashed in getattr(http, key).items():
             where = f"http.{key}.{name}"

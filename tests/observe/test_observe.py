@@ -413,3 +413,32 @@ def test_the_lag_and_target_recall_gauges_are_exported(server):
     text = get(server, "/metrics")[2].decode().splitlines()
     assert 'filterd_consumer_lag{partition="3",role="scorer",topic="filterd.messages"} 42.0' in text
     assert "filterd_target_recall 0.95" in text
+
+
+def get_as(server: ObserveServer, path: str, host: str) -> int:
+    """The status of a GET of `path` with `Host: host`, as a rebound page's request says it."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}{path}", headers={"Host": host}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_a_host_header_naming_another_site_is_refused_against_dns_rebinding(server, clock):
+    server.health.set_ready("store", True)
+    for path in ("/metrics", "/healthz", "/readyz"):
+        assert get_as(server, path, f"evil.example:{server.port}") == 400
+        assert get_as(server, path, f"localhost:{server.port}") == 200
+        assert get_as(server, path, f"127.0.0.1:{server.port}") == 200
+    assert get_as(server, "/metrics", "localhost:1") == 400  # another port is another site
+
+
+def test_a_scraper_that_names_the_host_is_answered_once_the_name_is_listed(clock):
+    health = Health(clock=clock)
+    listed = ["filterd-1.example.net"]
+    with ObserveServer(Metrics(), health, port=0, allowed_hosts=listed) as server:
+        assert get_as(server, "/metrics", f"filterd-1.example.net:{server.port}") == 200
+        assert get_as(server, "/metrics", f"filterd-2.example.net:{server.port}") == 400

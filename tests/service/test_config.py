@@ -72,6 +72,8 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
     ("", {"FILTERD_HTTP_REQUEST_SECONDS": "0"}, "http.request_seconds: must be positive"),
     ("[observe]\nmetrics_max_connections = 0\n", {}, "observe.metrics_max_connections"),
     ("[observe]\nmetrics_request_seconds = -1\n", {}, "observe.metrics_request_seconds"),
+    ("[observe]\nmetrics_allowed_hosts = [1]\n", {}, "observe.metrics_allowed_hosts"),
+    ("[observe]\nmetrics_allowed_hosts = [\"a b\"]\n", {}, "observe.metrics_allowed_hosts"),
 ])  # fmt: skip
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"
