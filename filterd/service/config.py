@@ -193,6 +193,9 @@ class Http:
     # processes of one deployment do not share them.
     session_secret: str = ""
     session_hours: float = 12.0
+    # How long a label posted to the API or the workbench waits for the brokers, its turn
+    # behind other labels included: then 503 (not sent) or 504 (sent, not acknowledged).
+    publish_seconds: float = 5.0
 
 
 # the [http] keys whose values are credentials: the names are shown, the hashes never
@@ -494,6 +497,8 @@ def _check_http(http: Http) -> None:
                           "made at start-up)")  # fmt: skip
     if not 0 < http.session_hours <= 24 * 30:
         raise ConfigError("http.session_hours: must be in (0, 720]")
+    if not 0 < http.publish_seconds <= 60:
+        raise ConfigError("http.publish_seconds: must be in (0, 60]")
     for key in CREDENTIAL_KEYS:
         for name, hashed in getattr(http, key).items():
             where = f"http.{key}.{name}"

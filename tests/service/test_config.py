@@ -68,6 +68,7 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
     ("[kafka]\ncompression_type = 'brotli'\n", {}, "kafka.compression_type: 'brotli' is not one of"),
     ("", {"FILTERD_HTTP_SESSION_SECRET": "short"}, "http.session_secret: must be at least 32"),
     ("[http]\nsession_hours = 0\n", {}, "http.session_hours"),
+    ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
 ])  # fmt: skip
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"
