@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from kafka import KafkaProducer, TopicPartition
-from kafka.errors import for_code
+from kafka.errors import KafkaError, for_code
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -39,6 +40,11 @@ WAIT_SLICE_SECONDS = 0.1
 
 class PublishError(RuntimeError):
     """Records could not be delivered to the broker; the batch must be retried."""
+
+
+class NotSent(PublishError):
+    """No record was sent to any broker (none answered in time, or none leads a partition):
+    none can be appended later, and sending them again makes no duplicate."""
 
 
 class Deadline:
@@ -81,17 +87,37 @@ class BatchProducer:
         self.acks = -1 if acks == "all" else int(acks)
         self.client = KafkaNetClient(**self.config)
 
-    def publish(self, records: Sequence[tuple[str, bytes | None, bytes]], timeout: float,
-                stop: threading.Event | None = None, stop_grace: float = 0.0) -> None:  # fmt: skip
-        """Deliver every (topic, key, value) of `records`, or raise PublishError (or KafkaError).
+    def publish(
+        self,
+        records: Sequence[tuple[str, bytes | None, bytes]],
+        timeout: float,
+        stop: threading.Event | None = None,
+        stop_grace: float = 0.0,
+        probe: bool = False,
+    ) -> None:
+        """Deliver every (topic, key, value) of `records`, or raise PublishError (or KafkaError);
+        NotSent when it gave up before sending any.
 
         Gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set: a stop
-        request does not wait out a broker outage (the caller's batch is then not committed)."""
+        request does not wait out a broker outage (the caller's batch is then not committed).
+
+        With `probe`, each leader must first answer a metadata request: records are not sent
+        to a broker that has stopped answering (a stalled process still takes bytes into its
+        socket, and would append them when it resumes, after the caller gave up). A broker
+        that stalls after answering may still do so: the PublishError then says the records
+        were sent."""
         deadline = Deadline(timeout, stop, stop_grace)
-        batches = self._batches(records, deadline)
+        try:
+            requests = self._requests(self._batches(records, deadline))
+            if probe:
+                self._probe({node for node, _ in requests}, deadline)
+        except NotSent:
+            raise
+        except (KafkaError, PublishError) as failure:
+            raise NotSent(str(failure)) from None
         in_flight: dict[int, list[Future]] = {}
         refused: list[tuple[str, int, type]] = []
-        for node, request in self._requests(batches):
+        for node, request in requests:
             waiting = in_flight.setdefault(node, [])
             if len(waiting) >= self.config["max_in_flight_requests_per_connection"]:
                 refused += self._acknowledged(waiting.pop(0), deadline)
@@ -110,6 +136,22 @@ class BatchProducer:
         """Until `future` is done or the deadline passes, in slices: a stop request may move it."""
         while not future.is_done and (left := deadline.left()) > 0:
             self.client.poll(future=future, timeout_ms=min(left, WAIT_SLICE_SECONDS) * 1000)
+
+    def _probe(self, nodes: set[int], deadline: Deadline) -> None:
+        """Each of `nodes` answers a metadata request (of no topic) before the deadline, or
+        NotSent."""
+        request = MetadataRequest(
+            topics=MetadataRequest.NO_TOPICS,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        asked = {node: self.client.send(node, request) for node in sorted(nodes)}
+        for node, future in asked.items():
+            self._wait(future, deadline)
+            if not future.is_done or future.failed():
+                waited = deadline.waited()
+                raise NotSent(f"broker {node} did not answer within {waited:.1f} s")
 
     def _acknowledged(self, future: Future, deadline: Deadline) -> list[tuple[str, int, type]]:
         """Wait for a produce request's response; the (topic, partition, error) it refused."""

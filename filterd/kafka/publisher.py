@@ -12,7 +12,7 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from filterd.kafka.consumer import ConsumedRecord
-from filterd.kafka.producer import BatchProducer, PublishError
+from filterd.kafka.producer import BatchProducer, NotSent, PublishError
 from filterd.kafka.settings import client_settings
 from filterd.service.records import DeadLetter
 
@@ -53,19 +53,22 @@ class Publisher:
             (topic, key.encode("utf-8", "surrogatepass"), value) for key, value in records
         ]
 
-    def flush(self) -> None:
+    def flush(self, timeout: float | None = None, probe: bool = False) -> None:
         """Deliver every record sent since the last flush, or raise PublishError (they are then
-        dropped: the caller sends its batch again)."""
+        dropped: the caller sends its batch again); NotSent if none was sent. `timeout`
+        replaces the publisher's own for this flush; `probe`: see `BatchProducer.publish`."""
         pending, self._pending = self._pending, []
         if not pending:
             return
+        seconds = self.timeout if timeout is None else timeout
         try:
             if self._producer is None:
                 self._producer = BatchProducer(self.settings)
-            self._producer.publish(pending, self.timeout, self.stop, self.stop_grace)
+            self._producer.publish(pending, seconds, self.stop, self.stop_grace, probe)
         except (KafkaError, PublishError) as error:
             self.reset()
-            raise PublishError(f"{len(pending)} records not delivered: {error}") from None
+            kind = NotSent if isinstance(error, NotSent) else PublishError
+            raise kind(f"{len(pending)} records not delivered: {error}") from None
 
     def reset(self) -> None:
         if self._producer is not None:

@@ -212,6 +212,9 @@ class Http:
     # addresses, each with an optional :port. Empty: `host`, localhost, 127.0.0.1 and [::1] on
     # `port` (and any address when `host` is 0.0.0.0 or ::). Other Hosts get 400.
     allowed_hosts: list[str] = field(default_factory=list)
+    # How long a label posted to the API or the workbench waits for the brokers, its turn
+    # behind other labels included: then 503 (not sent) or 504 (sent, not acknowledged).
+    publish_seconds: float = 5.0
 
 
 # the [http] keys whose values are credentials: the names are shown, the hashes never
@@ -542,6 +545,8 @@ def _check_http(http: Http) -> None:
     if not 0 < http.session_hours <= 24 * 30:
         raise ConfigError("http.session_hours: must be in (0, 720]")
     _check_hosts("http.allowed_hosts", http.allowed_hosts, http.host, http.port)
+    if not 0 < http.publish_seconds <= 60:
+        raise ConfigError("http.publish_seconds: must be in (0, 60]")
     for key in CREDENTIAL_KEYS:
         for name, hashed in getattr(http, key).items():
             where = f"http.{key}.{name}"

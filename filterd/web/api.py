@@ -17,6 +17,7 @@ from filterd.service.records import WITHOUT_NUL, Content, Decision, Id, Label, M
 
 CHECK_BATCH = 100  # messages per POST /v1/check, at most: a check is synchronous
 REVIEW_LIMIT = 500  # items per GET /v1/review, at most
+MAX_INT64 = 2**63 - 1  # the largest integer a store's column holds
 MAX_OFFSET = (
     1_000_000  # items skipped by GET /v1/review, at most (the queue is bounded by review.max_items)
 )
@@ -96,7 +97,7 @@ class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_score: float | None = None
     since: datetime | None = None  # queued at or after
     until: datetime | None = None  # queued before
-    model_version: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    model_version: Annotated[int, msgspec.Meta(ge=0, le=MAX_INT64)] | None = None
     include_labelled: bool = False
     order: Literal["closest", "newest"] = "closest"
     limit: Annotated[int, msgspec.Meta(ge=1, le=REVIEW_LIMIT)] = 50

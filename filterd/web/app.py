@@ -16,8 +16,10 @@ field it is about (`filterd.web.errors`), the workbench's a page; bad input is a
 500; a store that cannot be reached is a 503. Work that can take long runs in Starlette's thread
 pool, off the event loop: a credential's slow hash, SQL, pages, checks over `check.INLINE_BYTES`;
 a remembered credential and a small check are answered on the loop, where a thread-pool hop
-would cost more than the work. Each request is logged with its method, path, status, duration
-and analyst — never a header, a body or a query string.
+would cost more than the work. Labels are published by a thread of their own, within
+`http.publish_seconds` (`filterd.web.labels`): a stalled broker holds no thread of the pool.
+Each request is logged with its method, path, status, duration and analyst — never a header, a
+body or a query string.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -45,8 +47,9 @@ from filterd.web import check, feedback, openapi, pages, reads
 from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
-from filterd.web.errors import API_HEADERS, Problem, json_response, problem_response
+from filterd.web.errors import API_HEADERS, Faults, Problem, json_response, problem_response
 from filterd.web.guard import RequestGuard
+from filterd.web.ids import path_id
 from filterd.web.sessions import Sessions
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -93,12 +96,12 @@ def create_app(context: WebContext) -> Starlette:
     async def post_feedback(request: Request) -> Response:
         analyst = await analyst_of(request)
         body = await json_body(request)
-        sent = await run_in_threadpool(feedback.send_feedback, context, body, analyst)
+        sent = await feedback.send_feedback(context, body, analyst)
         return json_response(sent, 202)
 
     async def get_decision(request: Request) -> Response:
         await analyst_of(request)
-        message_id = str(request.path_params["id"])
+        message_id = path_id(request.path_params, request.query_params)
         return json_response(await run_in_threadpool(reads.decision_info, context, message_id))
 
     async def get_review(request: Request) -> Response:
@@ -146,24 +149,22 @@ def create_app(context: WebContext) -> Starlette:
     async def on_store(request: Request, error: Exception) -> Response:
         if isinstance(error, UnknownModel):  # `filterd serve` before the daemon created it
             return answer(request, Problem(503, str(error)))
+        if isinstance(error, DataError):  # a value the store refused: our fault, not an outage
+            raise error
         assert isinstance(error, SQLAlchemyError)
         detail = error_detail(error)
         log.warning("http: store unavailable", error=detail)
         return answer(request, Problem(503, f"the store is not available: {detail}"))
 
-    async def on_error(request: Request, error: Exception) -> Response:
-        # a fault of filterd's, not of the request: logged with its traceback, answered as JSON
-        log.error("http: request failed", error=repr(error), exc_info=error)
-        return answer(request, Problem(500, "internal error (logged)"))
-
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         Problem: on_problem, HTTPException: on_http, SQLAlchemyError: on_store,
-        UnknownModel: on_store, Exception: on_error,
+        UnknownModel: on_store,
     }  # fmt: skip
     app = Starlette(routes=routes, exception_handlers=handlers)
     hosts = AllowedHosts.of(http.allowed_hosts, http.host, http.port)
     # added first, so inside the log: its refusals are logged and counted too
     app.add_middleware(RequestGuard, hosts=hosts, refuse=answer)
+    app.add_middleware(Faults, log=log, answer=answer)  # a fault of filterd's: 500, logged once
     app.add_middleware(RequestLog, log=log, metrics=context.metrics)
     return app
 

@@ -8,19 +8,18 @@ through the `Scoring` protocol and never writes it.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Protocol
 
 from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
-from filterd.kafka.publisher import Publishing
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import Decider, ThresholdSetting
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import Authenticator
+from filterd.web.labels import LabelSender
 
 
 class Scoring(Protocol):
@@ -29,25 +28,6 @@ class Scoring(Protocol):
 
     decider: Decider | None
     threshold: ThresholdSetting
-
-
-class LabelSender:
-    """Publishes feedback records one at a time, each acknowledged by the broker before
-    `send` returns (PublishError otherwise). Handlers run in a thread pool: the publisher,
-    which collects records between flushes, is used by one of them at a time."""
-
-    def __init__(self, publisher: Publishing) -> None:
-        self.publisher = publisher
-        self._lock = threading.Lock()
-
-    def send(self, topic: str, key: str, value: bytes) -> None:
-        with self._lock:
-            self.publisher.send(topic, key, value)
-            self.publisher.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self.publisher.close()
 
 
 @dataclass

@@ -2,16 +2,21 @@
 
 Handlers raise `Problem`; the app turns it, and Starlette's own HTTP errors (404, 405), into
 JSON. A msgspec validation error names the path of the field it is about ("… - at `$.id`"):
-`invalid` moves that path into `field`, so a client can point at it.
+`invalid` moves that path into `field`, so a client can point at it. Any other exception is a
+fault of filterd's: `Faults` answers it with a 500 and logs it once.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.typing import FilteringBoundLogger
 
 from filterd.web.api import ApiError
 
@@ -81,3 +86,36 @@ def problem_response(problem: Problem) -> Response:
     """The JSON answer of `problem`."""
     return json_response(ApiError(error=problem.error, field=problem.field), problem.status,
                          problem.headers)  # fmt: skip
+
+
+class Faults:
+    """ASGI middleware: an exception no handler took is answered with a 500 (as `answer` renders
+    a Problem) and logged once, with its traceback ("http: request failed"). Starlette's own
+    last-resort handler would pass it on to the server, which logs it a second time."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        log: FilteringBoundLogger,
+        answer: Callable[[Request, Problem], Response],
+    ) -> None:
+        self.app, self.log, self.answer = app, log, answer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as error:
+            self.log.error("http: request failed", error=repr(error), exc_info=error)
+            if not started:  # else the server ends the connection: the answer is cut short
+                response = self.answer(Request(scope), Problem(500, "internal error (logged)"))
+                await response(scope, receive, send)

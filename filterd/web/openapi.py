@@ -42,7 +42,9 @@ def document() -> dict[str, Any]:
                      "422": "a field that does not validate: `field` names it",
                      "429": "too many failed credentials from this address: see Retry-After",
                      "503": "the store, the broker or the model is not available, or too many "
-                            "credential checks at once"}  # fmt: skip
+                            "credential checks at once",
+                     "504": "the brokers did not acknowledge the label in time: it was sent, "
+                            "and may still be recorded"}  # fmt: skip
         return {status: {"description": "success", **_json(of[ok])},
                 **{e: {"description": described[e], **error}
                    for e in sorted({"401", "403", "429", *errors})}}  # fmt: skip
@@ -60,11 +62,15 @@ def document() -> dict[str, Any]:
         "/v1/feedback": {"post": {
             "summary": "Send a label to the feedback topic, as the authenticated analyst",
             "requestBody": {"required": True, **_json(feedback_in)},
-            "responses": answers(api.FeedbackAccepted, "202", "400", "413", "415", "422", "503")}},
+            "responses": answers(api.FeedbackAccepted, "202", "400", "413", "415", "422", "503",
+                                 "504")}},
         "/v1/decisions/{id}": {"get": {
             "summary": "What the store knows of a message's decision: provenance, review, labels",
+            "description": "The id is one path segment, escaped (`/` as %2F). An id that is "
+                           "`.` or `..` is given as `/v1/decisions/?id=..`: clients remove dot "
+                           "segments from paths.",
             "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "responses": answers(api.DecisionInfo, "200", "404", "503")}},
+            "responses": answers(api.DecisionInfo, "200", "404", "422", "503")}},
         "/v1/review": {"get": {
             "summary": "The review queue, most informative first",
             "parameters": parameters,

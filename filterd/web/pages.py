@@ -3,7 +3,7 @@
     GET  /login  POST /login  POST /logout       a session from a configured user or token
     GET  /queue                                  the review queue, filtered (`ReviewQuery`)
     POST /queue/label                            one label for the selected items
-    GET  /messages/{id}   POST /messages/{id}/label
+    GET  /messages/{id}   POST /messages/{id}/label    (the id escaped: `ids.message_url`)
     GET  /model   GET /model/preview   POST /model/calibrate
     GET  /audit                                  label events by analyst and message
     GET  /static/…                               htmx, the style sheet and the shortcuts
@@ -11,8 +11,9 @@
 Every page needs a session (`filterd.web.sessions`): a request without one is sent to the login
 page (a GET) or refused with 401 (a POST). Every POST carries its session's CSRF token (the
 `csrf` field, or the `X-CSRF-Token` header that htmx sends), else 403. Labels go to the
-feedback topic as the session's analyst (`feedback.publish_label`), as the API's do. Pages are
-rendered with Jinja2, autoescaped; the answers forbid framing and scripts from elsewhere.
+feedback topic as the session's analyst (`feedback.publish_labels`), as the API's do. Pages are
+rendered with Jinja2, autoescaped, what senders wrote through the `visible` filter (invisible
+characters shown: `filterd.web.visible`); the answers forbid framing and scripts from elsewhere.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from filterd.web import views
-from filterd.web.api import FeedbackRequest, ReviewQuery
+from filterd.web.api import MAX_OFFSET, FeedbackRequest, ReviewQuery
 from filterd.web.auth import client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, invalid
-from filterd.web.feedback import publish_label
+from filterd.web.feedback import publish_labels
+from filterd.web.ids import checked_id, message_url, path_id
 from filterd.web.reads import review_query
 from filterd.web.sessions import LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, cookie_name, same
 from filterd.web.views import template_values
+from filterd.web.visible import shown, visible
 
 FORM_BYTES = 64 * 1024  # a form's body, at most: labels and comments, not messages
 FORM_FIELDS = 1000  # fields in one form, at most (a bulk label of a whole page is 500)
@@ -66,8 +69,8 @@ def templates() -> jinja2.Environment:
         loader=jinja2.PackageLoader("filterd.web", "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )  # fmt: skip
-    env.filters.update(when=when, num=num, pct=pct)
-    env.globals.update(query_string=query_string)
+    env.filters.update(when=when, num=num, pct=pct, visible=visible, shown=shown)
+    env.globals.update(query_string=query_string, message_url=message_url)
     return env
 
 
@@ -281,20 +284,20 @@ def page_routes(
         }  # fmt: skip
 
     def message_values(request: Request, _session: Session) -> dict[str, Any]:
+        message_id = path_id(request.path_params, request.query_params)
         query = parse_query(request.query_params)
-        raw = request.query_params.get("position", "")
-        position = int(raw) if raw.isdigit() and len(raw) < 10 else None
-        view = views.message_view(context, str(request.path_params["id"]), query, position)
+        position = position_of(request.query_params.get("position"))
+        view = views.message_view(context, message_id, query, position)
         return template_values(view) | {"query": query, "here": here(request)}
 
     async def post_label(request: Request) -> Response:
         session, form = await form_of(request)
-        message_id = str(request.path_params["id"])
+        message_id = path_id(request.path_params, request.query_params)
         await send_labels(session, [message_id], form)
         if request.headers.get("hx-request"):
             return Response(b"", 200, headers=HEADERS)  # the row is swapped out
-        return RedirectResponse(safe_next(first(form, "next"), f"/messages/{_quote(message_id)}"),
-                                303, headers=HEADERS)  # fmt: skip
+        target = safe_next(first(form, "next"), message_url(message_id))
+        return RedirectResponse(target, 303, headers=HEADERS)
 
     async def post_bulk(request: Request) -> Response:
         session, form = await form_of(request)
@@ -313,8 +316,7 @@ def page_routes(
                                         FeedbackRequest) for m in ids]  # fmt: skip
         except msgspec.ValidationError as error:
             raise invalid(error) from None
-        for one in requests:
-            await run_in_threadpool(publish_label, context, one, session.analyst)
+        await publish_labels(context, requests, session.analyst)
 
     # --- the model, calibration and the audit trail ----------------------------------------
 
@@ -349,7 +351,11 @@ def page_routes(
 
     def audit_values(request: Request, _session: Session) -> dict[str, Any]:
         params = request.query_params
-        analyst, message_id = params.get("analyst") or None, params.get("message_id") or None
+        analyst = params.get("analyst") or None
+        if analyst is not None and "\x00" in analyst:  # no name has one, nor can SQL compare it
+            raise Problem(422, "an analyst's name has no NUL", "analyst")
+        raw_id = params.get("message_id")
+        message_id = checked_id(raw_id, "message_id") if raw_id else None
         events = views.audit_view(context, analyst, message_id, None)
         return {"events": events, "filter_analyst": analyst or "",
                 "filter_message": message_id or ""}  # fmt: skip
@@ -392,9 +398,27 @@ def target_of(raw: str | None, default: float) -> float:
     return value
 
 
+def position_of(raw: str | None) -> int | None:
+    """A message page's place in the queue (`position`): ASCII digits up to MAX_OFFSET, or a
+    422 Problem naming it.
+
+    >>> position_of("12"), position_of(None), position_of("")
+    (12, None, None)
+    """
+    if not raw:
+        return None
+    digits = raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_OFFSET))
+    if not digits or int(raw) > MAX_OFFSET:
+        raise Problem(422, f"a place in the queue is a whole number up to {MAX_OFFSET}", "position")
+    return int(raw)
+
+
 def here(request: Request) -> str:
-    """The request's path and query: where to come back to."""
-    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    """The request's path as it was sent (an id's escaped `/`, `?` or `%` kept escaped) and its
+    query: where to come back to."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    path = urllib.parse.quote(raw, safe="/%!$&'()*+,;=:@-._~")
+    return path + (f"?{request.url.query}" if request.url.query else "")
 
 
 def cookie_of(request: Request, name: str) -> str:
@@ -405,7 +429,3 @@ def cookie_of(request: Request, name: str) -> str:
 def first(form: Mapping[str, list[str]], key: str) -> str | None:
     values = form.get(key)
     return values[0] if values else None
-
-
-def _quote(message_id: str) -> str:
-    return urllib.parse.quote(message_id, safe="")

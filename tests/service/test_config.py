@@ -74,6 +74,7 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
     ("[observe]\nmetrics_request_seconds = -1\n", {}, "observe.metrics_request_seconds"),
     ("[observe]\nmetrics_allowed_hosts = [1]\n", {}, "observe.metrics_allowed_hosts"),
     ("[observe]\nmetrics_allowed_hosts = [\"a b\"]\n", {}, "observe.metrics_allowed_hosts"),
+    ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
 ])  # fmt: skip
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"

@@ -1,5 +1,6 @@
 """An HTTP client for the workbench's tests: one browser's cookies, no redirects followed."""
 
+import html
 import http.client
 import re
 import urllib.parse
@@ -55,3 +56,27 @@ class Client:
 
 def csrf_of(page: str) -> str:
     return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def as_browser_sends(href: str) -> str:
+    """The path and query a browser requests for a link `href` (an absolute path, as the pages
+    write them, HTML-escaped): tabs and line breaks dropped, the fragment cut, "\\" read as "/",
+    and dot segments removed ("." and "..", any dot escaped as %2e), as the URL standard says."""
+    url = html.unescape(href).replace("\t", "").replace("\n", "").replace("\r", "")
+    url = url.split("#", 1)[0]
+    path, mark, query = url.partition("?")
+    segments: list[str] = []
+    parts = path.replace("\\", "/").split("/")[1:]
+    for i, segment in enumerate(parts):
+        dots = segment.lower().replace("%2e", ".")
+        last = i == len(parts) - 1
+        if dots == "..":
+            segments = segments[:-1]
+            if last:
+                segments.append("")
+        elif dots == ".":
+            if last:
+                segments.append("")
+        else:
+            segments.append(segment)
+    return "/" + "/".join(segments) + mark + query

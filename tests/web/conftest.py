@@ -9,15 +9,19 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import load
+from filterd.service.passwords import hash_secret
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.tokenize import Tokenizer
+from filterd.web.auth import new_token
+from tests.conftest import fresh_postgres
 
 # the daemon's fixtures: `filterd run` as a child process (`start_daemon`), a SQLite URL
 from tests.daemon.conftest import sqlite_url, start_daemon  # noqa: F401
@@ -26,6 +30,7 @@ from tests.daemon.conftest import sqlite_url, start_daemon  # noqa: F401
 from tests.web.browser import browser  # noqa: F401
 
 PASSWORD = "correct horse battery staple"
+ERIN_TOKEN = new_token("erin")
 # cheap hashes: the tests verify them often (the scheme's parameters are the operator's choice)
 ROUNDS = 1000
 
@@ -43,12 +48,25 @@ def learned_store(url: str) -> None:
     engine.dispose()
 
 
+def learned_config_of(url: str):
+    """The configuration of a `learned_store` at `url`."""
+    learned_store(url)
+    overrides = {"database.url": url, "model.variant": "mnb", "model.min_docs": 5}
+    return load(None, environ={}, overrides=overrides)
+
+
 @pytest.fixture
 def learned_config(sqlite_url):  # noqa: F811 - the fixture imported above
     """The configuration of a `learned_store` in this test's SQLite file."""
-    learned_store(sqlite_url)
-    overrides = {"database.url": sqlite_url, "model.variant": "mnb", "model.min_docs": 5}
-    return load(None, environ={}, overrides=overrides)
+    return learned_config_of(sqlite_url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def learned_config_any(request, sqlite_url):  # noqa: F811 - the fixture imported above
+    """The configuration of a `learned_store` in SQLite, then in a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return learned_config_of(sqlite_url)
+    return learned_config_of(fresh_postgres(request.getfixturevalue("postgres_server")))
 
 
 def basic(name: str, password: str) -> str:
@@ -96,3 +114,62 @@ def serve():
     yield start
     for api in started:
         api.stop()
+
+
+def queue_messages(config, state, messages: list[dict], queued_at=None, start: int = 0) -> list:
+    """`messages` (message records) decided by `state`'s model and queued for review in
+    `config`'s store at `queued_at` (now by default), the i-th as a random pick when i + `start`
+    is a multiple of 3 (the others as band picks); their decisions."""
+    import msgspec
+
+    from filterd.service.decide import decide_payloads
+    from filterd.service.review import queued_item
+    from filterd.store.database import connect
+    from filterd.store.learning import find_model_id
+    from filterd.store.review import queue_items
+
+    payloads = [msgspec.json.encode(m) for m in messages]
+    decided = decide_payloads(state.decider, state.threshold, payloads, 20_000)
+    picks = zip(decided.messages, decided.decisions, decided.tokens, strict=True)
+    items = [
+        queued_item(m, d, t, "band" if (start + i) % 3 else "random", 100)
+        for i, (m, d, t) in enumerate(picks)
+    ]
+    engine = connect(config.database.url)
+    with engine.begin() as conn:
+        queue_items(
+            conn, find_model_id(conn, config.model.name), items, queued_at or datetime.now(UTC)
+        )
+    engine.dispose()
+    return decided.decisions
+
+
+@pytest.fixture
+def workbench_of(serve, kafka_config, topics):
+    """Serves the workbench over a learned configuration: `workbench_of(learned)` → (the `Api`,
+    its model state); users dana (password) and erin (API token `ERIN_TOKEN`), labels to this
+    test's feedback topic (or to those of `kafka` and `topic_names`, given)."""
+    import structlog
+
+    from filterd.daemon.model_state import ModelState
+    from filterd.observe.health import Health
+    from filterd.observe.metrics import Metrics
+    from filterd.store.database import connect
+
+    engines = []
+
+    def start(learned, kafka: dict | None = None, topic_names: dict | None = None):
+        users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
+        tokens = {"erin": hash_secret(ERIN_TOKEN, "pbkdf2_sha256", rounds=ROUNDS)}
+        http = replace(learned.http, users=users, tokens=tokens)
+        topics_here = replace(learned.topics, **(topic_names or topics))
+        config = replace(learned, http=http, kafka=kafka or kafka_config, topics=topics_here)
+        engine = connect(config.database.url)
+        engines.append(engine)
+        state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+        state.refresh(force=True)
+        return serve(config, engine, state), state
+
+    yield start
+    for engine in engines:
+        engine.dispose()

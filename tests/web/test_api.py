@@ -9,6 +9,7 @@ import jsonschema
 import msgspec
 import pytest
 import structlog
+from sqlalchemy import text
 
 from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
@@ -25,9 +26,11 @@ from filterd.store.report import model_report
 from filterd.store.review import queue_items
 from filterd.web.api import CHECK_BATCH
 from filterd.web.auth import FAILURES
+from tests.conftest import fresh_postgres
 from tests.daemon.conftest import valid
+from tests.web.browser import wait_until
 from tests.web.client import Client
-from tests.web.conftest import PASSWORD, ROUNDS, basic, call
+from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_config_of
 
 DANA = basic("dana", PASSWORD)
 # messages like those the store learned (filterd.evaluation.synth, seed 1): their words are known
@@ -40,18 +43,30 @@ PROTECTED = [("POST", "/v1/check"), ("POST", "/v1/feedback"), ("GET", "/v1/decis
              ("GET", "/v1/review"), ("GET", "/v1/model")]  # fmt: skip
 
 
-@pytest.fixture
-def api(learned_config, serve):
-    """The API over `config`'s learned store, analyst dana with PASSWORD, a small body limit."""
+def serve_learned(learned, serve):
+    """The API over the learned store of configuration `learned`, analyst dana with PASSWORD,
+    a small body limit; its engine is disposed at the end."""
     users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
-    config = replace(learned_config, http=replace(learned_config.http, users=users),
-                     limits=replace(learned_config.limits, max_bytes=20_000))  # fmt: skip
+    limits = replace(learned.limits, max_bytes=20_000)
+    config = replace(learned, http=replace(learned.http, users=users), limits=limits)
     engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
     state.refresh(force=True)
     assert state.decider is not None and state.decider.not_ready is None
     yield serve(config, engine, state)
     engine.dispose()
+
+
+@pytest.fixture
+def api(learned_config, serve):
+    """The API over a learned SQLite store (`serve_learned`)."""
+    yield from serve_learned(learned_config, serve)
+
+
+@pytest.fixture
+def api_any(learned_config_any, serve):
+    """The API over a learned store on SQLite, then on PostgreSQL (`serve_learned`)."""
+    yield from serve_learned(learned_config_any, serve)
 
 
 def conforms(port: int, name: str, value) -> None:
@@ -156,6 +171,72 @@ def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, fi
     assert got == status, answer
     conforms(api.port, "ApiError", answer)
     assert answer.get("field") == field and answer["error"]
+
+
+# what reaches the store: values it cannot hold or compare are refused before it is asked
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/v1/review?model_version=9223372036854775808", "model_version"),  # 2^63
+        ("/v1/review?model_version=100000000000000000000000", "model_version"),
+        ("/v1/review?model_version=%C2%B2", "model_version"),  # "²", a digit to str.isdigit()
+        ("/v1/review?limit=%D9%A3", "limit"),  # "٣", an Arabic-Indic three
+        ("/v1/review?offset=1e400", "offset"),
+        ("/v1/review?since=0001-01-01T00:00:00%2B14:00", "since"),  # before year 1 in UTC
+        ("/v1/review?until=9999-12-31T23:59:59-14:00", "until"),  # after year 9999 in UTC
+        ("/v1/review?label=sp%00am", "label"),
+        ("/v1/decisions/a%00b", "id"),  # PostgreSQL text cannot hold NUL
+        ("/v1/decisions/" + "x" * 257, "id"),
+        ("/v1/decisions/?id=a%00b", "id"),
+    ],
+)
+def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(api_any, caplog, path, field):
+    with structlog.testing.capture_logs() as events:
+        status, answer, _ = call(api_any.port, "GET", path, auth=DANA)
+        wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")
+    assert status == 422, answer
+    assert answer["field"] == field and answer["error"]
+    # the request's own line, and nothing else: no "store unavailable", no traceback
+    assert {e["event"] for e in events} == {"http request"}
+    assert not caplog.records  # nor any from the server
+
+
+def test_a_fault_is_one_500_logged_once(api, caplog, monkeypatch):
+    # a fault of filterd's own, not of the request: a read that fails as a bug would
+    def broken(*_args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("filterd.web.reads.decision_info", broken)
+    with structlog.testing.capture_logs() as events:
+        status, answer, _ = call(api.port, "GET", "/v1/decisions/m1", auth=DANA)
+        wait_until(lambda: any(e["event"] == "http request" for e in events), what="the log line")
+    assert status == 500 and answer == {"error": "internal error (logged)"}
+    (failed,) = [e for e in events if e["event"] == "http: request failed"]
+    assert isinstance(failed["exc_info"], RuntimeError)  # its traceback, logged once
+    assert [e["status"] for e in events if e["event"] == "http request"] == [500]
+    assert not caplog.records  # the server logs no second traceback
+
+
+@pytest.fixture
+def api_postgresql(postgres_server, serve):
+    """The API over a learned store in a fresh PostgreSQL database (`serve_learned`)."""
+    yield from serve_learned(learned_config_of(fresh_postgres(postgres_server)), serve)
+
+
+def test_a_value_the_store_refuses_is_a_fault_not_an_outage(api_postgresql, caplog, monkeypatch):
+    # a check missing before the store: PostgreSQL refuses the value itself (a DataError)
+    def unchecked(context, _message_id):
+        with context.engine.connect() as conn:
+            conn.execute(text("SELECT :id"), {"id": "a\x00b"})
+
+    monkeypatch.setattr("filterd.web.reads.decision_info", unchecked)
+    with structlog.testing.capture_logs() as events:
+        status, answer, _ = call(api_postgresql.port, "GET", "/v1/decisions/m1", auth=DANA)
+        wait_until(lambda: any(e["event"] == "http request" for e in events), what="the log line")
+    assert status == 500 and answer == {"error": "internal error (logged)"}
+    assert "http: store unavailable" not in {e["event"] for e in events}
+    assert [e["event"] for e in events if "exc_info" in e] == ["http: request failed"]
+    assert not caplog.records
 
 
 def test_the_reads_answer_from_the_store(api):

@@ -4,30 +4,18 @@ published as the session's analyst, and the model page's calibration refused by 
 The browser tests (test_workbench_browser.py) drive the same pages with the keyboard."""
 
 import re
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-import msgspec
 import pytest
 import structlog
 
-from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.observe.health import Health
-from filterd.observe.metrics import Metrics
-from filterd.service.decide import decide_payloads
-from filterd.service.passwords import hash_secret
-from filterd.service.review import queued_item
-from filterd.store.database import connect
-from filterd.store.learning import find_model_id
-from filterd.store.review import queue_items
-from filterd.web.auth import new_token
 from filterd.web.sessions import SESSION_COOKIE
 from tests.daemon.conftest import read_all, valid
+from tests.web.browser import wait_until
 from tests.web.client import Client, csrf_of
-from tests.web.conftest import PASSWORD, ROUNDS
+from tests.web.conftest import ERIN_TOKEN, PASSWORD, queue_messages
 
-TOKEN = new_token("erin")
 HOSTILE = '<img src=x onerror="alert(1)">'
 
 
@@ -36,29 +24,19 @@ def rows_of(page: str) -> list[str]:
 
 
 @pytest.fixture
-def workbench(learned_config, serve, kafka_config, topics):
+def workbench(learned_config, workbench_of):
     """The app over a learned store with 30 queued decisions (q0 has a hostile subject), users
     dana (password) and erin (API token), labels to the session's feedback topic."""
-    users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
-    tokens = {"erin": hash_secret(TOKEN, "pbkdf2_sha256", rounds=ROUNDS)}
-    config = replace(learned_config, http=replace(learned_config.http, users=users, tokens=tokens),
-                     kafka=kafka_config, topics=replace(learned_config.topics, **topics))  # fmt: skip
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
-    state.refresh(force=True)
+    api, state = workbench_of(learned_config)
     texts = [r["text"] for r in generate(SynthConfig(n_messages=200, seed=1))[:30]]
-    payloads = [msgspec.json.encode({"id": f"q{i}", "text": t, "subject": HOSTILE if i == 0 else f"s{i}"})
-                for i, t in enumerate(texts)]  # fmt: skip
-    decided = decide_payloads(state.decider, state.threshold, payloads, 20_000)
-    items = [queued_item(m, d, t, "band" if i % 3 else "random", 100)
-             for i, (m, d, t) in enumerate(zip(decided.messages, decided.decisions, decided.tokens))]  # fmt: skip
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, config.model.name)
-        queue_items(conn, model_id, items[:20], datetime.now(UTC) - timedelta(days=2))
-        queue_items(conn, model_id, items[20:], datetime.now(UTC))
-    api = serve(config, engine, state)
-    yield api, decided.decisions
-    engine.dispose()
+    messages = [
+        {"id": f"q{i}", "text": t, "subject": HOSTILE if i == 0 else f"s{i}"}
+        for i, t in enumerate(texts)
+    ]
+    two_days_ago = datetime.now(UTC) - timedelta(days=2)
+    decisions = queue_messages(api.context.config, state, messages[:20], two_days_ago)
+    decisions += queue_messages(api.context.config, state, messages[20:], start=20)
+    return api, decisions
 
 
 def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
@@ -99,7 +77,7 @@ def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
     assert forged.get("/queue")[0] == 303
     # an API token logs in too, as its analyst
     erin = Client(api.port)
-    assert erin.log_in("erin", TOKEN)[0] == 303
+    assert erin.log_in("erin", ERIN_TOKEN)[0] == 303
     assert "erin" in erin.get("/audit")[1]
     # logging out ends the session in this browser
     assert client.post("/logout", {"csrf": token})[0] == 303
@@ -213,3 +191,40 @@ def test_the_model_page_previews_and_the_guardrails_refuse(workbench):
     assert status == 409 and "Not applied" in page and "too few positives" in page
     assert client.get("/model/preview?target_recall=2")[0] == 422
     assert client.post("/model/calibrate", {"target_recall": "0.9"})[0] == 403
+
+
+@pytest.fixture
+def workbench_any(learned_config_any, workbench_of):
+    """The workbench over a learned store with one queued message, q1: on SQLite, then on
+    PostgreSQL; a client logged in as dana."""
+    api, state = workbench_of(learned_config_any)
+    queue_messages(api.context.config, state, [{"id": "q1", "text": "hello there"}])
+    client = Client(api.port)
+    client.log_in()
+    return client
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/messages/q1?position=%C2%B2", "position"),  # "²": a digit to str.isdigit(), not int()
+        ("/messages/q1?position=-1", "position"),
+        ("/messages/q1?position=99999999999", "position"),
+        ("/messages/a%00b", "id"),  # PostgreSQL text cannot hold NUL
+        ("/messages/?id=a%00b", "id"),
+        ("/messages/" + "x" * 257, "id"),
+        ("/queue?model_version=9223372036854775808", "model_version"),  # 2^63
+        ("/messages/q1?model_version=%C2%B2", "model_version"),
+        ("/queue?since=0001-01-01T00:00:00%2B14:00", "since"),  # before year 1 in UTC
+        ("/audit?message_id=a%00b", "message_id"),
+        ("/audit?analyst=d%00na", "analyst"),
+    ],
+)
+def test_bad_input_on_the_pages_is_a_4xx_naming_it(workbench_any, caplog, path, field):
+    with structlog.testing.capture_logs() as events:
+        status, page, _ = workbench_any.get(path)
+        wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")
+    assert status == 422 and f"({field})</p>" in page
+    # the request's own line, and nothing else: no "store unavailable", no traceback
+    assert {e["event"] for e in events} == {"http request"}
+    assert not caplog.records  # nor any from the server

@@ -177,3 +177,76 @@ def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
     decision = valid("decision", record.value)
     assert decision["threshold_version"] == 1 and abs(decision["threshold"] - tau) < 1e-3
     engine.dispose()
+
+
+ATTACKER = "../messages/VICTIM"  # an id chosen to look like a path to another message
+SPOOF = "support@\u202emoc.knab-ruoy"  # shows as support@your-bank.com where bidi is obeyed
+# where the first and the last letter of "moc.knab-ruoy" are drawn, left to right
+LETTERS_AT = """
+const walker = document.createTreeWalker(arguments[0], NodeFilter.SHOW_TEXT);
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+  const at = node.data.indexOf("moc.knab-ruoy");
+  if (at < 0) continue;
+  const left = i => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+                      return r.getBoundingClientRect().left; };
+  return [left(at), left(at + 12)];
+}
+return null;
+"""
+
+
+def sender_drawn_in_order(driver, element) -> bool:
+    """Whether "moc.knab-ruoy" is drawn left to right in `element`: its "m" left of its "y"."""
+    first, last = driver.execute_script(LETTERS_AT, element)
+    return first < last
+
+
+def test_a_senders_id_and_sender_cannot_redirect_or_disguise_a_label(
+    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
+):
+    daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
+    base = f"http://127.0.0.1:{port}"
+    texts = [r["text"] for r in generate(SynthConfig(n_messages=40, seed=1))][:3]
+    records = [
+        {"id": ATTACKER, "text": texts[0]},
+        {"id": "VICTIM", "text": texts[1]},
+        {"id": "spoof", "text": texts[2], "sender": SPOOF},
+    ]
+    produce(kafka_config, topics["messages"], [json.dumps(r).encode() for r in records])
+    engine = connect(sqlite_url)
+    daemon.wait_for(lambda: rows_in(engine, ReviewItem) == 3, what="3 items in the review queue")
+
+    log_in(browser, base, "/queue")
+    assert sorted(queued(browser)) == sorted([ATTACKER, "VICTIM", "spoof"])
+    # the attacker's row's button labels the attacker's message, not the one its id names
+    row = browser.find_element(By.CSS_SELECTOR, f'tr.item[data-message-id="{ATTACKER}"]')
+    buttons = row.find_elements(By.CSS_SELECTOR, "button.label")
+    next(b for b in buttons if b.text.startswith("spam")).click()
+    wait_until(lambda: ATTACKER not in queued(browser), what="the labelled row to leave the queue")
+    daemon.wait_for(lambda: ATTACKER in ledger(engine), what="the label in the ledger")
+    assert ledger(engine).get(ATTACKER) == "spam" and "VICTIM" not in ledger(engine)
+
+    # its page, from its link: the attacker's message, labelled from there too
+    browser.get(base + "/queue?include_labelled=true")
+    browser.find_element(By.CSS_SELECTOR, f'tr.item[data-message-id="{ATTACKER}"] a.open').click()
+    wait_until(lambda: "/messages/" in browser.current_url, what="the message page")
+    assert browser.find_element(By.TAG_NAME, "code").text == ATTACKER
+    press(browser, "h")
+    daemon.wait_for(lambda: ledger(engine).get(ATTACKER) == "ham", what="the message page's label")
+    assert "VICTIM" not in ledger(engine)
+    sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 2)
+    assert [valid("feedback", r.value)["message_id"] for r in sent] == [ATTACKER, ATTACKER]
+
+    # a sender's bidi control is shown, and the text after it drawn in its logical order
+    browser.get(base + "/queue")
+    row = browser.find_element(By.CSS_SELECTOR, 'tr.item[data-message-id="spoof"] div.small')
+    assert "support@⟨U+202E⟩moc.knab-ruoy" in row.text
+    assert sender_drawn_in_order(browser, row)  # not reversed into "your-bank.com"
+    screenshot(browser, "hostile-queue")
+    browser.find_element(By.CSS_SELECTOR, 'tr.item[data-message-id="spoof"] a.open').click()
+    wait_until(lambda: "/messages/" in browser.current_url, what="the message page")
+    sender = browser.find_element(By.XPATH, "//dt[text()='From']/following-sibling::dd[1]")
+    assert sender.text == "support@⟨U+202E⟩moc.knab-ruoy"
+    assert sender_drawn_in_order(browser, sender)
+    screenshot(browser, "hostile-message")
+    engine.dispose()

@@ -73,4 +73,22 @@
   document.addEventListener("htmx:afterSettle", function () {
     if (document.body.dataset.page === "queue") { select(current); }
   });
+
+  // a label refused (a broker that does not answer: 503) leaves its row in place and says why
+  function flash(text) {
+    var shown = document.getElementById("flash");
+    if (!shown) { return; }
+    shown.textContent = text || "";
+    shown.hidden = !text;
+  }
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    var page = new DOMParser().parseFromString(xhr.responseText, "text/html");
+    var said = page.querySelector("p.error");
+    flash(said ? said.textContent : "the server answered " + xhr.status);
+  });
+  document.addEventListener("htmx:sendError", function () { flash("no answer from the server"); });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail.successful) { flash(""); }
+  });
 })();
