@@ -147,7 +147,7 @@ def create_app(context: WebContext) -> Starlette:
                                        dict(error.headers or {})))  # fmt: skip
 
     async def on_store(request: Request, error: Exception) -> Response:
-        if isinstance(error, UnknownModel):  # `filterd serve` before the daemon created it
+        if isinstance(error, UnknownModel):  # deleted (`filterd model delete`) while served
             return answer(request, Problem(503, str(error)))
         if isinstance(error, DataError):  # a value the store refused: our fault, not an outage
             raise error
