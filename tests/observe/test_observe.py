@@ -9,6 +9,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -299,6 +300,47 @@ def test_at_the_limit_the_connection_that_waited_longest_is_closed(clock):
         assert [is_open(sock) for sock in idle] == [False] * 4 + [True] * 7
         for sock in idle:
             sock.close()
+
+
+def test_a_flood_of_connections_costs_no_thread_each(clock):
+    """One thread serves them all: a flood does not queue the probe behind a thread per
+    connection (the start of each, and the wake-up of each one closed to make room)."""
+    with ObserveServer(Metrics(), Health(clock=clock), port=0, request_seconds=60) as server:
+        threads = threading.active_count()
+        flood = [connected(server.port) for _ in range(200)]
+        for sock in flood:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nX-Pad: ")
+        time.sleep(0.2)
+        assert get(server, "/healthz")[0] == 200
+        assert threading.active_count() <= threads
+        assert sum(is_open(sock) for sock in flood) == server.max_connections - 1
+        for sock in flood:
+            sock.close()
+
+
+def answer_to(port: int, request: bytes) -> bytes:
+    """What the server sends back to `request` before it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_get_and_head_are_answered_other_methods_and_oversized_heads_are_not(server):
+    host = f"Host: 127.0.0.1:{server.port}\r\n\r\n".encode()
+    get_answer = answer_to(server.port, b"GET /healthz HTTP/1.1\r\n" + host)
+    head, _, body = get_answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and b"Connection: close" in head.split(b"\r\n")
+    assert body == b'{"status": "ok"}\n'
+    head_answer = answer_to(server.port, b"HEAD /healthz HTTP/1.1\r\n" + host)
+    assert head_answer == head + b"\r\n\r\n"  # the same head, no body
+    post = answer_to(server.port, b"POST /healthz HTTP/1.1\r\n" + host)
+    assert post.startswith(b"HTTP/1.1 405 ") and b"Allow: GET, HEAD" in post
+    padded = b"GET /healthz HTTP/1.1\r\nX-Pad: " + b"a" * 20_000  # and on and on
+    assert answer_to(server.port, padded).startswith(b"HTTP/1.1 431 ")
+    assert answer_to(server.port, b"NOT HTTP AT ALL\r\n\r\n").startswith(b"HTTP/1.1 400 ")
 
 
 def test_clients_that_go_away_leave_no_traceback(clock, capfd):
