@@ -204,7 +204,7 @@ class Daemon:
                         "publisher": Publisher(config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS),
                         "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
                         "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
-                        "metrics": self.metrics, "health": self.health, "log": self.log}  # fmt: skip
+                        "metrics": self.metrics, "health": self.health, "log": self.log, "store": engine}  # fmt: skip
 
         loops: list[Loop] = []
         # one model for both roles

@@ -88,7 +88,19 @@ class BatchProducer:
         Gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set: a stop
         request does not wait out a broker outage (the caller's batch is then not committed)."""
         deadline = Deadline(timeout, stop, stop_grace)
-        batches = self._batches(records, deadline)
+        self._send(self._batches(records, deadline), deadline)
+
+    def publish_batches(
+        self, batches: Sequence[tuple[TopicPartition, bytes]], timeout: float
+    ) -> None:
+        """Deliver record batches built elsewhere, as they are, each (partition, batch) to its
+        partition: records a consumer reads as their producer wrote them, whatever that was."""
+        deadline = Deadline(timeout)
+        for topic in dict.fromkeys(tp.topic for tp, _ in batches):
+            self._partitions(topic, deadline)  # their leaders known
+        self._send(list(batches), deadline)
+
+    def _send(self, batches: list[tuple[TopicPartition, bytes]], deadline: Deadline) -> None:
         in_flight: dict[int, list[Future]] = {}
         refused: list[tuple[str, int, type]] = []
         for node, request in self._requests(batches):
