@@ -81,8 +81,11 @@ class CountingPolls:
 
 
 def committed(kafka_config: dict, group: str, tp: TopicPartition) -> int | None:
-    consumer = KafkaConsumer(bootstrap_servers=kafka_config["bootstrap_servers"], group_id=group,
-                             enable_auto_commit=False)  # fmt: skip
+    consumer = KafkaConsumer(
+        bootstrap_servers=kafka_config["bootstrap_servers"],
+        group_id=group,
+        enable_auto_commit=False,
+    )
     try:
         return consumer.committed(tp)
     finally:
@@ -111,9 +114,14 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     stuck_at = TopicPartition(topic, 2)
     producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"]})
     before, after = [b"before %d" % i for i in range(5)], [b"after %d" % i for i in range(5)]
-    producer.publish_batches([(TopicPartition(topic, p), bytes(record_batch(before))) for p in range(4)]
-                             + [(stuck_at, broken([b"spam %d" % i for i in range(3)])),
-                                (stuck_at, bytes(record_batch(after)))], timeout=30)  # fmt: skip
+    producer.publish_batches(
+        [(TopicPartition(topic, p), bytes(record_batch(before))) for p in range(4)]
+        + [
+            (stuck_at, broken([b"spam %d" % i for i in range(3)])),
+            (stuck_at, bytes(record_batch(after))),
+        ],
+        timeout=30,
+    )
     producer.close()
     if codec == "snappy":  # as a consumer without the library: kafka-python looks at each read
         monkeypatch.setattr("kafka.codec.has_snappy", lambda: False)
@@ -123,17 +131,33 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     upgrade(url)
     engine = connect(url)
     stop, health, metrics = threading.Event(), Health(), Metrics()
-    loop = Reading(kafka=kafka_config, topic=topic, group=group, max_records=100, publisher=MemoryPublisher(None),
-                   guard=DeadLetterGuard(), dead_letter_topic="unused", payload_limit=100, metrics=metrics,
-                   health=health, log=structlog.get_logger(), store=engine)  # fmt: skip
+    loop = Reading(
+        kafka=kafka_config,
+        topic=topic,
+        group=group,
+        max_records=100,
+        publisher=MemoryPublisher(None),
+        guard=DeadLetterGuard(),
+        dead_letter_topic="unused",
+        payload_limit=100,
+        metrics=metrics,
+        health=health,
+        log=structlog.get_logger(),
+        store=engine,
+    )
     consumer: list[CountingPolls] = []
     loop.connect = lambda: consumer.append(CountingPolls(loop._subscribe())) or consumer[-1]
     with structlog.testing.capture_logs() as logged:
         thread = threading.Thread(target=loop.run, args=(stop,))
         thread.start()
         try:
-            wait_until(lambda: {p: len(o) for p, o in loop.read.items()} == {0: 5, 1: 5, 2: 5, 3: 5}
-                       and not health.ready()[0], what="the other partitions read, the stuck one held")  # fmt: skip
+            wait_until(
+                lambda: (
+                    {p: len(o) for p, o in loop.read.items()} == {0: 5, 1: 5, 2: 5, 3: 5}
+                    and not health.ready()[0]
+                ),
+                what="the other partitions read, the stuck one held",
+            )
             polls, held_since = consumer[0].polls, time.monotonic()
             time.sleep(2.0)
             # held: no spinning (a poll waits up to 500 ms when there is nothing to read), nothing
@@ -148,10 +172,26 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
             assert metrics.registry.get_sample_value("filterd_undecodable_batches", gauge) == 1
             errors = [e for e in logged if e["log_level"] == "error"]
             assert len(errors) == 1 and errors[0]["event"].startswith("undecodable record batch")
-            assert {k: errors[0][k] for k in ("topic", "partition", "offset", "last_offset", "records",
-                                              "codec", "problem")} == {
-                "topic": topic, "partition": 2, "offset": 5, "last_offset": 7, "records": 3, "codec": codec,
-                "problem": problem}  # fmt: skip
+            assert {
+                k: errors[0][k]
+                for k in (
+                    "topic",
+                    "partition",
+                    "offset",
+                    "last_offset",
+                    "records",
+                    "codec",
+                    "problem",
+                )
+            } == {
+                "topic": topic,
+                "partition": 2,
+                "offset": 5,
+                "last_offset": 7,
+                "records": 3,
+                "codec": codec,
+                "problem": problem,
+            }
             assert not [e for e in logged if e["event"] == "broker unreachable, retrying"]
             (reported,) = undecodable.list_batches(engine)
             assert (reported.consumer_group, reported.kafka_offset, reported.next_offset) == (
@@ -178,7 +218,11 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     assert skipped.skip_requested_by == "ops" and skipped.skipped_at is not None
     (line,) = [e for e in logged if e["event"] == "undecodable record batch skipped"]
     assert (line["offset"], line["next_offset"], line["records"], line["reason"]) == (
-        5, 8, 3, "producer bug, batch resent")  # fmt: skip
+        5,
+        8,
+        3,
+        "producer bug, batch resent",
+    )
     assert committed(kafka_config, group, stuck_at) == 13
 
 
@@ -197,8 +241,13 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     db = f"sqlite:///{tmp_path / 'store.db'}"
     daemon = start_daemon(db, env=env)
     topic, stuck_at = topics["messages"], 1
-    producer = confluent_kafka.Producer({"bootstrap.servers": kafka_config["bootstrap_servers"],
-                                         "compression.type": "snappy", "linger.ms": 50})  # fmt: skip
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": kafka_config["bootstrap_servers"],
+            "compression.type": "snappy",
+            "linger.ms": 50,
+        }
+    )
     plain = confluent_kafka.Producer({"bootstrap.servers": kafka_config["bootstrap_servers"]})
     for i in range(40):  # partitions 0, 2, 3: plain; 1: one snappy batch between plain ones
         text = f"message {i} " + "the same words again and again " * 10
@@ -213,8 +262,10 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     for i in range(65, 70):
         plain.produce(topic, message(i, "after"), partition=stuck_at)
     plain.flush(10)
-    daemon.wait_for(lambda: daemon.get("/readyz")[0] == 503 and "scorer input" in daemon.get("/readyz")[1],
-                    what="readiness false for the scorer's input")  # fmt: skip
+    daemon.wait_for(
+        lambda: daemon.get("/readyz")[0] == 503 and "scorer input" in daemon.get("/readyz")[1],
+        what="readiness false for the scorer's input",
+    )
     decided = read_all(kafka_config, topics["decisions"], until=lambda r: len(r) >= 45)
     assert sorted(ids_of(decided)) == sorted(
         f"m{i}" for i in range(45)
@@ -247,8 +298,20 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     )
     assert unconfirmed.returncode != 0 and "passes over 20 records" in unconfirmed.stderr
     assert "add --yes" in unconfirmed.stderr
-    skipped = filterd("topics", "skip", topic, str(stuck_at), "5", "--config", config, "--by", "alice",
-                      "--reason", "snappy library missing; batch re-sent", "--yes")  # fmt: skip
+    skipped = filterd(
+        "topics",
+        "skip",
+        topic,
+        str(stuck_at),
+        "5",
+        "--config",
+        config,
+        "--by",
+        "alice",
+        "--reason",
+        "snappy library missing; batch re-sent",
+        "--yes",
+    )
     assert skipped.returncode == 0 and "skip requested" in skipped.stdout, skipped.stderr
     decided = read_all(kafka_config, topics["decisions"], until=lambda r: len(r) >= 50)
     assert sorted(ids_of(decided)) == sorted(f"m{i}" for i in [*range(45), *range(65, 70)])
@@ -269,5 +332,11 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
 
 
 def filterd(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "filterd", *args], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL, cwd=ROOT)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "filterd", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+    )

@@ -7,10 +7,13 @@ import time
 import uuid
 
 import pytest
+from kafka import TopicPartition
 
 from filterd.kafka.admin import create_topics
+from filterd.kafka.batches import batch_at
 from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.producer import BatchProducer, Deadline, PublishError
+from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import CODEC_INSTALLED
 from tests.daemon.conftest import read_all
 
@@ -115,3 +118,40 @@ def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer():
             producer.publish([("decisions", b"k", b"v")], timeout=30, stop=stop, stop_grace=0.5)
         assert 0.9 < time.monotonic() - started < 3  # the request's 0.5 s and its grace, not 30 s
         producer.close()
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_kafka_compression_type_compresses_what_filterd_publishes_and_librdkafka_reads_it(
+    kafka_config, codec
+):
+    """`[kafka] compression_type` reaches the publisher's record batches, and a librdkafka
+    consumer (confluent-kafka) decodes them."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    topic = new_topic(kafka_config)
+    publisher = Publisher(
+        {"bootstrap_servers": kafka_config["bootstrap_servers"], "compression_type": codec}
+    )
+    values = [
+        b'{"decision": %d, "label": "spam", "words": "the same again"}' % i for i in range(50)
+    ]
+    publisher.send_keyed(topic, [(f"k{i}", value) for i, value in enumerate(values)])
+    publisher.flush()
+    publisher.close()
+    batches = [batch_at(kafka_config, TopicPartition(topic, p), 0) for p in range(4)]
+    assert {(at.codec, at.problem) for at in batches if at is not None} == {(codec, None)}
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": kafka_config["bootstrap_servers"],
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(4)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(values) and time.monotonic() < deadline:
+        for m in consumer.consume(100, 0.5):
+            assert m.error() is None, m.error()
+            got.append(m.value())
+    consumer.close()
+    assert sorted(got) == sorted(values)
