@@ -4,6 +4,7 @@ showing text that came from outside (messages, feedback, corpora) on a terminal.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 
 import click
@@ -99,6 +100,17 @@ def load_config(path: str | None, **overrides: object) -> Config:
         return loaded
     except config.ConfigError as error:
         raise click.ClickException(f"invalid configuration: {error}") from None
+
+
+def confirmed(what: str, yes: bool) -> None:
+    """Go ahead with what `what` says a command is about to do only with --yes, or a yes at the
+    prompt on a terminal; else a one-line error that says to add --yes."""
+    if yes:
+        click.echo(what, err=True)
+    elif sys.stdin.isatty():
+        click.confirm(f"{what}. Go ahead?", abort=True, err=True)
+    else:
+        raise click.ClickException(f"{what}: add --yes")
 
 
 def shown(text: str | None) -> str:

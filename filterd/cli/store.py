@@ -21,6 +21,7 @@ from filterd.bayes.estimators import format_value
 from filterd.cli.common import (
     OptionError,
     config_option,
+    confirmed,
     load_config,
     model_specs,
     read_records,
@@ -157,13 +158,7 @@ def db_downgrade(url: str | None, revision: str, yes: bool) -> None:
         database.check_file(url, writes=True)
         drops = downgrades.downgrade_drops(url, revision)
         if drops.tables or drops.columns:
-            what = _dropped(url, revision, drops)
-            if yes:
-                click.echo(what, err=True)
-            elif sys.stdin.isatty():
-                click.confirm(f"{what}. Go ahead?", abort=True, err=True)
-            else:
-                raise click.ClickException(f"{what}: add --yes")
+            confirmed(_dropped(url, revision, drops), yes)
     _migrate(database.downgrade, url, revision)
 
 
@@ -286,7 +281,7 @@ def kept(days: int) -> str:
 @click.option("--holdout-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
               help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
 @click.option("--analyst", metavar="NAME", help="Who gave the labels, for the audit trail.",
-              callback=lambda _ctx, _param, value: _bounded(value, "--analyst", 200))  # fmt: skip
+              callback=lambda _ctx, _param, value: bounded(value, "--analyst", 200))  # fmt: skip
 @click.option(
     "--skip-other-labels",
     is_flag=True,
@@ -364,7 +359,7 @@ def _other_labels(records: Sequence[Record], labels: Sequence[str]) -> str:
     return f"have a label outside model.labels ({', '.join(labels)}): {', '.join(each)}"
 
 
-def _bounded(value: str | None, option: str, most: int) -> str | None:
+def bounded(value: str | None, option: str, most: int) -> str | None:
     """`value` if it fits a column of `most` characters, else a one-line error."""
     if value is not None and len(value) > most:
         raise OptionError(f"{option}: at most {most} characters, not {len(value)}")
@@ -403,7 +398,7 @@ def model_list(url: str | None, min_docs: int, as_json: bool) -> None:
         rows.append(
             (
                 shown(s["model"]),
-                _when(s["created_at"]),
+                when(s["created_at"]),
                 documents or "none learned yet",
                 f"{s['distinct_tokens']:,}",
                 readiness,
@@ -507,7 +502,7 @@ def model_stats(url: str | None, name: str, min_docs: int, target_class: str, dr
                "  delivered: no feedback scored while a threshold version was in force")  # fmt: skip
     if drift.in_force_since is not None:
         d = drift.in_force
-        click.echo(f"  τ in force since {_when(drift.in_force_since)}: "
+        click.echo(f"  τ in force since {when(drift.in_force_since)}: "
                    + (delivered_text(d, drift.target_class) if d.n_pos or d.n_neg
                       else "no feedback scored since"))  # fmt: skip
 
@@ -554,17 +549,17 @@ def model_show(name: str, url: str | None, as_json: bool) -> None:
         ("variant", report["variant"] + (" in set-of-words mode" if report["set_of_words"] else "")),
         ("parameters", params or "the variant's defaults"),
         ("selection", report["selection"]),
-        ("created", _when(report["created_at"])),
+        ("created", when(report["created_at"])),
         ("documents", ", ".join(f"{label} {n:,}" for label, n in documents.items()) or "none learned yet"),
         ("tokens", f"{report['distinct_tokens']:,} distinct"),
         ("threshold", "none yet" if threshold is None else
          f"version {threshold['version']}: τ = {threshold['tau']:.4g} for {threshold['target_class']!r} "
-         f"at recall ≥ {threshold['target_recall']}, {_when(threshold['created_at'])}"),
+         f"at recall ≥ {threshold['target_recall']}, {when(threshold['created_at'])}"),
     ]  # fmt: skip
     click.echo(f"model {name!r}\n" + "\n".join(f"  {key:<11} {value}" for key, value in lines))
 
 
-def _when(moment: datetime) -> str:
+def when(moment: datetime) -> str:
     return f"{as_utc(moment):%Y-%m-%d %H:%M:%S} UTC"
 
 

@@ -26,9 +26,12 @@ from typing import Any, NotRequired, TypedDict
 from kafka import TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
+from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterGuard
+from filterd.daemon.stuck import StuckPartitions
+from filterd.kafka.batches import DECODING_ERRORS, UNDECODABLE_ERRORS
 from filterd.kafka.consumer import Batch, ConsumedRecord, Consumer, subscribed_consumer
 from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import Publishing, dead_letter_of
@@ -37,6 +40,7 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.records import DeadLetter, encode
+from filterd.store.undecodable import Undecodable
 
 POLL_TIMEOUT_MS = 500
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
@@ -86,6 +90,7 @@ class LoopSettings(TypedDict):
     health: Health
     log: FilteringBoundLogger
     connect: NotRequired[Callable[[], Consumer]]
+    store: NotRequired[Engine | None]
 
 
 class Loop:
@@ -97,15 +102,19 @@ class Loop:
     def __init__(self, kafka: Mapping[str, Any], topic: str, group: str, max_records: int,
                  publisher: Publishing, guard: DeadLetterGuard, dead_letter_topic: str,
                  payload_limit: int, metrics: Metrics, health: Health, log: FilteringBoundLogger,
-                 connect: Callable[[], Consumer] | None = None) -> None:  # fmt: skip
+                 connect: Callable[[], Consumer] | None = None, store: Engine | None = None) -> None:  # fmt: skip
         """`connect` makes the consumer (default: one subscribed to `topic` in `group` through
-        the `kafka` settings); KafkaError from it is an unreachable broker, retried."""
+        the `kafka` settings); KafkaError from it is an unreachable broker, retried. `store`
+        records the record batches the consumer cannot decode, and the skips operators ask for
+        (`filterd.daemon.stuck`; None: such a batch holds its partition until a restart)."""
         self.kafka, self.topic, self.group, self.max_records = kafka, topic, group, max_records
         self.publisher, self.guard = publisher, guard
         self.dead_letter_topic, self.payload_limit = dead_letter_topic, payload_limit
         self.metrics, self.health = metrics, health
         self.log = log.bind(role=self.role)
         self.connect = connect or self._subscribe
+        self.stuck = StuckPartitions(self.role, group, kafka, store, metrics, health, self.log)
+        self._consumer: Consumer | None = None  # the one `run` polls, for the rebalance callbacks
         self.batches = 0
         self.repeats = Repeats()
         self.joined = False  # the group gave this member its first assignment
@@ -151,16 +160,22 @@ class Loop:
                 self.health.beat(self.role)
                 self.on_idle()  # the scorer's first loads the model, before the group assigns it work
                 self._commit_completed(consumer)
+                skips, renew = self.stuck.due(consumer)
+                if skips or renew:
+                    consumer = self._skip(consumer, skips, stop)
                 self.repeats.flush()
                 if self._join_started is None:
                     self._join_started = time.monotonic()
                     self.log.info("joining group", topic=self.topic, group=self.group)
                 try:
                     batch = Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
-                except KafkaError as error:
-                    # kafka-python lets some errors of an outage out of poll() (a coordinator
-                    # lookup whose connection is refused); a later poll recovers
-                    self._broker_unreachable(error, unreachable.next(), stop)
+                except DECODING_ERRORS as error:
+                    if isinstance(error, KafkaError) and not isinstance(error, UNDECODABLE_ERRORS):
+                        # kafka-python lets some errors of an outage out of poll() (a coordinator
+                        # lookup whose connection is refused); a later poll recovers
+                        self._broker_unreachable(error, unreachable.next(), stop)
+                    elif not self.stuck.found(consumer, error):
+                        consumer = self._reconnect(consumer, error, unreachable.next(), stop)
                     continue
                 unreachable.reset()
                 self._polled(consumer)
@@ -200,8 +215,59 @@ class Loop:
                 self._broker_unreachable(error, backoff.next(), stop)
                 continue
             self.health.set_ready(f"{self.role} broker", True)
+            self._consumer = consumer
             return consumer
         return None
+
+    def _skip(
+        self, consumer: Consumer, skips: list[Undecodable], stop: threading.Event
+    ) -> Consumer:
+        """Commit the offsets past the batches `skips` and read on with a new consumer (the only
+        one that fetches those partitions again), once the batches before are complete; until
+        then (a store that is slow to record them), the skips wait for a later check."""
+        if self._awaiting:
+            return consumer
+        past = {
+            TopicPartition(b.topic, b.kafka_partition): OffsetAndMetadata(b.next_offset, "", -1)
+            for b in skips
+        }
+        offsets = {**self._uncommitted, **past}
+        try:
+            if offsets:
+                consumer.commit(offsets, timeout_ms=int(CLOSE_SECONDS * 1000))
+        except KafkaError as error:
+            self.repeats.warning(
+                self.log,
+                "undecodable batch not skipped yet: offsets not committed",
+                error=repr(error),
+            )
+            return consumer
+        self._uncommitted.clear()
+        self.stuck.skipped(skips)
+        consumer.close(autocommit=False, timeout_ms=LEAVE_WHILE_JOINING_MS)
+        self.stuck.forget()
+        self._in_group, self._join_started = False, None
+        return self._connect(stop) or consumer
+
+    def _reconnect(
+        self, consumer: Consumer, error: Exception, delay: float, stop: threading.Event
+    ) -> Consumer:
+        """A new consumer in place of one whose poll() failed reading records where no batch was
+        found undecodable (the broker sent it corrupt, or the client failed otherwise): after
+        such a failure kafka-python's consumer must not be polled again. What it did not commit
+        is read again."""
+        self.repeats.warning(
+            self.log,
+            "reading records failed, and no undecodable batch was found: making a new consumer",
+            error=repr(error),
+            retry_seconds=delay,
+        )
+        self._commit_completed(consumer)
+        consumer.close(autocommit=False, timeout_ms=LEAVE_WHILE_JOINING_MS)
+        self.stuck.forget()
+        self._in_group, self._join_started = False, None
+        stop.wait(delay)
+        return self._connect(stop) or consumer
 
     def _broker_unreachable(self, error: KafkaError, delay: float, stop: threading.Event) -> None:
         self.repeats.warning(self.log, "broker unreachable, retrying", bootstrap_servers=self.kafka.get("bootstrap_servers"),
@@ -223,9 +289,12 @@ class Loop:
             self.log.info("group joined", topic=self.topic, group=self.group, partitions=held,
                           seconds=round(waited, 1))  # fmt: skip
         self.joined = self._in_group = True
+        if self._consumer is not None:
+            self.stuck.assigned(self._consumer, partitions)
 
     def _revoked(self, partitions: set[TopicPartition]) -> None:
         self._in_group = False
+        self.stuck.revoked(partitions)
         if partitions:
             self.log.info("partitions revoked", topic=self.topic, group=self.group,
                           partitions=sorted(tp.partition for tp in partitions))  # fmt: skip

@@ -48,7 +48,7 @@ from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
 from filterd.kafka.fetch import KafkaFetcher
 from filterd.kafka.publisher import Publisher
-from filterd.kafka.settings import size_limits
+from filterd.kafka.settings import codecs_missing, size_limits
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import CannotListen, ObserveServer, start_observe_server
@@ -110,6 +110,12 @@ class Daemon:
         self.log.info("starting", role=self.role, config=config.public(),
                       database=masked_url(database.database_url(config.database.url)),
                       metrics_port=self.server.port if self.server else None)  # fmt: skip
+        if missing := codecs_missing():
+            self.log.warning(
+                "codec libraries missing: a record batch compressed with one of these codecs "
+                "stops its partition until it is skipped; install filterd with its dependencies",
+                codecs=missing,
+            )
         self.metrics.not_ready.set(1)
         self.metrics.target_recall.set(config.decision.target_recall)
         try:
@@ -198,7 +204,7 @@ class Daemon:
                         "publisher": Publisher(config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS),
                         "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
                         "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
-                        "metrics": self.metrics, "health": self.health, "log": self.log}  # fmt: skip
+                        "metrics": self.metrics, "health": self.health, "log": self.log, "store": engine}  # fmt: skip
 
         loops: list[Loop] = []
         # one model for both roles

@@ -56,6 +56,12 @@ class Consumer(Protocol):
     def position(self, partition: TopicPartition, timeout_ms: int | None = ...) -> int | None:
         """The offset of the next record `poll` returns from the partition."""
 
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Fetch nothing more of `partitions` until resumed (a rebalance that assigns one
+        again resumes it)."""
+
+    def resume(self, *partitions: TopicPartition) -> None: ...
+
 
 # Called (in the thread that polls) with the partitions a rebalance assigns or revokes.
 RebalanceCallback = Callable[[set[TopicPartition]], None]

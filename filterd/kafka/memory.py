@@ -96,6 +96,7 @@ class MemoryConsumer:
         self._position = {tp: broker.committed.get((group, tp), 0) for tp in self._assigned}
         self.fail_commits = 0  # the next this many commits fail
         self.closed = False
+        self.paused: set[TopicPartition] = set()
 
     def poll(
         self, timeout_ms: int = 0, max_records: int | None = None
@@ -103,7 +104,7 @@ class MemoryConsumer:
         """Up to `max_records` records past the positions, in partition order; never waits."""
         out: dict[TopicPartition, list[MemoryRecord]] = {}
         room = max_records if max_records is not None else float("inf")
-        for tp in sorted(self._assigned):
+        for tp in sorted(self._assigned - self.paused):
             log = self.broker.records.get(tp, [])
             start = self._position[tp]
             taken = log[start : start + int(min(room, len(log)))]
@@ -120,6 +121,12 @@ class MemoryConsumer:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._position[tp] = offset
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self.paused.update(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self.paused.difference_update(partitions)
 
     def highwater(self, tp: TopicPartition) -> int | None:
         return len(self.broker.records.get(tp, []))

@@ -115,6 +115,19 @@ class BatchProducer:
             raise
         except (KafkaError, PublishError) as failure:
             raise NotSent(str(failure)) from None
+        self._send(requests, deadline)
+
+    def publish_batches(
+        self, batches: Sequence[tuple[TopicPartition, bytes]], timeout: float
+    ) -> None:
+        """Deliver record batches built elsewhere, as they are, each (partition, batch) to its
+        partition: records a consumer reads as their producer wrote them, whatever that was."""
+        deadline = Deadline(timeout)
+        for topic in dict.fromkeys(tp.topic for tp, _ in batches):
+            self._partitions(topic, deadline)  # their leaders known
+        self._send(self._requests(list(batches)), deadline)
+
+    def _send(self, requests: list[tuple[int, ProduceRequest]], deadline: Deadline) -> None:
         in_flight: dict[int, list[Future]] = {}
         refused: list[tuple[str, int, type]] = []
         for node, request in requests:

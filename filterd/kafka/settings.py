@@ -60,6 +60,13 @@ CODEC_INSTALLED = {None: lambda: True, "gzip": codec.has_gzip, "snappy": codec.h
                    "zstd": codec.has_zstd}  # fmt: skip
 
 
+def codecs_missing() -> list[str]:
+    """The codecs whose library is not installed here: a batch compressed with one of them
+    cannot be read (filterd's dependencies include them all; an install without its
+    dependencies may lack some)."""
+    return [str(name) for name, installed in CODEC_INSTALLED.items() if not installed()]
+
+
 def check_compression(name: str | None) -> None:
     """ValueError unless records can be compressed with `name` here (None: not compressed)."""
     if name not in COMPRESSION:

@@ -198,6 +198,13 @@ class Metrics:
             ["role", "topic", "partition"],
             registry=r,
         )
+        self.undecodable_batches = Gauge(
+            "filterd_undecodable_batches",
+            "1 per partition held at a record batch this process cannot decode (a codec whose "
+            "library is missing or unknown, a corrupt batch), until an operator skips it.",
+            ["role", "topic", "partition"],
+            registry=r,
+        )
         self.store_errors = Counter(
             "filterd_store_errors",
             "Failed operations on the model store, by role.",

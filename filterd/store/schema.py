@@ -14,6 +14,7 @@ label_events     the audit trail: one row per label received, append-only (`filt
 decided_messages per decision: the message's Kafka coordinates, to read it back for feedback by id
 parked_feedback  feedback by id whose message is not known yet, retried until resolved or expired
 review_items     decisions queued for an analyst's label, with what is needed to judge and learn it
+undecodable_batches  record batches a daemon could not decode, and the operators' skips of them
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )  # fmt: skip
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -296,3 +298,39 @@ class ReviewItem(Base):
     truncated: Mapped[bool] = mapped_column(Boolean, default=False)
     tokens: Mapped[bytes] = mapped_column(LargeBinary)  # `filterd.store.review.pack_tokens`
     queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class UndecodableBatch(Base):
+    """A record batch a consumer group could not decode (`filterd.store.undecodable`): where the
+    group stands, what the batch spans, why it cannot be read, who found it — and, once an
+    operator asks for it, who had it skipped, when and why, and when a daemon skipped it. Not
+    keyed by model: a consumer group's offsets are the store's whatever model it serves."""
+
+    __tablename__ = "undecodable_batches"
+    __table_args__ = (
+        UniqueConstraint(
+            "consumer_group",
+            "topic",
+            "kafka_partition",
+            "kafka_offset",
+            name="uq_undecodable_batches_position",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    consumer_group: Mapped[str] = mapped_column(String(249))
+    topic: Mapped[str] = mapped_column(String(249))
+    kafka_partition: Mapped[int] = mapped_column(Integer)
+    kafka_offset: Mapped[int] = mapped_column(BigInteger)  # where the group stands, in the batch
+    next_offset: Mapped[int] = mapped_column(BigInteger)  # the first offset past the batch
+    records: Mapped[int] = mapped_column(Integer)  # the batch's records from kafka_offset on
+    codec: Mapped[str] = mapped_column(String(32))
+    problem: Mapped[str] = mapped_column(Text)
+    found_by: Mapped[str] = mapped_column(String(200))
+    found_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    skip_requested_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    skip_requested_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    skip_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    skipped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -376,7 +376,7 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
     (line,) = refused.stderr.splitlines()
     assert line.startswith(
         f"Error: downgrading {db} from revision {database_head()} to base "
-        "drops the tables review_items (0 rows), "
+        "drops the tables undecodable_batches (0 rows), review_items (0 rows), "
     )
     assert "feedback_ledger (" in line and "models (1 row)" in line
     assert line.endswith(
@@ -388,9 +388,11 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
 
     columns = run("db", "downgrade", "0005", "--db", db)
     assert columns.exit_code == 1 and columns.stderr.splitlines() == [
-        f"Error: downgrading {db} from revision {database_head()} to 0005 drops the columns "
-        "prequential.components, thresholds.weights, thresholds.level, thresholds.source: add --yes"
+        f"Error: downgrading {db} from revision {database_head()} to 0005 drops the tables "
+        "undecodable_batches (0 rows) and the columns prequential.components, thresholds.weights, "
+        "thresholds.level, thresholds.source: add --yes"
     ]
+    assert run("db", "downgrade", "0009", "--db", db, "--yes").exit_code == 0
     # dropping an index only needs no confirmation
     assert run("db", "downgrade", "0008", "--db", db).exit_code == 0
     done = run("db", "downgrade", "base", "--db", db, "--yes")

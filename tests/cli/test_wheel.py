@@ -4,6 +4,7 @@ directory, and prints its example configuration."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,6 +72,31 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
     assert json.loads(calibrated.stdout)["version"] == 1
     example = filterd(installed, tmp_path, "config", "example")
     assert example.returncode == 0 and "[kafka]" in example.stdout
+
+
+def test_the_wheel_requires_every_codec_and_the_installed_package_reads_them(installed, tmp_path):
+    """A fresh install decodes what librdkafka and the Java client compress with: the wheel
+    requires the codec libraries, and with them kafka-python has every codec."""
+    (metadata,) = installed.glob("filterd-*.dist-info/METADATA")
+    required = {
+        re.split(r"[\s<>=!~;\[(]", line.removeprefix("Requires-Dist:").strip())[0].lower()
+        for line in metadata.read_text().splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    }
+    assert {"kafka-python", "crc32c", "python-snappy", "lz4", "zstandard"} <= required
+    probe = (
+        "import filterd.kafka.settings as s, kafka.codec as c;"
+        "print(s.codecs_missing(), c.has_snappy(), c.has_lz4(), c.has_zstd())"
+    )
+    codecs = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(installed)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert codecs.stdout.split() == ["[]", "True", "True", "True"]
 
 
 def test_the_installed_package_runs_against_a_broker(installed, tmp_path, kafka_config, topics):

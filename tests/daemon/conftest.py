@@ -93,9 +93,17 @@ def ids_of(decisions: list) -> list[str]:
 class DaemonProcess:
     """`filterd run` in a child process, with a metrics port and its log in a file."""
 
-    def __init__(self, config_path: Path, role: str, log_path: Path, *options: str) -> None:
+    def __init__(
+        self,
+        config_path: Path,
+        role: str,
+        log_path: Path,
+        *options: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.config_path, self.role, self.log_path = config_path, role, log_path
         self.options = options  # more `filterd run` options
+        self.env = env  # the process's environment (default: this one's)
         self.port = int(json.loads(config_path.with_suffix(".json").read_text())["port"])
         self.process: subprocess.Popen | None = None
 
@@ -103,7 +111,7 @@ class DaemonProcess:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(self.config_path),
                                              "--role", self.role, *self.options], stdout=log,
-                                            stderr=subprocess.STDOUT)  # fmt: skip
+                                            stderr=subprocess.STDOUT, env=self.env)  # fmt: skip
         return self
 
     def signal(self, signum: int) -> None:
@@ -196,11 +204,11 @@ def start_daemon(tmp_path, kafka_config, topics):
     started: list[DaemonProcess] = []
 
     def start(db_url: str, role: str = "all", config: Path | None = None, create_store: bool = True,
-              **sections) -> DaemonProcess:  # fmt: skip
+              env: dict[str, str] | None = None, **sections) -> DaemonProcess:  # fmt: skip
         path = config or write_config(tmp_path, kafka_config, topics, db_url, **sections)
         options = ["--create-store"] if create_store else []
         daemon = DaemonProcess(
-            path, role, tmp_path / f"daemon-{len(started)}.log", *options
+            path, role, tmp_path / f"daemon-{len(started)}.log", *options, env=env
         ).start()
         started.append(daemon)
         return daemon

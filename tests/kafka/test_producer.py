@@ -9,11 +9,14 @@ import time
 import uuid
 
 import pytest
+from kafka import TopicPartition
 
 from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
+from filterd.kafka.batches import batch_at
 from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.producer import BatchProducer, Deadline, NotSent, PublishError
+from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import CODEC_INSTALLED
 from tests.daemon.conftest import read_all
 
@@ -142,3 +145,40 @@ def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late
     finally:
         os.kill(local._process.pid, signal.SIGCONT)
         local.stop()
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_kafka_compression_type_compresses_what_filterd_publishes_and_librdkafka_reads_it(
+    kafka_config, codec
+):
+    """`[kafka] compression_type` reaches the publisher's record batches, and a librdkafka
+    consumer (confluent-kafka) decodes them."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    topic = new_topic(kafka_config)
+    publisher = Publisher(
+        {"bootstrap_servers": kafka_config["bootstrap_servers"], "compression_type": codec}
+    )
+    values = [
+        b'{"decision": %d, "label": "spam", "words": "the same again"}' % i for i in range(50)
+    ]
+    publisher.send_keyed(topic, [(f"k{i}", value) for i, value in enumerate(values)])
+    publisher.flush()
+    publisher.close()
+    batches = [batch_at(kafka_config, TopicPartition(topic, p), 0) for p in range(4)]
+    assert {(at.codec, at.problem) for at in batches if at is not None} == {(codec, None)}
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": kafka_config["bootstrap_servers"],
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(4)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(values) and time.monotonic() < deadline:
+        for m in consumer.consume(100, 0.5):
+            assert m.error() is None, m.error()
+            got.append(m.value())
+    consumer.close()
+    assert sorted(got) == sorted(values)

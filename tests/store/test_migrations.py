@@ -18,6 +18,7 @@ TABLES = {
     "decided_messages",
     "parked_feedback",
     "review_items",
+    "undecodable_batches",
 }
 
 
