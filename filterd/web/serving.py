@@ -12,7 +12,7 @@ from typing import Self
 from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
-from filterd.kafka.publisher import Publisher
+from filterd.kafka.publisher import publisher_of
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.tokenize import Tokenizer
@@ -32,7 +32,7 @@ class Api:
         http = config.http
         self.log = log
         auth = Authenticator(http.tokens, http.users)
-        labels = LabelSender(Publisher(config.kafka, timeout=PUBLISH_SECONDS))
+        labels = LabelSender(publisher_of(config.kafka, timeout=PUBLISH_SECONDS))
         self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log, metrics)
         app = create_app(self.context)
         self.server = HttpServer(
