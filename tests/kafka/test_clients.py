@@ -10,6 +10,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from filterd.kafka.consumer import Batch, subscribed_consumer
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.kafka.partitioner import partitions_of
+from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import publisher_of
 from filterd.kafka.settings import CONSUMER_DEFAULTS
 
@@ -133,3 +134,18 @@ def test_a_paused_partition_yields_nothing_until_resumed(client):
     resumed = poll_until(consumer, len(got[held]))
     assert [r.offset for r in resumed[held]] == list(range(len(got[held])))
     consumer.close()
+
+
+def test_a_flush_no_broker_acknowledges_raises_publish_error_within_its_timeout(client):
+    if client.name == "memory":
+        pytest.skip(
+            "the in-memory publisher fails only when told to (MemoryPublisher.fail_flushes)"
+        )
+    unreachable = {**client.kafka, "bootstrap_servers": "127.0.0.1:9"}  # nothing listens
+    publisher = publisher_of(unreachable, timeout=2)
+    publisher.send_keyed(client.topic, [("k", b"v")])
+    started = time.monotonic()
+    with pytest.raises(PublishError):
+        publisher.flush()
+    assert time.monotonic() - started < 10
+    publisher.close()
