@@ -90,7 +90,8 @@ class ConfluentConsumer:
         settings.update(
             {"group.id": group, "enable.auto.commit": False, "on_commit": self._on_commit}
         )
-        settings.setdefault("enable.auto.offset.store", False)
+        # a corrupt batch is an error, as with kafka-python (librdkafka's default skips the check)
+        settings.setdefault("check.crcs", True)
         self.max_poll_records = max_poll_records
         self.on_assigned, self.on_revoked = on_assigned, on_revoked
         self._client = confluent_kafka.Consumer(settings)
