@@ -120,7 +120,13 @@ class ConfluentConsumer:
         if self._pending_error is not None:
             error, self._pending_error = self._pending_error, None
             raise error
-        messages = self._client.consume(max_records or self.max_poll_records, timeout_ms / 1000)
+        # as kafka-python: return what has arrived as soon as anything has (librdkafka's
+        # consume() would wait for a full batch or the whole timeout)
+        first = self._client.poll(timeout_ms / 1000)
+        wanted = (max_records or self.max_poll_records) - 1
+        messages = (
+            [] if first is None else [first, *(self._client.consume(wanted, 0) if wanted else [])]
+        )
         out: dict[TopicPartition, list[ConfluentRecord]] = {}
         for m in messages:
             error = m.error()

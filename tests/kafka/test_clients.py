@@ -149,3 +149,15 @@ def test_a_flush_no_broker_acknowledges_raises_publish_error_within_its_timeout(
         publisher.flush()
     assert time.monotonic() - started < 10
     publisher.close()
+
+
+def test_poll_returns_what_has_arrived_without_waiting_for_a_full_batch(client):
+    published(client, 3)
+    consumer = client.consumer("g5", [])
+    poll_until(consumer, 3)
+    published(client, 1)
+    time.sleep(0.5)  # fetched meanwhile
+    started = time.monotonic()
+    got = consumer.poll(timeout_ms=8000, max_records=500)
+    assert sum(map(len, got.values())) == 1 and time.monotonic() - started < 4
+    consumer.close()
