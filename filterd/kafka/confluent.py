@@ -116,7 +116,7 @@ class ConfluentConsumer:
         self, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConfluentRecord]]:
         """Up to `max_records` records, grouped by partition. A batch librdkafka cannot decode
-        raises kafka-python's error for it, after the records before it were returned."""
+        raises kafka-python's error for it, once the records polled with it were returned."""
         if self._pending_error is not None:
             error, self._pending_error = self._pending_error, None
             raise error
@@ -128,6 +128,7 @@ class ConfluentConsumer:
             [] if first is None else [first, *(self._client.consume(wanted, 0) if wanted else [])]
         )
         out: dict[TopicPartition, list[ConfluentRecord]] = {}
+        held: set[TopicPartition] = set()  # at a batch it cannot decode: nothing past it counts
         for m in messages:
             error = m.error()
             if error is not None:
@@ -137,13 +138,16 @@ class ConfluentConsumer:
                 if kind is None or m.topic() is None:
                     continue  # librdkafka recovers by itself (a broker down, a reconnection)
                 tp, at = TopicPartition(m.topic(), m.partition()), m.offset() or 0
+                held.add(tp)
                 self.seek(tp, at)
                 found = kind(f"{error.str()} (topic {tp.topic}, partition {tp.partition}, offset {at})")  # fmt: skip
-                if out:
-                    self._pending_error = found
-                    break
-                raise found
+                # the other partitions' messages after it are returned all the same:
+                # librdkafka has moved past them
+                self._pending_error = self._pending_error or found
+                continue
             tp = TopicPartition(m.topic(), m.partition())
+            if tp in held:
+                continue
             _, timestamp = m.timestamp()
             out.setdefault(tp, []).append(
                 ConfluentRecord(
@@ -152,6 +156,9 @@ class ConfluentConsumer:
             )
         for tp, records in out.items():
             self._positions[tp] = records[-1].offset + 1
+        if not out and self._pending_error is not None:
+            error, self._pending_error = self._pending_error, None
+            raise error
         return out
 
     def assignment(self) -> set[TopicPartition]:
