@@ -201,8 +201,13 @@ class ConfluentConsumer:
             raise _kafka_error(error) from None
         if found.offset >= NO_OFFSET:
             return int(found.offset)
+        if timeout_ms == 0:
+            return None  # not known without asking the broker
         # nothing consumed yet: the group's committed offset is where reading starts
-        (committed,) = self._client.committed([ctp], timeout=(timeout_ms or 5000) / 1000)
+        try:
+            (committed,) = self._client.committed([ctp], timeout=(timeout_ms or 5000) / 1000)
+        except confluent_kafka.KafkaException as error:
+            raise _kafka_error(error) from None
         return int(committed.offset) if committed.offset >= NO_OFFSET else None
 
     def commit(
