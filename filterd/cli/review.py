@@ -22,7 +22,7 @@ from filterd.cli.common import OptionError, broker_override, config_option, load
 from filterd.cli.feedback import as_json_object, render
 from filterd.cli.store import open_store, store_errors
 from filterd.kafka.producer import PublishError
-from filterd.kafka.publisher import Publisher
+from filterd.kafka.publisher import publisher_of
 from filterd.service.config import Config
 from filterd.service.records import Feedback, RecordError, decode, encode
 from filterd.service.review import REASONS
@@ -165,7 +165,7 @@ def review_label(config_path: str | None, item_id: int, label: str, analyst: str
         entry = _found(get_item(engine, config.model.name, item_id), item_id, config)
     record = checked_feedback(entry.message_id, label, analyst or _login(), comment)
     servers = config.kafka.get("bootstrap_servers")
-    publisher = Publisher(config.kafka, timeout=timeout)
+    publisher = publisher_of(config.kafka, timeout=timeout)
     try:
         publisher.send(config.topics.feedback, entry.message_id, encode(record))
         publisher.flush()

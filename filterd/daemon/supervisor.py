@@ -47,7 +47,7 @@ from filterd.daemon.recent import RecentMessages
 from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
 from filterd.kafka.fetch import KafkaFetcher
-from filterd.kafka.publisher import Publisher
+from filterd.kafka.publisher import publisher_of
 from filterd.kafka.settings import codecs_missing, size_limits
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
@@ -201,7 +201,7 @@ class Daemon:
         def common(topic: str, group: str, max_records: int) -> LoopSettings:
             d = config.dead_letter
             return {"kafka": kafka, "topic": topic, "group": group, "max_records": max_records,
-                        "publisher": Publisher(config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS),
+                        "publisher": publisher_of(config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS),
                         "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
                         "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
                         "metrics": self.metrics, "health": self.health, "log": self.log, "store": engine}  # fmt: skip

@@ -35,7 +35,8 @@ CommitCallback = Callable[[Offsets, Offsets | Exception], None]
 
 
 class Consumer(Protocol):
-    """What the loops use of a consumer: kafka-python's `KafkaConsumer` (`subscribed_consumer`), or
+    """What the loops use of a consumer: kafka-python's `KafkaConsumer` or
+    `filterd.kafka.confluent.ConfluentConsumer` (`subscribed_consumer`), or
     `filterd.kafka.memory.MemoryConsumer` in tests of loop logic."""
 
     def poll(
@@ -73,7 +74,14 @@ BOOTSTRAP_TIMEOUT_MS = 2000
 def subscribed_consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
                         on_assigned: RebalanceCallback, on_revoked: RebalanceCallback,
                         defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> Consumer:  # fmt: skip
-    """A consumer in `group` subscribed to `topic`, committing only when told to."""
+    """A consumer in `group` subscribed to `topic`, committing only when told to: kafka-python's,
+    or librdkafka's when `[kafka] client = "confluent"`."""
+    if kafka.get("client") == "confluent":
+        from filterd.kafka.confluent import subscribed_confluent_consumer  # an optional dependency
+
+        return subscribed_confluent_consumer(
+            kafka, topic, group, max_poll_records, on_assigned, on_revoked, defaults
+        )
     settings = client_settings(
         kafka, KafkaConsumer, {"bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS, **defaults}
     )

@@ -20,7 +20,7 @@ from filterd.service.records import DeadLetter
 class Publishing(Protocol):
     """What the loops use to publish: `Publisher`, or `filterd.kafka.memory.MemoryPublisher` in
     tests of loop logic. `flush` delivers everything sent since the last flush or raises
-    PublishError, having delivered none of it."""
+    PublishError, having delivered none of it (`ConfluentPublisher`: possibly some of it)."""
 
     def send(self, topic: str, key: str | None, value: bytes) -> None: ...
     def send_keyed(self, topic: str, records: Sequence[tuple[str, bytes]]) -> None: ...
@@ -28,18 +28,10 @@ class Publishing(Protocol):
     def close(self) -> None: ...
 
 
-class Publisher:
-    """Collects records and delivers them at `flush()`, in one `BatchProducer.publish` call;
-    its client is recreated after a failure, which may have left a connection broken.
+class Collecting:
+    """The records sent since the last flush, as (topic, key, value) with the keys encoded."""
 
-    A flush gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set."""
-
-    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
-                 stop_grace: float = 0.0) -> None:  # fmt: skip
-        self.settings = client_settings(kafka, KafkaProducer)
-        self.timeout, self.stop, self.stop_grace = timeout, stop, stop_grace
-        # created here, so that settings it cannot use stop the start-up (it connects when used)
-        self._producer: BatchProducer | None = BatchProducer(self.settings)
+    def __init__(self) -> None:
         self._pending: list[tuple[str, bytes | None, bytes]] = []
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
@@ -52,6 +44,21 @@ class Publisher:
         self._pending += [
             (topic, key.encode("utf-8", "surrogatepass"), value) for key, value in records
         ]
+
+
+class Publisher(Collecting):
+    """Collects records and delivers them at `flush()`, in one `BatchProducer.publish` call;
+    its client is recreated after a failure, which may have left a connection broken.
+
+    A flush gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set."""
+
+    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
+                 stop_grace: float = 0.0) -> None:  # fmt: skip
+        super().__init__()
+        self.settings = client_settings(kafka, KafkaProducer)
+        self.timeout, self.stop, self.stop_grace = timeout, stop, stop_grace
+        # created here, so that settings it cannot use stop the start-up (it connects when used)
+        self._producer: BatchProducer | None = BatchProducer(self.settings)
 
     def flush(self, timeout: float | None = None, probe: bool = False) -> None:
         """Deliver every record sent since the last flush, or raise PublishError (they are then
@@ -81,6 +88,18 @@ class Publisher:
         if self._producer is not None:
             self._producer.close()
             self._producer = None
+
+
+def publisher_of(kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
+                 stop_grace: float = 0.0) -> Publishing:  # fmt: skip
+    """The publisher of the `[kafka]` client: `Publisher` (kafka-python), or
+    `filterd.kafka.confluent.ConfluentPublisher` when `client = "confluent"` (a flush that fails
+    may have delivered part of the batch there)."""
+    if kafka.get("client") == "confluent":
+        from filterd.kafka.confluent import ConfluentPublisher  # an optional dependency
+
+        return ConfluentPublisher(kafka, timeout, stop, stop_grace)
+    return Publisher(kafka, timeout, stop, stop_grace)
 
 
 def dead_letter_of(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, codec
 
+from filterd.kafka.rdkafka_settings import librdkafka_settings
 from filterd.service.config import COMPRESSION_TYPES, Config, ConfigError
 
 # Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
@@ -80,14 +82,19 @@ def check_compression(name: str | None) -> None:
 def check(config: Config) -> None:
     """ConfigError naming the key unless this installation can use the `[kafka]` settings of
     `config`: every key is one of kafka-python's clients' (a misspelt one would be left out
-    without a word), the brokers are named by text, and the codec has its library installed."""
+    without a word), the brokers are named by text, and the codec has its library installed.
+    With `client = "confluent"`: confluent-kafka is installed, and every key maps to a setting of
+    librdkafka or is one (dotted)."""
+    if config.kafka.get("client") == "confluent":
+        _check_confluent(config)
     known = {
+        "client",
         *KafkaConsumer.DEFAULT_CONFIG,
         *KafkaProducer.DEFAULT_CONFIG,
         *KafkaAdminClient.DEFAULT_CONFIG,
     }
     for key in config.kafka:
-        if key not in known:
+        if key not in known and not (config.kafka.get("client") == "confluent" and "." in key):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"kafka.{key}: not a setting of kafka-python's clients{hint}")
@@ -103,6 +110,20 @@ def check(config: Config) -> None:
         check_compression(config.kafka.get("compression_type"))
     except ValueError as error:
         raise ConfigError(f"kafka.compression_type: {error}") from None
+
+
+def _check_confluent(config: Config) -> None:
+    try:
+        importlib.import_module("confluent_kafka")
+    except ImportError:
+        raise ConfigError(
+            "kafka.client: \"confluent\" needs confluent-kafka: pip install 'filterd[confluent]'"
+        ) from None
+    for role in ("consumer", "producer"):
+        try:
+            librdkafka_settings(config.kafka, role)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
 
 # A record batch's own bytes beyond its records' (header, offsets, timestamps)

@@ -32,6 +32,8 @@ ENV_PREFIX = "FILTERD_"
 SECRET_WORDS = ("password", "passphrase", "secret", "token", "key", "credentials")
 # Kafka's record batch codecs (kafka-python's names), in the order of their protocol codes
 COMPRESSION_TYPES = (None, "gzip", "snappy", "lz4", "zstd")
+# `[kafka] client`: the Kafka client library filterd runs with (confluent: librdkafka, optional)
+KAFKA_CLIENTS = ("kafka-python", "confluent")
 
 
 class ConfigError(ValueError):
@@ -511,6 +513,9 @@ def _check(config: Config) -> None:
         "kafka.bootstrap_servers",
         "must name at least one broker",
     )
+    client = config.kafka.get("client", KAFKA_CLIENTS[0])
+    require(client in KAFKA_CLIENTS, "kafka.client",
+            f"{client!r} is not one of {', '.join(KAFKA_CLIENTS)}")  # fmt: skip
     compression = config.kafka.get("compression_type")
     require(compression in COMPRESSION_TYPES, "kafka.compression_type",
             f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip

@@ -31,6 +31,8 @@ class Api:
         http = config.http
         self.log = log
         auth = Authenticator(http.tokens, http.users)
+        # labels go through kafka-python whatever `kafka.client` says: its probe keeps a label
+        # from a stalled broker that would append it after the client was told 503
         labels = LabelSender(Publisher(config.kafka), http.publish_seconds)
         self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log, metrics)
         app = create_app(self.context)

@@ -21,7 +21,7 @@ from tests.daemon.conftest import valid
 confluent_kafka = pytest.importorskip("confluent_kafka")
 TopicPartition = pytest.importorskip("kafka").TopicPartition
 
-FILTERD_CLIENTS = {"kafka-python": {}}
+FILTERD_CLIENTS = {"kafka-python": {}, "confluent": {"kafka": {"client": "confluent"}}}
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # compressible, so that librdkafka does compress (it sends a batch as it is when that is smaller)
 TEXT = "Congratulations, you have won a prize: claim it today at our office. " * 3

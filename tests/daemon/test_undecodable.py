@@ -99,15 +99,21 @@ def wait_until(condition, timeout: float = 30.0, what: str = "condition") -> Non
         time.sleep(0.05)
 
 
+SNAPPY_MISSING = "compressed with snappy, whose library is not installed here"
+CORRUPT = "corrupt: its CRC does not match its bytes"
+
+
 @pytest.mark.parametrize(
-    ("broken", "codec", "problem"),
+    ("broken", "codec", "problem", "client"),
     [
-        (snappy, "snappy", "compressed with snappy, whose library is not installed here"),
-        (bad_crc, "none", "corrupt: its CRC does not match its bytes"),
+        (snappy, "snappy", SNAPPY_MISSING, "kafka-python"),
+        (bad_crc, "none", CORRUPT, "kafka-python"),
+        # librdkafka decodes every codec itself: a corrupt batch is what it cannot read
+        (bad_crc, "none", CORRUPT, "confluent"),
     ],
 )
 def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
-    broken, codec, problem, kafka_config, topics, tmp_path, monkeypatch
+    broken, codec, problem, client, kafka_config, topics, tmp_path, monkeypatch
 ):
     monkeypatch.setattr("filterd.daemon.stuck.CHECK_SECONDS", 0.2)
     topic, group = topics["messages"], f"stuck-{topics['messages']}"
@@ -131,8 +137,10 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     upgrade(url)
     engine = connect(url)
     stop, health, metrics = threading.Event(), Health(), Metrics()
+    if client == "confluent":
+        pytest.importorskip("confluent_kafka")
     loop = Reading(
-        kafka=kafka_config,
+        kafka={**kafka_config, "client": client},
         topic=topic,
         group=group,
         max_records=100,
