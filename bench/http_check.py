@@ -151,8 +151,11 @@ def wait_ready(port: int, token: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/check", data=b'{"id": "w", "text": "hi"}',
-                                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})  # fmt: skip
+            req = urllib.request.Request(
+                f"http://127.0.0.1:{port}/v1/check",
+                data=b'{"id": "w", "text": "hi"}',
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            )
             with urllib.request.urlopen(req, timeout=2) as answer:
                 if json.loads(answer.read())["decisions"][0]["label"] != "unknown":
                     return

@@ -280,8 +280,12 @@ def kept(days: int) -> str:
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True)
 @click.option("--holdout-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
               help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
-@click.option("--analyst", metavar="NAME", help="Who gave the labels, for the audit trail.",
-              callback=lambda _ctx, _param, value: bounded(value, "--analyst", 200))  # fmt: skip
+@click.option(
+    "--analyst",
+    metavar="NAME",
+    help="Who gave the labels, for the audit trail.",
+    callback=lambda _ctx, _param, value: bounded(value, "--analyst", 200),
+)
 @click.option(
     "--skip-other-labels",
     is_flag=True,

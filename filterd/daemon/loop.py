@@ -99,10 +99,22 @@ class Loop:
     role = "loop"
     consumer_defaults: dict[str, Any] = CONSUMER_DEFAULTS  # under the [kafka] settings
 
-    def __init__(self, kafka: Mapping[str, Any], topic: str, group: str, max_records: int,
-                 publisher: Publishing, guard: DeadLetterGuard, dead_letter_topic: str,
-                 payload_limit: int, metrics: Metrics, health: Health, log: FilteringBoundLogger,
-                 connect: Callable[[], Consumer] | None = None, store: Engine | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kafka: Mapping[str, Any],
+        topic: str,
+        group: str,
+        max_records: int,
+        publisher: Publishing,
+        guard: DeadLetterGuard,
+        dead_letter_topic: str,
+        payload_limit: int,
+        metrics: Metrics,
+        health: Health,
+        log: FilteringBoundLogger,
+        connect: Callable[[], Consumer] | None = None,
+        store: Engine | None = None,
+    ) -> None:
         """`connect` makes the consumer (default: one subscribed to `topic` in `group` through
         the `kafka` settings); KafkaError from it is an unreachable broker, retried. `store`
         records the record batches the consumer cannot decode, and the skips operators ask for

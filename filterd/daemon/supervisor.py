@@ -200,11 +200,22 @@ class Daemon:
 
         def common(topic: str, group: str, max_records: int) -> LoopSettings:
             d = config.dead_letter
-            return {"kafka": kafka, "topic": topic, "group": group, "max_records": max_records,
-                        "publisher": publisher_of(config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS),
-                        "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
-                        "dead_letter_topic": config.topics.dead_letter, "payload_limit": d.payload_bytes,
-                        "metrics": self.metrics, "health": self.health, "log": self.log, "store": engine}  # fmt: skip
+            return {
+                "kafka": kafka,
+                "topic": topic,
+                "group": group,
+                "max_records": max_records,
+                "publisher": publisher_of(
+                    config.kafka, stop=self._stop, stop_grace=STOP_PUBLISH_SECONDS
+                ),
+                "guard": DeadLetterGuard(d.max_ratio, d.window, d.max_consecutive),
+                "dead_letter_topic": config.topics.dead_letter,
+                "payload_limit": d.payload_bytes,
+                "metrics": self.metrics,
+                "health": self.health,
+                "log": self.log,
+                "store": engine,
+            }
 
         loops: list[Loop] = []
         # one model for both roles

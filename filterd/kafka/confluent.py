@@ -73,7 +73,10 @@ def _ours(tps: Sequence[Any]) -> set[TopicPartition]:
 def _theirs(
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
 ) -> list[confluent_kafka.TopicPartition]:
-    return [confluent_kafka.TopicPartition(tp.topic, tp.partition, o.offset) for tp, o in offsets.items()]  # fmt: skip
+    return [
+        confluent_kafka.TopicPartition(tp.topic, tp.partition, o.offset)
+        for tp, o in offsets.items()
+    ]
 
 
 def _triples(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> set[tuple[str, int, int]]:
@@ -83,9 +86,16 @@ def _triples(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> set[tuple[s
 class ConfluentConsumer:
     """A librdkafka consumer in `group` subscribed to `topic`, committing only when told to."""
 
-    def __init__(self, kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
-                 on_assigned: RebalanceCallback, on_revoked: RebalanceCallback,
-                 defaults: Mapping[str, Any]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kafka: Mapping[str, Any],
+        topic: str,
+        group: str,
+        max_poll_records: int,
+        on_assigned: RebalanceCallback,
+        on_revoked: RebalanceCallback,
+        defaults: Mapping[str, Any],
+    ) -> None:
         settings = librdkafka_settings({**defaults, **kafka}, "consumer")
         settings.update(
             {"group.id": group, "enable.auto.commit": False, "on_commit": self._on_commit}
@@ -96,7 +106,9 @@ class ConfluentConsumer:
         self.on_assigned, self.on_revoked = on_assigned, on_revoked
         self._client = confluent_kafka.Consumer(settings)
         # commit_async's offsets and callbacks, until librdkafka reports the commit
-        self._commits: deque[tuple[Mapping[TopicPartition, OffsetAndMetadata], CommitCallback]] = deque()  # fmt: skip
+        self._commits: deque[tuple[Mapping[TopicPartition, OffsetAndMetadata], CommitCallback]] = (
+            deque()
+        )
         self._positions: dict[TopicPartition, int] = {}
         self._pending_error: KafkaError | None = None
         self._client.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
@@ -140,7 +152,9 @@ class ConfluentConsumer:
                 tp, at = TopicPartition(m.topic(), m.partition()), m.offset() or 0
                 held.add(tp)
                 self.seek(tp, at)
-                found = kind(f"{error.str()} (topic {tp.topic}, partition {tp.partition}, offset {at})")  # fmt: skip
+                found = kind(
+                    f"{error.str()} (topic {tp.topic}, partition {tp.partition}, offset {at})"
+                )
                 # the other partitions' messages after it are returned all the same:
                 # librdkafka has moved past them
                 self._pending_error = self._pending_error or found
@@ -249,9 +263,15 @@ class ConfluentConsumer:
         self._client.close()
 
 
-def subscribed_confluent_consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
-                                  on_assigned: RebalanceCallback, on_revoked: RebalanceCallback,
-                                  defaults: Mapping[str, Any]) -> ConfluentConsumer:  # fmt: skip
+def subscribed_confluent_consumer(
+    kafka: Mapping[str, Any],
+    topic: str,
+    group: str,
+    max_poll_records: int,
+    on_assigned: RebalanceCallback,
+    on_revoked: RebalanceCallback,
+    defaults: Mapping[str, Any],
+) -> ConfluentConsumer:
     """`filterd.kafka.consumer.subscribed_consumer` with librdkafka."""
     try:
         return ConfluentConsumer(
@@ -282,8 +302,13 @@ class ConfluentPublisher(Collecting):
     `flush()`, waiting for every delivery report. A flush gives up after `timeout` seconds, or
     `stop_grace` seconds after `stop` is set."""
 
-    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
-                 stop_grace: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kafka: Mapping[str, Any],
+        timeout: float = 30.0,
+        stop: threading.Event | None = None,
+        stop_grace: float = 0.0,
+    ) -> None:
         super().__init__()
         self.settings = librdkafka_settings({**PRODUCER_DEFAULTS, **kafka}, "producer")
         # keyed records go where kafka-python and the Java client put them, as filterd's readers

@@ -52,8 +52,13 @@ class Publisher(Collecting):
 
     A flush gives up after `timeout` seconds, or `stop_grace` seconds after `stop` is set."""
 
-    def __init__(self, kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
-                 stop_grace: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kafka: Mapping[str, Any],
+        timeout: float = 30.0,
+        stop: threading.Event | None = None,
+        stop_grace: float = 0.0,
+    ) -> None:
         super().__init__()
         self.settings = client_settings(kafka, KafkaProducer)
         self.timeout, self.stop, self.stop_grace = timeout, stop, stop_grace
@@ -90,8 +95,12 @@ class Publisher(Collecting):
             self._producer = None
 
 
-def publisher_of(kafka: Mapping[str, Any], timeout: float = 30.0, stop: threading.Event | None = None,
-                 stop_grace: float = 0.0) -> Publishing:  # fmt: skip
+def publisher_of(
+    kafka: Mapping[str, Any],
+    timeout: float = 30.0,
+    stop: threading.Event | None = None,
+    stop_grace: float = 0.0,
+) -> Publishing:
     """The publisher of the `[kafka]` client: `Publisher` (kafka-python), or
     `filterd.kafka.confluent.ConfluentPublisher` when `client = "confluent"` (a flush that fails
     may have delivered part of the batch there)."""

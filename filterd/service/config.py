@@ -514,8 +514,11 @@ def _check(config: Config) -> None:
         "must name at least one broker",
     )
     client = config.kafka.get("client", KAFKA_CLIENTS[0])
-    require(client in KAFKA_CLIENTS, "kafka.client",
-            f"{client!r} is not one of {', '.join(KAFKA_CLIENTS)}")  # fmt: skip
+    require(
+        client in KAFKA_CLIENTS,
+        "kafka.client",
+        f"{client!r} is not one of {', '.join(KAFKA_CLIENTS)}",
+    )
     compression = config.kafka.get("compression_type")
     require(compression in COMPRESSION_TYPES, "kafka.compression_type",
             f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip

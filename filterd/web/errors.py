@@ -78,8 +78,12 @@ API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 def json_response(body: msgspec.Struct, status: int = 200,
                   headers: dict[str, str] | None = None) -> Response:  # fmt: skip
     """`body` encoded as JSON, with `API_HEADERS`."""
-    return Response(msgspec.json.encode(body), status, {**API_HEADERS, **(headers or {})},
-                    media_type="application/json")  # fmt: skip
+    return Response(
+        msgspec.json.encode(body),
+        status,
+        {**API_HEADERS, **(headers or {})},
+        media_type="application/json",
+    )
 
 
 def problem_response(problem: Problem) -> Response:

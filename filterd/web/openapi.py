@@ -34,20 +34,27 @@ def document() -> dict[str, Any]:
     error = _json(of[api.ApiError])
 
     def answers(ok: type[msgspec.Struct], status: str, *errors: str) -> dict[str, Any]:
-        described = {"400": "not JSON, or a Host header not in http.allowed_hosts",
-                     "401": "no credential, or a wrong one",
-                     "403": "a browser's request made by another site's page",
-                     "404": "not known", "413": "the body exceeds limits.max_bytes",
-                     "415": "a body that is not Content-Type: application/json",
-                     "422": "a field that does not validate: `field` names it",
-                     "429": "too many failed credentials from this address: see Retry-After",
-                     "503": "the store, the broker or the model is not available, or too many "
-                            "credential checks at once",
-                     "504": "the brokers did not acknowledge the label in time: it was sent, "
-                            "and may still be recorded"}  # fmt: skip
-        return {status: {"description": "success", **_json(of[ok])},
-                **{e: {"description": described[e], **error}
-                   for e in sorted({"401", "403", "429", *errors})}}  # fmt: skip
+        described = {
+            "400": "not JSON, or a Host header not in http.allowed_hosts",
+            "401": "no credential, or a wrong one",
+            "403": "a browser's request made by another site's page",
+            "404": "not known",
+            "413": "the body exceeds limits.max_bytes",
+            "415": "a body that is not Content-Type: application/json",
+            "422": "a field that does not validate: `field` names it",
+            "429": "too many failed credentials from this address: see Retry-After",
+            "503": "the store, the broker or the model is not available, or too many "
+            "credential checks at once",
+            "504": "the brokers did not acknowledge the label in time: it was sent, "
+            "and may still be recorded",
+        }
+        return {
+            status: {"description": "success", **_json(of[ok])},
+            **{
+                e: {"description": described[e], **error}
+                for e in sorted({"401", "403", "429", *errors})
+            },
+        }
 
     parameters = [
         {"name": name, "in": "query", "required": False, "schema": schema}

@@ -109,9 +109,22 @@ class DaemonProcess:
 
     def start(self) -> "DaemonProcess":
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(self.config_path),
-                                             "--role", self.role, *self.options], stdout=log,
-                                            stderr=subprocess.STDOUT, env=self.env)  # fmt: skip
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "filterd",
+                    "run",
+                    "--config",
+                    str(self.config_path),
+                    "--role",
+                    self.role,
+                    *self.options,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
         return self
 
     def signal(self, signum: int) -> None:
@@ -203,8 +216,14 @@ def start_daemon(tmp_path, kafka_config, topics):
     to); stops them at the end."""
     started: list[DaemonProcess] = []
 
-    def start(db_url: str, role: str = "all", config: Path | None = None, create_store: bool = True,
-              env: dict[str, str] | None = None, **sections) -> DaemonProcess:  # fmt: skip
+    def start(
+        db_url: str,
+        role: str = "all",
+        config: Path | None = None,
+        create_store: bool = True,
+        env: dict[str, str] | None = None,
+        **sections,
+    ) -> DaemonProcess:
         path = config or write_config(tmp_path, kafka_config, topics, db_url, **sections)
         options = ["--create-store"] if create_store else []
         daemon = DaemonProcess(

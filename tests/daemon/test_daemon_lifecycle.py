@@ -36,9 +36,18 @@ def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics
     daemon.signal(signal.SIGTERM)
     assert daemon.wait() == 0
     own = [(e["event"], e.get("role")) for e in events_of(daemon) if e["logger"] == "filterd"]
-    steps = [("starting", "all"), ("store ready", None), ("loading the model", None), ("model loaded", None),
-             ("group joined", "scorer"), ("group joined", "learner"), ("ready", None), ("stopped", "scorer"),
-             ("stopped", "learner"), ("stopped", None)]  # fmt: skip
+    steps = [
+        ("starting", "all"),
+        ("store ready", None),
+        ("loading the model", None),
+        ("model loaded", None),
+        ("group joined", "scorer"),
+        ("group joined", "learner"),
+        ("ready", None),
+        ("stopped", "scorer"),
+        ("stopped", "learner"),
+        ("stopped", None),
+    ]
     assert [step for step in own if step in steps] == sorted(steps, key=own.index)
     assert own.index(("joining group", "scorer")) < own.index(("group joined", "scorer"))
     assert errors_of(daemon) == []  # a normal start and stop
@@ -66,8 +75,11 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(
     daemon.signal(signal.SIGKILL)
     daemon.wait()
     again = start_daemon(sqlite_url, config=daemon.config_path)
-    decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(set(ids_of(rs))) >= len(STREAM)
-                         and len(rs) >= 3 * len(STREAM))  # fmt: skip
+    decisions = read_all(
+        kafka_config,
+        topics["decisions"],
+        until=lambda rs: len(set(ids_of(rs))) >= len(STREAM) and len(rs) >= 3 * len(STREAM),
+    )
     assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
     again.wait_for(lambda: sum(counts(sqlite_url)) == len(STREAM), what="all feedback in the store")
     ledger, _ = counts(sqlite_url)
@@ -95,8 +107,10 @@ def test_two_daemons_share_the_partitions_and_one_takes_over(
     url = fresh_postgres(postgres_server)
     first, second = start_daemon(url), start_daemon(url)
     for daemon in (first, second):
-        daemon.wait_for(lambda d=daemon: '"role": "scorer"' in d.log() and "group joined" in d.log(),
-                        what="an assignment")  # fmt: skip
+        daemon.wait_for(
+            lambda d=daemon: '"role": "scorer"' in d.log() and "group joined" in d.log(),
+            what="an assignment",
+        )
     first.wait_for(
         lambda: _scorer_partitions(first) + _scorer_partitions(second) == 4, what="a split"
     )
@@ -219,8 +233,10 @@ def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_and_a
     offline = {**kafka_config, "bootstrap_servers": late.bootstrap_servers}
     daemon = start_daemon(sqlite_url, kafka=offline)
     try:
-        daemon.wait_for(lambda: "ECONNREFUSED" in daemon.log() or "broker unreachable" in daemon.log(),
-                        what="failed connection attempts")  # fmt: skip
+        daemon.wait_for(
+            lambda: "ECONNREFUSED" in daemon.log() or "broker unreachable" in daemon.log(),
+            what="failed connection attempts",
+        )
         assert daemon.get("/readyz")[0] == 503
         late.start()
         create_topics(offline, list(topics.values()))

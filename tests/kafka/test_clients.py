@@ -37,10 +37,15 @@ class Client:
     def consumer(self, group: str, events: list):
         if self.name == "memory":
             return MemoryConsumer(self.broker, self.topic, group)
-        return subscribed_consumer(self.kafka, self.topic, group, 500,
-                                   lambda tps: events.append(("assigned", tps)),
-                                   lambda tps: events.append(("revoked", tps)),
-                                   CONSUMER_DEFAULTS)  # fmt: skip
+        return subscribed_consumer(
+            self.kafka,
+            self.topic,
+            group,
+            500,
+            lambda tps: events.append(("assigned", tps)),
+            lambda tps: events.append(("revoked", tps)),
+            CONSUMER_DEFAULTS,
+        )
 
 
 @pytest.fixture(params=CLIENTS)

@@ -73,8 +73,15 @@ def basic(name: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
 
 
-def call(port: int, method: str, path: str, body=None, auth: str | None = None,
-         raw: bytes | None = None, headers: dict | None = None) -> tuple[int, dict | list | None, dict]:  # fmt: skip
+def call(
+    port: int,
+    method: str,
+    path: str,
+    body=None,
+    auth: str | None = None,
+    raw: bytes | None = None,
+    headers: dict | None = None,
+) -> tuple[int, dict | list | None, dict]:
     """(status, JSON body or None, headers) of one request to 127.0.0.1:`port` (a JSON body,
     unless `headers` say otherwise)."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())

@@ -88,9 +88,22 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(sqlite_url, start_dae
     serve_port = free_port()
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
-        serving = subprocess.Popen([sys.executable, "-m", "filterd", "serve", "--config", str(daemon.config_path),
-                                    "--port", str(serve_port), "--metrics-port", "0"],  # the daemon has its port
-                                   stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        serving = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "filterd",
+                "serve",
+                "--config",
+                str(daemon.config_path),
+                "--port",
+                str(serve_port),
+                "--metrics-port",
+                "0",
+            ],  # the daemon has its port
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 20
         status = 0
