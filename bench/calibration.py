@@ -146,8 +146,18 @@ class Trace:
     seconds: float
 
 
-def simulate(docs, y, ids, spec: ModelSpec, every: int, sync: int, window: int | None,
-             holdout_fraction: float, sources=SOURCES, prequential_window: int = 5000) -> Trace:  # fmt: skip
+def simulate(
+    docs,
+    y,
+    ids,
+    spec: ModelSpec,
+    every: int,
+    sync: int,
+    window: int | None,
+    holdout_fraction: float,
+    sources=SOURCES,
+    prequential_window: int = 5000,
+) -> Trace:
     """Blocks of `sync` messages, each scored by one model; a recalibration every `every`."""
     t0 = time.perf_counter()
     stats = Statistics()
@@ -183,8 +193,10 @@ def simulate(docs, y, ids, spec: ModelSpec, every: int, sync: int, window: int |
         b = len(blocks) - 1
         for source in {"prequential", "adaptive"} & set(windows):
             if pre_scores:
-                windows[source][b] = Window(np.concatenate(pre_scores)[-prequential_window:],
-                                            np.concatenate(pre_y)[-prequential_window:])  # fmt: skip
+                windows[source][b] = Window(
+                    np.concatenate(pre_scores)[-prequential_window:],
+                    np.concatenate(pre_y)[-prequential_window:],
+                )
             else:
                 windows[source][b] = None
         if "holdout" in windows:
@@ -226,8 +238,15 @@ class Outcome:
         return self.passed / self.ham if self.ham else None
 
 
-def replay(trace: Trace, source: str, target_recall: float, conservative: bool, forced: bool,
-           log=None, step: float = STEP) -> Outcome:  # fmt: skip
+def replay(
+    trace: Trace,
+    source: str,
+    target_recall: float,
+    conservative: bool,
+    forced: bool,
+    log=None,
+    step: float = STEP,
+) -> Outcome:
     """The τ sequence of one (source, R, mode, guardrails) over `trace`. Source "adaptive": the
     prequential window, with τ chosen for the recall 1 − α_t instead of R, where α_t is moved at
     each recalibration by the misses of the τ in force since the previous one, as the product's
@@ -275,8 +294,9 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
             continue
         aim = 1.0 - level if source == "adaptive" else target_recall
         try:
-            th = recall_threshold(w.scores, w.y, aim, conservative=conservative,
-                                  confidence=CONFIDENCE)  # fmt: skip
+            th = recall_threshold(
+                w.scores, w.y, aim, conservative=conservative, confidence=CONFIDENCE
+            )
         except CalibrationError:
             out.kept["unreachable"] += 1
             continue
@@ -292,8 +312,10 @@ def replay(trace: Trace, source: str, target_recall: float, conservative: bool, 
         if out.first_tau_at is None:
             out.first_tau_at = block.start + len(block.y)
         if log:
-            log(f"    after msg {block.start + len(block.y):5d}: P={p:3d} N={n:4d} AUC={auc:.4f} "
-                f"tau={tau:+.4g} window recall={th.recall:.4f} spec={th.specificity:.4f}")  # fmt: skip
+            log(
+                f"    after msg {block.start + len(block.y):5d}: P={p:3d} N={n:4d} AUC={auc:.4f} "
+                f"tau={tau:+.4g} window recall={th.recall:.4f} spec={th.specificity:.4f}"
+            )
     hits = np.array(out.hits, dtype=bool)
     full = len(hits) // WINDOW_SPAM
     met = sum(
@@ -308,8 +330,9 @@ def _f(value, digits: int = 4) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def row(corpus: str, variant: str, r: float, conservative: bool, forced: bool, source: str,
-        o: Outcome) -> str:  # fmt: skip
+def row(
+    corpus: str, variant: str, r: float, conservative: bool, forced: bool, source: str, o: Outcome
+) -> str:
     mode = ("conservative" if conservative else "exact") + (", forced" if forced else "")
     missed = o.spam - o.caught
     recall = "–" if o.recall is None else f"{o.recall:.4f} ({missed} missed)"
@@ -322,8 +345,22 @@ def row(corpus: str, variant: str, r: float, conservative: bool, forced: bool, s
     first = "never" if o.first_tau_at is None else f"{o.first_tau_at:,}"
     met, full = o.windows
     windows = f"{met} / {full}" if full else "–"
-    cells = [corpus, variant, f"{r:g}", mode, source, first, f"{o.spam:,} / {o.ham:,}", recall,
-             windows, expected, _f(o.specificity), hold, p, recal]  # fmt: skip
+    cells = [
+        corpus,
+        variant,
+        f"{r:g}",
+        mode,
+        source,
+        first,
+        f"{o.spam:,} / {o.ham:,}",
+        recall,
+        windows,
+        expected,
+        _f(o.specificity),
+        hold,
+        p,
+        recal,
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -341,18 +378,34 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", choices=ALL)
     parser.add_argument("--variant", action="append", choices=list(VARIANTS))
     parser.add_argument("--every", type=int, default=500, help="K: recalibrate every K messages")
-    parser.add_argument("--source", action="append", choices=SOURCES,
-                        help="calibration source: the re-scored holdout, the prequential scores, or the prequential "
-                             "scores at the adaptive level (default: all, one row each)")  # fmt: skip
+    parser.add_argument(
+        "--source",
+        action="append",
+        choices=SOURCES,
+        help="calibration source: the re-scored holdout, the prequential scores, or the prequential "
+        "scores at the adaptive level (default: all, one row each)",
+    )
     parser.add_argument("--target", action="append", type=float, help="R (default: 0.99 and 1)")
     parser.add_argument("--exact-only", action="store_true", help="leave out the conservative rows")
-    parser.add_argument("--step", type=float, action="append",
-                        help=f"the adaptive level's step γ/(1 − R) (default {STEP:g}, the product's; "
-                             "several: one row each)")  # fmt: skip
-    parser.add_argument("--window", type=int, default=None,
-                        help="holdout window: its last N items (default: the whole holdout so far)")  # fmt: skip
-    parser.add_argument("--prequential-window", type=int, default=5000,
-                        help="W: the newest W prequential scores (the daemon's drift.window)")  # fmt: skip
+    parser.add_argument(
+        "--step",
+        type=float,
+        action="append",
+        help=f"the adaptive level's step γ/(1 − R) (default {STEP:g}, the product's; "
+        "several: one row each)",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help="holdout window: its last N items (default: the whole holdout so far)",
+    )
+    parser.add_argument(
+        "--prequential-window",
+        type=int,
+        default=5000,
+        help="W: the newest W prequential scores (the daemon's drift.window)",
+    )
     parser.add_argument(
         "--sync",
         type=int,
@@ -372,12 +425,16 @@ def main() -> None:
     window = f"the last {args.window} holdout items" if args.window else "the whole holdout so far"
     windows = {
         "holdout": f"{window}, re-scored with the current model",
-        "prequential": (f"the newest W = {args.prequential_window} prequential scores (each "
-                        "feedback record's score on arrival, before it was learned, by the model "
-                        "of that moment; learned and holdout records alike)"),
-        "adaptive": (f"the same prequential window, τ for the recall 1 − α_t, α_t adapted from the misses "
-                     f"since the first τ (`adapt_level`, step {', '.join(f'{x:g}' for x in args.step or [STEP])})"),
-    }  # fmt: skip
+        "prequential": (
+            f"the newest W = {args.prequential_window} prequential scores (each "
+            "feedback record's score on arrival, before it was learned, by the model "
+            "of that moment; learned and holdout records alike)"
+        ),
+        "adaptive": (
+            f"the same prequential window, τ for the recall 1 − α_t, α_t adapted from the misses "
+            f"since the first τ (`adapt_level`, step {', '.join(f'{x:g}' for x in args.step or [STEP])})"
+        ),
+    }
     t_start = time.perf_counter()
     lines, notes = [], []
     tokenizer = Tokenizer()
@@ -396,25 +453,43 @@ def main() -> None:
         n_hold_spam = sum(
             in_holdout(i, args.holdout_fraction) for i, s in zip(ids, y, strict=True) if s
         )
-        notes.append(f"{corpus}: {len(records):,} messages ({int(y.sum()):,} spam), holdout "
-                     f"{n_hold:,} ({n_hold_spam} spam) at the end; tokenized in {t_tok:.1f} s")  # fmt: skip
+        notes.append(
+            f"{corpus}: {len(records):,} messages ({int(y.sum()):,} spam), holdout "
+            f"{n_hold:,} ({n_hold_spam} spam) at the end; tokenized in {t_tok:.1f} s"
+        )
         for name in args.variant or list(VARIANTS):
-            trace = simulate(docs, y, ids, VARIANTS[name], args.every, sync, args.window,
-                             args.holdout_fraction, sources, args.prequential_window)  # fmt: skip
+            trace = simulate(
+                docs,
+                y,
+                ids,
+                VARIANTS[name],
+                args.every,
+                sync,
+                args.window,
+                args.holdout_fraction,
+                sources,
+                args.prequential_window,
+            )
             notes.append(f"{corpus} {name}: stream simulated in {trace.seconds:.1f} s")
             for forced in (False, True) if args.forced else (False,):
                 for r in args.target or TARGETS:
                     for conservative in (False,) if args.exact_only else (False, True):
                         steps = args.step or [STEP]
-                        for source, step in [(s, x) for s in sources
-                                             for x in (steps if s == "adaptive" else [0.0])]:  # fmt: skip
+                        for source, step in [
+                            (s, x) for s in sources for x in (steps if s == "adaptive" else [0.0])
+                        ]:
                             if log:
-                                log(f"{corpus} {name} R={r:g} "
+                                log(
+                                    f"{corpus} {name} R={r:g} "
                                     f"{'conservative' if conservative else 'exact'}"
-                                    f"{' forced' if forced else ''} {source}")  # fmt: skip
+                                    f"{' forced' if forced else ''} {source}"
+                                )
                             o = replay(trace, source, r, conservative, forced, log, step)
-                            named = source + (f" (step {step:g})" if source == "adaptive"
-                                              and len(steps) > 1 else "")  # fmt: skip
+                            named = source + (
+                                f" (step {step:g})"
+                                if source == "adaptive" and len(steps) > 1
+                                else ""
+                            )
                             lines.append(row(corpus, name, r, conservative, forced, named, o))
                             if not forced and not conservative and r == (args.target or TARGETS)[0]:
                                 s, c, h, p = o.before
@@ -425,23 +500,30 @@ def main() -> None:
                                     f"{_f(p / h if h else None)} ({o.unknown:,} undecided while "
                                     "the model was not ready)"
                                 )
-    print(f"Produced by `{command}` on {time.strftime('%Y-%m-%d')} "
-          f"({time.perf_counter() - t_start:.0f} s).\n")  # fmt: skip
+    print(
+        f"Produced by `{command}` on {time.strftime('%Y-%m-%d')} "
+        f"({time.perf_counter() - t_start:.0f} s).\n"
+    )
     forced_note = '; "forced" rows override them as `--force` does' if args.forced else ""
-    rebuilt = ("before every message (immediate feedback)" if sync == 1 else
-               f"every {sync} messages and scores the next {sync} as one batch")  # fmt: skip
-    print(f"Protocol: walk each corpus in `order`; the model is rebuilt {rebuilt} (the "
-          f"daemon's path; spam iff s ≥ τ, τ = 0 before the first threshold is written); then "
-          f"their feedback: ids in the {args.holdout_fraction:g} holdout share (hash) go to the "
-          f"holdout, the rest are learned. Every K = {args.every} messages, recalibrate on "
-          f"{' / '.join(f'({s}) {windows[s]}' for s in sources)}; with the job's guardrails (P ≥ "
-          f"⌈1/(1−R)⌉, 100 for R = 1; conservative 95 % also P ≥ 299 for R = 0.99 and "
-          f"unreachable for R = 1; N ≥ 100; AUC drop ≤ 0.02, against the last τ of the same "
-          f"source){forced_note}. "
-          f"Learning skips the holdout for either source, so the models and decision scores are "
-          f"the same; only τ differs. A refused recalibration keeps the previous τ. Achieved "
-          f"figures count the messages decided after the first τ was written; expected k/(P+1) is what "
-          f"exchangeable new spam would give.\n")  # fmt: skip
+    rebuilt = (
+        "before every message (immediate feedback)"
+        if sync == 1
+        else f"every {sync} messages and scores the next {sync} as one batch"
+    )
+    print(
+        f"Protocol: walk each corpus in `order`; the model is rebuilt {rebuilt} (the "
+        f"daemon's path; spam iff s ≥ τ, τ = 0 before the first threshold is written); then "
+        f"their feedback: ids in the {args.holdout_fraction:g} holdout share (hash) go to the "
+        f"holdout, the rest are learned. Every K = {args.every} messages, recalibrate on "
+        f"{' / '.join(f'({s}) {windows[s]}' for s in sources)}; with the job's guardrails (P ≥ "
+        f"⌈1/(1−R)⌉, 100 for R = 1; conservative 95 % also P ≥ 299 for R = 0.99 and "
+        f"unreachable for R = 1; N ≥ 100; AUC drop ≤ 0.02, against the last τ of the same "
+        f"source){forced_note}. "
+        f"Learning skips the holdout for either source, so the models and decision scores are "
+        f"the same; only τ differs. A refused recalibration keeps the previous τ. Achieved "
+        f"figures count the messages decided after the first τ was written; expected k/(P+1) is what "
+        f"exchangeable new spam would give.\n"
+    )
     print(HEADER)
     print("\n".join(lines))
     print()

@@ -72,8 +72,18 @@ def table(name: str, protocol: str, rows) -> str:
     lines = [head + cols, "|" + "---|" * 10]
     for r in rows:
         h = None if r.recall_at_fpr_0_1pct is None else 100 * (1 - r.recall_at_fpr_0_1pct)
-        cells = [r.variant, r.select, _f(r.auc, 4), _f(r.one_minus_auc_pct, 3), _f(r.spec_at_full_recall, 3),
-                 _f(h, 2), _f(r.lam_pct, 2), _f(r.accuracy, 4), _f(r.macro_f1, 4), f"{r.messages_per_second:,.0f}"]  # fmt: skip
+        cells = [
+            r.variant,
+            r.select,
+            _f(r.auc, 4),
+            _f(r.one_minus_auc_pct, 3),
+            _f(r.spec_at_full_recall, 3),
+            _f(h, 2),
+            _f(r.lam_pct, 2),
+            _f(r.accuracy, 4),
+            _f(r.macro_f1, 4),
+            f"{r.messages_per_second:,.0f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

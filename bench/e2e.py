@@ -598,8 +598,11 @@ def cpu_use(start: CpuSnapshot, end: CpuSnapshot, daemon: Daemon | None) -> dict
 
 
 def cpu_line(cpu: dict[str, float], rate: float | None = None, unit: str = "messages") -> str:
-    per = (f" ({rate / cpu['daemon']:,.0f} {unit} per CPU-second of the daemon)"
-           if rate and cpu["daemon"] > 0.05 else "")  # fmt: skip
+    per = (
+        f" ({rate / cpu['daemon']:,.0f} {unit} per CPU-second of the daemon)"
+        if rate and cpu["daemon"] > 0.05
+        else ""
+    )
     parts = [
         f"the daemon {cpu['daemon']:.2f}{per}",
         f"the broker {cpu['broker']:.2f}",
@@ -716,8 +719,16 @@ class Analyst(threading.Thread):
     read), on one keep-alive connection. `records` holds (epoch s, page, status, seconds, this
     thread's CPU s)."""
 
-    def __init__(self, port: int, password: str, rate: float, texts: list[str], first: int,
-                 offset: float, ids: list[str]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        port: int,
+        password: str,
+        rate: float,
+        texts: list[str],
+        first: int,
+        offset: float,
+        ids: list[str],
+    ) -> None:
         super().__init__(name=f"analyst-{port}-{first}", daemon=True)
         self.port, self.first, self.offset = port, first, offset
         self.password, self.rate, self.texts = password, rate, texts
@@ -762,11 +773,23 @@ class Analyst(threading.Thread):
         match = CSRF_FIELD.search(body.decode())
         if status != 200 or "filterd_login" not in cookies or not match:
             raise RuntimeError(f"GET /login: {status}, no login cookie or csrf field")
-        form = urllib.parse.urlencode({"name": WORKBENCH_USER, "password": self.password,
-                                       "csrf": html.unescape(match.group(1)), "next": "/queue"})  # fmt: skip
-        status, headers, _ = self.request("POST", "/login", form.encode(), {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "Cookie": f"filterd_login={cookies['filterd_login'].value}"})  # fmt: skip
+        form = urllib.parse.urlencode(
+            {
+                "name": WORKBENCH_USER,
+                "password": self.password,
+                "csrf": html.unescape(match.group(1)),
+                "next": "/queue",
+            }
+        )
+        status, headers, _ = self.request(
+            "POST",
+            "/login",
+            form.encode(),
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Cookie": f"filterd_login={cookies['filterd_login'].value}",
+            },
+        )
         cookies = SimpleCookie()
         for header in headers.get_all("set-cookie") or []:
             cookies.load(header)
@@ -826,11 +849,16 @@ class WorkbenchLoad:
     """`analysts` Analyst threads on `daemon`'s workbench, `rate` requests/s in total, staggered
     evenly and each starting at another page, so that the mix and the pace are even."""
 
-    def __init__(self, daemon: Daemon, password: str, rate: float, texts: list[str],
-                 analysts: int) -> None:  # fmt: skip
+    def __init__(
+        self, daemon: Daemon, password: str, rate: float, texts: list[str], analysts: int
+    ) -> None:
         self.rate, ids = rate, []
-        self.analysts = [Analyst(daemon.sections["http"]["port"], password, rate / analysts, texts,
-                                 i, i / rate, ids) for i in range(analysts)]  # fmt: skip
+        self.analysts = [
+            Analyst(
+                daemon.sections["http"]["port"], password, rate / analysts, texts, i, i / rate, ids
+            )
+            for i in range(analysts)
+        ]
 
     def start(self) -> WorkbenchLoad:
         for analyst in self.analysts:
@@ -866,27 +894,45 @@ class WorkbenchLoad:
             statuses: dict[int, int] = {}
             for r in mine:
                 statuses[r[2]] = statuses.get(r[2], 0) + 1
-            pages[page] = {"count": len(mine), "statuses": statuses,
-                           **(quantiles_ms([r[3] for r in mine]) if mine else {})}  # fmt: skip
+            pages[page] = {
+                "count": len(mine),
+                "statuses": statuses,
+                **(quantiles_ms([r[3] for r in mine]) if mine else {}),
+            }
         every = [r[3] for r in window]
-        pages["all"] = {"count": len(window),
-                        "statuses": {s: sum(v["statuses"].get(s, 0) for v in pages.values())
-                                     for s in {r[2] for r in window}},
-                        **(quantiles_ms(every) if every else {})}  # fmt: skip
+        pages["all"] = {
+            "count": len(window),
+            "statuses": {
+                s: sum(v["statuses"].get(s, 0) for v in pages.values())
+                for s in {r[2] for r in window}
+            },
+            **(quantiles_ms(every) if every else {}),
+        }
         errors = {a.login_error for a in self.analysts if a.login_error}
-        return {"pages": pages, "rate": len(window) / seconds, "target_rate": self.rate,
-                "window_s": seconds, "cpu": cpu, "analysts": len(self.analysts),
-                "ids": len(self.analysts[0].ids),
-                "skipped": sum(t0 <= t <= t1 for a in self.analysts for t in a.skipped),
-                "login_error": "; ".join(sorted(errors)) or None}  # fmt: skip
+        return {
+            "pages": pages,
+            "rate": len(window) / seconds,
+            "target_rate": self.rate,
+            "window_s": seconds,
+            "cpu": cpu,
+            "analysts": len(self.analysts),
+            "ids": len(self.analysts[0].ids),
+            "skipped": sum(t0 <= t <= t1 for a in self.analysts for t in a.skipped),
+            "login_error": "; ".join(sorted(errors)) or None,
+        }
 
 
 def start_workbench(args, daemon: Daemon, test: list[dict]) -> WorkbenchLoad | None:
     """The analysts' thread on `daemon`'s workbench with --workbench, started; else None."""
     if not args.workbench:
         return None
-    return WorkbenchLoad(daemon, args.workbench_password, args.workbench_rate,
-                         [r["text"] for r in test], args.workbench_analysts).start()  # fmt: skip
+    return WorkbenchLoad(
+        daemon,
+        args.workbench_password,
+        args.workbench_rate,
+        [r["text"] for r in test],
+        args.workbench_analysts,
+    ).start()
 
 
 # --- the phases -------------------------------------------------------------------------------------
@@ -1035,8 +1081,15 @@ def phase_latency(
     } | ({"workbench": workbench.summary(start, start + send_seconds)} if workbench else {})
 
 
-def phase_latency_variant(args, tmp: Path, bootstrap: str, test: list[dict], kafka: dict, daemons: list,
-                          name: str = "scorer2") -> dict:  # fmt: skip
+def phase_latency_variant(
+    args,
+    tmp: Path,
+    bootstrap: str,
+    test: list[dict],
+    kafka: dict,
+    daemons: list,
+    name: str = "scorer2",
+) -> dict:
     """The latency run again, into a fresh scorer with more [kafka] client settings."""
     topics = Topics.fresh("latency")
     create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
@@ -1115,8 +1168,15 @@ def phase_learner(
         scorer = daemon("byid-scorer", "scorer", by_id).start()
         scorer.wait(lambda m: decided(m) >= args.feedback, 600, f"{args.feedback:,} decisions")
         scorer.stop()
-        labels = [(f"b{i:07d}".encode(), json.dumps({"message_id": f"b{i:07d}", "label": records[i % len(records)]["label"]}).encode())
-                  for i in range(args.feedback)]  # fmt: skip
+        labels = [
+            (
+                f"b{i:07d}".encode(),
+                json.dumps(
+                    {"message_id": f"b{i:07d}", "label": records[i % len(records)]["label"]}
+                ).encode(),
+            )
+            for i in range(args.feedback)
+        ]
         produce(bootstrap, by_id.feedback, labels)
         report |= {
             f"byid_{k}": v
@@ -1296,35 +1356,81 @@ def target_rows(args, report: dict, c: float | None) -> list[tuple[str, ...]]:
     ratio = lambda rate: f"{rate / c:.2f}" if c else "—"  # noqa: E731
     rows = []
     if "rate" in report:
-        rows.append(("scorer: decided + published, end to end (section 2)", f"{report['rate']:,.0f} msg/s",
-                     "≥ 10,000 msg/s", verdict(report["rate"] >= TARGETS["throughput"]), ratio(report["rate"]),
-                     cores(report["cpu"])))  # fmt: skip
+        rows.append(
+            (
+                "scorer: decided + published, end to end (section 2)",
+                f"{report['rate']:,.0f} msg/s",
+                "≥ 10,000 msg/s",
+                verdict(report["rate"] >= TARGETS["throughput"]),
+                ratio(report["rate"]),
+                cores(report["cpu"]),
+            )
+        )
     if "mem_rate" in report:
-        rows.append((f"the same with the {args.tokens:,}-token model (section 5)", f"{report['mem_rate']:,.0f} msg/s",
-                     "≥ 10,000 msg/s", verdict(report["mem_rate"] >= TARGETS["throughput"]), ratio(report["mem_rate"]),
-                     cores(report["mem_cpu"])))  # fmt: skip
+        rows.append(
+            (
+                f"the same with the {args.tokens:,}-token model (section 5)",
+                f"{report['mem_rate']:,.0f} msg/s",
+                "≥ 10,000 msg/s",
+                verdict(report["mem_rate"] >= TARGETS["throughput"]),
+                ratio(report["mem_rate"]),
+                cores(report["mem_cpu"]),
+            )
+        )
     for n, lat in enumerate(report["latency"]):
         how = ", ".join(f"{k}={v}" for k, v in lat["kafka"].items()) or "default client settings"
         d = lat["daemon"]
-        rows.append((f"**consume-to-publish latency p99** at {lat['rate']:,.0f} msg/s, {how}: the daemon's "
-                     f"`filterd_decision_latency_seconds` (poll() returned the message → broker acknowledged its "
-                     f"decision; section 3{'abcdef'[n]})", f"{d['p99']:.1f} ms ({d['within']:.1%} ≤ 50 ms)",
-                     "≤ 50 ms", verdict(d["within"] >= 0.99), "—", cores(lat["cpu"])))  # fmt: skip
-        rows.append((f"for reference, not the target's measure: message record → decision record CreateTime "
-                     f"p99, through the broker (section 3{'abcdef'[n]})", f"{lat['record']['p99']:.1f} ms", "—", "",
-                     "—", cores(lat["cpu"])))  # fmt: skip
-    for key, what in (("learn", "feedback applied into PostgreSQL (section 4)"),
-                      ("byid", "feedback by id, the messages read back from Kafka (section 4b)")):  # fmt: skip
+        rows.append(
+            (
+                f"**consume-to-publish latency p99** at {lat['rate']:,.0f} msg/s, {how}: the daemon's "
+                f"`filterd_decision_latency_seconds` (poll() returned the message → broker acknowledged its "
+                f"decision; section 3{'abcdef'[n]})",
+                f"{d['p99']:.1f} ms ({d['within']:.1%} ≤ 50 ms)",
+                "≤ 50 ms",
+                verdict(d["within"] >= 0.99),
+                "—",
+                cores(lat["cpu"]),
+            )
+        )
+        rows.append(
+            (
+                f"for reference, not the target's measure: message record → decision record CreateTime "
+                f"p99, through the broker (section 3{'abcdef'[n]})",
+                f"{lat['record']['p99']:.1f} ms",
+                "—",
+                "",
+                "—",
+                cores(lat["cpu"]),
+            )
+        )
+    for key, what in (
+        ("learn", "feedback applied into PostgreSQL (section 4)"),
+        ("byid", "feedback by id, the messages read back from Kafka (section 4b)"),
+    ):
         if f"{key}_rate" in report:
-            rows.append((f"learner: {what}", f"{report[f'{key}_rate']:,.0f} records/s", "≥ 5,000 records/s",
-                         verdict(report[f"{key}_rate"] >= TARGETS["learner"]), ratio(report[f"{key}_rate"]),
-                         cores(report[f"{key}_cpu"])))  # fmt: skip
+            rows.append(
+                (
+                    f"learner: {what}",
+                    f"{report[f'{key}_rate']:,.0f} records/s",
+                    "≥ 5,000 records/s",
+                    verdict(report[f"{key}_rate"] >= TARGETS["learner"]),
+                    ratio(report[f"{key}_rate"]),
+                    cores(report[f"{key}_cpu"]),
+                )
+            )
     if "mem_after" in report:
         rss = report["mem_after"]
-        rows.append((f"scorer resident memory, {args.tokens:,}-token model, after scoring "
-                     f"{args.memory_messages:,} messages (section 5)",
-                     f"{rss['VmRSS']:,.0f} MB (peak {rss['VmHWM']:,.0f} MB)", "≤ 500 MB, peak included",
-                     verdict(rss["VmRSS"] <= TARGETS["rss_mb"] and rss["VmHWM"] <= TARGETS["rss_mb"]), "—", "—"))  # fmt: skip
+        rows.append(
+            (
+                f"scorer resident memory, {args.tokens:,}-token model, after scoring "
+                f"{args.memory_messages:,} messages (section 5)",
+                f"{rss['VmRSS']:,.0f} MB (peak {rss['VmHWM']:,.0f} MB)",
+                "≤ 500 MB, peak included",
+                verdict(rss["VmRSS"] <= TARGETS["rss_mb"] and rss["VmHWM"] <= TARGETS["rss_mb"]),
+                "—",
+                "—",
+            )
+        )
     return rows
 
 
@@ -1449,8 +1555,11 @@ def print_workbench(wb: dict, where: str) -> None:
             " (" + ", ".join(f"{s or 'no answer'}×{n}" for s, n in bad.items()) + ")" if bad else ""
         )
         name = "**all**" if page == "all" else f"{'POST' if page == '/v1/check' else 'GET'} {page}"
-        times = (f"{q['p50']:.1f} ms | {q['p99']:.1f} ms | {q['max']:.1f} ms" if q["count"]
-                 else "— | — | —")  # fmt: skip
+        times = (
+            f"{q['p50']:.1f} ms | {q['p99']:.1f} ms | {q['max']:.1f} ms"
+            if q["count"]
+            else "— | — | —"
+        )
         print(f"| {name} | {q['count']:,} | {sum(bad.values()):,}{which} | {times} |")
     print()
 
@@ -1635,8 +1744,17 @@ def main() -> None:
     print_report(args, report, ceiling, command)
 
 
-def run_all(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict], variant: dict, spec: ModelSpec,
-            report: dict, daemons: list) -> dict:  # fmt: skip
+def run_all(
+    args,
+    tmp: Path,
+    bootstrap: str,
+    train: list[dict],
+    test: list[dict],
+    variant: dict,
+    spec: ModelSpec,
+    report: dict,
+    daemons: list,
+) -> dict:
     """Sections 1 to 5; returns the ceiling."""
     print("1/5 client ceiling …", file=sys.stderr)
     cpu_start = CpuSnapshot.take()
@@ -1674,8 +1792,9 @@ def run_all(args, tmp: Path, bootstrap: str, train: list[dict], test: list[dict]
     return ceiling
 
 
-def run_latency_only(args, tmp: Path, bootstrap: str, test: list[dict], variant: dict, report: dict,
-                     daemons: list) -> None:  # fmt: skip
+def run_latency_only(
+    args, tmp: Path, bootstrap: str, test: list[dict], variant: dict, report: dict, daemons: list
+) -> None:
     """Section 3 alone: the latency run in a fresh scorer, then with the variant's settings."""
     report["message_bytes"] = (
         sum(len(v) for _, v in message_values([r["text"] for r in test], 1000, "x")) / 1000

@@ -34,8 +34,13 @@ from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
-NAMES = ("default", "rf, clues ≥ 0.1", "rf s=0.1, clues ≥ 0.3", "rf s=0.45, top 15",
-         "pnbc+local:6:alo")  # fusion.COMPONENTS, in order  # fmt: skip
+NAMES = (
+    "default",
+    "rf, clues ≥ 0.1",
+    "rf s=0.1, clues ≥ 0.3",
+    "rf s=0.45, top 15",
+    "pnbc+local:6:alo",
+)  # fusion.COMPONENTS, in order
 BURN_IN = 500
 
 
@@ -71,16 +76,20 @@ def main() -> None:
         print(f"\n**{name}** ({len(y):,} messages, {int(y.sum()):,} spam), online (1−AUC)%\n")
         print(f"| scores | every message | after the first {BURN_IN} |\n|---|---|---|")
         for k, v in rows.items():
-            print(f"| {k} | {ranking.one_minus_auc_pct(v, y):.3f} | "
-                  f"{ranking.one_minus_auc_pct(v[later], y[later]):.3f} |")  # fmt: skip
+            print(
+                f"| {k} | {ranking.one_minus_auc_pct(v, y):.3f} | "
+                f"{ranking.one_minus_auc_pct(v[later], y[later]):.3f} |"
+            )
         print("\nsplit protocol\n\n| model | AUC | (1−AUC)% | spec@R=1 |\n|---|---|---|---|")
         for label, spec in (("default", DEFAULT_SPEC), ("fusion", ModelSpec.parse("fusion"))):
             e = evaluate(corpus, spec, "split", "spam")
             print(
                 f"| {label} | {e.auc:.4f} | {e.one_minus_auc_pct:.3f} | {e.spec_at_full_recall:.3f} |"
             )
-    print(f"\nProduced by `python bench/fusion.py` on {time.strftime('%Y-%m-%d')} "
-          f"({time.perf_counter() - t_start:.0f} s).")  # fmt: skip
+    print(
+        f"\nProduced by `python bench/fusion.py` on {time.strftime('%Y-%m-%d')} "
+        f"({time.perf_counter() - t_start:.0f} s)."
+    )
 
 
 if __name__ == "__main__":

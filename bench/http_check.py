@@ -67,8 +67,9 @@ def start_server(workdir: Path, corpus: Path, token: str) -> tuple[subprocess.Po
     return server, port
 
 
-async def request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes,
-                  body: bytes) -> int:  # fmt: skip
+async def request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes, body: bytes
+) -> int:
     """One POST on a keep-alive connection; the answer's status."""
     writer.write(head + body)
     await writer.drain()
@@ -82,8 +83,9 @@ async def request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, he
     return int(status_line.split()[1])
 
 
-async def run_rate(port: int, token: str, bodies: list[bytes], rate: float, seconds: float,
-                   connections: int) -> dict[str, float]:  # fmt: skip
+async def run_rate(
+    port: int, token: str, bodies: list[bytes], rate: float, seconds: float, connections: int
+) -> dict[str, float]:
     n = int(rate * seconds)
     due = np.arange(n) / rate
     latencies = np.full(n, np.nan)
@@ -105,8 +107,10 @@ async def run_rate(port: int, token: str, bodies: list[bytes], rate: float, seco
                 if time.perf_counter() > deadline:
                     return
                 body = bodies[i % len(bodies)]
-                head = (f"POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
-                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+                head = (
+                    f"POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode()
                 statuses[i] = await request(reader, writer, head, body)
                 latencies[i] = time.perf_counter() - (t0 + due[i])
         finally:
@@ -116,10 +120,15 @@ async def run_rate(port: int, token: str, bodies: list[bytes], rate: float, seco
     answered = ~np.isnan(latencies)
     took = np.nanmax(latencies + due) if answered.any() else seconds
     done = latencies[answered]
-    return {"offered": rate, "answered_per_s": float(answered.sum() / max(took, seconds)),
-            "share": float(answered.mean()), "p50_ms": float(np.percentile(done, 50) * 1e3),
-            "p99_ms": float(np.percentile(done, 99) * 1e3), "max_ms": float(done.max() * 1e3),
-            "errors": int(((statuses != 200) & answered).sum())}  # fmt: skip
+    return {
+        "offered": rate,
+        "answered_per_s": float(answered.sum() / max(took, seconds)),
+        "share": float(answered.mean()),
+        "p50_ms": float(np.percentile(done, 50) * 1e3),
+        "p99_ms": float(np.percentile(done, 99) * 1e3),
+        "max_ms": float(done.max() * 1e3),
+        "errors": int(((statuses != 200) & answered).sum()),
+    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,10 +192,14 @@ def main() -> None:
         try:
             wait_ready(port, token)
             asyncio.run(run_rate(port, token, bodies, 200, 3.0, args.connections))  # warm-up
-            print(f"POST /v1/check, one message a request, {path.parent.name}; `filterd serve` on "
-                  f"one core; {args.seconds:g} s per rate, {args.connections} connections; {started}\n")  # fmt: skip
-            print("| offered req/s | answered req/s | answered in the run | p50 ms | p99 ms | max ms "
-                  "| non-200 | server CPU ms/request | run-queue wait ms: server, load generator |")  # fmt: skip
+            print(
+                f"POST /v1/check, one message a request, {path.parent.name}; `filterd serve` on "
+                f"one core; {args.seconds:g} s per rate, {args.connections} connections; {started}\n"
+            )
+            print(
+                "| offered req/s | answered req/s | answered in the run | p50 ms | p99 ms | max ms "
+                "| non-200 | server CPU ms/request | run-queue wait ms: server, load generator |"
+            )
             print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             best = 0.0
             for rate in (float(r) for r in args.rates.split(",")):
@@ -197,9 +210,12 @@ def main() -> None:
                 per_request = 1e3 * (cpu_seconds(server.pid) - cpu) / answered
                 server_wait = waited_since(server.pid, waits)
                 own_wait = waited_since(os.getpid(), own)
-                print(f"| {rate:,.0f} | {f['answered_per_s']:,.0f} | {100 * f['share']:.1f} % | "
-                      f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {f['max_ms']:.1f} | {f['errors']} | "
-                      f"{per_request:.2f} | {server_wait:,.0f}, {own_wait:,.0f} |", flush=True)  # fmt: skip
+                print(
+                    f"| {rate:,.0f} | {f['answered_per_s']:,.0f} | {100 * f['share']:.1f} % | "
+                    f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {f['max_ms']:.1f} | {f['errors']} | "
+                    f"{per_request:.2f} | {server_wait:,.0f}, {own_wait:,.0f} |",
+                    flush=True,
+                )
                 if f["share"] >= 0.98 and f["p99_ms"] < 100:
                     best = max(best, f["answered_per_s"])
             print(f"\nHighest rate sustained (≥ 98 % answered, p99 < 100 ms): {best:,.0f} req/s")

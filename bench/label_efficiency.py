@@ -47,7 +47,12 @@ from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
-TARGETS = {"sms-spam": "spam", "spamassassin": "spam", "enron-spam": "spam", "sms-smishing": "smishing"}  # fmt: skip
+TARGETS = {
+    "sms-spam": "spam",
+    "spamassassin": "spam",
+    "enron-spam": "spam",
+    "sms-smishing": "smishing",
+}
 TRAFFIC_SHARE = 0.7
 BLOCKS = 100
 MIN_CALIBRATION = 5  # positives and negatives before a τ is chosen
@@ -61,8 +66,16 @@ class Result:
     labels: int
 
 
-def run(batch: DocBatch, y: BoolArray, target: str, budget: float, strategy: str,
-        random_share: float, target_recall: float, seed: int) -> dict[str, Result]:  # fmt: skip
+def run(
+    batch: DocBatch,
+    y: BoolArray,
+    target: str,
+    budget: float,
+    strategy: str,
+    random_share: float,
+    target_recall: float,
+    seed: int,
+) -> dict[str, Result]:
     """One labelling run over the traffic; the results of its τ choices on the test set."""
     rng = np.random.default_rng(seed)
     n_traffic = int(len(y) * TRAFFIC_SHARE)
@@ -145,8 +158,10 @@ def main() -> None:
     parser.add_argument("--target-recall", type=float, default=0.99)
     args = parser.parse_args()
     print(__doc__.split("Protocol")[1].split("\n", 1)[1])
-    print(f"random share {args.random_share}, target recall {args.target_recall}, "
-          f"{args.seeds} seeds, model {DEFAULT_SPEC}\n")  # fmt: skip
+    print(
+        f"random share {args.random_share}, target recall {args.target_recall}, "
+        f"{args.seeds} seeds, model {DEFAULT_SPEC}\n"
+    )
     tokenizer = Tokenizer()
     for corpus in args.corpus:
         path = CORPORA / corpus / "messages.jsonl.gz"
@@ -160,23 +175,35 @@ def main() -> None:
         batch = encode(docs, Statistics(seed=0).hasher, with_tokens=False)
         y = np.array([target in r.labels for r in records])
         n_test = len(y) - int(len(y) * TRAFFIC_SHARE)
-        print(f"### {corpus}: {len(y):,} messages ({int(y.sum()):,} {target}); test: the last "
-              f"{n_test:,} ({int(y[-n_test:].sum()):,} {target})\n")  # fmt: skip
+        print(
+            f"### {corpus}: {len(y):,} messages ({int(y.sum()):,} {target}); test: the last "
+            f"{n_test:,} ({int(y[-n_test:].sum()):,} {target})\n"
+        )
         print("| budget | labels | strategy | AUC | recall at τ | specificity at τ |")
         print("|---|---|---|---|---|---|")
         for budget in args.budget:
             rows: dict[str, list[Result]] = {}
             for strategy in ("random", "queue"):
                 for seed in range(args.seeds):
-                    results = run(batch, y, target, budget, strategy, args.random_share,
-                                  args.target_recall, seed)  # fmt: skip
+                    results = run(
+                        batch,
+                        y,
+                        target,
+                        budget,
+                        strategy,
+                        args.random_share,
+                        args.target_recall,
+                        seed,
+                    )
                     for suffix, result in results.items():
                         rows.setdefault(strategy + suffix, []).append(result)
             for name, results in rows.items():
-                print(f"| {budget:.0%} | {results[0].labels:,} | {name} | "
-                      f"{_mean_sd([r.auc for r in results], 4)} | "
-                      f"{_mean_sd([r.recall for r in results], 3)} | "
-                      f"{_mean_sd([r.specificity for r in results], 3)} |")  # fmt: skip
+                print(
+                    f"| {budget:.0%} | {results[0].labels:,} | {name} | "
+                    f"{_mean_sd([r.auc for r in results], 4)} | "
+                    f"{_mean_sd([r.recall for r in results], 3)} | "
+                    f"{_mean_sd([r.specificity for r in results], 3)} |"
+                )
         print(f"\n({time.perf_counter() - started:.0f} s)\n")
 
 

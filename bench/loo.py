@@ -39,8 +39,13 @@ ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 def candidates() -> dict[str, ModelSpec]:
     grid = {}
     for s, x in ((0.025, 0.52), (0.1, 0.5), (0.45, 0.5)):
-        for select in ("local:1000000:alo:0.1", "local:1000000:alo:0.18", "local:1000000:alo:0.3",
-                       "local:15:alo", "local:30:alo"):  # fmt: skip
+        for select in (
+            "local:1000000:alo:0.1",
+            "local:1000000:alo:0.18",
+            "local:1000000:alo:0.3",
+            "local:15:alo",
+            "local:30:alo",
+        ):
             spec = ModelSpec("robinson_fisher", {"s": s, "x": x}, Selection.parse(select))
             grid[str(spec)] = spec
     grid["pnbc+local:6:alo"] = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
@@ -70,10 +75,14 @@ def main() -> None:
             )
     corpora = [c for c in ALL if c in figures[str(DEFAULT_SPEC)]]
     default = str(DEFAULT_SPEC)
-    print(f"Produced by `python bench/loo.py` on {time.strftime('%Y-%m-%d')} "
-          f"({time.perf_counter() - t0:.0f} s); online (1−AUC)%, {len(grid)} candidates.\n")  # fmt: skip
-    print("| left out | chosen on the other three | held out | default | best in hindsight |\n"
-          "|---|---|---|---|---|")  # fmt: skip
+    print(
+        f"Produced by `python bench/loo.py` on {time.strftime('%Y-%m-%d')} "
+        f"({time.perf_counter() - t0:.0f} s); online (1−AUC)%, {len(grid)} candidates.\n"
+    )
+    print(
+        "| left out | chosen on the other three | held out | default | best in hindsight |\n"
+        "|---|---|---|---|---|"
+    )
     for out in corpora:
         rest = [c for c in corpora if c != out]
 
@@ -82,10 +91,16 @@ def main() -> None:
 
         chosen = min(grid, key=geo)
         best = min(grid, key=lambda n: figures[n][out])
-        print(f"| {out} | {chosen} | {figures[chosen][out]:.3f} | {figures[default][out]:.3f} "
-              f"| {best}: {figures[best][out]:.3f} |")  # fmt: skip
-    print("\n| candidate | " + " | ".join(corpora) + " | geometric mean |\n|---|"
-          + "---|" * (len(corpora) + 1))  # fmt: skip
+        print(
+            f"| {out} | {chosen} | {figures[chosen][out]:.3f} | {figures[default][out]:.3f} "
+            f"| {best}: {figures[best][out]:.3f} |"
+        )
+    print(
+        "\n| candidate | "
+        + " | ".join(corpora)
+        + " | geometric mean |\n|---|"
+        + "---|" * (len(corpora) + 1)
+    )
     order = sorted(
         grid, key=lambda n: float(np.exp(np.mean([np.log(figures[n][c]) for c in corpora])))
     )
@@ -97,8 +112,12 @@ def main() -> None:
     every_measure(grid, figures, split, corpora)
 
 
-def every_measure(grid: dict[str, ModelSpec], online: dict[str, dict[str, float]],
-                  split: dict[str, dict[str, tuple[float, float]]], corpora: list[str]) -> None:  # fmt: skip
+def every_measure(
+    grid: dict[str, ModelSpec],
+    online: dict[str, dict[str, float]],
+    split: dict[str, dict[str, tuple[float, float]]],
+    corpora: list[str],
+) -> None:
     """The choice on all three errors (module docstring), held out and in-sample."""
 
     def errors(name: str, corpus: str) -> tuple[float, float, float]:
@@ -114,11 +133,17 @@ def every_measure(grid: dict[str, ModelSpec], online: dict[str, dict[str, float]
     for out in corpora:
         chosen = min(grid, key=lambda n: geo(n, [c for c in corpora if c != out]))
         held, mine = errors(chosen, out), errors(default, out)
-        print(f"| {out} | {chosen} | {' / '.join(f'{e:.3f}' for e in held)} | "
-              f"{' / '.join(f'{e:.3f}' for e in mine)} |")  # fmt: skip
+        print(
+            f"| {out} | {chosen} | {' / '.join(f'{e:.3f}' for e in held)} | "
+            f"{' / '.join(f'{e:.3f}' for e in mine)} |"
+        )
     ranked = sorted(grid, key=lambda n: geo(n, corpora))
-    print("\nGeometric mean of the twelve errors, best first: " + ", ".join(
-        f"{n}{' (default)' if n == default else ''} {geo(n, corpora):.3f}" for n in ranked[:6]))  # fmt: skip
+    print(
+        "\nGeometric mean of the twelve errors, best first: "
+        + ", ".join(
+            f"{n}{' (default)' if n == default else ''} {geo(n, corpora):.3f}" for n in ranked[:6]
+        )
+    )
 
 
 if __name__ == "__main__":

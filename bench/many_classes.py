@@ -33,8 +33,15 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=10_000)
     args = parser.parse_args()
     priors = {f"c{i:04d}": 1.0 for i in range(args.classes)}
-    config = SynthConfig(n_messages=args.train + args.test, class_priors=priors, vocab_size=400_000,
-                         class_vocab_fraction=0.5 / args.classes, signal=0.5, mean_length=40, seed=1)  # fmt: skip
+    config = SynthConfig(
+        n_messages=args.train + args.test,
+        class_priors=priors,
+        vocab_size=400_000,
+        class_vocab_fraction=0.5 / args.classes,
+        signal=0.5,
+        mean_length=40,
+        seed=1,
+    )
     records = generate(config)
     train, test = records[: args.train], records[args.train :]
     before = rss_mb()
@@ -48,8 +55,10 @@ def main() -> None:
     learn_rate = len(train) / (time.perf_counter() - started)
     dense_mb = len(stats.labels) * len(stats.vocab) * 3 * 8 / 1e6
     print(f"{args.classes} classes, {len(train):,} training documents, {stats.V:,} distinct tokens")
-    print(f"statistics: {stats.storage.n_pairs:,} (token, class) pairs, {rss_mb() - before:,.0f} MB resident "
-          f"(dense arrays would need {dense_mb:,.0f} MB); learning {learn_rate:,.0f} docs/s")  # fmt: skip
+    print(
+        f"statistics: {stats.storage.n_pairs:,} (token, class) pairs, {rss_mb() - before:,.0f} MB resident "
+        f"(dense arrays would need {dense_mb:,.0f} MB); learning {learn_rate:,.0f} docs/s"
+    )
     truth = [r["label"] for r in test]
     specs = [
         ModelSpec("mnb"),
@@ -67,8 +76,10 @@ def main() -> None:
             ).predict()
         rate = len(test) / (time.perf_counter() - started)
         accuracy = ranking.accuracy(np.array(truth), np.array(predicted))
-        print(f"{spec!s:22s} accuracy {accuracy:.4f}  macro-F1 {ranking.macro_f1(truth, predicted):.4f}  "
-              f"{rate:,.0f} docs/s  (resident {rss_mb() - before:,.0f} MB above start)")  # fmt: skip
+        print(
+            f"{spec!s:22s} accuracy {accuracy:.4f}  macro-F1 {ranking.macro_f1(truth, predicted):.4f}  "
+            f"{rate:,.0f} docs/s  (resident {rss_mb() - before:,.0f} MB above start)"
+        )
 
 
 if __name__ == "__main__":

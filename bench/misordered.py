@@ -58,15 +58,26 @@ def main() -> None:
     peer_file = HERE / "peers/out" / args.corpus.name / "split" / f"{args.peer}.tsv"
     with peer_file.open() as f:
         by_id = {row["id"]: float(row["score"]) for row in csv.DictReader(f, delimiter="\t")}
-    rows = {"filterd default": split_scores(corpus, DEFAULT_SPEC, "spam"),
-            args.peer: np.array([by_id[r.id] for r in test])}  # fmt: skip
+    rows = {
+        "filterd default": split_scores(corpus, DEFAULT_SPEC, "spam"),
+        args.peer: np.array([by_id[r.id] for r in test]),
+    }
     hams, spams = np.flatnonzero(~truth), np.flatnonzero(truth)
     kind_of = [(lo <= words) & (words < hi) for lo, hi, _ in KINDS]
-    print(f"{args.corpus.name} (first {len(records):,}), split test part: {len(hams):,} ham, "
-          f"{len(spams):,} spam; hams by body words: "
-          + ", ".join(f"{label} {int((k & ~truth).sum())}" for k, (_, _, label) in zip(kind_of, KINDS)))  # fmt: skip
-    print("\n| scores | (1−AUC)% | misordered pairs | " + " | ".join(f"ham {k[2]}" for k in KINDS)
-          + " | " + " | ".join(f"spam {k[2]}" for k in KINDS) + " |")  # fmt: skip
+    print(
+        f"{args.corpus.name} (first {len(records):,}), split test part: {len(hams):,} ham, "
+        f"{len(spams):,} spam; hams by body words: "
+        + ", ".join(
+            f"{label} {int((k & ~truth).sum())}" for k, (_, _, label) in zip(kind_of, KINDS)
+        )
+    )
+    print(
+        "\n| scores | (1−AUC)% | misordered pairs | "
+        + " | ".join(f"ham {k[2]}" for k in KINDS)
+        + " | "
+        + " | ".join(f"spam {k[2]}" for k in KINDS)
+        + " |"
+    )
     print("|---" * (3 + 2 * len(KINDS)) + "|")
     pairs = {}
     for name, s in rows.items():
@@ -74,8 +85,11 @@ def main() -> None:
         pairs[name] = m
         by_ham = [m[k[hams]].sum() for k in kind_of]
         by_spam = [m[:, k[spams]].sum() for k in kind_of]
-        print(f"| {name} | {100 * m.mean():.3f} | {m.sum():,.0f} | "
-              + " | ".join(f"{v:,.0f}" for v in by_ham + by_spam) + " |")  # fmt: skip
+        print(
+            f"| {name} | {100 * m.mean():.3f} | {m.sum():,.0f} | "
+            + " | ".join(f"{v:,.0f}" for v in by_ham + by_spam)
+            + " |"
+        )
     stats = Statistics(seed=SEED)
     train, _ = train_test_split(corpus.records)
     stats.update(corpus.batch_of(train), [r.label for r in train])
@@ -88,8 +102,10 @@ def main() -> None:
         tokens = tokenizer(test[i].message()).tokens
         scores = model.score_tokens([tokens])
         clues = ", ".join(f"{t} {c:+.1f}" for t, c in scores.explain(0)[:5])
-        print(f"- {test[i].id}: {rows['filterd default'][i]:+.1f} / {rows[args.peer][i]:+.2f}, "
-              f"{words[i]} words: {clues}")  # fmt: skip
+        print(
+            f"- {test[i].id}: {rows['filterd default'][i]:+.1f} / {rows[args.peer][i]:+.2f}, "
+            f"{words[i]} words: {clues}"
+        )
 
 
 if __name__ == "__main__":

@@ -138,8 +138,9 @@ def filterd_online(spec: ModelSpec, data: Data) -> list[str]:
     truth = [r.label for r in data.records]
     if by_one_vs_rest(spec):  # the vectorized two-class replay, once per class
         columns = data.labels
-        scores = np.column_stack([online_scores(batch, np.array([t == c for t in truth]), spec, c)
-                                  for c in columns])  # fmt: skip
+        scores = np.column_stack(
+            [online_scores(batch, np.array([t == c for t in truth]), spec, c) for c in columns]
+        )
         return [columns[i] for i in scores[data.burn_in :].argmax(axis=1)]
     stats = Statistics(data.labels, seed=SEED)
     lazy = not spec.needs_whole_vocabulary
@@ -251,14 +252,30 @@ def systems(families: dict[str, bool]) -> list[tuple[str, ModelSpec | None, dict
     rows: list[tuple[str, ModelSpec | None, dict[str, Run]]] = []
     for spec in FILTERD_SPECS:
         label = ("filterd default " if spec == DEFAULT_SPEC else "filterd ") + str(spec)
-        rows.append((label, spec, {"split": lambda d, s=spec: filterd_split(s, d),
-                                   "online": lambda d, s=spec: filterd_online(s, d)}))  # fmt: skip
+        rows.append(
+            (
+                label,
+                spec,
+                {
+                    "split": lambda d, s=spec: filterd_split(s, d),
+                    "online": lambda d, s=spec: filterd_online(s, d),
+                },
+            )
+        )
     peers = {"River": (river_split, river_online), "scikit-learn": (sklearn_split, sklearn_online)}
     for (peer, (split, online)), family in zip(peers.items(), ("river", "sklearn"), strict=True):
         for estimator, name in (("mnb", "MultinomialNB"), ("cnb", "ComplementNB")):
             if families[family]:
-                rows.append((f"{peer} {name}", None, {"split": lambda d, e=estimator, f=split: f(e, d),
-                                                      "online": lambda d, e=estimator, f=online: f(e, d)}))  # fmt: skip
+                rows.append(
+                    (
+                        f"{peer} {name}",
+                        None,
+                        {
+                            "split": lambda d, e=estimator, f=split: f(e, d),
+                            "online": lambda d, e=estimator, f=online: f(e, d),
+                        },
+                    )
+                )
     return rows
 
 
@@ -299,22 +316,36 @@ def main() -> None:
             ):
                 checks.append(f"{name}: {problem}")
             f1 = per_class_f1(truth, predicted, data.labels)
-            lines.append(f"| {name} | {protocol} | {len(truth):,} | "
-                         f"{ranking.accuracy(np.array(truth), np.array(predicted)):.4f} | "
-                         f"{ranking.macro_f1(truth, predicted, labels=data.labels):.4f} | "
-                         + " | ".join(f"{v:.4f}" for v in f1) + f" | {seconds:.2f} |")  # fmt: skip
+            lines.append(
+                f"| {name} | {protocol} | {len(truth):,} | "
+                f"{ranking.accuracy(np.array(truth), np.array(predicted)):.4f} | "
+                f"{ranking.macro_f1(truth, predicted, labels=data.labels):.4f} | "
+                + " | ".join(f"{v:.4f}" for v in f1)
+                + f" | {seconds:.2f} |"
+            )
     counts = Counter(r.label for r in records)
     total = time.perf_counter() - started
-    print(f"Produced on {datetime.date.today().isoformat()} by `{command}` in {total:.0f} s "
-          f"({os.cpu_count()} cores; other work shared the machine). Versions: {'; '.join(versions)}.\n")  # fmt: skip
-    print(f"**{corpus_name(args.corpus)}**: {len(records):,} messages ("
-          + ", ".join(f"{c} {counts[c]:,}" for c in data.labels)
-          + f"); split {len(data.train):,} train / {len(data.test):,} test"
-          + (" (the corpus's own)" if all(r.split for r in records) else " (stratified 66/34, seed 0)")
-          + f"; online: {len(records) - data.burn_in:,} messages counted after a burn-in of {data.burn_in}"
-          + f" (until every class was learned once); tokenizing took {data.tokenize_seconds:.3f} s.\n")  # fmt: skip
-    print("| system | protocol | messages | accuracy | macro-F1 | "
-          + " | ".join(f"F1 {c}" for c in data.labels) + " | seconds |")  # fmt: skip
+    print(
+        f"Produced on {datetime.date.today().isoformat()} by `{command}` in {total:.0f} s "
+        f"({os.cpu_count()} cores; other work shared the machine). Versions: {'; '.join(versions)}.\n"
+    )
+    print(
+        f"**{corpus_name(args.corpus)}**: {len(records):,} messages ("
+        + ", ".join(f"{c} {counts[c]:,}" for c in data.labels)
+        + f"); split {len(data.train):,} train / {len(data.test):,} test"
+        + (
+            " (the corpus's own)"
+            if all(r.split for r in records)
+            else " (stratified 66/34, seed 0)"
+        )
+        + f"; online: {len(records) - data.burn_in:,} messages counted after a burn-in of {data.burn_in}"
+        + f" (until every class was learned once); tokenizing took {data.tokenize_seconds:.3f} s.\n"
+    )
+    print(
+        "| system | protocol | messages | accuracy | macro-F1 | "
+        + " | ".join(f"F1 {c}" for c in data.labels)
+        + " | seconds |"
+    )
     print("|---|---|---:|---:|---:|" + "---:|" * len(data.labels) + "---:|")
     print("\n".join(lines))
     for check in checks:

@@ -152,8 +152,10 @@ def main() -> None:
     sk = sklearn_rate(messages, labels)
     if sk:
         print(f"SMS     {'scikit-learn (one at a time)':28s} {sk:>10,.0f} msg/s")
-        print(f"        filterd/scikit-learn, one at a time: {rates['score (one at a time)'] / sk:.1f}×;"
-              f" batched: {rates['score (batches of 1000)'] / sk:.1f}×")  # fmt: skip
+        print(
+            f"        filterd/scikit-learn, one at a time: {rates['score (one at a time)'] / sk:.1f}×;"
+            f" batched: {rates['score (batches of 1000)'] / sk:.1f}×"
+        )
     emails = emails_of_about_5kb()
     if emails is None:
         print("(shared corpora absent: e-mail figures skipped)")

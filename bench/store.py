@@ -78,8 +78,16 @@ def measure(
     stats, seq = load(engine, "big")
     full = time.perf_counter() - started
     # change ≈100,000 rows (50,000 tokens in both classes), then sync only those
-    apply_feedback(engine, "big", [LabelledTokens(f"x{i}", label, [f"t{j}" for j in range(i * 200, i * 200 + 200)])
-                                   for i in range(250) for label in ("ham", "spam")], holdout_fraction=0)  # fmt: skip
+    apply_feedback(
+        engine,
+        "big",
+        [
+            LabelledTokens(f"x{i}", label, [f"t{j}" for j in range(i * 200, i * 200 + 200)])
+            for i in range(250)
+            for label in ("ham", "spam")
+        ],
+        holdout_fraction=0,
+    )
     started = time.perf_counter()
     sync(engine, "big", stats, seq)
     incremental = time.perf_counter() - started
@@ -91,9 +99,11 @@ def measure(
         else:
             size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
     tokens = stats.V
-    print(f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s (median of {REPEATS}, batches of {batch}; "
-          f"runs {', '.join(f'{r:,.0f}' for r in rates)}) | full load of {tokens:,} tokens {full:5.2f} s | "
-          f"sync of ≈100,000 rows {incremental:5.2f} s | {size / tokens:,.0f} bytes per token")  # fmt: skip
+    print(
+        f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s (median of {REPEATS}, batches of {batch}; "
+        f"runs {', '.join(f'{r:,.0f}' for r in rates)}) | full load of {tokens:,} tokens {full:5.2f} s | "
+        f"sync of ≈100,000 rows {incremental:5.2f} s | {size / tokens:,.0f} bytes per token"
+    )
 
 
 def main() -> None:

@@ -71,8 +71,10 @@ def decided_growth(engine: Engine, model_id: int, n: int) -> float:
 def corpus(name: str) -> list[dict[str, str]]:
     path = CORPORA / name / "messages.jsonl.gz"
     if not path.exists():
-        return [{"id": r["id"], "label": r["label"], "text": r["text"], "format": "text"}
-                for r in generate(SynthConfig(n_messages=6000, seed=5))]  # fmt: skip
+        return [
+            {"id": r["id"], "label": r["label"], "text": r["text"], "format": "text"}
+            for r in generate(SynthConfig(n_messages=6000, seed=5))
+        ]
     return [
         {"id": r.id, "label": r.label, "text": r.text, "format": r.format}
         for r in read_corpus(path)
@@ -83,8 +85,12 @@ def review_growth(engine: Engine, model: str, records: list[dict[str, str]], n: 
     """Queue `n` messages of `records`, decided by a model learned from the others."""
     tokenize = Tokenizer()
     train, queued = records[n:], records[:n]
-    apply_feedback(engine, model, [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
-                   holdout_fraction=0)  # fmt: skip
+    apply_feedback(
+        engine,
+        model,
+        [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+        holdout_fraction=0,
+    )
     decider = Decider(DEFAULT_SPEC, "spam", tokenizer=tokenize)
     decider.update(load(engine, model)[0], 1)
     payloads = [
@@ -92,8 +98,10 @@ def review_growth(engine: Engine, model: str, records: list[dict[str, str]], n: 
     ]
     decided = decide_payloads(decider, ThresholdSetting(), payloads, 10_000_000)
     excerpt = Review().excerpt_chars
-    items = [queued_item(m, d, t, "band", excerpt)
-             for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)]  # fmt: skip
+    items = [
+        queued_item(m, d, t, "band", excerpt)
+        for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)
+    ]
     with engine.begin() as conn:
         model_id = find_model_id(conn, model)
         for start in range(0, len(items), 500):
@@ -134,8 +142,10 @@ def main() -> None:
                 rows, after = table_bytes(engine, "review_items")
                 per_item = (after - before) / (rows - done)
                 done = rows
-                print(f"review_items, {name}: {per_item:,.0f} bytes an item (table + indexes + TOAST, "
-                      f"{args.items:,} items); at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB")  # fmt: skip
+                print(
+                    f"review_items, {name}: {per_item:,.0f} bytes an item (table + indexes + TOAST, "
+                    f"{args.items:,} items); at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB"
+                )
             engine.dispose()
         finally:
             server.cleanup()

@@ -47,8 +47,10 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", choices=ALL)
     parser.add_argument("--limit", type=int, default=None, help="the first N messages only")
     args = parser.parse_args()
-    print("| corpus | messages | sharing a score | largest tie | at the extremes | (1−AUC)% "
-          "| ties broken against / for the spam | seconds |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
+    print(
+        "| corpus | messages | sharing a score | largest tie | at the extremes | (1−AUC)% "
+        "| ties broken against / for the spam | seconds |\n|---|---|---|---|---|---|---|---|"
+    )
     tokenizer = Tokenizer()
     for name in args.corpus or ALL:
         path = CORPORA / name / "messages.jsonl.gz"
@@ -65,9 +67,11 @@ def main() -> None:
         values, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
         shared = int((counts[inverse] > 1).sum())
         extremes = int(np.sum(s == s.max()) + np.sum(s == s.min()))
-        print(f"| {name} | {len(s):,} | {shared:,} | {counts.max():,} at {values[counts.argmax()]:.6g} "
-              f"| {extremes:,} (min {s.min():.6g}, max {s.max():.6g}) | {ranking.one_minus_auc_pct(s, t):.3f} "
-              f"| {broken(s, t, False):.3f} / {broken(s, t, True):.3f} | {seconds:.0f} |")  # fmt: skip
+        print(
+            f"| {name} | {len(s):,} | {shared:,} | {counts.max():,} at {values[counts.argmax()]:.6g} "
+            f"| {extremes:,} (min {s.min():.6g}, max {s.max():.6g}) | {ranking.one_minus_auc_pct(s, t):.3f} "
+            f"| {broken(s, t, False):.3f} / {broken(s, t, True):.3f} | {seconds:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -58,9 +58,17 @@ def worker(corpus: str) -> None:
     messages = [r.message() for r in read_corpus(corpus)]
     tokenizer = Tokenizer()
     results = [tokenizer(m) for m in messages]
-    print(json.dumps({"mails": len(messages), "tokens": sum(len(r.tokens) for r in results),
-                      "hash": token_hash(results),
-                      "c": sys.modules.get("filterd._speedups") is not None}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "mails": len(messages),
+                "tokens": sum(len(r.tokens) for r in results),
+                "hash": token_hash(results),
+                "c": sys.modules.get("filterd._speedups") is not None,
+            }
+        ),
+        flush=True,
+    )
     del results
     for _ in sys.stdin:
         started = time.process_time()
@@ -97,9 +105,11 @@ class Worker:
         n = self.info["mails"]
         seconds = statistics.median(self.times)
         build = "with the C loops" if self.info.get("c") else "pure Python"
-        print(f"{name} ({build}): {n} mails, {self.info['tokens']:,} tokens, {n / seconds:,.0f} mails/s, "
-              f"{seconds / n * 1e6:.0f} µs/mail (CPU s per pass: "
-              f"{', '.join(f'{t:.2f}' for t in self.times)})")  # fmt: skip
+        print(
+            f"{name} ({build}): {n} mails, {self.info['tokens']:,} tokens, {n / seconds:,.0f} mails/s, "
+            f"{seconds / n * 1e6:.0f} µs/mail (CPU s per pass: "
+            f"{', '.join(f'{t:.2f}' for t in self.times)})"
+        )
         print(f"{name}: token hash {self.info['hash']}")
         return seconds
 
@@ -166,8 +176,10 @@ def main() -> None:
         seconds = {name: w.report(name) for name, w in workers.items()}
     if args.baseline:
         same = len({w.info["hash"] for w in workers.values()}) == 1
-        print(f"speed-up {seconds[args.baseline] / seconds['this tree']:.2f}x; "
-              f"tokens {'identical' if same else 'DIFFER'}")  # fmt: skip
+        print(
+            f"speed-up {seconds[args.baseline] / seconds['this tree']:.2f}x; "
+            f"tokens {'identical' if same else 'DIFFER'}"
+        )
 
 
 if __name__ == "__main__":

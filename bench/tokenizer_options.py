@@ -81,8 +81,9 @@ def tokenizers(chars: int, email: bool, raw: bool) -> dict[str, TokenizerFn]:
     return out
 
 
-def cpu_seconds(messages: list[dict[str, str]], tokenize: Mapping[str, TokenizerFn],
-                repeats: int) -> dict[str, float]:  # fmt: skip
+def cpu_seconds(
+    messages: list[dict[str, str]], tokenize: Mapping[str, TokenizerFn], repeats: int
+) -> dict[str, float]:
     """The median CPU seconds of one pass over `messages`, by tokenizer; passes interleaved."""
     seconds: dict[str, list[float]] = {name: [] for name in tokenize}
     for _ in range(repeats):
@@ -107,8 +108,13 @@ def measure(name: str, records: list[Record], args: argparse.Namespace) -> list[
         online = evaluate(corpus, DEFAULT_SPEC, "online")
         tokens = int(corpus.batch.counts.sum())
         distinct = int(np.unique(corpus.batch.keys).size)
-        cells[label] = [tokens / n, distinct, _number(split.auc),
-                        _number(split.spec_at_full_recall), _number(online.one_minus_auc_pct)]  # fmt: skip
+        cells[label] = [
+            tokens / n,
+            distinct,
+            _number(split.auc),
+            _number(split.spec_at_full_recall),
+            _number(online.one_minus_auc_pct),
+        ]
         print(f"{name} {label}: {cells[label]}", file=sys.stderr, flush=True)
         del corpus
     seconds = cpu_seconds([r.message() for r in records], tokenize, args.repeats)
@@ -130,13 +136,22 @@ def _number(value: float | None) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", action="append", metavar="NAME",
-                        help="a folder of ../shared/corpora (repeatable; default spamassassin, sms-spam)")  # fmt: skip
-    parser.add_argument("--enron-limit", type=int, metavar="N",
-                        help="also the first N messages of enron-spam")  # fmt: skip
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        metavar="NAME",
+        help="a folder of ../shared/corpora (repeatable; default spamassassin, sms-spam)",
+    )
+    parser.add_argument(
+        "--enron-limit", type=int, metavar="N", help="also the first N messages of enron-spam"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed passes (default 3)")
-    parser.add_argument("--chars", type=int, default=TokenizerConfig.char_ngram_chars,
-                        help="characters read for 4-grams (default %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--chars",
+        type=int,
+        default=TokenizerConfig.char_ngram_chars,
+        help="characters read for 4-grams (default %(default)s)",
+    )
     parser.add_argument("--no-raw", action="store_true", help="leave out the +c4 raw row")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -150,12 +165,16 @@ def main() -> None:
         rows += measure(label, records, args)
     seconds = time.perf_counter() - started
     command = shlex.join([".venv/bin/python", "bench/tokenizer_options.py", *sys.argv[1:]])
-    print(f"`{command}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {seconds:.0f} s, "
-          f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}; "
-          f"default model {DEFAULT_SPEC}; msg/s from the median CPU time of {args.repeats} "
-          f"tokenizer passes, ×: against default in the same run.\n")  # fmt: skip
-    print("| corpus | tokenizer | tokens/msg | tokenizer msg/s | × speed | distinct tokens "
-          "| × size | split AUC | split spec@R=1 | online (1−AUC)% |")  # fmt: skip
+    print(
+        f"`{command}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {seconds:.0f} s, "
+        f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}; "
+        f"default model {DEFAULT_SPEC}; msg/s from the median CPU time of {args.repeats} "
+        f"tokenizer passes, ×: against default in the same run.\n"
+    )
+    print(
+        "| corpus | tokenizer | tokens/msg | tokenizer msg/s | × speed | distinct tokens "
+        "| × size | split AUC | split spec@R=1 | online (1−AUC)% |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
 

@@ -79,8 +79,12 @@ def build_store(url: str, items: int) -> None:
     create_model(engine, "default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(engine, "default", [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
-                   holdout_fraction=0)  # fmt: skip
+    apply_feedback(
+        engine,
+        "default",
+        [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+        holdout_fraction=0,
+    )
     texts = generate(SynthConfig(n_messages=1000, seed=2))
     now = datetime.now(UTC)
     with engine.begin() as conn:
@@ -91,21 +95,38 @@ def build_store(url: str, items: int) -> None:
                 record = texts[i % len(texts)]
                 tokens = tokenize(record).tokens
                 score = ((i * 7919) % 2001 - 1000) / 100.0
-                batch.append(QueuedItem(
-                    message_id=f"m{i}", reason="band" if i % 50 else "random",
-                    label="spam" if score >= 0 else "ham", score=score, threshold=0.0,
-                    model_version=1 + i % 3, threshold_version=None, subject=f"subject {i}",
-                    excerpt=record["text"][:500], sender=None, attributes=None,
-                    explanation=[(t, 0.5) for t in tokens[:5]], truncated=False,
-                    tokens=tokens))  # fmt: skip
+                batch.append(
+                    QueuedItem(
+                        message_id=f"m{i}",
+                        reason="band" if i % 50 else "random",
+                        label="spam" if score >= 0 else "ham",
+                        score=score,
+                        threshold=0.0,
+                        model_version=1 + i % 3,
+                        threshold_version=None,
+                        subject=f"subject {i}",
+                        excerpt=record["text"][:500],
+                        sender=None,
+                        attributes=None,
+                        explanation=[(t, 0.5) for t in tokens[:5]],
+                        truncated=False,
+                        tokens=tokens,
+                    )
+                )
             when = now - timedelta(days=14) * (1 - start / items)
             queue_items(conn, model_id, batch, when)
     labelled = [LabelledTokens(f"m{i}", "spam", ["x"]) for i in range(0, items, 10)]
     apply_feedback(engine, "default", labelled, holdout_fraction=0)
     # the drift window: labels scored on arrival, a tenth spam, spam mostly scoring higher
-    scored = [Scored(f"p{i}", "spam" if i % 10 == 0 else "ham",
-                     (3.0 if i % 10 == 0 else -3.0) + ((i * 7919) % 1000) / 150.0, 1)
-              for i in range(5000)]  # fmt: skip
+    scored = [
+        Scored(
+            f"p{i}",
+            "spam" if i % 10 == 0 else "ham",
+            (3.0 if i % 10 == 0 else -3.0) + ((i * 7919) % 1000) / 150.0,
+            1,
+        )
+        for i in range(5000)
+    ]
     record_scores(engine, "default", "spam", scored, keep=5000)
     calibrate_model(engine, "default", "spam", 0.99, source="prequential", min_docs=5)
     if engine.dialect.name == "postgresql":
@@ -153,9 +174,16 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
     print(f"\n{kind}: {args.items:,} review items queued in {time.perf_counter() - started:.0f} s")
 
     users = {"bench": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=1000)}
-    config = load(None, environ={}, overrides={"database.url": url, "model.variant": "mnb",
-                                               "model.min_docs": 5,
-                                               "kafka.bootstrap_servers": "127.0.0.1:1"})  # fmt: skip
+    config = load(
+        None,
+        environ={},
+        overrides={
+            "database.url": url,
+            "model.variant": "mnb",
+            "model.min_docs": 5,
+            "kafka.bootstrap_servers": "127.0.0.1:1",
+        },
+    )
     config = replace(config, http=replace(config.http, users=users, port=0))
     engine = connect(url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("bench"))
@@ -198,12 +226,16 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
             server = timings.ms[-args.repeats :]
             if path.startswith("/queue"):
                 worst = max(worst, statistics.median(server))
-            print(f"| {name} | {statistics.median(server):.1f} | {max(server):.1f} | "
-                  f"{statistics.median(trips):.1f} | {cpu_ms:.1f} | {rows if path.startswith('/queue') else ''} |")  # fmt: skip
+            print(
+                f"| {name} | {statistics.median(server):.1f} | {max(server):.1f} | "
+                f"{statistics.median(trips):.1f} | {cpu_ms:.1f} | {rows if path.startswith('/queue') else ''} |"
+            )
         print()
         verdict = "met" if worst <= TARGET_MS else "NOT met"
-        print(f"target: every queue page within {TARGET_MS:.0f} ms of server time (median): {verdict}, "
-              f"the slowest {worst:.1f} ms")  # fmt: skip
+        print(
+            f"target: every queue page within {TARGET_MS:.0f} ms of server time (median): {verdict}, "
+            f"the slowest {worst:.1f} ms"
+        )
     finally:
         api.stop()
         engine.dispose()
@@ -227,10 +259,15 @@ def log_in(port: int) -> str:
     page = response.read().decode()
     login_cookie = response.getheader("set-cookie", "").split(";")[0]
     token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
-    form = urllib.parse.urlencode({"csrf": token, "name": "bench", "password": PASSWORD,
-                                   "next": "/queue"})  # fmt: skip
-    connection.request("POST", "/login", form, {"Cookie": login_cookie,
-                       "Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    form = urllib.parse.urlencode(
+        {"csrf": token, "name": "bench", "password": PASSWORD, "next": "/queue"}
+    )
+    connection.request(
+        "POST",
+        "/login",
+        form,
+        {"Cookie": login_cookie, "Content-Type": "application/x-www-form-urlencoded"},
+    )
     response = connection.getresponse()
     response.read()
     cookies = [c.split(";")[0] for c in response.headers.get_all("set-cookie") or []]

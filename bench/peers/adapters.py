@@ -40,10 +40,12 @@ def wrap_as_mail(msg_id: str, text: str) -> str:
 
     A unique Message-ID, because SpamAssassin's Bayes skips a message id it has already learned
     (and the SMS corpus repeats 403 texts); every other header is the same for all messages."""
-    return ("From: sender@sms.invalid\nTo: recipient@sms.invalid\nSubject: \n"
-            f"Message-ID: <{msg_id}@sms.invalid>\nMIME-Version: 1.0\n"
-            "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
-            f"{text}\n")  # fmt: skip
+    return (
+        "From: sender@sms.invalid\nTo: recipient@sms.invalid\nSubject: \n"
+        f"Message-ID: <{msg_id}@sms.invalid>\nMIME-Version: 1.0\n"
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
+        f"{text}\n"
+    )
 
 
 class Unavailable(Exception):
@@ -88,8 +90,11 @@ def _pip_install(*packages: str) -> str | None:
 def ensure(family: str) -> tuple[bool, str]:
     """Install what `family` needs if it is missing: (available, version or the reason it is not)."""
     # GNU time measures the peak memory of their processes
-    if (family in ("bogofilter", "spamassassin", "crm114") and not Path("/usr/bin/time").exists()
-            and (why := _apt_install("time"))):  # fmt: skip
+    if (
+        family in ("bogofilter", "spamassassin", "crm114")
+        and not Path("/usr/bin/time").exists()
+        and (why := _apt_install("time"))
+    ):
         return False, why
     if family == "bogofilter":
         if shutil.which("bogofilter") is None and (why := _apt_install("bogofilter")):
@@ -187,10 +192,17 @@ class Bogofilter:
         db = str(work / "bogofilter")
         if self.bulk:
             names = "".join(m.path + "\n" for m in last).encode()
-            return max(timed_kb(["bogofilter", "-d", db, "-TT", "-b"], input=names),
-                       timed_kb(["bogofilter", "-d", db, "-s", "-b"], input=names))  # fmt: skip
-        return max(max(timed_kb(["bogofilter", "-d", db, "-TT"], m.path),
-                       timed_kb(["bogofilter", "-d", db, "-s" if m.spam else "-n"], m.path)) for m in last)  # fmt: skip
+            return max(
+                timed_kb(["bogofilter", "-d", db, "-TT", "-b"], input=names),
+                timed_kb(["bogofilter", "-d", db, "-s", "-b"], input=names),
+            )
+        return max(
+            max(
+                timed_kb(["bogofilter", "-d", db, "-TT"], m.path),
+                timed_kb(["bogofilter", "-d", db, "-s" if m.spam else "-n"], m.path),
+            )
+            for m in last
+        )
 
     def _score(self, db: Path, m: Msg) -> float:
         with open(m.path, "rb") as f:
@@ -248,8 +260,10 @@ class SpamAssassin:
     def configure(self, work: Path) -> Path:
         config = _fresh(work / "sa-config")
         db = _fresh(work / "sa-db")
-        (config / "init.pre").write_text("loadplugin Mail::SpamAssassin::Plugin::Check\n"
-                                         "loadplugin Mail::SpamAssassin::Plugin::Bayes\n")  # fmt: skip
+        (config / "init.pre").write_text(
+            "loadplugin Mail::SpamAssassin::Plugin::Check\n"
+            "loadplugin Mail::SpamAssassin::Plugin::Bayes\n"
+        )
         for name in (
             "10_default_prefs.cf",
             "20_aux_tlds.cf",
@@ -272,9 +286,24 @@ class SpamAssassin:
             for flag, spam in (("--spam", True), ("--ham", False)):
                 listing = work / f"sa-learn{flag}.txt"
                 listing.write_text("".join(m.path + "\n" for m in train if m.spam == spam))
-                self.peak_kb = max(self.peak_kb, _run_kb(
-                    ["sa-learn", "-C", str(config), "--siteconfigpath", str(config), "-p", str(config / "user_prefs"),
-                     "--no-sync", flag, "-f", str(listing)]))  # fmt: skip
+                self.peak_kb = max(
+                    self.peak_kb,
+                    _run_kb(
+                        [
+                            "sa-learn",
+                            "-C",
+                            str(config),
+                            "--siteconfigpath",
+                            str(config),
+                            "-p",
+                            str(config / "user_prefs"),
+                            "--no-sync",
+                            flag,
+                            "-f",
+                            str(listing),
+                        ]
+                    ),
+                )
             self.peak_kb = max(
                 self.peak_kb,
                 _run_kb(
@@ -310,8 +339,11 @@ class SpamAssassin:
         )  # measured during the run: the driver's own VmHWM, sa-learn under GNU time
 
     def _drive(self, config: Path, commands: list[str]) -> np.ndarray:
-        done = subprocess.run(["perl", str(HERE / "sa_bayes.pl"), str(config)], input="".join(commands).encode(),
-                              capture_output=True)  # fmt: skip
+        done = subprocess.run(
+            ["perl", str(HERE / "sa_bayes.pl"), str(config)],
+            input="".join(commands).encode(),
+            capture_output=True,
+        )
         if done.returncode != 0:
             raise RuntimeError(
                 f"sa_bayes.pl exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
@@ -356,8 +388,18 @@ class CRM114:
     def probe(self, work: Path, last: Sequence[Msg]) -> int:
         """Peak RSS (KB) of a classify-and-train process on the final .css files."""
         db = work / "crm114"
-        return max(timed_kb(["crm", str(HERE / "crm_osb.crm"), f"--dir={db}", f"--truth={'spam' if m.spam else 'good'}"], m.path)
-                   for m in last)  # fmt: skip
+        return max(
+            timed_kb(
+                [
+                    "crm",
+                    str(HERE / "crm_osb.crm"),
+                    f"--dir={db}",
+                    f"--truth={'spam' if m.spam else 'good'}",
+                ],
+                m.path,
+            )
+            for m in last
+        )
 
     def _step(self, db: Path, m: Msg, truth: str | None) -> float:
         command = ["crm", str(HERE / "crm_osb.crm"), f"--dir={db}"] + (
@@ -427,8 +469,14 @@ class Sklearn:
                 [int(m.spam) for m in chunk],
                 classes=[0, 1],
             )
-        return np.concatenate([self._scores(clf, vectorizer.transform([m.text for m in test[lo : lo + self.batch]]))
-                               for lo in range(0, len(test), self.batch)])  # fmt: skip
+        return np.concatenate(
+            [
+                self._scores(
+                    clf, vectorizer.transform([m.text for m in test[lo : lo + self.batch]])
+                )
+                for lo in range(0, len(test), self.batch)
+            ]
+        )
 
     def online(self, stream: Sequence[Msg], work: Path) -> np.ndarray:
         vectorizer, clf = self._make()
@@ -512,8 +560,14 @@ class Filterd:
     tau = 0.0
     memory_kind = "rss"
 
-    def __init__(self, label: str, variant: str, params: dict[str, str] | None = None, select: str = "none",
-                 bigrams: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        label: str,
+        variant: str,
+        params: dict[str, str] | None = None,
+        select: str = "none",
+        bigrams: bool = False,
+    ) -> None:
         self.label, self.variant, self.raw_params, self.select, self.bigrams = (
             label,
             variant,
@@ -526,9 +580,17 @@ class Filterd:
     def warm(self) -> None:
         from filterd.evaluation.corpus import Record
 
-        records = [Record(str(i), (label,), text, "text", i, None)
-                   for i, (label, text) in enumerate([("spam", "win cash now"), ("ham", "lunch at noon"),
-                                                      ("spam", "cash prize"), ("ham", "noon is fine")])]  # fmt: skip
+        records = [
+            Record(str(i), (label,), text, "text", i, None)
+            for i, (label, text) in enumerate(
+                [
+                    ("spam", "win cash now"),
+                    ("ham", "lunch at noon"),
+                    ("spam", "cash prize"),
+                    ("ham", "noon is fine"),
+                ]
+            )
+        ]
         self.online_records(records)
         self.split_records(records)
 
@@ -590,8 +652,12 @@ def timed_kb(command: list[str], stdin_path: str | None = None, input: bytes | N
     time (Linux carries the pre-exec high-water mark over exec), hence this probe."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out, contextlib.ExitStack() as stack:
         stdin = stack.enter_context(open(stdin_path, "rb")) if stdin_path else None
-        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *command], stdin=stdin, input=input,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", out.name, *command],
+            stdin=stdin,
+            input=input,
+            capture_output=True,
+        )
         text = out.read().strip().splitlines()
     return int(text[-1]) if text and text[-1].isdigit() else 0
 

@@ -52,9 +52,13 @@ def main() -> None:
         )
         for peer in peers:
             split = evaluate(corpus, peer.spec(), "split")
-            cells = [f"{split.auc:.4f}", f"{split.spec_at_full_recall:.3f}", f"{100 * (1 - split.recall_at_fpr_0_1pct):.1f}",
-                     "–" if split.accuracy is None else f"{split.accuracy:.4f}",
-                     "–" if split.macro_f1 is None else f"{split.macro_f1:.4f}"]  # fmt: skip
+            cells = [
+                f"{split.auc:.4f}",
+                f"{split.spec_at_full_recall:.3f}",
+                f"{100 * (1 - split.recall_at_fpr_0_1pct):.1f}",
+                "–" if split.accuracy is None else f"{split.accuracy:.4f}",
+                "–" if split.macro_f1 is None else f"{split.macro_f1:.4f}",
+            ]
             if name in SPAM and not args.no_online:
                 online = evaluate(corpus, peer.spec(), "online")
                 cells += [

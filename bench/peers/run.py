@@ -160,9 +160,15 @@ def measures(scores_file: Path, tau: float, first: int | None = None) -> dict:
     truth = np.array([label == "spam" for _, label, _ in rows])
     scores = np.array([float(s) for _, _, s in rows])
     summary = ranking.binary_summary(scores, truth, tau=tau)
-    return {"auc": summary["auc"], "one_minus_auc_pct": summary["one_minus_auc_pct"], "lam_pct": summary["lam_pct"],
-            "h_pct": 100 * (1 - summary["recall_at_fpr_0_1pct"]), "spec": summary["spec_at_full_recall"],
-            "n_pos": summary["n_pos"], "n_neg": summary["n_neg"]}  # fmt: skip
+    return {
+        "auc": summary["auc"],
+        "one_minus_auc_pct": summary["one_minus_auc_pct"],
+        "lam_pct": summary["lam_pct"],
+        "h_pct": 100 * (1 - summary["recall_at_fpr_0_1pct"]),
+        "spec": summary["spec_at_full_recall"],
+        "n_pos": summary["n_pos"],
+        "n_neg": summary["n_neg"],
+    }
 
 
 def main() -> None:
@@ -246,8 +252,12 @@ def main() -> None:
         ok, text = ensure(family)
         (versions if ok else skipped)[family] = text
         print(f"{family}: {text}" if ok else f"{family}: SKIPPED, {text}", file=sys.stderr)
-    peers = [p for p in all_peers(args.candidate) if p.family in versions and (not args.only or p.family == "filterd"
-                                                                  or any(o in p.name for o in args.only))]  # fmt: skip
+    peers = [
+        p
+        for p in all_peers(args.candidate)
+        if p.family in versions
+        and (not args.only or p.family == "filterd" or any(o in p.name for o in args.only))
+    ]
     protocols = ["split", "online"] if args.protocol == "both" else [args.protocol]
     command = "python bench/peers/run.py " + shlex.join(sys.argv[1:])
     sections = {}
@@ -285,8 +295,21 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
             scores = out / protocol / (slug(peer.name) + ".tsv") if rep == 0 else None
             if scores:
                 scores.parent.mkdir(parents=True, exist_ok=True)
-            command = [sys.executable, __file__, "--worker", "--peer", peer.name, "--corpus", str(corpus),
-                       "--protocol", protocol, "--paths", str(paths_file), "--work", str(out / "work" / slug(peer.name))]  # fmt: skip
+            command = [
+                sys.executable,
+                __file__,
+                "--worker",
+                "--peer",
+                peer.name,
+                "--corpus",
+                str(corpus),
+                "--protocol",
+                protocol,
+                "--paths",
+                str(paths_file),
+                "--work",
+                str(out / "work" / slug(peer.name)),
+            ]
             if args.limit:
                 command += ["--limit", str(args.limit)]
             for item in args.relabel:
@@ -314,9 +337,13 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
             result = json.loads(done_.stdout.strip().splitlines()[-1])
             result["scores"] = str(scores) if scores else None
             done.append(result)
-            print(f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: {result['seconds']:.1f} s, "
-                  f"{result['messages'] / result['seconds']:,.0f} msg/s (wall {time.perf_counter() - started:.0f} s)"
-                  + (f"  CHECK: {result['check']}" if result.get("check") else ""), file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: {result['seconds']:.1f} s, "
+                f"{result['messages'] / result['seconds']:,.0f} msg/s (wall {time.perf_counter() - started:.0f} s)"
+                + (f"  CHECK: {result['check']}" if result.get("check") else ""),
+                file=sys.stderr,
+                flush=True,
+            )
     return runs
 
 
@@ -336,9 +363,15 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
     from filterd.evaluation.corpus import train_test_split
 
     train, test = train_test_split(records)
-    head = (f"**{name}**, {protocol} protocol ("
-            + (f"{len(train):,} train / {len(test):,} test" if protocol == "split" else f"{len(records):,} messages, in order")
-            + ")\n\n")  # fmt: skip
+    head = (
+        f"**{name}**, {protocol} protocol ("
+        + (
+            f"{len(train):,} train / {len(test):,} test"
+            if protocol == "split"
+            else f"{len(records):,} messages, in order"
+        )
+        + ")\n\n"
+    )
     rows, speeds = [], {}
     for peer in peers:
         done = [r for r in runs.get(peer.name, []) if "error" not in r]
@@ -353,10 +386,19 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         rows.append(
             (peer, measures(Path(done[0]["scores"]), peer.tau), (speed, len(done), done), None)
         )
-    reference = next((p.name for p in peers if p.family == "filterd" and p.name in speeds and "default" in p.name),
-                     next((n for n in speeds if n.startswith("filterd")), None))  # fmt: skip
-    lines = [head + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd default ÷ peer | peak MB |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    reference = next(
+        (
+            p.name
+            for p in peers
+            if p.family == "filterd" and p.name in speeds and "default" in p.name
+        ),
+        next((n for n in speeds if n.startswith("filterd")), None),
+    )
+    lines = [
+        head
+        + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd default ÷ peer | peak MB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for peer, m, timing, error in rows:
         if m is None:
             lines.append(f"| {peer.name} | – | – | – | – | – | – | – | {error} |")
@@ -380,16 +422,21 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         mark = "¹" if count == 1 else ""
         peak = max(r["peak_kb"] for r in done) / 1024
         kind = "ᶜ" if peer.memory_kind == "child" else "ʳ"
-        lines.append(f"| {label} | {m['auc']:.4f} | {m['one_minus_auc_pct']:.3f} | {m['lam_pct']:.2f} | {m['h_pct']:.1f} | "
-                     f"{m['spec']:.3f} | {speed:,.0f}{mark} | {ratio:.2f}{spread} | {peak:,.0f}{kind} |")  # fmt: skip
+        lines.append(
+            f"| {label} | {m['auc']:.4f} | {m['one_minus_auc_pct']:.3f} | {m['lam_pct']:.2f} | {m['h_pct']:.1f} | "
+            f"{m['spec']:.3f} | {speed:,.0f}{mark} | {ratio:.2f}{spread} | {peak:,.0f}{kind} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def round_ratios(reference: list[dict], peer: list[dict]) -> list[float]:
     """The reference's speed over the peer's in each round both ran: repetitions go round-robin,
     so a round's two runs met the same state of the machine."""
-    return [(r["messages"] / r["seconds"]) / (p["messages"] / p["seconds"])
-            for r, p in zip(reference, peer, strict=False) if "error" not in r and "error" not in p]  # fmt: skip
+    return [
+        (r["messages"] / r["seconds"]) / (p["messages"] / p["seconds"])
+        for r, p in zip(reference, peer, strict=False)
+        if "error" not in r and "error" not in p
+    ]
 
 
 NOTES = """\
@@ -424,11 +471,14 @@ def write_results(
     )
     stamp = datetime.date.today().isoformat()
     for name, tables in sections.items():
-        body = [f"Produced on {stamp} by `{command}`\n({os.cpu_count()} cores, {cpu}; other work shared the machine; "
-                f"{args.repeats} repetitions, --repeat-budget {args.repeat_budget:g} s"
-                + (f"; first {args.limit} messages" if args.limit else "")
-                + (f"; labels merged: {', '.join(args.relabel)}" if args.relabel else "") + ").\n",
-                "Versions: " + "; ".join(versions.values()) + ".\n"]  # fmt: skip
+        body = [
+            f"Produced on {stamp} by `{command}`\n({os.cpu_count()} cores, {cpu}; other work shared the machine; "
+            f"{args.repeats} repetitions, --repeat-budget {args.repeat_budget:g} s"
+            + (f"; first {args.limit} messages" if args.limit else "")
+            + (f"; labels merged: {', '.join(args.relabel)}" if args.relabel else "")
+            + ").\n",
+            "Versions: " + "; ".join(versions.values()) + ".\n",
+        ]
         if skipped:
             body.append("Skipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()) + ".\n")
         kept[name] = "\n".join(body) + "\n" + "\n".join(tables)

@@ -154,8 +154,12 @@ class Param:
         return x if within else None
 
     def _bounds(self) -> list[tuple[str, Callable[[float, float], bool], float]]:
-        given = ((">", operator.gt, self.gt), ("≥", operator.ge, self.ge),
-                 ("<", operator.lt, self.lt), ("≤", operator.le, self.le))  # fmt: skip
+        given = (
+            (">", operator.gt, self.gt),
+            ("≥", operator.ge, self.ge),
+            ("<", operator.lt, self.lt),
+            ("≤", operator.le, self.le),
+        )
         return [(sign, test, bound) for sign, test, bound in given if bound is not None]
 
     def describe(self) -> str:
@@ -302,9 +306,14 @@ def ova(c: Counts, alpha: float = 1.0) -> Weights:
 # --- 5. regularized universal-set NB ------------------------------------------------------------
 
 
-def likelihood_ratio(f_nu: FloatArray | float, n_nu: FloatArray | float, f_de: FloatArray | float,
-                     n_de: FloatArray | float, lam: FloatArray | float,
-                     smoothed: bool = True) -> FloatArray | float:  # fmt: skip
+def likelihood_ratio(
+    f_nu: FloatArray | float,
+    n_nu: FloatArray | float,
+    f_de: FloatArray | float,
+    n_de: FloatArray | float,
+    lam: FloatArray | float,
+    smoothed: bool = True,
+) -> FloatArray | float:
     """Kikuchi & Ozono's regularized likelihood ratio r̃.
 
     smoothed:   (f_nu+1)/(n_nu+2) · ((f_de+1)/(n_de+2) + λ)⁻¹   (what UNB-R uses)
@@ -353,8 +362,12 @@ Smoothing = Literal["laplace", "absolute", "linear", "witten_bell"]
 # absolute discounting takes at most one occurrence (δ ≤ 1) off the tokens seen once, for the
 # probabilities to sum to 1; δ = 0 or μ = 0 leave unseen tokens at log 0, μ = 1 makes every class
 # the background
-@takes(smoothing=Param(words=get_args(Smoothing), numbers=False), alpha=ALPHA,
-       delta=Param(gt=0, le=1), mu=Param(gt=0, lt=1))  # fmt: skip
+@takes(
+    smoothing=Param(words=get_args(Smoothing), numbers=False),
+    alpha=ALPHA,
+    delta=Param(gt=0, le=1),
+    mu=Param(gt=0, lt=1),
+)
 def pnbc(
     c: Counts,
     smoothing: Smoothing = "absolute",
@@ -407,9 +420,14 @@ def robinson_fisher(c: Counts, s: float = 0.45, x: float = 0.5) -> Weights:
     f = (s * x + n * p) / (s + n)
     known = c.known
     return Weights(
-        c.labels, np.stack([f, 1.0 - f]), _no_prior(c), known,
-        transform="binary", combine="fisher", strength=np.where(known, np.abs(f - 0.5), -np.inf),
-    )  # fmt: skip
+        c.labels,
+        np.stack([f, 1.0 - f]),
+        _no_prior(c),
+        known,
+        transform="binary",
+        combine="fisher",
+        strength=np.where(known, np.abs(f - 0.5), -np.inf),
+    )
 
 
 # --- registry -----------------------------------------------------------------------------------
@@ -461,8 +479,11 @@ def check_params(variant: str, params: Mapping[str, object]) -> dict[str, ParamV
         rule = declared[name]
         ok = rule.check(value)
         if ok is None:
-            raise ParamError(f"invalid value for {variant} parameter {name!r}: {shown(value)} "
-                             f"(must be {rule.describe()})", name)  # fmt: skip
+            raise ParamError(
+                f"invalid value for {variant} parameter {name!r}: {shown(value)} "
+                f"(must be {rule.describe()})",
+                name,
+            )
         checked[name] = ok
     return checked
 
@@ -475,9 +496,12 @@ def check_class_count(variant: str, params: Mapping[str, object], labels: Sequen
         value = params.get(name)
         count = len(value) if rule.per_class and isinstance(value, (list, tuple, np.ndarray)) else 1
         if count not in (1, len(labels)):
-            raise ParamError(f"invalid value for {variant} parameter {name!r}: {count} values for "
-                             f"{len(labels)} classes ({', '.join(labels)}): give one value, or one "
-                             "per class in that order", name)  # fmt: skip
+            raise ParamError(
+                f"invalid value for {variant} parameter {name!r}: {count} values for "
+                f"{len(labels)} classes ({', '.join(labels)}): give one value, or one "
+                "per class in that order",
+                name,
+            )
 
 
 def parse_params(variant: str, raw: Mapping[str, str]) -> dict[str, ParamValue]:

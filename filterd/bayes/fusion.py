@@ -126,8 +126,9 @@ def fit_weights(scores: FloatArray, y: BoolArray, window: int = WINDOW) -> tuple
     return tuple(float(v) for v in w)
 
 
-def replay_fused(scores: FloatArray, y: BoolArray, refit_every: int = REFIT_EVERY,
-                 window: int = WINDOW) -> FloatArray:  # fmt: skip
+def replay_fused(
+    scores: FloatArray, y: BoolArray, refit_every: int = REFIT_EVERY, window: int = WINDOW
+) -> FloatArray:
     """(n,) z of the online protocol: message t is combined with the weights of one pass over
     the newest `window` rows before it (`fit_weights`, the daemon's formula), recomputed before
     every message while the rows fit the window (the pass then simply goes on: one step a
@@ -148,12 +149,17 @@ def replay_fused(scores: FloatArray, y: BoolArray, refit_every: int = REFIT_EVER
     return out
 
 
-def replay_components(batch: DocBatch, is_target: BoolArray, target: str = "spam",
-                      progress: Progress = iter) -> FloatArray:  # fmt: skip
+def replay_components(
+    batch: DocBatch, is_target: BoolArray, target: str = "spam", progress: Progress = iter
+) -> FloatArray:
     """(n, k) every component's scores in the online replay of `batch` (`online_scores`);
     `progress` sees the first component's pass."""
-    return np.column_stack([online_scores(batch, is_target, spec, target, progress if i == 0 else iter)
-                            for i, spec in enumerate(COMPONENTS)])  # fmt: skip
+    return np.column_stack(
+        [
+            online_scores(batch, is_target, spec, target, progress if i == 0 else iter)
+            for i, spec in enumerate(COMPONENTS)
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,9 @@ class FusionModel:
     """The components of `COMPONENTS` on one statistics version, target vs the rest, and the
     weights that combine them."""
 
-    def __init__(self, components: Sequence[Model], weights: Sequence[float] = INITIAL_WEIGHTS) -> None:  # fmt: skip
+    def __init__(
+        self, components: Sequence[Model], weights: Sequence[float] = INITIAL_WEIGHTS
+    ) -> None:
         if len(weights) != len(components) + 1:
             raise ValueError(
                 f"{len(weights)} weights for {len(components)} components (give 1 + k)"
@@ -222,8 +230,9 @@ class FusionModel:
 DecisionModel = Model | FusionModel
 
 
-def build_model(stats: Statistics, spec: ModelSpec, target: str | None = None,
-                lazy: bool = False) -> DecisionModel:  # fmt: skip
+def build_model(
+    stats: Statistics, spec: ModelSpec, target: str | None = None, lazy: bool = False
+) -> DecisionModel:
     """A model of `spec` on `stats` (the fusion for variant "fusion", which needs a target)."""
     if spec.variant != FUSION:
         return Model.build(stats, spec, target, lazy=lazy)

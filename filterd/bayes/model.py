@@ -212,8 +212,9 @@ class Model:
             self.labels = self._compiled.weights.labels
 
     @classmethod
-    def build(cls, stats: Statistics, spec: ModelSpec, target: str | None = None,
-              lazy: bool = False) -> Model:  # fmt: skip
+    def build(
+        cls, stats: Statistics, spec: ModelSpec, target: str | None = None, lazy: bool = False
+    ) -> Model:
         """A model of `spec` on `stats`; with `target`, on the target-vs-rest view."""
         return cls(spec, target, stats, lazy)
 
@@ -250,8 +251,13 @@ class Model:
         return score_columns(compiled, self.spec.selection, self.labels, batch, ids)
 
 
-def score_columns(compiled: Compiled, selection: Selection, labels: tuple[str, ...], batch: DocBatch,
-                  ids: Int64Array) -> Scores:  # fmt: skip
+def score_columns(
+    compiled: Compiled,
+    selection: Selection,
+    labels: tuple[str, ...],
+    batch: DocBatch,
+    ids: Int64Array,
+) -> Scores:
     """Class scores of every document of `batch`, entry e scored with column `ids[e]` of
     `compiled` (−1: a token without a column). Tokens that carry no evidence are dropped, the
     document transformed, the local top-N (or Robinson–Fisher's clues) kept, then combined.
@@ -293,8 +299,14 @@ def _threshold_only(selection: Selection, batch: DocBatch) -> bool:
     )
 
 
-def _transformed(transform: str, idf_: FloatArray | None, f: FloatArray, ids: Int64Array, doc: Int64Array,
-                 n_docs: int) -> FloatArray:  # fmt: skip
+def _transformed(
+    transform: str,
+    idf_: FloatArray | None,
+    f: FloatArray,
+    ids: Int64Array,
+    doc: Int64Array,
+    n_docs: int,
+) -> FloatArray:
     """x_w of the test document: raw counts, presence, or (log-TF·)IDF with L2 norm per document."""
     if transform == "counts":
         return f
@@ -436,8 +448,9 @@ class Scores:
         order = np.argsort(-np.abs(contribution), kind="stable")
         return [(self.batch.token(int(self._entry[lo + j])), float(contribution[j])) for j in order]
 
-    def explanations(self, limit: int, target: str | None = None,
-                     decimals: int | None = None) -> list[list[tuple[str, float]]]:  # fmt: skip
+    def explanations(
+        self, limit: int, target: str | None = None, decimals: int | None = None
+    ) -> list[list[tuple[str, float]]]:
         """`explain(i)[:limit]` of every document, computed for the whole batch at once
         (contributions rounded to `decimals` if given). The batch must carry its token strings."""
         if self.batch.token_index is None:

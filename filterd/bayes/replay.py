@@ -43,8 +43,13 @@ Progress = Callable[[Iterable[int]], Iterable[int]]
 BLOCK_ENTRIES = 1 << 16
 
 
-def online_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
-                  progress: Progress = iter) -> FloatArray:  # fmt: skip
+def online_scores(
+    batch: DocBatch,
+    is_target: BoolArray,
+    spec: ModelSpec,
+    target: str = "spam",
+    progress: Progress = iter,
+) -> FloatArray:
     """(n,) decision scores of the replay of `batch` in its order (see the module docstring);
     vectorized where the spec allows, else document by document (`progress` sees every
     document either way)."""
@@ -53,8 +58,13 @@ def online_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target
     return replay_scores(batch, is_target, spec, target, progress=progress)
 
 
-def stepwise_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
-                    progress: Progress = iter) -> FloatArray:  # fmt: skip
+def stepwise_scores(
+    batch: DocBatch,
+    is_target: BoolArray,
+    spec: ModelSpec,
+    target: str = "spam",
+    progress: Progress = iter,
+) -> FloatArray:
     """The replay as it reads: score document i with a model of everything learned, learn it."""
     labels = [target if t else f"not {target}" for t in is_target]
     # learns keys from `batch`: the hasher's seed plays no part
@@ -69,8 +79,14 @@ def stepwise_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, targ
     return scores
 
 
-def replay_scores(batch: DocBatch, is_target: BoolArray, spec: ModelSpec, target: str = "spam",
-                  block_entries: int = BLOCK_ENTRIES, progress: Progress = iter) -> FloatArray:  # fmt: skip
+def replay_scores(
+    batch: DocBatch,
+    is_target: BoolArray,
+    spec: ModelSpec,
+    target: str = "spam",
+    block_entries: int = BLOCK_ENTRIES,
+    progress: Progress = iter,
+) -> FloatArray:
     """The replay vectorized, a block of about `block_entries` entries at a time (specs that
     weigh columns on their own only); a block is scored when `progress` reaches its last document."""
     if spec.needs_whole_vocabulary:
@@ -110,8 +126,9 @@ def statistics_read(spec: ModelSpec) -> frozenset[Statistic]:
     return frozenset(read)
 
 
-def _block_scores(batch: DocBatch, history: _History, labels: tuple[str, ...], spec: ModelSpec,
-                  docs: Int64Array) -> FloatArray:  # fmt: skip
+def _block_scores(
+    batch: DocBatch, history: _History, labels: tuple[str, ...], spec: ModelSpec, docs: Int64Array
+) -> FloatArray:
     """Scores of the consecutive documents `docs`: a column for each of their entries whose token
     was seen before (the others carry no evidence), weighed and scored at once."""
     lo, hi = batch.indptr[docs[0]], batch.indptr[docs[-1] + 1]
@@ -182,8 +199,12 @@ class _History:
     V: Int64Array  # (n,)
 
     @classmethod
-    def of(cls, batch: DocBatch, in_class: Int64Array,
-           statistics: Collection[Statistic] = TOKEN_STATISTICS) -> _History:  # fmt: skip
+    def of(
+        cls,
+        batch: DocBatch,
+        in_class: Int64Array,
+        statistics: Collection[Statistic] = TOKEN_STATISTICS,
+    ) -> _History:
         """The history of `batch` (`in_class`: (2, n) one-hot) with DF, and N and T if in
         `statistics` (for Robinson–Fisher, DF alone: less time than all three)."""
         order, _, starts = key_runs(batch.keys, exact=True)  # by token, then document
@@ -210,12 +231,24 @@ class _History:
         # tokens new to the document's class
         U = in_class * _per_doc(np.where(in_t, DF[0], DF[1]) == 0, batch)
         V = _per_doc((DF[0] == 0) & (DF[1] == 0), batch)  # tokens new to every class
-        return cls(DF, per_token.get("N"), per_token.get("T"), _before(in_class),
-                   _before(in_class * _per_doc(batch.counts, batch)), _before(in_class * np.diff(batch.indptr)),
-                   _before(U), _before(V))  # fmt: skip
+        return cls(
+            DF,
+            per_token.get("N"),
+            per_token.get("T"),
+            _before(in_class),
+            _before(in_class * _per_doc(batch.counts, batch)),
+            _before(in_class * np.diff(batch.indptr)),
+            _before(U),
+            _before(V),
+        )
 
-    def counts(self, labels: tuple[str, ...], doc: Int64Array, spec: ModelSpec,
-               columns: Int64Array | None = None) -> Counts:  # fmt: skip
+    def counts(
+        self,
+        labels: tuple[str, ...],
+        doc: Int64Array,
+        spec: ModelSpec,
+        columns: Int64Array | None = None,
+    ) -> Counts:
         """Columns with the aggregates of documents `doc`: the entries `columns`, or without
         columns one empty column (no statistics) per document. A statistic not computed is
         None (N is DF in set-of-words mode)."""
@@ -228,5 +261,16 @@ class _History:
             DF = self.DF.take(columns, axis=1)
             N, T = (None if a is None else a.take(columns, axis=1) for a in (self.N, self.T))
         D, Nc, DFc, U = (a.take(doc, axis=1) for a in (self.D, self.Nc, self.DFc, self.U))
-        return Counts.from_integers(labels, N, DF, T, D, Nc, DFc, U, self.V.take(doc).reshape(1, -1),
-                                    spec.set_of_words, full=False)  # fmt: skip
+        return Counts.from_integers(
+            labels,
+            N,
+            DF,
+            T,
+            D,
+            Nc,
+            DFc,
+            U,
+            self.V.take(doc).reshape(1, -1),
+            spec.set_of_words,
+            full=False,
+        )

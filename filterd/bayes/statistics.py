@@ -175,8 +175,12 @@ class Statistics:
 
     # --- reading --------------------------------------------------------------------------
 
-    def counts(self, target: str | None = None, columns: Int64Array | None = None,
-               set_of_words: bool = False) -> Counts:  # fmt: skip
+    def counts(
+        self,
+        target: str | None = None,
+        columns: Int64Array | None = None,
+        set_of_words: bool = False,
+    ) -> Counts:
         """The statistics as the estimators read them.
 
         target        rows [target, the rest together] instead of one row per class
@@ -259,17 +263,36 @@ class Counts:
     full: bool = True
 
     @classmethod
-    def from_integers(cls, labels: tuple[str, ...], N: IntArray | None, DF: IntArray, T: IntArray | None,
-                      D: Int64Array, Nc: Int64Array, DFc: Int64Array, U: Int64Array, V: int | Int64Array,
-                      set_of_words: bool = False, full: bool = True) -> Counts:  # fmt: skip
+    def from_integers(
+        cls,
+        labels: tuple[str, ...],
+        N: IntArray | None,
+        DF: IntArray,
+        T: IntArray | None,
+        D: Int64Array,
+        Nc: Int64Array,
+        DFc: Int64Array,
+        U: Int64Array,
+        V: int | Int64Array,
+        set_of_words: bool = False,
+        full: bool = True,
+    ) -> Counts:
         """Counts from the integer statistics as `Statistics` keeps them (T in fixed point,
         DFc = Σ_w DF[c,w]); N or T None where not computed. Set-of-words mode (Kołcz): a
         document is the set of its tokens, so N becomes DF and N_c becomes DFc."""
         if set_of_words:
             N, Nc = DF, DFc
-        return cls(labels, None if N is None else N.astype(np.float64), DF.astype(np.float64),
-                   None if T is None else T / T_SCALE, D.astype(np.float64), Nc.astype(np.float64), U, V,
-                   full)  # fmt: skip
+        return cls(
+            labels,
+            None if N is None else N.astype(np.float64),
+            DF.astype(np.float64),
+            None if T is None else T / T_SCALE,
+            D.astype(np.float64),
+            Nc.astype(np.float64),
+            U,
+            V,
+            full,
+        )
 
     def statistic(self, name: Literal["N", "T"]) -> FloatArray:
         """The per-token statistic `name` (`N` or `T`) for an estimator that reads it; TypeError

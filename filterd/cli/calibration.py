@@ -291,16 +291,21 @@ def render(r: CalibrationReport, source: str | None = None) -> str:
         )
     if r.weights is not None:
         bias, *rest = r.weights
-        lines.append(f"fusion weights (τ applies to their combination): bias {bias:.3g}, "
-                     f"components {' '.join(f'{w:.3g}' for w in rest)}")  # fmt: skip
+        lines.append(
+            f"fusion weights (τ applies to their combination): bias {bias:.3g}, "
+            f"components {' '.join(f'{w:.3g}' for w in rest)}"
+        )
     if r.previous_here is not None:
         h = r.previous_here
         here = f"recall {_pct(h.recall)}, specificity {_pct(h.specificity)}"
         lines.append(f"previous τ on this window: {here}")
     if p is not None:
         d = r.in_force
-        since = (delivered_text(d, r.target_class, _pct) if d.n_pos or d.n_neg
-                 else "no feedback scored since it was written")  # fmt: skip
+        since = (
+            delivered_text(d, r.target_class, _pct)
+            if d.n_pos or d.n_neg
+            else "no feedback scored since it was written"
+        )
         lines.append(f"previous τ (v{p.version}) since it was written: {since}")
     for message in r.overridden:
         lines.append(f"FORCED past: {message}")

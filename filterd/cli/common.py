@@ -86,8 +86,13 @@ broker_override = click.option(
     metavar="HOST:PORT[,…]",
     help="Kafka brokers (overrides kafka.bootstrap_servers).",
 )
-config_option = click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="FILTERD_CONFIG",
-                             help="Configuration file (TOML; default: $FILTERD_CONFIG, else the built-in defaults).")  # fmt: skip
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="FILTERD_CONFIG",
+    help="Configuration file (TOML; default: $FILTERD_CONFIG, else the built-in defaults).",
+)
 
 
 def load_config(path: str | None, **overrides: object) -> Config:

@@ -50,8 +50,13 @@ metrics_port_override = click.option(
 
 @click.command(name="run")
 @config_option
-@click.option("--role", type=click.Choice(ROLES), default="all", show_default=True,
-              help="scorer: messages → decisions; learner: feedback → store; all: both in one process.")  # fmt: skip
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    default="all",
+    show_default=True,
+    help="scorer: messages → decisions; learner: feedback → store; all: both in one process.",
+)
 @db_override
 @model_override
 @broker_override

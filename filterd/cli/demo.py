@@ -88,14 +88,18 @@ def render(s: Snapshot) -> list[str]:
         ),
     ]
     if q.n_thresholded:
-        lines.append(f"delivered  {s.target} caught {_pct(q.recall_at_tau)} against the target "
-                     f"{s.target_recall:.4g} · {kept} {_pct(q.spec_at_tau)} · over "
-                     f"{q.n_thresholded:,} decisions with a threshold")  # fmt: skip
+        lines.append(
+            f"delivered  {s.target} caught {_pct(q.recall_at_tau)} against the target "
+            f"{s.target_recall:.4g} · {kept} {_pct(q.spec_at_tau)} · over "
+            f"{q.n_thresholded:,} decisions with a threshold"
+        )
     t = s.threshold
     if t is not None:
-        line = (f"threshold  v{t.version}: τ = {t.tau:.4g} · on its window: {t.n_pos:,} "
-                f"{s.target} / {t.n_neg:,} {_others(s)}, AUC {t.auc:.4f}, {kept} "
-                f"{_pct(t.specificity)}")  # fmt: skip
+        line = (
+            f"threshold  v{t.version}: τ = {t.tau:.4g} · on its window: {t.n_pos:,} "
+            f"{s.target} / {t.n_neg:,} {_others(s)}, AUC {t.auc:.4f}, {kept} "
+            f"{_pct(t.specificity)}"
+        )
         lines.append(line)
         if s.threshold_note:
             lines += _indented(f"last attempt: {s.threshold_note}")
@@ -106,9 +110,11 @@ def render(s: Snapshot) -> list[str]:
     applied = f.get("learned", 0) + f.get("relabelled", 0)
     other = {k: v for k, v in f.items() if k not in ("learned", "relabelled", "held_out") and v}
     extra = "".join(f" · {k.replace('_', ' ')} {v:,}" for k, v in sorted(other.items()))
-    lines.append(f"feedback   sent {s.feedback_sent:,} · learned {applied:,} · held out "
-                 f"{f.get('held_out', 0):,}{extra} · waiting to be sent "
-                 f"{s.feedback_pending:,}")  # fmt: skip
+    lines.append(
+        f"feedback   sent {s.feedback_sent:,} · learned {applied:,} · held out "
+        f"{f.get('held_out', 0):,}{extra} · waiting to be sent "
+        f"{s.feedback_pending:,}"
+    )
     state = "ready · " if s.model_ready else "not ready: "
     lines.append(f"model      {state}{s.model_note}")
     return lines
@@ -118,11 +124,13 @@ def one_line(s: Snapshot) -> str:
     """The summary as one line, for pipes and logs."""
     q, t = s.quality, s.threshold
     threshold = f"threshold v{t.version} τ={t.tau:.4g}" if t else "no threshold yet"
-    return (f"[{s.elapsed:5.1f} s] sent {s.sent:,}/{s.total:,} · decided {s.decided:,} "
-            f"({s.rate_now:,.0f}/s) · AUC {_num(q.auc)} · {_others(s)} kept "
-            f"{_pct(q.spec_at_recall)} at recall {s.target_recall:.4g} · {threshold} · "
-            f"feedback {s.feedback_sent:,} sent, {s.feedback.get('learned', 0):,} learned, "
-            f"{s.feedback.get('held_out', 0):,} held out")  # fmt: skip
+    return (
+        f"[{s.elapsed:5.1f} s] sent {s.sent:,}/{s.total:,} · decided {s.decided:,} "
+        f"({s.rate_now:,.0f}/s) · AUC {_num(q.auc)} · {_others(s)} kept "
+        f"{_pct(q.spec_at_recall)} at recall {s.target_recall:.4g} · {threshold} · "
+        f"feedback {s.feedback_sent:,} sent, {s.feedback.get('learned', 0):,} learned, "
+        f"{s.feedback.get('held_out', 0):,} held out"
+    )
 
 
 # --- the screen -------------------------------------------------------------------------------
@@ -334,8 +342,9 @@ def demo_command(
     if corpus is not None:
         for name in ("spam_share", "seed"):
             if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
-                raise click.UsageError(f"--{name.replace('_', '-')} is for the synthetic stream, "
-                                       "not --corpus")  # fmt: skip
+                raise click.UsageError(
+                    f"--{name.replace('_', '-')} is for the synthetic stream, not --corpus"
+                )
     temporary = workdir is None
     directory = (
         workdir.resolve() if workdir is not None else Path(tempfile.mkdtemp(prefix="filterd-demo-"))
@@ -344,12 +353,24 @@ def demo_command(
     screen = Screen(out, live=out.isatty())
     try:
         # Every check that can fail fast does, before a broker or a daemon is started.
-        options = DemoOptions(messages=messages, spam_share=spam_share, seed=seed, corpus=corpus, rate=rate,
-                              feedback_delay=feedback_delay, target=target, target_recall=target_recall,
-                              recalibrate_every=recalibrate_every, timeout=timeout, variant=variant,
-                              select=select, config_path=config_path, metrics_port=metrics_port,
-                              workbench_port=free_port() if workbench_port == 0 else workbench_port,
-                              workbench_password=secrets.token_urlsafe(9))  # fmt: skip
+        options = DemoOptions(
+            messages=messages,
+            spam_share=spam_share,
+            seed=seed,
+            corpus=corpus,
+            rate=rate,
+            feedback_delay=feedback_delay,
+            target=target,
+            target_recall=target_recall,
+            recalibrate_every=recalibrate_every,
+            timeout=timeout,
+            variant=variant,
+            select=select,
+            config_path=config_path,
+            metrics_port=metrics_port,
+            workbench_port=free_port() if workbench_port == 0 else workbench_port,
+            workbench_password=secrets.token_urlsafe(9),
+        )
         check_workdir(directory)
         items, source = labelled_stream(options)
         demo = Demo(options, directory, items, source, on_tick=screen.tick, on_event=screen.event)
@@ -360,8 +381,10 @@ def demo_command(
     click.echo(
         f"filterd demo: {source}" + (f" ({options.corpus.resolve()})" if options.corpus else "")
     )
-    click.echo(f"  broker {demo.broker.bootstrap_servers} (Tansu, memory storage) · store "
-               f"sqlite:///{directory / DB_FILE}")  # fmt: skip
+    click.echo(
+        f"  broker {demo.broker.bootstrap_servers} (Tansu, memory storage) · store "
+        f"sqlite:///{directory / DB_FILE}"
+    )
     click.echo(
         f"  logs {directory / DAEMON_LOG}, {directory / BROKER_LOG}"
         + (
@@ -371,8 +394,10 @@ def demo_command(
         )
     )
     if demo.workbench_url is not None:
-        click.echo(f"  workbench {demo.workbench_url} · log in as {DEMO_ANALYST}, password "
-                   f"{options.workbench_password} · up until Ctrl-C after the replay")  # fmt: skip
+        click.echo(
+            f"  workbench {demo.workbench_url} · log in as {DEMO_ANALYST}, password "
+            f"{options.workbench_password} · up until Ctrl-C after the replay"
+        )
     # a temporary work dir is removed after a run that ended well, or was interrupted; after a
     # failure it is kept, for the logs the error points to
     try:

@@ -45,10 +45,22 @@ def tokenizer_options(command: F) -> F:
     options (`TokenizerConfig`), given to the command as one `tokenizer_config`."""
 
     @functools.wraps(command)
-    def with_config(*args: Any, bigrams: bool, osb: bool, char_ngrams: bool,
-                    char_ngram_chars: int, short_body: int, **kwargs: Any) -> object:  # fmt: skip
-        config = TokenizerConfig(bigrams=bigrams, osb=osb, char_ngrams=char_ngrams,
-                                 char_ngram_chars=char_ngram_chars, short_body=short_body)  # fmt: skip
+    def with_config(
+        *args: Any,
+        bigrams: bool,
+        osb: bool,
+        char_ngrams: bool,
+        char_ngram_chars: int,
+        short_body: int,
+        **kwargs: Any,
+    ) -> object:
+        config = TokenizerConfig(
+            bigrams=bigrams,
+            osb=osb,
+            char_ngrams=char_ngrams,
+            char_ngram_chars=char_ngram_chars,
+            short_body=short_body,
+        )
         return command(*args, tokenizer_config=config, **kwargs)
 
     options = [
@@ -129,10 +141,18 @@ def tokenizer_options(command: F) -> F:
 @relabel_option
 @tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
-def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], params: tuple[str, ...],
-                     selections: tuple[str, ...], protocol: str, target: str | None,
-                     relabels: tuple[str, ...], tokenizer_config: TokenizerConfig,
-                     as_json: bool) -> None:  # fmt: skip
+def evaluate_command(
+    corpus: str | None,
+    demo: bool,
+    variants: tuple[str, ...],
+    params: tuple[str, ...],
+    selections: tuple[str, ...],
+    protocol: str,
+    target: str | None,
+    relabels: tuple[str, ...],
+    tokenizer_config: TokenizerConfig,
+    as_json: bool,
+) -> None:
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding messages.jsonl[.gz];
     see shared/corpora/README.md).
 
@@ -197,9 +217,18 @@ def evaluate_command(corpus: str | None, demo: bool, variants: tuple[str, ...], 
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @relabel_option
 @click.option("--json", "as_json", is_flag=True)
-def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tuple[str, ...],
-                 selection: str | None, grids: tuple[str, ...], objective: Objective | None,
-                 target: str | None, relabels: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
+def tune_command(
+    corpus: str | None,
+    demo: bool,
+    variant: str | None,
+    params: tuple[str, ...],
+    selection: str | None,
+    grids: tuple[str, ...],
+    objective: Objective | None,
+    target: str | None,
+    relabels: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
@@ -240,9 +269,19 @@ def tune_command(corpus: str | None, demo: bool, variant: str | None, params: tu
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     if as_json:
-        click.echo(json.dumps({"best": str(tuned.spec), "params": dict(tuned.spec.params), "objective": chosen_objective,
-                               "validation": tuned.value, "test_before": before.as_dict(), "test_after": after.as_dict()},
-                              default=str))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {
+                    "best": str(tuned.spec),
+                    "params": dict(tuned.spec.params),
+                    "objective": chosen_objective,
+                    "validation": tuned.value,
+                    "test_before": before.as_dict(),
+                    "test_after": after.as_dict(),
+                },
+                default=str,
+            )
+        )
         return
     for candidate, value in tuned.tried:
         click.echo(f"  {candidate!s:40s} validation {chosen_objective} {value:.4f}")
@@ -271,8 +310,12 @@ def synth_command(path: str, n_messages: int, spam_share: float, drift: float, s
     Its ids are synth-TAG-000001, synth-TAG-000002, …, where TAG (8 hex digits) names the
     options: the same options write the same corpus, other options other ids, so that two
     corpora learned into one store do not relabel each other's messages."""
-    config = SynthConfig(n_messages=n_messages, class_priors={"ham": 1 - spam_share, "spam": spam_share},
-                         drift=drift, seed=seed)  # fmt: skip
+    config = SynthConfig(
+        n_messages=n_messages,
+        class_priors={"ham": 1 - spam_share, "spam": spam_share},
+        drift=drift,
+        seed=seed,
+    )
     try:
         write_corpus(generate(config), path)
     except OSError as error:
@@ -333,12 +376,20 @@ def _follow(items: Iterable[T], bar: ProgressBar[int]) -> Iterator[T]:
 
 
 COLUMNS = [
-    ("variant", "variant", "{}"), ("select", "select", "{}"), ("protocol", "protocol", "{}"),
-    ("n_train", "train", "{}"), ("n_test", "test", "{}"), ("auc", "AUC", "{:.4f}"),
-    ("one_minus_auc_pct", "(1-AUC)%", "{:.3f}"), ("spec_at_full_recall", "spec@R=1", "{:.3f}"),
-    ("recall_at_fpr_0_1pct", "R@FPR.1%", "{:.3f}"), ("lam_pct", "lam%", "{:.2f}"),
-    ("accuracy", "acc", "{:.4f}"), ("macro_f1", "macroF1", "{:.4f}"), ("messages_per_second", "msg/s", "{:,.0f}"),
-]  # fmt: skip
+    ("variant", "variant", "{}"),
+    ("select", "select", "{}"),
+    ("protocol", "protocol", "{}"),
+    ("n_train", "train", "{}"),
+    ("n_test", "test", "{}"),
+    ("auc", "AUC", "{:.4f}"),
+    ("one_minus_auc_pct", "(1-AUC)%", "{:.3f}"),
+    ("spec_at_full_recall", "spec@R=1", "{:.3f}"),
+    ("recall_at_fpr_0_1pct", "R@FPR.1%", "{:.3f}"),
+    ("lam_pct", "lam%", "{:.2f}"),
+    ("accuracy", "acc", "{:.4f}"),
+    ("macro_f1", "macroF1", "{:.4f}"),
+    ("messages_per_second", "msg/s", "{:,.0f}"),
+]
 
 
 def format_table(rows: Sequence[Evaluation]) -> str:
@@ -350,5 +401,7 @@ def format_table(rows: Sequence[Evaluation]) -> str:
             ["-" if values[key] is None else fmt.format(values[key]) for key, _, fmt in COLUMNS]
         )
     widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
-    return "\n".join("  ".join(c.rjust(w) if i > 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in cells)  # fmt: skip
+    return "\n".join(
+        "  ".join(c.rjust(w) if i > 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in cells
+    )

@@ -38,8 +38,10 @@ class Since(click.ParamType[datetime, str | datetime]):
         try:
             moment = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise OptionError(f"--since {value!r} is neither a duration (e.g. 14d, 12h, 30m) nor "
-                              "an ISO time (e.g. 2026-11-21 or 2026-11-21T12:00+01:00)") from None  # fmt: skip
+            raise OptionError(
+                f"--since {value!r} is neither a duration (e.g. 14d, 12h, 30m) nor "
+                "an ISO time (e.g. 2026-11-21 or 2026-11-21T12:00+01:00)"
+            ) from None
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
@@ -53,19 +55,41 @@ def feedback() -> None:
 @model_option
 @click.option("--message", "message_id", metavar="ID", help="Only the events of this message.")
 @click.option("--analyst", metavar="NAME", help="Only the labels this analyst gave.")
-@click.option("--since", type=Since(), help="Only events applied since then: 14d, 12h, 30m back "
-                                            "from now, or a time such as 2026-11-21T12:00 (UTC).")  # fmt: skip
-@click.option("--limit", type=click.IntRange(0), default=100, show_default=True,
-              help="Show at most this many events (the newest); 0: every one.")  # fmt: skip
+@click.option(
+    "--since",
+    type=Since(),
+    help="Only events applied since then: 14d, 12h, 30m back "
+    "from now, or a time such as 2026-11-21T12:00 (UTC).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(0),
+    default=100,
+    show_default=True,
+    help="Show at most this many events (the newest); 0: every one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
-def feedback_log(url: str | None, name: str, message_id: str | None, analyst: str | None,
-                 since: datetime | None, limit: int, as_json: bool) -> None:  # fmt: skip
+def feedback_log(
+    url: str | None,
+    name: str,
+    message_id: str | None,
+    analyst: str | None,
+    since: datetime | None,
+    limit: int,
+    as_json: bool,
+) -> None:
     """Label events of the model, newest first: when, message, previous label → label, what it
     did (learned, relabelled, duplicate, held_out, kept_analyst_label, parked, expired), source,
     analyst and comment."""
     with store_errors():
-        events = read_events(open_store(url, name), name, message_id=message_id, analyst=analyst,
-                             since=since, limit=limit or None)  # fmt: skip
+        events = read_events(
+            open_store(url, name),
+            name,
+            message_id=message_id,
+            analyst=analyst,
+            since=since,
+            limit=limit or None,
+        )
         if as_json:  # streamed: --limit 0 --json may be the whole trail
             for event in events:
                 click.echo(json.dumps(as_json_object(event)))
@@ -75,8 +99,20 @@ def feedback_log(url: str | None, name: str, message_id: str | None, analyst: st
         click.echo(line)
 
 
-JSON_FIELDS = ("applied_at", "message_id", "previous_label", "label", "outcome", "source", "analyst",
-               "comment", "received_at", "kafka_topic", "kafka_partition", "kafka_offset")  # fmt: skip
+JSON_FIELDS = (
+    "applied_at",
+    "message_id",
+    "previous_label",
+    "label",
+    "outcome",
+    "source",
+    "analyst",
+    "comment",
+    "received_at",
+    "kafka_topic",
+    "kafka_partition",
+    "kafka_offset",
+)
 
 
 def as_json_object(event: Event) -> dict[str, object]:
@@ -106,5 +142,7 @@ def render(events: Sequence[Event]) -> list[str]:
         for event, previous in zip(events, before)
     ]
     widths = [max((len(row[i]) for row in rows), default=0) for i in range(5)]
-    return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[5]]).rstrip()
-            for row in rows]  # fmt: skip
+    return [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[5]]).rstrip()
+        for row in rows
+    ]

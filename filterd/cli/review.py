@@ -31,10 +31,12 @@ from filterd.store.review import ORDERS, Order, ReviewEntry, get_item, list_item
 
 LINE_TEXT = 80  # characters of subject or excerpt on a line of `review list`
 
-db_override = click.option("--db", "database__url", metavar="URL",
-                           help="Database URL (overrides database.url).")  # fmt: skip
-model_override = click.option("--model", "model__name", metavar="NAME",
-                              help="Model name (overrides model.name).")  # fmt: skip
+db_override = click.option(
+    "--db", "database__url", metavar="URL", help="Database URL (overrides database.url)."
+)
+model_override = click.option(
+    "--model", "model__name", metavar="NAME", help="Model name (overrides model.name)."
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="JSON instead of text.")
 
 
@@ -52,21 +54,43 @@ def review() -> None:
 @click.option(
     "--all", "include_labelled", is_flag=True, help="Labelled items too, with their label."
 )
-@click.option("--order", type=click.Choice(ORDERS), default="closest", show_default=True,
-              help="closest: the smallest |score − τ| first (the most informative); newest: the "
-                   "last queued first.")  # fmt: skip
-@click.option("--limit", type=click.IntRange(0), default=50, show_default=True,
-              help="Show at most this many items; 0: every one.")  # fmt: skip
+@click.option(
+    "--order",
+    type=click.Choice(ORDERS),
+    default="closest",
+    show_default=True,
+    help="closest: the smallest |score − τ| first (the most informative); newest: the "
+    "last queued first.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(0),
+    default=50,
+    show_default=True,
+    help="Show at most this many items; 0: every one.",
+)
 @json_option
-def review_list(config_path: str | None, reason: str | None, include_labelled: bool, order: str,
-                limit: int, as_json: bool, **overrides: object) -> None:  # fmt: skip
+def review_list(
+    config_path: str | None,
+    reason: str | None,
+    include_labelled: bool,
+    order: str,
+    limit: int,
+    as_json: bool,
+    **overrides: object,
+) -> None:
     """Queued items of the model: id, when queued, why, score vs τ, the decision's label, the
     label given since (with --all), and the subject or the start of the text."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        entries = list_items(open_store(config.database.url, config.model.name), config.model.name,
-                             limit=limit or None, reason=reason,
-                             include_labelled=include_labelled, order=cast(Order, order))  # fmt: skip
+        entries = list_items(
+            open_store(config.database.url, config.model.name),
+            config.model.name,
+            limit=limit or None,
+            reason=reason,
+            include_labelled=include_labelled,
+            order=cast(Order, order),
+        )
     if not entries:
         which = f" (--reason {reason})" if reason else ""
         waiting = "" if include_labelled else " waiting for a label"
@@ -134,8 +158,11 @@ def details(entry: ReviewEntry) -> list[str]:
         f"sender      {shown(entry.sender) if entry.sender is not None else '–'}",
         f"attributes  {json.dumps(entry.attributes) if entry.attributes is not None else '–'}",
         f"tokens      {entry.token_count}",
-        "explanation " + (", ".join(f"{shown(token)} {weight:+.4f}" for token, weight in entry.explanation) or "–"),
-    ]  # fmt: skip
+        "explanation "
+        + (
+            ", ".join(f"{shown(token)} {weight:+.4f}" for token, weight in entry.explanation) or "–"
+        ),
+    ]
     lines.append("excerpt" + ("" if entry.excerpt else "     –"))
     lines += ["  " + shown(text) for text in (entry.excerpt or "").splitlines()]
     return lines
@@ -150,10 +177,22 @@ def details(entry: ReviewEntry) -> list[str]:
 @click.argument("label")
 @click.option("--analyst", metavar="NAME", help="Who gives the label (default: your login name).")
 @click.option("--comment", metavar="TEXT", help="A note for the audit trail.")
-@click.option("--timeout", type=click.FloatRange(0.1), default=5.0, show_default=True,
-              help="Seconds to wait for the broker's acknowledgement.")  # fmt: skip
-def review_label(config_path: str | None, item_id: int, label: str, analyst: str | None,
-                 comment: str | None, timeout: float, **overrides: object) -> None:  # fmt: skip
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1),
+    default=5.0,
+    show_default=True,
+    help="Seconds to wait for the broker's acknowledgement.",
+)
+def review_label(
+    config_path: str | None,
+    item_id: int,
+    label: str,
+    analyst: str | None,
+    comment: str | None,
+    timeout: float,
+    **overrides: object,
+) -> None:
     """Label item ID as LABEL: a feedback record naming its message by id, published to the
     feedback topic (the learner learns it from the tokens the queue kept)."""
     config = load_config(config_path, **overrides)
@@ -176,16 +215,19 @@ def review_label(config_path: str | None, item_id: int, label: str, analyst: str
     finally:
         publisher.close()
     who = f" by {shown(record.analyst)}" if record.analyst else ""
-    click.echo(f"sent {shown(label)}{who} for item {entry.id} (message {shown(entry.message_id)}) "
-               f"to {config.topics.feedback}")  # fmt: skip
+    click.echo(
+        f"sent {shown(label)}{who} for item {entry.id} (message {shown(entry.message_id)}) "
+        f"to {config.topics.feedback}"
+    )
 
 
 def checked_feedback(
     message_id: str, label: str, analyst: str | None, comment: str | None
 ) -> Feedback:
     """The feedback record, validated as the learner will validate it, or an OptionError."""
-    record = Feedback(message_id=message_id, label=label, source="analyst", analyst=analyst,
-                      comment=comment)  # fmt: skip
+    record = Feedback(
+        message_id=message_id, label=label, source="analyst", analyst=analyst, comment=comment
+    )
     try:
         return decode(encode(record), Feedback)
     except RecordError as error:
@@ -213,8 +255,10 @@ def entry_object(entry: ReviewEntry) -> dict[str, Any]:
     values = asdict(entry)
     if values["tokens"] is None:
         del values["tokens"]
-    return {key: value.isoformat() if isinstance(value, datetime) else value
-            for key, value in values.items()}  # fmt: skip
+    return {
+        key: value.isoformat() if isinstance(value, datetime) else value
+        for key, value in values.items()
+    }
 
 
 def one_line(text: str, width: int) -> str:

@@ -225,20 +225,40 @@ def db_current(url: str | None) -> None:
     required=True,
     help="…whose count over all classes is at most this.",
 )
-@click.option("--pause", type=click.FloatRange(0.0), default=0.05, show_default=True,
-              help="Seconds between chunks (500 tokens, 10,000 label events), to spare concurrent "
-                   "learners.")  # fmt: skip
-@click.option("--audit-days", type=click.IntRange(0), metavar="N",
-              help="Delete label events of the audit trail applied more than N days ago; 0 keeps "
-                   "them all (default: feedback.audit_retention_days of the configuration, 365).")  # fmt: skip
-@click.option("--review-days", type=click.IntRange(0), metavar="N",
-              help="Delete review queue items queued more than N days ago; 0 keeps them "
-                   "(default: review.retention_days of the configuration, 14).")  # fmt: skip
+@click.option(
+    "--pause",
+    type=click.FloatRange(0.0),
+    default=0.05,
+    show_default=True,
+    help="Seconds between chunks (500 tokens, 10,000 label events), to spare concurrent learners.",
+)
+@click.option(
+    "--audit-days",
+    type=click.IntRange(0),
+    metavar="N",
+    help="Delete label events of the audit trail applied more than N days ago; 0 keeps "
+    "them all (default: feedback.audit_retention_days of the configuration, 365).",
+)
+@click.option(
+    "--review-days",
+    type=click.IntRange(0),
+    metavar="N",
+    help="Delete review queue items queued more than N days ago; 0 keeps them "
+    "(default: review.retention_days of the configuration, 14).",
+)
 @config_option  # for the retention settings only: the database is --db's
 @click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
-def db_prune(url: str | None, name: str, unseen_days: int, max_count: int, pause: float,
-             audit_days: int | None, review_days: int | None, config_path: str | None,
-             dry_run: bool) -> None:  # fmt: skip
+def db_prune(
+    url: str | None,
+    name: str,
+    unseen_days: int,
+    max_count: int,
+    pause: float,
+    audit_days: int | None,
+    review_days: int | None,
+    config_path: str | None,
+    dry_run: bool,
+) -> None:
     """Expire rare tokens unseen for a while; delete label events older than the audit trail's
     retention, review items older than the queue's, and the decided messages' coordinates older
     than feedback.resolve_ttl (run it as a scheduled job, not inline with scoring)."""
@@ -278,8 +298,13 @@ def kept(days: int) -> str:
     "--label-source", type=click.Choice(["analyst", "auto"]), default="analyst", show_default=True
 )
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True)
-@click.option("--holdout-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
-              help="Share of message ids kept for calibration instead of learned.")  # fmt: skip
+@click.option(
+    "--holdout-fraction",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.1,
+    show_default=True,
+    help="Share of message ids kept for calibration instead of learned.",
+)
 @click.option(
     "--analyst",
     metavar="NAME",
@@ -334,10 +359,11 @@ def learn_command(
             for start in range(0, len(records), batch_size):
                 part = records[start : start + batch_size]
                 items = [
-                    LabelledTokens(r.id, r.label, tokenize(r.message()).tokens, label_source,
-                                   analyst=analyst)
+                    LabelledTokens(
+                        r.id, r.label, tokenize(r.message()).tokens, label_source, analyst=analyst
+                    )
                     for r in part
-                ]  # fmt: skip
+                ]
                 applied = apply_feedback(engine, name, items, holdout_fraction)
                 for key in totals:
                     totals[key] += getattr(applied, key)
@@ -465,11 +491,17 @@ def model_create(
 @click.option(
     "--target-class", default="spam", show_default=True, help="The class of the drift figures."
 )
-@click.option("--drift-window", type=click.IntRange(1), default=5000, show_default=True,
-              help="Newest feedback records the drift figures cover.")  # fmt: skip
+@click.option(
+    "--drift-window",
+    type=click.IntRange(1),
+    default=5000,
+    show_default=True,
+    help="Newest feedback records the drift figures cover.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def model_stats(url: str | None, name: str, min_docs: int, target_class: str, drift_window: int,
-                as_json: bool) -> None:  # fmt: skip
+def model_stats(
+    url: str | None, name: str, min_docs: int, target_class: str, drift_window: int, as_json: bool
+) -> None:
     """Classes, documents, tokens, holdout size, last learn, current threshold, readiness, the
     rolling figures of feedback scored before it was learned (drift), and what the thresholds
     delivered on it: over the window, each record at the τ in force when it was scored; and
@@ -486,40 +518,63 @@ def model_stats(url: str | None, name: str, min_docs: int, target_class: str, dr
     click.echo(f"model {report['model']}: {report['spec']}  (change seq {report['seq']})")
     for c in report["classes"]:
         click.echo(f"  class {c['label']!r}: {c['docs']} documents, {c['tokens']} tokens")
-    click.echo(f"  distinct tokens {report['distinct_tokens']}, holdout {report['holdout']}, "
-               f"ledger {report['ledger']}, last learn {report['last_learn'] or 'never'}")  # fmt: skip
+    click.echo(
+        f"  distinct tokens {report['distinct_tokens']}, holdout {report['holdout']}, "
+        f"ledger {report['ledger']}, last learn {report['last_learn'] or 'never'}"
+    )
     threshold = report["threshold"]
-    click.echo("  threshold: " + (f"version {threshold['version']}, τ = {threshold['tau']:.4g} for "
-                                  f"{threshold['target_class']!r} at recall ≥ {threshold['target_recall']}"
-                                  + _calibrated(threshold) if threshold else "none yet"))  # fmt: skip
+    click.echo(
+        "  threshold: "
+        + (
+            f"version {threshold['version']}, τ = {threshold['tau']:.4g} for "
+            f"{threshold['target_class']!r} at recall ≥ {threshold['target_recall']}"
+            + _calibrated(threshold)
+            if threshold
+            else "none yet"
+        )
+    )
     click.echo("  ready" if report["ready"] else f"  not ready: {report['not_ready']}")
     if not drift.n:
         click.echo("  drift: no feedback scored yet (the daemon records it)")
         return
-    click.echo(f"  drift, last {drift.n} feedback scored before learning ({drift.n_pos} {drift.target_class!r}): "
-               f"AUC {_fraction(drift.auc)}, recall {_fraction(drift.recall)}, "
-               f"specificity {_fraction(drift.specificity)} at τ = {drift.tau:.4g}")  # fmt: skip
+    click.echo(
+        f"  drift, last {drift.n} feedback scored before learning ({drift.n_pos} {drift.target_class!r}): "
+        f"AUC {_fraction(drift.auc)}, recall {_fraction(drift.recall)}, "
+        f"specificity {_fraction(drift.specificity)} at τ = {drift.tau:.4g}"
+    )
     judged = drift.delivered.n_pos + drift.delivered.n_neg
     target = "" if drift.target_recall is None else f" (target recall {drift.target_recall:g})"
-    click.echo(f"  delivered, last {judged:,} feedback at the τ then in force: "
-               f"{delivered_text(drift.delivered, drift.target_class)}{target}" if judged else
-               "  delivered: no feedback scored while a threshold version was in force")  # fmt: skip
+    click.echo(
+        f"  delivered, last {judged:,} feedback at the τ then in force: "
+        f"{delivered_text(drift.delivered, drift.target_class)}{target}"
+        if judged
+        else "  delivered: no feedback scored while a threshold version was in force"
+    )
     if drift.in_force_since is not None:
         d = drift.in_force
-        click.echo(f"  τ in force since {when(drift.in_force_since)}: "
-                   + (delivered_text(d, drift.target_class) if d.n_pos or d.n_neg
-                      else "no feedback scored since"))  # fmt: skip
+        click.echo(
+            f"  τ in force since {when(drift.in_force_since)}: "
+            + (
+                delivered_text(d, drift.target_class)
+                if d.n_pos or d.n_neg
+                else "no feedback scored since"
+            )
+        )
 
 
 def _fraction(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def delivered_text(d: Delivered, target: str,
-                   number: Callable[[float | None], str] = _fraction) -> str:  # fmt: skip
+def delivered_text(
+    d: Delivered, target: str, number: Callable[[float | None], str] = _fraction
+) -> str:
     """Recall of the target items and specificity of the others, with their counts."""
-    recall = (f"recall {number(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
-              if d.n_pos else f"no {target} yet")  # fmt: skip
+    recall = (
+        f"recall {number(d.recall)} of {d.n_pos:,} {target} ({d.missed:,} missed)"
+        if d.n_pos
+        else f"no {target} yet"
+    )
     kept = f"specificity {number(d.specificity)} of {d.n_neg:,}" if d.n_neg else "no others yet"
     return f"{recall}, {kept}"
 
@@ -544,22 +599,44 @@ def model_show(name: str, url: str | None, as_json: bool) -> None:
     documents = {c["label"]: c["docs"] for c in report["classes"]}
     threshold = report["threshold"]
     if as_json:
-        shown = {key: report[key] for key in ("model", "spec", "variant", "params", "selection", "set_of_words",
-                                              "created_at", "distinct_tokens", "threshold")}  # fmt: skip
+        shown = {
+            key: report[key]
+            for key in (
+                "model",
+                "spec",
+                "variant",
+                "params",
+                "selection",
+                "set_of_words",
+                "created_at",
+                "distinct_tokens",
+                "threshold",
+            )
+        }
         click.echo(json.dumps({**shown, "documents": documents}, default=str))
         return
     params = ", ".join(f"{k}={format_value(v)}" for k, v in sorted(report["params"].items()))
     lines = [
-        ("variant", report["variant"] + (" in set-of-words mode" if report["set_of_words"] else "")),
+        (
+            "variant",
+            report["variant"] + (" in set-of-words mode" if report["set_of_words"] else ""),
+        ),
         ("parameters", params or "the variant's defaults"),
         ("selection", report["selection"]),
         ("created", when(report["created_at"])),
-        ("documents", ", ".join(f"{label} {n:,}" for label, n in documents.items()) or "none learned yet"),
+        (
+            "documents",
+            ", ".join(f"{label} {n:,}" for label, n in documents.items()) or "none learned yet",
+        ),
         ("tokens", f"{report['distinct_tokens']:,} distinct"),
-        ("threshold", "none yet" if threshold is None else
-         f"version {threshold['version']}: τ = {threshold['tau']:.4g} for {threshold['target_class']!r} "
-         f"at recall ≥ {threshold['target_recall']}, {when(threshold['created_at'])}"),
-    ]  # fmt: skip
+        (
+            "threshold",
+            "none yet"
+            if threshold is None
+            else f"version {threshold['version']}: τ = {threshold['tau']:.4g} for {threshold['target_class']!r} "
+            f"at recall ≥ {threshold['target_recall']}, {when(threshold['created_at'])}",
+        ),
+    ]
     click.echo(f"model {name!r}\n" + "\n".join(f"  {key:<11} {value}" for key, value in lines))
 
 
@@ -571,9 +648,14 @@ def when(moment: datetime) -> str:
 @click.argument("name")
 @db_option
 @click.option("--yes", is_flag=True, help="Confirm the deletion: it cannot be undone.")
-@click.option("--export", "archive", metavar="FILE", type=click.Path(dir_okay=False),
-              help="Write the model, labels included, to FILE first (as `filterd model export`); "
-                   "required when the model holds labels.")  # fmt: skip
+@click.option(
+    "--export",
+    "archive",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Write the model, labels included, to FILE first (as `filterd model export`); "
+    "required when the model holds labels.",
+)
 def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> None:
     """Delete model NAME and everything of it in the store: its statistics, class totals,
     threshold versions, drift scores, its labels (the feedback ledger and the holdout) and its
@@ -589,14 +671,18 @@ def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> 
         engine = open_store(url, name, writes=True)
         held = model_rows(engine, name)
         if not yes:
-            raise click.ClickException(f"deleting model {name!r} removes its statistics, {held.labels} labels, "
-                                       f"{held.rows.get('thresholds', 0)} threshold versions and "
-                                       f"{held.rows.get('label_events', 0)} label events for good: "
-                                       "add --yes")  # fmt: skip
+            raise click.ClickException(
+                f"deleting model {name!r} removes its statistics, {held.labels} labels, "
+                f"{held.rows.get('thresholds', 0)} threshold versions and "
+                f"{held.rows.get('label_events', 0)} label events for good: "
+                "add --yes"
+            )
         if held.labels and archive is None:
-            raise click.ClickException(f"model {name!r} holds {held.labels} labels, which the store keeps nowhere "
-                                       "else: give --export FILE to keep them (`filterd model import FILE` "
-                                       "restores the model)")  # fmt: skip
+            raise click.ClickException(
+                f"model {name!r} holds {held.labels} labels, which the store keeps nowhere "
+                "else: give --export FILE to keep them (`filterd model import FILE` "
+                "restores the model)"
+            )
         if archive is not None:
             written = _export_to(engine, name, archive)
             click.echo(f"exported model {name!r} to {archive}: {written} rows", err=True)
@@ -608,8 +694,12 @@ def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> 
 @model.command(name="export")
 @db_option
 @model_option
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
-              help="File (.jsonl or .jsonl.gz); default: gzip on stdout.")  # fmt: skip
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    help="File (.jsonl or .jsonl.gz); default: gzip on stdout.",
+)
 def model_export(url: str | None, name: str, output: str | None) -> None:
     """Write a model (statistics, ledger, holdout, thresholds) as gzip JSON lines."""
     if output is None and sys.stdout.isatty():
@@ -634,8 +724,11 @@ def _export_to(engine: Engine, name: str, path: str) -> int:
     A failed export leaves no file: a partial one would look like a backup."""
     opened = False
     try:
-        with (gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz")
-              else open(path, "w", encoding="utf-8")) as text:  # fmt: skip
+        with (
+            gzip.open(path, "wt", encoding="utf-8")
+            if path.endswith(".gz")
+            else open(path, "w", encoding="utf-8")
+        ) as text:
             opened = True
             return backup.export_model(engine, name, text)
     except BaseException:
@@ -674,8 +767,10 @@ def _open_export(path: str) -> Iterator[IO[str]]:
         raise click.ClickException(f"{path}: {error}") from None
     except (KeyError, TypeError, AttributeError) as error:
         # backup.import_model reads lines of the shapes it writes; others fail in it like this
-        raise click.ClickException(f"{path}: not a filterd model export, or a damaged one "
-                                   f"({error.__class__.__name__}: {error})") from None  # fmt: skip
+        raise click.ClickException(
+            f"{path}: not a filterd model export, or a damaged one "
+            f"({error.__class__.__name__}: {error})"
+        ) from None
     finally:
         if raw is not sys.stdin.buffer:
             raw.close()

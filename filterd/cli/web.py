@@ -72,8 +72,12 @@ def serve_command(config_path: str | None, create_store: bool, **overrides: obje
         observe = start_observe_server(config.observe, metrics, health)
     except CannotListen as error:
         raise click.ClickException(str(error)) from None
-    log.info("starting the http api", config=config.public(), metrics_port=observe.port if observe else None,
-             database=masked_url(database.database_url(config.database.url)))  # fmt: skip
+    log.info(
+        "starting the http api",
+        config=config.public(),
+        metrics_port=observe.port if observe else None,
+        database=masked_url(database.database_url(config.database.url)),
+    )
     try:
         _serve(config, log, create_store, metrics, health)
     finally:
@@ -95,8 +99,10 @@ def _serve(
         api.start()
     except OSError as error:
         api.stop()
-        raise click.ClickException(f"cannot listen on {config.http.host}:{config.http.port} "
-                                   f"(http.host, http.port): {error.strerror or error}") from None  # fmt: skip
+        raise click.ClickException(
+            f"cannot listen on {config.http.host}:{config.http.port} "
+            f"(http.host, http.port): {error.strerror or error}"
+        ) from None
     health.set_ready(API, True)
     health.register_loop(SYNC_LOOP, STALL_SECONDS)
     stop = threading.Event()

@@ -34,9 +34,13 @@ class DeadLetterGuard:
             self._dead_in_window += is_dead
             self.consecutive = self.consecutive + 1 if is_dead else 0
         if self.max_consecutive and self.consecutive >= self.max_consecutive:
-            raise DeadLetterFlood(f"{self.consecutive} records in a row dead-lettered "
-                                  f"(limit dead_letter.max_consecutive = {self.max_consecutive})")  # fmt: skip
+            raise DeadLetterFlood(
+                f"{self.consecutive} records in a row dead-lettered "
+                f"(limit dead_letter.max_consecutive = {self.max_consecutive})"
+            )
         ratio = self._dead_in_window / len(self._recent) if self._recent else 0.0
         if len(self._recent) == self.window and ratio > self.max_ratio:
-            raise DeadLetterFlood(f"{self._dead_in_window} of the last {self.window} records dead-lettered "
-                                  f"(limit dead_letter.max_ratio = {self.max_ratio})")  # fmt: skip
+            raise DeadLetterFlood(
+                f"{self._dead_in_window} of the last {self.window} records dead-lettered "
+                f"(limit dead_letter.max_ratio = {self.max_ratio})"
+            )

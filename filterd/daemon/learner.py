@@ -40,8 +40,13 @@ from filterd.store.parking import Parked
 from filterd.tokenize import Tokenizer
 
 # metric outcome ← `learning.Applied` field
-OUTCOMES = {"learned": "learned", "relabelled": "relabelled", "duplicate": "duplicates", "held_out": "held_out",
-            "kept_analyst_label": "kept_analyst_label"}  # fmt: skip
+OUTCOMES = {
+    "learned": "learned",
+    "relabelled": "relabelled",
+    "duplicate": "duplicates",
+    "held_out": "held_out",
+    "kept_analyst_label": "kept_analyst_label",
+}
 UNRESOLVED = "unresolved_message"
 RETRY_ROUND_SECONDS = 2.0  # a retry round claims again while it finds more due, this long at most
 
@@ -60,9 +65,20 @@ class Learner(Loop):
     role = "learner"
     consumer_defaults = LEARNER_CONSUMER_DEFAULTS
 
-    def __init__(self, engine: Engine, model: str, tokenizer: Tokenizer, resolver: Resolver, monitor: Monitor,
-                 labels: list[str], holdout_fraction: float, max_bytes: int, resolve_within: timedelta,
-                 retry_seconds: float, **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        model: str,
+        tokenizer: Tokenizer,
+        resolver: Resolver,
+        monitor: Monitor,
+        labels: list[str],
+        holdout_fraction: float,
+        max_bytes: int,
+        resolve_within: timedelta,
+        retry_seconds: float,
+        **loop: Unpack[LoopSettings],
+    ) -> None:
         super().__init__(**loop)
         self.engine, self.model, self.tokenizer, self.resolver = engine, model, tokenizer, resolver
         self.monitor = monitor
@@ -108,8 +124,13 @@ class Learner(Loop):
                     parking.unpark(conn, applied.model_id, [item.message_id for item in items])
                 if waiting:
                     model_id = applied.model_id or learning.lock_model(conn, self.model)
-                    parking.park(conn, model_id, [parked(f, r) for f, r in waiting], now,
-                                 now + timedelta(seconds=self.retry_seconds))  # fmt: skip
+                    parking.park(
+                        conn,
+                        model_id,
+                        [parked(f, r) for f, r in waiting],
+                        now,
+                        now + timedelta(seconds=self.retry_seconds),
+                    )
                     record_events(
                         conn, self.model, [event(f, r, "parked") for f, r in waiting], now
                     )
@@ -154,8 +175,13 @@ class Learner(Loop):
 
     def _retry_round(self, now: datetime) -> tuple[dict[str, int], int]:
         """One claim of due parked feedback, tried: the counts, and how many were claimed."""
-        claimed = parking.claim_due(self.engine, self.model, now, now + timedelta(seconds=self.retry_seconds),
-                                    self.max_records)  # fmt: skip
+        claimed = parking.claim_due(
+            self.engine,
+            self.model,
+            now,
+            now + timedelta(seconds=self.retry_seconds),
+            self.max_records,
+        )
         if not claimed:
             return {}, 0
         feedback, unreadable = {}, []
@@ -167,26 +193,50 @@ class Learner(Loop):
                 unreadable.append(p)
         known = self.resolver.resolve(list(feedback))
         resolved = [p for p in claimed if p.message_id in known]
-        expired = [p for p in claimed if p.message_id in feedback and p.message_id not in known
-                   and learning.as_utc(p.parked_at or now) + self.resolve_within <= now]  # fmt: skip
+        expired = [
+            p
+            for p in claimed
+            if p.message_id in feedback
+            and p.message_id not in known
+            and learning.as_utc(p.parked_at or now) + self.resolve_within <= now
+        ]
         for p in expired:
-            self.dead_letter(stored_record(p), UNRESOLVED,
-                             f"feedback for message {p.message_id!r} carries no text, and no message with this id "
-                             f"was found within feedback.resolve_ttl ({self.resolve_within}) of its arrival")  # fmt: skip
+            self.dead_letter(
+                stored_record(p),
+                UNRESOLVED,
+                f"feedback for message {p.message_id!r} carries no text, and no message with this id "
+                f"was found within feedback.resolve_ttl ({self.resolve_within}) of its arrival",
+            )
         self.flush()
         with self.engine.begin() as conn:
             model_id = learning.lock_model(conn, self.model)
             # what a newer label replaced (or made moot) meanwhile is left to it
             still = set(parking.release(conn, model_id, resolved + expired + unreadable))
-            items = [labelled(feedback[p.message_id], stored_record(p), known[p.message_id], p.received_at)
-                     for p in resolved if p.message_id in still]  # fmt: skip
+            items = [
+                labelled(
+                    feedback[p.message_id], stored_record(p), known[p.message_id], p.received_at
+                )
+                for p in resolved
+                if p.message_id in still
+            ]
             # scored on their arrival here, as a batch's labels are: the calibration window
             # needs a backlog's labels as much as a stream's
             scored = self.monitor.score(items)
-            applied = (learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
-                       if items else learning.Applied())  # fmt: skip
-            record_events(conn, self.model, [event(feedback[p.message_id], stored_record(p), "expired", p.received_at)
-                                             for p in expired if p.message_id in still], now)  # fmt: skip
+            applied = (
+                learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
+                if items
+                else learning.Applied()
+            )
+            record_events(
+                conn,
+                self.model,
+                [
+                    event(feedback[p.message_id], stored_record(p), "expired", p.received_at)
+                    for p in expired
+                    if p.message_id in still
+                ],
+                now,
+            )
         self.monitor.record(scored)
         counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
         counts |= {"claimed": len(claimed), "unresolved": len(expired)}
@@ -208,39 +258,74 @@ class Learner(Loop):
         """The tokens of the message the feedback carries (None: by id only), or RecordError with
         the dead-letter reason."""
         if self.labels and feedback.label not in self.labels:
-            raise RecordError("invalid_label", f"label {feedback.label!r} is not one of "
-                                               f"{', '.join(sorted(self.labels))} (model.labels)")  # fmt: skip
+            raise RecordError(
+                "invalid_label",
+                f"label {feedback.label!r} is not one of "
+                f"{', '.join(sorted(self.labels))} (model.labels)",
+            )
         if not feedback.has_message:
             return None
         return list(accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens)
 
 
-def labelled(feedback: Feedback, record: ConsumedRecord, tokens: Sequence[str],
-             received: datetime | None = None) -> learning.LabelledTokens:  # fmt: skip
+def labelled(
+    feedback: Feedback,
+    record: ConsumedRecord,
+    tokens: Sequence[str],
+    received: datetime | None = None,
+) -> learning.LabelledTokens:
     """The store's item for a feedback record read at `record` (received then, if known)."""
     return learning.LabelledTokens(
-        feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts,
-        analyst=feedback.analyst, comment=feedback.comment, received_at=received or received_at(record),
-        kafka_topic=record.topic, kafka_partition=record.partition, kafka_offset=record.offset,
-    )  # fmt: skip
+        feedback.message_id,
+        feedback.label,
+        tokens,
+        feedback.source,
+        feedback.ts,
+        analyst=feedback.analyst,
+        comment=feedback.comment,
+        received_at=received or received_at(record),
+        kafka_topic=record.topic,
+        kafka_partition=record.partition,
+        kafka_offset=record.offset,
+    )
 
 
-def event(feedback: Feedback, record: ConsumedRecord, outcome: Outcome,
-          received: datetime | None = None) -> Event:  # fmt: skip
+def event(
+    feedback: Feedback, record: ConsumedRecord, outcome: Outcome, received: datetime | None = None
+) -> Event:
     """The audit event of feedback that learned nothing (parked, expired)."""
-    return Event(feedback.message_id, feedback.label, outcome, source=feedback.source, analyst=feedback.analyst,
-                 comment=feedback.comment, received_at=received or received_at(record), kafka_topic=record.topic,
-                 kafka_partition=record.partition, kafka_offset=record.offset)  # fmt: skip
+    return Event(
+        feedback.message_id,
+        feedback.label,
+        outcome,
+        source=feedback.source,
+        analyst=feedback.analyst,
+        comment=feedback.comment,
+        received_at=received or received_at(record),
+        kafka_topic=record.topic,
+        kafka_partition=record.partition,
+        kafka_offset=record.offset,
+    )
 
 
 def parked(feedback: Feedback, record: ConsumedRecord) -> Parked:
-    return Parked(feedback.message_id, record.value or b"", record.topic, record.partition, record.offset,
-                  received_at(record) or datetime.now(UTC))  # fmt: skip
+    return Parked(
+        feedback.message_id,
+        record.value or b"",
+        record.topic,
+        record.partition,
+        record.offset,
+        received_at(record) or datetime.now(UTC),
+    )
 
 
 def stored_record(p: Parked) -> StoredRecord:
-    return StoredRecord(p.kafka_topic or "", p.kafka_partition or 0,
-                        -1 if p.kafka_offset is None else p.kafka_offset, p.payload)  # fmt: skip
+    return StoredRecord(
+        p.kafka_topic or "",
+        p.kafka_partition or 0,
+        -1 if p.kafka_offset is None else p.kafka_offset,
+        p.payload,
+    )
 
 
 def received_at(record: ConsumedRecord) -> datetime | None:

@@ -199,8 +199,13 @@ class Loop:
                 except Retry as error:
                     batch.rewind(consumer)
                     delay = retry.next()
-                    self.repeats.warning(self.log, "batch not completed, will read it again", error=str(error),
-                                         backoff_seconds=delay, **_position(batch))  # fmt: skip
+                    self.repeats.warning(
+                        self.log,
+                        "batch not completed, will read it again",
+                        error=str(error),
+                        backoff_seconds=delay,
+                        **_position(batch),
+                    )
                     stop.wait(delay)
                     continue
                 retry.reset()
@@ -282,13 +287,25 @@ class Loop:
         return self._connect(stop) or consumer
 
     def _broker_unreachable(self, error: KafkaError, delay: float, stop: threading.Event) -> None:
-        self.repeats.warning(self.log, "broker unreachable, retrying", bootstrap_servers=self.kafka.get("bootstrap_servers"),
-                             error=str(error), retry_seconds=delay)  # fmt: skip
+        self.repeats.warning(
+            self.log,
+            "broker unreachable, retrying",
+            bootstrap_servers=self.kafka.get("bootstrap_servers"),
+            error=str(error),
+            retry_seconds=delay,
+        )
         stop.wait(delay)
 
     def _subscribe(self) -> Consumer:
-        return subscribed_consumer(self.kafka, self.topic, self.group, self.max_records, self._assigned,
-                                   self._revoked, self.consumer_defaults)  # fmt: skip
+        return subscribed_consumer(
+            self.kafka,
+            self.topic,
+            self.group,
+            self.max_records,
+            self._assigned,
+            self._revoked,
+            self.consumer_defaults,
+        )
 
     def _assigned(self, partitions: set[TopicPartition]) -> None:
         held = sorted(tp.partition for tp in partitions)
@@ -298,8 +315,13 @@ class Loop:
             )
         else:
             waited = time.monotonic() - (self._join_started or time.monotonic())
-            self.log.info("group joined", topic=self.topic, group=self.group, partitions=held,
-                          seconds=round(waited, 1))  # fmt: skip
+            self.log.info(
+                "group joined",
+                topic=self.topic,
+                group=self.group,
+                partitions=held,
+                seconds=round(waited, 1),
+            )
         self.joined = self._in_group = True
         if self._consumer is not None:
             self.stuck.assigned(self._consumer, partitions)
@@ -308,8 +330,12 @@ class Loop:
         self._in_group = False
         self.stuck.revoked(partitions)
         if partitions:
-            self.log.info("partitions revoked", topic=self.topic, group=self.group,
-                          partitions=sorted(tp.partition for tp in partitions))  # fmt: skip
+            self.log.info(
+                "partitions revoked",
+                topic=self.topic,
+                group=self.group,
+                partitions=sorted(tp.partition for tp in partitions),
+            )
 
     def _polled(self, consumer: Consumer) -> None:
         """After each poll: notice the first assignment of a consumer without a rebalance
@@ -332,8 +358,9 @@ class Loop:
             except KafkaError:  # revoked meanwhile
                 continue
             if end is not None and position is not None:
-                self.metrics.consumer_lag.labels(role=self.role, topic=tp.topic, partition=str(tp.partition)).set(
-                    max(0, end - position))  # fmt: skip
+                self.metrics.consumer_lag.labels(
+                    role=self.role, topic=tp.topic, partition=str(tp.partition)
+                ).set(max(0, end - position))
                 shown.add(tp)
         for tp in self._lag_shown - shown:  # no longer ours: another member reports it
             self.metrics.consumer_lag.remove(self.role, tp.topic, str(tp.partition))
@@ -359,8 +386,12 @@ class Loop:
         if isinstance(result, Exception):
             # e.g. the partitions moved to another member, which reads the batch again: its
             # effects are idempotent, so this costs duplicates, not losses
-            self.repeats.warning(self.log, "offsets not committed", error=repr(result),
-                                 partitions=sorted(tp.partition for tp in offsets))  # fmt: skip
+            self.repeats.warning(
+                self.log,
+                "offsets not committed",
+                error=repr(result),
+                partitions=sorted(tp.partition for tp in offsets),
+            )
         else:
             for tp, offset in offsets.items():
                 if self._uncommitted.get(tp) == offset:
@@ -383,8 +414,11 @@ class Loop:
             try:
                 consumer.commit(pending, timeout_ms=_ms_until(deadline))
             except KafkaError as error:
-                self.log.warning("last offsets not committed: their records will be read again", error=repr(error),
-                                 partitions=sorted(tp.partition for tp in pending))  # fmt: skip
+                self.log.warning(
+                    "last offsets not committed: their records will be read again",
+                    error=repr(error),
+                    partitions=sorted(tp.partition for tp in pending),
+                )
         joining = not self._in_group
         consumer.close(
             autocommit=False, timeout_ms=LEAVE_WHILE_JOINING_MS if joining else _ms_until(deadline)
@@ -400,8 +434,14 @@ class Loop:
         letter = dead_letter_of(record, reason, error, self.payload_limit)
         self.publisher.send(self.dead_letter_topic, None, encode(letter))
         self.metrics.dead_letters.labels(reason=reason, topic=record.topic).inc()
-        self.repeats.warning(self.log, "dead-lettered", {"reason": reason, "topic": record.topic}, error=error[:300],
-                             partition=record.partition, offset=record.offset)  # fmt: skip
+        self.repeats.warning(
+            self.log,
+            "dead-lettered",
+            {"reason": reason, "topic": record.topic},
+            error=error[:300],
+            partition=record.partition,
+            offset=record.offset,
+        )
         return letter
 
     def flush(self) -> None:

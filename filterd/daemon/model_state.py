@@ -38,14 +38,25 @@ LOAD_PROGRESS_SECONDS = 5.0  # between "loading the model" lines while a large m
 
 def tokenizer_of(config: Config) -> Tokenizer:
     limits = config.limits
-    return Tokenizer(TokenizerConfig(max_token_length=limits.max_token_length, max_tokens=limits.max_tokens,
-                                     max_bytes=limits.max_bytes))  # fmt: skip
+    return Tokenizer(
+        TokenizerConfig(
+            max_token_length=limits.max_token_length,
+            max_tokens=limits.max_tokens,
+            max_bytes=limits.max_bytes,
+        )
+    )
 
 
 class ModelState:
-    def __init__(self, engine: Engine, config: Config, metrics: Metrics, health: Health,
-                 log: FilteringBoundLogger,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        config: Config,
+        metrics: Metrics,
+        health: Health,
+        log: FilteringBoundLogger,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.engine, self.config, self.metrics, self.health, self.log = (
             engine,
             config,
@@ -93,8 +104,13 @@ class ModelState:
             detail = error_detail(error)
             self.health.set_ready("model store", False, detail)
             self.metrics.store_errors.labels(role="scorer").inc()
-            self.repeats.warning(self.log, "store unreachable, deciding with the last model", {"step": what},
-                                 error=detail, stale_seconds=round(self.clock() - self._synced_at, 1))  # fmt: skip
+            self.repeats.warning(
+                self.log,
+                "store unreachable, deciding with the last model",
+                {"step": what},
+                error=detail,
+                stale_seconds=round(self.clock() - self._synced_at, 1),
+            )
 
     def _sync(self) -> None:
         name = self.config.model.name
@@ -104,14 +120,23 @@ class ModelState:
                 stats, seq = load(self.engine, name, on_rows=lambda n: so_far.update(token_rows=n))
                 self._decider().update(stats, seq)
             _settle_after_load()
-            self.log.info("model loaded", model_version=seq, tokens=len(stats.vocab),
-                          seconds=round(time.perf_counter() - started, 1), **_classes(stats, self._decider()))  # fmt: skip
+            self.log.info(
+                "model loaded",
+                model_version=seq,
+                tokens=len(stats.vocab),
+                seconds=round(time.perf_counter() - started, 1),
+                **_classes(stats, self._decider()),
+            )
         else:
             stats, seq = self._stats, sync(self.engine, name, self._stats, self._since)
             if seq != self._since:
                 self._decider().update(stats, seq)
-                self.log.info("model updated", model_version=seq, seconds=round(time.perf_counter() - started, 3),
-                              **_classes(stats, self._decider()))  # fmt: skip
+                self.log.info(
+                    "model updated",
+                    model_version=seq,
+                    seconds=round(time.perf_counter() - started, 3),
+                    **_classes(stats, self._decider()),
+                )
         self._stats, self._since = stats, seq
         self._synced_at = self.clock()
         not_ready = self._decider().not_ready
@@ -123,8 +148,12 @@ class ModelState:
     def _decider(self) -> Decider:
         """The decider, made at the first load (after it: `loaded` says the load succeeded)."""
         if self.decider is None:
-            self.decider = Decider(self._spec(), self.config.decision.target_class, self.config.model.min_docs,
-                                   tokenizer_of(self.config))  # fmt: skip
+            self.decider = Decider(
+                self._spec(),
+                self.config.decision.target_class,
+                self.config.model.min_docs,
+                tokenizer_of(self.config),
+            )
         return self.decider
 
     def _spec(self) -> ModelSpec:
@@ -145,8 +174,12 @@ class ModelState:
         )
         self.metrics.threshold_version.set(found.version)
         self.metrics.target_recall.set(found.target_recall)
-        self.log.info("threshold reloaded", threshold_version=found.version, tau=found.tau,
-                      target_recall=found.target_recall)  # fmt: skip
+        self.log.info(
+            "threshold reloaded",
+            threshold_version=found.version,
+            tau=found.tau,
+            target_recall=found.target_recall,
+        )
 
 
 def _classes(stats: Statistics, decider: Decider) -> dict[str, Any]:

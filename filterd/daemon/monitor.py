@@ -44,9 +44,15 @@ TRIM_EVERY = 10  # batches between trims of the prequential table to drift.windo
 
 
 class Monitor:
-    def __init__(self, engine: Engine, config: Config, state: ModelState, metrics: Metrics,
-                 log: FilteringBoundLogger,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        config: Config,
+        state: ModelState,
+        metrics: Metrics,
+        log: FilteringBoundLogger,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.engine, self.config, self.state, self.metrics = engine, config, state, metrics
         self.log = log.bind(role="learner")
         self.clock = clock
@@ -67,16 +73,27 @@ class Monitor:
         scores = model.score(encode([item.tokens for item in items], model.hasher))
         components = component_scores(scores)
         return [
-            Scored(item.message_id, item.label, float(s), decider.model_version,
-                   None if components is None else tuple(components[i].tolist()))
+            Scored(
+                item.message_id,
+                item.label,
+                float(s),
+                decider.model_version,
+                None if components is None else tuple(components[i].tolist()),
+            )
             for i, (item, s) in enumerate(zip(items, scores.binary()))
-        ]  # fmt: skip
+        ]
 
     def record(self, scored: Sequence[Scored]) -> None:
         self._recorded += 1
         try:
-            record_scores(self.engine, self.config.model.name, self.target, scored, keep=self.config.drift.window,
-                          trim=self._recorded % TRIM_EVERY == 0)  # fmt: skip
+            record_scores(
+                self.engine,
+                self.config.model.name,
+                self.target,
+                scored,
+                keep=self.config.drift.window,
+                trim=self._recorded % TRIM_EVERY == 0,
+            )
         except SQLAlchemyError as error:
             self.repeats.warning(
                 self.log, "prequential scores not recorded", error=error_detail(error)
@@ -102,13 +119,18 @@ class Monitor:
         except SQLAlchemyError as error:
             self.log.warning("drift report failed", error=error_detail(error))
             return
-        for gauge, value in ((self.metrics.rolling_auc, report.auc), (self.metrics.rolling_recall, report.recall),
-                             (self.metrics.rolling_specificity, report.specificity)):  # fmt: skip
+        for gauge, value in (
+            (self.metrics.rolling_auc, report.auc),
+            (self.metrics.rolling_recall, report.recall),
+            (self.metrics.rolling_specificity, report.specificity),
+        ):
             gauge.set(float("nan") if value is None else value)
         self.metrics.rolling_count.set(report.n)
         for scope, delivered in (("window", report.delivered), ("in_force", report.in_force)):
-            for gauge, value in ((self.metrics.delivered_recall, delivered.recall),
-                                 (self.metrics.delivered_specificity, delivered.specificity)):  # fmt: skip
+            for gauge, value in (
+                (self.metrics.delivered_recall, delivered.recall),
+                (self.metrics.delivered_specificity, delivered.specificity),
+            ):
                 gauge.labels(scope).set(float("nan") if value is None else value)
             self.metrics.delivered_positives.labels(scope).set(delivered.n_pos)
         target = report.target_recall or self.config.decision.target_recall
@@ -118,9 +140,15 @@ class Monitor:
             and delivered.n_pos >= drift.min_positives
             and delivered.recall < target - drift.recall_margin
         ):
-            self.log.warning("delivered recall below the target", recall=round(delivered.recall, 4),
-                             target_recall=target, positives=delivered.n_pos, missed=delivered.missed,
-                             auc=report.auc, threshold_version=report.threshold_version)  # fmt: skip
+            self.log.warning(
+                "delivered recall below the target",
+                recall=round(delivered.recall, 4),
+                target_recall=target,
+                positives=delivered.n_pos,
+                missed=delivered.missed,
+                auc=report.auc,
+                threshold_version=report.threshold_version,
+            )
 
     def _calibrate(self, every: float) -> None:
         try:
@@ -131,8 +159,9 @@ class Monitor:
             if age < every:
                 return
             if latest is not None:
-                since = delivered_since(self.engine, self.config.model.name, self.target,
-                                        latest.created_at, latest.tau)  # fmt: skip
+                since = delivered_since(
+                    self.engine, self.config.model.name, self.target, latest.created_at, latest.tau
+                )
                 if since.n_pos + since.n_neg == 0:
                     return  # nothing labelled since: a new version would say nothing new
             report = calibrate_configured(self.engine, self.config, created_by="filterd run")
@@ -143,9 +172,17 @@ class Monitor:
             self.log.warning("threshold not recalibrated: store error", error=error_detail(error))
             return
         e = report.expected_recall
-        self.log.info("threshold recalibrated", threshold_version=report.version, tau=report.tau, auc=report.auc,
-                      positives=report.n_pos, negatives=report.n_neg, source=report.source,
-                      level=report.level, expected_recall=round(e.mean, 4),
-                      expected_recall_range=[round(e.low, 4), round(e.high, 4)],
-                      previous_delivered_recall=report.in_force.recall,
-                      previous_positives=report.in_force.n_pos)  # fmt: skip
+        self.log.info(
+            "threshold recalibrated",
+            threshold_version=report.version,
+            tau=report.tau,
+            auc=report.auc,
+            positives=report.n_pos,
+            negatives=report.n_neg,
+            source=report.source,
+            level=report.level,
+            expected_recall=round(e.mean, 4),
+            expected_recall_range=[round(e.low, 4), round(e.high, 4)],
+            previous_delivered_recall=report.in_force.recall,
+            previous_positives=report.in_force.n_pos,
+        )

@@ -18,8 +18,13 @@ SEPARATOR = "\x00"
 class RecentMessages:
     """id → tokens of the messages scored in the last `ttl_seconds` (oldest evicted first)."""
 
-    def __init__(self, max_messages: int = 100_000, max_bytes: int = 64_000_000, ttl_seconds: float = 21_600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        max_messages: int = 100_000,
+        max_bytes: int = 64_000_000,
+        ttl_seconds: float = 21_600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_messages, self.max_bytes, self.ttl = max_messages, max_bytes, ttl_seconds
         self._clock = clock
         self._items: OrderedDict[str, tuple[float, str]] = OrderedDict()
@@ -52,7 +57,10 @@ class RecentMessages:
 
     def _evict(self, now: float) -> None:
         items = self._items
-        while items and (len(items) > self.max_messages or self._bytes > self.max_bytes
-                         or now - next(iter(items.values()))[0] > self.ttl):  # fmt: skip
+        while items and (
+            len(items) > self.max_messages
+            or self._bytes > self.max_bytes
+            or now - next(iter(items.values()))[0] > self.ttl
+        ):
             _, (_, joined) = items.popitem(last=False)
             self._bytes -= len(joined)

@@ -47,8 +47,15 @@ READINESS = "decisions store"
 
 
 class Recorder:
-    def __init__(self, engine: Engine, model: str, max_items: int, health: Health, metrics: Metrics,
-                 log: FilteringBoundLogger) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        model: str,
+        max_items: int,
+        health: Health,
+        metrics: Metrics,
+        log: FilteringBoundLogger,
+    ) -> None:
         self.engine, self.model, self.max_items = engine, model, max_items
         self.health, self.metrics, self.log = health, metrics, log
         self.repeats = Repeats()
@@ -93,8 +100,11 @@ class Recorder:
         with self._wake:
             left = len(self._rows)
         if left:
-            self.log.warning("decided messages not recorded at the stop: feedback by id for them waits "
-                             "until it expires", messages=left)  # fmt: skip
+            self.log.warning(
+                "decided messages not recorded at the stop: feedback by id for them waits "
+                "until it expires",
+                messages=left,
+            )
 
     def write(self) -> bool:
         """Write what is pending (False: the store failed, and it waits for the next try)."""
@@ -120,8 +130,11 @@ class Recorder:
             self._failing = True
             self.health.set_ready(READINESS, False, error_detail(error))
             self.metrics.store_errors.labels(role="scorer").inc()
-            self.repeats.warning(self.log, "decisions not recorded in the store: feedback by id for them "
-                                 "waits until they are", error=error_detail(error))  # fmt: skip
+            self.repeats.warning(
+                self.log,
+                "decisions not recorded in the store: feedback by id for them waits until they are",
+                error=error_detail(error),
+            )
             return False
         self.recorded = ticket
         if self._failing:
@@ -164,6 +177,10 @@ class Recorder:
         if extra_items > 0:
             del self._items[:extra_items]
         if extra_rows > 0 or extra_items > 0:
-            self.repeats.warning(self.log, "the store is unavailable for too long: decided messages dropped, "
-                                 "feedback by id for them will not resolve", messages=max(0, extra_rows),
-                                 review_items=max(0, extra_items))  # fmt: skip
+            self.repeats.warning(
+                self.log,
+                "the store is unavailable for too long: decided messages dropped, "
+                "feedback by id for them will not resolve",
+                messages=max(0, extra_rows),
+                review_items=max(0, extra_items),
+            )

@@ -32,9 +32,17 @@ class Resolver:
     """id → tokens of the messages it can find (`resolve`); `connect_fetcher` makes the reader
     of the messages topic on first need (a broker down at start-up is retried then)."""
 
-    def __init__(self, engine: Engine, model: str, recent: RecentMessages, messages_topic: str,
-                 tokenizer: Tokenizer, max_bytes: int, connect_fetcher: Callable[[], RecordFetcher],
-                 log: FilteringBoundLogger) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        model: str,
+        recent: RecentMessages,
+        messages_topic: str,
+        tokenizer: Tokenizer,
+        max_bytes: int,
+        connect_fetcher: Callable[[], RecordFetcher],
+        log: FilteringBoundLogger,
+    ) -> None:
         self.engine, self.model, self.recent = engine, model, recent
         self.messages_topic, self.tokenizer, self.max_bytes = messages_topic, tokenizer, max_bytes
         self.connect_fetcher = connect_fetcher
@@ -70,8 +78,12 @@ class Resolver:
                 self._fetcher = self.connect_fetcher()
             values = self._fetcher.fetch(self.messages_topic, set(coordinates.values()))
         except KafkaError as error:
-            self.repeats.warning(self.log, "messages topic unreadable: feedback by id waits",
-                                 topic=self.messages_topic, error=str(error))  # fmt: skip
+            self.repeats.warning(
+                self.log,
+                "messages topic unreadable: feedback by id waits",
+                topic=self.messages_topic,
+                error=str(error),
+            )
             return {}
         found: dict[str, list[str]] = {}
         for message_id, where in coordinates.items():

@@ -39,14 +39,27 @@ RECORDER_STOP_SECONDS = 0.5
 class Scorer(Loop):
     role = "scorer"
 
-    def __init__(self, state: ModelState, recent: RecentMessages, decisions_topic: str, max_bytes: int,
-                 queue: Review, **loop: Unpack[LoopSettings]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        state: ModelState,
+        recent: RecentMessages,
+        decisions_topic: str,
+        max_bytes: int,
+        queue: Review,
+        **loop: Unpack[LoopSettings],
+    ) -> None:
         super().__init__(**loop)
         self.state, self.recent = state, recent
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self._ticket = 0  # the recorder's, of the last batch
-        self.recorder = Recorder(state.engine, state.config.model.name, queue.max_items, self.health, self.metrics,
-                                 self.log)  # fmt: skip
+        self.recorder = Recorder(
+            state.engine,
+            state.config.model.name,
+            queue.max_items,
+            self.health,
+            self.metrics,
+            self.log,
+        )
 
     def on_idle(self) -> None:
         self.state.refresh()

@@ -72,8 +72,14 @@ class StartupError(RuntimeError):
 
 
 class Daemon:
-    def __init__(self, config: Config, role: str = "all", metrics: Metrics | None = None,
-                 health: Health | None = None, create_store: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: Config,
+        role: str = "all",
+        metrics: Metrics | None = None,
+        health: Health | None = None,
+        create_store: bool = False,
+    ) -> None:
         """`create_store`: create the schema in a database without one (else a StartupError)."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -107,9 +113,13 @@ class Daemon:
         config = self.config
         started = time.monotonic()
         self.server = self._serve()
-        self.log.info("starting", role=self.role, config=config.public(),
-                      database=masked_url(database.database_url(config.database.url)),
-                      metrics_port=self.server.port if self.server else None)  # fmt: skip
+        self.log.info(
+            "starting",
+            role=self.role,
+            config=config.public(),
+            database=masked_url(database.database_url(config.database.url)),
+            metrics_port=self.server.port if self.server else None,
+        )
         if missing := codecs_missing():
             self.log.warning(
                 "codec libraries missing: a record batch compressed with one of these codecs "
@@ -125,8 +135,12 @@ class Daemon:
             loops = self._loops(engine)
             self.api = self._api(engine)
             # daemon threads: a loop still waiting on the store after STOP_SECONDS is left behind
-            threads = [threading.Thread(target=self._guarded, args=(loop,), name=f"filterd-{loop.role}", daemon=True)
-                       for loop in loops]  # fmt: skip
+            threads = [
+                threading.Thread(
+                    target=self._guarded, args=(loop,), name=f"filterd-{loop.role}", daemon=True
+                )
+                for loop in loops
+            ]
             for thread in threads:
                 thread.start()
             self._wait(threads, loops, started)
@@ -159,8 +173,10 @@ class Daemon:
             return api.start()
         except OSError as error:
             api.stop()
-            raise StartupError(f"cannot listen on {http.host}:{http.port} (http.host, http.port): "
-                               f"{error.strerror or error}") from None  # fmt: skip
+            raise StartupError(
+                f"cannot listen on {http.host}:{http.port} (http.host, http.port): "
+                f"{error.strerror or error}"
+            ) from None
 
     def _wait(self, threads: list[threading.Thread], loops: list[Loop], started: float) -> None:
         """Until the loops end (or STOP_SECONDS after a stop request); logs "ready" once they
@@ -183,8 +199,12 @@ class Daemon:
                 )
             if time.monotonic() - self._stop_requested > STOP_SECONDS:
                 busy = [thread.name for thread in threads if thread.is_alive()]
-                self.log.warning("stopping without waiting for the loops: what they did not commit is read again "
-                                 "at the next start", loops=busy, seconds=STOP_SECONDS)  # fmt: skip
+                self.log.warning(
+                    "stopping without waiting for the loops: what they did not commit is read again "
+                    "at the next start",
+                    loops=busy,
+                    seconds=STOP_SECONDS,
+                )
                 return
             for thread in threads:
                 thread.join(0.1)
@@ -221,8 +241,18 @@ class Daemon:
         # one model for both roles
         self.state = state = ModelState(engine, config, self.metrics, self.health, self.log)
         if self.role in ("all", "scorer"):
-            loops.append(Scorer(state, recent, config.topics.decisions, config.limits.max_bytes, config.review,
-                                **common(config.topics.messages, config.groups.scorer, config.batches.poll_records)))  # fmt: skip
+            loops.append(
+                Scorer(
+                    state,
+                    recent,
+                    config.topics.decisions,
+                    config.limits.max_bytes,
+                    config.review,
+                    **common(
+                        config.topics.messages, config.groups.scorer, config.batches.poll_records
+                    ),
+                )
+            )
         if self.role in ("all", "learner"):
             monitor = Monitor(engine, config, state, self.metrics, self.log)
             tokenizer = tokenizer_of(config)
@@ -236,18 +266,34 @@ class Daemon:
                 lambda: KafkaFetcher(kafka, FETCH_SECONDS),
                 self.log,
             )
-            loops.append(Learner(engine, config.model.name, tokenizer, resolver, monitor, config.model.labels,
-                                 config.model.holdout_fraction, config.limits.max_bytes,
-                                 config.feedback.resolve_within, config.feedback.retry_seconds,
-                                 **common(config.topics.feedback, config.groups.learner, config.batches.feedback)))  # fmt: skip
+            loops.append(
+                Learner(
+                    engine,
+                    config.model.name,
+                    tokenizer,
+                    resolver,
+                    monitor,
+                    config.model.labels,
+                    config.model.holdout_fraction,
+                    config.limits.max_bytes,
+                    config.feedback.resolve_within,
+                    config.feedback.retry_seconds,
+                    **common(
+                        config.topics.feedback, config.groups.learner, config.batches.feedback
+                    ),
+                )
+            )
         return loops
 
     def _guarded(self, loop: Loop) -> None:
         try:
             loop.run(self._stop)
         except DeadLetterFlood as error:
-            self.log.error("dead-letter guard tripped: stopping without committing the batch", role=loop.role,
-                           error=str(error))  # fmt: skip
+            self.log.error(
+                "dead-letter guard tripped: stopping without committing the batch",
+                role=loop.role,
+                error=str(error),
+            )
             self._fail(EXIT_FLOOD)
         except Exception:
             self.log.exception("loop failed", role=loop.role)
@@ -294,8 +340,10 @@ def prepare_store(
     url = config.database.url
     revision = database.current(url)
     if revision is None and not create:
-        raise StartupError(f"{masked_url(database.database_url(url))}: no filterd store here: run "
-                           "`filterd db upgrade --db URL` first, or start with --create-store")  # fmt: skip
+        raise StartupError(
+            f"{masked_url(database.database_url(url))}: no filterd store here: run "
+            "`filterd db upgrade --db URL` first, or start with --create-store"
+        )
     if revision is None:
         try:
             database.upgrade(url)
@@ -312,10 +360,14 @@ def prepare_store(
         revision = database.current(url)
     if revision != database.head():
         if revision not in database.revisions():
-            raise StartupError(f"the database schema is at revision {revision}, which this filterd "
-                               f"does not know (its newest: {database.head()}): upgrade filterd")  # fmt: skip
-        raise StartupError(f"the database schema is at revision {revision}, this filterd needs "
-                           f"{database.head()}: run `filterd db upgrade`")  # fmt: skip
+            raise StartupError(
+                f"the database schema is at revision {revision}, which this filterd "
+                f"does not know (its newest: {database.head()}): upgrade filterd"
+            )
+        raise StartupError(
+            f"the database schema is at revision {revision}, this filterd needs "
+            f"{database.head()}: run `filterd db upgrade`"
+        )
     engine = database.connect(url)
     m = config.model
     names = model_names(engine)

@@ -37,8 +37,13 @@ class Calibrator:
     and once more on request at the end. Refusals (too small a window, model not ready) are
     kept as `note`; they are the normal state early in the stream."""
 
-    def __init__(self, config: Config, every: int, applied: Callable[[], int],
-                 on_event: Callable[[str], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: Config,
+        every: int,
+        applied: Callable[[], int],
+        on_event: Callable[[str], None],
+    ) -> None:
         self.config, self.every, self.applied, self.on_event = config, every, applied, on_event
         self.next_at = every
         self.last_at = 0
@@ -96,15 +101,24 @@ class Calibrator:
             return
         self.written += 1
         assert report.version is not None  # not a dry run: the version was written
-        self.threshold = ThresholdInfo(report.version, report.tau, report.auc, report.n_pos,
-                                       report.n_neg, report.recall, report.specificity)  # fmt: skip
+        self.threshold = ThresholdInfo(
+            report.version,
+            report.tau,
+            report.auc,
+            report.n_pos,
+            report.n_neg,
+            report.recall,
+            report.specificity,
+        )
         self.note = self._kind = ""
         others = "ham" if report.target_class == "spam" else f"not {report.target_class}"
         e = report.expected_recall
-        self.on_event(f"threshold v{report.version}: τ = {report.tau:.4g} ({report.source} window "
-                      f"{report.n_pos:,} {report.target_class} / {report.n_neg:,} {others}, AUC "
-                      f"{report.auc:.4f}, expected recall {e.mean:.1%} [{e.low:.1%}–{e.high:.1%}], "
-                      f"{others} kept {report.specificity:.1%}), after {applied:,} labels")  # fmt: skip
+        self.on_event(
+            f"threshold v{report.version}: τ = {report.tau:.4g} ({report.source} window "
+            f"{report.n_pos:,} {report.target_class} / {report.n_neg:,} {others}, AUC "
+            f"{report.auc:.4f}, expected recall {e.mean:.1%} [{e.low:.1%}–{e.high:.1%}], "
+            f"{others} kept {report.specificity:.1%}), after {applied:,} labels"
+        )
 
     def _refused(self, kind: str, why: str) -> None:
         # The reason is refreshed on screen every time, but printed as an event only when it

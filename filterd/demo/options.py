@@ -17,8 +17,11 @@ DEMO_ANALYST = "demo"  # the workbench's analyst in `filterd demo --workbench-po
 
 # Tansu makes a consumer-group join wait about session_timeout_ms / 2 (filterd.demo.broker): a
 # short session timeout keeps the daemon's joins short, where kafka-python's defaults would not.
-FAST_GROUPS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
-               "max_poll_interval_ms": 10000}  # fmt: skip
+FAST_GROUPS = {
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 1000,
+    "max_poll_interval_ms": 10000,
+}
 
 
 class DemoError(RuntimeError):
@@ -74,8 +77,10 @@ def check_workdir(workdir: Path) -> None:
     except OSError as error:
         raise DemoError(f"--workdir {workdir}: cannot write there ({error.strerror})") from None
     if (Path(workdir) / DB_FILE).exists():
-        raise DemoError(f"{Path(workdir) / DB_FILE} exists: the demo needs a fresh store "
-                        "(remove it, or give another --workdir)")  # fmt: skip
+        raise DemoError(
+            f"{Path(workdir) / DB_FILE} exists: the demo needs a fresh store "
+            "(remove it, or give another --workdir)"
+        )
 
 
 def demo_config(
@@ -102,13 +107,23 @@ def demo_config(
     # The environment is ignored so that a FILTERD_DATABASE_URL meant for production is never
     # touched by a demo; a --config file is an explicit choice.
     config = load(options.config_path, environ={}, overrides=overrides)
-    kafka = {"bootstrap_servers": bootstrap_servers, **FAST_GROUPS,
-             "auto_offset_reset": "earliest", "enable_idempotence": False}  # fmt: skip
+    kafka = {
+        "bootstrap_servers": bootstrap_servers,
+        **FAST_GROUPS,
+        "auto_offset_reset": "earliest",
+        "enable_idempotence": False,
+    }
     config = replace(config, kafka=kafka)
     if options.workbench_port is None:
         return config
     # a demo's throwaway password: a cheap hash is enough, and start-up stays quick
     users = {DEMO_ANALYST: hash_secret(options.workbench_password, "pbkdf2_sha256", rounds=10_000)}
-    http = replace(config.http, enabled=True, host="127.0.0.1", port=options.workbench_port,
-                   users=users, tokens={})  # fmt: skip
+    http = replace(
+        config.http,
+        enabled=True,
+        host="127.0.0.1",
+        port=options.workbench_port,
+        users=users,
+        tokens={},
+    )
     return replace(config, http=http)

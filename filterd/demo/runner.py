@@ -113,10 +113,16 @@ class Demo:
     every `tick` seconds from the calling thread; `on_event(line)` for notable moments (model
     ready, threshold written, calibration refused) from any thread."""
 
-    def __init__(self, options: DemoOptions, workdir: Path, items: Sequence[Item], source: str,
-                 on_tick: Callable[[Snapshot], None] = lambda s: None,
-                 on_event: Callable[[str], None] = lambda line: None,
-                 tick: float = 1.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        options: DemoOptions,
+        workdir: Path,
+        items: Sequence[Item],
+        source: str,
+        on_tick: Callable[[Snapshot], None] = lambda s: None,
+        on_event: Callable[[str], None] = lambda line: None,
+        tick: float = 1.0,
+    ) -> None:
         self.options, self.workdir, self.items, self.source = options, Path(workdir), items, source
         self.on_tick, self.on_event, self.tick = on_tick, on_event, tick
         self.board = Scoreboard(items, options.target, options.target_recall)
@@ -177,21 +183,27 @@ class Demo:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.broker.start()
         kafka, topics = self.config.kafka, self.config.topics
-        create_topics(kafka, [topics.messages, topics.decisions, topics.feedback,
-                                     topics.dead_letter])  # fmt: skip
+        create_topics(
+            kafka, [topics.messages, topics.decisions, topics.feedback, topics.dead_letter]
+        )
         # Every log line of the daemon and of kafka-python goes to the file, never to the screen.
         # What is replaced is restored at the end: the demo may run inside a longer process.
-        self._saved_logging = (structlog.get_config(), logging.getLogger().level,
-                               logging.getLogger("kafka").level)  # fmt: skip
+        self._saved_logging = (
+            structlog.get_config(),
+            logging.getLogger().level,
+            logging.getLogger("kafka").level,
+        )
         self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115 - closed in _stop_parts()
         configure_logging("json", stream=self._log_file)
         self.daemon = Daemon(self.config, role="all", create_store=True)
-        self._daemon_thread = threading.Thread(target=self._run_daemon, name="filterd-demo-daemon",
-                                               daemon=True)  # fmt: skip
+        self._daemon_thread = threading.Thread(
+            target=self._run_daemon, name="filterd-demo-daemon", daemon=True
+        )
         self._daemon_thread.start()
         self._collector = Collector(kafka, self.config, self.board).start()
-        self._calibrator = Calibrator(self.config, self.options.recalibrate_every,
-                                      self._feedback_applied, self.on_event).start()  # fmt: skip
+        self._calibrator = Calibrator(
+            self.config, self.options.recalibrate_every, self._feedback_applied, self.on_event
+        ).start()
         self._producer = KafkaProducer(**client_settings(kafka, KafkaProducer))
 
     def _run_daemon(self) -> None:
@@ -214,8 +226,11 @@ class Demo:
         self._pending.append(0)
         self._sent = 1
         started = time.monotonic()
-        failure = self._wait_for(lambda: self.board.decided(first.id) or self.board.dead(first.id),
-                                 "no decision", started)  # fmt: skip
+        failure = self._wait_for(
+            lambda: self.board.decided(first.id) or self.board.dead(first.id),
+            "no decision",
+            started,
+        )
         if failure:
             return failure
         state, times = "deciding", f"first decision {time.monotonic() - started:.1f} s"
@@ -223,14 +238,16 @@ class Demo:
             self._pending.popleft()
             self._send_label(self.config.topics.feedback, first)
             self._producer.flush()
-            failure = self._wait_for(lambda: self._feedback_applied() >= 1, "no label applied",
-                                     started)  # fmt: skip
+            failure = self._wait_for(
+                lambda: self._feedback_applied() >= 1, "no label applied", started
+            )
             if failure:
                 return failure
             applied = time.monotonic() - started
             state, times = "deciding and learning", f"{times}, first label applied {applied:.1f} s"
-        self.on_event(f"the daemon is {state}: {times} after the first message "
-                      "(consumer-group joins)")  # fmt: skip
+        self.on_event(
+            f"the daemon is {state}: {times} after the first message (consumer-group joins)"
+        )
         return ""
 
     def _wait_for(self, done: Callable[[], bool], missing: str, started: float) -> str:
@@ -245,16 +262,17 @@ class Demo:
             if failure:
                 return failure
             if now - started > self.options.timeout:
-                return (f"{missing} from the daemon {self.options.timeout:g} s after its start "
-                        f"(see {self.workdir / DAEMON_LOG})")  # fmt: skip
+                return (
+                    f"{missing} from the daemon {self.options.timeout:g} s after its start "
+                    f"(see {self.workdir / DAEMON_LOG})"
+                )
             time.sleep(0.02)
         return ""
 
     def _hold(self) -> None:
         """Keep the daemon, and so the workbench, up after the replay until Ctrl-C or SIGTERM
         (a KeyboardInterrupt here ends the demo as done) or until the daemon stops."""
-        self.on_event(f"replay done: the workbench stays up at {self.workbench_url} "
-                      "until Ctrl-C")  # fmt: skip
+        self.on_event(f"replay done: the workbench stays up at {self.workbench_url} until Ctrl-C")
         try:
             while not self._failure():
                 self.on_tick(self.snapshot())
@@ -362,15 +380,19 @@ class Demo:
         decided, dead = self.board.counts()
         missing = len(self.items) - decided - dead
         unapplied = self._feedback_sent - self._feedback_applied()
-        return (f"after {self.options.timeout:g} s: {max(0, missing):,} messages without a "
-                "decision, "
-                f"{len(self._pending) + max(0, unapplied):,} labels not applied")  # fmt: skip
+        return (
+            f"after {self.options.timeout:g} s: {max(0, missing):,} messages without a "
+            "decision, "
+            f"{len(self._pending) + max(0, unapplied):,} labels not applied"
+        )
 
     def _failure(self) -> str:
         if self._daemon_thread is not None and not self._daemon_thread.is_alive():
             why = f": {self._daemon_error}" if self._daemon_error else ""
-            return (f"the daemon stopped with status {self._daemon_status}{why} "
-                    f"(see {self.workdir / DAEMON_LOG})")  # fmt: skip
+            return (
+                f"the daemon stopped with status {self._daemon_status}{why} "
+                f"(see {self.workdir / DAEMON_LOG})"
+            )
         if self._collector is not None and not self._collector.alive:
             return f"reading the decisions failed: {self._collector.error!r}"
         return ""
@@ -422,21 +444,34 @@ class Demo:
         ready, note = self._model_state()
         if ready and not self._ready_announced and self.board.first_ready is not None:
             self._ready_announced = True
-            self.on_event(f"model ready: {self.board.first_ready - 1:,} decisions said "
-                          f"'{UNDECIDED}' before the first by a trained model")  # fmt: skip
+            self.on_event(
+                f"model ready: {self.board.first_ready - 1:,} decisions said "
+                f"'{UNDECIDED}' before the first by a trained model"
+            )
         calibrator = self._calibrator
         return Snapshot(
-            elapsed=now - self._started, source=self.source, total=len(self.items),
-            sent=self._sent, decided=decided, dead_lettered=dead, rate_now=rate_now,
-            rate_mean=rate_mean, labels=dict(self.board.labels), target=self.options.target,
-            target_recall=self.options.target_recall, quality=self.board.quality(),
+            elapsed=now - self._started,
+            source=self.source,
+            total=len(self.items),
+            sent=self._sent,
+            decided=decided,
+            dead_lettered=dead,
+            rate_now=rate_now,
+            rate_mean=rate_mean,
+            labels=dict(self.board.labels),
+            target=self.options.target,
+            target_recall=self.options.target_recall,
+            quality=self.board.quality(),
             threshold=calibrator.threshold if calibrator else None,
             threshold_note=calibrator.note if calibrator else "",
             next_calibration=calibrator.next_at if calibrator else None,
-            feedback_sent=self._feedback_sent, feedback_pending=len(self._pending),
-            feedback=self._feedback_outcomes(), model_ready=ready, model_note=note,
+            feedback_sent=self._feedback_sent,
+            feedback_pending=len(self._pending),
+            feedback=self._feedback_outcomes(),
+            model_ready=ready,
+            model_note=note,
             finished=finished,
-        )  # fmt: skip
+        )
 
     def _model_state(self) -> tuple[bool, str]:
         if self.daemon is None:

@@ -31,10 +31,12 @@ def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
         n = options.messages or 20_000
         priors = {"ham": 1.0 - options.spam_share, "spam": options.spam_share}
         generated = generate(SynthConfig(n_messages=n, class_priors=priors, seed=options.seed))
-        items = [Item(r["id"], r["label"], _payload(r["id"], r["text"], r["format"]))
-                 for r in generated]  # fmt: skip
-        source = (f"synthetic stream: {n:,} messages, {options.spam_share:.0%} spam, "
-                  f"seed {options.seed}")  # fmt: skip
+        items = [
+            Item(r["id"], r["label"], _payload(r["id"], r["text"], r["format"])) for r in generated
+        ]
+        source = (
+            f"synthetic stream: {n:,} messages, {options.spam_share:.0%} spam, seed {options.seed}"
+        )
     else:
         try:
             records = read_corpus(options.corpus)
@@ -44,16 +46,22 @@ def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
             raise DemoError(f"{options.corpus}: the corpus is empty")
         multi = next((r for r in records if len(r.labels) != 1), None)
         if multi is not None:
-            raise DemoError(f"{options.corpus}: record {multi.id!r} has {len(multi.labels)} labels;"
-                            " the demo replays single-label corpora")  # fmt: skip
+            raise DemoError(
+                f"{options.corpus}: record {multi.id!r} has {len(multi.labels)} labels;"
+                " the demo replays single-label corpora"
+            )
         records = records[: options.messages] if options.messages else records
         items = [Item(r.id, r.label, _payload(r.id, r.text, r.format)) for r in records]
-        source = (f"corpus {options.corpus.parent.name}/{options.corpus.name}: {len(items):,} "
-                  "messages in corpus order")  # fmt: skip
+        source = (
+            f"corpus {options.corpus.parent.name}/{options.corpus.name}: {len(items):,} "
+            "messages in corpus order"
+        )
     labels = Counter(item.label for item in items)
     if options.target not in labels:
-        raise DemoError(f"target class {options.target!r} does not occur in the stream "
-                        f"(labels: {', '.join(sorted(labels))})")  # fmt: skip
+        raise DemoError(
+            f"target class {options.target!r} does not occur in the stream "
+            f"(labels: {', '.join(sorted(labels))})"
+        )
     if len(labels) < 2:
         raise DemoError(
             f"the stream holds only {options.target!r} messages; it needs another class"

@@ -160,9 +160,11 @@ def expected_recall(hits: int, n_pos: int, confidence: float = 0.9) -> Expected:
     tail = (1.0 - confidence) / 2
     a, b = hits, n_pos + 1 - hits
     return Expected(
-        hits / (n_pos + 1), float(beta.ppf(tail, a, b)), float(beta.ppf(1 - tail, a, b)),
+        hits / (n_pos + 1),
+        float(beta.ppf(tail, a, b)),
+        float(beta.ppf(1 - tail, a, b)),
         confidence,
-    )  # fmt: skip
+    )
 
 
 def expected_rate(successes: int, n: int, confidence: float = 0.9) -> Expected:

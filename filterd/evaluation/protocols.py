@@ -82,8 +82,12 @@ class Corpus:
     tokenize_seconds: float
 
     @classmethod
-    def tokenize(cls, records: Sequence[Record], tokenizer: Callable[[dict[str, str]], Tokens],
-                 progress: RecordProgress = iter) -> Corpus:  # fmt: skip
+    def tokenize(
+        cls,
+        records: Sequence[Record],
+        tokenizer: Callable[[dict[str, str]], Tokens],
+        progress: RecordProgress = iter,
+    ) -> Corpus:
         started = time.perf_counter()
         hasher = Statistics(seed=SEED).hasher
         # Encoding a chunk right after tokenizing it finds its strings still in the CPU cache:
@@ -136,8 +140,13 @@ def _some(labels: list[str]) -> str:
     return ", ".join(labels[:8]) + (", …" if len(labels) > 8 else "")
 
 
-def evaluate(corpus: Corpus, spec: ModelSpec, protocol: str = "split", target: str | None = None,
-             progress: Progress = iter) -> Evaluation:  # fmt: skip
+def evaluate(
+    corpus: Corpus,
+    spec: ModelSpec,
+    protocol: str = "split",
+    target: str | None = None,
+    progress: Progress = iter,
+) -> Evaluation:
     """Run one variant on `corpus` under `protocol` ("split" or "online"); `progress` wraps the
     online replay's loop over the documents (it sees each one as the replay reaches it)."""
     task, target = task_of(corpus.records, target)
@@ -213,8 +222,14 @@ def split_scores(corpus: Corpus, spec: ModelSpec, target: str) -> FloatArray:
     return _binary_split_scores(corpus, spec, target, stats, train, corpus.batch_of(test))
 
 
-def _binary_split_scores(corpus: Corpus, spec: ModelSpec, target: str, stats: Statistics,
-                         train: list[Record], test_batch: DocBatch) -> FloatArray:  # fmt: skip
+def _binary_split_scores(
+    corpus: Corpus,
+    spec: ModelSpec,
+    target: str,
+    stats: Statistics,
+    train: list[Record],
+    test_batch: DocBatch,
+) -> FloatArray:
     model = _model(stats, spec, target)
     if isinstance(model, FusionModel):
         model = model.with_weights(_learned_weights(corpus, train, target))
@@ -281,8 +296,14 @@ def _multiclass(
     _macro_average(result)
 
 
-def _multilabel(result: Evaluation, spec: ModelSpec, train: list[Record], train_batch: DocBatch,
-                test: list[Record], test_batch: DocBatch) -> None:  # fmt: skip
+def _multilabel(
+    result: Evaluation,
+    spec: ModelSpec,
+    train: list[Record],
+    train_batch: DocBatch,
+    test: list[Record],
+    test_batch: DocBatch,
+) -> None:
     categories = sorted({c for r in train for c in r.labels} & {c for r in test for c in r.labels})
     f1 = []
     for c in categories:
@@ -321,8 +342,9 @@ def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) ->
     return result
 
 
-def online_replay(corpus: Corpus, spec: ModelSpec, target: str,
-                  progress: Progress = iter) -> tuple[FloatArray, BoolArray]:  # fmt: skip
+def online_replay(
+    corpus: Corpus, spec: ModelSpec, target: str, progress: Progress = iter
+) -> tuple[FloatArray, BoolArray]:
     """(scores, truth) of the online protocol, the records in `order`: what
     `evaluate(corpus, spec, "online", target)` measures."""
     order = np.array(

@@ -35,8 +35,13 @@ class Tuned:
     tried: list[tuple[ModelSpec, float]]  # every candidate with its objective
 
 
-def objective_value(model: Model, batch: DocBatch, truth: Sequence[str], objective: Objective,
-                    target: str | None = None) -> float:  # fmt: skip
+def objective_value(
+    model: Model,
+    batch: DocBatch,
+    truth: Sequence[str],
+    objective: Objective,
+    target: str | None = None,
+) -> float:
     """The objective of `model` on labelled validation documents (target: a binary task)."""
     scores = model.score(batch)
     if target is None:
@@ -52,9 +57,15 @@ def objective_value(model: Model, batch: DocBatch, truth: Sequence[str], objecti
     return ranking.macro_f1(positive, decision >= 0.0, labels=[True, False])
 
 
-def grid_search(stats: Statistics, batch: DocBatch, truth: Sequence[str], spec: ModelSpec,
-                grid: Mapping[str, Sequence[Any]], objective: Objective = "auc",
-                target: str | None = None) -> Tuned:  # fmt: skip
+def grid_search(
+    stats: Statistics,
+    batch: DocBatch,
+    truth: Sequence[str],
+    spec: ModelSpec,
+    grid: Mapping[str, Sequence[Any]],
+    objective: Objective = "auc",
+    target: str | None = None,
+) -> Tuned:
     """Try every combination of `grid` (estimator parameters, and "select" for Selection specs)."""
     names = list(grid)
     tried = []
@@ -79,9 +90,17 @@ def _with(spec: ModelSpec, values: Mapping[str, Any]) -> ModelSpec:
     return replace(spec, params=params, selection=selection)
 
 
-def tune_unb_lambda(stats: Statistics, batch: DocBatch, truth: Sequence[str], spec: ModelSpec | None = None,
-                    target: str | None = None, grid: Sequence[float] = LAMBDA_GRID, generations: int = 50,
-                    population: int = 30, seed: int = 0) -> Tuned:  # fmt: skip
+def tune_unb_lambda(
+    stats: Statistics,
+    batch: DocBatch,
+    truth: Sequence[str],
+    spec: ModelSpec | None = None,
+    target: str | None = None,
+    grid: Sequence[float] = LAMBDA_GRID,
+    generations: int = 50,
+    population: int = 30,
+    seed: int = 0,
+) -> Tuned:
     """Per-class λ for UNB-R by differential evolution on validation macro-F1 (`spec`: UNB's, by
     default with its default parameters)."""
     spec = ModelSpec("unb") if spec is None else spec
@@ -104,9 +123,17 @@ def tune_unb_lambda(stats: Statistics, batch: DocBatch, truth: Sequence[str], sp
     rng = np.random.default_rng(seed)
     init = rng.integers(0, len(grid), size=(max(population, 5), len(labels))).astype(float)
     found = differential_evolution(
-        negative_macro_f1, bounds=[(0, len(grid) - 1)] * len(labels), integrality=[True] * len(labels),
-        maxiter=generations, init=init, mutation=0.8, recombination=0.6, seed=seed, polish=False, tol=0,
-    )  # fmt: skip
+        negative_macro_f1,
+        bounds=[(0, len(grid) - 1)] * len(labels),
+        integrality=[True] * len(labels),
+        maxiter=generations,
+        init=init,
+        mutation=0.8,
+        recombination=0.6,
+        seed=seed,
+        polish=False,
+        tol=0,
+    )
     lam = [float(grid[int(i)]) for i in found.x]
     best = replace(spec, params={**spec.params, "lam": lam})
     return Tuned(best, -float(found.fun), [(best, -float(found.fun))])

@@ -220,17 +220,27 @@ def calibrate_model(
     return report
 
 
-def calibrate_configured(engine: Engine, config: Config, created_by: str,
-                         dry_run: bool = False) -> CalibrationReport:  # fmt: skip
+def calibrate_configured(
+    engine: Engine, config: Config, created_by: str, dry_run: bool = False
+) -> CalibrationReport:
     """`calibrate_model` for the configured target class and recall, with the `[calibration]`
     settings: what `filterd run` does every `intervals.calibrate_seconds`."""
     c = config.calibration
-    return calibrate_model(engine, config.model.name, config.decision.target_class,
-                           config.decision.target_recall, window=parse_duration(c.window),
-                           conservative=c.conservative, min_positives=c.min_positives or None,
-                           max_auc_drop=c.max_auc_drop, min_docs=config.model.min_docs,
-                           created_by=created_by, source=c.source, step=c.step,
-                           dry_run=dry_run)  # fmt: skip
+    return calibrate_model(
+        engine,
+        config.model.name,
+        config.decision.target_class,
+        config.decision.target_recall,
+        window=parse_duration(c.window),
+        conservative=c.conservative,
+        min_positives=c.min_positives or None,
+        max_auc_drop=c.max_auc_drop,
+        min_docs=config.model.min_docs,
+        created_by=created_by,
+        source=c.source,
+        step=c.step,
+        dry_run=dry_run,
+    )
 
 
 def calibrate_classes(
@@ -274,9 +284,11 @@ def calibrate_classes(
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
     with engine.connect() as conn:
-        counts = conn.execute(select(ClassStats.label, ClassStats.docs)
-                              .where(ClassStats.model_id == find_model_id(conn, model))
-                              .order_by(ClassStats.class_id)).all()  # fmt: skip
+        counts = conn.execute(
+            select(ClassStats.label, ClassStats.docs)
+            .where(ClassStats.model_id == find_model_id(conn, model))
+            .order_by(ClassStats.class_id)
+        ).all()
     labels_learned, docs = [c.label for c in counts], [c.docs for c in counts]
 
     # The statistics are loaded only to re-score the holdout: scores on arrival need none, and
@@ -320,10 +332,20 @@ def calibrate_classes(
             if previous is not None and previous.target_recall == target_recall:
                 start = alpha if previous.level is None else previous.level
             level = adapt_level(start, alpha, in_force.n_pos, in_force.missed, step * alpha)
-        check = partial(_check, model, target, target_recall=target_recall, previous=previous,
-                        in_force=in_force, conservative=conservative, confidence=confidence,
-                        min_positives=min_positives, min_negatives=min_negatives,
-                        max_auc_drop=max_auc_drop, force=force)  # fmt: skip
+        check = partial(
+            _check,
+            model,
+            target,
+            target_recall=target_recall,
+            previous=previous,
+            in_force=in_force,
+            conservative=conservative,
+            confidence=confidence,
+            min_positives=min_positives,
+            min_negatives=min_negatives,
+            max_auc_drop=max_auc_drop,
+            force=force,
+        )
         try:
             checked.append(check(window_of(source, target, previous), source=source, level=level))
         except GuardrailError as refused:
@@ -336,8 +358,11 @@ def calibrate_classes(
                     check(window_of("holdout", target, previous), source="holdout", level=None)
                 )
             except GuardrailError as also:
-                raise GuardrailError(f"{refused}; nor from the holdout, for a first τ: {also}",
-                                     list(refused.reasons), refused.forceable) from None  # fmt: skip
+                raise GuardrailError(
+                    f"{refused}; nor from the holdout, for a first τ: {also}",
+                    list(refused.reasons),
+                    refused.forceable,
+                ) from None
     if dry_run:
         return [report for report, _ in checked]
     reports = []
@@ -373,8 +398,13 @@ def _fused_window(
     components, labels = components[keep], found.labels[keep]
     oldest_first = slice(None, None, -1)
     weights = fit_weights(components[oldest_first], (labels == target)[oldest_first])
-    return _Window(combine(components, weights), labels, (found.start, found.end), weights,
-                   combine(components, in_force or INITIAL_WEIGHTS))  # fmt: skip
+    return _Window(
+        combine(components, weights),
+        labels,
+        (found.start, found.end),
+        weights,
+        combine(components, in_force or INITIAL_WEIGHTS),
+    )
 
 
 def _check(

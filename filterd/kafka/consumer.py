@@ -71,9 +71,15 @@ RebalanceCallback = Callable[[set[TopicPartition]], None]
 BOOTSTRAP_TIMEOUT_MS = 2000
 
 
-def subscribed_consumer(kafka: Mapping[str, Any], topic: str, group: str, max_poll_records: int,
-                        on_assigned: RebalanceCallback, on_revoked: RebalanceCallback,
-                        defaults: Mapping[str, Any] = CONSUMER_DEFAULTS) -> Consumer:  # fmt: skip
+def subscribed_consumer(
+    kafka: Mapping[str, Any],
+    topic: str,
+    group: str,
+    max_poll_records: int,
+    on_assigned: RebalanceCallback,
+    on_revoked: RebalanceCallback,
+    defaults: Mapping[str, Any] = CONSUMER_DEFAULTS,
+) -> Consumer:
     """A consumer in `group` subscribed to `topic`, committing only when told to: kafka-python's,
     or librdkafka's when `[kafka] client = "confluent"`."""
     if kafka.get("client") == "confluent":

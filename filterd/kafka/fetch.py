@@ -68,8 +68,14 @@ class KafkaFetcher:
             self._read_until(tp, stop, offsets, found, deadline)
         return found
 
-    def _read_until(self, tp: TopicPartition, stop: int, offsets: list[int],
-                    found: dict[int, bytes], deadline: float) -> None:  # fmt: skip
+    def _read_until(
+        self,
+        tp: TopicPartition,
+        stop: int,
+        offsets: list[int],
+        found: dict[int, bytes],
+        deadline: float,
+    ) -> None:
         """Poll `tp` from its position until past `stop`, the partition's end or `deadline`."""
         wanted = set(offsets)
         while time.monotonic() < deadline:

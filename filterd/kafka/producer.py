@@ -198,8 +198,9 @@ class BatchProducer:
             )
         return partitions
 
-    def _batches(self, records: Sequence[tuple[str, bytes | None, bytes]],
-                 deadline: Deadline) -> list[tuple[TopicPartition, bytes]]:  # fmt: skip
+    def _batches(
+        self, records: Sequence[tuple[str, bytes | None, bytes]], deadline: Deadline
+    ) -> list[tuple[TopicPartition, bytes]]:
         """Each partition's records as record batches of at most `batch_size` bytes, in order."""
         by_topic: dict[str, list[tuple[bytes | None, bytes]]] = {}
         for topic, key, value in records:
@@ -239,9 +240,15 @@ class BatchProducer:
         return out
 
     def _builder(self) -> DefaultRecordBatchBuilder:
-        return DefaultRecordBatchBuilder(magic=2, compression_type=COMPRESSION[self.config["compression_type"]],
-                                         is_transactional=False, producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                         batch_size=self.config["batch_size"])  # fmt: skip
+        return DefaultRecordBatchBuilder(
+            magic=2,
+            compression_type=COMPRESSION[self.config["compression_type"]],
+            is_transactional=False,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=self.config["batch_size"],
+        )
 
     def _requests(
         self, batches: list[tuple[TopicPartition, bytes]]
@@ -270,7 +277,14 @@ class BatchProducer:
         topics: dict[str, list[Partition]] = {}
         for tp, data in group.items():
             topics.setdefault(tp.topic, []).append(Partition(index=tp.partition, records=data))
-        return ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=self.config["request_timeout_ms"],
-                              topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
-                                          for name, partitions in topics.items()],
-                              min_version=0, max_version=9)  # fmt: skip
+        return ProduceRequest(
+            transactional_id=None,
+            acks=self.acks,
+            timeout_ms=self.config["request_timeout_ms"],
+            topic_data=[
+                ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
+                for name, partitions in topics.items()
+            ],
+            min_version=0,
+            max_version=9,
+        )

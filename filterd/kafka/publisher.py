@@ -116,8 +116,13 @@ def dead_letter_of(
 ) -> DeadLetter:
     """The dead-letter record of a consumed Kafka record."""
     payload = record.value or b""
-    return DeadLetter(source_topic=record.topic, partition=record.partition, offset=record.offset,
-                      error=error, reason=reason,
-                      payload=payload[:payload_limit].decode("utf-8", "replace"),
-                      payload_truncated=len(payload) > payload_limit,
-                      failed_at=datetime.now(UTC))  # fmt: skip
+    return DeadLetter(
+        source_topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        error=error,
+        reason=reason,
+        payload=payload[:payload_limit].decode("utf-8", "replace"),
+        payload_truncated=len(payload) > payload_limit,
+        failed_at=datetime.now(UTC),
+    )

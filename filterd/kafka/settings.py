@@ -41,8 +41,9 @@ class KafkaClient(Protocol):
     DEFAULT_CONFIG: ClassVar[Mapping[str, Any]]
 
 
-def client_settings(kafka: Mapping[str, Any], client: type[KafkaClient],
-                    defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def client_settings(
+    kafka: Mapping[str, Any], client: type[KafkaClient], defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The `[kafka]` settings `client` (KafkaConsumer, KafkaProducer, KafkaAdminClient) knows, over
     `defaults` (by default ours for that client)."""
     if defaults is None:
@@ -58,8 +59,13 @@ COMPRESSION = {name: code for code, name in enumerate(COMPRESSION_TYPES)}
 
 
 # whether the library each codec needs is installed
-CODEC_INSTALLED = {None: lambda: True, "gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4,
-                   "zstd": codec.has_zstd}  # fmt: skip
+CODEC_INSTALLED = {
+    None: lambda: True,
+    "gzip": codec.has_gzip,
+    "snappy": codec.has_snappy,
+    "lz4": codec.has_lz4,
+    "zstd": codec.has_zstd,
+}
 
 
 def codecs_missing() -> list[str]:

@@ -174,8 +174,12 @@ class Repeats:
                 del self._runs[k]
         for (event, _), run in over.items():
             if run.count:
-                run.log.warning(event, **run.fields, repeated=run.count,
-                                window_seconds=round(now - run.started, 1))  # fmt: skip
+                run.log.warning(
+                    event,
+                    **run.fields,
+                    repeated=run.count,
+                    window_seconds=round(now - run.started, 1),
+                )
 
 
 @contextlib.contextmanager

@@ -292,8 +292,11 @@ def _secret(key: str) -> bool:
     return key.lower().rsplit("_", 1)[-1] in SECRET_WORDS
 
 
-def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
-         overrides: Mapping[str, Any] | None = None) -> Config:  # fmt: skip
+def load(
+    path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
     """Defaults ← the TOML file at `path` (if any) ← FILTERD_SECTION_KEY variables ← `overrides`
     ({"section.key": value}, e.g. from CLI flags; None values are ignored)."""
     environ = os.environ if environ is None else environ
@@ -520,8 +523,11 @@ def _check(config: Config) -> None:
         f"{client!r} is not one of {', '.join(KAFKA_CLIENTS)}",
     )
     compression = config.kafka.get("compression_type")
-    require(compression in COMPRESSION_TYPES, "kafka.compression_type",
-            f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}")  # fmt: skip
+    require(
+        compression in COMPRESSION_TYPES,
+        "kafka.compression_type",
+        f"{compression!r} is not one of {', '.join(map(str, COMPRESSION_TYPES))}",
+    )
 
 
 def _check_hosts(key: str, hosts: object, host: str, port: int) -> None:
@@ -544,8 +550,9 @@ def _check_http(http: Http) -> None:
     if not http.host:
         raise ConfigError("http.host: must name an interface (127.0.0.1: loopback only)")
     if http.session_secret and len(http.session_secret) < 32:
-        raise ConfigError("http.session_secret: must be at least 32 characters (or empty: a key "
-                          "made at start-up)")  # fmt: skip
+        raise ConfigError(
+            "http.session_secret: must be at least 32 characters (or empty: a key made at start-up)"
+        )
     if http.max_connections < 1:
         raise ConfigError("http.max_connections: must be at least 1")
     if http.request_seconds <= 0:

@@ -82,8 +82,9 @@ def scoring_model(
     return build_model(stats, spec, target=target_class)
 
 
-def check_ready(labels: Sequence[str], docs: Sequence[int], target_class: str,
-                min_docs: int = 20) -> None:  # fmt: skip
+def check_ready(
+    labels: Sequence[str], docs: Sequence[int], target_class: str, min_docs: int = 20
+) -> None:
     """NotReady unless every class has `min_docs` learned documents and `target_class` is one."""
     reason = not_ready(labels, docs, min_docs)
     if reason is None and target_class not in labels:
@@ -100,8 +101,14 @@ def decision_scores(model: DecisionModel, batch: DocBatch) -> npt.NDArray[np.flo
 class Decider:
     """Tokenizes, scores and labels batches of messages; rebuilt model on `update(stats)`."""
 
-    def __init__(self, spec: ModelSpec, target_class: str, min_docs: int = 20,
-                 tokenizer: Tokenizer | None = None, explain_tokens: int = EXPLAIN_TOKENS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: ModelSpec,
+        target_class: str,
+        min_docs: int = 20,
+        tokenizer: Tokenizer | None = None,
+        explain_tokens: int = EXPLAIN_TOKENS,
+    ) -> None:
         self.spec = spec
         self.target_class = target_class
         self.min_docs = min_docs
@@ -128,9 +135,14 @@ class Decider:
     def tokens(self, messages: Sequence[Content]) -> list[Tokens]:
         return [self.tokenizer(message_fields(m)) for m in messages]
 
-    def decide(self, messages: Sequence[Message], threshold: ThresholdSetting,
-               tokens: Sequence[Tokens] | None = None, now: datetime | None = None,
-               sources: Sequence[Source] | None = None) -> list[Decision]:  # fmt: skip
+    def decide(
+        self,
+        messages: Sequence[Message],
+        threshold: ThresholdSetting,
+        tokens: Sequence[Tokens] | None = None,
+        now: datetime | None = None,
+        sources: Sequence[Source] | None = None,
+    ) -> list[Decision]:
         """One decision per message, in order (`tokens`: the tokenizer's results, if already
         made; `sources`: where each message was read, else its `Position` in `messages`). A
         message a limit cut short is decided on what was read, and says so (`truncated`)."""
@@ -144,11 +156,21 @@ class Decider:
             i: int, label: str, score: float, explanation: list[tuple[str, float]]
         ) -> Decision:
             source = where[i]
-            return Decision(message_id=messages[i].id, label=label, score=score, threshold=threshold.tau,
-                            target_recall=threshold.target_recall, model_version=self.model_version,
-                            threshold_version=threshold.version, explanation=explanation,
-                            truncated=tokenized[i].truncated, scored_at=now, source_topic=source.topic,
-                            partition=source.partition, offset=source.offset)  # fmt: skip
+            return Decision(
+                message_id=messages[i].id,
+                label=label,
+                score=score,
+                threshold=threshold.tau,
+                target_recall=threshold.target_recall,
+                model_version=self.model_version,
+                threshold_version=threshold.version,
+                explanation=explanation,
+                truncated=tokenized[i].truncated,
+                scored_at=now,
+                source_topic=source.topic,
+                partition=source.partition,
+                offset=source.offset,
+            )
 
         if self.model is None:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
@@ -166,8 +188,9 @@ class Decider:
             decision(i, str(labels[i]), float(s[i]), explanations[i]) for i in range(len(messages))
         ]
 
-    def contributions(self, tokens: Sequence[str], threshold: ThresholdSetting
-                      ) -> tuple[float, list[tuple[str, float]]] | None:  # fmt: skip
+    def contributions(
+        self, tokens: Sequence[str], threshold: ThresholdSetting
+    ) -> tuple[float, list[tuple[str, float]]] | None:
         """A message's decision score s(x) from its `tokens` under the current model, and every
         selected token with its signed contribution, strongest first (`Scores.explain`: the
         explanation of `decide` before it is cut to `explain_tokens`). None until a model is
@@ -181,8 +204,13 @@ class Decider:
 
 def message_fields(message: Content) -> dict[str, Any]:
     """The fields of a message or feedback record the tokenizer reads."""
-    return {"text": message.text, "subject": message.subject, "sender": message.sender,
-            "format": message.format, "attributes": message.attributes}  # fmt: skip
+    return {
+        "text": message.text,
+        "subject": message.subject,
+        "sender": message.sender,
+        "format": message.format,
+        "attributes": message.attributes,
+    }
 
 
 # Tokenizer flags that leave nothing to decide on; a limit that cut the message short is not one
@@ -216,8 +244,13 @@ class Decided:
     undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
 
 
-def decide_payloads(decider: Decider, threshold: ThresholdSetting, payloads: Sequence[bytes | None],
-                    max_bytes: int, sources: Sequence[Source] | None = None) -> Decided:  # fmt: skip
+def decide_payloads(
+    decider: Decider,
+    threshold: ThresholdSetting,
+    payloads: Sequence[bytes | None],
+    max_bytes: int,
+    sources: Sequence[Source] | None = None,
+) -> Decided:
     """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`).
     Each decision carries where its payload was read: `sources[i]` for `payloads[i]` (the
     consumed records themselves), else the payload's `Position` in `payloads`."""

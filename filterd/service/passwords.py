@@ -84,8 +84,11 @@ def parse_hash(text: str) -> Hashed:
     if scheme == "scrypt":
         n, r, p = params.get("n", 0), params.get("r", 0), params.get("p", 0)
         if set(params) != {"n", "r", "p"} or not (
-            2 <= n <= MAX_SCRYPT_N and n & (n - 1) == 0 and 1 <= r <= MAX_SCRYPT_R and 1 <= p <= MAX_SCRYPT_P
-        ):  # fmt: skip
+            2 <= n <= MAX_SCRYPT_N
+            and n & (n - 1) == 0
+            and 1 <= r <= MAX_SCRYPT_R
+            and 1 <= p <= MAX_SCRYPT_P
+        ):
             raise ValueError(
                 f"scrypt parameters must be n (a power of 2 up to {MAX_SCRYPT_N}), r (1–"
                 f"{MAX_SCRYPT_R}) and p (1–{MAX_SCRYPT_P}): {HINT}"
@@ -107,6 +110,13 @@ def _derive(secret: str, hashed: Hashed, length: int) -> bytes:
     p = hashed.params
     if hashed.scheme == "scrypt":
         # maxmem: OpenSSL's default (32 MB) is below what the largest allowed n and r need
-        return hashlib.scrypt(data, salt=hashed.salt, n=p["n"], r=p["r"], p=p["p"],
-                              maxmem=256 * 1024 * 1024, dklen=length)  # fmt: skip
+        return hashlib.scrypt(
+            data,
+            salt=hashed.salt,
+            n=p["n"],
+            r=p["r"],
+            p=p["p"],
+            maxmem=256 * 1024 * 1024,
+            dklen=length,
+        )
     return hashlib.pbkdf2_hmac("sha256", data, hashed.salt, p["i"], dklen=length)

@@ -155,8 +155,11 @@ class DeadLetter(msgspec.Struct, kw_only=True):
 
 
 RECORDS: dict[str, type[msgspec.Struct]] = {
-    "message": Message, "feedback": Feedback, "decision": Decision, "dead-letter": DeadLetter,
-}  # fmt: skip
+    "message": Message,
+    "feedback": Feedback,
+    "decision": Decision,
+    "dead-letter": DeadLetter,
+}
 T = TypeVar("T", bound=msgspec.Struct)
 
 
@@ -197,9 +200,13 @@ def schemas() -> dict[str, dict[str, Any]]:
     for name, kind in RECORDS.items():
         schema = msgspec.json.schema(kind)
         definition = schema["$defs"][kind.__name__]
-        definition.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
-                           "$id": f"urn:filterd:schema:{name}:v{VERSION}",
-                           "description": " ".join((kind.__doc__ or "").split())})  # fmt: skip
+        definition.update(
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "$id": f"urn:filterd:schema:{name}:v{VERSION}",
+                "description": " ".join((kind.__doc__ or "").split()),
+            }
+        )
         defs = {k: v for k, v in schema["$defs"].items() if k != kind.__name__}
         if defs:
             definition["$defs"] = defs

@@ -126,8 +126,9 @@ class QueuedItem:
     tokens: Sequence[str]  # the message's tokens, for learning a label given later
 
 
-def queued_item(message: Message, decision: Decision, tokens: Sequence[str], reason: Reason,
-                excerpt_chars: int) -> QueuedItem:  # fmt: skip
+def queued_item(
+    message: Message, decision: Decision, tokens: Sequence[str], reason: Reason, excerpt_chars: int
+) -> QueuedItem:
     """The review item of `message` and its `decision`. Raw mail (`format` "email") gives the
     subject and sender of its headers (else the message's own fields) and an excerpt of its first
     text part (HTML as visible text); text gives its first `excerpt_chars` characters.

@@ -59,8 +59,9 @@ class Event(Origin):
     applied_at: datetime | None = None
 
 
-def record_events(target: Engine | Connection, model: str, events: Sequence[Event],
-                  now: datetime | None = None) -> None:  # fmt: skip
+def record_events(
+    target: Engine | Connection, model: str, events: Sequence[Event], now: datetime | None = None
+) -> None:
     """Append `events` to model `model`'s trail: in the caller's transaction when given a
     Connection, else in a transaction of their own. UnknownModel if there is no such model."""
     if isinstance(target, Engine):
@@ -82,11 +83,25 @@ def _model_id(conn: Connection, model: str) -> int:
 
 
 # the columns whose values are the labels' own, as they are
-COPIED = ("message_id", "label", "source", "analyst", "kafka_topic", "kafka_partition", "kafka_offset")  # fmt: skip
+COPIED = (
+    "message_id",
+    "label",
+    "source",
+    "analyst",
+    "kafka_topic",
+    "kafka_partition",
+    "kafka_offset",
+)
 
 
-def insert_events(conn: Connection, model_id: int, labels: Sequence[Event | LabelledTokens],
-                  outcomes: Sequence[Outcome], previous: Sequence[str | None], now: datetime) -> None:  # fmt: skip
+def insert_events(
+    conn: Connection,
+    model_id: int,
+    labels: Sequence[Event | LabelledTokens],
+    outcomes: Sequence[Outcome],
+    previous: Sequence[str | None],
+    now: datetime,
+) -> None:
     """Append one event per label to the trail of the model with id `model_id`, with its outcome
     and previous label, in one statement (built column by column: `apply_feedback` calls this
     for every batch)."""
@@ -112,9 +127,15 @@ def _storable(comment: str | None) -> str | None:
     return None if comment is None else comment.replace("\x00", "\N{REPLACEMENT CHARACTER}")
 
 
-def read_events(engine: Engine, model: str, *, message_id: str | None = None,
-                analyst: str | None = None, since: datetime | None = None,
-                limit: int | None = 100) -> Iterator[Event]:  # fmt: skip
+def read_events(
+    engine: Engine,
+    model: str,
+    *,
+    message_id: str | None = None,
+    analyst: str | None = None,
+    since: datetime | None = None,
+    limit: int | None = 100,
+) -> Iterator[Event]:
     """Model `model`'s events, newest first (the order they were applied in), at most `limit`
     (None: all), only those of `message_id`, by `analyst`, applied at or after `since`, where
     given. They are read as they are iterated, a thousand at a time."""
@@ -130,8 +151,13 @@ def read_events(engine: Engine, model: str, *, message_id: str | None = None,
         query = query.order_by(LabelEvent.applied_at.desc(), LabelEvent.id.desc()).limit(limit)
         for row in conn.execution_options(yield_per=1000).execute(query):
             values = row._asdict()
-            yield Event(**{**values, "received_at": _utc(values["received_at"]),
-                           "applied_at": _utc(values["applied_at"])})  # fmt: skip
+            yield Event(
+                **{
+                    **values,
+                    "received_at": _utc(values["received_at"]),
+                    "applied_at": _utc(values["applied_at"]),
+                }
+            )
 
 
 def _utc(moment: datetime) -> datetime:

@@ -54,8 +54,14 @@ def export_model(engine: Engine, name: str, out: IO[str]) -> int:
         model = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
         if model is None:
             raise UnknownModel(f"no model named {name!r} in the store")
-        header = {"format": FORMAT, "name": model.name, "spec": model.spec, "hash_seed": model.hash_seed,
-                  "seq": model.seq, "created_at": model.created_at.isoformat()}  # fmt: skip
+        header = {
+            "format": FORMAT,
+            "name": model.name,
+            "spec": model.spec,
+            "hash_seed": model.hash_seed,
+            "seq": model.seq,
+            "created_at": model.created_at.isoformat(),
+        }
         out.write(json.dumps(header) + "\n")
         rows = 0
         for table_name, table in TABLES.items():
@@ -89,9 +95,17 @@ def import_model(engine: Engine, lines: IO[str], name: str | None = None) -> str
     with engine.begin() as conn:
         if conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None:
             raise ValueError(f"a model named {name!r} exists already; import under another name")
-        model_id = conn.execute(insert(ModelRow).values(
-            name=name, spec=header["spec"], hash_seed=header["hash_seed"], seq=header["seq"],
-            created_at=datetime.fromisoformat(header["created_at"])).returning(ModelRow.id)).scalar_one()  # fmt: skip
+        model_id = conn.execute(
+            insert(ModelRow)
+            .values(
+                name=name,
+                spec=header["spec"],
+                hash_seed=header["hash_seed"],
+                seq=header["seq"],
+                created_at=datetime.fromisoformat(header["created_at"]),
+            )
+            .returning(ModelRow.id)
+        ).scalar_one()
         pending: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
         for row in _rows(lines):
             table = row.pop("table")

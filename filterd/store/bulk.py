@@ -35,8 +35,13 @@ def driver_cursor(conn: Connection) -> DBAPICursor:
     return cursor
 
 
-def insert_rows(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
-                conflict: Sequence[str] = (), update: Sequence[str] = ()) -> None:  # fmt: skip
+def insert_rows(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    conflict: Sequence[str] = (),
+    update: Sequence[str] = (),
+) -> None:
     """INSERT `rows` (mappings with the same keys) into `table`; with `update`, a row whose
     `conflict` columns exist already gets those columns from the new row instead."""
     if rows:
@@ -45,8 +50,13 @@ def insert_rows(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
         )
 
 
-def insert_columns(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]],
-                   conflict: Sequence[str] = (), update: Sequence[str] = ()) -> None:  # fmt: skip
+def insert_columns(
+    conn: Connection,
+    table: Table,
+    columns: Mapping[str, Sequence[Any]],
+    conflict: Sequence[str] = (),
+    update: Sequence[str] = (),
+) -> None:
     """`insert_rows` for rows given column by column: {column: its values, one per row}, all of
     one length. A writer that has its values by column skips building a mapping per row."""
     if not any(columns.values()):

@@ -37,8 +37,9 @@ def id_hash(message_id: str) -> int:
     return id_digest(message_id, signed=True)
 
 
-def record_decided(conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]],
-                   now: datetime) -> None:  # fmt: skip
+def record_decided(
+    conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]], now: datetime
+) -> None:
     """Upsert the coordinates of decided messages, (message id, partition, offset) each, in the
     caller's transaction; of one id decided twice in `decided`, the last counts."""
     latest = {id_hash(message_id): (partition, offset) for message_id, partition, offset in decided}
@@ -75,8 +76,9 @@ def where_decided(
     return found
 
 
-def prune_decided(engine: Engine, model: str, before: datetime, pause: float = 0.0,
-                  dry_run: bool = False) -> int:  # fmt: skip
+def prune_decided(
+    engine: Engine, model: str, before: datetime, pause: float = 0.0, dry_run: bool = False
+) -> int:
     """Delete the rows of messages decided before `before`, PRUNE_CHUNK per transaction so that
     scorers writing beside it wait little; returns how many went (with `dry_run`, would go)."""
     with engine.connect() as conn:

@@ -70,19 +70,27 @@ class Delivered:
 
 def _delivered(scores: FloatArray, positive: BoolArray, tau: FloatArray | float) -> Delivered:
     flagged = scores >= tau
-    return Delivered(int(positive.sum()), int((flagged & positive).sum()),
-                     int((~positive).sum()), int((~flagged & ~positive).sum()))  # fmt: skip
+    return Delivered(
+        int(positive.sum()),
+        int((flagged & positive).sum()),
+        int((~positive).sum()),
+        int((~flagged & ~positive).sum()),
+    )
 
 
-def delivered_since(engine: Engine, model: str, target_class: str, since: datetime,
-                    tau: float) -> Delivered:  # fmt: skip
+def delivered_since(
+    engine: Engine, model: str, target_class: str, since: datetime, tau: float
+) -> Delivered:
     """What τ delivered on the feedback scored after `since` (the store keeps the newest
     `drift.window` records)."""
     with engine.connect() as conn:
-        rows = conn.execute(select(Prequential.label, Prequential.score)
-                            .where(Prequential.model_id == find_model_id(conn, model),
-                                   Prequential.target_class == target_class,
-                                   Prequential.scored_at > since)).all()  # fmt: skip
+        rows = conn.execute(
+            select(Prequential.label, Prequential.score).where(
+                Prequential.model_id == find_model_id(conn, model),
+                Prequential.target_class == target_class,
+                Prequential.scored_at > since,
+            )
+        ).all()
     scores = np.array([r.score for r in rows], dtype=np.float64)
     return _delivered(scores, np.array([r.label == target_class for r in rows], dtype=bool), tau)
 
@@ -112,8 +120,15 @@ class DriftReport:
         return out
 
 
-def record_scores(engine: Engine, model: str, target_class: str, scored: Sequence[Scored], keep: int,
-                  now: datetime | None = None, trim: bool = True) -> None:  # fmt: skip
+def record_scores(
+    engine: Engine,
+    model: str,
+    target_class: str,
+    scored: Sequence[Scored],
+    keep: int,
+    now: datetime | None = None,
+    trim: bool = True,
+) -> None:
     """Store the scores of a batch of feedback (the last record of an id wins) and, with `trim`,
     drop all but the newest `keep` (trimming now and then is enough: it only bounds the table)."""
     if not scored:
@@ -122,17 +137,35 @@ def record_scores(engine: Engine, model: str, target_class: str, scored: Sequenc
     latest = {s.message_id: s for s in scored}
     with engine.begin() as conn:
         model_id = find_model_id(conn, model)
-        rows = [{"model_id": model_id, "message_id": s.message_id, "label": s.label, "score": s.score,
-                     "target_class": target_class, "model_version": s.model_version,
-                     "scored_at": now + timedelta(microseconds=i),  # a total order
-                     "components": None if s.components is None else list(s.components)}
-                for i, s in enumerate(latest.values())]  # fmt: skip
-        insert_rows(conn, Prequential.__table__, rows, conflict=("model_id", "message_id"),
-                    update=("label", "score", "target_class", "model_version", "scored_at", "components"))  # fmt: skip
+        rows = [
+            {
+                "model_id": model_id,
+                "message_id": s.message_id,
+                "label": s.label,
+                "score": s.score,
+                "target_class": target_class,
+                "model_version": s.model_version,
+                "scored_at": now + timedelta(microseconds=i),  # a total order
+                "components": None if s.components is None else list(s.components),
+            }
+            for i, s in enumerate(latest.values())
+        ]
+        insert_rows(
+            conn,
+            Prequential.__table__,
+            rows,
+            conflict=("model_id", "message_id"),
+            update=("label", "score", "target_class", "model_version", "scored_at", "components"),
+        )
         if not trim:
             return
-        cutoff = conn.execute(select(Prequential.scored_at).where(Prequential.model_id == model_id)
-                              .order_by(Prequential.scored_at.desc()).offset(keep).limit(1)).scalar()  # fmt: skip
+        cutoff = conn.execute(
+            select(Prequential.scored_at)
+            .where(Prequential.model_id == model_id)
+            .order_by(Prequential.scored_at.desc())
+            .offset(keep)
+            .limit(1)
+        ).scalar()
         if cutoff is not None:
             conn.execute(
                 delete(Prequential).where(
@@ -163,15 +196,22 @@ def drift_report(engine: Engine, model: str, target_class: str, window: int = 50
             since = at > threshold.created_at.timestamp()
             in_force = _delivered(scores[since], positive[since], threshold.tau)
     return DriftReport(
-        target_class=target_class, n=len(rows), n_pos=n_pos, n_neg=n_neg,
+        target_class=target_class,
+        n=len(rows),
+        n_pos=n_pos,
+        n_neg=n_neg,
         auc=ranking.auc(scores, positive) if n_pos and n_neg else None,
-        tau=tau, threshold_version=threshold.version if threshold else None,
+        tau=tau,
+        threshold_version=threshold.version if threshold else None,
         target_recall=threshold.target_recall if threshold else None,
-        recall=hindsight.recall, specificity=hindsight.specificity,
-        first=min(times) if times else None, last=max(times) if times else None,
-        delivered=delivered, in_force=in_force,
+        recall=hindsight.recall,
+        specificity=hindsight.specificity,
+        first=min(times) if times else None,
+        last=max(times) if times else None,
+        delivered=delivered,
+        in_force=in_force,
         in_force_since=threshold.created_at if threshold is not None else None,
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -189,8 +229,9 @@ class DriftPoint:
     specificity: float | None
 
 
-def drift_series(engine: Engine, model: str, target_class: str, window: int = 5000,
-                 buckets: int = 20) -> list[DriftPoint]:  # fmt: skip
+def drift_series(
+    engine: Engine, model: str, target_class: str, window: int = 5000, buckets: int = 20
+) -> list[DriftPoint]:
     """The newest `window` scored feedback records (those `drift_report` reads), in the order they
     were scored, cut into `buckets` consecutive groups of sizes differing by at most one (fewer
     groups when there are fewer records): one `DriftPoint` per group, oldest first."""
@@ -211,25 +252,34 @@ def drift_series(engine: Engine, model: str, target_class: str, window: int = 50
         s, pos, j = scores[group], positive[group], judged[group]
         n_pos = int(pos.sum())
         delivered = _delivered(s[j], pos[j], taus[group][j])
-        points.append(DriftPoint(
-            end=times[int(group[-1])], n=int(group.size),
-            auc=ranking.auc(s, pos) if 0 < n_pos < group.size else None,
-            recall=delivered.recall, specificity=delivered.specificity,
-        ))  # fmt: skip
+        points.append(
+            DriftPoint(
+                end=times[int(group[-1])],
+                n=int(group.size),
+                auc=ranking.auc(s, pos) if 0 < n_pos < group.size else None,
+                recall=delivered.recall,
+                specificity=delivered.specificity,
+            )
+        )
     return points
 
 
-def _newest(conn: Connection, model_id: int, target_class: str,
-            window: int) -> Sequence[Row[str, float, datetime]]:  # fmt: skip
+def _newest(
+    conn: Connection, model_id: int, target_class: str, window: int
+) -> Sequence[Row[str, float, datetime]]:
     """The newest `window` prequential rows (label, score, scored_at) of a target class, newest
     first."""
-    return conn.execute(select(Prequential.label, Prequential.score, Prequential.scored_at)
-                        .where(Prequential.model_id == model_id, Prequential.target_class == target_class)
-                        .order_by(Prequential.scored_at.desc()).limit(window)).all()  # fmt: skip
+    return conn.execute(
+        select(Prequential.label, Prequential.score, Prequential.scored_at)
+        .where(Prequential.model_id == model_id, Prequential.target_class == target_class)
+        .order_by(Prequential.scored_at.desc())
+        .limit(window)
+    ).all()
 
 
-def _in_force(versions: Sequence[tuple[datetime, float]],
-              times: Sequence[datetime]) -> tuple[BoolArray, FloatArray]:  # fmt: skip
+def _in_force(
+    versions: Sequence[tuple[datetime, float]], times: Sequence[datetime]
+) -> tuple[BoolArray, FloatArray]:
     """Per row scored at `times`: whether a version was in force (the last one written at or
     before the row; `versions` oldest first, as `_versions_since` gives them), and its τ (0 where
     none was)."""
@@ -241,15 +291,21 @@ def _in_force(versions: Sequence[tuple[datetime, float]],
     return judged, taus[np.maximum(which, 0)] if versions else np.zeros(len(times))
 
 
-def _versions_since(conn: Connection, model_id: int, target_class: str,
-                    start: datetime) -> list[tuple[datetime, float]]:  # fmt: skip
+def _versions_since(
+    conn: Connection, model_id: int, target_class: str, start: datetime
+) -> list[tuple[datetime, float]]:
     """(created_at, τ) of the versions in force from `start` on, oldest first: the last one
     written at or before `start`, and every later one."""
     where = (ThresholdRow.model_id == model_id, ThresholdRow.target_class == target_class)
-    before = conn.execute(select(ThresholdRow.created_at, ThresholdRow.tau)
-                          .where(*where, ThresholdRow.created_at <= start)
-                          .order_by(ThresholdRow.created_at.desc()).limit(1)).all()  # fmt: skip
-    after = conn.execute(select(ThresholdRow.created_at, ThresholdRow.tau)
-                         .where(*where, ThresholdRow.created_at > start)
-                         .order_by(ThresholdRow.created_at)).all()  # fmt: skip
+    before = conn.execute(
+        select(ThresholdRow.created_at, ThresholdRow.tau)
+        .where(*where, ThresholdRow.created_at <= start)
+        .order_by(ThresholdRow.created_at.desc())
+        .limit(1)
+    ).all()
+    after = conn.execute(
+        select(ThresholdRow.created_at, ThresholdRow.tau)
+        .where(*where, ThresholdRow.created_at > start)
+        .order_by(ThresholdRow.created_at)
+    ).all()
     return [(as_utc(t), float(tau)) for t, tau in [*before, *after]]

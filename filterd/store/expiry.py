@@ -41,8 +41,15 @@ class Pruned:
     counts_removed: int = 0
 
 
-def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: datetime | None = None,
-          pause: float = 0.0, dry_run: bool = False) -> Pruned:  # fmt: skip
+def prune(
+    engine: Engine,
+    model: str,
+    unseen_days: int,
+    max_count: int,
+    now: datetime | None = None,
+    pause: float = 0.0,
+    dry_run: bool = False,
+) -> Pruned:
     """Expire the tokens of `model` unseen for `unseen_days` days with total count ≤ `max_count`."""
     if unseen_days < 0 or max_count < 0:
         raise ValueError("unseen_days and max_count must not be negative")
@@ -53,15 +60,25 @@ def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: dat
     result = Pruned()
     for start in range(0, len(candidates), CHUNK):
         with engine.begin() as conn:
-            seq = conn.execute(update(ModelRow).where(ModelRow.id == model_id)
-                               .values(seq=ModelRow.seq + 1, pruned_seq=ModelRow.seq + 1)
-                               .returning(ModelRow.seq)).scalar_one()  # fmt: skip
+            seq = conn.execute(
+                update(ModelRow)
+                .where(ModelRow.id == model_id)
+                .values(seq=ModelRow.seq + 1, pruned_seq=ModelRow.seq + 1)
+                .returning(ModelRow.seq)
+            ).scalar_one()
             # checked again under the lock: a candidate may have been learned meanwhile
-            keys = conn.execute(_expired(model_id, cutoff, max_count,
-                                         candidates[start : start + CHUNK])).scalars().all()  # fmt: skip
-            rows = conn.execute(select(TokenStats.class_id, func.sum(TokenStats.count), func.count())
-                                .where(TokenStats.model_id == model_id, TokenStats.token_key.in_(keys))
-                                .group_by(TokenStats.class_id)).all()  # fmt: skip
+            keys = (
+                conn.execute(
+                    _expired(model_id, cutoff, max_count, candidates[start : start + CHUNK])
+                )
+                .scalars()
+                .all()
+            )
+            rows = conn.execute(
+                select(TokenStats.class_id, func.sum(TokenStats.count), func.count())
+                .where(TokenStats.model_id == model_id, TokenStats.token_key.in_(keys))
+                .group_by(TokenStats.class_id)
+            ).all()
             result.tokens += len(keys)
             result.rows += sum(r[2] for r in rows)
             result.counts_removed += sum(r[1] or 0 for r in rows)
@@ -69,8 +86,11 @@ def prune(engine: Engine, model: str, unseen_days: int, max_count: int, now: dat
                 conn.rollback()
                 continue
             for class_id, removed, _ in rows:
-                conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
-                             .values(tokens=ClassStats.tokens - int(removed or 0), seq=seq))  # fmt: skip
+                conn.execute(
+                    update(ClassStats)
+                    .where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
+                    .values(tokens=ClassStats.tokens - int(removed or 0), seq=seq)
+                )
             conn.execute(
                 delete(TokenStats).where(
                     TokenStats.model_id == model_id, TokenStats.token_key.in_(keys)
@@ -89,12 +109,19 @@ def _expired(
     query = select(TokenStats.token_key).where(TokenStats.model_id == model_id)
     if among is not None:
         query = query.where(TokenStats.token_key.in_(among))
-    return (query.group_by(TokenStats.token_key)
-            .having(func.max(TokenStats.last_seen) < cutoff, func.sum(TokenStats.count) <= max_count))  # fmt: skip
+    return query.group_by(TokenStats.token_key).having(
+        func.max(TokenStats.last_seen) < cutoff, func.sum(TokenStats.count) <= max_count
+    )
 
 
-def prune_events(engine: Engine, model: str, days: int, now: datetime | None = None,
-                 pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
+def prune_events(
+    engine: Engine,
+    model: str,
+    days: int,
+    now: datetime | None = None,
+    pause: float = 0.0,
+    dry_run: bool = False,
+) -> int:
     """Delete model `model`'s label events applied more than `days` days ago (0: none),
     EVENT_CHUNK per transaction (`delete_older`)."""
     return delete_older(
@@ -110,9 +137,17 @@ def prune_events(engine: Engine, model: str, days: int, now: datetime | None = N
     )
 
 
-def delete_older(engine: Engine, model: str, stamp: QueryableAttribute[datetime], key: Sequence[QueryableAttribute[Any]],
-                 days: int, chunk: int, now: datetime | None = None, pause: float = 0.0,
-                 dry_run: bool = False) -> int:  # fmt: skip
+def delete_older(
+    engine: Engine,
+    model: str,
+    stamp: QueryableAttribute[datetime],
+    key: Sequence[QueryableAttribute[Any]],
+    days: int,
+    chunk: int,
+    now: datetime | None = None,
+    pause: float = 0.0,
+    dry_run: bool = False,
+) -> int:
     """Delete model `model`'s rows of the table of `stamp` whose `stamp` is more than `days` days
     before `now`; `days` = 0 keeps every row. Returns how many went (with `dry_run`, would go)."""
     if days < 0:
@@ -126,8 +161,14 @@ def delete_older(engine: Engine, model: str, stamp: QueryableAttribute[datetime]
     return delete_in_chunks(engine, key, old, chunk, pause, dry_run)
 
 
-def delete_in_chunks(engine: Engine, key: Sequence[QueryableAttribute[Any]], where: Sequence[ColumnElement[bool]],
-                     chunk: int, pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
+def delete_in_chunks(
+    engine: Engine,
+    key: Sequence[QueryableAttribute[Any]],
+    where: Sequence[ColumnElement[bool]],
+    chunk: int,
+    pause: float = 0.0,
+    dry_run: bool = False,
+) -> int:
     """Delete the rows `where` selects, `chunk` per transaction (found by their primary `key`), so
     that writers beside it wait little, with `pause` seconds between chunks; returns how many
     went (with `dry_run`, how many would go)."""

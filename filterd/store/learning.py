@@ -229,9 +229,12 @@ def model_rows(engine: Engine, name: str) -> ModelRows:
         ).one_or_none()
         if found is None:
             raise UnknownModel(f"no model named {name!r} in the store")
-        rows = {table.name: conn.execute(select(func.count()).select_from(table)
-                                         .where(table.c.model_id == found.id)).scalar_one()
-                for table in model_tables()}  # fmt: skip
+        rows = {
+            table.name: conn.execute(
+                select(func.count()).select_from(table).where(table.c.model_id == found.id)
+            ).scalar_one()
+            for table in model_tables()
+        }
     return ModelRows(found.seq, rows)
 
 
@@ -243,14 +246,18 @@ def delete_model(engine: Engine, name: str, seq: int) -> dict[str, int]:
     with engine.begin() as conn:
         # the row lock apply_feedback takes first: a learner of this model waits, then finds it gone
         found = conn.execute(
-            update(ModelRow).where(ModelRow.name == name).values(seq=ModelRow.seq)
+            update(ModelRow)
+            .where(ModelRow.name == name)
+            .values(seq=ModelRow.seq)
             .returning(ModelRow.id, ModelRow.seq)
-        ).one_or_none()  # fmt: skip
+        ).one_or_none()
         if found is None:
             raise UnknownModel(f"no model named {name!r} in the store")
         if found.seq != seq:
-            raise ModelChanged(f"model {name!r} changed since it was looked at (a learner wrote to it): "
-                               "nothing deleted; stop the daemons that learn it and try again")  # fmt: skip
+            raise ModelChanged(
+                f"model {name!r} changed since it was looked at (a learner wrote to it): "
+                "nothing deleted; stop the daemons that learn it and try again"
+            )
         deleted = {
             table.name: conn.execute(delete(table).where(table.c.model_id == found.id)).rowcount
             for table in model_tables()
@@ -260,13 +267,21 @@ def delete_model(engine: Engine, name: str, seq: int) -> dict[str, int]:
 
 
 def spec_to_json(spec: ModelSpec) -> dict[str, Any]:
-    return {"variant": spec.variant, "params": dict(spec.params), "selection": str(spec.selection),
-            "set_of_words": spec.set_of_words}  # fmt: skip
+    return {
+        "variant": spec.variant,
+        "params": dict(spec.params),
+        "selection": str(spec.selection),
+        "set_of_words": spec.set_of_words,
+    }
 
 
 def spec_from_json(data: Mapping[str, Any]) -> ModelSpec:
-    return ModelSpec(data["variant"], data.get("params", {}), Selection.parse(data.get("selection", "none")),
-                     data.get("set_of_words", False))  # fmt: skip
+    return ModelSpec(
+        data["variant"],
+        data.get("params", {}),
+        Selection.parse(data.get("selection", "none")),
+        data.get("set_of_words", False),
+    )
 
 
 # --- feedback ---------------------------------------------------------------------------------
@@ -288,15 +303,25 @@ def unpack(data: bytes) -> tuple[IntArray, IntArray]:
     return keys.astype(np.int64), counts.astype(np.int64)
 
 
-def apply_feedback(engine: Engine, model: str, items: Sequence[LabelledTokens], holdout_fraction: float = 0.1,
-                   now: datetime | None = None) -> Applied:  # fmt: skip
+def apply_feedback(
+    engine: Engine,
+    model: str,
+    items: Sequence[LabelledTokens],
+    holdout_fraction: float = 0.1,
+    now: datetime | None = None,
+) -> Applied:
     """Apply a batch of feedback to `model` in one transaction (see the module docstring)."""
     with engine.begin() as conn:
         return apply_in(conn, model, items, holdout_fraction, now)
 
 
-def apply_in(conn: Connection, model: str, items: Sequence[LabelledTokens], holdout_fraction: float = 0.1,
-             now: datetime | None = None) -> Applied:  # fmt: skip
+def apply_in(
+    conn: Connection,
+    model: str,
+    items: Sequence[LabelledTokens],
+    holdout_fraction: float = 0.1,
+    now: datetime | None = None,
+) -> Applied:
     """`apply_feedback` in the caller's transaction, for a caller that writes more in it (the
     learner parks feedback in the same transaction)."""
     for item in items:
@@ -304,9 +329,11 @@ def apply_in(conn: Connection, model: str, items: Sequence[LabelledTokens], hold
             raise ValueError(f"feedback source must be analyst or auto, not {item.source!r}")
     now = now or datetime.now(UTC)
     found = conn.execute(
-        update(ModelRow).where(ModelRow.name == model).values(seq=ModelRow.seq + 1)
+        update(ModelRow)
+        .where(ModelRow.name == model)
+        .values(seq=ModelRow.seq + 1)
         .returning(ModelRow.id, ModelRow.seq, ModelRow.hash_seed)
-    ).one_or_none()  # fmt: skip
+    ).one_or_none()
     if found is None:
         raise UnknownModel(f"no model named {model!r} in the store")
     model_id, seq, seed = found
@@ -335,14 +362,24 @@ class _Plan:
         self.ledger: dict[str, tuple[str, str, bytes]] = {}
         self.holdout: dict[str, tuple[str, str]] = {}
         for chunk in id_chunks(conn, unique):
-            ledger_rows = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.source,
-                                              FeedbackLedger.tokens)
-                                       .where(FeedbackLedger.model_id == model_id, among(FeedbackLedger.message_id, chunk)))  # fmt: skip
+            ledger_rows = conn.execute(
+                select(
+                    FeedbackLedger.message_id,
+                    FeedbackLedger.label,
+                    FeedbackLedger.source,
+                    FeedbackLedger.tokens,
+                ).where(
+                    FeedbackLedger.model_id == model_id, among(FeedbackLedger.message_id, chunk)
+                )
+            )
             self.ledger.update(
                 {m: (label, source, tokens) for m, label, source, tokens in ledger_rows}
             )
-            holdout_rows = conn.execute(select(Holdout.message_id, Holdout.label, Holdout.source)
-                                        .where(Holdout.model_id == model_id, among(Holdout.message_id, chunk)))  # fmt: skip
+            holdout_rows = conn.execute(
+                select(Holdout.message_id, Holdout.label, Holdout.source).where(
+                    Holdout.model_id == model_id, among(Holdout.message_id, chunk)
+                )
+            )
             self.holdout.update({m: (label, source) for m, label, source in holdout_rows})
         self.existing = set(self.ledger)
         self.existing_holdout = set(self.holdout)
@@ -409,13 +446,22 @@ def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, i
     ids = dict(rows.all())
     for label in sorted(labels - set(ids)):
         ids[label] = max(ids.values(), default=-1) + 1
-        conn.execute(insert(ClassStats).values(model_id=model_id, class_id=ids[label], label=label, docs=0,
-                                               tokens=0, seq=0))  # fmt: skip
+        conn.execute(
+            insert(ClassStats).values(
+                model_id=model_id, class_id=ids[label], label=label, docs=0, tokens=0, seq=0
+            )
+        )
     return ids
 
 
-def _write_statistics(conn: Connection, model_id: int, seq: int, now: datetime,
-                      contributions: list[Contribution], class_ids: dict[str, int]) -> None:  # fmt: skip
+def _write_statistics(
+    conn: Connection,
+    model_id: int,
+    seq: int,
+    now: datetime,
+    contributions: list[Contribution],
+    class_ids: dict[str, int],
+) -> None:
     if not contributions:
         return
     lengths = np.array([len(keys) for _, keys, _, _ in contributions], dtype=np.int64)
@@ -457,9 +503,15 @@ def _write_statistics(conn: Connection, model_id: int, seq: int, now: datetime,
     docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
     for class_id in class_ids.values():
         if docs[class_id] or applied_tokens[class_id]:
-            conn.execute(update(ClassStats).where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
-                         .values(docs=ClassStats.docs + int(docs[class_id]),
-                                 tokens=ClassStats.tokens + int(applied_tokens[class_id]), seq=seq))  # fmt: skip
+            conn.execute(
+                update(ClassStats)
+                .where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
+                .values(
+                    docs=ClassStats.docs + int(docs[class_id]),
+                    tokens=ClassStats.tokens + int(applied_tokens[class_id]),
+                    seq=seq,
+                )
+            )
 
 
 def _current_values(
@@ -469,10 +521,18 @@ def _current_values(
     found: dict[tuple[int, int], tuple[int, int, int]] = {}
     unique_keys = sorted(set(keys.tolist()))
     for start in range(0, len(unique_keys), CHUNK):
-        rows = conn.execute(select(TokenStats.token_key, TokenStats.class_id, TokenStats.count, TokenStats.doc_freq,
-                                   TokenStats.tfn)
-                            .where(TokenStats.model_id == model_id,
-                                   TokenStats.token_key.in_(unique_keys[start : start + CHUNK])))  # fmt: skip
+        rows = conn.execute(
+            select(
+                TokenStats.token_key,
+                TokenStats.class_id,
+                TokenStats.count,
+                TokenStats.doc_freq,
+                TokenStats.tfn,
+            ).where(
+                TokenStats.model_id == model_id,
+                TokenStats.token_key.in_(unique_keys[start : start + CHUNK]),
+            )
+        )
         found.update({(k, c): (n, df, tf) for k, c, n, df, tf in rows})
     values = [found.get(pair) for pair in zip(keys.tolist(), classes.tolist())]
     present = np.array([v is not None for v in values], dtype=bool)
@@ -487,8 +547,19 @@ _UPSERT_SET = (
 _SHRINK_SET = "count = count + {n}, doc_freq = doc_freq + {df}, tfn = tfn + {tf}, seq = {seq}"
 
 
-def _write_sqlite(conn: Connection, model_id: int, seq: int, day: int, key: IntArray, cid: IntArray,
-                  n: IntArray, df: IntArray, tf: IntArray, *, insert: bool) -> int:  # fmt: skip
+def _write_sqlite(
+    conn: Connection,
+    model_id: int,
+    seq: int,
+    day: int,
+    key: IntArray,
+    cid: IntArray,
+    n: IntArray,
+    df: IntArray,
+    tf: IntArray,
+    *,
+    insert: bool,
+) -> int:
     """Additive upsert (insert=True) or update of existing rows, one executemany of tuples."""
     rows: list[tuple[int, ...]]  # the statement's parameters, one tuple per row
     if insert:
@@ -516,8 +587,19 @@ def _write_sqlite(conn: Connection, model_id: int, seq: int, day: int, key: IntA
     return cursor.rowcount
 
 
-def _write_postgresql(conn: Connection, model_id: int, seq: int, day: int, key: IntArray, cid: IntArray,
-                      n: IntArray, df: IntArray, tf: IntArray, *, insert: bool) -> int:  # fmt: skip
+def _write_postgresql(
+    conn: Connection,
+    model_id: int,
+    seq: int,
+    day: int,
+    key: IntArray,
+    cid: IntArray,
+    n: IntArray,
+    df: IntArray,
+    tf: IntArray,
+    *,
+    insert: bool,
+) -> int:
     """The same as one statement over arrays (INSERT … SELECT FROM unnest), rows in key order."""
     if not len(key):
         return 0
@@ -558,19 +640,43 @@ def as_utc(moment: datetime | None) -> datetime | None:
 
 
 def _write_ledger(conn: Connection, model_id: int, now: datetime, plan: _Plan) -> None:
-    fresh = [{"model_id": model_id, "message_id": m, "label": label, "source": source, "tokens": tokens, "learned_at": now}
-             for m, (label, source, tokens) in plan.ledger_writes.items() if m not in plan.existing]  # fmt: skip
+    fresh = [
+        {
+            "model_id": model_id,
+            "message_id": m,
+            "label": label,
+            "source": source,
+            "tokens": tokens,
+            "learned_at": now,
+        }
+        for m, (label, source, tokens) in plan.ledger_writes.items()
+        if m not in plan.existing
+    ]
     insert_rows(conn, FeedbackLedger.__table__, fresh)
     for m, (label, source, tokens) in plan.ledger_writes.items():
         if m in plan.existing:
-            conn.execute(update(FeedbackLedger)
-                         .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == m)
-                         .values(label=label, source=source, tokens=tokens, learned_at=now))  # fmt: skip
-    new_holdout = [{"model_id": model_id, "message_id": m, "label": label, "source": source, "tokens": tokens, "ts": as_utc(ts) or now}
-                   for m, (label, source, tokens, ts) in plan.holdout_writes.items()
-                   if m not in plan.existing_holdout]  # fmt: skip
+            conn.execute(
+                update(FeedbackLedger)
+                .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == m)
+                .values(label=label, source=source, tokens=tokens, learned_at=now)
+            )
+    new_holdout = [
+        {
+            "model_id": model_id,
+            "message_id": m,
+            "label": label,
+            "source": source,
+            "tokens": tokens,
+            "ts": as_utc(ts) or now,
+        }
+        for m, (label, source, tokens, ts) in plan.holdout_writes.items()
+        if m not in plan.existing_holdout
+    ]
     insert_rows(conn, Holdout.__table__, new_holdout)
     for m, (label, source, _, _) in plan.holdout_writes.items():
         if m in plan.existing_holdout:
-            conn.execute(update(Holdout).where(Holdout.model_id == model_id, Holdout.message_id == m)
-                         .values(label=label, source=source))  # fmt: skip
+            conn.execute(
+                update(Holdout)
+                .where(Holdout.model_id == model_id, Holdout.message_id == m)
+                .values(label=label, source=source)
+            )

@@ -39,8 +39,9 @@ class Parked:
     attempts: int = 0
 
 
-def park(conn: Connection, model_id: int, parked: Sequence[Parked], now: datetime,
-         next_try_at: datetime) -> None:  # fmt: skip
+def park(
+    conn: Connection, model_id: int, parked: Sequence[Parked], now: datetime, next_try_at: datetime
+) -> None:
     """Park `parked` in the caller's transaction (which holds the model's lock); a message parked
     already gets the new record, its clock restarted. Of one id twice in `parked`, the last counts."""
     latest = list({p.message_id: p for p in parked}.values())
@@ -94,8 +95,9 @@ def unpark(conn: Connection, model_id: int, message_ids: Sequence[str]) -> int:
     return deleted
 
 
-def claim_due(engine: Engine, model: str, now: datetime, next_try_at: datetime,
-              limit: int) -> list[Parked]:  # fmt: skip
+def claim_due(
+    engine: Engine, model: str, now: datetime, next_try_at: datetime, limit: int
+) -> list[Parked]:
     """Up to `limit` parked records due by `now` (oldest first), each rescheduled to
     `next_try_at` with one more attempt in the same transaction: another learner that looks
     before that time does not take them too."""
@@ -108,10 +110,18 @@ def claim_due(engine: Engine, model: str, now: datetime, next_try_at: datetime,
             .limit(limit)
         ).all()
         claimed = [
-            Parked(r.message_id, r.payload, r.kafka_topic, r.kafka_partition, r.kafka_offset,
-                   r.received_at, r.parked_at, r.attempts + 1)
+            Parked(
+                r.message_id,
+                r.payload,
+                r.kafka_topic,
+                r.kafka_partition,
+                r.kafka_offset,
+                r.received_at,
+                r.parked_at,
+                r.attempts + 1,
+            )
             for r in rows
-        ]  # fmt: skip
+        ]
         for chunk in id_chunks(conn, [p.message_id for p in claimed]):
             conn.execute(
                 update(ParkedFeedback)
@@ -129,13 +139,26 @@ def release(conn: Connection, model_id: int, claimed: Sequence[Parked]) -> list[
     released: list[str] = []
     for start in range(0, len(claimed), 200):
         chunk = claimed[start : start + 200]
-        released += conn.execute(
-            delete(ParkedFeedback).where(
-                ParkedFeedback.model_id == model_id,
-                or_(*(and_(ParkedFeedback.message_id == p.message_id,
-                           ParkedFeedback.parked_at == p.parked_at) for p in chunk)),
-            ).returning(ParkedFeedback.message_id)
-        ).scalars().all()  # fmt: skip
+        released += (
+            conn.execute(
+                delete(ParkedFeedback)
+                .where(
+                    ParkedFeedback.model_id == model_id,
+                    or_(
+                        *(
+                            and_(
+                                ParkedFeedback.message_id == p.message_id,
+                                ParkedFeedback.parked_at == p.parked_at,
+                            )
+                            for p in chunk
+                        )
+                    ),
+                )
+                .returning(ParkedFeedback.message_id)
+            )
+            .scalars()
+            .all()
+        )
     return released
 
 

@@ -109,8 +109,9 @@ def model_summaries(engine: Engine, min_docs: int) -> list[ModelSummary]:
     return summaries
 
 
-def model_report(engine: Engine, name: str, min_docs: int,
-                 distinct_tokens: int | None = None) -> ModelReport:  # fmt: skip
+def model_report(
+    engine: Engine, name: str, min_docs: int, distinct_tokens: int | None = None
+) -> ModelReport:
     """What the store says of model `name`: its spec, classes, counts, the newest threshold
     version, and whether every class has `min_docs` learned documents. UnknownModel if there is
     no such model. `distinct_tokens`, when the caller holds the model loaded, is its count of
@@ -120,33 +121,60 @@ def model_report(engine: Engine, name: str, min_docs: int,
         row = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
         if row is None:
             raise UnknownModel(f"no model named {name!r} in the store")
-        classes = conn.execute(select(ClassStats.label, ClassStats.docs, ClassStats.tokens)
-                               .where(ClassStats.model_id == row.id).order_by(ClassStats.class_id)).all()  # fmt: skip
+        classes = conn.execute(
+            select(ClassStats.label, ClassStats.docs, ClassStats.tokens)
+            .where(ClassStats.model_id == row.id)
+            .order_by(ClassStats.class_id)
+        ).all()
 
         def count(table: type[Holdout | FeedbackLedger]) -> int:
-            return conn.execute(select(func.count()).select_from(table)
-                                .where(table.model_id == row.id)).scalar_one()  # fmt: skip
+            return conn.execute(
+                select(func.count()).select_from(table).where(table.model_id == row.id)
+            ).scalar_one()
 
         distinct = distinct_tokens
         if distinct is None:
-            distinct = conn.execute(select(func.count(func.distinct(TokenStats.token_key)))
-                                    .where(TokenStats.model_id == row.id, TokenStats.doc_freq > 0)).scalar_one()  # fmt: skip
+            distinct = conn.execute(
+                select(func.count(func.distinct(TokenStats.token_key))).where(
+                    TokenStats.model_id == row.id, TokenStats.doc_freq > 0
+                )
+            ).scalar_one()
         last = conn.execute(
             select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == row.id)
         ).scalar()
-        threshold = conn.execute(select(Threshold.__table__).where(Threshold.model_id == row.id)
-                                 .order_by(Threshold.version.desc()).limit(1)).one_or_none()  # fmt: skip
+        threshold = conn.execute(
+            select(Threshold.__table__)
+            .where(Threshold.model_id == row.id)
+            .order_by(Threshold.version.desc())
+            .limit(1)
+        ).one_or_none()
         reason = not_ready([c.label for c in classes], [c.docs for c in classes], min_docs)
         spec = spec_from_json(row.spec)
         return {
-            "model": name, "spec": str(spec), "variant": spec.variant, "params": dict(spec.params),
-            "selection": str(spec.selection), "set_of_words": spec.set_of_words,
-            "created_at": row.created_at, "seq": row.seq,
+            "model": name,
+            "spec": str(spec),
+            "variant": spec.variant,
+            "params": dict(spec.params),
+            "selection": str(spec.selection),
+            "set_of_words": spec.set_of_words,
+            "created_at": row.created_at,
+            "seq": row.seq,
             "classes": [{"label": c.label, "docs": c.docs, "tokens": c.tokens} for c in classes],
-            "distinct_tokens": distinct, "holdout": count(Holdout), "ledger": count(FeedbackLedger),
-            "last_learn": last, "ready": reason is None, "not_ready": reason,
-            "threshold": None if threshold is None else {
-                "version": threshold.version, "tau": threshold.tau, "target_class": threshold.target_class,
-                "target_recall": threshold.target_recall, "created_at": threshold.created_at,
-                "source": threshold.source, "level": threshold.level},
-        }  # fmt: skip
+            "distinct_tokens": distinct,
+            "holdout": count(Holdout),
+            "ledger": count(FeedbackLedger),
+            "last_learn": last,
+            "ready": reason is None,
+            "not_ready": reason,
+            "threshold": None
+            if threshold is None
+            else {
+                "version": threshold.version,
+                "tau": threshold.tau,
+                "target_class": threshold.target_class,
+                "target_recall": threshold.target_recall,
+                "created_at": threshold.created_at,
+                "source": threshold.source,
+                "level": threshold.level,
+            },
+        }

@@ -136,8 +136,15 @@ def _delete_ids(conn: Connection, ids: Select[int]) -> int:
     return deleted
 
 
-def prune_items(engine: Engine, model: str, days: int, now: datetime | None = None, *,
-                pause: float = 0.0, dry_run: bool = False) -> int:  # fmt: skip
+def prune_items(
+    engine: Engine,
+    model: str,
+    days: int,
+    now: datetime | None = None,
+    *,
+    pause: float = 0.0,
+    dry_run: bool = False,
+) -> int:
     """Delete model `model`'s items queued more than `days` days ago (0: none), CHUNK per
     transaction (`filterd.store.expiry.delete_older`)."""
     return delete_older(
@@ -183,12 +190,18 @@ def _entries(model_id: int) -> Select[Any]:
     label = func.coalesce(FeedbackLedger.label, Holdout.label).label("labelled")
     return (
         select(*_COLUMNS, ReviewItem.queued_at, ReviewItem.tokens, label)
-        .outerjoin(FeedbackLedger, and_(FeedbackLedger.model_id == model_id,
-                                        FeedbackLedger.message_id == ReviewItem.message_id))
-        .outerjoin(Holdout, and_(Holdout.model_id == model_id,
-                                 Holdout.message_id == ReviewItem.message_id))
+        .outerjoin(
+            FeedbackLedger,
+            and_(
+                FeedbackLedger.model_id == model_id,
+                FeedbackLedger.message_id == ReviewItem.message_id,
+            ),
+        )
+        .outerjoin(
+            Holdout, and_(Holdout.model_id == model_id, Holdout.message_id == ReviewItem.message_id)
+        )
         .where(ReviewItem.model_id == model_id)
-    )  # fmt: skip
+    )
 
 
 def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
@@ -196,16 +209,30 @@ def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
     tokens = values.pop("tokens")
     values["explanation"] = [(str(token), float(weight)) for token, weight in values["explanation"]]
     values["queued_at"] = as_utc(values["queued_at"])
-    return ReviewEntry(**values, token_count=_token_count(tokens),
-                       tokens=unpack_tokens(tokens) if with_tokens else None)  # fmt: skip
+    return ReviewEntry(
+        **values,
+        token_count=_token_count(tokens),
+        tokens=unpack_tokens(tokens) if with_tokens else None,
+    )
 
 
-def list_items(engine: Engine, model: str, *, limit: int | None = 50, reason: str | None = None,
-               include_labelled: bool = False, order: Order = "closest", label: str | None = None,
-               min_score: float | None = None, max_score: float | None = None,
-               message_id: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, model_version: int | None = None,
-               offset: int = 0) -> list[ReviewEntry]:  # fmt: skip
+def list_items(
+    engine: Engine,
+    model: str,
+    *,
+    limit: int | None = 50,
+    reason: str | None = None,
+    include_labelled: bool = False,
+    order: Order = "closest",
+    label: str | None = None,
+    min_score: float | None = None,
+    max_score: float | None = None,
+    message_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    model_version: int | None = None,
+    offset: int = 0,
+) -> list[ReviewEntry]:
     """Model `model`'s queued items, at most `limit` (None: all) after skipping `offset`:
     unlabelled ones unless `include_labelled`, only those queued for `reason`, decided as
     `label`, scored within [`min_score`, `max_score`], of message `message_id`, queued within

@@ -39,7 +39,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
-)  # fmt: skip
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {

@@ -42,8 +42,9 @@ _ALL_ROWS = text(
 )
 
 
-def load(engine: Engine, model: str, sparse: bool = False,
-         on_rows: Callable[[int], None] | None = None) -> tuple[Statistics, int]:  # fmt: skip
+def load(
+    engine: Engine, model: str, sparse: bool = False, on_rows: Callable[[int], None] | None = None
+) -> tuple[Statistics, int]:
     """The model's statistics, and the sequence number they reflect; `on_rows` hears the number
     of token rows read so far, after each chunk (a large model takes a while)."""
     with engine.connect() as conn:
@@ -56,19 +57,28 @@ def load(engine: Engine, model: str, sparse: bool = False,
     return stats, sync(engine, model, stats, since=None, on_rows=on_rows)
 
 
-def sync(engine: Engine, model: str, stats: Statistics, since: int | None,
-         on_rows: Callable[[int], None] | None = None) -> int:  # fmt: skip
+def sync(
+    engine: Engine,
+    model: str,
+    stats: Statistics,
+    since: int | None,
+    on_rows: Callable[[int], None] | None = None,
+) -> int:
     """Apply every change after `since` (None: everything) to `stats`; returns the new `since`.
     `on_rows` as for `load`."""
     with engine.connect() as conn:
-        found = conn.execute(select(ModelRow.id, ModelRow.seq, ModelRow.pruned_seq)
-                             .where(ModelRow.name == model)).one_or_none()  # fmt: skip
+        found = conn.execute(
+            select(ModelRow.id, ModelRow.seq, ModelRow.pruned_seq).where(ModelRow.name == model)
+        ).one_or_none()
         if found is None:
             raise UnknownModel(f"no model named {model!r} in the store")
         model_id, seq, pruned_seq = found
         expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
-        classes = conn.execute(select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
-                               .where(ClassStats.model_id == model_id).order_by(ClassStats.class_id)).all()  # fmt: skip
+        classes = conn.execute(
+            select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
+            .where(ClassStats.model_id == model_id)
+            .order_by(ClassStats.class_id)
+        ).all()
         streamed = conn.execution_options(stream_results=True)  # a server-side cursor on PostgreSQL
         if since is None or expired_since:
             values = _values(streamed.execute(_ALL_ROWS, {"model": model_id}), on_rows)
@@ -98,8 +108,15 @@ def _with_zeros_for(delta: Delta, keys: npt.NDArray[np.int64]) -> Delta:
     def pad(a: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         return np.concatenate([a, np.zeros((a.shape[0], len(keys)), dtype=a.dtype)], axis=1)
 
-    return Delta(delta.version, delta.labels, delta.D, np.concatenate([delta.keys, keys]),
-                 pad(delta.N), pad(delta.DF), pad(delta.T))  # fmt: skip
+    return Delta(
+        delta.version,
+        delta.labels,
+        delta.D,
+        np.concatenate([delta.keys, keys]),
+        pad(delta.N),
+        pad(delta.DF),
+        pad(delta.T),
+    )
 
 
 def _values(
@@ -115,8 +132,9 @@ def _values(
         if filled + len(rows) > len(values):  # grow by half: no copy of the whole per chunk
             values = np.resize(values, (max(filled + len(rows), len(values) * 3 // 2), 5))
         # fromiter over the flattened rows: np.array() probes every Row for the array protocol (slow)
-        values[filled : filled + len(rows)] = np.fromiter(chain.from_iterable(rows), dtype=np.int64,
-                                                          count=5 * len(rows)).reshape(-1, 5)  # fmt: skip
+        values[filled : filled + len(rows)] = np.fromiter(
+            chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)
+        ).reshape(-1, 5)
         filled += len(rows)
         if on_rows is not None:
             on_rows(filled)

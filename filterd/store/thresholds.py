@@ -225,8 +225,14 @@ class PrequentialWindow:
     components: npt.NDArray[np.float64] | None  # (n, k); None when no row has any
 
 
-def prequential_window(engine: Engine, model: str, target_class: str, window: timedelta | None = None,
-                       last: int | None = None, now: datetime | None = None) -> PrequentialWindow:  # fmt: skip
+def prequential_window(
+    engine: Engine,
+    model: str,
+    target_class: str,
+    window: timedelta | None = None,
+    last: int | None = None,
+    now: datetime | None = None,
+) -> PrequentialWindow:
     """The feedback scored for `target_class` before it was learned, with now − window <
     scored_at ≤ now, or the last `last`, or all the store keeps."""
     now = as_utc(now) or datetime.now(UTC)

@@ -43,10 +43,16 @@ class FeedbackRequest(Content, kw_only=True):
     message_id: Id
     label: Label
     comment: (
-        Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL,
-                                    description="The analyst's note, kept on the audit trail.")]
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=2000,
+                pattern=WITHOUT_NUL,
+                description="The analyst's note, kept on the audit trail.",
+            ),
+        ]
         | None
-    ) = None  # fmt: skip
+    ) = None
 
 
 class FeedbackAccepted(msgspec.Struct, kw_only=True):
@@ -223,5 +229,11 @@ class ApiError(msgspec.Struct, kw_only=True, omit_defaults=True):
     field: str | None = None
 
 
-RESPONSES: tuple[type[msgspec.Struct], ...] = (CheckResponse, FeedbackAccepted, ReviewPage,
-                                               DecisionInfo, ModelInfo, ApiError)  # fmt: skip
+RESPONSES: tuple[type[msgspec.Struct], ...] = (
+    CheckResponse,
+    FeedbackAccepted,
+    ReviewPage,
+    DecisionInfo,
+    ModelInfo,
+    ApiError,
+)

@@ -71,8 +71,11 @@ def create_app(context: WebContext) -> Starlette:
                 context.auth.identify, header, client_address(request)
             )
         if analyst is None:
-            raise Problem(401, "authentication required: an API token (Bearer) or a user's "
-                               "password (Basic)", headers={"WWW-Authenticate": REALM})  # fmt: skip
+            raise Problem(
+                401,
+                "authentication required: an API token (Bearer) or a user's password (Basic)",
+                headers={"WWW-Authenticate": REALM},
+            )
         request.state.analyst = analyst  # for the request log
         return analyst
 
@@ -143,8 +146,9 @@ def create_app(context: WebContext) -> Starlette:
 
     async def on_http(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)  # Starlette's: an unknown path, a wrong method
-        return answer(request, Problem(error.status_code, error.detail, None,
-                                       dict(error.headers or {})))  # fmt: skip
+        return answer(
+            request, Problem(error.status_code, error.detail, None, dict(error.headers or {}))
+        )
 
     async def on_store(request: Request, error: Exception) -> Response:
         if isinstance(error, UnknownModel):  # deleted (`filterd model delete`) while served
@@ -157,9 +161,11 @@ def create_app(context: WebContext) -> Starlette:
         return answer(request, Problem(503, f"the store is not available: {detail}"))
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        Problem: on_problem, HTTPException: on_http, SQLAlchemyError: on_store,
+        Problem: on_problem,
+        HTTPException: on_http,
+        SQLAlchemyError: on_store,
         UnknownModel: on_store,
-    }  # fmt: skip
+    }
     app = Starlette(routes=routes, exception_handlers=handlers)
     hosts = AllowedHosts.of(http.allowed_hosts, http.host, http.port)
     # added first, so inside the log: its refusals are logged and counted too
@@ -169,9 +175,21 @@ def create_app(context: WebContext) -> Starlette:
     return app
 
 
-ROUTES = ("/v1/check", "/v1/feedback", "/v1/review", "/v1/model", "/v1/openapi.json",
-          "/login", "/logout", "/queue", "/queue/label", "/model", "/model/preview",
-          "/model/calibrate", "/audit")  # fmt: skip
+ROUTES = (
+    "/v1/check",
+    "/v1/feedback",
+    "/v1/review",
+    "/v1/model",
+    "/v1/openapi.json",
+    "/login",
+    "/logout",
+    "/queue",
+    "/queue/label",
+    "/model",
+    "/model/preview",
+    "/model/calibrate",
+    "/audit",
+)
 
 
 def route_of(path: str) -> str:
@@ -197,7 +215,9 @@ class RequestLog:
     carry credentials, bodies and query strings carry message content. With `metrics`, each
     request is counted and timed by route (`route_of`) and status."""
 
-    def __init__(self, app: ASGIApp, log: FilteringBoundLogger, metrics: Metrics | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, app: ASGIApp, log: FilteringBoundLogger, metrics: Metrics | None = None
+    ) -> None:
         self.app, self.log, self.metrics = app, log, metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -218,8 +238,14 @@ class RequestLog:
         finally:
             seconds = time.perf_counter() - started
             state = scope.get("state") or {}
-            self.log.info("http request", method=scope["method"], path=scope["path"], status=status,
-                          ms=round(1000 * seconds, 1), analyst=state.get("analyst"))  # fmt: skip
+            self.log.info(
+                "http request",
+                method=scope["method"],
+                path=scope["path"],
+                status=status,
+                ms=round(1000 * seconds, 1),
+                analyst=state.get("analyst"),
+            )
             if self.metrics is not None:
                 route = route_of(scope["path"])
                 self.metrics.http_requests.labels(route, str(status)).inc()

@@ -109,8 +109,9 @@ def _svg(width: int, height: int, title: str, aria: str, body: list[str]) -> str
     )
 
 
-def _label(x: float, y: float, value: str, anchor: str = "start", extra: str = "",
-           fill: str = "#333") -> str:  # fmt: skip
+def _label(
+    x: float, y: float, value: str, anchor: str = "start", extra: str = "", fill: str = "#333"
+) -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}"{extra}>'
         f"{text(value)}</text>"
@@ -160,9 +161,17 @@ def _digits(span: float) -> int:
 # ROC -------------------------------------------------------------------------------------------
 
 
-def roc_svg(fpr: npt.ArrayLike, tpr: npt.ArrayLike, *, tau_point: tuple[float, float] | None = None,
-            previous_point: tuple[float, float] | None = None, label: str = "",
-            width: int = 360, height: int = 360, max_points: int = MAX_ROC_POINTS) -> str:  # fmt: skip
+def roc_svg(
+    fpr: npt.ArrayLike,
+    tpr: npt.ArrayLike,
+    *,
+    tau_point: tuple[float, float] | None = None,
+    previous_point: tuple[float, float] | None = None,
+    label: str = "",
+    width: int = 360,
+    height: int = 360,
+    max_points: int = MAX_ROC_POINTS,
+) -> str:
     """The ROC curve: x = FPR = 1 − specificity, y = recall (``ranking.roc_curve``'s points),
     with the diagonal (a random ranking), ticks 0–1 on both axes, and the operating points
     ``(fpr, recall)`` of the new τ (a filled circle) and the previous τ (a hollow square), named
@@ -201,9 +210,14 @@ def roc_svg(fpr: npt.ArrayLike, tpr: npt.ArrayLike, *, tau_point: tuple[float, f
         f'<line x1="{frame.px(0):.1f}" y1="{frame.py(0):.1f}" x2="{frame.px(1):.1f}" '
         f'y2="{frame.py(1):.1f}" stroke="#bbb" stroke-dasharray="4 3"/>',
         _label((left + right) / 2, height - 6, "false-positive rate (1 − specificity)", "middle"),
-        _label(12, (top + bottom) / 2, "recall", "middle",
-               f' transform="rotate(-90 12 {(top + bottom) / 2:.1f})"'),
-    ]  # fmt: skip
+        _label(
+            12,
+            (top + bottom) / 2,
+            "recall",
+            "middle",
+            f' transform="rotate(-90 12 {(top + bottom) / 2:.1f})"',
+        ),
+    ]
     if xs.size:
         body += _lines(frame, list(zip(xs.tolist(), ys.tolist())), "#1f5fa8")
     else:
@@ -242,9 +256,16 @@ def _marker(name: str, x: float, y: float) -> str:
 # Time series -----------------------------------------------------------------------------------
 
 
-def series_svg(times: Sequence[datetime], values: Sequence[float | None], *, label: str,
-               y_range: tuple[float, float] | None = None, target: float | None = None,
-               width: int = 360, height: int = 120) -> str:  # fmt: skip
+def series_svg(
+    times: Sequence[datetime],
+    values: Sequence[float | None],
+    *,
+    label: str,
+    y_range: tuple[float, float] | None = None,
+    target: float | None = None,
+    width: int = 360,
+    height: int = 120,
+) -> str:
     """A line over time: ``values[i]`` at ``times[i]`` (sorted by time; naive times are UTC), a
     gap where a value is None, NaN or infinite; a dashed line at ``target``; the first and last
     time under the x axis (ISO 8601, UTC), ticks at the bottom, middle and top of ``y_range``
@@ -257,12 +278,28 @@ def series_svg(times: Sequence[datetime], values: Sequence[float | None], *, lab
     >>> "no data yet" in series_svg([], [], label="recall")
     True
     """
-    return _time_chart(times, values, label=label, y_range=y_range, target=target, width=width,
-                       height=height, step=False, until=None)  # fmt: skip
+    return _time_chart(
+        times,
+        values,
+        label=label,
+        y_range=y_range,
+        target=target,
+        width=width,
+        height=height,
+        step=False,
+        until=None,
+    )
 
 
-def steps_svg(times: Sequence[datetime], taus: Sequence[float | None], *, label: str,
-              until: datetime | None = None, width: int = 360, height: int = 120) -> str:  # fmt: skip
+def steps_svg(
+    times: Sequence[datetime],
+    taus: Sequence[float | None],
+    *,
+    label: str,
+    until: datetime | None = None,
+    width: int = 360,
+    height: int = 120,
+) -> str:
     """A step chart of τ over its versions: ``taus[i]`` holds from ``times[i]`` (the version's
     creation) to the next version, the last one until ``until`` (if later); a dot per version.
     Otherwise as ``series_svg``.
@@ -272,8 +309,17 @@ def steps_svg(times: Sequence[datetime], taus: Sequence[float | None], *, label:
     >>> svg.count("<circle")
     2
     """
-    return _time_chart(times, taus, label=label, y_range=None, target=None, width=width,
-                       height=height, step=True, until=until)  # fmt: skip
+    return _time_chart(
+        times,
+        taus,
+        label=label,
+        y_range=None,
+        target=None,
+        width=width,
+        height=height,
+        step=True,
+        until=until,
+    )
 
 
 def _utc(moment: datetime) -> datetime:
@@ -284,9 +330,18 @@ def _when(moment: datetime, short: bool) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%SZ" if short else "%Y-%m-%d %H:%MZ")
 
 
-def _time_chart(times: Sequence[datetime], values: Sequence[float | None], *, label: str,
-                y_range: tuple[float, float] | None, target: float | None, width: int,
-                height: int, step: bool, until: datetime | None) -> str:  # fmt: skip
+def _time_chart(
+    times: Sequence[datetime],
+    values: Sequence[float | None],
+    *,
+    label: str,
+    y_range: tuple[float, float] | None,
+    target: float | None,
+    width: int,
+    height: int,
+    step: bool,
+    until: datetime | None,
+) -> str:
     if len(times) != len(values):
         raise ValueError(f"times and values differ in length: {len(times)} vs {len(values)}")
     if y_range is not None and not (all(_finite(v) for v in y_range) and y_range[0] < y_range[1]):
@@ -298,12 +353,18 @@ def _time_chart(times: Sequence[datetime], values: Sequence[float | None], *, la
     left, top, right, bottom = 44.0, 20.0, width - 12.0, height - 18.0
     shown = [v for _, v in pairs if v is not None]
     if not shown:
-        return _svg(width, height, label, f"{label}: no data yet", [
-            _label(left, 12, label, extra=' font-size="11" font-weight="bold"'),
-            f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
-            f'height="{bottom - top:.1f}" fill="none" stroke="#ccc"/>',
-            _no_data((left + right) / 2, (top + bottom) / 2 + 3),
-        ])  # fmt: skip
+        return _svg(
+            width,
+            height,
+            label,
+            f"{label}: no data yet",
+            [
+                _label(left, 12, label, extra=' font-size="11" font-weight="bold"'),
+                f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
+                f'height="{bottom - top:.1f}" fill="none" stroke="#ccc"/>',
+                _no_data((left + right) / 2, (top + bottom) / 2 + 3),
+            ],
+        )
     first, last = pairs[0][0], pairs[-1][0]
     if until is not None and _utc(until) > last:
         last = _utc(until)

@@ -27,8 +27,13 @@ _NAMED = re.compile(r"^Object (?:missing required|contains unknown) field `(?P<n
 class Problem(Exception):
     """An answer other than success: `status`, what is wrong, and the field it is about."""
 
-    def __init__(self, status: int, error: str, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(error)
         self.status, self.error, self.field, self.headers = status, error, field, headers
 
@@ -75,8 +80,9 @@ def decode_body(body: bytes, kind: type[T] | Any) -> T:
 API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
-def json_response(body: msgspec.Struct, status: int = 200,
-                  headers: dict[str, str] | None = None) -> Response:  # fmt: skip
+def json_response(
+    body: msgspec.Struct, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
     """`body` encoded as JSON, with `API_HEADERS`."""
     return Response(
         msgspec.json.encode(body),
@@ -88,8 +94,9 @@ def json_response(body: msgspec.Struct, status: int = 200,
 
 def problem_response(problem: Problem) -> Response:
     """The JSON answer of `problem`."""
-    return json_response(ApiError(error=problem.error, field=problem.field), problem.status,
-                         problem.headers)  # fmt: skip
+    return json_response(
+        ApiError(error=problem.error, field=problem.field), problem.status, problem.headers
+    )
 
 
 class Faults:

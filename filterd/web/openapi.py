@@ -62,30 +62,48 @@ def document() -> dict[str, Any]:
     ]
     del components["ReviewQuery"]  # described by the parameters it makes
     paths = {
-        "/v1/check": {"post": {
-            "summary": "Decide on one message or up to 100, without learning",
-            "requestBody": {"required": True, **_json(check_in)},
-            "responses": answers(api.CheckResponse, "200", "400", "413", "415", "422", "503")}},
-        "/v1/feedback": {"post": {
-            "summary": "Send a label to the feedback topic, as the authenticated analyst",
-            "requestBody": {"required": True, **_json(feedback_in)},
-            "responses": answers(api.FeedbackAccepted, "202", "400", "413", "415", "422", "503",
-                                 "504")}},
-        "/v1/decisions/{id}": {"get": {
-            "summary": "What the store knows of a message's decision: provenance, review, labels",
-            "description": "The id is one path segment, escaped (`/` as %2F). An id that is "
-                           "`.` or `..` is given as `/v1/decisions/?id=..`: clients remove dot "
-                           "segments from paths.",
-            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "responses": answers(api.DecisionInfo, "200", "404", "422", "503")}},
-        "/v1/review": {"get": {
-            "summary": "The review queue, most informative first",
-            "parameters": parameters,
-            "responses": answers(api.ReviewPage, "200", "422", "503")}},
-        "/v1/model": {"get": {
-            "summary": "Readiness, classes, thresholds, drift and delivered recall",
-            "responses": answers(api.ModelInfo, "200", "503")}},
-    }  # fmt: skip
+        "/v1/check": {
+            "post": {
+                "summary": "Decide on one message or up to 100, without learning",
+                "requestBody": {"required": True, **_json(check_in)},
+                "responses": answers(api.CheckResponse, "200", "400", "413", "415", "422", "503"),
+            }
+        },
+        "/v1/feedback": {
+            "post": {
+                "summary": "Send a label to the feedback topic, as the authenticated analyst",
+                "requestBody": {"required": True, **_json(feedback_in)},
+                "responses": answers(
+                    api.FeedbackAccepted, "202", "400", "413", "415", "422", "503", "504"
+                ),
+            }
+        },
+        "/v1/decisions/{id}": {
+            "get": {
+                "summary": "What the store knows of a message's decision: provenance, review, labels",
+                "description": "The id is one path segment, escaped (`/` as %2F). An id that is "
+                "`.` or `..` is given as `/v1/decisions/?id=..`: clients remove dot "
+                "segments from paths.",
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "responses": answers(api.DecisionInfo, "200", "404", "422", "503"),
+            }
+        },
+        "/v1/review": {
+            "get": {
+                "summary": "The review queue, most informative first",
+                "parameters": parameters,
+                "responses": answers(api.ReviewPage, "200", "422", "503"),
+            }
+        },
+        "/v1/model": {
+            "get": {
+                "summary": "Readiness, classes, thresholds, drift and delivered recall",
+                "responses": answers(api.ModelInfo, "200", "503"),
+            }
+        },
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "filterd HTTP API", "version": __version__},
@@ -94,9 +112,12 @@ def document() -> dict[str, Any]:
         "components": {
             "schemas": components,
             "securitySchemes": {
-                "token": {"type": "http", "scheme": "bearer",
-                          "description": "An API token NAME.SECRET (`filterd http new-token NAME`)"},
+                "token": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API token NAME.SECRET (`filterd http new-token NAME`)",
+                },
                 "basic": {"type": "http", "scheme": "basic"},
             },
         },
-    }  # fmt: skip
+    }

@@ -67,8 +67,11 @@ def templates() -> jinja2.Environment:
     """The pages' templates (package data), autoescaped, with the filters they use."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("filterd.web", "templates"),
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    )  # fmt: skip
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(when=when, num=num, pct=pct, visible=visible, shown=shown)
     env.globals.update(query_string=query_string, message_url=message_url)
     return env
@@ -110,8 +113,9 @@ def query_string(query: ReviewQuery, **changes: Any) -> str:
     default = msgspec.to_builtins(ReviewQuery())
     values = {**msgspec.to_builtins(query), **changes}
     kept = {k: v for k, v in values.items() if v is not None and v != default.get(k)}
-    return urllib.parse.urlencode({k: str(v).lower() if isinstance(v, bool) else v
-                                   for k, v in kept.items()})  # fmt: skip
+    return urllib.parse.urlencode(
+        {k: str(v).lower() if isinstance(v, bool) else v for k, v in kept.items()}
+    )
 
 
 def parse_query(params: Mapping[str, str]) -> ReviewQuery:
@@ -154,8 +158,9 @@ def parse_form(body: bytes) -> dict[str, list[str]]:
 
 def error_page(env: jinja2.Environment, problem: Problem) -> Response:
     """A Problem as a page (the API answers the same Problems as JSON)."""
-    text = env.get_template("error.html").render(status=problem.status, error=problem.error,
-                                                 field=problem.field)  # fmt: skip
+    text = env.get_template("error.html").render(
+        status=problem.status, error=problem.error, field=problem.field
+    )
     return HTMLResponse(text, problem.status, headers={**HEADERS, **(problem.headers or {})})
 
 
@@ -208,16 +213,24 @@ def page_routes(
         form = parse_form(body)
         token = request.headers.get("x-csrf-token") or first(form, "csrf")
         if not sessions.csrf_ok(session, token):
-            raise Problem(403, "the form's CSRF token is missing or not this session's: "
-                               "reload the page and try again")  # fmt: skip
+            raise Problem(
+                403,
+                "the form's CSRF token is missing or not this session's: "
+                "reload the page and try again",
+            )
         return session, form
 
     # --- login -----------------------------------------------------------------------------
 
     async def get_login(request: Request, error: str | None = None, status: int = 200) -> Response:
         token = secrets.token_urlsafe(24)
-        response = render("login.html", status, csrf=token, error=error,
-                          next=safe_next(request.query_params.get("next")))  # fmt: skip
+        response = render(
+            "login.html",
+            status,
+            csrf=token,
+            error=error,
+            next=safe_next(request.query_params.get("next")),
+        )
         https = request.url.scheme == "https"
         response.set_cookie(
             cookie_name(LOGIN_COOKIE, https),
@@ -281,7 +294,7 @@ def page_routes(
         return template_values(views.queue_view(context, query)) | {
             "shortcuts": views.shortcuts(config.model.labels),
             "here": here(request),
-        }  # fmt: skip
+        }
 
     def message_values(request: Request, _session: Session) -> dict[str, Any]:
         message_id = path_id(request.path_params, request.query_params)
@@ -312,8 +325,12 @@ def page_routes(
         if not label:
             raise Problem(422, "choose a label", "label")
         try:
-            requests = [msgspec.convert({"message_id": m, "label": label, "comment": comment},
-                                        FeedbackRequest) for m in ids]  # fmt: skip
+            requests = [
+                msgspec.convert(
+                    {"message_id": m, "label": label, "comment": comment}, FeedbackRequest
+                )
+                for m in ids
+            ]
         except msgspec.ValidationError as error:
             raise invalid(error) from None
         await publish_labels(context, requests, session.analyst)
@@ -329,8 +346,7 @@ def page_routes(
         return template_values(view) | {"preview": preview, "applied": None}
 
     def preview_values(request: Request, _session: Session) -> dict[str, Any]:
-        target = target_of(request.query_params.get("target_recall"),
-                           config.decision.target_recall)  # fmt: skip
+        target = target_of(request.query_params.get("target_recall"), config.decision.target_recall)
         return {"preview": views.calibrate(context, target, None)}
 
     async def post_calibrate(request: Request) -> Response:
@@ -338,14 +354,24 @@ def page_routes(
         target = target_of(first(form, "target_recall"), config.decision.target_recall)
         applied = await run_in_threadpool(views.calibrate, context, target, session.analyst)
         if applied.report is not None:
-            context.log.info("workbench calibration", analyst=session.analyst,
-                             version=applied.report.version, tau=applied.report.tau,
-                             target_recall=target)  # fmt: skip
+            context.log.info(
+                "workbench calibration",
+                analyst=session.analyst,
+                version=applied.report.version,
+                tau=applied.report.tau,
+                target_recall=target,
+            )
 
         def model_page() -> Response:
-            return render("model.html", 200 if applied.refused is None else 409,
-                          **template_values(views.model_view(context)), preview=applied,
-                          applied=applied, analyst=session.analyst, csrf=session.csrf)  # fmt: skip
+            return render(
+                "model.html",
+                200 if applied.refused is None else 409,
+                **template_values(views.model_view(context)),
+                preview=applied,
+                applied=applied,
+                analyst=session.analyst,
+                csrf=session.csrf,
+            )
 
         return await run_in_threadpool(model_page)
 
@@ -357,8 +383,11 @@ def page_routes(
         raw_id = params.get("message_id")
         message_id = checked_id(raw_id, "message_id") if raw_id else None
         events = views.audit_view(context, analyst, message_id, None)
-        return {"events": events, "filter_analyst": analyst or "",
-                "filter_message": message_id or ""}  # fmt: skip
+        return {
+            "events": events,
+            "filter_analyst": analyst or "",
+            "filter_message": message_id or "",
+        }
 
     async def home(_request: Request) -> Response:
         return RedirectResponse("/queue", 303, headers=HEADERS)

@@ -66,17 +66,26 @@ def review_page(context: WebContext, query: ReviewQuery) -> ReviewPage:
     return ReviewPage(items=[review_item(e) for e in queue_entries(context, query)])
 
 
-def queue_entries(context: WebContext, query: ReviewQuery, offset: int | None = None,
-                  limit: int | None = None) -> list[ReviewEntry]:  # fmt: skip
+def queue_entries(
+    context: WebContext, query: ReviewQuery, offset: int | None = None, limit: int | None = None
+) -> list[ReviewEntry]:
     """The queue's items as `query` filters and orders them: `limit` of them from `offset`
     (the query's own, unless given)."""
-    return list_items(context.engine, context.config.model.name,
-                      limit=query.limit if limit is None else limit,
-                      reason=query.reason, include_labelled=query.include_labelled,
-                      order=query.order, label=query.label, min_score=query.min_score,
-                      max_score=query.max_score, since=query.since, until=query.until,
-                      model_version=query.model_version,
-                      offset=query.offset if offset is None else offset)  # fmt: skip
+    return list_items(
+        context.engine,
+        context.config.model.name,
+        limit=query.limit if limit is None else limit,
+        reason=query.reason,
+        include_labelled=query.include_labelled,
+        order=query.order,
+        label=query.label,
+        min_score=query.min_score,
+        max_score=query.max_score,
+        since=query.since,
+        until=query.until,
+        model_version=query.model_version,
+        offset=query.offset if offset is None else offset,
+    )
 
 
 def review_item(entry: ReviewEntry) -> ReviewItem:
@@ -90,22 +99,46 @@ def decision_info(context: WebContext, message_id: str) -> DecisionInfo:
     name = config.model.name
     with context.engine.connect() as conn:
         coordinates = where_decided(conn, find_model_id(conn, name), [message_id]).get(message_id)
-    items = list_items(context.engine, name, limit=None, include_labelled=True,
-                       order="newest", message_id=message_id)  # fmt: skip
+    items = list_items(
+        context.engine,
+        name,
+        limit=None,
+        include_labelled=True,
+        order="newest",
+        message_id=message_id,
+    )
     events = list(read_events(context.engine, name, message_id=message_id, limit=EVENTS))
     if coordinates is None and not items and not events:
-        raise Problem(404, f"no decision on message {message_id!r} is known to the store "
-                           "(none recorded, or pruned after feedback.resolve_ttl)", "id")  # fmt: skip
+        raise Problem(
+            404,
+            f"no decision on message {message_id!r} is known to the store "
+            "(none recorded, or pruned after feedback.resolve_ttl)",
+            "id",
+        )
     provenance = None
     if coordinates is not None:
         partition, offset = coordinates
-        provenance = Provenance(source_topic=config.topics.messages, partition=partition,
-                                offset=offset)  # fmt: skip
-    labels = [LabelEvent(label=e.label, previous_label=e.previous_label, outcome=e.outcome,
-                         source=e.source, analyst=e.analyst, comment=e.comment,
-                         applied_at=e.applied_at) for e in events]  # fmt: skip
-    return DecisionInfo(message_id=message_id, provenance=provenance,
-                        review=[review_item(e) for e in items], labels=labels)  # fmt: skip
+        provenance = Provenance(
+            source_topic=config.topics.messages, partition=partition, offset=offset
+        )
+    labels = [
+        LabelEvent(
+            label=e.label,
+            previous_label=e.previous_label,
+            outcome=e.outcome,
+            source=e.source,
+            analyst=e.analyst,
+            comment=e.comment,
+            applied_at=e.applied_at,
+        )
+        for e in events
+    ]
+    return DecisionInfo(
+        message_id=message_id,
+        provenance=provenance,
+        review=[review_item(e) for e in items],
+        labels=labels,
+    )
 
 
 def model_info(context: WebContext) -> ModelInfo:
@@ -122,21 +155,37 @@ def model_info(context: WebContext) -> ModelInfo:
     in_force = next((v for v in history if v.target_class == target), None)
     drift = drift_report(context.engine, name, target, config.drift.window)
     return ModelInfo(
-        model=name, spec=report["spec"], seq=report["seq"], ready=report["ready"],
-        not_ready=report["not_ready"], classes=[ClassCount(**c) for c in report["classes"]],
-        distinct_tokens=report["distinct_tokens"], ledger=report["ledger"],
-        holdout=report["holdout"], last_learn=report["last_learn"], target_class=target,
-        threshold=in_force, thresholds=history,
-        drift=DriftInfo(n=drift.n, auc=drift.auc, recall=drift.recall,
-                        specificity=drift.specificity, tau=drift.tau,
-                        delivered=delivered_info(drift.delivered),
-                        in_force=delivered_info(drift.in_force),
-                        in_force_since=drift.in_force_since),
-        scoring=Scoring(loaded=decider is not None,
-                        model_version=None if decider is None else decider.model_version,
-                        threshold_version=threshold.version, tau=threshold.tau,
-                        target_recall=threshold.target_recall),
-    )  # fmt: skip
+        model=name,
+        spec=report["spec"],
+        seq=report["seq"],
+        ready=report["ready"],
+        not_ready=report["not_ready"],
+        classes=[ClassCount(**c) for c in report["classes"]],
+        distinct_tokens=report["distinct_tokens"],
+        ledger=report["ledger"],
+        holdout=report["holdout"],
+        last_learn=report["last_learn"],
+        target_class=target,
+        threshold=in_force,
+        thresholds=history,
+        drift=DriftInfo(
+            n=drift.n,
+            auc=drift.auc,
+            recall=drift.recall,
+            specificity=drift.specificity,
+            tau=drift.tau,
+            delivered=delivered_info(drift.delivered),
+            in_force=delivered_info(drift.in_force),
+            in_force_since=drift.in_force_since,
+        ),
+        scoring=Scoring(
+            loaded=decider is not None,
+            model_version=None if decider is None else decider.model_version,
+            threshold_version=threshold.version,
+            tau=threshold.tau,
+            target_recall=threshold.target_recall,
+        ),
+    )
 
 
 def threshold_info(version: ThresholdVersion) -> ThresholdInfo:

@@ -154,8 +154,9 @@ class HttpServer:
         )
         self.registry = protocol.registry
         server = self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                        name="filterd-http", daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="filterd-http", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + START_SECONDS
         while not server.started and self._thread.is_alive() and time.monotonic() < deadline:

@@ -26,8 +26,15 @@ from filterd.web.server import HttpServer
 class Api:
     """The API's server and its feedback publisher."""
 
-    def __init__(self, config: Config, engine: Engine, scoring: Scoring, tokenizer: Tokenizer,
-                 log: FilteringBoundLogger, metrics: Metrics | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        scoring: Scoring,
+        tokenizer: Tokenizer,
+        log: FilteringBoundLogger,
+        metrics: Metrics | None = None,
+    ) -> None:
         http = config.http
         self.log = log
         auth = Authenticator(http.tokens, http.users)
@@ -48,11 +55,17 @@ class Api:
         """Listen (OSError if the address cannot be bound)."""
         self.server.start()
         auth = self.context.auth
-        self.log.info("http api listening", host=self.server.host, port=self.server.port,
-                      credentials=auth.configured)  # fmt: skip
+        self.log.info(
+            "http api listening",
+            host=self.server.host,
+            port=self.server.port,
+            credentials=auth.configured,
+        )
         if not auth.configured:
-            self.log.warning("http api: no credentials in [http] tokens or users: every request "
-                             "but /v1/openapi.json is refused (401)")  # fmt: skip
+            self.log.warning(
+                "http api: no credentials in [http] tokens or users: every request "
+                "but /v1/openapi.json is refused (401)"
+            )
         return self
 
     def stop(self) -> None:

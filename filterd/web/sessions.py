@@ -148,8 +148,9 @@ class Sessions:
 def same(given: str, expected: str) -> bool:
     """`given == expected` in a time that does not tell how much of them agrees (any text:
     `hmac.compare_digest` refuses non-ASCII str, so the bytes are compared)."""
-    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
-                               expected.encode("utf-8", "surrogatepass"))  # fmt: skip
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
 
 
 def cookie_name(name: str, https: bool) -> str:

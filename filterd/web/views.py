@@ -65,8 +65,13 @@ def queue_view(context: WebContext, query: ReviewQuery) -> QueueView:
     config = context.config
     entries = queue_entries(context, query, limit=query.limit + 1)
     rows = [QueueRow(e, query.offset + i) for i, e in enumerate(entries[: query.limit])]
-    return QueueView(rows, query, list(config.model.labels), config.decision.target_class,
-                     has_next=len(entries) > query.limit)  # fmt: skip
+    return QueueView(
+        rows,
+        query,
+        list(config.model.labels),
+        config.decision.target_class,
+        has_next=len(entries) > query.limit,
+    )
 
 
 @dataclass(frozen=True)
@@ -90,22 +95,28 @@ class MessageView:
     shortcuts: dict[str, str] = field(default_factory=dict)  # key → label
 
 
-def message_view(context: WebContext, message_id: str, query: ReviewQuery,
-                 position: int | None) -> MessageView:  # fmt: skip
+def message_view(
+    context: WebContext, message_id: str, query: ReviewQuery, position: int | None
+) -> MessageView:
     """Message `message_id`: its review item, where it was read, its labels, its tokens'
     contributions, and its neighbours at `position` in the queue `query` gives; a 404 Problem
     when the store knows nothing of it."""
     config = context.config
     name = config.model.name
-    newest = list_items(context.engine, name, limit=1, include_labelled=True, order="newest",
-                        message_id=message_id)  # fmt: skip
+    newest = list_items(
+        context.engine, name, limit=1, include_labelled=True, order="newest", message_id=message_id
+    )
     item = get_item(context.engine, name, newest[0].id) if newest else None
     with context.engine.connect() as conn:
         where = where_decided(conn, find_model_id(conn, name), [message_id]).get(message_id)
     events = list(read_events(context.engine, name, message_id=message_id, limit=AUDIT_LIMIT))
     if item is None and where is None and not events:
-        raise Problem(404, f"no decision on message {message_id!r} is known to the store "
-                           "(none recorded, or pruned)", "id")  # fmt: skip
+        raise Problem(
+            404,
+            f"no decision on message {message_id!r} is known to the store "
+            "(none recorded, or pruned)",
+            "id",
+        )
     provenance = None if where is None else (config.topics.messages, where[0], where[1])
     current = None
     decider, threshold = context.scoring.decider, context.scoring.threshold
@@ -113,14 +124,22 @@ def message_view(context: WebContext, message_id: str, query: ReviewQuery,
         found = decider.contributions(item.tokens, threshold)
         if found is not None:
             current = (decider.model_version, threshold.tau, *found)
-    return MessageView(message_id, item, provenance, events, list(config.model.labels),
-                       config.decision.target_class, current,
-                       neighbours(context, query, position, message_id),
-                       shortcuts(config.model.labels))  # fmt: skip
+    return MessageView(
+        message_id,
+        item,
+        provenance,
+        events,
+        list(config.model.labels),
+        config.decision.target_class,
+        current,
+        neighbours(context, query, position, message_id),
+        shortcuts(config.model.labels),
+    )
 
 
-def neighbours(context: WebContext, query: ReviewQuery, position: int | None,
-               message_id: str) -> Neighbours:  # fmt: skip
+def neighbours(
+    context: WebContext, query: ReviewQuery, position: int | None, message_id: str
+) -> Neighbours:
     """The items before and after `position` in the queue, if the item there is still
     `message_id` (the queue moves as labels are learned)."""
     if position is None:
@@ -131,10 +150,13 @@ def neighbours(context: WebContext, query: ReviewQuery, position: int | None,
     rows = [QueueRow(e, start + i) for i, e in enumerate(entries)]
     here = next((i for i, r in enumerate(rows) if r.entry.message_id == message_id), None)
     if here is None:  # labelled meanwhile: what is now at `position` comes next
-        return Neighbours(rows[0] if position > 0 and rows else None,
-                          next((r for r in rows if r.position == position), None))  # fmt: skip
-    return Neighbours(rows[here - 1] if here > 0 else None,
-                      rows[here + 1] if here + 1 < len(rows) else None)  # fmt: skip
+        return Neighbours(
+            rows[0] if position > 0 and rows else None,
+            next((r for r in rows if r.position == position), None),
+        )
+    return Neighbours(
+        rows[here - 1] if here > 0 else None, rows[here + 1] if here + 1 < len(rows) else None
+    )
 
 
 def shortcuts(labels: list[str]) -> dict[str, str]:
@@ -169,21 +191,36 @@ def model_view(context: WebContext) -> ModelView:
     drift monitor's rolling AUC and recall."""
     info = model_info(context)
     config = context.config
-    series = drift_series(context.engine, config.model.name, config.decision.target_class,
-                          config.drift.window, SERIES_BUCKETS)  # fmt: skip
+    series = drift_series(
+        context.engine,
+        config.model.name,
+        config.decision.target_class,
+        config.drift.window,
+        SERIES_BUCKETS,
+    )
     versions = [v for v in reversed(info.thresholds) if v.target_class == info.target_class]
     target = config.decision.target_recall
     return ModelView(
-        info, series,
-        tau_chart=charts.steps_svg([v.created_at for v in versions], [v.tau for v in versions],
-                                   label="τ by version"),
-        auc_chart=charts.series_svg([p.end for p in series], [p.auc for p in series],
-                                    label="rolling AUC", y_range=rate_range([p.auc for p in series])),
-        recall_chart=charts.series_svg([p.end for p in series], [p.recall for p in series],
-                                       label="delivered recall", target=target,
-                                       y_range=rate_range([p.recall for p in series], target)),
+        info,
+        series,
+        tau_chart=charts.steps_svg(
+            [v.created_at for v in versions], [v.tau for v in versions], label="τ by version"
+        ),
+        auc_chart=charts.series_svg(
+            [p.end for p in series],
+            [p.auc for p in series],
+            label="rolling AUC",
+            y_range=rate_range([p.auc for p in series]),
+        ),
+        recall_chart=charts.series_svg(
+            [p.end for p in series],
+            [p.recall for p in series],
+            label="delivered recall",
+            target=target,
+            y_range=rate_range([p.recall for p in series], target),
+        ),
         target_recall=target,
-    )  # fmt: skip
+    )
 
 
 def rate_range(values: list[float | None], *marks: float) -> tuple[float, float]:
@@ -218,12 +255,20 @@ def calibrate(context: WebContext, target_recall: float, analyst: str | None) ->
     c = config.calibration
     try:
         report = calibrate_model(
-            context.engine, config.model.name, config.decision.target_class, target_recall,
-            window=parse_duration(c.window), conservative=c.conservative,
-            min_positives=c.min_positives or None, max_auc_drop=c.max_auc_drop,
-            min_docs=config.model.min_docs, source=c.source, step=c.step,
-            dry_run=analyst is None, created_by=f"workbench:{analyst}",
-        )  # fmt: skip
+            context.engine,
+            config.model.name,
+            config.decision.target_class,
+            target_recall,
+            window=parse_duration(c.window),
+            conservative=c.conservative,
+            min_positives=c.min_positives or None,
+            max_auc_drop=c.max_auc_drop,
+            min_docs=config.model.min_docs,
+            source=c.source,
+            step=c.step,
+            dry_run=analyst is None,
+            created_by=f"workbench:{analyst}",
+        )
     except CalibrationError as error:  # the guardrails' refusals among them
         return Calibrated(target_recall, None, "", str(error))
     except NotReady as error:
@@ -232,17 +277,30 @@ def calibrate(context: WebContext, target_recall: float, analyst: str | None) ->
     new_point = (1.0 - report.specificity, report.recall)
     previous = report.previous_here
     old_point = None if previous is None else (1.0 - previous.specificity, previous.recall)
-    roc = charts.roc_svg(fpr, tpr, tau_point=new_point, previous_point=old_point,
-                         label=f"ROC of the window ({report.n_pos} {report.target_class}, "
-                               f"{report.n_neg} others)")  # fmt: skip
+    roc = charts.roc_svg(
+        fpr,
+        tpr,
+        tau_point=new_point,
+        previous_point=old_point,
+        label=f"ROC of the window ({report.n_pos} {report.target_class}, {report.n_neg} others)",
+    )
     return Calibrated(target_recall, report, roc, None)
 
 
-def audit_view(context: WebContext, analyst: str | None, message_id: str | None,
-               since: datetime | None) -> list[Event]:  # fmt: skip
+def audit_view(
+    context: WebContext, analyst: str | None, message_id: str | None, since: datetime | None
+) -> list[Event]:
     """The newest label events (AUDIT_LIMIT), by `analyst`, of `message_id`, since `since`."""
-    return list(read_events(context.engine, context.config.model.name, message_id=message_id,
-                            analyst=analyst, since=since, limit=AUDIT_LIMIT))  # fmt: skip
+    return list(
+        read_events(
+            context.engine,
+            context.config.model.name,
+            message_id=message_id,
+            analyst=analyst,
+            since=since,
+            limit=AUDIT_LIMIT,
+        )
+    )
 
 
 def template_values(view: Any) -> dict[str, Any]:

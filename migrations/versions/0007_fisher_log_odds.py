@@ -41,23 +41,33 @@ def to_s_minus_h(value: float) -> float:
 def _convert(convert: Callable[[float], float]) -> None:
     conn = op.get_bind()
     models = conn.execute(sa.text("SELECT id, spec FROM models")).all()
-    fisher = [m.id for m in models
-              if (json.loads(m.spec) if isinstance(m.spec, str) else m.spec).get("variant") == "robinson_fisher"]  # fmt: skip
+    fisher = [
+        m.id
+        for m in models
+        if (json.loads(m.spec) if isinstance(m.spec, str) else m.spec).get("variant")
+        == "robinson_fisher"
+    ]
     for model_id in fisher:
         for table, keys, columns in SCORED:
             selected = ", ".join((*keys, *columns))
             where = "model_id = :model_id"
-            rows = conn.execute(sa.text(f"SELECT {selected} FROM {table} WHERE {where}"),
-                                {"model_id": model_id}).all()  # fmt: skip
+            rows = conn.execute(
+                sa.text(f"SELECT {selected} FROM {table} WHERE {where}"), {"model_id": model_id}
+            ).all()
             if not rows:
                 continue
             sets = ", ".join(f"{c} = :{c}" for c in columns)
             match = " AND ".join(f"{k} = :{k}" for k in keys)
             conn.execute(
                 sa.text(f"UPDATE {table} SET {sets} WHERE {match}"),
-                [{**{k: getattr(r, k) for k in keys}, **{c: convert(getattr(r, c)) for c in columns}}
-                 for r in rows],
-            )  # fmt: skip
+                [
+                    {
+                        **{k: getattr(r, k) for k in keys},
+                        **{c: convert(getattr(r, c)) for c in columns},
+                    }
+                    for r in rows
+                ],
+            )
 
 
 def upgrade() -> None:

@@ -182,7 +182,12 @@ BAD_VALUES = [
     ("wcnb", "alpha", ["-0.5"], "a number > 0"),
     ("twcnb", "alpha", ["x"], "a number > 0"),
     ("ova", "alpha", ["-inf"], "a number > 0"),
-    ("unb", "lam", ["abc", "-1e-5", "1e-5,-1", "1e-5,x", "nan"], "a number ≥ 0, or a list of one per class"),
+    (
+        "unb",
+        "lam",
+        ["abc", "-1e-5", "1e-5,-1", "1e-5,x", "nan"],
+        "a number ≥ 0, or a list of one per class",
+    ),
     ("wmnb", "gamma", ["abc", "0", "5", "-inf"], "a number < 0"),
     ("pnbc", "smoothing", ["dirichlet", "1"], "laplace, absolute, linear or witten_bell"),
     ("pnbc", "alpha", ["0"], "a number > 0"),
@@ -190,7 +195,7 @@ BAD_VALUES = [
     ("pnbc", "mu", ["0", "1", "-0.1"], "a number > 0 and < 1"),
     ("robinson_fisher", "s", ["0", "-1", "abc"], "a number > 0"),
     ("robinson_fisher", "x", ["0", "1", "1.5", "abc"], "a number > 0 and < 1"),
-]  # fmt: skip
+]
 
 
 def test_the_bad_values_cover_every_parameter_of_every_variant():

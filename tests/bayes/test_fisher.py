@@ -29,8 +29,12 @@ def exact_log_tails(m: float, n: int) -> tuple[float, float]:
         return float(q.ln()), float(c.ln())
 
 
-CASES = [(m, n) for n in (1, 2, 5, 30, 200) for m in (1e-6, 0.5, n / 3, n - 1.0, n, n + 5.0,
-                                                      3.0 * n, 50.0 * n, 2000.0) if m > 0]  # fmt: skip
+CASES = [
+    (m, n)
+    for n in (1, 2, 5, 30, 200)
+    for m in (1e-6, 0.5, n / 3, n - 1.0, n, n + 5.0, 3.0 * n, 50.0 * n, 2000.0)
+    if m > 0
+]
 
 
 @pytest.mark.parametrize(("m", "n"), CASES)

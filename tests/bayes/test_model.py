@@ -152,9 +152,15 @@ def test_a_spec_is_checked_when_it_is_built_however_it_is_built():
 
 def test_stored_specs_with_valid_parameters_still_load():
     # as JSON gives them back: ints for whole numbers, lists, words
-    for variant, params in [("mnb", {"alpha": 1}), ("pcn", {"A": "min"}), ("unb", {"lam": [1e-05, 0.001]}),
-                            ("centroid", {"norm": "l1"}), ("robinson_fisher", {"s": 0.025, "x": 0.52}),
-                            ("pnbc", {"smoothing": "linear", "mu": 0.5}), ("wmnb", {"gamma": -1000000})]:  # fmt: skip
+    for variant, params in [
+        ("mnb", {"alpha": 1}),
+        ("pcn", {"A": "min"}),
+        ("unb", {"lam": [1e-05, 0.001]}),
+        ("centroid", {"norm": "l1"}),
+        ("robinson_fisher", {"s": 0.025, "x": 0.52}),
+        ("pnbc", {"smoothing": "linear", "mu": 0.5}),
+        ("wmnb", {"gamma": -1000000}),
+    ]:
         spec = ModelSpec(variant, params)
         assert spec.params == params and str(spec) == str(ModelSpec.parse(variant, params))
 
@@ -215,15 +221,22 @@ def test_sparse_statistics_score_like_dense_ones(stats):
     ):
         dense_scores = Model.build(stats, spec, target="spam").score_tokens(docs).class_scores
         for lazy in (False, True):
-            assert np.allclose(Model.build(sparse, spec, target="spam", lazy=lazy).score_tokens(docs).class_scores,
-                               dense_scores)  # fmt: skip
+            assert np.allclose(
+                Model.build(sparse, spec, target="spam", lazy=lazy).score_tokens(docs).class_scores,
+                dense_scores,
+            )
 
 
 @pytest.mark.parametrize("variant", ["mnb", "robinson_fisher", "twcnb"])
 def test_batch_explanations_equal_each_documents_explanation(variant):
     stats = Statistics(seed=2)
-    for doc, label in [("win cash prize now", "spam"), ("cash prize claim", "spam"), ("lunch at noon", "ham"),
-                       ("meeting at noon now", "ham"), ("invoice due now", "billing")]:  # fmt: skip
+    for doc, label in [
+        ("win cash prize now", "spam"),
+        ("cash prize claim", "spam"),
+        ("lunch at noon", "ham"),
+        ("meeting at noon now", "ham"),
+        ("invoice due now", "billing"),
+    ]:
         stats.learn(doc.split(), label)
     model = Model.build(
         stats, ModelSpec(variant, selection=Selection.parse("local:3:alo")), target="spam"
@@ -236,9 +249,12 @@ def test_batch_explanations_equal_each_documents_explanation(variant):
 
 
 @settings(max_examples=30)
-@given(st.lists(documents, min_size=1, max_size=6),
-       st.sampled_from(["local:1000000:alo:0.18", "local:5:or:0.1", "none", "local:3", "global:4"]),
-       st.sampled_from(["robinson_fisher", "mnb", "unb"]), st.booleans())  # fmt: skip
+@given(
+    st.lists(documents, min_size=1, max_size=6),
+    st.sampled_from(["local:1000000:alo:0.18", "local:5:or:0.1", "none", "local:3", "global:4"]),
+    st.sampled_from(["robinson_fisher", "mnb", "unb"]),
+    st.booleans(),
+)
 def test_clues_by_threshold_are_those_the_ranking_keeps(stats, docs, select, variant, lazy):
     spec = ModelSpec(variant, selection=Selection.parse(select))
     if lazy and spec.needs_whole_vocabulary:

@@ -62,8 +62,17 @@ SOME_SPECS = (
 
 
 def synthetic_stream(n: int, seed: int, spam: float = 0.3):
-    records = to_records(generate(SynthConfig(n_messages=n, class_priors={"ham": 1 - spam, "spam": spam},
-                                              vocab_size=400, mean_length=8, seed=seed)))  # fmt: skip
+    records = to_records(
+        generate(
+            SynthConfig(
+                n_messages=n,
+                class_priors={"ham": 1 - spam, "spam": spam},
+                vocab_size=400,
+                mean_length=8,
+                seed=seed,
+            )
+        )
+    )
     corpus = Corpus.tokenize(records, Tokenizer())
     return corpus.batch, np.array([r.label == "spam" for r in records])
 

@@ -83,10 +83,15 @@ def test_global_top_picks_the_strongest_known_tokens():
 
 @pytest.mark.parametrize(
     "spec, parsed",
-    [("none", Selection()), ("ir", Selection("ir")), ("local:6:or", Selection("local", 6, "or")),
-     ("local:8", Selection("local", 8, "alo")), ("local:150:alo:0.1", Selection("local", 150, "alo", 0.1)),
-     ("global:1000:mi", Selection("global", 1000, "mi"))],
-)  # fmt: skip
+    [
+        ("none", Selection()),
+        ("ir", Selection("ir")),
+        ("local:6:or", Selection("local", 6, "or")),
+        ("local:8", Selection("local", 8, "alo")),
+        ("local:150:alo:0.1", Selection("local", 150, "alo", 0.1)),
+        ("global:1000:mi", Selection("global", 1000, "mi")),
+    ],
+)
 def test_selection_specs_parse_and_print_back(spec, parsed):
     assert Selection.parse(spec) == parsed
     assert Selection.parse(str(parsed)) == parsed

@@ -177,8 +177,15 @@ def big_corpus(n_docs=400, seed=1):
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(40_000)]
     sizes = rng.integers(1, 300, size=n_docs)
-    docs = [[words[i] for i in np.concatenate([rng.zipf(1.3, size=n) % 50, rng.integers(0, len(words), size=n)])]
-            for n in sizes]  # fmt: skip
+    docs = [
+        [
+            words[i]
+            for i in np.concatenate(
+                [rng.zipf(1.3, size=n) % 50, rng.integers(0, len(words), size=n)]
+            )
+        ]
+        for n in sizes
+    ]
     return [(doc, str(rng.choice(["ham", "spam", "fraud"]))) for doc in docs]
 
 

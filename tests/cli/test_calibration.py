@@ -274,9 +274,13 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
     v2 = latest_threshold(connect(db), "default", "spam")
     assert (v2.version, v2.source, v2.level) == (2, "adaptive", level) and v2.tau < v1.tau
     assert report["source"] == "adaptive" and report["in_force"] == {
-        "n_pos": 100, "caught": 97, "n_neg": 200, "passed": passed,
-        "recall": 0.97, "specificity": passed / 200,
-    }  # fmt: skip
+        "n_pos": 100,
+        "caught": 97,
+        "n_neg": 200,
+        "passed": passed,
+        "recall": 0.97,
+        "specificity": passed / 200,
+    }
     e = report["expected_recall"]
     assert e["low"] < e["mean"] < e["high"] and e["confidence"] == 0.9
     assert report["expected_specificity"]["low"] <= report["expected_specificity"]["high"]

@@ -35,8 +35,14 @@ def test_score_decides_stdin_like_the_daemon(tmp_path):
     lines.insert(60, "")  # skipped, and counted: offsets are line numbers
     # batches of 50 lines: line numbers run on from one batch to the next
     env = {**os.environ, "FILTERD_BATCHES_POLL_RECORDS": "50"}
-    result = subprocess.run([sys.executable, "-m", "filterd", "score", "--db", db], input="\n".join(lines) + "\n",
-                            capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "filterd", "score", "--db", db],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 1, result.stderr  # a line was rejected
     decisions = [valid("decision", line) for line in result.stdout.splitlines()]
     assert [d["message_id"] for d in decisions] == [r["id"] for r in STREAM[1000:]]

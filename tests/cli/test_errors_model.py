@@ -33,15 +33,27 @@ def db(tmp_path_factory):
 
 
 PARAMETER_ERRORS = [
-    (("--variant", "mnb", "--param", "alpha=abc"), "invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)"),
-    (("--variant", "mnb", "--param", "alpha=-1"), "invalid value for mnb parameter 'alpha': -1 (must be a number > 0)"),
-    (("--variant", "pcn", "--param", "A=foo"), "invalid value for pcn parameter 'A': 'foo' (must be a number > 0 or min)"),
+    (
+        ("--variant", "mnb", "--param", "alpha=abc"),
+        "invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)",
+    ),
+    (
+        ("--variant", "mnb", "--param", "alpha=-1"),
+        "invalid value for mnb parameter 'alpha': -1 (must be a number > 0)",
+    ),
+    (
+        ("--variant", "pcn", "--param", "A=foo"),
+        "invalid value for pcn parameter 'A': 'foo' (must be a number > 0 or min)",
+    ),
     (("--variant", "unb", "--param", "lam=1,x"), "invalid value for unb parameter 'lam': '1,x'"),
-    (("--variant", "pnbc", "--param", "smoothing=dirichlet"), "(must be laplace, absolute, linear or witten_bell)"),
+    (
+        ("--variant", "pnbc", "--param", "smoothing=dirichlet"),
+        "(must be laplace, absolute, linear or witten_bell)",
+    ),
     (("--variant", "robinson_fisher", "--param", "x=2"), "(must be a number > 0 and < 1)"),
     (("--variant", "mnb", "--param", "beta=1"), "no evaluated variant has a parameter 'beta'"),
     (("--variant", "mnb", "--select", "local:x"), "bad selection 'local:x'"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("options, says", PARAMETER_ERRORS)

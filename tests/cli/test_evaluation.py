@@ -7,8 +7,22 @@ from filterd.cli import main
 from filterd.evaluation.corpus import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 
-REQUIRED = {"variant", "select", "protocol", "n_train", "n_test", "auc", "one_minus_auc_pct", "spec_at_full_recall",
-            "recall_at_fpr_0_1pct", "lam_pct", "accuracy", "macro_f1", "seconds", "messages_per_second"}  # fmt: skip
+REQUIRED = {
+    "variant",
+    "select",
+    "protocol",
+    "n_train",
+    "n_test",
+    "auc",
+    "one_minus_auc_pct",
+    "spec_at_full_recall",
+    "recall_at_fpr_0_1pct",
+    "lam_pct",
+    "accuracy",
+    "macro_f1",
+    "seconds",
+    "messages_per_second",
+}
 
 
 def run(*args):
@@ -16,8 +30,19 @@ def run(*args):
 
 
 def test_evaluate_demo_as_json_gives_one_object_per_variant_and_selection():
-    result = run("evaluate", "--demo", "--variant", "mnb", "--variant", "twcnb", "--select", "none",
-                 "--select", "local:6:or", "--json")  # fmt: skip
+    result = run(
+        "evaluate",
+        "--demo",
+        "--variant",
+        "mnb",
+        "--variant",
+        "twcnb",
+        "--select",
+        "none",
+        "--select",
+        "local:6:or",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["variant"], r["select"]) for r in rows] == [
@@ -57,8 +82,18 @@ def test_without_variant_the_default_model_is_evaluated(tmp_path):
         "robinson_fisher(s=0.025,x=0.52)",
         "local:1000000:alo:0.18",
     )
-    (row,) = [json.loads(line) for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json", "--param", "s=0.45",
-                                               "--select", "none").stdout.splitlines()]  # fmt: skip
+    (row,) = [
+        json.loads(line)
+        for line in run(
+            "evaluate",
+            str(tmp_path / "c.jsonl.gz"),
+            "--json",
+            "--param",
+            "s=0.45",
+            "--select",
+            "none",
+        ).stdout.splitlines()
+    ]
     assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.45,x=0.52)", "none")
 
 
@@ -122,8 +157,16 @@ def test_the_online_replay_moves_its_progress_bar_to_the_end(tmp_path, monkeypat
     monkeypatch.setattr(evaluation, "_progress", recording)
     assert run("synth", str(tmp_path / "c.jsonl"), "--messages", "300").exit_code == 0
     # mnb is replayed vectorized, wcnb document by document (its weights need every token)
-    result = run("evaluate", str(tmp_path / "c.jsonl"), "--protocol", "online", "--variant", "mnb",
-                 "--variant", "wcnb")  # fmt: skip
+    result = run(
+        "evaluate",
+        str(tmp_path / "c.jsonl"),
+        "--protocol",
+        "online",
+        "--variant",
+        "mnb",
+        "--variant",
+        "wcnb",
+    )
     assert result.exit_code == 0, result.output
     assert [(bars[s].pos, bars[s].length) for s in ("mnb online", "wcnb online")] == [
         (300, 300)
@@ -171,8 +214,19 @@ def test_relabel_gives_the_binary_view_of_a_smishing_corpus(tmp_path):
 
 def test_tune_reads_the_corpus_relabelled(tmp_path):
     corpus = three_class_corpus(tmp_path / "abc.jsonl")
-    result = run("tune", corpus, "--variant", "mnb", "--grid", "alpha=0.1,1", "--relabel", "c=b",
-                 "--target", "b", "--json")  # fmt: skip
+    result = run(
+        "tune",
+        corpus,
+        "--variant",
+        "mnb",
+        "--grid",
+        "alpha=0.1,1",
+        "--relabel",
+        "c=b",
+        "--target",
+        "b",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["test_after"]["task"] == "binary"
 
@@ -186,15 +240,23 @@ def test_bad_relabel_values_get_one_line_and_a_nonzero_exit(tmp_path):
     assert "--relabel 'c=a'" in line and "already mapped" in line
     line = one_line_error(run("evaluate", corpus, "--relabel", "d=b"), 2)
     assert "--relabel d=b" in line and "no record has the label 'd'" in line
-    assert "--relabel" in one_line_error(run("tune", "--demo", "--variant", "mnb", "--grid", "alpha=1",
-                                             "--relabel", "spam"), 2)  # fmt: skip
+    assert "--relabel" in one_line_error(
+        run("tune", "--demo", "--variant", "mnb", "--grid", "alpha=1", "--relabel", "spam"), 2
+    )
 
 
 def test_the_fusion_is_evaluated_on_two_classes_and_has_nothing_to_tune(tmp_path):
     assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "600").exit_code == 0
     for protocol in ("split", "online"):
-        result = run("evaluate", str(tmp_path / "c.jsonl.gz"), "--variant", "fusion",
-                     "--protocol", protocol, "--json")  # fmt: skip
+        result = run(
+            "evaluate",
+            str(tmp_path / "c.jsonl.gz"),
+            "--variant",
+            "fusion",
+            "--protocol",
+            protocol,
+            "--json",
+        )
         assert result.exit_code == 0, result.output
         (row,) = [json.loads(line) for line in result.stdout.splitlines()]
         assert row["variant"] == "fusion" and row["auc"] > 0.9

@@ -31,9 +31,18 @@ def db(tmp_path_factory):
         [LabelledTokens("m2", "ham", ["hello"], analyst="bob")],
         [LabelledTokens("m1", "ham", ["win"], analyst="bob", comment="a newsletter\n\x1b[31mred")],
         [LabelledTokens("m1", "spam", ["win"], "auto")],
-        [LabelledTokens("m3", "spam", ["cash"], analyst="alice", kafka_topic="filterd.feedback",
-                        kafka_partition=1, kafka_offset=7)],
-    ]  # fmt: skip
+        [
+            LabelledTokens(
+                "m3",
+                "spam",
+                ["cash"],
+                analyst="alice",
+                kafka_topic="filterd.feedback",
+                kafka_partition=1,
+                kafka_offset=7,
+            )
+        ],
+    ]
     for days_ago, batch in zip(range(12, -1, -3), batches):
         apply_feedback(
             engine, "default", batch, holdout_fraction=0, now=NOW - timedelta(days=days_ago)
@@ -86,10 +95,19 @@ def test_json_lines_carry_every_field(db):
     events = [json.loads(line) for line in lines(run("--db", db, "--json", "--analyst", "alice"))]
     assert [e["message_id"] for e in events] == ["m3", "m1"]
     assert events[0] | {"applied_at": None, "received_at": None} == {
-        "message_id": "m3", "label": "spam", "outcome": "learned", "previous_label": None,
-        "source": "analyst", "analyst": "alice", "comment": None, "kafka_topic": "filterd.feedback",
-        "kafka_partition": 1, "kafka_offset": 7, "applied_at": None, "received_at": None,
-    }  # fmt: skip
+        "message_id": "m3",
+        "label": "spam",
+        "outcome": "learned",
+        "previous_label": None,
+        "source": "analyst",
+        "analyst": "alice",
+        "comment": None,
+        "kafka_topic": "filterd.feedback",
+        "kafka_partition": 1,
+        "kafka_offset": 7,
+        "applied_at": None,
+        "received_at": None,
+    }
     assert datetime.fromisoformat(events[0]["applied_at"]) == NOW
 
 

@@ -23,12 +23,22 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def item(message_id, score, reason="band", subject=None, excerpt=None, **fields):
-    return QueuedItem(message_id=message_id, reason=reason, label="spam", score=score,
-                      threshold=0.5, model_version=4, threshold_version=2, subject=subject,
-                      excerpt=excerpt, sender=fields.get("sender"),
-                      attributes=fields.get("attributes"),
-                      explanation=fields.get("explanation", [("win", 1.5)]), truncated=False,
-                      tokens=fields.get("tokens", ["win", "prize"]))  # fmt: skip
+    return QueuedItem(
+        message_id=message_id,
+        reason=reason,
+        label="spam",
+        score=score,
+        threshold=0.5,
+        model_version=4,
+        threshold_version=2,
+        subject=subject,
+        excerpt=excerpt,
+        sender=fields.get("sender"),
+        attributes=fields.get("attributes"),
+        explanation=fields.get("explanation", [("win", 1.5)]),
+        truncated=False,
+        tokens=fields.get("tokens", ["win", "prize"]),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +51,18 @@ def store(tmp_path_factory):
     engine = connect(url)
     create_model(engine, "default", ModelSpec("mnb"), seed=0)
     items = [
-        item("m-a", 0.52, subject="Win a prize\x1b[31m now", sender="Eve <eve@example.com>",
-             attributes={"channel": "email"}, explanation=[("win", 1.5), ("prize", 0.25)],
-             tokens=["win", "prize", "now"]),
+        item(
+            "m-a",
+            0.52,
+            subject="Win a prize\x1b[31m now",
+            sender="Eve <eve@example.com>",
+            attributes={"channel": "email"},
+            explanation=[("win", 1.5), ("prize", 0.25)],
+            tokens=["win", "prize", "now"],
+        ),
         item("m-b", 0.9, reason="random", excerpt="Hello Bob,\nlunch tomorrow?\n\nAlice"),
         item("m-c", 0.45, subject="Your invoice"),
-    ]  # fmt: skip
+    ]
     with engine.begin() as conn:
         model_id = find_model_id(conn, "default")
         queue_items(conn, model_id, items[:2], NOW - timedelta(hours=2))
@@ -125,8 +141,11 @@ def test_list_json_has_every_field_but_the_tokens(store):
 def test_show_gives_everything_stored_and_the_label_history(store):
     item_id = ids(store)["m-c"]
     text = lines(run("show", str(item_id), "--db", store))
-    fields = {line.split()[0]: line.split(None, 1)[1] for line in text if not line.startswith(" ")
-              and len(line.split()) > 1}  # fmt: skip
+    fields = {
+        line.split()[0]: line.split(None, 1)[1]
+        for line in text
+        if not line.startswith(" ") and len(line.split()) > 1
+    }
     assert fields["message"] == "m-c" and fields["subject"] == "Your invoice"
     assert fields["labelled"] == "ham" and fields["tokens"] == "2"
     assert fields["decision"].startswith("spam: score +0.4500 vs τ +0.5000")
@@ -141,8 +160,10 @@ def test_show_gives_everything_stored_and_the_label_history(store):
     assert 'subject     "Win a prize\\u001b[31m now"' in shown
     excerpt = lines(run("show", str(ids(store)["m-b"]), "--db", store))
     assert excerpt[excerpt.index("excerpt") + 1 : excerpt.index("excerpt") + 4] == [
-        "  Hello Bob,", "  lunch tomorrow?", "  "
-    ]  # fmt: skip
+        "  Hello Bob,",
+        "  lunch tomorrow?",
+        "  ",
+    ]
 
 
 def test_show_json_has_the_tokens_and_history(store):
@@ -171,8 +192,16 @@ def config_file(tmp_path, store, servers, feedback_topic, labels=("ham", "spam")
 def test_label_publishes_feedback_naming_the_message(store, tmp_path, kafka_config, topics):
     config = config_file(tmp_path, store, kafka_config["bootstrap_servers"], topics["feedback"])
     item_id = ids(store)["m-a"]
-    result = run("label", str(item_id), "ham", "--config", config, "--comment", "a newsletter",
-                 env={"LOGNAME": "carol", "USER": "carol"})  # fmt: skip
+    result = run(
+        "label",
+        str(item_id),
+        "ham",
+        "--config",
+        config,
+        "--comment",
+        "a newsletter",
+        env={"LOGNAME": "carol", "USER": "carol"},
+    )
     (said,) = lines(result)
     assert said == f"sent ham by carol for item {item_id} (message m-a) to {topics['feedback']}"
     (record,) = read_all(kafka_config, topics["feedback"], until=lambda r: len(r) >= 1)
@@ -197,8 +226,9 @@ def test_label_errors_are_one_line(store, tmp_path):
     one_line_error(run("label", item_id, "eggs", "--config", config), "'eggs'", "ham, spam", code=2)
     one_line_error(run("label", "999999", "ham", "--config", config), "no review item 999999")
     one_line_error(run("label", item_id, "ham", "--config", config, "--model", "nope"), "'nope'")
-    one_line_error(run("label", item_id, "ham", "--config", config, "--comment", "x" * 3000),
-                   "comment", code=2)  # fmt: skip
+    one_line_error(
+        run("label", item_id, "ham", "--config", config, "--comment", "x" * 3000), "comment", code=2
+    )
     error = one_line_error(run("label", item_id, "ham", "--config", config, "--timeout", "1"))
     assert f"127.0.0.1:{port}" in error
     # any label goes when the configuration names none

@@ -119,8 +119,14 @@ def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
     assert shown.exit_code == 0, shown.output
     lines = shown.stdout.splitlines()
     assert lines[0] == "model 'default'" and [line.split()[0] for line in lines[1:]] == [
-        "variant", "parameters", "selection", "created", "documents", "tokens", "threshold"
-    ]  # fmt: skip
+        "variant",
+        "parameters",
+        "selection",
+        "created",
+        "documents",
+        "tokens",
+        "threshold",
+    ]
     report = json.loads(run("model", "show", "default", "--db", db, "--json").stdout)
     assert (report["variant"], report["params"]) == ("robinson_fisher", {"s": 0.025, "x": 0.52})
     assert report["selection"] == "local:1000000:alo:0.18" and report["threshold"] is None
@@ -158,8 +164,20 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
     apply_feedback(connect(db), "default", [LabelledTokens("old", "spam", ["x"])], now=long_ago)
 
     def prune(*args, env=None):
-        result = run("db", "prune", "--db", db, "--unseen-days", "9999", "--max-count", "0",
-                     "--pause", "0", *args, env=env)  # fmt: skip
+        result = run(
+            "db",
+            "prune",
+            "--db",
+            db,
+            "--unseen-days",
+            "9999",
+            "--max-count",
+            "0",
+            "--pause",
+            "0",
+            *args,
+            env=env,
+        )
         assert result.exit_code == 0, result.output
         return result.stdout.split("; ")[1].strip()
 
@@ -174,8 +192,17 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
     config.write_text("[feedback]\naudit_retention_days = 30\n")
     assert prune("--config", str(config)) == "deleted 1 label events (older than 30 days)"
     assert prune() == "deleted 0 label events (older than 365 days)"
-    bad = run("db", "prune", "--db", db, "--unseen-days", "1", "--max-count", "0",
-              env={"FILTERD_FEEDBACK_AUDIT_RETENTION_DAYS": "-1"})  # fmt: skip
+    bad = run(
+        "db",
+        "prune",
+        "--db",
+        db,
+        "--unseen-days",
+        "1",
+        "--max-count",
+        "0",
+        env={"FILTERD_FEEDBACK_AUDIT_RETENTION_DAYS": "-1"},
+    )
     assert bad.exit_code == 1 and bad.stderr.splitlines() == [
         "Error: invalid configuration: feedback.audit_retention_days: must not be negative "
         "(0: keep every event)"
@@ -271,14 +298,28 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
 
     def threshold(at, tau, source, level):
         figures = Threshold(tau, 0.99, 1.0, 1.0, 1.0, 100, 100, False, None)
-        write_threshold(engine, "default", "spam", figures, 0.99, None, None, "test", now=at,
-                        source=source, level=level)  # fmt: skip
+        write_threshold(
+            engine,
+            "default",
+            "spam",
+            figures,
+            0.99,
+            None,
+            None,
+            "test",
+            now=at,
+            source=source,
+            level=level,
+        )
 
     scored(t0 - timedelta(hours=1), "a", [("spam", 2.0)] * 5 + [("ham", -2.0)] * 5)  # no τ yet
     threshold(t0, 0.0, "holdout", None)
     # at τ = 0: 2 of 20 spam missed, 1 of 30 ham flagged
-    scored(t0 + timedelta(minutes=1), "b",
-           [("spam", 1.0)] * 18 + [("spam", -0.5)] * 2 + [("ham", -2.0)] * 29 + [("ham", 0.5)])  # fmt: skip
+    scored(
+        t0 + timedelta(minutes=1),
+        "b",
+        [("spam", 1.0)] * 18 + [("spam", -0.5)] * 2 + [("ham", -2.0)] * 29 + [("ham", 0.5)],
+    )
     threshold(t0 + timedelta(minutes=2), 0.8, "adaptive", 0.008)
     # at τ = 0.8: 1 of 10 spam missed (0.5 would have been caught at τ = 0)
     scored(
@@ -305,11 +346,21 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
     assert (report["threshold"]["source"], report["threshold"]["level"]) == ("adaptive", 0.008)
     drift = report["drift"]
     assert drift["delivered"] == {
-        "n_pos": 30, "caught": 27, "n_neg": 40, "passed": 39, "recall": 0.9, "specificity": 0.975
-    }  # fmt: skip
+        "n_pos": 30,
+        "caught": 27,
+        "n_neg": 40,
+        "passed": 39,
+        "recall": 0.9,
+        "specificity": 0.975,
+    }
     assert drift["in_force"] == {
-        "n_pos": 10, "caught": 9, "n_neg": 10, "passed": 10, "recall": 0.9, "specificity": 1.0
-    }  # fmt: skip
+        "n_pos": 10,
+        "caught": 9,
+        "n_neg": 10,
+        "passed": 10,
+        "recall": 0.9,
+        "specificity": 1.0,
+    }
 
     threshold(datetime.now(UTC), 0.5, "prequential", None)  # nothing scored since
     lines = run("model", "stats", "--db", db).stdout.splitlines()

@@ -25,30 +25,64 @@ def installed(tmp_path_factory) -> Path:
     """A directory holding filterd installed from a freshly built wheel (dependencies: this
     environment's)."""
     build = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(build), str(ROOT)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(build), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = build.glob("filterd-*.whl")
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return target
 
 
 def filterd(installed: Path, cwd: Path, *args: str, stdin: str | None = None):
     env = {**os.environ, "PYTHONPATH": str(installed)}
-    return subprocess.run([sys.executable, "-m", "filterd", *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "filterd", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_installed_package_creates_its_store_learns_and_scores(installed, tmp_path):
-    where = subprocess.run([sys.executable, "-c", "import filterd; print(filterd.__file__)"],
-                           env={**os.environ, "PYTHONPATH": str(installed)}, cwd=tmp_path,
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    where = subprocess.run(
+        [sys.executable, "-c", "import filterd; print(filterd.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(installed)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert where.stdout.startswith(str(installed))  # the wheel's filterd, not the checkout's
     # the workbench's pages and scripts ship in the package (served from it, never a CDN)
     web = installed / "filterd" / "web"
-    assert {p.name for p in (web / "templates").glob("*.html")} >= {"queue.html", "message.html",
-                                                                   "model.html", "audit.html"}  # fmt: skip
+    assert {p.name for p in (web / "templates").glob("*.html")} >= {
+        "queue.html",
+        "message.html",
+        "model.html",
+        "audit.html",
+    }
     assert (web / "static" / "workbench.js").exists() and list(
         (web / "static").glob("htmx-*.min.js")
     )
@@ -66,8 +100,20 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
     scored = filterd(installed, tmp_path, "score", "--db", db, stdin=lines)
     assert scored.returncode == 0, scored.stderr
     assert [json.loads(line)["message_id"] for line in scored.stdout.splitlines()] == ["m0", "m1"]
-    calibrated = filterd(installed, tmp_path, "calibrate", "--db", db, "--target-recall", "0.9",
-                         "--min-positives", "1", "--min-negatives", "10", "--json")  # fmt: skip
+    calibrated = filterd(
+        installed,
+        tmp_path,
+        "calibrate",
+        "--db",
+        db,
+        "--target-recall",
+        "0.9",
+        "--min-positives",
+        "1",
+        "--min-negatives",
+        "10",
+        "--json",
+    )
     assert calibrated.returncode == 0, calibrated.stderr
     assert json.loads(calibrated.stdout)["version"] == 1
     example = filterd(installed, tmp_path, "config", "example")
@@ -113,8 +159,13 @@ def test_the_installed_package_runs_against_a_broker(installed, tmp_path, kafka_
     produce(kafka_config, topics["messages"], [message(i) for i in range(5)])
     env = {**os.environ, "PYTHONPATH": str(installed)}
     with open(tmp_path / "run.log", "wb") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "filterd", "run", "--config", str(config)],
-                                  cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "filterd", "run", "--config", str(config)],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         decisions = read_all(kafka_config, topics["decisions"], until=lambda r: len(r) >= 5)
     finally:

@@ -57,8 +57,12 @@ def feedback(message_id: str, label: str, text: str | None = None) -> bytes:
 def produce(
     kafka_config: dict, topic: str, values: list[bytes], keys: list[str] | None = None
 ) -> None:
-    producer = KafkaProducer(bootstrap_servers=kafka_config["bootstrap_servers"], enable_idempotence=False,
-                             linger_ms=5, max_request_size=20_000_000)  # fmt: skip
+    producer = KafkaProducer(
+        bootstrap_servers=kafka_config["bootstrap_servers"],
+        enable_idempotence=False,
+        linger_ms=5,
+        max_request_size=20_000_000,
+    )
     for i, value in enumerate(values):
         producer.send(topic, value=value, key=None if keys is None else keys[i].encode())
     producer.flush()

@@ -134,8 +134,13 @@ def test_the_decision_latency_histogram_counts_every_decision(
     values[100:100] = [b"not json", b"{}"]  # dead-lettered: no decision, no latency
     produce(kafka_config, topics["messages"], values)
     daemon = start_daemon(sqlite_url, batches={"poll_records": 50})  # several batches
-    daemon.wait_for(lambda: daemon.metric("filterd_messages_total", outcome="dead_lettered") == 2
-                    and daemon.metric("filterd_messages_total", outcome="decided") == 500, what="every message")  # fmt: skip
+    daemon.wait_for(
+        lambda: (
+            daemon.metric("filterd_messages_total", outcome="dead_lettered") == 2
+            and daemon.metric("filterd_messages_total", outcome="decided") == 500
+        ),
+        what="every message",
+    )
     assert daemon.metric("filterd_decision_latency_seconds_count") == 500
     assert daemon.metric("filterd_decision_latency_seconds_bucket", le="+Inf") == 500
     assert (
@@ -148,8 +153,11 @@ def test_the_decision_latency_histogram_counts_every_decision(
 def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
-    daemon = start_daemon(sqlite_url, model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]},
-                          feedback={"resolve_ttl": "3s", "retry_seconds": 0.5})  # fmt: skip
+    daemon = start_daemon(
+        sqlite_url,
+        model={"min_docs": 5, "holdout_fraction": 0.0, "labels": ["ham", "spam"]},
+        feedback={"resolve_ttl": "3s", "retry_seconds": 0.5},
+    )
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(part))
     produce(
         kafka_config, topics["feedback"], feedback_of(part, with_text=False)
@@ -215,8 +223,9 @@ def own_postgres(tmp_path):
     server.cleanup()
 
 
-def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(start_daemon, kafka_config, topics, tmp_path,
-                                                                      own_postgres):  # fmt: skip
+def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(
+    start_daemon, kafka_config, topics, tmp_path, own_postgres
+):
     url = own_postgres.get_uri().replace("postgresql://", "postgresql+psycopg://")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     daemon = start_daemon(url)
@@ -257,8 +266,11 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
 
     stream = generate(SynthConfig(n_messages=4000, seed=12, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:1500]))
-    daemon = start_daemon(sqlite_url, decision={"target_recall": 0.9}, intervals={"sync_seconds": 0.5,
-                          "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0})  # fmt: skip
+    daemon = start_daemon(
+        sqlite_url,
+        decision={"target_recall": 0.9},
+        intervals={"sync_seconds": 0.5, "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0},
+    )
     daemon.wait_for(
         lambda: daemon.metric("filterd_threshold_version") >= 1,
         what="a calibrated threshold in use",
@@ -322,19 +334,25 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
 
     stream = generate(SynthConfig(n_messages=3200, seed=13, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:2000]))
-    daemon = start_daemon(sqlite_url, model={"variant": "fusion"}, decision={"target_recall": 0.9},
-                          intervals={"sync_seconds": 0.5, "threshold_reload_seconds": 0.5,
-                                     "calibrate_seconds": 1.0})  # fmt: skip
+    daemon = start_daemon(
+        sqlite_url,
+        model={"variant": "fusion"},
+        decision={"target_recall": 0.9},
+        intervals={"sync_seconds": 0.5, "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0},
+    )
     engine = connect(sqlite_url)
     daemon.wait_for(lambda: daemon.metric("filterd_threshold_version") >= 1, what="a first τ")
     produce(
         kafka_config, topics["feedback"], feedback_of(stream[2000:3000])
     )  # scored, then learned
     daemon.wait_for(
-        lambda: (latest_threshold(engine, "default", "spam").source == "adaptive"
-                 and feedback_applied(daemon) >= 3000),
-        what="an adaptive version after all the feedback", timeout=90,
-    )  # fmt: skip
+        lambda: (
+            latest_threshold(engine, "default", "spam").source == "adaptive"
+            and feedback_applied(daemon) >= 3000
+        ),
+        what="an adaptive version after all the feedback",
+        timeout=90,
+    )
     with engine.connect() as conn:
         rows = conn.execute(select(Prequential.components, Prequential.score)).all()
     assert rows and all(len(c) == len(fusion.COMPONENTS) for c, _ in rows)
@@ -350,8 +368,10 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
 
     fresh = stream[3000:3200]
     produce(kafka_config, topics["messages"], messages_of(fresh))
-    decisions = [valid("decision", r.value) for r in
-                 read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(fresh))]  # fmt: skip
+    decisions = [
+        valid("decision", r.value)
+        for r in read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(fresh))
+    ]
     in_force = [d for d in decisions if d["threshold_version"] == written.version]
     assert len(in_force) > len(fresh) // 2
     stats, _ = load(engine, "default")

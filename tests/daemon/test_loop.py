@@ -211,16 +211,30 @@ def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config)
     assert len(ledger) == 200 + 30  # the fixture's 200 and these 30, the repeated ten once
 
 
-def learner_of(config: Config, broker: MemoryBroker, recent: RecentMessages | None = None,
-               labels: list[str] | None = None, retry_seconds: float = 30.0,
-               resolve_ttl: str = "3d", guard: DeadLetterGuard | None = None) -> Learner:  # fmt: skip
+def learner_of(
+    config: Config,
+    broker: MemoryBroker,
+    recent: RecentMessages | None = None,
+    labels: list[str] | None = None,
+    retry_seconds: float = 30.0,
+    resolve_ttl: str = "3d",
+    guard: DeadLetterGuard | None = None,
+) -> Learner:
     """The learner of `config` over `broker`, resolving ids through `recent` (default: an empty
     cache), the store and the broker's messages topic."""
     engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
     recent = recent or RecentMessages(1000, 10_000_000, 3600.0)
-    resolver = Resolver(engine, "default", recent, "messages", Tokenizer(), config.limits.max_bytes,
-                        lambda: MemoryFetcher(broker), structlog.get_logger())  # fmt: skip
+    resolver = Resolver(
+        engine,
+        "default",
+        recent,
+        "messages",
+        Tokenizer(),
+        config.limits.max_bytes,
+        lambda: MemoryFetcher(broker),
+        structlog.get_logger(),
+    )
     return Learner(
         engine,
         "default",
@@ -331,8 +345,13 @@ def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinate
     from filterd.store.audit import read_events
 
     broker = MemoryBroker(dict(TOPICS))
-    payload = {"message_id": "f1", "label": "spam", "text": "win cash now", "analyst": "alice",
-               "comment": "a prize lure"}  # fmt: skip
+    payload = {
+        "message_id": "f1",
+        "label": "spam",
+        "text": "win cash now",
+        "analyst": "alice",
+        "comment": "a prize lure",
+    }
     broker.produce("feedback", b"other", json.dumps({**payload, "message_id": "f0"}).encode())
     record = broker.produce("feedback", b"other", json.dumps(payload).encode())  # offset 1
     learner = learner_of(config, broker)

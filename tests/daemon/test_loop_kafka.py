@@ -42,9 +42,21 @@ def test_a_loop_logs_its_join_reports_its_lag_and_closes_quietly(
     stop = threading.Event()
     caplog.set_level(logging.WARNING, logger="kafka")
     with structlog.testing.capture_logs() as logged:
-        loop = Reading(stop, 60, kafka=kafka_config, topic=topic, group=f"lag-{topic}", max_records=25,
-                       publisher=MemoryPublisher(None), guard=DeadLetterGuard(), dead_letter_topic="unused",
-                       payload_limit=100, metrics=Metrics(), health=Health(), log=structlog.get_logger())  # fmt: skip
+        loop = Reading(
+            stop,
+            60,
+            kafka=kafka_config,
+            topic=topic,
+            group=f"lag-{topic}",
+            max_records=25,
+            publisher=MemoryPublisher(None),
+            guard=DeadLetterGuard(),
+            dead_letter_topic="unused",
+            payload_limit=100,
+            metrics=Metrics(),
+            health=Health(),
+            log=structlog.get_logger(),
+        )
         loop.run(stop)
     events = [e["event"] for e in logged]
     assert events[:2] == ["joining group", "group joined"] and events[-1] == "stopped"

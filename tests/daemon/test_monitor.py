@@ -73,8 +73,16 @@ def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recal
     # no threshold yet: nothing was delivered at a τ
     assert metrics.delivered_positives.labels("window")._value.get() == 0
     # a threshold far above every spam score: what follows it is all missed, and the monitor says so
-    write_threshold(engine, "default", "spam", Threshold(1e9, 0.99, 1, 1, 1, 1, 1, False, None),
-                    0.99, None, None, "t")  # fmt: skip
+    write_threshold(
+        engine,
+        "default",
+        "spam",
+        Threshold(1e9, 0.99, 1, 1, 1, 1, 1, False, None),
+        0.99,
+        None,
+        None,
+        "t",
+    )
     monitor.record(monitor.score(feedback(stream[1250:])))
     clock.now = 22.0
     with capture_logs() as logs:

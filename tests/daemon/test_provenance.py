@@ -28,11 +28,25 @@ def trained_scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublis
     """A scorer of the `config` fixture's trained model, reading topic "messages" of `broker`."""
     engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
-    return Scorer(state, RecentMessages(1000, 10_000_000, 3600.0), "decisions", config.limits.max_bytes, config.review,
-                  kafka={}, topic="messages", group="scorers", max_records=7, publisher=publisher,
-                  guard=DeadLetterGuard(1.0, 100, 0), dead_letter_topic="dead-letter", payload_limit=1000,
-                  metrics=Metrics(), health=Health(), log=structlog.get_logger(),
-                  connect=lambda: MemoryConsumer(broker, "messages", "scorers"))  # fmt: skip
+    return Scorer(
+        state,
+        RecentMessages(1000, 10_000_000, 3600.0),
+        "decisions",
+        config.limits.max_bytes,
+        config.review,
+        kafka={},
+        topic="messages",
+        group="scorers",
+        max_records=7,
+        publisher=publisher,
+        guard=DeadLetterGuard(1.0, 100, 0),
+        dead_letter_topic="dead-letter",
+        payload_limit=1000,
+        metrics=Metrics(),
+        health=Health(),
+        log=structlog.get_logger(),
+        connect=lambda: MemoryConsumer(broker, "messages", "scorers"),
+    )
 
 
 def test_every_decision_names_the_partition_and_offset_of_its_message(config):

@@ -55,8 +55,11 @@ def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_ka
     queued = item.message_id
     other = next(m for m, r in reasons.items() if r is None)
     for message_id in (queued, other):
-        broker.produce("feedback", message_id.encode(),
-                       json.dumps({"message_id": message_id, "label": "spam", "analyst": "eve"}).encode())  # fmt: skip
+        broker.produce(
+            "feedback",
+            message_id.encode(),
+            json.dumps({"message_id": message_id, "label": "spam", "analyst": "eve"}).encode(),
+        )
     learner = learner_of(config, broker)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
     (event,) = read_events(learner.engine, "default", message_id=queued)

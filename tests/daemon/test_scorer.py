@@ -98,9 +98,19 @@ def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(d
     from filterd.daemon.scorer import decide_payloads
 
     good = [json.dumps({"id": f"m{i}", "text": "win cash"}).encode() for i in range(3)]
-    payloads = [good[0], HOSTILE["invalid_json"], good[1], HOSTILE["schema"], HOSTILE["empty"], good[2]]  # fmt: skip
+    payloads = [
+        good[0],
+        HOSTILE["invalid_json"],
+        good[1],
+        HOSTILE["schema"],
+        HOSTILE["empty"],
+        good[2],
+    ]
     # a poll's records: partition by partition, offsets not from 0
-    records = [MemoryRecord("filterd.messages", i // 3, 40 + i % 3, None, p) for i, p in enumerate(payloads)]  # fmt: skip
+    records = [
+        MemoryRecord("filterd.messages", i // 3, 40 + i % 3, None, p)
+        for i, p in enumerate(payloads)
+    ]
     result = decide_payloads(decider, ThresholdSetting(), payloads, 1_000_000, records)
     assert [d.message_id for d in result.decisions] == ["m0", "m1", "m2"]
     assert [coordinates(d) for d in result.decisions] == [source(records[i]) for i in (0, 2, 5)]

@@ -66,9 +66,24 @@ def test_a_metrics_port_in_use_is_one_line_without_a_traceback(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        run = subprocess.run([sys.executable, "-m", "filterd", "run", "--db", url, "--create-store", "--metrics-port",
-                              str(port), "--bootstrap-servers", "127.0.0.1:1"],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "filterd",
+                "run",
+                "--db",
+                url,
+                "--create-store",
+                "--metrics-port",
+                str(port),
+                "--bootstrap-servers",
+                "127.0.0.1:1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert run.returncode != 0
     assert run.stderr.splitlines() == [
         f"Error: metrics port {port} is in use (observe.metrics_port): Address already in use"

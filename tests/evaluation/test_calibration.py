@@ -230,8 +230,15 @@ def test_expected_rate_is_a_jeffreys_interval():
         expected_rate(5, 4)
 
 
-def run_level(shift_per_round: float, rounds: int, spam_per_round: int, *, adapt: bool,
-              max_gain: float = 0.5, seed: int = 0) -> tuple[float, list[float]]:  # fmt: skip
+def run_level(
+    shift_per_round: float,
+    rounds: int,
+    spam_per_round: int,
+    *,
+    adapt: bool,
+    max_gain: float = 0.5,
+    seed: int = 0,
+) -> tuple[float, list[float]]:
     """Spam scores N(μ_t, 1) with μ_t falling by `shift_per_round` (new campaigns the model
     has not learned), calibrated each round on the last 2,000 spam scores for the recall
     1 − level, the level moved by the round's misses (or held at α). (miss rate, levels)"""

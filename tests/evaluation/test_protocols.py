@@ -53,8 +53,17 @@ def test_multiclass_corpus_reports_accuracy_and_one_vs_rest_ranking():
 
 def test_multilabel_corpus_is_one_binary_task_per_category():
     base = generate(SynthConfig(n_messages=900, class_priors={"grain": 0.5, "oil": 0.5}))
-    records = [Record(r["id"], (r["label"], "wheat") if i % 3 == 0 else (r["label"],), r["text"], "text", r["order"],
-                      "test" if i % 4 == 0 else "train") for i, r in enumerate(base)]  # fmt: skip
+    records = [
+        Record(
+            r["id"],
+            (r["label"], "wheat") if i % 3 == 0 else (r["label"],),
+            r["text"],
+            "text",
+            r["order"],
+            "test" if i % 4 == 0 else "train",
+        )
+        for i, r in enumerate(base)
+    ]
     result = evaluate(Corpus.tokenize(records, Tokenizer()), ModelSpec("mnb"), "split")
     assert result.task == "multilabel"
     assert set(result.per_class) == {"grain", "oil", "wheat"}

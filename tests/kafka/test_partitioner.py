@@ -15,13 +15,20 @@ def test_murmur2_equals_kafkas_for_every_key_length(keys):
 
 def test_known_values_of_the_java_client():
     # org.apache.kafka.common.utils.UtilsTest.testMurmur2
-    java = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
-            b"a-little-bit-longer-string": -1486304829, b"": 275646681}  # fmt: skip
+    java = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"": 275646681,
+    }
     assert murmur2(list(java)).tolist() == [v & 0xFFFFFFFF for v in java.values()]
 
 
-@given(st.lists(st.binary(max_size=20), max_size=20),
-       st.sets(st.integers(0, 50), min_size=1, max_size=8))  # fmt: skip
+@given(
+    st.lists(st.binary(max_size=20), max_size=20),
+    st.sets(st.integers(0, 50), min_size=1, max_size=8),
+)
 def test_partitions_are_the_default_partitioners_among_sorted_partitions(keys, partitions):
     ordered = sorted(partitions)
     expected = [ordered[(kafka_murmur2(k) & 0x7FFFFFFF) % len(ordered)] for k in keys]

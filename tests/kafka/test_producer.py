@@ -48,8 +48,13 @@ def test_small_batch_and_request_limits_split_the_records_and_lose_none(kafka_co
     topic, other = new_topic(kafka_config), new_topic(kafka_config, partitions=2)
     value = b"x" * 200
     records = [(topic if i % 3 else other, f"k{i}".encode(), value) for i in range(400)]
-    producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"],
-                              "batch_size": 2048, "max_request_size": 8192})  # fmt: skip
+    producer = BatchProducer(
+        {
+            "bootstrap_servers": kafka_config["bootstrap_servers"],
+            "batch_size": 2048,
+            "max_request_size": 8192,
+        }
+    )
     batches = producer._batches(records, Deadline(30))
     requests = producer._requests(batches)
     assert max(len(data) for _, data in batches) <= 2048 + 300 and len(batches) > 6

@@ -400,8 +400,14 @@ def test_a_repeated_warning_is_logged_once_then_counted_once_a_window(clock):
         "log_level": "warning",
     }
     assert other["reason"] == "schema" and "repeated" not in other
-    assert summary == {"event": "dead-lettered", "reason": "invalid_label", "offset": 99, "repeated": 99,
-                       "window_seconds": 60.0, "log_level": "warning"}  # fmt: skip
+    assert summary == {
+        "event": "dead-lettered",
+        "reason": "invalid_label",
+        "offset": 99,
+        "repeated": 99,
+        "window_seconds": 60.0,
+        "log_level": "warning",
+    }
     assert again["offset"] == 100 and "repeated" not in again  # alone in its window: no count
 
 

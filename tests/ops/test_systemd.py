@@ -75,8 +75,12 @@ def argv(command: str) -> list[str]:
 
 def verify(*paths: Path) -> str:
     """What `systemd-analyze verify` says about the unit files (empty: no warning, no error)."""
-    result = subprocess.run(["systemd-analyze", "verify", "--man=no", *map(str, paths)],
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return (result.stdout + result.stderr).strip() or ("" if result.returncode == 0 else "failed")
 
 
@@ -116,8 +120,12 @@ def test_verify_rejects_a_broken_unit(units):
 @needs_systemd_analyze
 def test_security_exposure_is_low(units):
     """`systemd-analyze security` scores exposure from 0 (sandboxed) to 10 (exposed)."""
-    result = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(units / "filterd@scorer.service")],
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        ["systemd-analyze", "security", "--offline=yes", str(units / "filterd@scorer.service")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", result.stdout)
     if result.returncode != 0 or match is None:
         pytest.skip(
@@ -219,9 +227,11 @@ def mdwe_prefix() -> list[str]:
     prctl = getattr(ctypes.CDLL(None), "prctl", None)  # Linux only
     if prctl is None or prctl(66, 0, 0, 0, 0) < 0:  # PR_GET_MDWE: EINVAL before Linux 6.3
         return []
-    script = ("import ctypes, os, sys\n"
-              "if ctypes.CDLL(None).prctl(65, 1, 0, 0, 0): sys.exit('PR_SET_MDWE failed')\n"
-              "os.execvp(sys.argv[1], sys.argv[1:])")  # fmt: skip
+    script = (
+        "import ctypes, os, sys\n"
+        "if ctypes.CDLL(None).prctl(65, 1, 0, 0, 0): sys.exit('PR_SET_MDWE failed')\n"
+        "os.execvp(sys.argv[1], sys.argv[1:])"
+    )
     return [sys.executable, "-c", script]
 
 

@@ -16,8 +16,12 @@ def test_file_then_environment_then_flags(tmp_path):
     path.write_text(
         '[decision]\ntarget_recall = 0.95\n[model]\nvariant = "twcnb"\nparams = { alpha = 0.5 }\n'
     )
-    env = {"FILTERD_DECISION_TARGET_RECALL": "0.999", "FILTERD_DATABASE_URL": "postgresql://db/x",
-           "FILTERD_KAFKA_SASL_MECHANISM": "PLAIN", "FILTERD_CONFIG": str(path)}  # fmt: skip
+    env = {
+        "FILTERD_DECISION_TARGET_RECALL": "0.999",
+        "FILTERD_DATABASE_URL": "postgresql://db/x",
+        "FILTERD_KAFKA_SASL_MECHANISM": "PLAIN",
+        "FILTERD_CONFIG": str(path),
+    }
     config = load(path, env, {"model.select": "local:6:alo", "model.name": None})
     assert config.decision.target_recall == 0.999  # the environment over the file
     assert (config.model.variant, config.model.params, config.model.select) == (
@@ -48,34 +52,59 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         load(None, {"FILTERD_MODEL_VARIANT": "fusion", "FILTERD_MODEL_SELECT": "local:6"})
 
 
-@pytest.mark.parametrize("text, env, named", [
-    ("[model]\nvariant = 'svm'\n", {}, "model.variant"),
-    ("[model]\nmin_docs = 'many'\n", {}, "model.min_docs"),
-    ("[modle]\nvariant = 'mnb'\n", {}, "unknown section 'modle'"),
-    ("[model]\nvarient = 'mnb'\n", {}, "unknown key 'model.varient'"),
-    ("", {"FILTERD_DECISION_TARGET_RECALL": "1.5"}, "decision.target_recall"),
-    ("", {"FILTERD_OBSERVE_METRICS_PORT": "http"}, "FILTERD_OBSERVE_METRICS_PORT"),
-    ("[model]\nselect = 'local:x'\n", {}, "model.select"),
-    ("[model]\nparams = { beta = 1 }\n", {}, "model.params.beta: robinson_fisher has no parameter 'beta'"),
-    ("[model]\nvariant = 'mnb'\nparams = { alpha = 'abc' }\n", {},
-     "model.params.alpha: invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)"),
-    ("[model]\nvariant = 'mnb'\nparams = { alpha = -1 }\n", {}, "model.params.alpha: .* -1 (must be a number > 0)"),
-    ("[model]\nvariant = 'pcn'\nparams = { A = 'foo' }\n", {}, "model.params.A: .* 'foo' (must be a number > 0 or min)"),
-    ("[model]\nvariant = 'unb'\nparams = { lam = [1, 2, 3] }\n", {},
-     "model.params.lam: .* 3 values for 2 classes (spam, not spam)"),
-    ("", {"FILTERD_MODEL_PARAMS": "{ s = 0 }"}, "model.params.s: .* 0 (must be a number > 0)"),
-    ("[decision\n", {}, "not valid TOML"),
-    ("[kafka]\ncompression_type = 'brotli'\n", {}, "kafka.compression_type: 'brotli' is not one of"),
-    ("", {"FILTERD_HTTP_SESSION_SECRET": "short"}, "http.session_secret: must be at least 32"),
-    ("[http]\nsession_hours = 0\n", {}, "http.session_hours"),
-    ("[http]\nmax_connections = 0\n", {}, "http.max_connections: must be at least 1"),
-    ("", {"FILTERD_HTTP_REQUEST_SECONDS": "0"}, "http.request_seconds: must be positive"),
-    ("[observe]\nmetrics_max_connections = 0\n", {}, "observe.metrics_max_connections"),
-    ("[observe]\nmetrics_request_seconds = -1\n", {}, "observe.metrics_request_seconds"),
-    ("[observe]\nmetrics_allowed_hosts = [1]\n", {}, "observe.metrics_allowed_hosts"),
-    ("[observe]\nmetrics_allowed_hosts = [\"a b\"]\n", {}, "observe.metrics_allowed_hosts"),
-    ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, env, named",
+    [
+        ("[model]\nvariant = 'svm'\n", {}, "model.variant"),
+        ("[model]\nmin_docs = 'many'\n", {}, "model.min_docs"),
+        ("[modle]\nvariant = 'mnb'\n", {}, "unknown section 'modle'"),
+        ("[model]\nvarient = 'mnb'\n", {}, "unknown key 'model.varient'"),
+        ("", {"FILTERD_DECISION_TARGET_RECALL": "1.5"}, "decision.target_recall"),
+        ("", {"FILTERD_OBSERVE_METRICS_PORT": "http"}, "FILTERD_OBSERVE_METRICS_PORT"),
+        ("[model]\nselect = 'local:x'\n", {}, "model.select"),
+        (
+            "[model]\nparams = { beta = 1 }\n",
+            {},
+            "model.params.beta: robinson_fisher has no parameter 'beta'",
+        ),
+        (
+            "[model]\nvariant = 'mnb'\nparams = { alpha = 'abc' }\n",
+            {},
+            "model.params.alpha: invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)",
+        ),
+        (
+            "[model]\nvariant = 'mnb'\nparams = { alpha = -1 }\n",
+            {},
+            "model.params.alpha: .* -1 (must be a number > 0)",
+        ),
+        (
+            "[model]\nvariant = 'pcn'\nparams = { A = 'foo' }\n",
+            {},
+            "model.params.A: .* 'foo' (must be a number > 0 or min)",
+        ),
+        (
+            "[model]\nvariant = 'unb'\nparams = { lam = [1, 2, 3] }\n",
+            {},
+            "model.params.lam: .* 3 values for 2 classes (spam, not spam)",
+        ),
+        ("", {"FILTERD_MODEL_PARAMS": "{ s = 0 }"}, "model.params.s: .* 0 (must be a number > 0)"),
+        ("[decision\n", {}, "not valid TOML"),
+        (
+            "[kafka]\ncompression_type = 'brotli'\n",
+            {},
+            "kafka.compression_type: 'brotli' is not one of",
+        ),
+        ("", {"FILTERD_HTTP_SESSION_SECRET": "short"}, "http.session_secret: must be at least 32"),
+        ("[http]\nsession_hours = 0\n", {}, "http.session_hours"),
+        ("[http]\nmax_connections = 0\n", {}, "http.max_connections: must be at least 1"),
+        ("", {"FILTERD_HTTP_REQUEST_SECONDS": "0"}, "http.request_seconds: must be positive"),
+        ("[observe]\nmetrics_max_connections = 0\n", {}, "observe.metrics_max_connections"),
+        ("[observe]\nmetrics_request_seconds = -1\n", {}, "observe.metrics_request_seconds"),
+        ("[observe]\nmetrics_allowed_hosts = [1]\n", {}, "observe.metrics_allowed_hosts"),
+        ('[observe]\nmetrics_allowed_hosts = ["a b"]\n', {}, "observe.metrics_allowed_hosts"),
+        ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
+    ],
+)
 def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
     path = tmp_path / "f.toml"
     path.write_text(text)
@@ -99,9 +128,15 @@ def test_secrets_are_masked_in_what_gets_logged():
 
 
 def test_secrets_are_keys_that_name_one_not_keys_about_one():
-    config = load(None, {"FILTERD_KAFKA_SSL_PASSWORD": "hunter2", "FILTERD_KAFKA_SASL_OAUTH_TOKEN": "t0k",
-                         "FILTERD_KAFKA_SSL_KEYFILE": "/etc/filterd/client.key",
-                         "FILTERD_LIMITS_MAX_TOKEN_LENGTH": "50"})  # fmt: skip
+    config = load(
+        None,
+        {
+            "FILTERD_KAFKA_SSL_PASSWORD": "hunter2",
+            "FILTERD_KAFKA_SASL_OAUTH_TOKEN": "t0k",
+            "FILTERD_KAFKA_SSL_KEYFILE": "/etc/filterd/client.key",
+            "FILTERD_LIMITS_MAX_TOKEN_LENGTH": "50",
+        },
+    )
     shown = config.public()
     assert shown["kafka"]["ssl_password"] == shown["kafka"]["sasl_oauth_token"] == "***"
     assert shown["kafka"]["ssl_keyfile"] == "/etc/filterd/client.key"  # a path, not the key
@@ -110,8 +145,10 @@ def test_secrets_are_keys_that_name_one_not_keys_about_one():
 
 
 def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like():
-    config = load(None, {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "123456",
-                         "FILTERD_KAFKA_REQUEST_TIMEOUT_MS": "5000"})  # fmt: skip
+    config = load(
+        None,
+        {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "123456", "FILTERD_KAFKA_REQUEST_TIMEOUT_MS": "5000"},
+    )
     assert config.kafka["sasl_plain_password"] == "123456"
     assert config.kafka["request_timeout_ms"] == 5000  # other keys as TOML reads them
 

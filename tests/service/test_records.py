@@ -6,7 +6,7 @@ import jsonschema
 import msgspec
 import pytest
 
-from filterd.service.records import (  # fmt: skip
+from filterd.service.records import (
     RECORDS,
     DeadLetter,
     Decision,
@@ -36,15 +36,18 @@ def test_a_message_decodes_with_defaults_and_ignores_unknown_fields():
     assert (message.id, message.format, message.ts) == ("m1", "text", NOW)
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b'{"text": "no id"}', "schema"),
-    (b'{"id": ""}', "schema"),
-    (b'{"id": "m\\u0000", "text": "an id no database can store"}', "schema"),
-    (b'{"id": "m1", "format": "fax"}', "schema"),
-    (b'{"id": "m1", "text": "unterminated', "invalid_json"),
-    (b"\xff\xfe not utf-8", "invalid_json"),
-    (b'{"id": "m1", "attributes": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_001, "too_deep"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b'{"text": "no id"}', "schema"),
+        (b'{"id": ""}', "schema"),
+        (b'{"id": "m\\u0000", "text": "an id no database can store"}', "schema"),
+        (b'{"id": "m1", "format": "fax"}', "schema"),
+        (b'{"id": "m1", "text": "unterminated', "invalid_json"),
+        (b"\xff\xfe not utf-8", "invalid_json"),
+        (b'{"id": "m1", "attributes": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_001, "too_deep"),
+    ],
+)
 def test_bad_records_are_refused_with_a_reason(data, reason):
     with pytest.raises(RecordError) as refused:
         decode(data, Message, max_bytes=10_000_000)
@@ -64,9 +67,20 @@ def test_feedback_knows_whether_it_carries_the_message():
         decode(b'{"message_id": "m1", "label": "spam", "source": "robot"}', Feedback)
 
 
-DECISION = Decision(message_id="m1", label="spam", score=3.2, threshold=1.5, target_recall=0.99, model_version=7,
-                    threshold_version=None, explanation=[("free", 1.2), ("cash", 0.7)], scored_at=NOW,
-                    source_topic="filterd.messages", partition=2, offset=1041)  # fmt: skip
+DECISION = Decision(
+    message_id="m1",
+    label="spam",
+    score=3.2,
+    threshold=1.5,
+    target_recall=0.99,
+    model_version=7,
+    threshold_version=None,
+    explanation=[("free", 1.2), ("cash", 0.7)],
+    scored_at=NOW,
+    source_topic="filterd.messages",
+    partition=2,
+    offset=1041,
+)
 
 
 def examples():
@@ -76,8 +90,19 @@ def examples():
     )
     yield "feedback", Feedback(message_id="m1", label="spam", analyst="kim", ts=NOW)
     yield "decision", DECISION
-    yield "dead-letter", DeadLetter(source_topic="messages", partition=0, offset=42, error="not JSON",
-                                    reason="invalid_json", payload="{oops", payload_truncated=False, failed_at=NOW)  # fmt: skip
+    yield (
+        "dead-letter",
+        DeadLetter(
+            source_topic="messages",
+            partition=0,
+            offset=42,
+            error="not JSON",
+            reason="invalid_json",
+            payload="{oops",
+            payload_truncated=False,
+            failed_at=NOW,
+        ),
+    )
 
 
 @pytest.mark.parametrize("name, record", list(examples()))

@@ -29,10 +29,20 @@ SIGMAS = 5  # binomial tolerance: a correct implementation fails about once in 1
 
 
 def decision(message_id="m-1", score=0.41, threshold=0.4, label="spam", **fields):
-    values = {"message_id": message_id, "label": label, "score": score, "threshold": threshold,
-              "target_recall": 0.99, "model_version": 7, "threshold_version": 2,
-              "explanation": [("win", 1.5), ("cash", 0.75)], "source_topic": "messages",
-              "scored_at": datetime(2026, 1, 1, tzinfo=UTC), "partition": 0, "offset": 1}  # fmt: skip
+    values = {
+        "message_id": message_id,
+        "label": label,
+        "score": score,
+        "threshold": threshold,
+        "target_recall": 0.99,
+        "model_version": 7,
+        "threshold_version": 2,
+        "explanation": [("win", 1.5), ("cash", 0.75)],
+        "source_topic": "messages",
+        "scored_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "partition": 0,
+        "offset": 1,
+    }
     return Decision(**(values | fields))
 
 
@@ -107,15 +117,27 @@ def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdo
 
 def test_text_message_keeps_its_first_characters_and_its_own_fields():
     text = "Dear customer, your parcel is waiting: " + "x" * 1000
-    message = Message(id="m-1", text=text, subject="Parcel", sender="+44 7700 900123",
-                      attributes={"channel": "sms"})  # fmt: skip
+    message = Message(
+        id="m-1",
+        text=text,
+        subject="Parcel",
+        sender="+44 7700 900123",
+        attributes={"channel": "sms"},
+    )
     item = queued_item(message, decision(), ["dear", "customer"], "band", excerpt_chars=20)
     assert item.excerpt == text[:20]
-    assert (item.subject, item.sender, item.attributes) == ("Parcel", "+44 7700 900123",
-                                                            {"channel": "sms"})  # fmt: skip
+    assert (item.subject, item.sender, item.attributes) == (
+        "Parcel",
+        "+44 7700 900123",
+        {"channel": "sms"},
+    )
     assert (item.message_id, item.reason, item.label, item.score, item.threshold) == (
-        "m-1", "band", "spam", 0.41, 0.4,
-    )  # fmt: skip
+        "m-1",
+        "band",
+        "spam",
+        0.41,
+        0.4,
+    )
     assert (item.model_version, item.threshold_version, item.truncated) == (7, 2, False)
     assert item.explanation == [("win", 1.5), ("cash", 0.75)]
     assert list(item.tokens) == ["dear", "customer"]
@@ -146,8 +168,13 @@ def test_raw_mail_gives_subject_sender_and_the_first_text_part():
 
 def test_raw_mail_html_only_and_fallbacks():
     html = "Content-Type: text/html\n\n<html><style>p{}</style><p>Click&nbsp;<a href=x>HERE</a></p>"
-    item = queued_item(Message(id="m", text=html, format="email", subject="own subject",
-                               sender="own@example.com"), decision(), [], "band", 100)  # fmt: skip
+    item = queued_item(
+        Message(id="m", text=html, format="email", subject="own subject", sender="own@example.com"),
+        decision(),
+        [],
+        "band",
+        100,
+    )
     assert item.excerpt == "Click\xa0 HERE"  # visible text, case kept
     assert (item.subject, item.sender) == ("own subject", "own@example.com")  # none in the mail
     empty = queued_item(Message(id="m", text=None, format="email"), decision(), [], "band", 100)
@@ -181,8 +208,9 @@ def test_subject_sender_and_excerpt_are_bounded_and_on_one_line():
 
 def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped():
     def kept(attributes):
-        return queued_item(Message(id="m", text="t", attributes=attributes), decision(), [],
-                           "band", 10).attributes  # fmt: skip
+        return queued_item(
+            Message(id="m", text="t", attributes=attributes), decision(), [], "band", 10
+        ).attributes
 
     ascii_fits = {"k": "a" * (MAX_ATTRIBUTE_BYTES - 20)}
     assert kept(ascii_fits) == ascii_fits

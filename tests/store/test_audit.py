@@ -35,14 +35,27 @@ def store(engine):
 def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store):
     received = T0 - timedelta(minutes=5)
     steps = [  # (item, holdout fraction, outcome, previous label)
-        (label("m1", "spam", analyst="alice", comment="lure", received_at=received,
-               kafka_topic="filterd.feedback", kafka_partition=2, kafka_offset=41), 0.0, "learned", None),
+        (
+            label(
+                "m1",
+                "spam",
+                analyst="alice",
+                comment="lure",
+                received_at=received,
+                kafka_topic="filterd.feedback",
+                kafka_partition=2,
+                kafka_offset=41,
+            ),
+            0.0,
+            "learned",
+            None,
+        ),
         (label("m1", "spam", analyst="bob"), 0.0, "duplicate", "spam"),
         (label("m1", "ham", analyst="carol"), 0.0, "relabelled", "spam"),
         (label("m1", "spam", source="auto"), 0.0, "kept_analyst_label", "ham"),
         (label("h1", "spam", analyst="alice"), 1.0, "held_out", None),
         (label("h1", "ham", analyst="bob"), 1.0, "relabelled", "spam"),
-    ]  # fmt: skip
+    ]
     for n, (item, fraction, _, _) in enumerate(steps):
         apply_feedback(
             store, "default", [item], holdout_fraction=fraction, now=T0 + timedelta(seconds=n)
@@ -52,9 +65,13 @@ def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store):
         (item.message_id, item.label, outcome, previous) for item, _, outcome, previous in steps
     ]
     assert [(e.source, e.analyst) for e in events] == [
-        ("analyst", "alice"), ("analyst", "bob"), ("analyst", "carol"), ("auto", None),
-        ("analyst", "alice"), ("analyst", "bob"),
-    ]  # fmt: skip
+        ("analyst", "alice"),
+        ("analyst", "bob"),
+        ("analyst", "carol"),
+        ("auto", None),
+        ("analyst", "alice"),
+        ("analyst", "bob"),
+    ]
     first = events[0]
     assert (first.comment, first.received_at, first.applied_at) == ("lure", received, T0)
     assert (first.kafka_topic, first.kafka_partition, first.kafka_offset) == (
@@ -75,9 +92,11 @@ def test_one_batch_writes_one_event_per_item_in_order(store):
     events = trail(store)
     # one applied_at for the whole batch: newest first is the reverse of the batch's order
     assert [(e.message_id, e.outcome, e.previous_label) for e in events] == [
-        ("a", "duplicate", "ham"), ("a", "relabelled", "spam"), ("b", "learned", None),
+        ("a", "duplicate", "ham"),
+        ("a", "relabelled", "spam"),
+        ("b", "learned", None),
         ("a", "learned", None),
-    ]  # fmt: skip
+    ]
 
 
 def test_a_batch_that_fails_leaves_no_event_and_no_label(store, monkeypatch):

@@ -27,9 +27,10 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     apply_feedback(target, "other", [LabelledTokens("x", "spam", ["a"])])
     records = generate(SynthConfig(n_messages=400, seed=1))
     apply_feedback(
-        source, "default", [LabelledTokens(r["id"], r["label"], r["text"].split(), analyst="ann")
-                            for r in records]
-    )  # fmt: skip
+        source,
+        "default",
+        [LabelledTokens(r["id"], r["label"], r["text"].split(), analyst="ann") for r in records],
+    )
     dump = io.StringIO()
     rows = export_model(source, "default", dump)
     assert rows > 400
@@ -56,7 +57,13 @@ def test_import_refuses_what_is_not_an_export_and_existing_names(engine):
     with pytest.raises(ValueError, match="not a filterd model export"):
         import_model(engine, io.StringIO('{"hello": 1}\n'))
     create_model(engine, "taken", ModelSpec("mnb"))
-    header = {"format": "filterd-model/1", "name": "taken", "spec": {"variant": "mnb"}, "hash_seed": 1, "seq": 0,
-              "created_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    header = {
+        "format": "filterd-model/1",
+        "name": "taken",
+        "spec": {"variant": "mnb"},
+        "hash_seed": 1,
+        "seq": 0,
+        "created_at": "2026-01-01T00:00:00+00:00",
+    }
     with pytest.raises(ValueError, match="exists already"):
         import_model(engine, io.StringIO(json.dumps(header) + "\n"))

@@ -25,17 +25,33 @@ NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 def test_rows_with_awkward_values_round_trip(engine):
     model_id = create_model(engine, "m", ModelSpec("mnb"))
-    rows = [{"model_id": model_id, "message_id": m, "label": f"label {i}", "source": "analyst",
-                 "tokens": bytes([0, 255, i, 92, 44]), "learned_at": NOW + timedelta(seconds=i)}
-            for i, m in enumerate(AWKWARD_IDS)]  # fmt: skip
+    rows = [
+        {
+            "model_id": model_id,
+            "message_id": m,
+            "label": f"label {i}",
+            "source": "analyst",
+            "tokens": bytes([0, 255, i, 92, 44]),
+            "learned_at": NOW + timedelta(seconds=i),
+        }
+        for i, m in enumerate(AWKWARD_IDS)
+    ]
     with engine.begin() as conn:
         insert_rows(conn, FeedbackLedger.__table__, rows)
         insert_rows(conn, FeedbackLedger.__table__, [])
     with engine.connect() as conn:
-        stored = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label, FeedbackLedger.tokens,
-                                     FeedbackLedger.learned_at)).all()  # fmt: skip
-    as_read = {m: (label, tokens, at.replace(tzinfo=UTC) if at.tzinfo is None else at)
-               for m, label, tokens, at in stored}  # fmt: skip
+        stored = conn.execute(
+            select(
+                FeedbackLedger.message_id,
+                FeedbackLedger.label,
+                FeedbackLedger.tokens,
+                FeedbackLedger.learned_at,
+            )
+        ).all()
+    as_read = {
+        m: (label, tokens, at.replace(tzinfo=UTC) if at.tzinfo is None else at)
+        for m, label, tokens, at in stored
+    }
     assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
 
 
@@ -43,8 +59,15 @@ def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine):
     model_id = create_model(engine, "m", ModelSpec("mnb"))
 
     def row(message_id, label, score, version):
-        return {"model_id": model_id, "message_id": message_id, "label": label, "score": score, "target_class": "spam",
-                    "model_version": version, "scored_at": NOW}  # fmt: skip
+        return {
+            "model_id": model_id,
+            "message_id": message_id,
+            "label": label,
+            "score": score,
+            "target_class": "spam",
+            "model_version": version,
+            "scored_at": NOW,
+        }
 
     upsert = {"conflict": ("model_id", "message_id"), "update": ("label", "score")}
     with engine.begin() as conn:
@@ -61,8 +84,14 @@ def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine):
             **upsert,
         )
     with engine.connect() as conn:
-        stored = conn.execute(select(Prequential.message_id, Prequential.label, Prequential.score,
-                                     Prequential.model_version)).all()  # fmt: skip
+        stored = conn.execute(
+            select(
+                Prequential.message_id,
+                Prequential.label,
+                Prequential.score,
+                Prequential.model_version,
+            )
+        ).all()
     assert sorted(stored) == [
         ("a,1", "spam", 0.25, 1),
         ("b", "spam", 2.0, 1),

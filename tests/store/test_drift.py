@@ -22,15 +22,28 @@ def scored(pairs, prefix="m"):
 
 
 def test_rolling_auc_recall_and_specificity_at_the_threshold(store):
-    record_scores(store, "default", "spam", scored([("spam", 2.0), ("spam", 0.5), ("spam", -1.0),
-                                                    ("ham", -2.0), ("ham", 1.0)]), keep=100)  # fmt: skip
+    record_scores(
+        store,
+        "default",
+        "spam",
+        scored([("spam", 2.0), ("spam", 0.5), ("spam", -1.0), ("ham", -2.0), ("ham", 1.0)]),
+        keep=100,
+    )
     report = drift_report(store, "default", "spam")
     assert (report.n, report.n_pos, report.n_neg) == (5, 3, 2)
     assert report.auc == pytest.approx(4 / 6)  # 4 of the 6 spam–ham pairs in order
     assert report.tau == 0.0 and report.threshold_version is None  # no version: the Bayes decision
     assert report.recall == pytest.approx(2 / 3) and report.specificity == pytest.approx(1 / 2)
-    write_threshold(store, "default", "spam", Threshold(-1.5, 0.99, 1, 0.5, 0.75, 3, 2, False, None), 0.9,
-                    None, None, "test")  # fmt: skip
+    write_threshold(
+        store,
+        "default",
+        "spam",
+        Threshold(-1.5, 0.99, 1, 0.5, 0.75, 3, 2, False, None),
+        0.9,
+        None,
+        None,
+        "test",
+    )
     moved = drift_report(store, "default", "spam")
     assert moved.tau == -1.5 and moved.threshold_version == 1 and moved.target_recall == 0.99
     assert moved.recall == 1.0 and moved.specificity == 0.5
@@ -57,8 +70,17 @@ def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(stor
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
 
     def version(tau, at):
-        write_threshold(store, "default", "spam", Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
-                        0.9, None, None, "test", now=at)  # fmt: skip
+        write_threshold(
+            store,
+            "default",
+            "spam",
+            Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
+            0.9,
+            None,
+            None,
+            "test",
+            now=at,
+        )
 
     def feed(pairs, prefix, at):
         record_scores(store, "default", "spam", scored(pairs, prefix), keep=100, now=at)

@@ -29,8 +29,17 @@ def feed(store, pairs, prefix, at):
 
 
 def version(store, tau, at):
-    write_threshold(store, "default", "spam", Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
-                    0.9, None, None, "test", now=at)  # fmt: skip
+    write_threshold(
+        store,
+        "default",
+        "spam",
+        Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
+        0.9,
+        None,
+        None,
+        "test",
+        now=at,
+    )
 
 
 def test_a_group_where_the_model_got_worse_shows_a_lower_auc(store):

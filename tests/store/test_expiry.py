@@ -47,9 +47,16 @@ def consistent(engine) -> bool:
 @pytest.fixture
 def store(engine):
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
-    apply_feedback(engine, "default", [LabelledTokens("a", "spam", ["rare", "common", "common"]),
-                                       LabelledTokens("b", "ham", ["old", "old", "common", "ham1"])],
-                   holdout_fraction=0, now=T0)  # fmt: skip
+    apply_feedback(
+        engine,
+        "default",
+        [
+            LabelledTokens("a", "spam", ["rare", "common", "common"]),
+            LabelledTokens("b", "ham", ["old", "old", "common", "ham1"]),
+        ],
+        holdout_fraction=0,
+        now=T0,
+    )
     apply_feedback(
         engine,
         "default",
@@ -86,7 +93,12 @@ def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store):
     apply_feedback(
         store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER
     )  # re-learned
-    result = apply_feedback(store, "default", [LabelledTokens("a", "ham", ["rare", "common", "common"])],
-                            holdout_fraction=0, now=LATER)  # fmt: skip
+    result = apply_feedback(
+        store,
+        "default",
+        [LabelledTokens("a", "ham", ["rare", "common", "common"])],
+        holdout_fraction=0,
+        now=LATER,
+    )
     assert result.relabelled == 1
     assert consistent(store)

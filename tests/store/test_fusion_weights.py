@@ -21,8 +21,11 @@ from filterd.store.thresholds import latest_threshold, prequential_window
 from tests.conftest import fresh_postgres
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-STREAM = generate(SynthConfig(n_messages=3000, signal=0.2, mean_length=12, seed=4,
-                              class_priors={"ham": 0.6, "spam": 0.4}))  # fmt: skip
+STREAM = generate(
+    SynthConfig(
+        n_messages=3000, signal=0.2, mean_length=12, seed=4, class_priors={"ham": 0.6, "spam": 0.4}
+    )
+)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -48,8 +51,10 @@ def scored_on_arrival(engine, records, weights):
     model = fusion.with_weights(scoring_model(stats, ModelSpec.parse("fusion"), "spam"), weights)
     scores = model.score(encode([r["text"].split() for r in records], model.hasher))
     assert isinstance(scores, fusion.FusedScores)
-    return [Scored(r["id"], r["label"], float(z), 1, tuple(c)) for r, z, c in
-            zip(records, scores.binary(), scores.components.tolist())]  # fmt: skip
+    return [
+        Scored(r["id"], r["label"], float(z), 1, tuple(c))
+        for r, z, c in zip(records, scores.binary(), scores.components.tolist())
+    ]
 
 
 def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(fused_store):
@@ -57,8 +62,15 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     record_scores(
         fused_store, "default", "spam", first_rows, keep=5000, now=T0 + timedelta(minutes=30)
     )
-    first = calibrate_model(fused_store, "default", "spam", 0.95, source="adaptive",
-                            now=T0 + timedelta(hours=1), window=timedelta(days=1))  # fmt: skip
+    first = calibrate_model(
+        fused_store,
+        "default",
+        "spam",
+        0.95,
+        source="adaptive",
+        now=T0 + timedelta(hours=1),
+        window=timedelta(days=1),
+    )
     components = np.array([r.components for r in first_rows])
     spam = np.array([r.label == "spam" for r in first_rows])
     expected = fusion.fit_weights(components, spam)  # in arrival order
@@ -86,8 +98,15 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
         keep=5000,
         now=T0 + timedelta(hours=1, minutes=30),
     )
-    second = calibrate_model(fused_store, "default", "spam", 0.95, source="adaptive",
-                             now=T0 + timedelta(hours=2), window=timedelta(days=1))  # fmt: skip
+    second = calibrate_model(
+        fused_store,
+        "default",
+        "spam",
+        0.95,
+        source="adaptive",
+        now=T0 + timedelta(hours=2),
+        window=timedelta(days=1),
+    )
     rows = first_rows + later_rows
     everything = np.array([r.components for r in rows])
     truth = np.array([r.label == "spam" for r in rows])
@@ -97,6 +116,13 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     assert second.in_force.n_pos == sum(r.label == "spam" for r in later_rows)
 
     # the holdout source re-scores with the weights in force, and writes them on
-    from_holdout = calibrate_model(fused_store, "default", "spam", 0.95, source="holdout",
-                                   now=T0 + timedelta(hours=3), force=True)  # fmt: skip
+    from_holdout = calibrate_model(
+        fused_store,
+        "default",
+        "spam",
+        0.95,
+        source="holdout",
+        now=T0 + timedelta(hours=3),
+        force=True,
+    )
     assert from_holdout.weights == pytest.approx(second.weights)

@@ -97,8 +97,12 @@ def test_the_holdout_share_is_kept_out_of_learning(store):
     assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
     held = next(i for i in ids if in_holdout(i, 0.5))
     kept = next(i for i in ids if not in_holdout(i, 0.5))
-    result = apply_feedback(store, "default", [LabelledTokens(held, "spam", ["free"]), LabelledTokens(kept, "ham", ["noon"])],
-                            holdout_fraction=0.5)  # fmt: skip
+    result = apply_feedback(
+        store,
+        "default",
+        [LabelledTokens(held, "spam", ["free"]), LabelledTokens(kept, "ham", ["noon"])],
+        holdout_fraction=0.5,
+    )
     assert (result.held_out, result.learned) == (1, 1)
     stats = Statistics(seed=SEED)
     stats.learn(["noon"], "ham")
@@ -108,8 +112,18 @@ def test_the_holdout_share_is_kept_out_of_learning(store):
 def test_counts_can_never_go_below_zero(store):
     with pytest.raises(IntegrityError):
         with store.begin() as conn:
-            conn.execute(insert(TokenStats).values(model_id=1, token_key=1, class_id=0, count=-1, doc_freq=0, tfn=0,
-                                                   seq=1, last_seen=0))  # fmt: skip
+            conn.execute(
+                insert(TokenStats).values(
+                    model_id=1,
+                    token_key=1,
+                    class_id=0,
+                    count=-1,
+                    doc_freq=0,
+                    tfn=0,
+                    seq=1,
+                    last_seen=0,
+                )
+            )
 
 
 def test_unknown_model_and_bad_source_are_refused(store):
@@ -119,8 +133,15 @@ def test_unknown_model_and_bad_source_are_refused(store):
         apply_feedback(store, "default", [LabelledTokens("m1", "spam", ["x"], source="robot")])
 
 
-feedback = st.lists(st.tuples(st.sampled_from(sorted(DOCS)), st.sampled_from(["ham", "spam"]),
-                              st.sampled_from(["analyst", "auto"])), min_size=1, max_size=6)  # fmt: skip
+feedback = st.lists(
+    st.tuples(
+        st.sampled_from(sorted(DOCS)),
+        st.sampled_from(["ham", "spam"]),
+        st.sampled_from(["analyst", "auto"]),
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(

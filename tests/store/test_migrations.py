@@ -61,28 +61,46 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
     now = datetime(2026, 1, 1, tzinfo=UTC)
     with engine.begin() as conn:
         for model_id in (fisher, other):
-            conn.execute(text(
-                "INSERT INTO thresholds (model_id, version, target_class, target_recall, tau, n_pos, "
-                "n_neg, conservative, forced, created_by, created_at) VALUES "
-                "(:m, 1, 'spam', 0.99, -0.5, 100, 100, false, false, 't', :now)"), {"m": model_id, "now": now})  # fmt: skip
-            conn.execute(text(
-                "INSERT INTO prequential (model_id, message_id, label, score, target_class, "
-                "model_version, scored_at) VALUES (:m, 'a', 'spam', 1.0, 'spam', 1, :now)"),
-                {"m": model_id, "now": now})  # fmt: skip
-            conn.execute(text(
-                "INSERT INTO review_items (model_id, message_id, reason, label, score, threshold, "
-                "model_version, explanation, truncated, tokens, queued_at) VALUES "
-                "(:m, 'a', 'band', 'spam', 0.25, -0.5, 1, '[]', false, :tokens, :now)"),
-                {"m": model_id, "now": now, "tokens": b""})  # fmt: skip
+            conn.execute(
+                text(
+                    "INSERT INTO thresholds (model_id, version, target_class, target_recall, tau, n_pos, "
+                    "n_neg, conservative, forced, created_by, created_at) VALUES "
+                    "(:m, 1, 'spam', 0.99, -0.5, 100, 100, false, false, 't', :now)"
+                ),
+                {"m": model_id, "now": now},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO prequential (model_id, message_id, label, score, target_class, "
+                    "model_version, scored_at) VALUES (:m, 'a', 'spam', 1.0, 'spam', 1, :now)"
+                ),
+                {"m": model_id, "now": now},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO review_items (model_id, message_id, reason, label, score, threshold, "
+                    "model_version, explanation, truncated, tokens, queued_at) VALUES "
+                    "(:m, 'a', 'band', 'spam', 0.25, -0.5, 1, '[]', false, :tokens, :now)"
+                ),
+                {"m": model_id, "now": now, "tokens": b""},
+            )
 
     def stored(model_id):
         with engine.connect() as conn:
             return (
-                conn.execute(text("SELECT tau FROM thresholds WHERE model_id = :m"), {"m": model_id}).scalar_one(),
-                conn.execute(text("SELECT score FROM prequential WHERE model_id = :m"), {"m": model_id}).scalar_one(),
-                conn.execute(text("SELECT score, threshold FROM review_items WHERE model_id = :m"),
-                             {"m": model_id}).one()._tuple(),
-            )  # fmt: skip
+                conn.execute(
+                    text("SELECT tau FROM thresholds WHERE model_id = :m"), {"m": model_id}
+                ).scalar_one(),
+                conn.execute(
+                    text("SELECT score FROM prequential WHERE model_id = :m"), {"m": model_id}
+                ).scalar_one(),
+                conn.execute(
+                    text("SELECT score, threshold FROM review_items WHERE model_id = :m"),
+                    {"m": model_id},
+                )
+                .one()
+                ._tuple(),
+            )
 
     upgrade(empty_url, "0007")
     tau, score, (review_score, review_tau) = stored(fisher)

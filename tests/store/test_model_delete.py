@@ -36,8 +36,16 @@ FEEDBACK = [
 def fill(engine, name):
     create_model(engine, name, ModelSpec("mnb"))
     apply_feedback(engine, name, FEEDBACK, holdout_fraction=0.3)
-    write_threshold(engine, name, "spam", Threshold(0.5, 0.99, 1.0, 0.9, 0.8, 10, 20, False, None),
-                    0.95, None, None, "test")  # fmt: skip
+    write_threshold(
+        engine,
+        name,
+        "spam",
+        Threshold(0.5, 0.99, 1.0, 0.9, 0.8, 10, 20, False, None),
+        0.95,
+        None,
+        None,
+        "test",
+    )
     record_scores(engine, name, "spam", [Scored("m1", "ham", 0.1, 1)], keep=100)
     item = QueuedItem(
         "q1", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]

@@ -160,14 +160,27 @@ def replay(tmp: Path, records: list[dict[str, str]]) -> Replay:
         if start + len(block) >= HISTORY:
             try:
                 reports.append(
-                    calibrate_model(engine, MODEL, TARGET, R, source="adaptive",
-                                    now=end + timedelta(seconds=0.5), min_docs=MIN_DOCS)
-                )  # fmt: skip
+                    calibrate_model(
+                        engine,
+                        MODEL,
+                        TARGET,
+                        R,
+                        source="adaptive",
+                        now=end + timedelta(seconds=0.5),
+                        min_docs=MIN_DOCS,
+                    )
+                )
             except (CalibrationError, NotReady):  # GuardrailError is a CalibrationError
                 refused += 1
     engine.dispose()
-    return Replay(np.concatenate(spam), np.concatenate(flagged), np.concatenate(kept), reports,
-                  dict(decided), refused)  # fmt: skip
+    return Replay(
+        np.concatenate(spam),
+        np.concatenate(flagged),
+        np.concatenate(kept),
+        reports,
+        dict(decided),
+        refused,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -54,8 +54,12 @@ def park(engine, *parked, now=T0, due=T0):
 
 
 def test_parked_feedback_is_claimed_when_due_and_once(engine, model_id):
-    park(engine, Parked("m1", b'{"label": "spam"}', "fb", 0, 5), Parked("m2", b"{}", "fb", 1, 6),
-         due=T0 + timedelta(seconds=30))  # fmt: skip
+    park(
+        engine,
+        Parked("m1", b'{"label": "spam"}', "fb", 0, 5),
+        Parked("m2", b"{}", "fb", 1, 6),
+        due=T0 + timedelta(seconds=30),
+    )
     assert (
         parking.claim_due(engine, "default", T0, T0 + timedelta(minutes=1), 10) == []
     )  # not due yet

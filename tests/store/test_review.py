@@ -34,8 +34,22 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def item(message_id, score=0.5, threshold=0.5, reason="band", tokens=("win", "cash"), **fields):
-    defaults = QueuedItem(message_id, reason, "spam", score, threshold, 3, 1, None, None, None,
-                          None, [("win", 1.25)], False, list(tokens))  # fmt: skip
+    defaults = QueuedItem(
+        message_id,
+        reason,
+        "spam",
+        score,
+        threshold,
+        3,
+        1,
+        None,
+        None,
+        None,
+        None,
+        [("win", 1.25)],
+        False,
+        list(tokens),
+    )
     return replace(defaults, **fields)
 
 
@@ -75,10 +89,19 @@ def test_tokens_pack_round_trip_and_compress():
 def test_round_trip_on_each_database(engine):
     """Every column comes back as queued, on SQLite and PostgreSQL (JSON, booleans, times)."""
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
-    full = item("m-1", score=0.47, threshold=0.5, subject="Win now", excerpt="Claim £1000 today",
-                sender="Eve <eve@example.com>", attributes={"channel": "sms", "n": [1, 2]},
-                explanation=[("win", 1.25), ("cash", -0.5)], truncated=True, threshold_version=None,
-                tokens=["win", "cash", "£1000"])  # fmt: skip
+    full = item(
+        "m-1",
+        score=0.47,
+        threshold=0.5,
+        subject="Win now",
+        excerpt="Claim £1000 today",
+        sender="Eve <eve@example.com>",
+        attributes={"channel": "sms", "n": [1, 2]},
+        explanation=[("win", 1.25), ("cash", -0.5)],
+        truncated=True,
+        threshold_version=None,
+        tokens=["win", "cash", "£1000"],
+    )
     queue(engine, [full, item("m-2", score=0.9, reason="random")], now=T0)
     entries = list_items(engine, "default")
     assert [e.message_id for e in entries] == ["m-1", "m-2"]

@@ -277,8 +277,9 @@ def test_too_few_negatives_is_refused(store):
 
 
 def test_an_auc_drop_is_refused(store):
-    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test",
-                    source="holdout")  # fmt: skip
+    write_threshold(
+        store, "default", "spam", threshold(0.0), 0.999, None, None, "test", source="holdout"
+    )
     with pytest.raises(GuardrailError, match=r"AUC fell from 0.9990 \(version 1\)") as refused:
         calibrate_model(store, "default", "spam", 0.99, now=T0)
     assert refused.value.reasons == ("auc_drop",) and count_versions(store) == 1
@@ -286,8 +287,9 @@ def test_an_auc_drop_is_refused(store):
     assert (
         calibrate_model(store, "default", "spam", 0.99, max_auc_drop=0.0, now=T0).version == 3
     )  # same AUC
-    write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test",
-                    source="holdout")  # fmt: skip
+    write_threshold(
+        store, "default", "spam", threshold(0.0), 0.999, None, None, "test", source="holdout"
+    )
     assert calibrate_model(store, "default", "spam", 0.99, force=True, now=T0).forced
     # a version of unknown source (written before sources were recorded) is not compared
     write_threshold(store, "default", "spam", threshold(0.0), 0.999, None, None, "test")
@@ -427,8 +429,13 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
     rng = np.random.default_rng(3)
     labels = list(rng.permutation(["spam"] * 300 + ["ham"] * 700))
     scores = np.where(np.array(labels) == "spam", rng.normal(2, 1, 1000), rng.normal(-2, 1, 1000))
-    record_scores(store, "default", "spam", [Scored(f"p{i}", label, float(s), 1)
-                                             for i, (label, s) in enumerate(zip(labels, scores))], keep=5000)  # fmt: skip
+    record_scores(
+        store,
+        "default",
+        "spam",
+        [Scored(f"p{i}", label, float(s), 1) for i, (label, s) in enumerate(zip(labels, scores))],
+        keep=5000,
+    )
     try:
         report = calibrate_model(store, "default", "spam", 0.99, source="prequential", dry_run=True)
         positives = np.array(labels) == "spam"
@@ -452,7 +459,10 @@ def scored_on_arrival(rng, n, spam_share, prefix, shift=0.0):
 
     labels = np.where(rng.random(n) < spam_share, "spam", "ham")
     scores = np.where(labels == "spam", rng.normal(2 - shift, 1, n), rng.normal(-2, 1, n))
-    return [Scored(f"{prefix}{i}", str(lab), float(s), 1) for i, (lab, s) in enumerate(zip(labels, scores))]  # fmt: skip
+    return [
+        Scored(f"{prefix}{i}", str(lab), float(s), 1)
+        for i, (lab, s) in enumerate(zip(labels, scores))
+    ]
 
 
 def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(store):
@@ -465,8 +475,9 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
     first_window = scored_on_arrival(rng, 2000, 0.3, "a")
     record_scores(store, "default", "spam", first_window, keep=5000, now=t1 - timedelta(minutes=1))
     try:
-        first = calibrate_model(store, "default", "spam", 0.99, source="adaptive", now=t1,
-                                window=timedelta(days=1))  # fmt: skip
+        first = calibrate_model(
+            store, "default", "spam", 0.99, source="adaptive", now=t1, window=timedelta(days=1)
+        )
         assert (first.source, first.level) == ("adaptive", pytest.approx(0.01))  # starts at α
         scores = np.array([s.score for s in first_window])
         positives = np.array([s.label == "spam" for s in first_window])
@@ -475,8 +486,9 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
         # spam drifts toward the ham: the τ in force misses more than 1 % of what follows
         after = scored_on_arrival(rng, 2000, 0.3, "b", shift=1.5)
         record_scores(store, "default", "spam", after, keep=5000, now=t2 - timedelta(minutes=1))
-        second = calibrate_model(store, "default", "spam", 0.99, source="adaptive", now=t2,
-                                 window=timedelta(days=1))  # fmt: skip
+        second = calibrate_model(
+            store, "default", "spam", 0.99, source="adaptive", now=t2, window=timedelta(days=1)
+        )
         spam = [s.score for s in after if s.label == "spam"]
         missed = sum(s < first.tau for s in spam)
         assert (second.in_force.n_pos, second.in_force.missed) == (len(spam), missed)
@@ -486,10 +498,14 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
         assert second.recall >= 1 - second.level  # τ chosen for 1 − level on the window
         written = latest_threshold(store, "default", "spam")
         assert (written.version, written.source, written.level) == (
-            second.version, "adaptive", pytest.approx(second.level))  # fmt: skip
+            second.version,
+            "adaptive",
+            pytest.approx(second.level),
+        )
         e = second.expected_recall
         assert e.low < e.mean < e.high and e.mean == pytest.approx(
-            round(second.recall * second.n_pos) / (second.n_pos + 1))  # fmt: skip
+            round(second.recall * second.n_pos) / (second.n_pos + 1)
+        )
     finally:
         with store.begin() as conn:
             conn.execute(delete(Prequential))
@@ -507,11 +523,24 @@ def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_h
         calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)
     assert refused.value.reasons == ("too_few_positives", "too_few_negatives")
     # and the AUC of scores on arrival is held to the last version of the same source only
-    record_scores(store, "default", "spam", scored_on_arrival(np.random.default_rng(1), 1000, 0.3, "c", shift=2.5),
-                  keep=5000, now=T0 + timedelta(minutes=59))  # fmt: skip
+    record_scores(
+        store,
+        "default",
+        "spam",
+        scored_on_arrival(np.random.default_rng(1), 1000, 0.3, "c", shift=2.5),
+        keep=5000,
+        now=T0 + timedelta(minutes=59),
+    )
     try:
-        later = calibrate_model(store, "default", "spam", 0.9, source="adaptive",
-                                now=T0 + timedelta(hours=1), window=timedelta(days=1))  # fmt: skip
+        later = calibrate_model(
+            store,
+            "default",
+            "spam",
+            0.9,
+            source="adaptive",
+            now=T0 + timedelta(hours=1),
+            window=timedelta(days=1),
+        )
         assert later.auc < first.auc - 0.02 and later.source == "adaptive"
     finally:
         with store.begin() as conn:

@@ -23,10 +23,18 @@ def grams(text: str, chars: int = 3000) -> list[str]:
 # --- defaults ---------------------------------------------------------------------------------
 
 SAMPLES = [
-    {"id": "1", "text": "WIN £1000 now!! http://win.example.com/claim café ＦＲＥＥ", "subject": "Hi"},
-    {"id": "2", "text": "Subject: s\nContent-Type: text/html\n\n<p>Buy <b>now</b></p>", "format": "email"},
+    {
+        "id": "1",
+        "text": "WIN £1000 now!! http://win.example.com/claim café ＦＲＥＥ",
+        "subject": "Hi",
+    },
+    {
+        "id": "2",
+        "text": "Subject: s\nContent-Type: text/html\n\n<p>Buy <b>now</b></p>",
+        "format": "email",
+    },
     {"id": "3", "text": "a b c d e f g", "attributes": {"k": "v"}},
-]  # fmt: skip
+]
 
 
 def test_options_are_off_by_default_and_leave_the_default_tokens_unchanged():
@@ -271,8 +279,10 @@ def reference_grams(texts: list[str], chars: int) -> list[str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text("ab c\t\n\x00\x1f\x7f\x85\u2028\u3000\ud800_éĀ", max_size=40), max_size=4),
-       st.integers(4, 50))  # fmt: skip
+@given(
+    st.lists(st.text("ab c\t\n\x00\x1f\x7f\x85\u2028\u3000\ud800_éĀ", max_size=40), max_size=4),
+    st.integers(4, 50),
+)
 def test_char_ngrams_read_as_far_as_needed_give_the_grams_of_the_whole(texts, chars):
     """Reading only the first runs (or all at once when they fit) gives what the definition
     gives on all of the text, for text whose normalization keeps its length."""
@@ -300,9 +310,23 @@ def test_char_ngrams_are_bounded_by_their_characters(text, chars):
 @given(
     st.lists(
         st.sampled_from(
-            ["word ", "a@b.com ", "http://x.com/p ", "!! ", "\n", "\n\n", "Subject: s\n",
-             "Content-Type: multipart/mixed; boundary=b\n", "--b\n", "--b--\n",
-             "Content-Type: text/html\n", "<b>z</b> ", "From: me@x.com\n", "zz" * 30, "日本"]
+            [
+                "word ",
+                "a@b.com ",
+                "http://x.com/p ",
+                "!! ",
+                "\n",
+                "\n\n",
+                "Subject: s\n",
+                "Content-Type: multipart/mixed; boundary=b\n",
+                "--b\n",
+                "--b--\n",
+                "Content-Type: text/html\n",
+                "<b>z</b> ",
+                "From: me@x.com\n",
+                "zz" * 30,
+                "日本",
+            ]
         ),
         max_size=60,
     ).map("".join),
@@ -310,7 +334,7 @@ def test_char_ngrams_are_bounded_by_their_characters(text, chars):
     st.integers(1, 40),
     st.sampled_from([(True, False), (False, True), (True, True)]),
     st.integers(4, 30),
-)  # fmt: skip
+)
 def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(text, format_, limit, options, chars):
     osb, char_ngrams = options
     config = {"osb": osb, "char_ngrams": char_ngrams, "char_ngram_chars": chars}
@@ -322,7 +346,10 @@ def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(text, format_, limi
     assert cut.flags == whole.flags | ({"max_tokens"} if over else set())
     assert len(cut.tokens) <= limit
     assert sum(t.startswith("c4:") for t in whole.tokens) <= chars - 3
-    full, short = Tokenizer(TokenizerConfig(**config)), Tokenizer(TokenizerConfig(max_tokens=limit, **config))  # fmt: skip
+    full, short = (
+        Tokenizer(TokenizerConfig(**config)),
+        Tokenizer(TokenizerConfig(max_tokens=limit, **config)),
+    )
     assert short.text(text) == full.text(text)[:limit]
 
 
@@ -332,10 +359,13 @@ def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(text, format_, limi
         ({"osb": 1}, "TokenizerConfig.osb must be a bool, got 1"),
         ({"char_ngrams": "yes"}, "TokenizerConfig.char_ngrams must be a bool, got 'yes'"),
         ({"char_ngram_chars": 3}, "TokenizerConfig.char_ngram_chars must be an int >= 4"),
-        ({"char_ngram_chars": 3000.0}, "char_ngram_chars must be an int >= 4 (one 4-gram), got 3000.0"),
+        (
+            {"char_ngram_chars": 3000.0},
+            "char_ngram_chars must be an int >= 4 (one 4-gram), got 3000.0",
+        ),
         ({"char_ngram_chars": True}, "char_ngram_chars must be an int >= 4"),
     ],
-)  # fmt: skip
+)
 def test_config_rejects_nonsense(bad, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         TokenizerConfig(**bad)

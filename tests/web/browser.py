@@ -23,9 +23,19 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("BROWSER_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
 # flags of a headless browser that makes no connection but the page's own (the machine's
 # network is closed: background services would fail at every start)
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", "--disable-quic", "--disable-extensions", "--window-size=1400,1000"]  # fmt: skip
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-extensions",
+    "--window-size=1400,1000",
+]
 
 
 def available() -> bool:

@@ -16,8 +16,9 @@ class Client:
         with every request."""
         self.port, self.cookies, self.address, self.headers = port, {}, address, headers or {}
 
-    def request(self, method: str, path: str, form: dict | list | None = None,
-                headers: dict | None = None) -> tuple[int, str, http.client.HTTPMessage]:  # fmt: skip
+    def request(
+        self, method: str, path: str, form: dict | list | None = None, headers: dict | None = None
+    ) -> tuple[int, str, http.client.HTTPMessage]:
         connection = http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=30, source_address=(self.address, 0)
         )
@@ -50,8 +51,9 @@ class Client:
     def log_in(self, name: str = "dana", password: str = PASSWORD, next: str = "/queue"):
         """Log in through the login form, as a browser does; the answer to the form's POST."""
         _, page, _ = self.get("/login")
-        return self.post("/login", {"csrf": csrf_of(page), "name": name, "password": password,
-                                    "next": next})  # fmt: skip
+        return self.post(
+            "/login", {"csrf": csrf_of(page), "name": name, "password": password, "next": next}
+        )
 
 
 def csrf_of(page: str) -> str:

@@ -43,8 +43,12 @@ def learned_store(url: str) -> None:
     create_model(engine, "default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(engine, "default", [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
-                   holdout_fraction=0)  # fmt: skip
+    apply_feedback(
+        engine,
+        "default",
+        [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
+        holdout_fraction=0,
+    )
     engine.dispose()
 
 

@@ -39,8 +39,13 @@ SPAMMY = next(r["text"] for r in LEARNED if r["label"] == "spam")
 SYNTH = [r for r in LEARNED if r["label"] == "ham"][:2] + [
     r for r in LEARNED if r["label"] == "spam"
 ][:2]
-PROTECTED = [("POST", "/v1/check"), ("POST", "/v1/feedback"), ("GET", "/v1/decisions/m1"),
-             ("GET", "/v1/review"), ("GET", "/v1/model")]  # fmt: skip
+PROTECTED = [
+    ("POST", "/v1/check"),
+    ("POST", "/v1/feedback"),
+    ("GET", "/v1/decisions/m1"),
+    ("GET", "/v1/review"),
+    ("GET", "/v1/model"),
+]
 
 
 def serve_learned(learned, serve):
@@ -95,8 +100,13 @@ def test_the_openapi_document_is_generated_from_the_record_types(api):
     for kind in (Message, Decision):
         generated = msgspec.json.schema(kind, ref_template="#/components/schemas/{name}")
         assert components[kind.__name__] == generated["$defs"][kind.__name__]
-    assert set(document["paths"]) == {"/v1/check", "/v1/feedback", "/v1/decisions/{id}",
-                                      "/v1/review", "/v1/model"}  # fmt: skip
+    assert set(document["paths"]) == {
+        "/v1/check",
+        "/v1/feedback",
+        "/v1/decisions/{id}",
+        "/v1/review",
+        "/v1/model",
+    }
     review = document["paths"]["/v1/review"]["get"]["parameters"]
     assert {p["name"] for p in review} >= {"label", "reason", "min_score", "max_score", "limit"}
 
@@ -115,8 +125,12 @@ def test_a_check_decides_as_the_scorer_decides(api):
     assert status == 200 and [d["message_id"] for d in body["decisions"]] == ["c0", "c1", "c2"]
     # the scorer's path on the same records, with the same model and threshold
     context = api.context
-    expected = decide_payloads(context.scoring.decider, context.scoring.threshold,
-                               [msgspec.json.encode(m) for m in batch], 20_000)  # fmt: skip
+    expected = decide_payloads(
+        context.scoring.decider,
+        context.scoring.threshold,
+        [msgspec.json.encode(m) for m in batch],
+        20_000,
+    )
     assert [(d["label"], d["score"]) for d in body["decisions"]] == [
         (d.label, d.score) for d in expected.decisions
     ]
@@ -143,29 +157,44 @@ def test_a_large_check_decides_as_a_small_one(api):
         )
 
 
-@pytest.mark.parametrize(("method", "path", "body", "status", "field"), [
-    ("POST", "/v1/check", b"{not json", 400, None),
-    ("POST", "/v1/check", b"\xff\xfe", 400, None),
-    ("POST", "/v1/check", b"{}", 422, "$.id"),
-    ("POST", "/v1/check", b'{"id": 5}', 422, "$.id"),
-    ("POST", "/v1/check", b'{"id": "a", "format": "pdf"}', 422, "$.format"),
-    ("POST", "/v1/check", b'[{"id": "a"}, {"text": "x"}]', 422, "$[1].id"),
-    ("POST", "/v1/check", b"[]", 422, None),
-    ("POST", "/v1/check", msgspec.json.encode([{"id": str(i)} for i in range(CHECK_BATCH + 1)]), 422, None),
-    ("POST", "/v1/check", b'{"id": "a", "text": "' + b"x" * 30_000 + b'"}', 413, None),
-    ("POST", "/v1/check", b"[" * 11_000 + b"]" * 11_000, 413, None),
-    ("POST", "/v1/check", b'{"id": "a", "attributes": ' + b'{"a": ' * 2000 + b"1" + b"}" * 2001, 400, None),
-    ("POST", "/v1/feedback", b'{"message_id": "m1"}', 422, "$.label"),
-    ("POST", "/v1/feedback", b'{"message_id": "m1", "label": "eggs"}', 422, "$.label"),
-    ("POST", "/v1/feedback", b'{"message_id": "", "label": "spam"}', 422, "$.message_id"),
-    ("GET", "/v1/review?limit=x", None, 422, "limit"),
-    ("GET", "/v1/review?limit=0", None, 422, "limit"),
-    ("GET", "/v1/review?reason=nearby", None, 422, "reason"),
-    ("GET", "/v1/review?colour=red", None, 422, "colour"),
-    ("GET", "/v1/decisions/never-seen", None, 404, "id"),
-    ("GET", "/v1/nowhere", None, 404, None),
-    ("DELETE", "/v1/model", None, 405, None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field"),
+    [
+        ("POST", "/v1/check", b"{not json", 400, None),
+        ("POST", "/v1/check", b"\xff\xfe", 400, None),
+        ("POST", "/v1/check", b"{}", 422, "$.id"),
+        ("POST", "/v1/check", b'{"id": 5}', 422, "$.id"),
+        ("POST", "/v1/check", b'{"id": "a", "format": "pdf"}', 422, "$.format"),
+        ("POST", "/v1/check", b'[{"id": "a"}, {"text": "x"}]', 422, "$[1].id"),
+        ("POST", "/v1/check", b"[]", 422, None),
+        (
+            "POST",
+            "/v1/check",
+            msgspec.json.encode([{"id": str(i)} for i in range(CHECK_BATCH + 1)]),
+            422,
+            None,
+        ),
+        ("POST", "/v1/check", b'{"id": "a", "text": "' + b"x" * 30_000 + b'"}', 413, None),
+        ("POST", "/v1/check", b"[" * 11_000 + b"]" * 11_000, 413, None),
+        (
+            "POST",
+            "/v1/check",
+            b'{"id": "a", "attributes": ' + b'{"a": ' * 2000 + b"1" + b"}" * 2001,
+            400,
+            None,
+        ),
+        ("POST", "/v1/feedback", b'{"message_id": "m1"}', 422, "$.label"),
+        ("POST", "/v1/feedback", b'{"message_id": "m1", "label": "eggs"}', 422, "$.label"),
+        ("POST", "/v1/feedback", b'{"message_id": "", "label": "spam"}', 422, "$.message_id"),
+        ("GET", "/v1/review?limit=x", None, 422, "limit"),
+        ("GET", "/v1/review?limit=0", None, 422, "limit"),
+        ("GET", "/v1/review?reason=nearby", None, 422, "reason"),
+        ("GET", "/v1/review?colour=red", None, 422, "colour"),
+        ("GET", "/v1/decisions/never-seen", None, 404, "id"),
+        ("GET", "/v1/nowhere", None, 404, None),
+        ("DELETE", "/v1/model", None, 405, None),
+    ],
+)
 def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, field):
     got, answer, _ = call(api.port, method, path, auth=DANA, raw=body)
     assert got == status, answer
@@ -245,8 +274,10 @@ def test_the_reads_answer_from_the_store(api):
     texts = {f"q{i}": r["text"] for i, r in enumerate(SYNTH[:4], start=1)}
     payloads = [msgspec.json.encode({"id": i, "text": t}) for i, t in texts.items()]
     decided = decide_payloads(decider, threshold, payloads, 20_000)
-    items = [queued_item(m, d, t, "band", 100)
-             for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)]  # fmt: skip
+    items = [
+        queued_item(m, d, t, "band", 100)
+        for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)
+    ]
     with engine.begin() as conn:
         model_id = find_model_id(conn, config.model.name)
         queue_items(conn, model_id, items, datetime.now(UTC))

@@ -109,8 +109,14 @@ def test_the_operating_points_sit_at_their_coordinates():
 
 
 def test_nan_and_infinite_points_are_left_out():
-    root = parse(roc_svg([0.0, math.nan, 0.2, 1.0], [0.0, 0.5, math.inf, 1.0],
-                         tau_point=(math.nan, 0.9), previous_point=(0.1, math.inf)))  # fmt: skip
+    root = parse(
+        roc_svg(
+            [0.0, math.nan, 0.2, 1.0],
+            [0.0, 0.5, math.inf, 1.0],
+            tau_point=(math.nan, 0.9),
+            previous_point=(0.1, math.inf),
+        )
+    )
     assert [len(run) for run in path_points(root)] == [2]
     assert "τ" not in " ".join(texts(root))  # neither operating point is drawn
     times = [T0 + timedelta(hours=h) for h in range(6)]
@@ -138,8 +144,7 @@ def test_a_series_with_gaps_a_target_and_utc_time_labels():
     naive = series_svg([t.replace(tzinfo=None) for t in times], values, label="recall")
     assert "2026-11-01 06:30Z" in naive
     shifted = [t.astimezone(timezone(timedelta(hours=1))) for t in reversed(times)]
-    assert series_svg(shifted, values[::-1], label="recall", y_range=(0.9, 1.0),
-                      target=0.99) == svg  # fmt: skip
+    assert series_svg(shifted, values[::-1], label="recall", y_range=(0.9, 1.0), target=0.99) == svg
 
 
 def test_no_data_yet():

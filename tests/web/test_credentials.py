@@ -36,12 +36,21 @@ def test_a_hash_verifies_its_secret_only():
     )
 
 
-@pytest.mark.parametrize(("value", "said"), [
-    ('"hunter2"', "http.users.dana: not a hash"),
-    ('"md5$a$b$c"', "http.users.dana: unknown hash scheme 'md5'"),
-    ('"scrypt$n=3,r=8,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"', "http.users.dana: scrypt parameters"),
-    ('"pbkdf2_sha256$i=99999999999$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"', "http.users.dana: pbkdf2_sha256 takes i"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ('"hunter2"', "http.users.dana: not a hash"),
+        ('"md5$a$b$c"', "http.users.dana: unknown hash scheme 'md5'"),
+        (
+            '"scrypt$n=3,r=8,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"',
+            "http.users.dana: scrypt parameters",
+        ),
+        (
+            '"pbkdf2_sha256$i=99999999999$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"',
+            "http.users.dana: pbkdf2_sha256 takes i",
+        ),
+    ],
+)
 def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value, said):
     with pytest.raises(ConfigError) as raised:
         load(None, {"FILTERD_HTTP_USERS": "{dana = %s}" % value})
@@ -85,13 +94,24 @@ def test_credentials_come_from_the_environment_and_never_show():
 
 def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
     token = "dana.s3cr3t-token"
-    auth = Authenticator({"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)},
-                         {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)})  # fmt: skip
+    auth = Authenticator(
+        {"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)},
+        {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)},
+    )
     assert auth.identify(f"Bearer {token}", HERE) == "dana"
     assert auth.identify(f"Bearer {token}", HERE) == "dana"  # remembered, still right
     assert auth.identify(basic("lee", PASSWORD), HERE) == "lee"
-    for wrong in (None, "", "Bearer dana.wrong", "Bearer s3cr3t-token", f"Bearer lee.{token}",
-                  basic("lee", "wrong"), basic("dana", token), "Basic !!!", "Digest x"):  # fmt: skip
+    for wrong in (
+        None,
+        "",
+        "Bearer dana.wrong",
+        "Bearer s3cr3t-token",
+        f"Bearer lee.{token}",
+        basic("lee", "wrong"),
+        basic("dana", token),
+        "Basic !!!",
+        "Digest x",
+    ):
         assert auth.identify(wrong, HERE) is None, wrong
 
 
@@ -248,8 +268,9 @@ def test_an_unknown_name_costs_as_long_as_a_known_one():
 
 
 def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
-    result = CliRunner().invoke(main, ["http", "hash-password", "--scheme", "pbkdf2_sha256"],
-                                input=PASSWORD + "\n")  # fmt: skip
+    result = CliRunner().invoke(
+        main, ["http", "hash-password", "--scheme", "pbkdf2_sha256"], input=PASSWORD + "\n"
+    )
     assert result.exit_code == 0, result.output
     hashed = result.output.strip()
     assert PASSWORD not in result.output and verify(PASSWORD, parse_hash(hashed))

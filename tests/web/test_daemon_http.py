@@ -20,15 +20,20 @@ from tests.daemon.conftest import produce, read_all, valid
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 
 
-def test_http_checks_like_kafka_and_its_labels_are_learned(sqlite_url, start_daemon, kafka_config, topics,
-                                                           monkeypatch, tmp_path):  # fmt: skip
+def test_http_checks_like_kafka_and_its_labels_are_learned(
+    sqlite_url, start_daemon, kafka_config, topics, monkeypatch, tmp_path
+):
     learned_store(sqlite_url)
     # the credential from the environment, as an operator keeps it
     users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
     monkeypatch.setenv("FILTERD_HTTP_USERS", users)
     port = free_port()
-    daemon = start_daemon(sqlite_url, create_store=False, http={"enabled": True, "port": port},
-                          model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0})  # fmt: skip
+    daemon = start_daemon(
+        sqlite_url,
+        create_store=False,
+        http={"enabled": True, "port": port},
+        model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0},
+    )
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
     assert "pbkdf2_sha256$" not in daemon.log()  # the hash is never logged
 
@@ -53,8 +58,13 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(sqlite_url, start_dae
     assert daemon.metric("filterd_http_requests_total", route="/v1/check", status="200") >= 1
     assert daemon.metric("filterd_http_requests_total", route="/v1/feedback", status="401") == 1
     assert daemon.metric("filterd_http_request_seconds_count", route="/v1/check") >= 1
-    status, body, _ = call(port, "POST", "/v1/feedback",
-                           {"message_id": "h1", "label": "spam", "analyst": "mallory"}, auth=auth)  # fmt: skip
+    status, body, _ = call(
+        port,
+        "POST",
+        "/v1/feedback",
+        {"message_id": "h1", "label": "spam", "analyst": "mallory"},
+        auth=auth,
+    )
     assert status == 202 and body["analyst"] == "dana", body
     (sent,) = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 1)
     label = valid("feedback", sent.value)

@@ -106,7 +106,8 @@ def test_the_queue_filters_orders_and_escapes(workbench):
     }
     high = sorted(d.score for d in decisions)[-5]
     assert set(rows_of(client.get(f"/queue?min_score={high}&limit=500")[1])) == {
-        d.message_id for d in decisions if d.score >= high}  # fmt: skip
+        d.message_id for d in decisions if d.score >= high
+    }
     yesterday = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
     assert set(rows_of(client.get(f"/queue?since={yesterday}&limit=500")[1])) == {
         f"q{i}" for i in range(20, 30)
@@ -145,16 +146,26 @@ def test_labels_from_the_pages_are_published_as_the_sessions_analyst(
     client.log_in()
     token = csrf_of(client.get("/queue")[1])
     # the analyst is the session's, whatever the form says
-    status, _, headers = client.post("/messages/q3/label", {"label": "spam", "comment": "phish",
-                                                            "analyst": "mallory", "csrf": token,
-                                                            "next": "/queue?label=ham"})  # fmt: skip
+    status, _, headers = client.post(
+        "/messages/q3/label",
+        {
+            "label": "spam",
+            "comment": "phish",
+            "analyst": "mallory",
+            "csrf": token,
+            "next": "/queue?label=ham",
+        },
+    )
     assert status == 303 and headers["location"] == "/queue?label=ham"
     # htmx (the queue's row buttons) sends the token as a header and swaps the row out
-    status, body, _ = client.post("/messages/q4/label", {"label": "ham"},
-                                  {"HX-Request": "true", "X-CSRF-Token": token})  # fmt: skip
+    status, body, _ = client.post(
+        "/messages/q4/label", {"label": "ham"}, {"HX-Request": "true", "X-CSRF-Token": token}
+    )
     assert status == 200 and body == ""
-    status, _, _ = client.post("/queue/label", [("message_id", "q5"), ("message_id", "q6"),
-                                                ("label", "ham"), ("csrf", token)])  # fmt: skip
+    status, _, _ = client.post(
+        "/queue/label",
+        [("message_id", "q5"), ("message_id", "q6"), ("label", "ham"), ("csrf", token)],
+    )
     assert status == 303
     status, page, _ = client.post("/messages/q7/label", {"label": "eggs", "csrf": token})
     assert status == 422 and "model.labels" in page

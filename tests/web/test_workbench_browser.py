@@ -27,9 +27,13 @@ def workbench(sqlite_url, start_daemon, monkeypatch, **sections):
     users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
     monkeypatch.setenv("FILTERD_HTTP_USERS", users)
     port = free_port()
-    daemon = start_daemon(sqlite_url, create_store=False, http={"enabled": True, "port": port},
-                          model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0},
-                          **sections)  # fmt: skip
+    daemon = start_daemon(
+        sqlite_url,
+        create_store=False,
+        http={"enabled": True, "port": port},
+        model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0},
+        **sections,
+    )
     daemon.wait_for(lambda: daemon.get("/readyz")[0] == 200, what="readiness")
     return daemon, port
 
@@ -63,15 +67,21 @@ def ledger(engine) -> dict[str, str]:
         return dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
 
 
-def test_an_analyst_labels_from_the_queue_and_sees_it_audited(browser, sqlite_url, start_daemon,
-                                                             kafka_config, topics, monkeypatch):  # fmt: skip
+def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
+    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
+):
     # a band wide enough that the scorer queues every decision for review
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
     base = f"http://127.0.0.1:{port}"
     texts = [r["text"] for r in generate(SynthConfig(n_messages=40, seed=1))][:12]
-    produce(kafka_config, topics["messages"], [
-        json.dumps({"id": f"w{i}", "text": t, "subject": f"Offer <b>{i}</b>"}).encode()
-        for i, t in enumerate(texts)])  # fmt: skip
+    produce(
+        kafka_config,
+        topics["messages"],
+        [
+            json.dumps({"id": f"w{i}", "text": t, "subject": f"Offer <b>{i}</b>"}).encode()
+            for i, t in enumerate(texts)
+        ],
+    )
     engine = connect(sqlite_url)
     daemon.wait_for(lambda: rows_in(engine, ReviewItem) == 12, what="12 items in the review queue")
 
@@ -96,8 +106,10 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(browser, sqlite_ur
     press(browser, "j")
     press(browser, "x")
     browser.find_element(By.CSS_SELECTOR, "#bulk button[value='ham']").click()
-    daemon.wait_for(lambda: {ledger(engine).get(m) for m in rows[:2]} == {"ham"},
-                    what="the bulk labels in the ledger")  # fmt: skip
+    daemon.wait_for(
+        lambda: {ledger(engine).get(m) for m in rows[:2]} == {"ham"},
+        what="the bulk labels in the ledger",
+    )
 
     # the message page: "o" opens the current row; a comment, then "h" labels it ham
     browser.get(base + "/queue")
@@ -115,14 +127,21 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(browser, sqlite_ur
 
     # the audit page: dana's events, the comment kept
     browser.get(base + "/audit?analyst=dana")
-    events = {r.get_attribute("data-message-id"): r.text
-              for r in browser.find_elements(By.CSS_SELECTOR, "tr.event")}  # fmt: skip
+    events = {
+        r.get_attribute("data-message-id"): r.text
+        for r in browser.find_elements(By.CSS_SELECTOR, "tr.event")
+    }
     assert set(events) == {first, *rows[:2], target}
     assert "spam" in events[first] and "looks like a newsletter" in events[target]
     screenshot(browser, "audit")
     with engine.connect() as conn:
-        analysts = set(conn.execute(select(LabelEvent.analyst).where(
-            LabelEvent.message_id.in_([first, *rows[:2], target]))).scalars())  # fmt: skip
+        analysts = set(
+            conn.execute(
+                select(LabelEvent.analyst).where(
+                    LabelEvent.message_id.in_([first, *rows[:2], target])
+                )
+            ).scalars()
+        )
     assert analysts == {"dana"}  # from the session, on every label
     # every label went through the feedback topic, as the session's analyst
     sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 4)
@@ -136,12 +155,19 @@ def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
     browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
 ):
     # no calibration job of the daemon's own: the only new version is the page's
-    daemon, port = workbench(sqlite_url, start_daemon, monkeypatch,
-                             intervals={"calibrate_seconds": 0, "threshold_reload_seconds": 0.5})  # fmt: skip
+    daemon, port = workbench(
+        sqlite_url,
+        start_daemon,
+        monkeypatch,
+        intervals={"calibrate_seconds": 0, "threshold_reload_seconds": 0.5},
+    )
     base = f"http://127.0.0.1:{port}"
     labelled = generate(SynthConfig(n_messages=300, seed=1))
-    produce(kafka_config, topics["feedback"],
-            [feedback(f"f{i}", r["label"], r["text"]) for i, r in enumerate(labelled)])  # fmt: skip
+    produce(
+        kafka_config,
+        topics["feedback"],
+        [feedback(f"f{i}", r["label"], r["text"]) for i, r in enumerate(labelled)],
+    )
     engine = connect(sqlite_url)
     daemon.wait_for(
         lambda: rows_in(engine, Prequential) == 300, what="300 labels scored on arrival"
@@ -154,8 +180,10 @@ def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
     field.clear()
     field.send_keys("0.9")
     browser.find_element(By.ID, "preview-button").click()  # htmx: the preview alone is replaced
-    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#preview input[value='0.9']"),
-               what="the preview at recall 0.9")  # fmt: skip
+    wait_until(
+        lambda: browser.find_elements(By.CSS_SELECTOR, "#preview input[value='0.9']"),
+        what="the preview at recall 0.9",
+    )
     previewed = float(browser.find_element(By.ID, "preview-tau").text)
     assert browser.find_element(By.CSS_SELECTOR, "#preview svg")  # the ROC
     screenshot(browser, "model")
@@ -169,10 +197,15 @@ def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
 
     # the daemon decides with it: the next decision carries version 1 and its τ
     auth = basic("dana", PASSWORD)
-    daemon.wait_for(lambda: call(port, "GET", "/v1/model", auth=auth)[1]["scoring"]["threshold_version"] == 1,
-                    what="the daemon to load version 1")  # fmt: skip
-    produce(kafka_config, topics["messages"],
-            [json.dumps({"id": "after", "text": labelled[0]["text"]}).encode()])  # fmt: skip
+    daemon.wait_for(
+        lambda: call(port, "GET", "/v1/model", auth=auth)[1]["scoring"]["threshold_version"] == 1,
+        what="the daemon to load version 1",
+    )
+    produce(
+        kafka_config,
+        topics["messages"],
+        [json.dumps({"id": "after", "text": labelled[0]["text"]}).encode()],
+    )
     (record,) = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1)
     decision = valid("decision", record.value)
     assert decision["threshold_version"] == 1 and abs(decision["threshold"] - tau) < 1e-3
