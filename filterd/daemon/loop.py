@@ -23,9 +23,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NotRequired, TypedDict
 
-from kafka import TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
-from kafka.structs import OffsetAndMetadata
 from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 

@@ -13,9 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata
+from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from filterd.kafka.settings import CONSUMER_DEFAULTS, client_settings
 from filterd.service.decide import Source

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
-from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from filterd.kafka.consumer import CommitCallback
 from filterd.kafka.partitioner import partitions_of

@@ -7,8 +7,9 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, codec
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+from filterd.kafka.internals import has_gzip, has_lz4, has_snappy, has_zstd
 from filterd.kafka.rdkafka_settings import librdkafka_settings
 from filterd.service.config import COMPRESSION_TYPES, Config, ConfigError
 
@@ -61,10 +62,10 @@ COMPRESSION = {name: code for code, name in enumerate(COMPRESSION_TYPES)}
 # whether the library each codec needs is installed
 CODEC_INSTALLED = {
     None: lambda: True,
-    "gzip": codec.has_gzip,
-    "snappy": codec.has_snappy,
-    "lz4": codec.has_lz4,
-    "zstd": codec.has_zstd,
+    "gzip": has_gzip,
+    "snappy": has_snappy,
+    "lz4": has_lz4,
+    "zstd": has_zstd,
 }
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import structlog
 from kafka import KafkaConsumer, TopicPartition
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.daemon.loop import Loop
 from filterd.kafka.batches import batch_at
 from filterd.kafka.consumer import Batch
+from filterd.kafka.internals import DefaultRecordBatchBuilder
 from filterd.kafka.memory import MemoryPublisher
 from filterd.kafka.producer import BatchProducer
 from filterd.kafka.settings import CODEC_INSTALLED
