@@ -84,7 +84,8 @@ def main() -> None:
         for label, spec in (("default", DEFAULT_SPEC), ("fusion", ModelSpec.parse("fusion"))):
             e = evaluate(corpus, spec, "split", "spam")
             print(
-                f"| {label} | {e.auc:.4f} | {e.one_minus_auc_pct:.3f} | {e.spec_at_full_recall:.3f} |"
+                f"| {label} | {e.auc:.4f} | {e.one_minus_auc_pct:.3f} "
+                f"| {e.spec_at_full_recall:.3f} |"
             )
     print(
         f"\nProduced by `python bench/fusion.py` on {time.strftime('%Y-%m-%d')} "

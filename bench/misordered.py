@@ -96,7 +96,8 @@ def main() -> None:
     model = Model.build(stats, DEFAULT_SPEC, "spam")
     worst = hams[np.argsort(-pairs["filterd default"].sum(axis=1), kind="stable")[:10]]
     print(
-        "\nThe ten hams in most of filterd's misordered pairs (score, peer's score, body words, strongest clues):"
+        "\nThe ten hams in most of filterd's misordered pairs "
+        "(score, peer's score, body words, strongest clues):"
     )
     for i in worst:
         tokens = tokenizer(test[i].message()).tokens

@@ -154,7 +154,8 @@ def filterd_online(spec: ModelSpec, data: Data) -> list[str]:
 
 
 def check_filterd(spec: ModelSpec, data: Data, predicted: list[str]) -> str:
-    """'' if `filterd evaluate`'s code path gives the same accuracy and macro-F1, else what differs."""
+    """'' if `filterd evaluate`'s code path gives the same accuracy and macro-F1, else what
+    differs."""
     result = evaluate(data.corpus, spec, "split")
     truth = data.truth("split")
     mine = (
@@ -327,7 +328,8 @@ def main() -> None:
     total = time.perf_counter() - started
     print(
         f"Produced on {datetime.date.today().isoformat()} by `{command}` in {total:.0f} s "
-        f"({os.cpu_count()} cores; other work shared the machine). Versions: {'; '.join(versions)}.\n"
+        f"({os.cpu_count()} cores; other work shared the machine). "
+        f"Versions: {'; '.join(versions)}.\n"
     )
     print(
         f"**{corpus_name(args.corpus)}**: {len(records):,} messages ("
@@ -338,7 +340,8 @@ def main() -> None:
             if all(r.split for r in records)
             else " (stratified 66/34, seed 0)"
         )
-        + f"; online: {len(records) - data.burn_in:,} messages counted after a burn-in of {data.burn_in}"
+        + f"; online: {len(records) - data.burn_in:,} messages counted "
+        f"after a burn-in of {data.burn_in}"
         + f" (until every class was learned once); tokenizing took {data.tokenize_seconds:.3f} s.\n"
     )
     print(

@@ -72,7 +72,8 @@ def main() -> None:
     total = sum(medians.values())
     build = "pure Python" if features._speedups is None else "with filterd._speedups"
     print(
-        f"{args.corpus.name}: {len(records):,} messages, {build}, CPU seconds (median of {args.repeats} passes)"
+        f"{args.corpus.name}: {len(records):,} messages, {build}, "
+        f"CPU seconds (median of {args.repeats} passes)"
     )
     for step in STEPS:
         print(f"  {step:<9} {medians[step]:6.2f} s  {medians[step] / total:4.0%}")

@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/store.py [--messages 20000] [--tokens 1000000]
 
-Prints, for each backend: feedback learned per second (median of 3 runs; SMS-size messages, batches of `--batch`,
-tokenized beforehand, one process), the time of an incremental sync of ≈100,000 changed token
-rows, the time of a full load of a model of `--tokens` distinct tokens × 2 classes, and the
-database size per distinct token.
+Prints, for each backend: feedback learned per second (median of 3 runs; SMS-size messages,
+batches of `--batch`, tokenized beforehand, one process), the time of an incremental sync of
+≈100,000 changed token rows, the time of a full load of a model of `--tokens` distinct tokens
+× 2 classes, and the database size per distinct token.
 """
 
 from __future__ import annotations
@@ -100,8 +100,10 @@ def measure(
             size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
     tokens = stats.V
     print(
-        f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s (median of {REPEATS}, batches of {batch}; "
-        f"runs {', '.join(f'{r:,.0f}' for r in rates)}) | full load of {tokens:,} tokens {full:5.2f} s | "
+        f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s "
+        f"(median of {REPEATS}, batches of {batch}; "
+        f"runs {', '.join(f'{r:,.0f}' for r in rates)}) | "
+        f"full load of {tokens:,} tokens {full:5.2f} s | "
         f"sync of ≈100,000 rows {incremental:5.2f} s | {size / tokens:,.0f} bytes per token"
     )
 

@@ -127,13 +127,15 @@ def main() -> None:
                 decided_id = find_model_id(conn, "decided")
             per_row = decided_growth(engine, decided_id, args.decisions)
             print(
-                f"decided_messages: {per_row:.0f} bytes a decision (table + indexes, {args.decisions:,} rows)"
+                f"decided_messages: {per_row:.0f} bytes a decision "
+                f"(table + indexes, {args.decisions:,} rows)"
             )
             ttl_days = 3
             for rate in (1_000, 15_000):
                 day = rate * DAY * per_row / GB
                 print(
-                    f"  at {rate:,} msg/s: {day:.1f} GB a day, {ttl_days * day:.0f} GB kept over resolve_ttl = 3d"
+                    f"  at {rate:,} msg/s: {day:.1f} GB a day, "
+                    f"{ttl_days * day:.0f} GB kept over resolve_ttl = 3d"
                 )
             done = 0
             for name in ("sms-spam", "spamassassin"):
@@ -143,8 +145,9 @@ def main() -> None:
                 per_item = (after - before) / (rows - done)
                 done = rows
                 print(
-                    f"review_items, {name}: {per_item:,.0f} bytes an item (table + indexes + TOAST, "
-                    f"{args.items:,} items); at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB"
+                    f"review_items, {name}: {per_item:,.0f} bytes an item "
+                    f"(table + indexes + TOAST, {args.items:,} items); "
+                    f"at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB"
                 )
             engine.dispose()
         finally:

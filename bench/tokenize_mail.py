@@ -106,7 +106,8 @@ class Worker:
         seconds = statistics.median(self.times)
         build = "with the C loops" if self.info.get("c") else "pure Python"
         print(
-            f"{name} ({build}): {n} mails, {self.info['tokens']:,} tokens, {n / seconds:,.0f} mails/s, "
+            f"{name} ({build}): {n} mails, {self.info['tokens']:,} tokens, "
+            f"{n / seconds:,.0f} mails/s, "
             f"{seconds / n * 1e6:.0f} µs/mail (CPU s per pass: "
             f"{', '.join(f'{t:.2f}' for t in self.times)})"
         )

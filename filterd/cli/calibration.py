@@ -281,7 +281,8 @@ def render(r: CalibrationReport, source: str | None = None) -> str:
     )
     if source is not None and source != r.source:
         lines.append(
-            f"no τ yet and too little feedback scored on arrival: the first τ is from the {r.source}"
+            "no τ yet and too little feedback scored on arrival: "
+            f"the first τ is from the {r.source}"
             + ("; the adaptive level starts from the next" if source == "adaptive" else "")
         )
     if r.level is not None:

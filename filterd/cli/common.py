@@ -19,7 +19,8 @@ from filterd.service.config import Config
 
 class OptionError(click.ClickException):
     """A bad option value in one line ("Error: …"), with the exit status of click's usage errors
-    (2): the message says what to fix, where click's BadParameter would print the usage around it."""
+    (2): the message says what to fix, where click's BadParameter would print the usage around
+    it."""
 
     exit_code = 2
 
@@ -27,7 +28,8 @@ class OptionError(click.ClickException):
 def model_specs(
     variants: Sequence[str], params: Sequence[str], selections: Sequence[str]
 ) -> list[ModelSpec]:
-    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select.
+    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE,
+    --select.
 
     Without a variant: the default spec (`DEFAULT_SPEC`), its parameters overridden by --param and
     its selection unless --select is given. With variants but no --select: no selection. Any

@@ -278,7 +278,8 @@ def db_prune(
         f"{verb} {result.tokens} tokens ({result.rows} rows, {result.counts_removed} occurrences)"
         f"; {delete} {events} label events ({kept(audit_days)})"
         f"; {delete} {items} review items ({kept(review_days)})"
-        f"; {delete} {decided} decided messages (older than feedback.resolve_ttl = {config.feedback.resolve_ttl})"
+        f"; {delete} {decided} decided messages "
+        f"(older than feedback.resolve_ttl = {config.feedback.resolve_ttl})"
     )
 
 
@@ -538,7 +539,8 @@ def model_stats(
         click.echo("  drift: no feedback scored yet (the daemon records it)")
         return
     click.echo(
-        f"  drift, last {drift.n} feedback scored before learning ({drift.n_pos} {drift.target_class!r}): "
+        f"  drift, last {drift.n} feedback scored before learning "
+        f"({drift.n_pos} {drift.target_class!r}): "
         f"AUC {_fraction(drift.auc)}, recall {_fraction(drift.recall)}, "
         f"specificity {_fraction(drift.specificity)} at τ = {drift.tau:.4g}"
     )
@@ -633,7 +635,8 @@ def model_show(name: str, url: str | None, as_json: bool) -> None:
             "threshold",
             "none yet"
             if threshold is None
-            else f"version {threshold['version']}: τ = {threshold['tau']:.4g} for {threshold['target_class']!r} "
+            else f"version {threshold['version']}: τ = {threshold['tau']:.4g} "
+            f"for {threshold['target_class']!r} "
             f"at recall ≥ {threshold['target_recall']}, {when(threshold['created_at'])}",
         ),
     ]

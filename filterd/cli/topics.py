@@ -142,7 +142,8 @@ def topics_skip(
         found = undecodable.find(engine, group, topic, partition, offset)
         if found is not None and found.skip_requested_at is None:
             what = (
-                f"skipping {topic}[{partition}] offsets {offset}–{found.next_offset - 1} passes over "
+                f"skipping {topic}[{partition}] offsets {offset}–{found.next_offset - 1} "
+                "passes over "
                 f"{found.records} records ({found.problem}) for group {group!r}, for good"
             )
             confirmed(what, yes)
@@ -150,8 +151,10 @@ def topics_skip(
             engine, group, topic, partition, offset, operator or getpass.getuser(), reason
         )
     click.echo(
-        f"skip requested: {topic}[{partition}] offsets {batch.kafka_offset}–{batch.next_offset - 1} "
-        f"({batch.records} records, {batch.problem}), reported {when(batch.found_at)} by {batch.found_by}. "
+        f"skip requested: {topic}[{partition}] "
+        f"offsets {batch.kafka_offset}–{batch.next_offset - 1} "
+        f"({batch.records} records, {batch.problem}), "
+        f"reported {when(batch.found_at)} by {batch.found_by}. "
         f"The daemon holding the partition skips it within {CHECK_SECONDS:g} s and logs "
         '"undecodable record batch skipped"; `filterd topics stuck` shows when.'
     )
@@ -172,8 +175,10 @@ def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) ->
             click.echo(json.dumps({**asdict(b), "status": _status(b)}, default=str))
             continue
         click.echo(
-            f"{b.consumer_group} {b.topic}[{b.kafka_partition}] offsets {b.kafka_offset}–{b.next_offset - 1} "
-            f"({b.records} records, codec {b.codec}): {shown(b.problem)}; found {when(b.found_at)} by "
+            f"{b.consumer_group} {b.topic}[{b.kafka_partition}] "
+            f"offsets {b.kafka_offset}–{b.next_offset - 1} "
+            f"({b.records} records, codec {b.codec}): {shown(b.problem)}; "
+            f"found {when(b.found_at)} by "
             f"{b.found_by}; {_status(b)}"
         )
     if not batches and not as_json:
@@ -183,7 +188,10 @@ def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) ->
 def _status(b: undecodable.Undecodable) -> str:
     if b.skip_requested_at is None:
         return f"held: {skip_command(b)}"
-    asked = f"requested by {shown(b.skip_requested_by)} at {when(b.skip_requested_at)}: {shown(b.skip_reason)}"
+    asked = (
+        f"requested by {shown(b.skip_requested_by)} at {when(b.skip_requested_at)}: "
+        f"{shown(b.skip_reason)}"
+    )
     if b.skipped_at is None:
         return f"skip {asked}; not skipped yet"
     return f"skipped at {when(b.skipped_at)} ({asked})"

@@ -204,7 +204,8 @@ class Learner(Loop):
             self.dead_letter(
                 stored_record(p),
                 UNRESOLVED,
-                f"feedback for message {p.message_id!r} carries no text, and no message with this id "
+                f"feedback for message {p.message_id!r} carries no text, "
+                "and no message with this id "
                 f"was found within feedback.resolve_ttl ({self.resolve_within}) of its arrival",
             )
         self.flush()

@@ -169,7 +169,8 @@ class Loop:
         try:
             while not stop.is_set():
                 self.health.beat(self.role)
-                self.on_idle()  # the scorer's first loads the model, before the group assigns it work
+                # the scorer's first loads the model, before the group assigns it work
+                self.on_idle()
                 self._commit_completed(consumer)
                 skips, renew = self.stuck.due(consumer)
                 if skips or renew:
@@ -424,7 +425,8 @@ class Loop:
         )
         if joining and self._join_started is not None:
             self.log.info(
-                "stopped during a group join: the broker drops this member after its session timeout"
+                "stopped during a group join: "
+                "the broker drops this member after its session timeout"
             )
         self.log.info("stopped", batches=self.batches)
 

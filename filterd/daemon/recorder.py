@@ -3,11 +3,12 @@
 For each decided message, where it was read (`filterd.store.decided`: any learner can read it
 back for feedback by id), and for each decision queued for review, the review item
 (`filterd.store.review`). A `Recorder` takes them from the scorer (`put`, which never waits on
-the store) and writes them from a thread of its own, everything pending in one transaction, so that a store that is slow or locked (a learner's transaction holding
-SQLite's write lock, a PostgreSQL round trip) never delays a decision. The scorer commits a batch's offsets once its rows are written (`recorded`
-reaches the batch's ticket), so a crash loses none: the batch is read and decided again. A
-label that arrives before its message's row is written is parked by the learner and applied at
-its next retry.
+the store) and writes them from a thread of its own, everything pending in one transaction, so
+that a store that is slow or locked (a learner's transaction holding SQLite's write lock, a
+PostgreSQL round trip) never delays a decision. The scorer commits a batch's offsets once its
+rows are written (`recorded` reaches the batch's ticket), so a crash loses none: the batch is
+read and decided again. A label that arrives before its message's row is written is parked by
+the learner and applied at its next retry.
 
 While the store is unavailable, what is pending waits in memory, at most MAX_PENDING_ROWS
 decided messages and MAX_PENDING_ITEMS review items (the oldest are dropped first, with a

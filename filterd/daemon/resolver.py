@@ -51,7 +51,8 @@ class Resolver:
         self._fetcher: RecordFetcher | None = None
 
     def resolve(self, message_ids: Sequence[str]) -> dict[str, list[str]]:
-        """The tokens of each message of `message_ids` found (SQLAlchemyError if the store fails)."""
+        """The tokens of each message of `message_ids` found (SQLAlchemyError if the store
+        fails)."""
         found: dict[str, list[str]] = {}
         missing = []
         for message_id in dict.fromkeys(message_ids):

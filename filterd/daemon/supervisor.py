@@ -8,10 +8,10 @@ without one is refused unless `create_store`, which creates it; on the first sta
 store holds no model yet, the model is created from `[model]`; a store that holds others but
 not this one is refused, naming them — an existing model keeps the spec it was created with),
 then one consumer loop per role. A store that cannot be reached at start-up is retried until it
-can, or until stopped. With `[http] enabled`, the HTTP API (`filterd.web`) listens once the loops are
-made, checking messages with the scorer's model, and stops with the daemon. Logged: "starting", "store ready", "loading the model" … "model loaded",
-"joining group" and "group joined" per role, then "ready" once every loop has its partitions
-and the model is loaded.
+can, or until stopped. With `[http] enabled`, the HTTP API (`filterd.web`) listens once the
+loops are made, checking messages with the scorer's model, and stops with the daemon. Logged:
+"starting", "store ready", "loading the model" … "model loaded", "joining group" and "group
+joined" per role, then "ready" once every loop has its partitions and the model is loaded.
 
 A stop request ends `run` within `STOP_SECONDS` whatever the broker's state (the loops bound
 their waits, docs/operations.md); a loop still busy then (a store that does not answer) is left
@@ -200,8 +200,8 @@ class Daemon:
             if time.monotonic() - self._stop_requested > STOP_SECONDS:
                 busy = [thread.name for thread in threads if thread.is_alive()]
                 self.log.warning(
-                    "stopping without waiting for the loops: what they did not commit is read again "
-                    "at the next start",
+                    "stopping without waiting for the loops: "
+                    "what they did not commit is read again at the next start",
                     loops=busy,
                     seconds=STOP_SECONDS,
                 )

@@ -1,4 +1,5 @@
-"""The demo's recalibration: a new threshold every so many applied labels, through the calibration job."""
+"""The demo's recalibration: a new threshold every so many applied labels, through the
+calibration job."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The demo's scoreboard: the decisions and dead letters read back, compared with the true labels."""
+"""The demo's scoreboard: the decisions and dead letters read back, compared with the true
+labels."""
 
 from __future__ import annotations
 

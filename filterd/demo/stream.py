@@ -1,4 +1,5 @@
-"""The demo's labelled stream: a synthetic one, or a corpus replayed in its order, as message records."""
+"""The demo's labelled stream: a synthetic one, or a corpus replayed in its order, as message
+records."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ class Item:
 def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
     """The items to replay, in stream order, and a one-line description of where they come from.
 
-    Synthetic (`filterd.evaluation.synth`, ham and spam) unless `options.corpus`, read in its `order`.
-    DemoError for an unreadable or multi-label corpus, or a target class absent from the stream.
+    Synthetic (`filterd.evaluation.synth`, ham and spam) unless `options.corpus`, read in its
+    `order`. DemoError for an unreadable or multi-label corpus, or a target class absent from the
+    stream.
     """
     if options.corpus is None:
         n = options.messages or 20_000

@@ -1,4 +1,5 @@
-"""Recall-targeted thresholds on labelled holdout scores (docs/methods.md, "Thresholds and evaluation").
+"""Recall-targeted thresholds on labelled holdout scores (docs/methods.md, "Thresholds and
+evaluation").
 
 Decision: target iff ``score >= tau``. recall(tau) = #pos with score >= tau / P,
 specificity(tau) = #neg with score < tau / N. Items tied with tau are decided target.

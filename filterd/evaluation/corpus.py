@@ -56,7 +56,8 @@ CORPUS_FILES = ("messages.jsonl.gz", "messages.jsonl")  # a corpus folder's file
 
 
 def corpus_file(path: str | os.PathLike[str]) -> Path:
-    """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if none)."""
+    """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if
+    none)."""
     path = Path(path)
     if not path.is_dir():
         return path
@@ -119,7 +120,8 @@ def write_corpus(
 
 
 def to_records(objects: Iterable[Mapping[str, Any]]) -> list[Record]:
-    """Records from corpus-format dicts (e.g. `filterd.evaluation.synth.generate`), checked like a file's lines."""
+    """Records from corpus-format dicts (e.g. `filterd.evaluation.synth.generate`), checked like
+    a file's lines."""
     records = []
     for position, obj in enumerate(objects, start=1):
         try:
@@ -232,7 +234,8 @@ def _record(obj: object, default_order: int) -> Record:
         label = obj.get("label")
         if not isinstance(label, str) or not label or "\x00" in label:
             raise ValueError(
-                f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string without NUL)"
+                f"record {record_id!r}: missing or invalid 'label' "
+                "(or 'labels'; a string without NUL)"
             )
         labels = (label,)
 

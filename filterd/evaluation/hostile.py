@@ -100,7 +100,8 @@ FAMILIES: dict[str, Family] = {
     # a non-ASCII character every 33: one NFKC call per run for the C scan that normalizes only
     # the non-ASCII runs (filterd/_speedups.c `folded`), the most it makes
     "nonascii_sparse_runs": lambda n: _message(("\u00e9" + "a" * 32) * (n // 34)),
-    # a mail written in its Subject alone: every subject word is read twice (TokenizerConfig.short_body)
+    # a mail written in its Subject alone: every subject word is read twice
+    # (TokenizerConfig.short_body)
     "subject_only_huge": lambda n: _mail("Subject: " + "w " * (n // 2), ""),
     "nfkc_expanding": lambda n: _message(
         "\ufdfa" * (n // 3)

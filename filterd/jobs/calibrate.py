@@ -3,8 +3,9 @@
 Calibration (`calibrate_model`, `calibrate_classes`) for target class t and recall target R:
 1. the holdout items of the window, by feedback time ts: now − window < ts ≤ now, or the
    last N by ts, or (neither) the whole holdout;
-2. each re-scored with the model's current statistics through `filterd.service.decide.scoring_model` and
-   `filterd.service.decide.decision_scores`, the daemon's own scores s(x) = s_t(x) − max_{c≠t} s_c(x);
+2. each re-scored with the model's current statistics through
+   `filterd.service.decide.scoring_model` and `filterd.service.decide.decision_scores`, the
+   daemon's own scores s(x) = s_t(x) − max_{c≠t} s_c(x);
    positives are the items labelled t, negatives all others (one-vs-rest for many classes);
    or, with source "prequential", steps 1–2 are the scores every feedback record (learned or
    held out) got from the daemon when it arrived, before it was learned (`store.drift`):
@@ -13,7 +14,8 @@ Calibration (`calibrate_model`, `calibrate_classes`) for target class t and reca
    the recall 1 − α_t instead of R, where the miss level α_t is the previous version's, moved
    by the misses its τ made on the feedback scored since it was written
    (`filterd.evaluation.calibration.adapt_level`, γ = step · (1 − R));
-3. ROC and AUC (`filterd.evaluation.ranking`); τ by `filterd.evaluation.calibration.recall_threshold`: exact mode, the
+3. ROC and AUC (`filterd.evaluation.ranking`); τ by
+   `filterd.evaluation.calibration.recall_threshold`: exact mode, the
    k-th largest positive score with k = ⌈R·P⌉; conservative mode, the smallest k whose
    one-sided Clopper–Pearson lower bound on recall is ≥ R;
 4. the guardrails, then a new version unless `dry_run`.
@@ -23,7 +25,8 @@ The report gives what τ is expected to deliver on new traffic like the window
 previous τ delivered since it was written (`in_force`).
 
 The guardrails are `filterd.evaluation.guardrails`; a refusal is a `GuardrailError`.
-A model that is not ready (`filterd.service.decide.NotReady`) or unknown (`UnknownModel`) is an error too.
+A model that is not ready (`filterd.service.decide.NotReady`) or unknown (`UnknownModel`) is an
+error too.
 """
 
 from __future__ import annotations

@@ -113,8 +113,9 @@ def describe(data: bytes, offset: int, check_crcs: bool = True) -> BatchAt | Non
     BatchAt(offset=4, next_offset=8, records=4, codec='gzip', problem=None)
     >>> unknown = bytearray(batch(0))
     >>> unknown[22] |= 6  # codec id 6 in the attributes (the CRC no longer matches either)
-    >>> describe(bytes(unknown), 0)
-    BatchAt(offset=0, next_offset=3, records=3, codec='id 6', problem='compressed with codec id 6, which no Kafka client knows')
+    >>> describe(bytes(unknown), 0)  # doctest: +NORMALIZE_WHITESPACE
+    BatchAt(offset=0, next_offset=3, records=3, codec='id 6',
+            problem='compressed with codec id 6, which no Kafka client knows')
     >>> corrupt = bytearray(batch(0))
     >>> corrupt[-1] ^= 1
     >>> describe(bytes(corrupt), 1).problem

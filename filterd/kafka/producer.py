@@ -154,7 +154,8 @@ class BatchProducer:
             self.client.cluster.request_update()  # most refusals are about leaders that moved
             topic, partition, error = refused[0]
             raise PublishError(
-                f"{len(refused)} partition(s) refused records: {topic}[{partition}]: {error.__name__}"
+                f"{len(refused)} partition(s) refused records: "
+                f"{topic}[{partition}]: {error.__name__}"
             )
 
     def _wait(self, future: Future, deadline: Deadline) -> None:

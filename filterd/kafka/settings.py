@@ -1,4 +1,5 @@
-"""kafka-python client settings: our defaults under the `[kafka]` section, and which settings each client takes."""
+"""kafka-python client settings: our defaults under the `[kafka]` section, and which settings
+each client takes."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def check_compression(name: str | None) -> None:
         raise ValueError(f"{name!r} is not one of {', '.join(str(known) for known in COMPRESSION)}")
     if not CODEC_INSTALLED[name]():
         raise ValueError(
-            f"{name!r} needs a library that is not installed (see kafka-python's optional dependencies)"
+            f"{name!r} needs a library that is not installed "
+            "(see kafka-python's optional dependencies)"
         )
 
 

@@ -4,8 +4,8 @@ The decision score is the binary score of docs/methods.md for the target class t
 s(x) = s_t(x) − max_{c≠t} s_c(x), on the target-vs-rest view of the statistics. A message is
 labelled t when s(x) ≥ τ, else the other class (two classes) or "not t" (more). Without a
 threshold version τ = 0, the Bayes decision, and t only when s(x) > 0: a message without
-evidence (s = 0: empty, or only unseen words) is not flagged. Until every class has `min_docs` learned
-documents the model is not ready and decisions say "unknown".
+evidence (s = 0: empty, or only unseen words) is not flagged. Until every class has `min_docs`
+learned documents the model is not ready and decisions say "unknown".
 
 The daemon, `filterd score` and the calibration job all score through `scoring_model` and
 `decision_scores`, so a threshold chosen on the holdout applies to the daemon's scores; and
@@ -235,7 +235,8 @@ def accepted_tokens(tokenizer: Tokenizer, message_id: str, content: Content) -> 
 
 @dataclass
 class Decided:
-    """What a batch of raw records came to: decisions (with the tokens they rest on) and failures."""
+    """What a batch of raw records came to: decisions (with the tokens they rest on) and
+    failures."""
 
     decisions: list[Decision]
     messages: list[Message]  # the message of each decision

@@ -541,7 +541,8 @@ def _current_values(
 
 
 _UPSERT_SET = (
-    "count = token_stats.count + excluded.count, doc_freq = token_stats.doc_freq + excluded.doc_freq, "
+    "count = token_stats.count + excluded.count, "
+    "doc_freq = token_stats.doc_freq + excluded.doc_freq, "
     "tfn = token_stats.tfn + excluded.tfn, seq = excluded.seq, last_seen = excluded.last_seen"
 )
 _SHRINK_SET = "count = count + {n}, doc_freq = doc_freq + {df}, tfn = tfn + {tf}, seq = {seq}"
@@ -564,8 +565,10 @@ def _write_sqlite(
     rows: list[tuple[int, ...]]  # the statement's parameters, one tuple per row
     if insert:
         sql = (
-            "INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
-            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
+            "INSERT INTO token_stats "
+            "(model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
         )
         rows = [
             (model_id, *r, seq, day)
@@ -603,11 +606,15 @@ def _write_postgresql(
     """The same as one statement over arrays (INSERT … SELECT FROM unnest), rows in key order."""
     if not len(key):
         return 0
-    arrays = "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS u(k, c, n, df, tf)"
+    arrays = (
+        "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+        "AS u(k, c, n, df, tf)"
+    )
     params: tuple[int, ...]  # those before the arrays
     if insert:
         sql = (
-            "INSERT INTO token_stats (model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
+            "INSERT INTO token_stats "
+            "(model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
             f"SELECT %s, k, c, n, df, tf, %s, %s FROM {arrays} "
             f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
         )

@@ -43,7 +43,8 @@ def park(
     conn: Connection, model_id: int, parked: Sequence[Parked], now: datetime, next_try_at: datetime
 ) -> None:
     """Park `parked` in the caller's transaction (which holds the model's lock); a message parked
-    already gets the new record, its clock restarted. Of one id twice in `parked`, the last counts."""
+    already gets the new record, its clock restarted. Of one id twice in `parked`, the last
+    counts."""
     latest = list({p.message_id: p for p in parked}.values())
     now, due = as_utc(now), as_utc(next_try_at)
     insert_columns(

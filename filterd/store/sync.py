@@ -131,7 +131,8 @@ def _values(
     while result is not None and (rows := result.fetchmany(chunk)):
         if filled + len(rows) > len(values):  # grow by half: no copy of the whole per chunk
             values = np.resize(values, (max(filled + len(rows), len(values) * 3 // 2), 5))
-        # fromiter over the flattened rows: np.array() probes every Row for the array protocol (slow)
+        # fromiter over the flattened rows: np.array() probes every Row for the array protocol
+        # (slow)
         values[filled : filled + len(rows)] = np.fromiter(
             chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)
         ).reshape(-1, 5)

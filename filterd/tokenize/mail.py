@@ -12,14 +12,15 @@ Token forms (body words are unprefixed, like plain text, so mail and SMS share a
     attachsize:<class>          its decoded size: 1k, 10k, 100k, 1m, 10m or more (upper bounds)
     attachext:<ext>             its file name's extension ("attachext:exe")
     received:<host|ip prefix>   relays of the Received headers (see headers.py)
-    <header>:<token>            tokens of Message-ID, X-Mailer, User-Agent, … (headers.VALUE_HEADERS)
+    <header>:<token>            tokens of Message-ID, X-Mailer, User-Agent, …
+                                (headers.VALUE_HEADERS)
     header:<name>               each distinct header name of the top part ("header:x-mailer"),
                                 but those of mailing lists and delivery (headers.IGNORED_NAMES)
 
 Parsing gives the stdlib's tree with `policy=compat32`: much faster than `policy.default`,
 and it records defects instead of raising. `mime.split_mail` builds that same tree faster
-than the stdlib's feed parser for all but unusual mails; the stdlib parses the rest. RFC 2047 encoded words are
-decoded here. Parser defects set the flag "mime_defect". A mail with more than
+than the stdlib's feed parser for all but unusual mails; the stdlib parses the rest. RFC 2047
+encoded words are decoded here. Parser defects set the flag "mime_defect". A mail with more than
 `MAX_MIME_PARTS` delimiter lines (whatever its line endings) or `MAX_MIME_BOUNDARIES`
 boundaries, multiparts nested deeper than `MAX_MIME_DEPTH`, or, among the unusual mails that the
 stdlib parses, more than `MAX_STDLIB_BOUNDARIES` mentions of "boundary" (its parse time grows

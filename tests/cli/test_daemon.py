@@ -205,11 +205,19 @@ def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path):
 
 def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
     cases = {
-        "bootstrap_server = '127.0.0.1:9092'": "kafka.bootstrap_server: not a setting of kafka-python's clients (did you mean 'bootstrap_servers'?)",
+        "bootstrap_server = '127.0.0.1:9092'": (
+            "kafka.bootstrap_server: not a setting of kafka-python's clients "
+            "(did you mean 'bootstrap_servers'?)"
+        ),
         "bootstrap_servers = 9092": "kafka.bootstrap_servers: expected",
         "client = 'librdkafka'": "kafka.client: 'librdkafka' is not one of kafka-python, confluent",
-        "client = 'confluent'\nsocket_options = []": "kafka.socket_options: librdkafka has no equivalent; give librdkafka's own (dotted) setting instead",
-        "client = 'kafka-python'\n'socket.keepalive.enable' = true": "kafka.socket.keepalive.enable: not a setting of kafka-python's clients",
+        "client = 'confluent'\nsocket_options = []": (
+            "kafka.socket_options: librdkafka has no equivalent; "
+            "give librdkafka's own (dotted) setting instead"
+        ),
+        "client = 'kafka-python'\n'socket.keepalive.enable' = true": (
+            "kafka.socket.keepalive.enable: not a setting of kafka-python's clients"
+        ),
     }
     for setting, expected in cases.items():
         path = tmp_path / "filterd.toml"

@@ -176,7 +176,8 @@ class DaemonProcess:
                 pass
             if self.process.poll() is not None:
                 raise AssertionError(
-                    f"daemon exited ({self.process.returncode}) while waiting for {what}:\n{self.log()}"
+                    f"daemon exited ({self.process.returncode}) while waiting for {what}:\n"
+                    f"{self.log()}"
                 )
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}:\n{self.log()[-3000:]}")

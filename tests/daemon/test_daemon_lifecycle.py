@@ -223,7 +223,7 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
     assert daemon.wait(10) in (128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
-def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_and_a_hang_not_waited_out(
+def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_hang_not_waited_out(
     start_daemon, kafka_config, topics, sqlite_url, tmp_path
 ):
     from filterd.demo.broker import LocalBroker, free_port

@@ -1,7 +1,8 @@
 """The hostile-input harness, fast part: every family of `filterd.evaluation.hostile` at 200 KB
 goes through the scorer's path (decode, tokenize, decide, and the review item of every decision,
-as if each were queued) and is decided or dead-lettered with a reason, at a bounded cost and memory, and the normal message after it is decided. `bench/hostile.py` runs
-the same families at full size and prints the cost per 100 KB and the memory of each."""
+as if each were queued) and is decided or dead-lettered with a reason, at a bounded cost and
+memory, and the normal message after it is decided. `bench/hostile.py` runs the same families
+at full size and prints the cost per 100 KB and the memory of each."""
 
 import json
 import time

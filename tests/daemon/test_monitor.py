@@ -1,4 +1,5 @@
-"""The learner's monitor: prequential scores, rolling figures, the recall warning, scheduled calibration."""
+"""The learner's monitor: prequential scores, rolling figures, the recall warning, scheduled
+calibration."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,4 +1,5 @@
-"""Raw records → decisions or dead-letter reasons, as the scorer and `filterd score` do it (no I/O)."""
+"""Raw records → decisions or dead-letter reasons, as the scorer and `filterd score` do it
+(no I/O)."""
 
 import json
 

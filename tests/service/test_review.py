@@ -154,9 +154,11 @@ def test_raw_mail_gives_subject_sender_and_the_first_text_part():
         "preamble\r\n--b1\r\n"
         'Content-Type: multipart/alternative; boundary="b2"\r\n\r\n'
         "--b2\r\nContent-Type: text/html\r\n\r\n<p>HTML version</p>\r\n"
-        "--b2\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        "--b2\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        "Content-Transfer-Encoding: base64\r\n\r\n"
         f"{body}\r\n--b2--\r\n"
-        "--b1\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment\r\n\r\nJVBERi0=\r\n"
+        "--b1\r\nContent-Type: application/pdf\r\n"
+        "Content-Disposition: attachment\r\n\r\nJVBERi0=\r\n"
         "--b1--\r\n"
     )
     message = Message(id="m", text=raw, format="email", subject="ignored", sender="ignored")

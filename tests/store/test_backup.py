@@ -36,7 +36,10 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     assert rows > 400
     dump.seek(0)
     assert import_model(target, dump, "restored") == "restored"
-    trail = "SELECT message_id, label, outcome, analyst FROM label_events e JOIN models m ON m.id = e.model_id WHERE m.name = :name ORDER BY message_id"
+    trail = (
+        "SELECT message_id, label, outcome, analyst FROM label_events e "
+        "JOIN models m ON m.id = e.model_id WHERE m.name = :name ORDER BY message_id"
+    )
     with source.connect() as a, target.connect() as b:
         before = a.execute(text(trail), {"name": "default"}).all()
         after = b.execute(text(trail), {"name": "restored"}).all()

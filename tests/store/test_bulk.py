@@ -1,4 +1,5 @@
-"""Many-row inserts and upserts, on SQLite and PostgreSQL: values of any content come back as given."""
+"""Many-row inserts and upserts, on SQLite and PostgreSQL: values of any content come back as
+given."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -20,7 +20,8 @@ url, start, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 records = generate(SynthConfig(n_messages=%d, seed=3))[start:stop]
 engine = connect(url)
 for i in range(0, len(records), 100):
-    apply_feedback(engine, "default", [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records[i:i + 100]])
+    labelled = [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records[i:i + 100]]
+    apply_feedback(engine, "default", labelled)
 """
     % N
 )

@@ -69,7 +69,8 @@ def store(engine):
 
 def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store):
     result = prune(store, "default", unseen_days=10, max_count=1, now=LATER)
-    # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1 were seen lately
+    # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1
+    # were seen lately
     assert (result.tokens, result.counts_removed) == (2, 2)
     assert tokens_of(store) == {"old", "common", "fresh", "spam1"}
     assert consistent(store)

@@ -63,8 +63,8 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
         for model_id in (fisher, other):
             conn.execute(
                 text(
-                    "INSERT INTO thresholds (model_id, version, target_class, target_recall, tau, n_pos, "
-                    "n_neg, conservative, forced, created_by, created_at) VALUES "
+                    "INSERT INTO thresholds (model_id, version, target_class, target_recall, "
+                    "tau, n_pos, n_neg, conservative, forced, created_by, created_at) VALUES "
                     "(:m, 1, 'spam', 0.99, -0.5, 100, 100, false, false, 't', :now)"
                 ),
                 {"m": model_id, "now": now},
@@ -78,8 +78,8 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
             )
             conn.execute(
                 text(
-                    "INSERT INTO review_items (model_id, message_id, reason, label, score, threshold, "
-                    "model_version, explanation, truncated, tokens, queued_at) VALUES "
+                    "INSERT INTO review_items (model_id, message_id, reason, label, score, "
+                    "threshold, model_version, explanation, truncated, tokens, queued_at) VALUES "
                     "(:m, 'a', 'band', 'spam', 0.25, -0.5, 1, '[]', false, :tokens, :now)"
                 ),
                 {"m": model_id, "now": now, "tokens": b""},
