@@ -5,7 +5,7 @@
         [--repeats 3] [--repeat-budget 90] [--limit N] [--relabel OLD=NEW] [--out bench/peers/out]
         [--results bench/peers/RESULTS.md]
 
-Same messages in the same order for every peer: the corpus read by `filterd.evaluation.corpus.read_corpus`
+Same messages in the same order for every peer: the corpus read by `filterd.cli.corpus_files.read_corpus`
 (sorted by `order`, the first N with --limit, labels merged by --relabel as `filterd evaluate
 --relabel` does, e.g. smishing=spam), the split of `filterd.evaluation.corpus.train_test_split`
 (the corpus's own, else stratified 66/34 with seed 0: the one `filterd evaluate` uses), the online
@@ -45,8 +45,9 @@ FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd
 
 
 def load(corpus: Path, limit: int | None, relabels=()):
+    from filterd.cli.corpus_files import read_corpus
     from filterd.cli.evaluation import relabel_mapping
-    from filterd.evaluation.corpus import read_corpus, relabel
+    from filterd.evaluation.corpus import relabel
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)

@@ -1,6 +1,6 @@
 """`filterd demo`: the whole product in one process, on a labelled stream, with a live score.
 
-    items, source = labelled_stream(options)
+    items, source = labelled_stream(options, records)  # records: options.corpus's, or None
     demo = Demo(options, workdir, items, source, on_tick=show_snapshot, on_event=show_line)
     outcome = demo.run()  # blocks; KeyboardInterrupt stops everything cleanly, then re-raises
 

@@ -11,7 +11,7 @@ import time
 from click.testing import CliRunner
 
 from filterd.cli import main
-from filterd.evaluation.corpus import write_corpus
+from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head
 from tests.daemon.conftest import valid
