@@ -20,7 +20,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 
 def corpus_file(path: str | os.PathLike[str]) -> Path:
-    """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if none)."""
+    """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if
+    none)."""
     path = Path(path)
     if not path.is_dir():
         return path

@@ -1,4 +1,5 @@
-"""The demo's labelled stream: a synthetic one, or a corpus replayed in its order, as message records."""
+"""The demo's labelled stream: a synthetic one, or a corpus replayed in its order, as message
+records."""
 
 from __future__ import annotations
 

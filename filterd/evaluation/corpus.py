@@ -86,7 +86,8 @@ def corpus_lines(records: Iterable[Record | Mapping[str, Any]]) -> Iterator[str]
 
 
 def to_records(objects: Iterable[Mapping[str, Any]]) -> list[Record]:
-    """Records from corpus-format dicts (e.g. `filterd.evaluation.synth.generate`), checked like a file's lines."""
+    """Records from corpus-format dicts (e.g. `filterd.evaluation.synth.generate`), checked
+    like a corpus's lines."""
     records = []
     for position, obj in enumerate(objects, start=1):
         try:
@@ -179,7 +180,8 @@ def _record(obj: object, default_order: int) -> Record:
         label = obj.get("label")
         if not isinstance(label, str) or not label or "\x00" in label:
             raise ValueError(
-                f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string without NUL)"
+                f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string "
+                "without NUL)"
             )
         labels = (label,)
 
