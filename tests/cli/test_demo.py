@@ -247,7 +247,6 @@ def snapshot(quality: Quality) -> Snapshot:
         quality=quality,
         threshold=None,
         threshold_note="",
-        next_calibration=None,
         feedback_sent=10,
         feedback_pending=0,
         feedback={},
