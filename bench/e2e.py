@@ -117,8 +117,9 @@ from store import synthetic_token_feedback
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
+from filterd.cli.corpus_files import read_corpus
 from filterd.demo.broker import LocalBroker, free_port
-from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.evaluation.corpus import train_test_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.admin import create_topics
 from filterd.service.config import KAFKA_CLIENTS

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import text
 
 from filterd.bayes.model import ModelSpec
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model

@@ -27,8 +27,8 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 from filterd.bayes.model import DEFAULT_SPEC
+from filterd.cli.corpus_files import read_corpus
 from filterd.daemon.scorer import decide_payloads
-from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
 from filterd.service.decide import Decider, ThresholdSetting

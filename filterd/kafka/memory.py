@@ -163,7 +163,6 @@ class MemoryPublisher:
     def __init__(self, broker: MemoryBroker) -> None:
         self.broker = broker
         self.fail_flushes = 0  # the next this many flushes fail, dropping their records
-        self.flushes = 0
         self._pending: list[tuple[str, bytes | None, bytes]] = []
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
@@ -184,7 +183,6 @@ class MemoryPublisher:
             )
         for topic, key, value in pending:
             self.broker.produce(topic, key, value)
-        self.flushes += 1
 
     def reset(self) -> None:
         self._pending = []

@@ -10,6 +10,26 @@ attributes' `key=value` tokens.
 Never raises: odd field types are coerced (bytes decoded as UTF-8, others through `str()`,
 None is absent), and an unexpected error yields empty tokens flagged "internal_error",
 because one exception here would stop a stream.
+
+    from filterd.tokenize import Tokenizer, TokenizerConfig
+
+    tokenizer = Tokenizer(TokenizerConfig(max_tokens=5_000))
+    result = tokenizer({"id": "1", "text": "WIN £1000 now!! http://win.example.com/claim"})
+    result.tokens   # ['win', '£1000', 'now', '!!', 'proto:http', 'url:win.example.com', …]
+
+Token forms, by module:
+
+    text.py        words, numbers, "$100", "50%", "!!", emoji; skip:<c>:<len> for long words;
+                   optional word pairs "w1 w2" (bigrams, osb) and "w1 ~w3" "w1 ~~w4"
+                   "w1 ~~~w5" (osb); optional c4:<abcd> character 4-grams (char_ngrams)
+    links.py       proto:http  url:<host>  url:<parent domain>  url:ip  urlport:<n>
+                   urlpath:<word>  email:<local>  email:<domain>
+    addresses.py   from:<domain>  from:local:<local>  from:name:<word>  from:id:<id>  to:<domain>
+    mail.py        subject:<token>  content-type:<type>  charset:<cs>  attach:<type>
+                   attachsize:<class>  attachext:<ext>  header:<name>  (+ body tokens)
+    attributes.py  key=value  key.sub=value  key~1e2
+
+Limits (TokenizerConfig) and the flags reporting them are in limits.py.
 """
 
 from __future__ import annotations

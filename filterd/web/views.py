@@ -32,7 +32,6 @@ from filterd.web.errors import Problem
 from filterd.web.reads import model_info, queue_entries
 
 AUDIT_LIMIT = 200  # events on the audit page
-EXPLAIN_SHOWN = 5  # explanation tokens on a queue row
 SERIES_BUCKETS = 20  # points of the drift charts
 
 

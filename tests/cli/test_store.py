@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from filterd.cli import main
-from filterd.evaluation.corpus import write_corpus
+from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head as database_head
 
@@ -368,7 +368,7 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
     assert "at recall ≥ 0.99 (prequential)" in run("model", "stats", "--db", db).stdout
 
 
-# --- an operator's mistakes (issue 32) -----------------------------------------------------------
+# --- an operator's mistakes -----------------------------------------------------------------------
 
 
 def with_labels(path, changes):

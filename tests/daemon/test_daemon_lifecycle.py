@@ -92,7 +92,7 @@ def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topi
     daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
     assert daemon.wait(60) == 3
     assert "dead-letter guard tripped" in daemon.log()
-    # nothing was committed: after the fix, every record is read again
+    # nothing was committed: once the configuration is fixed, every record is read again
     assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
     fixed = start_daemon(sqlite_url, dead_letter={"max_consecutive": 0})
     fixed.wait_for(

@@ -237,8 +237,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
 def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_skip_moves_it_on(
     start_daemon, kafka_config, topics, tmp_path
 ):
-    """As the issue found it: librdkafka compresses with snappy, filterd's environment lacks
-    the library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
+    """A producer on librdkafka compresses with snappy, and filterd's environment lacks the
+    library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
     other partitions are decided, the log does not fill, and `filterd topics skip` (audited)
     moves the partition on."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
