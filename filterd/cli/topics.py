@@ -16,7 +16,7 @@ from filterd.daemon.stuck import CHECK_SECONDS, skip_command
 from filterd.kafka.admin import create_topics
 from filterd.kafka.settings import topic_configs
 from filterd.service.config import Config
-from filterd.store import undecodable
+from filterd.store.undecodable import Undecodable
 
 
 @click.group(name="topics")
@@ -138,16 +138,16 @@ def topics_skip(
     config = load_config(config_path, **overrides)
     group = _group(config, topic, group)
     with store_errors():
-        engine = open_store(config.database.url, writes=True)
-        found = undecodable.find(engine, group, topic, partition, offset)
+        store = open_store(config.database.url, writes=True)
+        found = store.find_undecodable(group, topic, partition, offset)
         if found is not None and found.skip_requested_at is None:
             what = (
                 f"skipping {topic}[{partition}] offsets {offset}–{found.next_offset - 1} passes over "
                 f"{found.records} records ({found.problem}) for group {group!r}, for good"
             )
             confirmed(what, yes)
-        batch = undecodable.request_skip(
-            engine, group, topic, partition, offset, operator or getpass.getuser(), reason
+        batch = store.request_skip(
+            group, topic, partition, offset, operator or getpass.getuser(), reason
         )
     click.echo(
         f"skip requested: {topic}[{partition}] offsets {batch.kafka_offset}–{batch.next_offset - 1} "
@@ -166,7 +166,7 @@ def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) ->
     held (waiting for `filterd topics skip`), skip requested, or skipped (who, when, why)."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        batches = undecodable.list_batches(open_store(config.database.url))
+        batches = open_store(config.database.url).undecodable_batches()
     for b in batches:
         if as_json:
             click.echo(json.dumps({**asdict(b), "status": _status(b)}, default=str))
@@ -180,7 +180,7 @@ def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) ->
         click.echo("no undecodable record batch was reported")
 
 
-def _status(b: undecodable.Undecodable) -> str:
+def _status(b: Undecodable) -> str:
     if b.skip_requested_at is None:
         return f"held: {skip_command(b)}"
     asked = f"requested by {shown(b.skip_requested_by)} at {when(b.skip_requested_at)}: {shown(b.skip_reason)}"
