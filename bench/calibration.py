@@ -98,7 +98,7 @@ from filterd.evaluation.calibration import (
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
 from filterd.jobs.calibrate import STEP
 from filterd.service.decide import NotReady, decision_scores, scoring_model
-from filterd.store.learning import in_holdout
+from filterd.store.ledger import in_holdout
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"

@@ -17,7 +17,7 @@ from filterd.daemon.stuck import CHECK_SECONDS, skip_command
 from filterd.kafka.admin import committed_offsets, create_topics
 from filterd.kafka.settings import topic_configs
 from filterd.service.config import Config
-from filterd.store import undecodable
+from filterd.store.undecodable import Undecodable
 
 
 @click.group(name="topics")
@@ -139,8 +139,8 @@ def topics_skip(
     config = load_config(config_path, **overrides)
     group = _group(config, topic, group)
     with store_errors():
-        engine = open_store(config.database.url, writes=True)
-        found = undecodable.find(engine, group, topic, partition, offset)
+        store = open_store(config.database.url, writes=True)
+        found = store.find_undecodable(group, topic, partition, offset)
         if found is not None and found.skip_requested_at is None:
             what = (
                 f"skipping {topic}[{partition}] offsets {offset}–{found.next_offset - 1} "
@@ -148,8 +148,8 @@ def topics_skip(
                 f"{found.records} records ({found.problem}) for group {group!r}, for good"
             )
             confirmed(what, yes)
-        batch = undecodable.request_skip(
-            engine, group, topic, partition, offset, operator or getpass.getuser(), reason
+        batch = store.request_skip(
+            group, topic, partition, offset, operator or getpass.getuser(), reason
         )
     click.echo(
         f"skip requested: {topic}[{partition}] "
@@ -173,7 +173,7 @@ def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) ->
     (who, when, why)."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        batches = undecodable.list_batches(open_store(config.database.url))
+        batches = open_store(config.database.url).undecodable_batches()
     committed = _committed(config, [b for b in batches if b.skip_requested_at is None])
     for b in batches:
         at = committed.get((b.consumer_group, b.topic, b.kafka_partition))
@@ -192,9 +192,7 @@ def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) ->
         click.echo("no undecodable record batch was reported")
 
 
-def _committed(
-    config: Config, batches: list[undecodable.Undecodable]
-) -> dict[tuple[str, str, int], int]:
+def _committed(config: Config, batches: list[Undecodable]) -> dict[tuple[str, str, int], int]:
     """Where each batch's group stands in its partition, from Kafka; {} when Kafka does not
     answer (said on stderr: the batches are then shown as the store has them)."""
     out: dict[tuple[str, str, int], int] = {}
@@ -214,7 +212,7 @@ def _committed(
     return out
 
 
-def _status(b: undecodable.Undecodable, committed: int | None) -> str:
+def _status(b: Undecodable, committed: int | None) -> str:
     if b.skip_requested_at is None:
         if committed is not None and committed >= b.next_offset:
             return (

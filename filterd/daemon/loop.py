@@ -25,7 +25,6 @@ from typing import Any, NotRequired, TypedDict
 
 from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
-from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterGuard
@@ -39,6 +38,7 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.records import DeadLetter, encode
+from filterd.store.handle import Store
 from filterd.store.undecodable import Undecodable
 
 POLL_TIMEOUT_MS = 500
@@ -89,7 +89,7 @@ class LoopSettings(TypedDict):
     health: Health
     log: FilteringBoundLogger
     connect: NotRequired[Callable[[], Consumer]]
-    store: NotRequired[Engine | None]
+    store: NotRequired[Store | None]
 
 
 class Loop:
@@ -112,7 +112,7 @@ class Loop:
         health: Health,
         log: FilteringBoundLogger,
         connect: Callable[[], Consumer] | None = None,
-        store: Engine | None = None,
+        store: Store | None = None,
     ) -> None:
         """`connect` makes the consumer (default: one subscribed to `topic` in `group` through
         the `kafka` settings); KafkaError from it is an unreachable broker, retried. `store`

@@ -53,8 +53,7 @@ class Scorer(Loop):
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self._ticket = 0  # the recorder's, of the last batch
         self.recorder = Recorder(
-            state.engine,
-            state.config.model.name,
+            state.model,
             queue.max_items,
             self.health,
             self.metrics,

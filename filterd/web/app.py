@@ -29,7 +29,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -41,8 +40,7 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
 from filterd.service.hosts import AllowedHosts
-from filterd.store.database import error_detail
-from filterd.store.learning import UnknownModel
+from filterd.store.errors import StoreError, UnknownModel, ValueRefused
 from filterd.web import check, feedback, openapi, pages, reads
 from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
@@ -153,17 +151,17 @@ def create_app(context: WebContext) -> Starlette:
     async def on_store(request: Request, error: Exception) -> Response:
         if isinstance(error, UnknownModel):  # deleted (`filterd model delete`) while served
             return answer(request, Problem(503, str(error)))
-        if isinstance(error, DataError):  # a value the store refused: our fault, not an outage
+        if isinstance(error, ValueRefused):  # our fault, not an outage
             raise error
-        assert isinstance(error, SQLAlchemyError)
-        detail = error_detail(error)
+        assert isinstance(error, StoreError)
+        detail = str(error)
         log.warning("http: store unavailable", error=detail)
         return answer(request, Problem(503, f"the store is not available: {detail}"))
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         Problem: on_problem,
         HTTPException: on_http,
-        SQLAlchemyError: on_store,
+        StoreError: on_store,
         UnknownModel: on_store,
     }
     app = Starlette(routes=routes, exception_handlers=handlers)

@@ -14,9 +14,8 @@ from filterd.daemon.recorder import Recorder
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.store.database import connect
-from filterd.store.decided import where_decided
-from filterd.store.learning import find_model_id
+from filterd.store import decided
+from filterd.store.handle import Store
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, messages, scorer
 
@@ -24,14 +23,14 @@ from tests.daemon.test_loop import TOPICS, committed_everything, messages, score
 def test_offsets_wait_for_the_coordinates_and_decisions_do_not(config, monkeypatch):
     failing = threading.Event()
     failing.set()
-    real = recorder_module.record_decided
+    real = decided.record_decided
 
     def record_decided(*args, **kwargs):
         if failing.is_set():
             raise OperationalError("INSERT", {}, Exception("database is locked"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(recorder_module, "record_decided", record_decided)
+    monkeypatch.setattr(decided, "record_decided", record_decided)
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 60)
     decider = scorer(config, broker, MemoryPublisher(broker))
@@ -46,21 +45,16 @@ def test_offsets_wait_for_the_coordinates_and_decisions_do_not(config, monkeypat
 
     failing.clear()  # the store is back: the same scorer reads the batches again, writes, commits
     run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
-    engine = connect(config.database.url)
-    with engine.connect() as conn:
-        found = where_decided(conn, find_model_id(conn, "default"), ids)
+    found = Store.open(config.database.url).model("default").where_decided(ids)
     assert sorted(found) == sorted(ids)
 
 
 def test_pending_rows_are_bounded_oldest_first(config, monkeypatch):
     monkeypatch.setattr(recorder_module, "MAX_PENDING_ROWS", 5)
-    recorder = Recorder(
-        connect(config.database.url), "default", 100, Health(), Metrics(), structlog.get_logger()
-    )
+    model = Store.open(config.database.url).model("default")
+    recorder = Recorder(model, 100, Health(), Metrics(), structlog.get_logger())
     tickets = [recorder.put([(f"m{i}", 0, i)], []) for i in range(8)]
     assert tickets == list(range(1, 9))
     assert recorder.write() and recorder.recorded == 8
-    engine = connect(config.database.url)
-    with engine.connect() as conn:
-        found = where_decided(conn, find_model_id(conn, "default"), [f"m{i}" for i in range(8)])
+    found = model.where_decided([f"m{i}" for i in range(8)])
     assert sorted(found) == [f"m{i}" for i in range(3, 8)]  # the three oldest dropped

@@ -22,7 +22,7 @@ from filterd.service.review import (
     review_reason,
     review_reasons,
 )
-from filterd.store.learning import in_holdout
+from filterd.store.ledger import in_holdout
 
 N = 200_000
 SIGMAS = 5  # binomial tolerance: a correct implementation fails about once in 1.7 million runs
