@@ -93,7 +93,7 @@ class Scorer(Loop):
         for i, reason, error in result.failures:
             self.dead_letter(batch.records[i], reason, error)
         # before the flush: once a decision is out, feedback naming its message may follow at once
-        self.recent.put([d.message_id for d in result.decisions], result.tokens)
+        self.recent.put([d.message_id for d in result.decisions], [t.tokens for t in result.tokens])
         self.flush()
         self.metrics.decision_latency.observe(
             time.monotonic() - batch.polled_at, len(result.decisions)

@@ -240,7 +240,9 @@ class Decided:
 
     decisions: list[Decision]
     messages: list[Message]  # the message of each decision
-    tokens: list[list[str]]
+    # the tokenizer's result for each: the tokens decided on and, of raw mail, what a person
+    # reads of it (`Tokens.mail`, for the review queue)
+    tokens: list[Tokens]
     failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
     undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
 
@@ -276,4 +278,4 @@ def decide_payloads(
         decided.append(i)
     where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
     decisions = decider.decide(messages, threshold, tokenized, sources=where)
-    return Decided(decisions, messages, [t.tokens for t in tokenized], failures, undecodable)
+    return Decided(decisions, messages, tokenized, failures, undecodable)
