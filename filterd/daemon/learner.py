@@ -34,7 +34,7 @@ from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
 from filterd.store import learning, parking
-from filterd.store.audit import Event, Outcome, record_events
+from filterd.store.audit import Event, Origin, Outcome, record_events
 from filterd.store.database import error_detail
 from filterd.store.parking import Parked
 from filterd.tokenize import Tokenizer
@@ -269,6 +269,20 @@ class Learner(Loop):
         return list(accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens)
 
 
+def origin(feedback: Feedback, record: ConsumedRecord, received: datetime | None = None) -> Origin:
+    """Where a label came from, as the audit trail records it: the analyst and comment of
+    `feedback`, when filterd received it (`received`, else the Kafka timestamp of `record`),
+    and where `record` was read. The one construction of the learner's items and events."""
+    return Origin(
+        analyst=feedback.analyst,
+        comment=feedback.comment,
+        received_at=received or received_at(record),
+        kafka_topic=record.topic,
+        kafka_partition=record.partition,
+        kafka_offset=record.offset,
+    )
+
+
 def labelled(
     feedback: Feedback,
     record: ConsumedRecord,
@@ -276,18 +290,9 @@ def labelled(
     received: datetime | None = None,
 ) -> learning.LabelledTokens:
     """The store's item for a feedback record read at `record` (received then, if known)."""
+    where = origin(feedback, record, received)
     return learning.LabelledTokens(
-        feedback.message_id,
-        feedback.label,
-        tokens,
-        feedback.source,
-        feedback.ts,
-        analyst=feedback.analyst,
-        comment=feedback.comment,
-        received_at=received or received_at(record),
-        kafka_topic=record.topic,
-        kafka_partition=record.partition,
-        kafka_offset=record.offset,
+        feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts, **vars(where)
     )
 
 
@@ -295,28 +300,22 @@ def event(
     feedback: Feedback, record: ConsumedRecord, outcome: Outcome, received: datetime | None = None
 ) -> Event:
     """The audit event of feedback that learned nothing (parked, expired)."""
+    where = origin(feedback, record, received)
     return Event(
-        feedback.message_id,
-        feedback.label,
-        outcome,
-        source=feedback.source,
-        analyst=feedback.analyst,
-        comment=feedback.comment,
-        received_at=received or received_at(record),
-        kafka_topic=record.topic,
-        kafka_partition=record.partition,
-        kafka_offset=record.offset,
+        feedback.message_id, feedback.label, outcome, source=feedback.source, **vars(where)
     )
 
 
 def parked(feedback: Feedback, record: ConsumedRecord) -> Parked:
+    """The parked feedback of a record read at `record`: where and when, as its `origin`."""
+    where = origin(feedback, record)
     return Parked(
         feedback.message_id,
         record.value or b"",
-        record.topic,
-        record.partition,
-        record.offset,
-        received_at(record) or datetime.now(UTC),
+        where.kafka_topic,
+        where.kafka_partition,
+        where.kafka_offset,
+        where.received_at or datetime.now(UTC),
     )
 
 
