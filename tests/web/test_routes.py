@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from filterd.daemon.model_state import ModelState, tokenizer_of
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.web.app import OTHER, RouteLabels
 from filterd.web.openapi import document
 from filterd.web.serving import Api
@@ -26,15 +26,16 @@ from tests.web.browser import wait_until
 def served(learned_config):
     """(the `Api` over a learned store, listening on a free port; the metrics it counts in)."""
     config = replace(learned_config, http=replace(learned_config.http, port=0))
-    engine = connect(config.database.url)
+    store = Store.open(config.database.url)
+    model = store.model(config.model.name)
     log = structlog.get_logger("test")
-    state = ModelState(engine, config, Metrics(), Health(), log)
+    state = ModelState(model, config, Metrics(), Health(), log)
     state.refresh(force=True)
     metrics = Metrics()
-    api = Api(config, engine, state, tokenizer_of(config), log, metrics).start()
+    api = Api(config, model, state, tokenizer_of(config), log, metrics).start()
     yield api, metrics
     api.stop()
-    engine.dispose()
+    store.close()
 
 
 def status_of(port: int, method: str, path: str) -> int:
