@@ -379,7 +379,7 @@ def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_its_event_a
 
     from filterd.daemon.learner import event, labelled, origin, parked
     from filterd.service.records import Feedback
-    from filterd.store.audit import Origin
+    from filterd.store.labels import Origin
 
     feedback = Feedback(message_id="m1", label="spam", analyst="ana", comment="a lure")
     record = SimpleNamespace(
