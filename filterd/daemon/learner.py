@@ -32,7 +32,7 @@ from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
 from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
-from filterd.store.labels import Event, LabelledTokens, Outcome
+from filterd.store.labels import Event, LabelledTokens, Origin, Outcome
 from filterd.store.learning import Applied
 from filterd.store.parking import Parked
 from filterd.store.sql import as_utc
@@ -251,6 +251,20 @@ class Learner(Loop):
         return list(accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens)
 
 
+def origin(feedback: Feedback, record: ConsumedRecord, received: datetime | None = None) -> Origin:
+    """Where a label came from, as the audit trail records it: the analyst and comment of
+    `feedback`, when filterd received it (`received`, else the Kafka timestamp of `record`),
+    and where `record` was read. The one construction of the learner's items and events."""
+    return Origin(
+        analyst=feedback.analyst,
+        comment=feedback.comment,
+        received_at=received or received_at(record),
+        kafka_topic=record.topic,
+        kafka_partition=record.partition,
+        kafka_offset=record.offset,
+    )
+
+
 def labelled(
     feedback: Feedback,
     record: ConsumedRecord,
@@ -258,18 +272,9 @@ def labelled(
     received: datetime | None = None,
 ) -> LabelledTokens:
     """The store's item for a feedback record read at `record` (received then, if known)."""
+    where = origin(feedback, record, received)
     return LabelledTokens(
-        feedback.message_id,
-        feedback.label,
-        tokens,
-        feedback.source,
-        feedback.ts,
-        analyst=feedback.analyst,
-        comment=feedback.comment,
-        received_at=received or received_at(record),
-        kafka_topic=record.topic,
-        kafka_partition=record.partition,
-        kafka_offset=record.offset,
+        feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts, **vars(where)
     )
 
 
@@ -277,28 +282,22 @@ def event(
     feedback: Feedback, record: ConsumedRecord, outcome: Outcome, received: datetime | None = None
 ) -> Event:
     """The audit event of feedback that learned nothing (parked, expired)."""
+    where = origin(feedback, record, received)
     return Event(
-        feedback.message_id,
-        feedback.label,
-        outcome,
-        source=feedback.source,
-        analyst=feedback.analyst,
-        comment=feedback.comment,
-        received_at=received or received_at(record),
-        kafka_topic=record.topic,
-        kafka_partition=record.partition,
-        kafka_offset=record.offset,
+        feedback.message_id, feedback.label, outcome, source=feedback.source, **vars(where)
     )
 
 
 def parked(feedback: Feedback, record: ConsumedRecord) -> Parked:
+    """The parked feedback of a record read at `record`: where and when, as its `origin`."""
+    where = origin(feedback, record)
     return Parked(
         feedback.message_id,
         record.value or b"",
-        record.topic,
-        record.partition,
-        record.offset,
-        received_at(record) or datetime.now(UTC),
+        where.kafka_topic,
+        where.kafka_partition,
+        where.kafka_offset,
+        where.received_at or datetime.now(UTC),
     )
 
 

@@ -371,3 +371,37 @@ def test_the_kafka_timestamp_is_when_the_feedback_was_received():
     )
     assert received_at(SimpleNamespace(timestamp=-1)) is None  # a record without one
     assert received_at(SimpleNamespace()) is None
+
+
+def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_its_event_and_its_parking():
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    from filterd.daemon.learner import event, labelled, origin, parked
+    from filterd.service.records import Feedback
+    from filterd.store.labels import Origin
+
+    feedback = Feedback(message_id="m1", label="spam", analyst="ana", comment="a lure")
+    record = SimpleNamespace(
+        topic="feedback", partition=2, offset=41, value=b"{}", timestamp=1_767_225_600_250
+    )
+    sent = datetime(2026, 1, 1, 0, 0, 0, 250_000, tzinfo=UTC)
+    read = origin(feedback, record)
+    assert (read.analyst, read.comment, read.received_at) == ("ana", "a lure", sent)
+    assert (read.kafka_topic, read.kafka_partition, read.kafka_offset) == ("feedback", 2, 41)
+    later = datetime(2026, 1, 2, tzinfo=UTC)  # a parked record's own time of arrival
+    for received in (None, later):
+        expected = origin(feedback, record, received)
+        assert expected.received_at == (received or sent)
+        for built in (
+            labelled(feedback, record, ["x"], received),
+            event(feedback, record, "expired", received),
+        ):
+            assert {f.name: getattr(built, f.name) for f in fields(Origin)} == vars(expected)
+    waiting = parked(feedback, record)
+    assert (waiting.kafka_topic, waiting.kafka_partition, waiting.kafka_offset) == (
+        "feedback",
+        2,
+        41,
+    )
+    assert (waiting.received_at, waiting.payload) == (sent, b"{}")
