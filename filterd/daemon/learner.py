@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NoReturn, Unpack
 
-from filterd.daemon.loop import Loop, LoopSettings, Retry
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.resolver import Resolver
 from filterd.kafka.consumer import Batch, ConsumedRecord
+from filterd.kafka.processor import Retry
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
@@ -230,6 +231,7 @@ class Learner(Loop):
 
     def on_stop(self) -> None:
         self.resolver.close()
+        super().on_stop()
 
     def _store_failed(self, error: StoreError) -> NoReturn:
         detail = str(error)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 from structlog.typing import FilteringBoundLogger
 
-from filterd.daemon.loop import Backoff
+from filterd.kafka.processor import Backoff
 from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics

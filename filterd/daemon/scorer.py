@@ -23,11 +23,12 @@ import time
 from collections import Counter
 from typing import Unpack
 
-from filterd.daemon.loop import Loop, LoopSettings, Retry
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.recorder import Recorder
 from filterd.kafka.consumer import Batch
+from filterd.kafka.processor import Retry
 from filterd.service.config import Review
 from filterd.service.decide import Decided, decide_payloads
 from filterd.service.records import encode
@@ -67,6 +68,7 @@ class Scorer(Loop):
 
     def on_stop(self) -> None:
         self.recorder.stop(RECORDER_STOP_SECONDS)
+        super().on_stop()
 
     def ticket(self) -> int:
         return self._ticket

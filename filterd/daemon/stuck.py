@@ -13,8 +13,9 @@ partition, offsets, records), readiness condition "<role> input" false, the gaug
 (`filterd.store.undecodable`). Nothing of it is committed past the batch.
 
 `due` (between polls, every CHECK_SECONDS) finds the skips operators requested in the store
-(`filterd topics skip`); the loop commits the offset past each batch once the batches before it
-are complete, then reads on with a new consumer (`skipped` records it, and says so).
+(`filterd topics skip`); the processor (`filterd.kafka.processor`, whose `HeldPartitions` this
+is) commits the offset past each batch once the batches before it are complete, then reads on
+with a new consumer (`skipped` records it, and says so).
 """
 
 from __future__ import annotations
@@ -181,18 +182,19 @@ class StuckPartitions:
                 self._stuck[tp].held = False
         self._show()
 
-    def due(self, consumer: Consumer) -> tuple[list[Undecodable], bool]:
+    def due(self, consumer: Consumer) -> tuple[dict[TopicPartition, int], bool]:
         """Every CHECK_SECONDS while partitions are held: report to the store what is not yet,
-        and look for the skips operators asked for. Returns the batches to skip, and whether
+        and look for the skips operators asked for. Returns the offset past each batch to skip,
+        by partition, and whether
         the consumer must be replaced (a partition a rebalance gave back no longer stands at
         its batch). Past a batch, only a new consumer reads the partition: kafka-python keeps
         the batch's fetch state for the consumer's life, fetching the partition no more."""
         now = time.monotonic()
         if not self._stuck or now < self._check_due:
-            return [], False
+            return {}, False
         self._check_due = now + CHECK_SECONDS
         renew = self._regained(consumer)
-        requested: list[Undecodable] = []
+        requested: dict[TopicPartition, int] = {}
         for tp, s in sorted(self._stuck.items()):
             if not s.held or self.store is None:
                 continue
@@ -215,12 +217,13 @@ class StuckPartitions:
                 )
                 continue
             if s.batch.skip_requested_at is not None:
-                requested.append(s.batch)
+                requested[tp] = s.batch.next_offset
         return requested, renew
 
-    def skipped(self, batches: list[Undecodable]) -> None:
-        """The group's offsets were committed past `batches`: record it and say so."""
-        for batch in batches:
+    def skipped(self, partitions: Collection[TopicPartition]) -> None:
+        """The group's offsets were committed past the batches of `partitions`: record it and
+        say so."""
+        for batch in [self._stuck[tp].batch for tp in partitions if tp in self._stuck]:
             if self.store is not None:
                 try:
                     self.store.mark_skipped(batch)

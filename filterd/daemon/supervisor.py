@@ -31,13 +31,14 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
-from filterd.daemon.loop import STOP_PUBLISH_SECONDS, Loop, LoopSettings
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState, tokenizer_of
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
 from filterd.kafka.fetch import KafkaFetcher
+from filterd.kafka.processor import STOP_PUBLISH_SECONDS
 from filterd.kafka.publisher import publisher_of
 from filterd.kafka.settings import codecs_missing, size_limits
 from filterd.observe.health import Health

@@ -147,7 +147,7 @@ def test_a_lost_commit_costs_duplicates_not_losses(config):
         consumers.append(consumer)
         return consumer
 
-    first.connect = failing_consumer
+    first.processor.connect = failing_consumer
     run_until(first, lambda: len(broker.read("decisions")) >= 20)
     assert broker.committed == {}
     # a restart reads everything again: every message is decided once more, none is skipped
@@ -327,10 +327,10 @@ def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch)
     loop = scorer(config, broker, MemoryPublisher(broker))
     consumer = MemoryConsumer(broker, "messages", "messages-group")
     taken = Batch.poll(consumer, 0, 7).offsets()  # 7 records, from the first partitions
-    loop._report_lag(consumer)
+    loop.processor.report_lag(consumer)
     read = {tp.partition: offset.offset for tp, offset in taken.items()}
     assert lag_gauge(loop.metrics) == {p: sizes[p] - read.get(p, 0) for p in range(3)}
-    monkeypatch.setattr("filterd.daemon.loop.LAG_SECONDS", 0.0)  # after every poll
+    monkeypatch.setattr("filterd.kafka.processor.LAG_SECONDS", 0.0)  # after every poll
     run_until(
         loop,
         lambda: len(broker.read("decisions")) >= 30 and not any(lag_gauge(loop.metrics).values()),

@@ -36,7 +36,7 @@ class Reading(Loop):
 def test_a_loop_logs_its_join_reports_its_lag_and_closes_quietly(
     kafka_config, topics, monkeypatch, caplog
 ):
-    monkeypatch.setattr("filterd.daemon.loop.LAG_SECONDS", 0.0)  # after every poll
+    monkeypatch.setattr("filterd.kafka.processor.LAG_SECONDS", 0.0)  # after every poll
     topic = topics["messages"]
     produce(kafka_config, topic, [b"%d" % i for i in range(100)], keys=["one partition"] * 100)
     stop = threading.Event()

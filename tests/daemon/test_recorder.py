@@ -93,12 +93,16 @@ def test_batches_read_before_a_rebalance_never_move_an_offset_back_after_it(conf
 
     def connect() -> MemoryConsumer:
         consumer = MemoryConsumer(
-            broker, "messages", "messages-group", decider._assigned, decider._revoked
+            broker,
+            "messages",
+            "messages-group",
+            decider.processor.assigned,
+            decider.processor.revoked,
         )
         consumers.append(consumer)
         return consumer
 
-    decider.connect = connect
+    decider.processor.connect = connect
     asked: list[bool] = []
 
     def rebalanced_then_committed() -> bool:

@@ -153,7 +153,9 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         store=store,
     )
     consumer: list[CountingPolls] = []
-    loop.connect = lambda: consumer.append(CountingPolls(loop._subscribe())) or consumer[-1]
+    loop.processor.connect = lambda: (
+        consumer.append(CountingPolls(loop.processor.subscribe())) or consumer[-1]
+    )
     with structlog.testing.capture_logs() as logged:
         thread = threading.Thread(target=loop.run, args=(stop,))
         thread.start()
