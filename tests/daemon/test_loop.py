@@ -2,7 +2,8 @@
 (`filterd.kafka.memory`) and a real SQLite store. The same loops against a real broker are in
 test_daemon.py; these pin down what must hold whatever the timing: one decision or dead letter
 per record, nothing committed before it is published, a failed publish read again, a flood stops
-the loop before its batch is committed."""
+the loop before its batch is committed. The consume loop itself (`filterd.kafka.processor`), on
+both brokers: tests/kafka/test_processor.py."""
 
 from __future__ import annotations
 
@@ -132,29 +133,6 @@ def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succe
     assert len(committed_while_failing) == 3 and all(c == {} for c in committed_while_failing)
     decided = [json.loads(r.value)["message_id"] for r in broker.read("decisions")]
     assert sorted(decided) == sorted(ids)  # each once: a failed flush delivered nothing
-    assert committed_everything(broker, "messages-group", "messages")
-
-
-def test_a_lost_commit_costs_duplicates_not_losses(config):
-    broker = MemoryBroker(dict(TOPICS))
-    ids = messages(broker, 20)
-    first = scorer(config, broker, MemoryPublisher(broker))
-    consumers: list[MemoryConsumer] = []
-
-    def failing_consumer() -> MemoryConsumer:
-        consumer = MemoryConsumer(broker, "messages", "messages-group")
-        consumer.fail_commits = 1000  # every commit lost, the last synchronous one too
-        consumers.append(consumer)
-        return consumer
-
-    first.processor.connect = failing_consumer
-    run_until(first, lambda: len(broker.read("decisions")) >= 20)
-    assert broker.committed == {}
-    # a restart reads everything again: every message is decided once more, none is skipped
-    second = scorer(config, broker, MemoryPublisher(broker))
-    run_until(second, lambda: len(broker.read("decisions")) >= 40)
-    decided = [json.loads(r.value)["message_id"] for r in broker.read("decisions")]
-    assert sorted(decided) == sorted(ids * 2)
     assert committed_everything(broker, "messages-group", "messages")
 
 
@@ -297,18 +275,6 @@ def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config):
         ("invalid_json", None),
         ("invalid_label", 39),  # at the latest when the loop stops
     ]
-
-
-def test_the_loop_logs_its_group_join(config):
-    broker = MemoryBroker(dict(TOPICS))
-    messages(broker, 30)
-    with structlog.testing.capture_logs() as logged:
-        loop = scorer(config, broker, MemoryPublisher(broker))
-        run_until(loop, lambda: len(broker.read("decisions")) >= 30)
-    events = [e["event"] for e in logged]
-    assert events.index("joining group") < events.index("group joined") < events.index("stopped")
-    joined = next(e for e in logged if e["event"] == "group joined")
-    assert joined["partitions"] == [0, 1, 2] and joined["group"] == "messages-group"
 
 
 def lag_gauge(metrics: Metrics) -> dict[int, float]:
