@@ -1,9 +1,10 @@
 """Consuming in batches: a consumer that commits only when told to, and the batch of one poll.
 
-The loops built on this keep one rule (docs/architecture.md, "Reliability contract"): a batch's
-offsets are committed only after everything it caused is in a topic or the store. When that fails,
-the consumer is rewound to the batch's first offsets and the batch is read again, so a retry
-never skips a record and never needs the consumer to stay out of `poll()` for long.
+The consume loop built on this (`filterd.kafka.processor`) keeps one rule (docs/architecture.md,
+"Reliability contract"): a batch's offsets are committed only after everything it caused is in
+a topic or the store. When that fails, the consumer is rewound to the batch's first offsets and
+the batch is read again, so a retry never skips a record and never needs the consumer to stay
+out of `poll()` for long.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CommitCallback = Callable[[Offsets, Offsets | Exception], None]
 
 
 class Consumer(Protocol):
-    """What the loops use of a consumer: kafka-python's `KafkaConsumer` or
+    """What the consume loop uses of a consumer: kafka-python's `KafkaConsumer` or
     `filterd.kafka.confluent.ConfluentConsumer` (`subscribed_consumer`), or
     `filterd.kafka.memory.MemoryConsumer` in tests of loop logic."""
 

@@ -153,37 +153,6 @@ class HeldPartitions(Protocol):
     def revoked(self, partitions: Collection[TopicPartition]) -> None: ...
 
 
-class LoggedHooks:
-    """`Hooks` that only log the warnings, for a processor with nothing to report to."""
-
-    def __init__(self, log: FilteringBoundLogger) -> None:
-        self.log = log
-
-    def started(self) -> None:
-        pass
-
-    def beat(self) -> None:
-        pass
-
-    def stopped(self) -> None:
-        pass
-
-    def reachable(self, error: Exception | None) -> None:
-        pass
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self.log.warning(event, **fields)
-
-    def flush_warnings(self, everything: bool = False) -> None:
-        pass
-
-    def lag(self, lags: Mapping[TopicPartition, int]) -> None:
-        pass
-
-    def processed(self, seconds: float) -> None:
-        pass
-
-
 class NoneHeld:
     """`HeldPartitions` that holds none: a batch that cannot be decoded makes a new consumer."""
 
