@@ -44,7 +44,7 @@ from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import load
 from filterd.service.passwords import hash_secret
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem, distance_to_tau
 from filterd.store.drift import Scored
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
@@ -87,12 +87,14 @@ def build_store(url: str, items: int) -> None:
                 tokens = tokenize(record).tokens
                 score = ((i * 7919) % 2001 - 1000) / 100.0
                 batch.append(
-                    QueuedItem(
+                    ReviewItem(
+                        id=None,
                         message_id=f"m{i}",
                         reason="band" if i % 50 else "random",
                         label="spam" if score >= 0 else "ham",
                         score=score,
                         threshold=0.0,
+                        distance=distance_to_tau(score, 0.0),
                         model_version=1 + i % 3,
                         threshold_version=None,
                         subject=f"subject {i}",
@@ -101,6 +103,9 @@ def build_store(url: str, items: int) -> None:
                         attributes=None,
                         explanation=[(t, 0.5) for t in tokens[:5]],
                         truncated=False,
+                        queued_at=None,
+                        token_count=len(tokens),
+                        labelled=None,
                         tokens=tokens,
                     )
                 )

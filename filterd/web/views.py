@@ -20,9 +20,9 @@ from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import CalibrationReport, calibrate_model
 from filterd.service.config import parse_duration
 from filterd.service.decide import NotReady
+from filterd.service.review import ReviewItem
 from filterd.store.drift import DriftPoint
 from filterd.store.labels import Event
-from filterd.store.review import ReviewEntry
 from filterd.web import charts
 from filterd.web.api import ModelInfo, ReviewQuery
 from filterd.web.context import WebContext
@@ -35,7 +35,7 @@ SERIES_BUCKETS = 20  # points of the drift charts
 
 @dataclass(frozen=True)
 class QueueRow:
-    entry: ReviewEntry
+    entry: ReviewItem
     position: int  # in the queue as filtered and ordered: for j/k on the message page
 
     @property
@@ -80,7 +80,7 @@ class Neighbours:
 @dataclass(frozen=True)
 class MessageView:
     message_id: str
-    item: ReviewEntry | None  # the newest review item of the message, with its tokens
+    item: ReviewItem | None  # the newest review item of the message, with its tokens
     provenance: tuple[str, int, int] | None  # topic, partition, offset
     events: list[Event]
     labels: list[str]
@@ -102,7 +102,10 @@ def message_view(
     newest = model.review_items(
         limit=1, include_labelled=True, order="newest", message_id=message_id
     )
-    item = model.review_item(newest[0].id) if newest else None
+    item = None
+    if newest:
+        assert newest[0].id is not None  # every item read back has its id
+        item = model.review_item(newest[0].id)
     where = model.where_decided([message_id]).get(message_id)
     events = list(model.events(message_id=message_id, limit=AUDIT_LIMIT))
     if item is None and where is None and not events:

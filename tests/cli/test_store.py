@@ -213,15 +213,13 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
 def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tmp_path):
     from datetime import UTC, datetime, timedelta
 
-    from filterd.service.review import QueuedItem
     from filterd.store.handle import Store
+    from tests.queued import queued
 
     db = learned_store(tmp_path, 50)
     model = Store.open(db).model("default")
     now = datetime.now(UTC)
-    item = QueuedItem(
-        "q", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
-    )
+    item = queued("q", 0.1, 0.0, ["a"])
     with model.transaction() as writing:
         writing.record_decided([("old", 0, 1)], now - timedelta(days=4))
         writing.record_decided([("new", 0, 2)], now - timedelta(days=2))
