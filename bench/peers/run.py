@@ -38,6 +38,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
+
 from adapters import Msg, all_peers, ensure, wrap_as_mail  # noqa: E402
 
 FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd"]
