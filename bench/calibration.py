@@ -78,11 +78,13 @@ import argparse
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
@@ -148,15 +150,15 @@ class Trace:
 
 
 def simulate(
-    docs,
-    y,
-    ids,
+    docs: list[list[str]],
+    y: BoolArray,
+    ids: list[str],
     spec: ModelSpec,
     every: int,
     sync: int,
     window: int | None,
     holdout_fraction: float,
-    sources=SOURCES,
+    sources: tuple[str, ...] = SOURCES,
     prequential_window: int = 5000,
 ) -> Trace:
     """Blocks of `sync` messages, each scored by one model; a recalibration every `every`."""
@@ -219,7 +221,7 @@ class Outcome:
     expected: list[float] = field(default_factory=list)  # k/(P+1) for each spam decided
     first_tau_at: int | None = None  # messages seen when the first τ came into force
     written: int = 0
-    kept: Counter = field(default_factory=Counter)
+    kept: Counter[str] = field(default_factory=Counter)
     holdout_recall: list[float] = field(default_factory=list)
     pos_at_written: list[int] = field(default_factory=list)
     before: list[int] = field(
@@ -245,7 +247,7 @@ def replay(
     target_recall: float,
     conservative: bool,
     forced: bool,
-    log=None,
+    log: Callable[[str], None] | None = None,
     step: float = STEP,
 ) -> Outcome:
     """The τ sequence of one (source, R, mode, guardrails) over `trace`. Source "adaptive": the
@@ -254,7 +256,8 @@ def replay(
     job does (`calibration.adapt_level`, γ = step · α, α = 1 − R)."""
     out = Outcome()
     windows = trace.windows[source]
-    tau, k_over, last_auc = 0.0, None, None  # k_over: k/(P+1) of the τ in force
+    # k_over: k/(P+1) of the τ in force (none before the first; nothing counts until then)
+    tau, k_over, last_auc = 0.0, 0.0, None
     alpha = level = 1.0 - target_recall
     since = [0, 0]  # spam decided and missed since the last recalibration (after the first τ)
     min_pos = default_min_positives(target_recall)
@@ -327,7 +330,7 @@ def replay(
     return out
 
 
-def _f(value, digits: int = 4) -> str:
+def _f(value: float | None, digits: int = 4) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 

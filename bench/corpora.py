@@ -18,7 +18,7 @@ from filterd.bayes.estimators import ESTIMATORS
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.evaluation.corpus import read_corpus
-from filterd.evaluation.protocols import Corpus, evaluate
+from filterd.evaluation.protocols import Corpus, Evaluation, evaluate
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -62,7 +62,7 @@ def main() -> None:
             print(table(name, protocol, rows))
 
 
-def table(name: str, protocol: str, rows) -> str:
+def table(name: str, protocol: str, rows: list[Evaluation]) -> str:
     multiclass = rows and rows[0].task != "binary"
     averaged = ", macro-averaged one-vs-rest" if multiclass else ""
     head = (
@@ -93,7 +93,7 @@ def table(name: str, protocol: str, rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _f(value, digits: int) -> str:
+def _f(value: float | None, digits: int) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 

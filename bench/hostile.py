@@ -22,11 +22,11 @@ import tracemalloc
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import Statistics
-from filterd.daemon.scorer import Decided, decide_payloads, queue_for_review
+from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.tokenize import Tokenizer
 
 MS_PER_100_KB = 50.0

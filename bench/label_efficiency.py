@@ -197,12 +197,12 @@ def main() -> None:
                     )
                     for suffix, result in results.items():
                         rows.setdefault(strategy + suffix, []).append(result)
-            for name, results in rows.items():
+            for name, runs in rows.items():
                 print(
-                    f"| {budget:.0%} | {results[0].labels:,} | {name} | "
-                    f"{_mean_sd([r.auc for r in results], 4)} | "
-                    f"{_mean_sd([r.recall for r in results], 3)} | "
-                    f"{_mean_sd([r.specificity for r in results], 3)} |"
+                    f"| {budget:.0%} | {runs[0].labels:,} | {name} | "
+                    f"{_mean_sd([r.auc for r in runs], 4)} | "
+                    f"{_mean_sd([r.recall for r in runs], 3)} | "
+                    f"{_mean_sd([r.specificity for r in runs], 3)} |"
                 )
         print(f"\n({time.perf_counter() - started:.0f} s)\n")
 

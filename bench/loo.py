@@ -28,8 +28,8 @@ import numpy as np
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus, relabel
-from filterd.evaluation.protocols import Corpus, online_replay, split_scores, train_test_split
+from filterd.evaluation.corpus import read_corpus, relabel, train_test_split
+from filterd.evaluation.protocols import Corpus, online_replay, split_scores
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from filterd.bayes.arrays import FloatArray
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation.corpus import read_corpus, relabel, train_test_split
@@ -34,9 +35,10 @@ def body_words(tokens: list[str]) -> int:
     return sum(1 for t in tokens if ":" not in t and "=" not in t and " " not in t)
 
 
-def misordered(ham: np.ndarray, spam: np.ndarray) -> np.ndarray:
+def misordered(ham: FloatArray, spam: FloatArray) -> FloatArray:
     """(hams, spams) 1 where the ham scores above the spam, ½ for a tie."""
-    return (ham[:, None] > spam[None, :]) + 0.5 * (ham[:, None] == spam[None, :])
+    above: FloatArray = (ham[:, None] > spam[None, :]) + 0.5 * (ham[:, None] == spam[None, :])
+    return above
 
 
 def main() -> None:

@@ -50,7 +50,9 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -173,10 +175,20 @@ def check_filterd(spec: ModelSpec, data: Data, predicted: list[str]) -> str:
 # --- River -----------------------------------------------------------------------------------
 
 
-def river_model(estimator: str):
+class RiverClassifier(Protocol):
+    """What this benchmark calls of River's naive Bayes classifiers (River has no types)."""
+
+    def learn_one(self, x: dict[str, int], y: str) -> None: ...
+    def predict_one(self, x: dict[str, int]) -> str: ...
+
+
+def river_model(estimator: str) -> RiverClassifier:
     from river import naive_bayes
 
-    return naive_bayes.MultinomialNB() if estimator == "mnb" else naive_bayes.ComplementNB()
+    model: RiverClassifier = (
+        naive_bayes.MultinomialNB() if estimator == "mnb" else naive_bayes.ComplementNB()
+    )
+    return model
 
 
 def river_split(estimator: str, data: Data) -> list[str]:
@@ -199,10 +211,22 @@ def river_online(estimator: str, data: Data) -> list[str]:
 # --- scikit-learn ----------------------------------------------------------------------------
 
 
-def sklearn_model(estimator: str):
+class SklearnClassifier(Protocol):
+    """What this benchmark calls of scikit-learn's naive Bayes classifiers (on the sparse
+    matrices of a DictVectorizer; scikit-learn has no types)."""
+
+    def fit(self, X: object, y: Sequence[str]) -> SklearnClassifier: ...
+    def partial_fit(
+        self, X: object, y: Sequence[str], classes: Sequence[str]
+    ) -> SklearnClassifier: ...
+    def predict(self, X: object) -> Sequence[object]: ...
+
+
+def sklearn_model(estimator: str) -> SklearnClassifier:
     from sklearn.naive_bayes import ComplementNB, MultinomialNB
 
-    return MultinomialNB() if estimator == "mnb" else ComplementNB()
+    model: SklearnClassifier = MultinomialNB() if estimator == "mnb" else ComplementNB()
+    return model
 
 
 def sklearn_split(estimator: str, data: Data) -> list[str]:
@@ -257,10 +281,7 @@ def systems(families: dict[str, bool]) -> list[tuple[str, ModelSpec | None, dict
             (
                 label,
                 spec,
-                {
-                    "split": lambda d, s=spec: filterd_split(s, d),
-                    "online": lambda d, s=spec: filterd_online(s, d),
-                },
+                {"split": partial(filterd_split, spec), "online": partial(filterd_online, spec)},
             )
         )
     peers = {"River": (river_split, river_online), "scikit-learn": (sklearn_split, sklearn_online)}
@@ -271,10 +292,7 @@ def systems(families: dict[str, bool]) -> list[tuple[str, ModelSpec | None, dict
                     (
                         f"{peer} {name}",
                         None,
-                        {
-                            "split": lambda d, e=estimator, f=split: f(e, d),
-                            "online": lambda d, e=estimator, f=online: f(e, d),
-                        },
+                        {"split": partial(split, estimator), "online": partial(online, estimator)},
                     )
                 )
     return rows

@@ -27,7 +27,7 @@ if "--pure-python" in sys.argv:  # before filterd is imported: its modules then 
 from filterd.bayes import features
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.evaluation.corpus import Record, read_corpus, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus
 from filterd.tokenize import Tokenizer
 
@@ -35,7 +35,7 @@ CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 STEPS = ("tokenize", "count", "learn", "score")
 
 
-def one_pass(records, tokenizer: Tokenizer) -> dict[str, float]:
+def one_pass(records: list[Record], tokenizer: Tokenizer) -> dict[str, float]:
     clock = time.process_time
     started = clock()
     for record in records:

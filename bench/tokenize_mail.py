@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -32,13 +33,18 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from filterd.tokenize import Tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpora" / "spamassassin" / "messages.jsonl.gz"
 
 
-def token_hash(results) -> str:
+def token_hash(results: Iterable[Tokens]) -> str:
     """SHA-256 over each result's tokens, truncated and sorted flags, as one JSON line each."""
     digest = hashlib.sha256()
     for r in results:
@@ -50,12 +56,12 @@ def token_hash(results) -> str:
 def worker(corpus: str) -> None:
     """Load the corpus, tokenize it once, print the hash, then time one pass per input line."""
     try:
-        from filterd.evaluation.corpus import read_corpus
+        corpora = importlib.import_module("filterd.evaluation.corpus")
     except ImportError:  # a --baseline revision from before filterd.corpus moved
-        from filterd.corpus import read_corpus  # type: ignore[no-redef]
+        corpora = importlib.import_module("filterd.corpus")
     from filterd.tokenize import Tokenizer
 
-    messages = [r.message() for r in read_corpus(corpus)]
+    messages = [r.message() for r in corpora.read_corpus(corpus)]
     tokenizer = Tokenizer()
     results = [tokenizer(m) for m in messages]
     print(
@@ -89,16 +95,19 @@ class Worker:
             stdout=subprocess.PIPE,
             text=True,
         )
-        self.info = json.loads(self.process.stdout.readline())
+        if self.process.stdin is None or self.process.stdout is None:
+            raise RuntimeError("the worker's pipes are missing")
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self.info = json.loads(self.stdout.readline())
         self.times: list[float] = []
 
     def run(self) -> None:
-        self.process.stdin.write("\n")
-        self.process.stdin.flush()
-        self.times.append(float(self.process.stdout.readline()))
+        self.stdin.write("\n")
+        self.stdin.flush()
+        self.times.append(float(self.stdout.readline()))
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.stdin.close()
         self.process.wait()
 
     def report(self, name: str) -> float:

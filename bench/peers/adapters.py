@@ -20,8 +20,15 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from filterd.bayes.model import ModelSpec
+    from filterd.evaluation.corpus import Record
+    from filterd.evaluation.protocols import Corpus
+    from filterd.tokenize import Tokenizer
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,6 +53,39 @@ def wrap_as_mail(msg_id: str, text: str) -> str:
         "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
         f"{text}\n"
     )
+
+
+class Adapter(Protocol):
+    """What run.py reads of every adapter, the peers' and filterd's: its name, which runs it
+    takes, the threshold of its own decision, how its memory is measured ("child": its own
+    processes', by GNU time; "rss": the worker's), and its warm-up outside the timed run."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def protocols(self) -> tuple[str, ...]: ...
+    @property
+    def tau(self) -> float: ...
+    @property
+    def memory_kind(self) -> str: ...
+    def warm(self) -> None: ...
+
+
+class Peer(Adapter, Protocol):
+    """A peer: scores of the `Msg`s it is given (see the module's docstring)."""
+
+    def split(self, train: Sequence[Msg], test: Sequence[Msg], work: Path) -> np.ndarray: ...
+    def online(self, stream: Sequence[Msg], work: Path) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Probed(Protocol):
+    """A peer whose memory is its processes' (memory_kind "child"), measured by a probe run on
+    the `last` messages after the timed run: the peak RSS in KB."""
+
+    def probe(self, work: Path, last: Sequence[Msg]) -> int: ...
 
 
 class Unavailable(Exception):
@@ -425,6 +465,20 @@ class CRM114:
 # --- scikit-learn -----------------------------------------------------------------------------
 
 
+class _Vectorizer(Protocol):
+    """What the adapter calls of scikit-learn's HashingVectorizer (scikit-learn has no types):
+    texts to a sparse matrix."""
+
+    def transform(self, texts: list[str]) -> object: ...
+
+
+class _SklearnNB(Protocol):
+    """What the adapter calls of scikit-learn's MultinomialNB and ComplementNB."""
+
+    def partial_fit(self, X: object, y: list[int], classes: list[int]) -> object: ...
+    def predict_joint_log_proba(self, X: object) -> np.ndarray: ...
+
+
 class Sklearn:
     """HashingVectorizer as in scikit-learn's out-of-core example (2**18 features,
     alternate_sign=False, default L2 norm) + MultinomialNB / ComplementNB (α = 1) with
@@ -451,17 +505,21 @@ class Sklearn:
         clf.partial_fit(vectorizer.transform(["warm up", "up"]), [0, 1], classes=[0, 1])
         self._scores(clf, vectorizer.transform(["warm"]))
 
-    def _make(self):
+    def _make(self) -> tuple[_Vectorizer, _SklearnNB]:
         from sklearn.feature_extraction.text import HashingVectorizer
         from sklearn.naive_bayes import ComplementNB, MultinomialNB
 
-        vectorizer = HashingVectorizer(n_features=self.n_features, alternate_sign=False)
-        return vectorizer, (MultinomialNB() if self.estimator == "mnb" else ComplementNB())
+        vectorizer: _Vectorizer = HashingVectorizer(
+            n_features=self.n_features, alternate_sign=False
+        )
+        clf: _SklearnNB = MultinomialNB() if self.estimator == "mnb" else ComplementNB()
+        return vectorizer, clf
 
     @staticmethod
-    def _scores(clf, X) -> np.ndarray:
+    def _scores(clf: _SklearnNB, X: object) -> np.ndarray:
         jll = clf.predict_joint_log_proba(X)
-        return jll[:, 1] - jll[:, 0]
+        scores: np.ndarray = jll[:, 1] - jll[:, 0]
+        return scores
 
     def split(self, train: Sequence[Msg], test: Sequence[Msg], work: Path) -> np.ndarray:
         vectorizer, clf = self._make()
@@ -498,6 +556,19 @@ class Sklearn:
 # --- River ------------------------------------------------------------------------------------
 
 
+class _BagOfWords(Protocol):
+    """What the adapter calls of River's BagOfWords (River has no types): a text's word counts."""
+
+    def transform_one(self, text: str) -> dict[str, int]: ...
+
+
+class _RiverNB(Protocol):
+    """What the adapter calls of River's MultinomialNB and ComplementNB."""
+
+    def learn_one(self, x: dict[str, int], y: bool) -> None: ...
+    def joint_log_likelihood(self, x: dict[str, int]) -> dict[bool, float]: ...
+
+
 class River:
     """River feature_extraction.BagOfWords (defaults) + naive_bayes.MultinomialNB /
     ComplementNB (α = 1), learn_one / joint_log_likelihood one message at a time.
@@ -520,15 +591,17 @@ class River:
         nb.learn_one(bow.transform_one("up"), False)
         self._score(nb, bow.transform_one("warm"))
 
-    def _make(self):
+    def _make(self) -> tuple[_BagOfWords, _RiverNB]:
         from river import feature_extraction, naive_bayes
 
-        return feature_extraction.BagOfWords(), (
+        bow: _BagOfWords = feature_extraction.BagOfWords()
+        nb: _RiverNB = (
             naive_bayes.MultinomialNB() if self.estimator == "mnb" else naive_bayes.ComplementNB()
         )
+        return bow, nb
 
     @staticmethod
-    def _score(nb, x) -> float:
+    def _score(nb: _RiverNB, x: dict[str, int]) -> float:
         jll = nb.joint_log_likelihood(x)
         return jll[True] - jll[False] if True in jll and False in jll else 0.0
 
@@ -598,35 +671,35 @@ class Filterd:
         self.online_records(records)
         self.split_records(records)
 
-    def spec(self):
+    def spec(self) -> ModelSpec:
         from filterd.bayes.model import ModelSpec
 
         return ModelSpec.parse(self.variant, self.raw_params, self.select)
 
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer:
         from filterd.tokenize import Tokenizer
         from filterd.tokenize.limits import TokenizerConfig
 
         return Tokenizer(TokenizerConfig(bigrams=self.bigrams))
 
-    def corpus(self, records):
+    def corpus(self, records: Sequence[Record]) -> Corpus:
         from filterd.evaluation.protocols import Corpus
 
         return Corpus.tokenize(records, self.tokenizer())
 
-    def split_records(self, records, corpus=None) -> np.ndarray:
+    def split_records(self, records: Sequence[Record], corpus: Corpus | None = None) -> np.ndarray:
         from filterd.evaluation.protocols import split_scores
 
         return split_scores(corpus or self.corpus(records), self.spec(), "spam")
 
-    def online_records(self, records, corpus=None) -> np.ndarray:
+    def online_records(self, records: Sequence[Record], corpus: Corpus | None = None) -> np.ndarray:
         from filterd.evaluation.protocols import online_replay
 
         corpus = corpus or self.corpus(records)
         scores, _ = online_replay(corpus, self.spec(), "spam")
         return scores
 
-    def check(self, records, protocol: str, scores: np.ndarray) -> str | None:
+    def check(self, records: Sequence[Record], protocol: str, scores: np.ndarray) -> str | None:
         """None if `filterd.evaluation.protocols.evaluate` gives the same AUC and spec@R=1 as
         `scores`."""
         from filterd.evaluation import ranking
@@ -640,7 +713,9 @@ class Filterd:
         result = evaluate(self.corpus(records), self.spec(), protocol)
         mine = ranking.binary_summary(scores, truth, tau=0.0)
         if (
-            abs(mine["auc"] - result.auc) > 1e-12
+            result.auc is None
+            or result.spec_at_full_recall is None
+            or abs(mine["auc"] - result.auc) > 1e-12
             or abs(mine["spec_at_full_recall"] - result.spec_at_full_recall) > 1e-12
         ):
             return f"differs from filterd evaluate: AUC {mine['auc']} vs {result.auc}"
@@ -716,7 +791,7 @@ def candidate(text: str) -> Filterd:
     return Filterd(text, variant, params, selections[0] if selections else "none", bigrams)
 
 
-def all_peers(candidates: Sequence[str] = ()) -> list:
+def all_peers(candidates: Sequence[str] = ()) -> list[Peer | Filterd]:
     return [
         Bogofilter(bulk=False),
         Bogofilter(bulk=True),

@@ -53,10 +53,11 @@ def main() -> None:
         )
         for peer in peers:
             split = evaluate(corpus, peer.spec(), "split")
+            recall = split.recall_at_fpr_0_1pct
             cells = [
                 f"{split.auc:.4f}",
                 f"{split.spec_at_full_recall:.3f}",
-                f"{100 * (1 - split.recall_at_fpr_0_1pct):.1f}",
+                "–" if recall is None else f"{100 * (1 - recall):.1f}",
                 "–" if split.accuracy is None else f"{split.accuracy:.4f}",
                 "–" if split.macro_f1 is None else f"{split.macro_f1:.4f}",
             ]
