@@ -1,6 +1,9 @@
-"""The analyst loop on the real spam corpora: does a recalibrated threshold reach the recall target
+"""Does the promised recall hold on the traffic that follows a calibration?
+
+The analyst loop on the real spam corpora: does a recalibrated threshold reach the recall target
 on the traffic that follows it, calibrated on the holdout window, on the prequential scores, or
-on the prequential scores at an adaptive level?
+on the prequential scores at an adaptive level? Prints one row per corpus, variant, target,
+mode and source: the recall and specificity achieved after each recalibration.
 
     .venv/bin/python bench/calibration.py [--corpus sms-spam ...] [--variant default ...]
                                           [--every 500] [--sync 1]
@@ -80,7 +83,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -102,8 +104,8 @@ from filterd.jobs.calibrate import STEP
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.learning import in_holdout
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 TARGET = "spam"
 POSITIVE = {"spam", "smishing"}  # labels counted as the target class (smishing is spam here)

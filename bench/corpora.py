@@ -1,10 +1,11 @@
-"""Every variant on the shared corpora, as markdown tables (the README's results section).
+"""How do the variants and feature selections compare on the four corpora?
 
     .venv/bin/python bench/corpora.py [--corpus sms-spam ...] [--variant mnb ...]
                                       [--select none ...]
 
-The same code path as `filterd evaluate`: one tokenization per corpus, then each variant
-under the split protocol (all corpora) and the online protocol (the two spam corpora).
+Prints every variant × selection on the shared corpora as markdown tables (the README's results
+section), by the same code path as `filterd evaluate`: one tokenization per corpus, then each
+variant under the split protocol (all corpora) and the online protocol (the two spam corpora).
 h=.1% is TREC's spam misclassification at 0.1 % ham misclassification (100 − 100·R@FPR.1%).
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from filterd.bayes.estimators import ESTIMATORS
 from filterd.bayes.model import ModelSpec
@@ -20,8 +20,8 @@ from filterd.bayes.selection import Selection
 from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "20newsgroups-bydate", "reuters-21578-modapte"]
 ONLINE = {"sms-spam", "spamassassin"}
 DEFAULT_SELECTIONS = ["none", "local:6:alo", "local:10:or"]

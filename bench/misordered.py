@@ -6,10 +6,10 @@
 A (ham, spam) pair is misordered when the ham scores above the spam (ties count half): their
 sum is (1 − AUC) · hams · spams. The pairs of filterd's default (`filterd.evaluation.protocols.
 split_scores`, the scores `filterd evaluate` measures) and of a peer (its per-message scores,
-which `bench/peers/run.py` writes to bench/peers/out/CORPUS/split/PEER.tsv) are counted by the
-kind of message on each side: how many body words the default tokenizer gives it (tokens
-without a prefix: not `subject:…`, `from:…`, `key=value`), and for the ten hams in most pairs,
-their scores and strongest clues.
+which `bench/peers/run.py` writes to bench/peers/out/CORPUS/split/PEER.tsv) are printed,
+counted by the kind of message on each side: how many body words the default tokenizer gives
+it (tokens without a prefix: not `subject:…`, `from:…`, `key=value`), and for the ten hams in
+most pairs, their scores and strongest clues.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from filterd.bayes.statistics import Statistics
 from filterd.evaluation.corpus import read_corpus, relabel, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, split_scores
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
 HERE = Path(__file__).resolve().parent
 KINDS = ((0, 4, "≤ 3 body words"), (4, 30, "4–29"), (30, 300, "30–299"), (300, 10**9, "≥ 300"))
@@ -43,9 +44,7 @@ def misordered(ham: FloatArray, spam: FloatArray) -> FloatArray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--corpus", type=Path, default=HERE.parents[1] / "shared/corpora/enron-spam"
-    )
+    parser.add_argument("--corpus", type=Path, default=CORPORA / "enron-spam")
     parser.add_argument("--limit", type=int, default=20000)
     parser.add_argument("--peer", default="crm114-osb--1-process-msg")
     args = parser.parse_args()

@@ -1,9 +1,10 @@
-"""Three-class naive Bayes (ham, spam, smishing): filterd against River and scikit-learn.
+"""How do filterd, River and scikit-learn classify SMS into ham, spam and smishing?
 
     .venv/bin/python bench/multiclass.py [--corpus ../shared/corpora/sms-smishing]
                                          [--protocol split|online|both] [--limit N]
 
-Protocol (printed with the table):
+Prints accuracy, macro-F1 and per-class F1 of each system, split and online. Protocol (printed
+with the table):
 - The corpus is read by `filterd.evaluation.corpus.read_corpus` (sorted by `order`; the first N
   with --limit) and tokenized once by filterd's default tokenizer (`filterd.tokenize.Tokenizer()`).
   Every system gets those tokens with their counts: filterd as its hashed token counts, River as
@@ -64,12 +65,13 @@ from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, read_corpus, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, evaluate
 from filterd.tokenize import Tokenizer, Tokens
+from harness import CORPORA
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "peers"))
 from adapters import ensure  # noqa: E402
 
-DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpora" / "sms-smishing"
+DEFAULT_CORPUS = CORPORA / "sms-smishing"
 
 FILTERD_SPECS = [
     DEFAULT_SPEC,

@@ -1,4 +1,4 @@
-"""Speed and memory of the core, with scikit-learn measured on the same messages in the same run.
+"""How fast is the core, against scikit-learn on the same messages, and how much memory?
 
     .venv/bin/python bench/speed.py   # SMS and SpamAssassin from ../shared/corpora if present
 
@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
@@ -33,8 +32,8 @@ from filterd.bayes.statistics import Statistics
 from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPEATS = 5
 BATCH = 1000
 SPEC = DEFAULT_SPEC  # what `filterd run` uses

@@ -1,4 +1,4 @@
-"""Where the split protocol's time goes, step by step, for the default model.
+"""Where does the split protocol's time go, step by step, with and without the C loops?
 
     .venv/bin/python bench/split_time.py [--corpus ../shared/corpora/spamassassin] [--repeats 3]
                                          [--pure-python]
@@ -30,8 +30,8 @@ from filterd.bayes.statistics import Statistics
 from filterd.evaluation.corpus import Record, read_corpus, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 STEPS = ("tokenize", "count", "learn", "score")
 
 

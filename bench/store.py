@@ -1,4 +1,4 @@
-"""Learning into the store and syncing out of it, on SQLite and on an embedded PostgreSQL.
+"""How fast does the store learn, load and sync a model, on SQLite and on PostgreSQL?
 
     .venv/bin/python bench/store.py [--messages 20000] [--tokens 1000000]
 

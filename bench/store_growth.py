@@ -1,4 +1,4 @@
-"""What the analyst loop stores: bytes per decided message and per review item, on PostgreSQL.
+"""What does the analyst loop store: bytes per decided message and per review item?
 
     .venv/bin/python bench/store_growth.py [--decisions 200000] [--items 5000]
 
@@ -13,7 +13,7 @@
   excerpt of 500 characters. Reported: table + indexes (+ TOAST) per item, and at the default
   `review.max_items` (100,000), the most the queue holds per model.
 Sizes are PostgreSQL's own (`pg_total_relation_size`) after VACUUM ANALYZE, on an embedded
-PostgreSQL server.
+PostgreSQL server; one line each is printed.
 """
 
 from __future__ import annotations

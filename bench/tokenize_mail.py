@@ -1,5 +1,7 @@
-"""Raw e-mail tokenization speed, and a hash of every token, so that a speed-up can show it
-changed no output.
+"""Does the tokenizer still produce the same tokens, and how fast does it tokenize raw e-mail?
+
+Prints the tokenizer's speed and a hash of every token, so that a speed-up can show it changed
+no output.
 
     PYTHONPATH=. .venv/bin/python bench/tokenize_mail.py                      # this tree
     PYTHONPATH=. .venv/bin/python bench/tokenize_mail.py --baseline HEAD~3    # and a revision
@@ -37,11 +39,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import CORPORA
+
 if TYPE_CHECKING:
     from filterd.tokenize import Tokens
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpora" / "spamassassin" / "messages.jsonl.gz"
+CORPUS = CORPORA / "spamassassin" / "messages.jsonl.gz"
 
 
 def token_hash(results: Iterable[Tokens]) -> str:

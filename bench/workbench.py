@@ -1,4 +1,6 @@
-"""The workbench's pages with a full review queue: server time (and CPU) per page.
+"""How fast are the workbench's pages with a full review queue?
+
+Prints the server time (and CPU) of each page, on SQLite and PostgreSQL.
 
     .venv/bin/python bench/workbench.py [--items 100000] [--repeats 30] [--db sqlite,postgresql]
 

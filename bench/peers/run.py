@@ -1,4 +1,6 @@
-"""filterd side by side with the filters people run today, on the shared corpora.
+"""How does filterd compare with bogofilter, SpamAssassin, CRM114, scikit-learn and River?
+
+filterd side by side with the filters people run today, on the shared corpora.
 
     .venv/bin/python bench/peers/run.py --corpus ../shared/corpora/sms-spam [--corpus …]
         [--protocol split|online|both]
@@ -39,7 +41,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the adapters, beside this script
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # bench's shared helpers
-from adapters import Adapter, Filterd, Msg, Probed, all_peers, ensure, wrap_as_mail
+from adapters import Adapter, Msg, Probed, all_peers, ensure, wrap_as_mail
+from candidates import Filterd
 from harness import cpu_model
 
 if TYPE_CHECKING:
