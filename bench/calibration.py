@@ -28,7 +28,7 @@ Protocol (printed with the table):
   decision is what is counted. Until each class has 20 learned documents the model is not
   ready and decisions are "unknown" (not counted).
 - Then their labels arrive as feedback, in order: a message whose id falls in the holdout share
-  (`store.learning.in_holdout(id, 0.1)`, a hash of the id) joins the holdout window, any other
+  (`store.ledger.in_holdout(id, 0.1)`, a hash of the id) joins the holdout window, any other
   is learned (`Statistics.learn`, one message at a time).
 - Every K messages (`--every`, 500) the recalibration job runs: the model is rebuilt (the same
   model then scores the next messages), and τ is chosen by
@@ -91,6 +91,7 @@ from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.calibration import (
     CalibrationError,
@@ -98,11 +99,10 @@ from filterd.evaluation.calibration import (
     positives_needed,
     recall_threshold,
 )
-from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
 from filterd.jobs.calibrate import STEP
 from filterd.service.decide import NotReady, decision_scores, scoring_model
-from filterd.store.learning import in_holdout
+from filterd.store.ledger import in_holdout
 from filterd.tokenize import Tokenizer
 from harness import CORPORA
 

@@ -17,7 +17,7 @@ import time
 from filterd.bayes.estimators import ESTIMATORS
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate
 from filterd.tokenize import Tokenizer
 from harness import CORPORA

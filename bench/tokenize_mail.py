@@ -35,13 +35,14 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import CORPORA
 
 if TYPE_CHECKING:
+    from filterd.evaluation.corpus import Record
     from filterd.tokenize import Tokens
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,15 +58,28 @@ def token_hash(results: Iterable[Tokens]) -> str:
     return digest.hexdigest()
 
 
+# where read_corpus lives, newest first: a --baseline revision may be older than the move
+READERS = ("filterd.cli.corpus_files", "filterd.evaluation.corpus", "filterd.corpus")
+
+
+def baseline_reader() -> Callable[[str], Iterable[Record]]:
+    """The read_corpus of the filterd on sys.path, wherever its revision keeps it."""
+    for name in READERS:
+        try:
+            reader: Callable[[str], Iterable[Record]] = importlib.import_module(name).read_corpus
+        except (ImportError, AttributeError):
+            continue
+        return reader
+    raise ImportError(f"no read_corpus in any of {', '.join(READERS)}")
+
+
 def worker(corpus: str) -> None:
     """Load the corpus, tokenize it once, print the hash, then time one pass per input line."""
-    try:
-        corpora = importlib.import_module("filterd.evaluation.corpus")
-    except ImportError:  # a --baseline revision from before filterd.corpus moved
-        corpora = importlib.import_module("filterd.corpus")
     from filterd.tokenize import Tokenizer
 
-    messages = [r.message() for r in corpora.read_corpus(corpus)]
+    read_corpus = baseline_reader()
+
+    messages = [r.message() for r in read_corpus(corpus)]
     tokenizer = Tokenizer()
     results = [tokenizer(m) for m in messages]
     print(
@@ -154,7 +168,7 @@ def build_speedups(root: Path) -> None:
 
 
 def profile(corpus: str, top: int) -> None:
-    from filterd.evaluation.corpus import read_corpus
+    from filterd.cli.corpus_files import read_corpus
     from filterd.tokenize import Tokenizer
 
     messages = [r.message() for r in read_corpus(corpus)]

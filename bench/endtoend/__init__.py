@@ -3,3 +3,20 @@
 used the CPU (`cpu`), the decisions read back (`decisions`), analysts on the workbench
 (`analysts`), the measured phases (`scorer`, `learner`, `memory`), the runs that combine them
 (`runs`), what they measured (`results`) and the report (`report`)."""
+
+__all__ = [
+    "analysts",
+    "context",
+    "cpu",
+    "daemon",
+    "data",
+    "decisions",
+    "learner",
+    "memory",
+    "metrics",
+    "options",
+    "report",
+    "results",
+    "runs",
+    "scorer",
+]

@@ -9,10 +9,11 @@ from typing import NamedTuple
 
 import kafka_ceiling
 from filterd.bayes.model import ModelSpec
-from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import train_test_split
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from harness import CORPORA
 from store import synthetic_token_feedback
@@ -92,26 +93,26 @@ def produce(bootstrap: str, topic: str, records: list[KeyValue]) -> float:
 def learn_sms_model(url: str, model: str, spec: ModelSpec, train: list[Sms]) -> float:
     """The training part into a fresh store; returns seconds."""
     started = time.perf_counter()
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, model, spec)
+    store = Store.open(url)
+    store.upgrade()
+    held = store.create_model(model, spec)
     tokenize = Tokenizer()
     items = [LabelledTokens(r.id, r.label, tokenize({"text": r.text}).tokens) for r in train]
     for i in range(0, len(items), 2000):
-        apply_feedback(engine, model, items[i : i + 2000], holdout_fraction=0)
-    engine.dispose()
+        held.learn(items[i : i + 2000], holdout_fraction=0)
+    store.close()
     return time.perf_counter() - started
 
 
 def build_big_model(url: str, model: str, tokens: int) -> float:
     """`tokens` distinct tokens × 2 classes (bench/store.py's synthetic documents); seconds."""
     started = time.perf_counter()
-    upgrade(url)
-    engine = connect(url)
+    store = Store.open(url)
+    store.upgrade()
     # the model the documented figure was measured with
-    create_model(engine, model, ModelSpec("mnb"), seed=2)
+    held = store.create_model(model, ModelSpec("mnb"), seed=2)
     big = synthetic_token_feedback(tokens)
     for i in range(0, len(big), 1000):
-        apply_feedback(engine, model, big[i : i + 1000], holdout_fraction=0)
-    engine.dispose()
+        held.learn(big[i : i + 1000], holdout_fraction=0)
+    store.close()
     return time.perf_counter() - started

@@ -9,7 +9,7 @@ filterd side by side with the filters people run today, on the shared corpora.
         [--results bench/peers/RESULTS.md]
 
 Same messages in the same order for every peer: the corpus read by
-`filterd.evaluation.corpus.read_corpus` (sorted by `order`, the first N with --limit, labels
+`filterd.cli.corpus_files.read_corpus` (sorted by `order`, the first N with --limit, labels
 merged by --relabel as `filterd evaluate --relabel` does, e.g. smishing=spam), the split of
 `filterd.evaluation.corpus.train_test_split` (the corpus's own, else stratified 66/34 with seed
 0: the one `filterd evaluate` uses), the online protocol the TREC immediate-feedback replay in
@@ -71,8 +71,9 @@ class RunResult(TypedDict, total=False):
 
 
 def load(corpus: Path, limit: int | None, relabels: Sequence[str] = ()) -> list[Record]:
+    from filterd.cli.corpus_files import read_corpus
     from filterd.cli.evaluation import relabel_mapping
-    from filterd.evaluation.corpus import read_corpus, relabel
+    from filterd.evaluation.corpus import relabel
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)
