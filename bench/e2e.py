@@ -121,7 +121,7 @@ from filterd.demo.broker import LocalBroker, free_port
 from filterd.evaluation.corpus import read_corpus, train_test_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.admin import create_topics
-from filterd.service.config import KAFKA_CLIENTS
+from filterd.kafka.settings import KAFKA_CLIENTS
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.tokenize import Tokenizer

@@ -28,11 +28,11 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import structlog
+from msgspec.structs import replace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -11,10 +11,9 @@ import click
 
 from filterd.bayes.estimators import parameters
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.daemon.settings import load_settings
 from filterd.evaluation.corpus import CorpusError, Record, read_corpus
-from filterd.kafka import settings as kafka_settings
-from filterd.service import config
-from filterd.service.config import Config
+from filterd.service.config import Config, ConfigError
 
 
 class OptionError(click.ClickException):
@@ -98,12 +97,10 @@ config_option = click.option(
 def load_config(path: str | None, **overrides: object) -> Config:
     """The configuration (file ← environment ← flags), or a one-line error naming the key."""
     try:
-        loaded = config.load(
+        return load_settings(
             path, overrides={k.replace("__", "."): v for k, v in overrides.items()}
         )
-        kafka_settings.check(loaded)
-        return loaded
-    except config.ConfigError as error:
+    except ConfigError as error:
         raise click.ClickException(f"invalid configuration: {error}") from None
 
 

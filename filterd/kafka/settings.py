@@ -10,7 +10,12 @@ from typing import Any, ClassVar, Protocol
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, codec
 
 from filterd.kafka.rdkafka_settings import librdkafka_settings
-from filterd.service.config import COMPRESSION_TYPES, Config, ConfigError
+from filterd.service.config import Config, ConfigError
+
+# Kafka's record batch codecs (kafka-python's names), in the order of their protocol codes
+COMPRESSION_TYPES = (None, "gzip", "snappy", "lz4", "zstd")
+# `[kafka] client`: the Kafka client library filterd runs with (confluent: librdkafka, optional)
+KAFKA_CLIENTS = ("kafka-python", "confluent")
 
 # Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
 PRODUCER_DEFAULTS = {
@@ -87,11 +92,15 @@ def check_compression(name: str | None) -> None:
 
 def check(config: Config) -> None:
     """ConfigError naming the key unless this installation can use the `[kafka]` settings of
-    `config`: every key is one of kafka-python's clients' (a misspelt one would be left out
-    without a word), the brokers are named by text, and the codec has its library installed.
-    With `client = "confluent"`: confluent-kafka is installed, and every key maps to a setting of
-    librdkafka or is one (dotted)."""
-    if config.kafka.get("client") == "confluent":
+    `config`: a client filterd has, every key one of kafka-python's clients' (a misspelt one
+    would be left out without a word), at least one broker named by text, and a codec whose
+    library is installed. With `client = "confluent"`: confluent-kafka is installed, and every
+    key maps to a setting of librdkafka or is one (dotted)."""
+    kafka = config.kafka
+    client = kafka.get("client", KAFKA_CLIENTS[0])
+    if client not in KAFKA_CLIENTS:
+        raise ConfigError(f"kafka.client: {client!r} is not one of {', '.join(KAFKA_CLIENTS)}")
+    if client == "confluent":
         _check_confluent(config)
     known = {
         "client",
@@ -99,12 +108,14 @@ def check(config: Config) -> None:
         *KafkaProducer.DEFAULT_CONFIG,
         *KafkaAdminClient.DEFAULT_CONFIG,
     }
-    for key in config.kafka:
-        if key not in known and not (config.kafka.get("client") == "confluent" and "." in key):
+    for key in kafka:
+        if key not in known and not (client == "confluent" and "." in key):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"kafka.{key}: not a setting of kafka-python's clients{hint}")
-    servers = config.kafka.get("bootstrap_servers")
+    servers = kafka.get("bootstrap_servers")
+    if not servers:
+        raise ConfigError("kafka.bootstrap_servers: must name at least one broker")
     if not (
         isinstance(servers, str)
         or (isinstance(servers, list) and all(isinstance(s, str) for s in servers))
@@ -113,7 +124,7 @@ def check(config: Config) -> None:
             f'kafka.bootstrap_servers: expected "host:port,…" or a list of them, got {servers!r}'
         )
     try:
-        check_compression(config.kafka.get("compression_type"))
+        check_compression(kafka.get("compression_type"))
     except ValueError as error:
         raise ConfigError(f"kafka.compression_type: {error}") from None
 

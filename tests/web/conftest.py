@@ -8,10 +8,10 @@ import base64
 import json
 import urllib.error
 import urllib.request
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from msgspec.structs import replace
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate

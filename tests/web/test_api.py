@@ -2,13 +2,13 @@
 over HTTP: authentication, checks, bad input, the reads and the OpenAPI document."""
 
 import http.client
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import jsonschema
 import msgspec
 import pytest
 import structlog
+from msgspec.structs import replace
 from sqlalchemy import text
 
 from filterd.daemon.model_state import ModelState
