@@ -37,12 +37,13 @@ from msgspec.structs import replace
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from filterd.bayes.model import ModelSpec
-from filterd.daemon.model_state import ModelState, tokenizer_of
+from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import load
+from filterd.service.decide import tokenizer_of
 from filterd.service.passwords import hash_secret
 from filterd.service.review import QueuedItem
 from filterd.store.database import connect, upgrade

@@ -25,26 +25,14 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats, progress
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decider, ThresholdSetting, tokenizer_of
 from filterd.store.database import error_detail
 from filterd.store.learning import spec_from_json
 from filterd.store.schema import ModelRow
 from filterd.store.sync import load, sync
 from filterd.store.thresholds import latest_threshold
-from filterd.tokenize import Tokenizer, TokenizerConfig
 
 LOAD_PROGRESS_SECONDS = 5.0  # between "loading the model" lines while a large model loads
-
-
-def tokenizer_of(config: Config) -> Tokenizer:
-    limits = config.limits
-    return Tokenizer(
-        TokenizerConfig(
-            max_token_length=limits.max_token_length,
-            max_tokens=limits.max_tokens,
-            max_bytes=limits.max_bytes,
-        )
-    )
 
 
 class ModelState:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from filterd.daemon.settings import load_settings
-from filterd.service.config import Config
+from filterd.service.config import DEFAULTS, Config
 from filterd.service.passwords import hash_secret
 
 DB_FILE, DAEMON_LOG, BROKER_LOG = "filterd.db", "daemon.log", "broker.log"
@@ -40,8 +40,8 @@ class DemoOptions:
     corpus: Path | None = None
     rate: float = 400.0  # messages per second; 0: as fast as possible
     feedback_delay: int = 300  # message i's label is sent after message i + delay
-    target: str = "spam"
-    target_recall: float = 0.99
+    target: str = DEFAULTS.decision.target_class
+    target_recall: float = DEFAULTS.decision.target_recall
     recalibrate_every: int = 1000  # feedback records applied by the learner
     timeout: float = 60.0  # seconds to wait for the last decisions after the replay
     variant: str | None = None  # model.variant (None: the configuration's)
@@ -60,8 +60,6 @@ class DemoOptions:
             raise DemoError("--spam-share must be between 0 and 1")
         if self.rate < 0 or self.feedback_delay < 0 or self.timeout <= 0:
             raise DemoError("--rate and --feedback-delay must not be negative, --timeout positive")
-        if not 0.0 < self.target_recall <= 1.0:
-            raise DemoError("--target-recall must be in (0, 1]")
         if self.recalibrate_every < 1:
             raise DemoError("--recalibrate-every must be at least 1")
         if self.workbench_port is not None and not 0 < self.workbench_port <= 65535:

@@ -113,7 +113,7 @@ def serve():
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
 
-        from filterd.daemon.model_state import tokenizer_of
+        from filterd.service.decide import tokenizer_of
         from filterd.web.serving import Api
 
         api = Api(
