@@ -344,7 +344,8 @@ def load(
     for name, text in environ.items():
         if name.startswith(ENV_PREFIX) and name != ENV_PREFIX + "CONFIG":
             section, key = _split_variable(name)
-            _set(values, section, key, text, f"environment variable {name}", from_text=True)
+            where = f"environment variable {name} ({section}.{key})"
+            _set(values, section, key, text, where, from_text=True)
     for dotted, value in (overrides or {}).items():
         if value is not None:
             section, _, key = dotted.partition(".")

@@ -226,5 +226,10 @@ def test_a_value_of_the_wrong_type_names_where_it_came_from(tmp_path):
         load(path, {})
     with pytest.raises(ConfigError, match=r"^option model.params: expected table, got 'x'$"):
         load(None, {}, {"model.params": "x"})
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable FILTERD_BATCHES_FEEDBACK \(batches.feedback\): expected int",
+    ):
+        load(None, {"FILTERD_BATCHES_FEEDBACK": "many"})
     with pytest.raises(ConfigError, match="^model.labels: must be a list of label strings$"):
         load(None, {"FILTERD_MODEL_LABELS": '["spam", ""]'})
