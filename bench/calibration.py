@@ -49,9 +49,10 @@ Protocol (printed with the table):
   Learning skips the holdout items whatever the source, so the models and the decision scores
   are the same for both; only τ differs.
 - Guardrails as in `filterd calibrate` (`evaluation.guardrails`), for either source: a new τ is
-  written only if the window has P ≥ `default_min_positives(R)` positives (100 for R = 0.99 and for R = 1; conservative mode
-  also needs the P at which the bound can reach R at all: 299 for R = 0.99, none for R = 1),
-  N ≥ 100 negatives, τ is reachable (`CalibrationError` otherwise), and AUC has not fallen by
+  written only if the window has P ≥ `default_min_positives(R)` positives (100 for R = 0.99
+  and for R = 1; conservative mode also needs the P at which the bound can reach R at all:
+  299 for R = 0.99, none for R = 1), N ≥ 100 negatives, τ is reachable (`CalibrationError`
+  otherwise), and AUC has not fallen by
   more than 0.02 below the last written version's AUC (of the same source). Otherwise the
   previous τ stays in force. With `--forced`, rows marked "forced" are added that override the
   first and last of these, as `--force` does (an unreachable target cannot be forced): the loop
@@ -86,6 +87,7 @@ from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.calibration import (
     CalibrationError,
@@ -93,11 +95,10 @@ from filterd.evaluation.calibration import (
     positives_needed,
     recall_threshold,
 )
-from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
 from filterd.service.config import CALIBRATION_SOURCES, DEFAULTS
 from filterd.service.decide import NotReady, decision_scores, scoring_model
-from filterd.store.learning import in_holdout
+from filterd.store.ledger import in_holdout
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -383,8 +384,8 @@ def main() -> None:
         "--source",
         action="append",
         choices=SOURCES,
-        help="calibration source: the re-scored holdout, the prequential scores, or the prequential "
-        "scores at the adaptive level (default: all, one row each)",
+        help="calibration source: the re-scored holdout, the prequential scores, "
+        "or the prequential scores at the adaptive level (default: all, one row each)",
     )
     parser.add_argument("--target", action="append", type=float, help="R (default: 0.99 and 1)")
     parser.add_argument("--exact-only", action="store_true", help="leave out the conservative rows")
@@ -433,7 +434,8 @@ def main() -> None:
         ),
         "adaptive": (
             f"the same prequential window, τ for the recall 1 − α_t, α_t adapted from the misses "
-            f"since the first τ (`adapt_level`, step {', '.join(f'{x:g}' for x in args.step or [STEP])})"
+            "since the first τ (`adapt_level`, step "
+            f"{', '.join(f'{x:g}' for x in args.step or [STEP])})"
         ),
     }
     t_start = time.perf_counter()
@@ -522,8 +524,8 @@ def main() -> None:
         f"source){forced_note}. "
         f"Learning skips the holdout for either source, so the models and decision scores are "
         f"the same; only τ differs. A refused recalibration keeps the previous τ. Achieved "
-        f"figures count the messages decided after the first τ was written; expected k/(P+1) is what "
-        f"exchangeable new spam would give.\n"
+        f"figures count the messages decided after the first τ was written; expected k/(P+1) is "
+        f"what exchangeable new spam would give.\n"
     )
     print(HEADER)
     print("\n".join(lines))

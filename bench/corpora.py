@@ -1,6 +1,7 @@
 """Every variant on the shared corpora, as markdown tables (the README's results section).
 
-    .venv/bin/python bench/corpora.py [--corpus sms-spam ...] [--variant mnb ...] [--select none ...]
+    .venv/bin/python bench/corpora.py [--corpus sms-spam ...] [--variant mnb ...]
+                                      [--select none ...]
 
 The same code path as `filterd evaluate`: one tokenization per corpus, then each variant
 under the split protocol (all corpora) and the online protocol (the two spam corpora).
@@ -16,7 +17,7 @@ from pathlib import Path
 from filterd.bayes.estimators import ESTIMATORS
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer
 
@@ -49,7 +50,9 @@ def main() -> None:
             for variant in variants:
                 for selection in selections:
                     if variant == "robinson_fisher" and protocol == "split" and name not in ONLINE:
-                        continue  # a two-class rule; the multi-class corpora evaluate one-vs-rest below anyway
+                        # a two-class rule; the multi-class corpora evaluate one-vs-rest below
+                        # anyway
+                        continue
                     try:
                         rows.append(
                             evaluate(corpus, ModelSpec(variant, selection=selection), protocol)
@@ -61,8 +64,10 @@ def main() -> None:
 
 def table(name: str, protocol: str, rows) -> str:
     multiclass = rows and rows[0].task != "binary"
+    averaged = ", macro-averaged one-vs-rest" if multiclass else ""
     head = (
-        f"**{name}**, {protocol} protocol ({rows[0].n_train} train / {rows[0].n_test} test{', macro-averaged one-vs-rest' if multiclass else ''})\n\n"
+        f"**{name}**, {protocol} protocol "
+        f"({rows[0].n_train} train / {rows[0].n_test} test{averaged})\n\n"
         if rows
         else ""
     )

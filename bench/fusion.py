@@ -27,8 +27,9 @@ import numpy as np
 
 from filterd.bayes import fusion
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus, relabel
+from filterd.evaluation.corpus import relabel
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer
 
@@ -84,7 +85,8 @@ def main() -> None:
         for label, spec in (("default", DEFAULT_SPEC), ("fusion", ModelSpec.parse("fusion"))):
             e = evaluate(corpus, spec, "split", "spam")
             print(
-                f"| {label} | {e.auc:.4f} | {e.one_minus_auc_pct:.3f} | {e.spec_at_full_recall:.3f} |"
+                f"| {label} | {e.auc:.4f} | {e.one_minus_auc_pct:.3f} "
+                f"| {e.spec_at_full_recall:.3f} |"
             )
     print(
         f"\nProduced by `python bench/fusion.py` on {time.strftime('%Y-%m-%d')} "

@@ -1,7 +1,7 @@
 """POST /v1/check under load: latency at a fixed request rate, and the highest rate sustained.
 
-    .venv/bin/python bench/http_check.py [--corpus ../shared/corpora/sms-spam] [--rates 500,1000,...]
-                                         [--seconds 10] [--connections 64]
+    .venv/bin/python bench/http_check.py [--corpus ../shared/corpora/sms-spam]
+                                         [--rates 500,1000,...] [--seconds 10] [--connections 64]
 
 A SQLite store learns the corpus (`filterd learn`); `filterd serve` answers on one core
 (`taskset -c 1`), the load generator runs on the other (CPU affinity 0). Requests are open-loop:
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.service.passwords import hash_secret
 from filterd.web.auth import new_token
 
@@ -108,7 +108,8 @@ async def run_rate(
                     return
                 body = bodies[i % len(bodies)]
                 head = (
-                    f"POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+                    f"POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    f"Authorization: Bearer {token}\r\n"
                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
                 ).encode()
                 statuses[i] = await request(reader, writer, head, body)
@@ -194,7 +195,8 @@ def main() -> None:
             asyncio.run(run_rate(port, token, bodies, 200, 3.0, args.connections))  # warm-up
             print(
                 f"POST /v1/check, one message a request, {path.parent.name}; `filterd serve` on "
-                f"one core; {args.seconds:g} s per rate, {args.connections} connections; {started}\n"
+                f"one core; {args.seconds:g} s per rate, {args.connections} connections; "
+                f"{started}\n"
             )
             print(
                 "| offered req/s | answered req/s | answered in the run | p50 ms | p99 ms | max ms "

@@ -4,12 +4,12 @@
 
 Protocol: each spam corpus of ../shared/corpora (smishing counted as spam) is tokenized once
 with `filterd.tokenize.Tokenizer()` and replayed online in `order` by every candidate
-(`filterd.evaluation.protocols.online_replay`, the code of `filterd evaluate --protocol online`): a grid
-of Robinson–Fisher settings (prior strength s, clue selection) and pnbc+local:6:alo. The figure
-is (1−AUC)% over the whole stream. For each corpus in turn, the candidate with the lowest
-geometric mean of (1−AUC)% over the *other* three is chosen, and measured on the one left out;
-the table gives, per corpus, the chosen candidate, its held-out figure, the default's, and the
-best candidate in hindsight (in-sample).
+(`filterd.evaluation.protocols.online_replay`, the code of `filterd evaluate --protocol online`):
+a grid of Robinson–Fisher settings (prior strength s, clue selection) and pnbc+local:6:alo.
+The figure is (1−AUC)% over the whole stream. For each corpus in turn, the candidate with the
+lowest geometric mean of (1−AUC)% over the *other* three is chosen, and measured on the one left
+out; the table gives, per corpus, the chosen candidate, its held-out figure, the default's, and
+the best candidate in hindsight (in-sample).
 
 A second choice reads every measure the default is held to: the split protocol too
 (`filterd.evaluation.protocols.split_scores`, the split of `filterd evaluate`), so that each
@@ -27,8 +27,9 @@ import numpy as np
 
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus, relabel
+from filterd.evaluation.corpus import relabel
 from filterd.evaluation.protocols import Corpus, online_replay, split_scores, train_test_split
 from filterd.tokenize import Tokenizer
 

@@ -56,7 +56,8 @@ def main() -> None:
     dense_mb = len(stats.labels) * len(stats.vocab) * 3 * 8 / 1e6
     print(f"{args.classes} classes, {len(train):,} training documents, {stats.V:,} distinct tokens")
     print(
-        f"statistics: {stats.storage.n_pairs:,} (token, class) pairs, {rss_mb() - before:,.0f} MB resident "
+        f"statistics: {stats.storage.n_pairs:,} (token, class) pairs, "
+        f"{rss_mb() - before:,.0f} MB resident "
         f"(dense arrays would need {dense_mb:,.0f} MB); learning {learn_rate:,.0f} docs/s"
     )
     truth = [r["label"] for r in test]
@@ -77,7 +78,8 @@ def main() -> None:
         rate = len(test) / (time.perf_counter() - started)
         accuracy = ranking.accuracy(np.array(truth), np.array(predicted))
         print(
-            f"{spec!s:22s} accuracy {accuracy:.4f}  macro-F1 {ranking.macro_f1(truth, predicted):.4f}  "
+            f"{spec!s:22s} accuracy {accuracy:.4f}  "
+            f"macro-F1 {ranking.macro_f1(truth, predicted):.4f}  "
             f"{rate:,.0f} docs/s  (resident {rss_mb() - before:,.0f} MB above start)"
         )
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus, relabel, train_test_split
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import relabel, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, split_scores
 from filterd.tokenize import Tokenizer
 
@@ -96,7 +97,8 @@ def main() -> None:
     model = Model.build(stats, DEFAULT_SPEC, "spam")
     worst = hams[np.argsort(-pairs["filterd default"].sum(axis=1), kind="stable")[:10]]
     print(
-        "\nThe ten hams in most of filterd's misordered pairs (score, peer's score, body words, strongest clues):"
+        "\nThe ten hams in most of filterd's misordered pairs "
+        "(score, peer's score, body words, strongest clues):"
     )
     for i in worst:
         tokens = tokenizer(test[i].message()).tokens

@@ -4,7 +4,7 @@
                                          [--protocol split|online|both] [--limit N]
 
 Protocol (printed with the table):
-- The corpus is read by `filterd.evaluation.corpus.read_corpus` (sorted by `order`; the first N
+- The corpus is read by `filterd.cli.corpus_files.read_corpus` (sorted by `order`; the first N
   with --limit) and tokenized once by filterd's default tokenizer (`filterd.tokenize.Tokenizer()`).
   Every system gets those tokens with their counts: filterd as its hashed token counts, River as
   a dict token → count, scikit-learn as DictVectorizer columns of the same dicts. The labels
@@ -58,8 +58,9 @@ from filterd.bayes.features import select_docs
 from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import Record, read_corpus, train_test_split
+from filterd.evaluation.corpus import Record, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, evaluate
 from filterd.tokenize import Tokenizer, Tokens
 
@@ -154,7 +155,8 @@ def filterd_online(spec: ModelSpec, data: Data) -> list[str]:
 
 
 def check_filterd(spec: ModelSpec, data: Data, predicted: list[str]) -> str:
-    """'' if `filterd evaluate`'s code path gives the same accuracy and macro-F1, else what differs."""
+    """'' if `filterd evaluate`'s code path gives the same accuracy and macro-F1, else what
+    differs."""
     result = evaluate(data.corpus, spec, "split")
     truth = data.truth("split")
     mine = (
@@ -327,7 +329,8 @@ def main() -> None:
     total = time.perf_counter() - started
     print(
         f"Produced on {datetime.date.today().isoformat()} by `{command}` in {total:.0f} s "
-        f"({os.cpu_count()} cores; other work shared the machine). Versions: {'; '.join(versions)}.\n"
+        f"({os.cpu_count()} cores; other work shared the machine). "
+        f"Versions: {'; '.join(versions)}.\n"
     )
     print(
         f"**{corpus_name(args.corpus)}**: {len(records):,} messages ("
@@ -338,7 +341,8 @@ def main() -> None:
             if all(r.split for r in records)
             else " (stratified 66/34, seed 0)"
         )
-        + f"; online: {len(records) - data.burn_in:,} messages counted after a burn-in of {data.burn_in}"
+        + f"; online: {len(records) - data.burn_in:,} messages counted "
+        f"after a burn-in of {data.burn_in}"
         + f" (until every class was learned once); tokenizing took {data.tokenize_seconds:.3f} s.\n"
     )
     print(

@@ -1,9 +1,10 @@
 """Speed and memory of the core, with scikit-learn measured on the same messages in the same run.
 
-    .venv/bin/python bench/speed.py            # SMS and SpamAssassin from ../shared/corpora if present
+    .venv/bin/python bench/speed.py   # SMS and SpamAssassin from ../shared/corpora if present
 
 Prints messages/s (median of several runs, one core, after warm-up) for:
-  - scoring SMS-size messages with the default model (robinson_fisher over its local clues), tokenization included: in poll-sized batches and one at a time
+  - scoring SMS-size messages with the default model (robinson_fisher over its local clues),
+    tokenization included: in poll-sized batches and one at a time
   - scoring raw e-mails of about 5 KB, MIME parsing included
   - learning SMS-size messages (tokenize + learn, batches)
   - scikit-learn HashingVectorizer + MultinomialNB scoring one message at a time, and the ratio
@@ -28,7 +29,7 @@ import numpy as np
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
 
@@ -118,18 +119,21 @@ def sklearn_rate(messages: list[dict], labels: list[str]) -> float | None:
 
 
 def memory_of_a_million_tokens() -> float:
-    """Resident MB added by statistics for 1,000,000 distinct tokens × 2 classes, in a fresh process.
+    """Resident MB added by statistics for 1,000,000 distinct tokens × 2 classes, in a fresh
+    process.
 
     Documents are fed as token keys (what the tokenizer and hasher hand over), so that the
     figure is the statistics' own: vocabulary, counts and change tracking.
     """
     code = (
         "import gc, numpy as np\n"
-        "from filterd.bayes.statistics import Statistics\nfrom filterd.bayes.features import DocBatch\n"
+        "from filterd.bayes.statistics import Statistics\n"
+        "from filterd.bayes.features import DocBatch\n"
         "def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096 / 1e6\n"
         "stats = Statistics(['ham', 'spam']); before = rss()\n"
         "for start in range(0, 1_000_000, 100_000):\n"
-        "    keys = np.sort((np.arange(start, start + 100_000) * 7919 + 12345).reshape(1000, 100), axis=1).ravel()\n"
+        "    keys = np.sort((np.arange(start, start + 100_000) * 7919 + 12345).reshape(1000, 100), "
+        "axis=1).ravel()\n"
         "    batch = DocBatch(np.arange(0, 100_001, 100), keys, np.ones(100_000, dtype=np.int64))\n"
         "    stats.update(batch, ['ham'] * 500 + ['spam'] * 500)\n"
         "gc.collect()\n"
@@ -153,7 +157,8 @@ def main() -> None:
     if sk:
         print(f"SMS     {'scikit-learn (one at a time)':28s} {sk:>10,.0f} msg/s")
         print(
-            f"        filterd/scikit-learn, one at a time: {rates['score (one at a time)'] / sk:.1f}×;"
+            "        filterd/scikit-learn, one at a time: "
+            f"{rates['score (one at a time)'] / sk:.1f}×;"
             f" batched: {rates['score (batches of 1000)'] / sk:.1f}×"
         )
     emails = emails_of_about_5kb()
@@ -163,12 +168,14 @@ def main() -> None:
         e_rates = filterd_rates(*emails, tokenizer)
         size = np.mean([len(m["text"].encode()) for m in emails[0]])
         print(
-            f"e-mail  {len(emails[0])} raw messages of 4–6 KB (mean {size / 1000:.1f} KB), MIME parsing included"
+            f"e-mail  {len(emails[0])} raw messages of 4–6 KB (mean {size / 1000:.1f} KB), "
+            "MIME parsing included"
         )
         for name, rate in e_rates.items():
             print(f"e-mail  {name:28s} {rate:>10,.0f} msg/s")
     print(
-        f"\nstatistics for 1,000,000 tokens × 2 classes: {memory_of_a_million_tokens():.0f} MB resident"
+        "\nstatistics for 1,000,000 tokens × 2 classes: "
+        f"{memory_of_a_million_tokens():.0f} MB resident"
     )
 
 

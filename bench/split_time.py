@@ -27,7 +27,8 @@ if "--pure-python" in sys.argv:  # before filterd is imported: its modules then 
 from filterd.bayes import features
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import train_test_split
 from filterd.evaluation.protocols import SEED, Corpus
 from filterd.tokenize import Tokenizer
 
@@ -72,7 +73,8 @@ def main() -> None:
     total = sum(medians.values())
     build = "pure Python" if features._speedups is None else "with filterd._speedups"
     print(
-        f"{args.corpus.name}: {len(records):,} messages, {build}, CPU seconds (median of {args.repeats} passes)"
+        f"{args.corpus.name}: {len(records):,} messages, {build}, "
+        f"CPU seconds (median of {args.repeats} passes)"
     )
     for step in STEPS:
         print(f"  {step:<9} {medians[step]:6.2f} s  {medians[step] / total:4.0%}")

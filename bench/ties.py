@@ -24,8 +24,8 @@ from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -68,8 +68,10 @@ def main() -> None:
         shared = int((counts[inverse] > 1).sum())
         extremes = int(np.sum(s == s.max()) + np.sum(s == s.min()))
         print(
-            f"| {name} | {len(s):,} | {shared:,} | {counts.max():,} at {values[counts.argmax()]:.6g} "
-            f"| {extremes:,} (min {s.min():.6g}, max {s.max():.6g}) | {ranking.one_minus_auc_pct(s, t):.3f} "
+            f"| {name} | {len(s):,} | {shared:,} "
+            f"| {counts.max():,} at {values[counts.argmax()]:.6g} "
+            f"| {extremes:,} (min {s.min():.6g}, max {s.max():.6g}) "
+            f"| {ranking.one_minus_auc_pct(s, t):.3f} "
             f"| {broken(s, t, False):.3f} / {broken(s, t, True):.3f} | {seconds:.0f} |"
         )
 

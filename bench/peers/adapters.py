@@ -88,7 +88,8 @@ def _pip_install(*packages: str) -> str | None:
 
 
 def ensure(family: str) -> tuple[bool, str]:
-    """Install what `family` needs if it is missing: (available, version or the reason it is not)."""
+    """Install what `family` needs if it is missing: (available, version or the reason it is
+    not)."""
     # GNU time measures the peak memory of their processes
     if (
         family in ("bogofilter", "spamassassin", "crm114")
@@ -346,7 +347,8 @@ class SpamAssassin:
         )
         if done.returncode != 0:
             raise RuntimeError(
-                f"sa_bayes.pl exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+                f"sa_bayes.pl exited {done.returncode}: "
+                f"{done.stderr.decode(errors='replace')[-500:]}"
             )
         for line in done.stderr.decode(errors="replace").splitlines():
             if line.startswith("VmHWM:"):
@@ -425,8 +427,9 @@ class CRM114:
 
 class Sklearn:
     """HashingVectorizer as in scikit-learn's out-of-core example (2**18 features,
-    alternate_sign=False, default L2 norm) + MultinomialNB / ComplementNB (α = 1) with partial_fit, on the
-    message text (the raw mail for e-mail corpora). Score: joint log-likelihood spam − ham.
+    alternate_sign=False, default L2 norm) + MultinomialNB / ComplementNB (α = 1) with
+    partial_fit, on the message text (the raw mail for e-mail corpora). Score: joint
+    log-likelihood spam − ham.
     batch = 1: one message at a time; batch > 1: mini-batches, which in the online protocol
     score a whole batch before learning it (feedback delayed by up to batch − 1 messages)."""
 
@@ -549,11 +552,12 @@ class River:
 
 
 class Filterd:
-    """A filterd configuration through the code path of `filterd evaluate` (filterd.evaluation.protocols):
-    tokenization of every message included in the time, the split protocol learning the
-    training part as one batch and scoring the test part as one batch, the online protocol
-    through filterd.bayes.replay (one vectorized replay where the estimator allows, else a model per message).
-    Scores: s_spam − s_ham (log-odds; S − H for Robinson–Fisher)."""
+    """A filterd configuration through the code path of `filterd evaluate`
+    (filterd.evaluation.protocols): tokenization of every message included in the time, the
+    split protocol learning the training part as one batch and scoring the test part as one
+    batch, the online protocol through filterd.bayes.replay (one vectorized replay where the
+    estimator allows, else a model per message). Scores: s_spam − s_ham (log-odds; S − H for
+    Robinson–Fisher)."""
 
     family = "filterd"
     protocols = ("split", "online")
@@ -623,7 +627,8 @@ class Filterd:
         return scores
 
     def check(self, records, protocol: str, scores: np.ndarray) -> str | None:
-        """None if `filterd.evaluation.protocols.evaluate` gives the same AUC and spec@R=1 as `scores`."""
+        """None if `filterd.evaluation.protocols.evaluate` gives the same AUC and spec@R=1 as
+        `scores`."""
         from filterd.evaluation import ranking
         from filterd.evaluation.protocols import evaluate
 
@@ -680,7 +685,8 @@ def _run(command: list[str], input: bytes | None = None, ok: tuple[int, ...] = (
     done = subprocess.run(command, input=input, capture_output=True)
     if done.returncode not in ok:
         raise RuntimeError(
-            f"{' '.join(command[:3])}… exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+            f"{' '.join(command[:3])}… exited {done.returncode}: "
+            f"{done.stderr.decode(errors='replace')[-500:]}"
         )
     return done.stdout
 

@@ -4,8 +4,8 @@
 
 A CANDIDATE is "VARIANT[,KEY=VALUE...][+SELECT]" (as run.py's --candidate, e.g.
 "robinson_fisher,s=0.025,x=0.52+local:1000000:alo:0.18"). The code path of `filterd evaluate`
-(`filterd.evaluation.protocols.evaluate`, one tokenization per corpus): the split protocol on every corpus,
-the online protocol on the two spam corpora. One line per candidate and corpus.
+(`filterd.evaluation.protocols.evaluate`, one tokenization per corpus): the split protocol on
+every corpus, the online protocol on the two spam corpora. One line per candidate and corpus.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SPAM = {"sms-spam", "spamassassin"}
 
 
 def main() -> None:
-    from filterd.evaluation.corpus import read_corpus
+    from filterd.cli.corpus_files import read_corpus
     from filterd.evaluation.protocols import Corpus, evaluate
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -37,7 +37,8 @@ def main() -> None:
     args = parser.parse_args()
     peers = [candidate(c + ("+bigrams" if args.bigrams else "")) for c in args.candidates]
     print(
-        "| corpus | candidate | split AUC | split spec@R=1 | split h=.1% | acc | macro-F1 | online (1−AUC)% | online spec@R=1 | online lam% |"
+        "| corpus | candidate | split AUC | split spec@R=1 | split h=.1% | acc | macro-F1 "
+        "| online (1−AUC)% | online spec@R=1 | online lam% |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.corpus or ALL:

@@ -1,19 +1,21 @@
 """filterd side by side with the filters people run today, on the shared corpora.
 
     .venv/bin/python bench/peers/run.py --corpus ../shared/corpora/sms-spam [--corpus …]
-        [--protocol split|online|both] [--peers bogofilter,spamassassin,crm114,sklearn,river,filterd]
+        [--protocol split|online|both]
+        [--peers bogofilter,spamassassin,crm114,sklearn,river,filterd]
         [--repeats 3] [--repeat-budget 90] [--limit N] [--relabel OLD=NEW] [--out bench/peers/out]
         [--results bench/peers/RESULTS.md]
 
-Same messages in the same order for every peer: the corpus read by `filterd.evaluation.corpus.read_corpus`
-(sorted by `order`, the first N with --limit, labels merged by --relabel as `filterd evaluate
---relabel` does, e.g. smishing=spam), the split of `filterd.evaluation.corpus.train_test_split`
-(the corpus's own, else stratified 66/34 with seed 0: the one `filterd evaluate` uses), the online
-protocol the TREC immediate-feedback replay in that order. Every peer's scores are measured by the
-same functions of `filterd.evaluation.ranking`. Each peer runs in a fresh worker process per repetition
-(so that its peak memory is its own); repetitions go round-robin over the peers, and speed is
-the median over them. A peer whose first run took longer than --repeat-budget seconds is not
-repeated (marked ¹). Per-message scores go to --out (outside git); the tables to --results.
+Same messages in the same order for every peer: the corpus read by
+`filterd.cli.corpus_files.read_corpus` (sorted by `order`, the first N with --limit, labels
+merged by --relabel as `filterd evaluate --relabel` does, e.g. smishing=spam), the split of
+`filterd.evaluation.corpus.train_test_split` (the corpus's own, else stratified 66/34 with seed
+0: the one `filterd evaluate` uses), the online protocol the TREC immediate-feedback replay in
+that order. Every peer's scores are measured by the same functions of
+`filterd.evaluation.ranking`. Each peer runs in a fresh worker process per repetition (so that
+its peak memory is its own); repetitions go round-robin over the peers, and speed is the median
+over them. A peer whose first run took longer than --repeat-budget seconds is not repeated
+(marked ¹). Per-message scores go to --out (outside git); the tables to --results.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd
 
 
 def load(corpus: Path, limit: int | None, relabels=()):
+    from filterd.cli.corpus_files import read_corpus
     from filterd.cli.evaluation import relabel_mapping
-    from filterd.evaluation.corpus import read_corpus, relabel
+    from filterd.evaluation.corpus import relabel
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)
@@ -217,7 +220,8 @@ def main() -> None:
         default=[],
         metavar="NAME=N",
         help="run the rows whose name contains NAME on the first N messages of the online "
-        "stream only (their split run is skipped); filterd's reference is measured on the same prefix",
+        "stream only (their split run is skipped); filterd's reference is measured on the same "
+        "prefix",
     )
     parser.add_argument(
         "--out",
@@ -329,7 +333,8 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
                     -1
                 ]
                 print(
-                    f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: FAILED: {error}",
+                    f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] "
+                    f"{peer.name}: FAILED: {error}",
                     file=sys.stderr,
                 )
                 done.append({"error": error})
@@ -338,8 +343,10 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
             result["scores"] = str(scores) if scores else None
             done.append(result)
             print(
-                f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] {peer.name}: {result['seconds']:.1f} s, "
-                f"{result['messages'] / result['seconds']:,.0f} msg/s (wall {time.perf_counter() - started:.0f} s)"
+                f"[{corpus_name(corpus)} {protocol} {rep + 1}/{args.repeats}] "
+                f"{peer.name}: {result['seconds']:.1f} s, "
+                f"{result['messages'] / result['seconds']:,.0f} msg/s "
+                f"(wall {time.perf_counter() - started:.0f} s)"
                 + (f"  CHECK: {result['check']}" if result.get("check") else ""),
                 file=sys.stderr,
                 flush=True,
@@ -395,8 +402,8 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         next((n for n in speeds if n.startswith("filterd")), None),
     )
     lines = [
-        head
-        + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s | filterd default ÷ peer | peak MB |",
+        head + "| peer | AUC | (1−AUC)% | lam% | h=.1% | spec@R=1 | msg/s "
+        "| filterd default ÷ peer | peak MB |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for peer, m, timing, error in rows:
@@ -423,7 +430,8 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         peak = max(r["peak_kb"] for r in done) / 1024
         kind = "ᶜ" if peer.memory_kind == "child" else "ʳ"
         lines.append(
-            f"| {label} | {m['auc']:.4f} | {m['one_minus_auc_pct']:.3f} | {m['lam_pct']:.2f} | {m['h_pct']:.1f} | "
+            f"| {label} | {m['auc']:.4f} | {m['one_minus_auc_pct']:.3f} | {m['lam_pct']:.2f} "
+            f"| {m['h_pct']:.1f} | "
             f"{m['spec']:.3f} | {speed:,.0f}{mark} | {ratio:.2f}{spread} | {peak:,.0f}{kind} |"
         )
     return "\n".join(lines) + "\n"
@@ -443,14 +451,18 @@ NOTES = """\
 Columns: AUC (ties ½), (1−AUC)%, lam% (TREC logistic average misclassification at the peer's own
 Bayes decision: probability 0.5, log-odds/pR/S−H 0), h=.1% (spam missed at 0.1 % ham
 misclassification, 100 − 100·R@FPR.1%), spec@R=1 (ham kept at 100 % spam recall), all by
-`filterd.evaluation.ranking` on the per-message scores; msg/s = messages learned + scored per second of
+`filterd.evaluation.ranking` on the per-message scores; msg/s = messages learned + scored per \
+second of
 wall time, including the peer's own parsing and process start-ups, median over the repetitions
-(¹ = one run: the first run took longer than --repeat-budget); "filterd default ÷ peer" = the speed of
+(¹ = one run: the first run took longer than --repeat-budget); "filterd default ÷ peer" = \
+the speed of
 filterd's default configuration over the peer's, in the same protocol (> 1:
 filterd faster), the ratio of the medians, then in brackets the lowest and highest ratio within
-one round of the repetitions; peak MB: ᶜ = the largest peak RSS of one of the peer's own processes (
+one round of the repetitions; peak MB: ᶜ = the largest peak RSS of one of the peer's own \
+processes (
 is measured by GNU time on the run's last messages, for one-process-per-message peers, by the
-SpamAssassin driver's own VmHWM and by GNU time around sa-learn), ʳ = peak RSS of the worker during the run less its RSS before (VmHWM reset via
+SpamAssassin driver's own VmHWM and by GNU time around sa-learn), ʳ = peak RSS of the worker \
+during the run less its RSS before (VmHWM reset via
 /proc/self/clear_refs), for in-process Python peers.
 """
 
@@ -472,7 +484,8 @@ def write_results(
     stamp = datetime.date.today().isoformat()
     for name, tables in sections.items():
         body = [
-            f"Produced on {stamp} by `{command}`\n({os.cpu_count()} cores, {cpu}; other work shared the machine; "
+            f"Produced on {stamp} by `{command}`\n"
+            f"({os.cpu_count()} cores, {cpu}; other work shared the machine; "
             f"{args.repeats} repetitions, --repeat-budget {args.repeat_budget:g} s"
             + (f"; first {args.limit} messages" if args.limit else "")
             + (f"; labels merged: {', '.join(args.relabel)}" if args.relabel else "")
@@ -495,7 +508,8 @@ HEADER = """\
 Produced by `python bench/peers/run.py` (see docs/benchmarks.md); per-message scores are in
 `bench/peers/out/` (not in git). One section per corpus, each with the command and date that
 produced it. The same messages in the same order for every row: the split of
-`filterd.evaluation.corpus.train_test_split` (the one `filterd evaluate` uses) and the TREC immediate-feedback
+`filterd.evaluation.corpus.train_test_split` (the one `filterd evaluate` uses) and the TREC \
+immediate-feedback
 replay in `order`. Text messages (SMS) reach the mail filters wrapped as a minimal e-mail
 (adapters.wrap_as_mail); e-mail corpora as their raw files.
 
@@ -522,8 +536,10 @@ How each peer is driven (bench/peers/adapters.py):
 - River: BagOfWords() + naive_bayes.MultinomialNB / ComplementNB, learn_one and
   joint_log_likelihood one at a time. River's ComplementNB sums over the whole vocabulary for each
   token of each message (O(|x|·V)); on the e-mail corpus it runs on a prefix of the stream.
-- filterd: the code path of `filterd evaluate` (filterd.evaluation.protocols; each worker checks its figures
-  against `evaluate()`), tokenization included in the time; "default" is `filterd.bayes.model.DEFAULT_SPEC`,
+- filterd: the code path of `filterd evaluate` (filterd.evaluation.protocols; each worker \
+checks its figures
+  against `evaluate()`), tokenization included in the time; "default" is \
+`filterd.bayes.model.DEFAULT_SPEC`,
   what `filterd run` uses out of the box.
 """
 

@@ -221,7 +221,8 @@ def mnb(c: Counts, alpha: float = 1.0) -> Weights:
 def pcn(c: Counts, A: float | str = 1.0) -> Weights:
     """MNB-PCN (Frank & Bouckaert): N[c,·] → A·N[c,·]/N_c, then MNB with α=1.
 
-    A = 1 (default), "min" (min_c N_c over the classes with tokens, "PCN-min") or any positive value.
+    A = 1 (default), "min" (min_c N_c over the classes with tokens, "PCN-min") or any positive
+    value.
     """
     Nc = c.Nc
     amount: FloatArray | float | str = A
@@ -375,7 +376,8 @@ def pnbc(
     delta: float = 0.5,
     mu: float = 0.5,
 ) -> Weights:
-    """PNBC: W[c,w] = log p(w|c) with a language-model smoothing against p_bg(w) = Σ_c N[c,w] / Σ_c N_c.
+    """PNBC: W[c,w] = log p(w|c) with a language-model smoothing against
+    p_bg(w) = Σ_c N[c,w] / Σ_c N_c.
 
     laplace      (N+α)/(N_c+αV)
     absolute     max(N−δ,0)/N_c + δ·U_c/N_c·p_bg      (U_c = distinct tokens of c)
@@ -466,9 +468,10 @@ def check_params(variant: str, params: Mapping[str, object]) -> dict[str, ParamV
 
     >>> check_params("pcn", {"A": 2})
     {'A': 2.0}
-    >>> check_params("mnb", {"alpha": -1.0})
+    >>> check_params("mnb", {"alpha": -1.0})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    filterd.bayes.estimators.ParamError: invalid value for mnb parameter 'alpha': -1 (must be a number > 0)
+    filterd.bayes.estimators.ParamError: invalid value for mnb parameter 'alpha': -1
+    (must be a number > 0)
     """
     declared = parameters(variant)
     checked: dict[str, ParamValue] = {}
@@ -510,9 +513,10 @@ def parse_params(variant: str, raw: Mapping[str, str]) -> dict[str, ParamValue]:
 
     >>> parse_params("unb", {"lam": "1e-5,1e-3"})
     {'lam': [1e-05, 0.001]}
-    >>> parse_params("mnb", {"alpha": "abc"})
+    >>> parse_params("mnb", {"alpha": "abc"})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    filterd.bayes.estimators.ParamError: invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)
+    filterd.bayes.estimators.ParamError: invalid value for mnb parameter 'alpha': 'abc'
+    (must be a number > 0)
     """
     return check_params(variant, {name: parse_value(text) for name, text in raw.items()})
 

@@ -41,7 +41,8 @@ FUSION = "fusion"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to build: an estimator (docs/methods.md name) with parameters, a selection, set-of-words mode.
+    """What to build: an estimator (docs/methods.md name) with parameters, a selection,
+    set-of-words mode.
 
     The product's default is `DEFAULT_SPEC`; `parse` reads a spec from its text form (CLI options,
     the configuration's `[model]`). A spec is valid once built: an unknown variant is a
@@ -82,11 +83,14 @@ class ModelSpec:
 
         >>> str(ModelSpec.parse("twcnb+sow", {"alpha": "0.5"}, "local:6"))
         'twcnb(alpha=0.5)+sow+local:6:alo'
-        >>> str(ModelSpec.parse("robinson_fisher", {"s": 0.025, "x": 0.52}, "local:1000000:alo:0.18"))
+        >>> str(ModelSpec.parse(
+        ...     "robinson_fisher", {"s": 0.025, "x": 0.52}, "local:1000000:alo:0.18"
+        ... ))
         'robinson_fisher(s=0.025,x=0.52)+local:1000000:alo:0.18'
-        >>> ModelSpec.parse("pcn", {"A": "foo"})
+        >>> ModelSpec.parse("pcn", {"A": "foo"})  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        filterd.bayes.estimators.ParamError: invalid value for pcn parameter 'A': 'foo' (must be a number > 0 or min)
+        filterd.bayes.estimators.ParamError: invalid value for pcn parameter 'A': 'foo'
+        (must be a number > 0 or min)
         """
         values = {k: parse_value(v) if isinstance(v, str) else v for k, v in (params or {}).items()}
         return cls(
@@ -100,9 +104,11 @@ class ModelSpec:
         """Raises a `ParamError` unless every per-class parameter (UNB's λ) fits `labels`: one
         value, or one per class in their order.
 
-        >>> ModelSpec.parse("unb", {"lam": "1,2,3"}).check_classes(("spam", "not spam"))
+        >>> spec = ModelSpec.parse("unb", {"lam": "1,2,3"})
+        >>> spec.check_classes(("spam", "not spam"))  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        filterd.bayes.estimators.ParamError: invalid value for unb parameter 'lam': 3 values for 2 classes (spam, not spam): give one value, or one per class in that order
+        filterd.bayes.estimators.ParamError: invalid value for unb parameter 'lam': 3 values for
+        2 classes (spam, not spam): give one value, or one per class in that order
         """
         if self.variant != FUSION:
             check_class_count(self.variant, self.params, labels)
@@ -116,7 +122,8 @@ class ModelSpec:
 
 # What `filterd run`, `filterd evaluate`, `filterd tune` and `filterd model create` use unless told
 # otherwise: Robinson–Fisher (s = 0.025, x = 0.52) over every clue of strength |f − 0.5| ≥ 0.18.
-# Chosen across the shared corpora against the peers (bench/peers; docs/benchmarks.md, "Which default model, measured on all corpora?").
+# Chosen across the shared corpora against the peers (bench/peers; docs/benchmarks.md, "Which
+# default model, measured on all corpora?").
 DEFAULT_SPEC = ModelSpec(
     "robinson_fisher", {"s": 0.025, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.18)
 )
@@ -429,7 +436,8 @@ class Scores:
     _x: FloatArray
 
     def binary(self, target: str | None = None) -> FloatArray:
-        """(n,) decision scores s_t(x) − max_{c≠t} s_c(x) for `target` (default: the model's row 0)."""
+        """(n,) decision scores s_t(x) − max_{c≠t} s_c(x) for `target` (default: the model's
+        row 0)."""
         t = 0 if target is None else self.labels.index(target)
         others = np.delete(self.class_scores, t, axis=1)
         decision: FloatArray = self.class_scores[:, t] - others.max(axis=1)

@@ -88,7 +88,8 @@ def replay_scores(
     progress: Progress = iter,
 ) -> FloatArray:
     """The replay vectorized, a block of about `block_entries` entries at a time (specs that
-    weigh columns on their own only); a block is scored when `progress` reaches its last document."""
+    weigh columns on their own only); a block is scored when `progress` reaches its last
+    document."""
     if spec.needs_whole_vocabulary:
         raise ValueError(f"{spec} needs the whole vocabulary: replay it with stepwise_scores")
     scores = np.zeros(len(batch))
@@ -112,7 +113,8 @@ def statistics_read(spec: ModelSpec) -> frozenset[Statistic]:
     """The per-token statistics that weighing columns for `spec` reads (`compile_weights`), the
     ones the replay sums: its estimator's (`reads_of`), DF (which tokens were seen), and MNB's
     for a local or global selection ranked by ALO unless the estimator ranks its own clues
-    (`filterd.bayes.selection.strength`; MI, OR and IDF read DF only). N is DF in set-of-words mode."""
+    (`filterd.bayes.selection.strength`; MI, OR and IDF read DF only). N is DF in set-of-words
+    mode."""
     declared = reads_of(spec.variant)
     read: set[Statistic] = {*declared.statistics, "DF"}
     if (

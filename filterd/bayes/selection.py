@@ -81,7 +81,8 @@ class Selection:
             return cls("none" if kind == "none" else "ir")
         if kind not in ("local", "global") or not 2 <= len(parts) <= (4 if kind == "local" else 3):
             raise ValueError(
-                f"bad selection {spec!r}: use none, ir, local:N[:alo|mi|or[:MIN]] or global:N[:alo|mi|or]"
+                f"bad selection {spec!r}: use none, ir, local:N[:alo|mi|or[:MIN]] "
+                "or global:N[:alo|mi|or]"
             )
         try:
             n = int(parts[1])

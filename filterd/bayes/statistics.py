@@ -228,7 +228,10 @@ def not_ready(labels: Sequence[str], docs: Sequence[int], min_docs: int) -> str 
     """Why a model should not decide yet (fewer than two classes, or a class with fewer than
     `min_docs` learned documents), or None when it is ready."""
     if len(labels) < 2:
-        return f"needs at least two classes with {min_docs} learned documents each; has {len(labels)} class(es)"
+        return (
+            f"needs at least two classes with {min_docs} learned documents each; "
+            f"has {len(labels)} class(es)"
+        )
     short = [f"{label!r} has {int(d)}" for label, d in zip(labels, docs) if d < min_docs]
     if short:
         return f"needs {min_docs} learned documents per class: " + ", ".join(short)

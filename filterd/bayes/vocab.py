@@ -32,7 +32,8 @@ _SORT_NEEDLES_FROM = 1 << 14
 
 
 def next_capacity(needed: int, current: int) -> int:
-    """Capacity for growing arrays: ×1.25 keeps appends amortized O(1) and wastes at most a fifth."""
+    """Capacity for growing arrays: ×1.25 keeps appends amortized O(1) and wastes at most a
+    fifth."""
     return max(needed, current + current // 4, 1024)
 
 

@@ -30,7 +30,7 @@ from filterd.cli.store import (
     delivered_text,
     min_docs_option,
     model_option,
-    open_store,
+    open_model,
     store_errors,
 )
 from filterd.evaluation.calibration import Expected
@@ -179,8 +179,7 @@ def calibrate_command(
     with store_errors():
         try:
             reports = calibrate_classes(
-                open_store(url, name, writes=not dry_run),
-                name,
+                open_model(url, name, writes=not dry_run),
                 None if all_classes else target_classes,
                 target_recall,
                 window=None if last else window or parse_duration(CALIBRATION.window),
@@ -284,7 +283,8 @@ def render(r: CalibrationReport, source: str | None = None) -> str:
     )
     if source is not None and source != r.source:
         lines.append(
-            f"no τ yet and too little feedback scored on arrival: the first τ is from the {r.source}"
+            "no τ yet and too little feedback scored on arrival: "
+            f"the first τ is from the {r.source}"
             + ("; the adaptive level starts from the next" if source == "adaptive" else "")
         )
     if r.level is not None:

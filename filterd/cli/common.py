@@ -13,14 +13,16 @@ from msgspec import inspect
 
 from filterd.bayes.estimators import parameters
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.cli.corpus_files import read_corpus
 from filterd.daemon.settings import load_settings
-from filterd.evaluation.corpus import CorpusError, Record, read_corpus
+from filterd.evaluation.corpus import CorpusError, Record
 from filterd.service.config import Config, ConfigError, declared
 
 
 class OptionError(click.ClickException):
     """A bad option value in one line ("Error: …"), with the exit status of click's usage errors
-    (2): the message says what to fix, where click's BadParameter would print the usage around it."""
+    (2): the message says what to fix, where click's BadParameter would print the usage around
+    it."""
 
     exit_code = 2
 
@@ -28,7 +30,8 @@ class OptionError(click.ClickException):
 def model_specs(
     variants: Sequence[str], params: Sequence[str], selections: Sequence[str]
 ) -> list[ModelSpec]:
-    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE, --select.
+    """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE,
+    --select.
 
     Without a variant: the default spec (`DEFAULT_SPEC`), its parameters overridden by --param and
     its selection unless --select is given. With variants but no --select: no selection. Any

@@ -14,7 +14,8 @@ import click
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import FUSION
 from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
-from filterd.evaluation.corpus import Record, relabel, to_records, write_corpus
+from filterd.cli.corpus_files import write_corpus
+from filterd.evaluation.corpus import Record, relabel, to_records
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda
@@ -93,7 +94,8 @@ def tokenizer_options(command: F) -> F:
             default=TokenizerConfig.short_body,
             show_default=True,
             metavar="N",
-            help="A body of fewer than N plain words gets the subject's words as words too (0: never).",
+            help="A body of fewer than N plain words gets the subject's words as words too "
+            "(0: never).",
         ),
     ]
     wrapped: Callable[..., object] = with_config
@@ -157,8 +159,8 @@ def evaluate_command(
     config_path: str | None,
     as_json: bool,
 ) -> None:
-    """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding messages.jsonl[.gz];
-    see shared/corpora/README.md).
+    """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding
+    messages.jsonl[.gz]; see shared/corpora/README.md).
 
     Two labels (or a --target) make a binary task, more labels a multi-class one; --relabel
     merges labels first, e.g. `--relabel smishing=spam` scores sms-smishing as spam vs ham.
@@ -211,13 +213,15 @@ def evaluate_command(
     multiple=True,
     metavar="KEY=V1,V2,...",
     help="Values to try: estimator parameters or select (e.g. alpha=0.01,0.1,1 or "
-    "select=local:4:alo,local:8:or). Without --grid, unb tunes its per-class λ by differential evolution.",
+    "select=local:4:alo,local:8:or). Without --grid, unb tunes its per-class λ by differential "
+    "evolution.",
 )
 @click.option(
     "--objective",
     type=click.Choice(["auc", "spec_at_full_recall", "macro_f1"]),
     default=None,
-    help="What to maximize on the validation share (default: macro_f1 for λ and multi-class, else auc).",
+    help="What to maximize on the validation share "
+    "(default: macro_f1 for λ and multi-class, else auc).",
 )
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @relabel_option
@@ -236,7 +240,8 @@ def tune_command(
     config_path: str | None,
     as_json: bool,
 ) -> None:
-    """Choose hyper-parameters on a validation share of the training part, then measure the choice on the test part."""
+    """Choose hyper-parameters on a validation share of the training part, then measure the
+    choice on the test part."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     (spec,) = model_specs((variant,) if variant else (), params, (selection,) if selection else ())

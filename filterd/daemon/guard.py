@@ -31,7 +31,8 @@ class DeadLetterGuard:
         self.consecutive = 0
 
     def check(self, dead: Sequence[bool]) -> None:
-        """Account for one batch (True: dead-lettered, in order); raise DeadLetterFlood if it trips."""
+        """Account for one batch (True: dead-lettered, in order); raise DeadLetterFlood if it
+        trips."""
         for is_dead in dead:
             if len(self._recent) == self.window:
                 self._dead_in_window -= self._recent[0]

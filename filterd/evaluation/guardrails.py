@@ -1,7 +1,7 @@
 """Calibration guardrails (pure): when a recall-targeted threshold must not be trusted.
 
-`guarded_threshold` checks them and raises `GuardrailError`. `force` overrides the first three; the version written then
-records forced = true (only when a guardrail was actually overridden).
+`guarded_threshold` checks them and raises `GuardrailError`. `force` overrides the first three;
+the version written then records forced = true (only when a guardrail was actually overridden).
 - too few positives: P ≥ min_positives, by default ⌈1/(1−R)⌉ for R < 1 (100 for R = 0.99)
   and 100 for R = 1; conservative mode needs at least the P whose bound can reach R at all
   (299 for R = 0.99 at 95 %). Why: below 1/(1−R) positives ⌈R·P⌉ = P, so τ is the lowest

@@ -12,7 +12,7 @@ records that passes over (the batch header's count, which needs no decoding).
 
 `describe` works on the bytes of a fetch response (pure); `batch_at` fetches them with one
 Fetch request to the partition's leader, through kafka-python's network client as
-`filterd.kafka.producer` publishes.
+`filterd.kafka.producer` publishes (undocumented parts of kafka-python: `filterd.kafka.internals`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ from kafka.errors import (
     UnsupportedCodecError,
     for_code,
 )
-from kafka.net.compat import KafkaNetClient
-from kafka.protocol.consumer.fetch import FetchRequest
-from kafka.record.memory_records import MemoryRecords
 
+from filterd.kafka.internals import FetchRequest, KafkaNetClient, MemoryRecords
 from filterd.kafka.settings import CODEC_INSTALLED, client_settings, size_limits
 
 # the compression codec ids of the record batch attributes (the low three bits)
@@ -92,16 +90,12 @@ class BatchAt:
     codec: str  # none, gzip, snappy, lz4, zstd, or "id N" for a codec no client knows
     problem: str | None  # why kafka-python cannot read the batch here; None when it can
 
-    @property
-    def last_offset(self) -> int:
-        return self.next_offset - 1
-
 
 def describe(data: bytes, offset: int, check_crcs: bool = True) -> BatchAt | None:
     """The batch of `data` (a fetch response's records) that holds `offset` or is the first
     past it; None when `data` has none (the partition ends before `offset`).
 
-    >>> from kafka.record.default_records import DefaultRecordBatchBuilder
+    >>> from filterd.kafka.internals import DefaultRecordBatchBuilder
     >>> def batch(codec, base=0, n=3):
     ...     b = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
     ...     for i in range(n):
@@ -115,8 +109,9 @@ def describe(data: bytes, offset: int, check_crcs: bool = True) -> BatchAt | Non
     BatchAt(offset=4, next_offset=8, records=4, codec='gzip', problem=None)
     >>> unknown = bytearray(batch(0))
     >>> unknown[22] |= 6  # codec id 6 in the attributes (the CRC no longer matches either)
-    >>> describe(bytes(unknown), 0)
-    BatchAt(offset=0, next_offset=3, records=3, codec='id 6', problem='compressed with codec id 6, which no Kafka client knows')
+    >>> describe(bytes(unknown), 0)  # doctest: +NORMALIZE_WHITESPACE
+    BatchAt(offset=0, next_offset=3, records=3, codec='id 6',
+            problem='compressed with codec id 6, which no Kafka client knows')
     >>> corrupt = bytearray(batch(0))
     >>> corrupt[-1] ^= 1
     >>> describe(bytes(corrupt), 1).problem
@@ -174,33 +169,8 @@ def batch_at(
     client = KafkaNetClient(**settings)
     try:
         leader = _leader(client, tp, timeout)
-        request = FetchRequest(
-            replica_id=-1,
-            max_wait_ms=FETCH_WAIT_MS,
-            min_bytes=1,
-            max_bytes=max(per_partition, settings["fetch_max_bytes"]),
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            forgotten_topics_data=[],
-            rack_id="",
-            topics=[
-                FetchRequest.FetchTopic(
-                    topic=tp.topic,
-                    partitions=[
-                        FetchRequest.FetchTopic.FetchPartition(
-                            partition=tp.partition,
-                            current_leader_epoch=-1,
-                            fetch_offset=offset,
-                            last_fetched_epoch=-1,
-                            log_start_offset=-1,
-                            partition_max_bytes=per_partition,
-                        )
-                    ],
-                )
-            ],
-            min_version=FETCH_VERSIONS[0],
-            max_version=FETCH_VERSIONS[1],
+        request = fetch_request(
+            tp, offset, max(per_partition, settings["fetch_max_bytes"]), per_partition
         )
         response = client.send_and_receive(leader, request, timeout_ms=int(timeout * 1000))
     finally:
@@ -216,6 +186,41 @@ def batch_at(
                 raise error(f"fetching {tp.topic}[{tp.partition}] at offset {offset}")
             return describe(bytes(part.records or b""), offset, settings["check_crcs"])
     raise KafkaError(f"the broker's fetch response has no {tp.topic}[{tp.partition}]")
+
+
+def fetch_request(
+    tp: TopicPartition, offset: int, max_bytes: int, partition_max_bytes: int
+) -> FetchRequest:
+    """A Fetch request for the record batches of `tp` from `offset` on, as the broker holds them
+    (read uncommitted, no fetch session)."""
+    return FetchRequest(
+        replica_id=-1,
+        max_wait_ms=FETCH_WAIT_MS,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        forgotten_topics_data=[],
+        rack_id="",
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=tp.topic,
+                partitions=[
+                    FetchRequest.FetchTopic.FetchPartition(
+                        partition=tp.partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=partition_max_bytes,
+                    )
+                ],
+            )
+        ],
+        min_version=FETCH_VERSIONS[0],
+        max_version=FETCH_VERSIONS[1],
+    )
 
 
 def _leader(client: KafkaNetClient, tp: TopicPartition, timeout: float) -> int:

@@ -26,9 +26,8 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import KafkaError as RdError
-from kafka import TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import CorruptRecordError, KafkaError, UnsupportedCodecError
-from kafka.structs import OffsetAndMetadata
 
 from filterd.kafka.consumer import CommitCallback, RebalanceCallback
 from filterd.kafka.producer import PublishError

@@ -1,7 +1,7 @@
 """Consuming in batches: a consumer that commits only when told to, and the batch of one poll.
 
-The loops built on this keep one rule (docs/architecture.md, "Reliability contract"): a batch's offsets
-are committed only after everything it caused is in a topic or the store. When that fails,
+The loops built on this keep one rule (docs/architecture.md, "Reliability contract"): a batch's
+offsets are committed only after everything it caused is in a topic or the store. When that fails,
 the consumer is rewound to the batch's first offsets and the batch is read again, so a retry
 never skips a record and never needs the consumer to stay out of `poll()` for long.
 """
@@ -13,9 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata
+from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from filterd.kafka.settings import CONSUMER_DEFAULTS, client_settings
 from filterd.service.decide import Source

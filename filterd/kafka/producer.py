@@ -1,6 +1,6 @@
 """Publishing a batch of records: one record batch per partition, one produce request per
 leader, every acknowledgement awaited — through kafka-python's network client and record
-builder, without its `KafkaProducer`.
+builder (undocumented: `filterd.kafka.internals`), without its `KafkaProducer`.
 
 The daemon publishes what one poll() caused, waits until the broker has acknowledged all of
 it, and on any failure publishes the whole batch again (at-least-once; decisions are keyed by
@@ -22,12 +22,14 @@ from typing import Any, TypeAlias
 
 from kafka import KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, for_code
-from kafka.future import Future
-from kafka.net.compat import KafkaNetClient
-from kafka.protocol.metadata import MetadataRequest
-from kafka.protocol.producer.produce import ProduceRequest
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from filterd.kafka.internals import (
+    DefaultRecordBatchBuilder,
+    Future,
+    KafkaNetClient,
+    MetadataRequest,
+    ProduceRequest,
+)
 from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.settings import COMPRESSION, check_compression
 
@@ -67,6 +69,16 @@ class Deadline:
 
     def waited(self) -> float:
         return time.monotonic() - self.started
+
+
+def probe_request() -> MetadataRequest:
+    """A metadata request of no topic: what a broker answers at once while it is running."""
+    return MetadataRequest(
+        topics=MetadataRequest.NO_TOPICS,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
 
 
 class BatchProducer:
@@ -142,7 +154,8 @@ class BatchProducer:
             self.client.cluster.request_update()  # most refusals are about leaders that moved
             topic, partition, error = refused[0]
             raise PublishError(
-                f"{len(refused)} partition(s) refused records: {topic}[{partition}]: {error.__name__}"
+                f"{len(refused)} partition(s) refused records: "
+                f"{topic}[{partition}]: {error.__name__}"
             )
 
     def _wait(self, future: Future, deadline: Deadline) -> None:
@@ -153,12 +166,7 @@ class BatchProducer:
     def _probe(self, nodes: set[int], deadline: Deadline) -> None:
         """Each of `nodes` answers a metadata request (of no topic) before the deadline, or
         NotSent."""
-        request = MetadataRequest(
-            topics=MetadataRequest.NO_TOPICS,
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
+        request = probe_request()
         asked = {node: self.client.send(node, request) for node in sorted(nodes)}
         for node, future in asked.items():
             self._wait(future, deadline)

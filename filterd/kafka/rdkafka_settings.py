@@ -3,16 +3,19 @@
 A kafka-python name is mapped to librdkafka's dotted one; a dotted name is librdkafka's own and
 passes through unchanged; a kafka-python name librdkafka has no equivalent for is an error.
 
->>> librdkafka_settings({"bootstrap_servers": ["a:9092", "b:9092"], "compression_type": None,
-...                      "sasl_plain_password": "s", "ssl.endpoint.identification.algorithm": "none"},
-...                     "producer")
-{'bootstrap.servers': 'a:9092,b:9092', 'compression.type': 'none', 'sasl.password': 's', 'ssl.endpoint.identification.algorithm': 'none'}
+>>> librdkafka_settings(  # doctest: +NORMALIZE_WHITESPACE
+...     {"bootstrap_servers": ["a:9092", "b:9092"], "compression_type": None,
+...      "sasl_plain_password": "s", "ssl.endpoint.identification.algorithm": "none"},
+...     "producer")
+{'bootstrap.servers': 'a:9092,b:9092', 'compression.type': 'none', 'sasl.password': 's',
+ 'ssl.endpoint.identification.algorithm': 'none'}
 >>> librdkafka_settings({"bootstrap_servers": "a:9092", "fetch_max_wait_ms": 20}, "producer")
 {'bootstrap.servers': 'a:9092'}
->>> librdkafka_settings({"socket_options": []}, "consumer")
+>>> librdkafka_settings({"socket_options": []}, "consumer")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-ValueError: kafka.socket_options: librdkafka has no equivalent; give librdkafka's own (dotted) setting instead
+ValueError: kafka.socket_options: librdkafka has no equivalent; give librdkafka's own (dotted)
+setting instead
 """
 
 from __future__ import annotations
@@ -111,6 +114,7 @@ def librdkafka_settings(kafka: Mapping[str, Any], role: Role) -> dict[str, Any]:
                 out[name] = convert(value)
         else:
             raise ValueError(
-                f"kafka.{key}: librdkafka has no equivalent; give librdkafka's own (dotted) setting instead"
+                f"kafka.{key}: librdkafka has no equivalent; "
+                "give librdkafka's own (dotted) setting instead"
             )
     return out

@@ -1,21 +1,41 @@
-"""kafka-python client settings: our defaults under the `[kafka]` section, and which settings each client takes."""
+"""kafka-python client settings: our defaults under the `[kafka]` section, and which settings
+each client takes."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol, get_args
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, codec
+import msgspec
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+from filterd.kafka.internals import has_gzip, has_lz4, has_snappy, has_zstd
 from filterd.kafka.rdkafka_settings import librdkafka_settings
-from filterd.service.config import Config, ConfigError
+from filterd.service.config import DEFAULTS, Config, ConfigError
 
+# The Kafka client libraries filterd runs with (confluent: librdkafka, optional)
+ClientName = Literal["kafka-python", "confluent"]
 # Kafka's record batch codecs (kafka-python's names), in the order of their protocol codes
-COMPRESSION_TYPES = (None, "gzip", "snappy", "lz4", "zstd")
-# `[kafka] client`: the Kafka client library filterd runs with (confluent: librdkafka, optional)
-KAFKA_CLIENTS = ("kafka-python", "confluent")
+Codec = Literal["gzip", "snappy", "lz4", "zstd"]
+
+
+class KafkaKeys(msgspec.Struct, frozen=True, kw_only=True):
+    """The `[kafka]` keys filterd reads itself, each declared once with its type, range and
+    default (`check` holds a configuration to them); the section's other keys pass to the
+    client as they are."""
+
+    # "host:port,…" or a list of them: at least one broker (`Config`'s default)
+    bootstrap_servers: str | list[str] = DEFAULTS.kafka["bootstrap_servers"]
+    client: ClientName = "kafka-python"
+    # what filterd publishes is compressed with (None: not compressed); its library installed
+    compression_type: Codec | None = None
+
+
+KAFKA_DEFAULTS = KafkaKeys()
+KAFKA_CLIENTS: tuple[str, ...] = get_args(ClientName)
+COMPRESSION_TYPES: tuple[str | None, ...] = (None, *get_args(Codec))
 
 # Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
 PRODUCER_DEFAULTS = {
@@ -66,10 +86,10 @@ COMPRESSION = {name: code for code, name in enumerate(COMPRESSION_TYPES)}
 # whether the library each codec needs is installed
 CODEC_INSTALLED = {
     None: lambda: True,
-    "gzip": codec.has_gzip,
-    "snappy": codec.has_snappy,
-    "lz4": codec.has_lz4,
-    "zstd": codec.has_zstd,
+    "gzip": has_gzip,
+    "snappy": has_snappy,
+    "lz4": has_lz4,
+    "zstd": has_zstd,
 }
 
 
@@ -86,24 +106,26 @@ def check_compression(name: str | None) -> None:
         raise ValueError(f"{name!r} is not one of {', '.join(str(known) for known in COMPRESSION)}")
     if not CODEC_INSTALLED[name]():
         raise ValueError(
-            f"{name!r} needs a library that is not installed (see kafka-python's optional dependencies)"
+            f"{name!r} needs a library that is not installed "
+            "(see kafka-python's optional dependencies)"
         )
 
 
 def check(config: Config) -> None:
     """ConfigError naming the key unless this installation can use the `[kafka]` settings of
-    `config`: a client filterd has, every key one of kafka-python's clients' (a misspelt one
-    would be left out without a word), at least one broker named by text, and a codec whose
-    library is installed. With `client = "confluent"`: confluent-kafka is installed, and every
-    key maps to a setting of librdkafka or is one (dotted)."""
+    `config`: the keys `KafkaKeys` declares within their ranges (a client filterd has, at least
+    one broker named by text, a codec whose library is installed), and every other key one of
+    kafka-python's clients' (a misspelt one would be left out without a word). With
+    `client = "confluent"`: confluent-kafka is installed, and every key maps to a setting of
+    librdkafka or is one (dotted)."""
     kafka = config.kafka
-    client = kafka.get("client", KAFKA_CLIENTS[0])
+    client = kafka.get("client", KAFKA_DEFAULTS.client)
     if client not in KAFKA_CLIENTS:
         raise ConfigError(f"kafka.client: {client!r} is not one of {', '.join(KAFKA_CLIENTS)}")
     if client == "confluent":
         _check_confluent(config)
     known = {
-        "client",
+        *KafkaKeys.__struct_fields__,
         *KafkaConsumer.DEFAULT_CONFIG,
         *KafkaProducer.DEFAULT_CONFIG,
         *KafkaAdminClient.DEFAULT_CONFIG,
@@ -116,15 +138,14 @@ def check(config: Config) -> None:
     servers = kafka.get("bootstrap_servers")
     if not servers:
         raise ConfigError("kafka.bootstrap_servers: must name at least one broker")
-    if not (
-        isinstance(servers, str)
-        or (isinstance(servers, list) and all(isinstance(s, str) for s in servers))
-    ):
+    try:
+        msgspec.convert({"bootstrap_servers": servers}, KafkaKeys)
+    except msgspec.ValidationError:
         raise ConfigError(
             f'kafka.bootstrap_servers: expected "host:port,…" or a list of them, got {servers!r}'
-        )
+        ) from None
     try:
-        check_compression(kafka.get("compression_type"))
+        check_compression(kafka.get("compression_type", KAFKA_DEFAULTS.compression_type))
     except ValueError as error:
         raise ConfigError(f"kafka.compression_type: {error}") from None
 

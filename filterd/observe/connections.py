@@ -1,7 +1,9 @@
 """How many connections a server keeps, and which it closes to make room: shared by the HTTP
 API's server (`filterd.web.server`) and the observe server (`filterd.observe.server`).
 
-    table = Connections(connection_cap(setting), close, server="http", setting="http.max_connections")
+    table = Connections(
+        connection_cap(setting), close, server="http", setting="http.max_connections"
+    )
     if not table.admit(conn): close(conn)   # full of requests in progress: refused at once
     table.busy(conn)       # its request has arrived whole: no longer closed to make room
     table.waiting(conn)    # waiting again, for its next request on a kept-alive connection

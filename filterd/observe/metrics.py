@@ -138,8 +138,8 @@ class Metrics:
         )
         self.decision_latency = WeightedHistogram(
             "filterd_decision_latency_seconds",
-            "Per decision: from the poll() that returned its message to the broker's acknowledgement of "
-            "the decision (the producer flush returned).",
+            "Per decision: from the poll() that returned its message to the broker's "
+            "acknowledgement of the decision (the producer flush returned).",
             LATENCY_BUCKETS,
             r,
         )

@@ -16,12 +16,14 @@ HTTP/1.0 health checker) is answered: browsers always send one.
     >>> hosts = AllowedHosts.of([], "127.0.0.1", 8108)
     >>> [hosts.allows(h) for h in ("127.0.0.1:8108", "LOCALHOST:8108", "[::1]:8108", None)]
     [True, True, True, True]
-    >>> [hosts.allows(h) for h in ("evil.example:8108", "localhost:9999", "localhost", "10.0.0.1:8108")]
+    >>> foreign = ("evil.example:8108", "localhost:9999", "localhost", "10.0.0.1:8108")
+    >>> [hosts.allows(h) for h in foreign]
     [False, False, False, False]
     >>> AllowedHosts.of([], "0.0.0.0", 9108).allows("10.1.2.3:9108")
     True
     >>> listed = AllowedHosts.of(["filterd.example.net", "ops.example.net:8443"], "0.0.0.0", 8108)
-    >>> [listed.allows(h) for h in ("filterd.example.net", "ops.example.net:8443", "ops.example.net")]
+    >>> named = ("filterd.example.net", "ops.example.net:8443", "ops.example.net")
+    >>> [listed.allows(h) for h in named]
     [True, True, False]
     >>> listed.allows("10.1.2.3:8108"), listed.allows("ops.example.net", "https")
     (False, False)

@@ -11,9 +11,10 @@ an attacker a slow guessing job per analyst, not a credential. The parameters ar
 >>> hashed = hash_secret("correct horse", "pbkdf2_sha256", rounds=1000)
 >>> verify("correct horse", parse_hash(hashed)), verify("wrong horse", parse_hash(hashed))
 (True, False)
->>> parse_hash("md5$x$y$z")
+>>> parse_hash("md5$x$y$z")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
-ValueError: unknown hash scheme 'md5' (scrypt, pbkdf2_sha256): make one with `filterd http hash-password`
+ValueError: unknown hash scheme 'md5' (scrypt, pbkdf2_sha256): make one with
+`filterd http hash-password`
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""The public record types: message, feedback, decision, dead-letter (docs/architecture.md, "Record contracts").
+"""The public record types: message, feedback, decision, dead-letter (docs/architecture.md,
+"Record contracts").
 
 Typed structs are the one source of truth: decoding a record validates it, and the JSON Schema
-files in the top-level `schemas/` are generated from them (`python -m filterd.service.records schemas/`;
-a test fails while the files are stale). Unknown fields are ignored, so producers may add some.
+files in the top-level `schemas/` are generated from them
+(`python -m filterd.service.records schemas/`; a test fails while the files are stale). Unknown
+fields are ignored, so producers may add some.
 """
 
 from __future__ import annotations

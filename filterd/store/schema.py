@@ -227,7 +227,8 @@ class DecidedMessage(Base):
     learner (`filterd.daemon.resolver`) while the messages topic retains the record. Keyed by
     `id_hash` (`filterd.store.decided.id_hash`: 8 bytes of BLAKE2b of the id) rather than the id,
     which may be 256 characters: the learner checks the id of the record it reads back. The
-    messages topic is the configured one (`topics.messages`). Pruned after `feedback.resolve_ttl`."""
+    messages topic is the configured one (`topics.messages`). Pruned after
+    `feedback.resolve_ttl`."""
 
     __tablename__ = "decided_messages"
     # BRIN on PostgreSQL: rows arrive in time order, so a range index of a few pages lets the

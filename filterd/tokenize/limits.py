@@ -12,7 +12,8 @@ from dataclasses import dataclass
 # Flags naming a limit that dropped part of the input.
 MAX_BYTES = "max_bytes"  # a string field was cut at TokenizerConfig.max_bytes
 MAX_TOKENS = "max_tokens"  # the token list was cut at TokenizerConfig.max_tokens
-MAX_PARTS = "max_parts"  # a mail had more MIME parts than MAX_MIME_PARTS, or nested deeper than MAX_MIME_DEPTH
+# a mail had more MIME parts than MAX_MIME_PARTS, or nested deeper than MAX_MIME_DEPTH
+MAX_PARTS = "max_parts"
 MAX_DEPTH = "max_depth"  # attributes nested deeper than MAX_ATTRIBUTE_DEPTH
 INTERNAL_ERROR = "internal_error"  # a tokenizer bug; nothing was tokenized
 LIMIT_FLAGS = frozenset({MAX_BYTES, MAX_TOKENS, MAX_PARTS, MAX_DEPTH, INTERNAL_ERROR})

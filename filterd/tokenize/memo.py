@@ -5,10 +5,11 @@
 
 URLs (tracking pixels, list footers), relay host names and header names recur across a
 mail stream: many HTML link targets and URLs in text, and most Received words and header
-names, are cache hits (a larger memo hardly raises their share). The memo is an LRU cache per function of `SIZE`
-entries, and only for a first argument of at most `MAX_KEY_LENGTH` characters, so a
-hostile stream of long unique inputs costs neither memory nor more than a failed lookup.
-The function must be pure and return an immutable value (a tuple): every caller shares it.
+names, are cache hits (a larger memo hardly raises their share). The memo is an LRU cache per
+function of `SIZE` entries, and only for a first argument of at most `MAX_KEY_LENGTH`
+characters, so a hostile stream of long unique inputs costs neither memory nor more than a
+failed lookup. The function must be pure and return an immutable value (a tuple): every caller
+shares it.
 """
 
 from __future__ import annotations

@@ -80,7 +80,8 @@ def document() -> dict[str, Any]:
         },
         "/v1/decisions/{id}": {
             "get": {
-                "summary": "What the store knows of a message's decision: provenance, review, labels",
+                "summary": "What the store knows of a message's decision: "
+                "provenance, review, labels",
                 "description": "The id is one path segment, escaped (`/` as %2F). An id that is "
                 "`.` or `..` is given as `/v1/decisions/?id=..`: clients remove dot "
                 "segments from paths.",

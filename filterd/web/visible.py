@@ -40,8 +40,9 @@ def visible(text: object, multiline: bool = False) -> Markup:
     """`text` as HTML, escaped, with each invisible character as a marked-up `marker`; None
     is empty.
 
-    >>> visible("support@\\u202emoc.knab-ruoy <b>")
-    Markup('support@<span class="ctl" title="RIGHT-TO-LEFT OVERRIDE">⟨U+202E⟩</span>moc.knab-ruoy &lt;b&gt;')
+    >>> visible("support@\\u202emoc.knab-ruoy <b>")  # doctest: +NORMALIZE_WHITESPACE
+    Markup('support@<span class="ctl"
+            title="RIGHT-TO-LEFT OVERRIDE">⟨U+202E⟩</span>moc.knab-ruoy &lt;b&gt;')
     >>> visible("a\\nb", multiline=True), visible(None)
     (Markup('a\\nb'), Markup(''))
     """

@@ -117,7 +117,8 @@ def test_the_online_replay_refits_the_weights_as_the_daemon_would():
     x = fusion.features(scores)
     window, every = 300, 50
     z = fusion.replay_fused(scores, y, refit_every=every, window=window)
-    # the first message: the initial weights; while the rows fit the window, the pass over all of them
+    # the first message: the initial weights; while the rows fit the window, the pass over all of
+    # them
     assert z[0] == pytest.approx(fusion.combine(scores[:1], fusion.initial_weights(2))[0])
     for t in (1, 120, window, window + every - 1):  # the pass goes on until the window is full
         seen = min(t, window)

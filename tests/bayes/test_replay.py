@@ -226,7 +226,8 @@ DECLARED = [
 @pytest.mark.parametrize("variant, params", DECLARED, ids=str)
 def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, params):
     """The weights from the declared statistics alone (the others None) are the weights
-    from all; an estimator declares it ranks its own clues exactly when its weights have a strength."""
+    from all; an estimator declares it ranks its own clues exactly when its weights have a
+    strength."""
     batch, is_target = stream
     stats = Statistics(["spam", "not spam"])
     stats.update(batch, ["spam" if t else "not spam" for t in is_target])

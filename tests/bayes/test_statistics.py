@@ -29,7 +29,8 @@ def test_statistics_are_those_of_methods_md():
     assert (
         c.D.tolist() == [[2], [1]] and c.Nc[spam, 0] == 5 and c.V == 3
     )  # aggregates are (C, 1) columns
-    # t_dw = log(1+f)/‖log(1+f_d·)‖₂ summed over the class: doc1 a: log3/√(log²3+log²2), doc2 a: 1/√2
+    # t_dw = log(1+f)/‖log(1+f_d·)‖₂ summed over the class:
+    # doc1 a: log3/√(log²3+log²2), doc2 a: 1/√2
     expected = math.log(3) / math.hypot(math.log(3), math.log(2)) + 1 / math.sqrt(2)
     assert c.T[spam, col["a"]] == pytest.approx(expected, abs=2 / T_SCALE)
 

@@ -4,7 +4,7 @@ import json
 from click.testing import CliRunner
 
 from filterd.cli import main
-from filterd.evaluation.corpus import write_corpus
+from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 
 REQUIRED = {

@@ -13,9 +13,8 @@ import pytest
 from sqlalchemy import func, select
 
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.store.database import connect, current
+from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
-from filterd.store.sync import load
 from tests.daemon.conftest import feedback, ids_of, message, produce, read_all, valid
 from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
 
@@ -39,13 +38,15 @@ def feedback_applied(daemon) -> float:
 
 def counts(url):
     """(ledger rows, holdout rows); (0, 0) before the daemon created the schema."""
-    engine = connect(url)
-    if current(url) is None:
-        return 0, 0
-    with engine.connect() as conn:
-        ledger = conn.execute(select(func.count()).select_from(FeedbackLedger)).scalar_one()
-        holdout = conn.execute(select(func.count()).select_from(Holdout)).scalar_one()
-    engine.dispose()
+    store = Store.open(url)
+    try:
+        if store.revision() is None:
+            return 0, 0
+        with store.engine.connect() as conn:
+            ledger = conn.execute(select(func.count()).select_from(FeedbackLedger)).scalar_one()
+            holdout = conn.execute(select(func.count()).select_from(Holdout)).scalar_one()
+    finally:
+        store.close()
     return ledger, holdout
 
 
@@ -81,7 +82,7 @@ def test_every_message_gets_exactly_one_valid_decision(
     # once the scorer uses a model with all of it: one learned from the learner's first batch
     # alone is right less often, and which one a message meets would depend on timing.
     daemon.wait_for(lambda: feedback_applied(daemon) == 600, what="all feedback applied")
-    version = load(connect(sqlite_url), "default")[1]
+    version = Store.open(sqlite_url).model("default").load()[1]
     daemon.wait_for(
         lambda: daemon.metric("filterd_model_version") >= version, what="the scorer's sync"
     )
@@ -166,21 +167,21 @@ def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topic
         lambda: daemon.metric("filterd_feedback_total", outcome="learned") == len(part),
         what="learning",
     )
-    stats_once = load(connect(sqlite_url), "default")[0].canonical()
+    stats_once = Store.open(sqlite_url).model("default").load()[0].canonical()
 
     produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # redelivered
     daemon.wait_for(
         lambda: daemon.metric("filterd_feedback_total", outcome="duplicate") == len(part),
         what="duplicates",
     )
-    assert load(connect(sqlite_url), "default")[0].canonical() == stats_once
+    assert Store.open(sqlite_url).model("default").load()[0].canonical() == stats_once
 
     flipped = [dict(r, label="spam" if r["label"] == "ham" else "ham") for r in part[:50]]
     produce(kafka_config, topics["feedback"], feedback_of(flipped, with_text=False))
     daemon.wait_for(
         lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels"
     )
-    moved = load(connect(sqlite_url), "default")[0]
+    moved = Store.open(sqlite_url).model("default").load()[0]
     docs = dict(zip(moved.labels, moved.D.tolist()))
     truth = Counter(r["label"] for r in flipped + part[50:])
     assert docs == dict(truth)
@@ -262,7 +263,6 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     start_daemon, kafka_config, topics, sqlite_url
 ):
     from filterd.jobs.calibrate import calibrate_model
-    from filterd.store.thresholds import latest_threshold
 
     stream = generate(SynthConfig(n_messages=4000, seed=12, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:1500]))
@@ -275,8 +275,8 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
         lambda: daemon.metric("filterd_threshold_version") >= 1,
         what="a calibrated threshold in use",
     )
-    engine = connect(sqlite_url)
-    first = latest_threshold(engine, "default", "spam")
+    held = Store.open(sqlite_url).model("default")
+    first = held.latest_threshold("spam")
     assert first.created_by == "filterd run" and first.target_recall == 0.9
     assert first.source in ("adaptive", "holdout")  # holdout: the backlog had no scores on arrival
     assert daemon.metric("filterd_target_recall") == 0.9
@@ -289,7 +289,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
     # then the default source takes over, and what the thresholds delivered is exported
     daemon.wait_for(
-        lambda: latest_threshold(engine, "default", "spam").source == "adaptive",
+        lambda: held.latest_threshold("spam").source == "adaptive",
         what="an adaptive version",
     )
     daemon.wait_for(
@@ -306,7 +306,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
         lambda: steady.metric("filterd_threshold_version") >= 1, what="the last version in use"
     )
     written = calibrate_model(
-        engine, "default", "spam", 0.95, force=True, created_by="test"
+        held, "spam", 0.95, force=True, created_by="test"
     )  # as `filterd calibrate`
     steady.wait_for(
         lambda: steady.metric("filterd_threshold_version") == written.version,
@@ -330,7 +330,6 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
     from filterd.bayes.features import encode
     from filterd.service.decide import scoring_model
     from filterd.store.schema import Prequential
-    from filterd.store.thresholds import latest_threshold
 
     stream = generate(SynthConfig(n_messages=3200, seed=13, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:2000]))
@@ -340,31 +339,32 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         decision={"target_recall": 0.9},
         intervals={"sync_seconds": 0.5, "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0},
     )
-    engine = connect(sqlite_url)
     daemon.wait_for(lambda: daemon.metric("filterd_threshold_version") >= 1, what="a first τ")
+    held = Store.open(sqlite_url).model("default")
     produce(
         kafka_config, topics["feedback"], feedback_of(stream[2000:3000])
     )  # scored, then learned
     daemon.wait_for(
         lambda: (
-            latest_threshold(engine, "default", "spam").source == "adaptive"
-            and feedback_applied(daemon) >= 3000
+            held.latest_threshold("spam").source == "adaptive" and feedback_applied(daemon) >= 3000
         ),
         what="an adaptive version after all the feedback",
         timeout=90,
     )
-    with engine.connect() as conn:
+    with held.store.engine.connect() as conn:
         rows = conn.execute(select(Prequential.components, Prequential.score)).all()
     assert rows and all(len(c) == len(fusion.COMPONENTS) for c, _ in rows)
     daemon.wait_for(
-        lambda: (
-            daemon.metric("filterd_threshold_version")
-            == latest_threshold(engine, "default", "spam").version
-        ),
+        lambda: daemon.metric("filterd_threshold_version") == held.latest_threshold("spam").version,
         what="the newest version in use",
     )
-    written = latest_threshold(engine, "default", "spam")
+    written = held.latest_threshold("spam")
     assert written.weights is not None and written.weights != fusion.INITIAL_WEIGHTS
+    stats, change = held.load()
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_model_version") >= change,
+        what="the scorer synced to the last label",
+    )
 
     fresh = stream[3000:3200]
     produce(kafka_config, topics["messages"], messages_of(fresh))
@@ -372,9 +372,12 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         valid("decision", r.value)
         for r in read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(fresh))
     ]
-    in_force = [d for d in decisions if d["threshold_version"] == written.version]
+    in_force = [
+        d
+        for d in decisions
+        if d["threshold_version"] == written.version and d["model_version"] == change
+    ]
     assert len(in_force) > len(fresh) // 2
-    stats, _ = load(engine, "default")
     model = fusion.with_weights(scoring_model(stats, fusion_spec(), "spam"), written.weights)
     by_id = {r["id"]: r for r in fresh}
     texts = [by_id[d["message_id"]]["text"].split() for d in in_force]
@@ -423,4 +426,4 @@ def test_a_backlog_of_messages_and_labels_by_id_is_all_learned(
     daemon.signal(signal.SIGTERM)
     assert daemon.wait() == 0
     assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
-    assert int(load(connect(sqlite_url), "default")[0].D.sum()) == counts(sqlite_url)[0]
+    assert int(Store.open(sqlite_url).model("default").load()[0].D.sum()) == counts(sqlite_url)[0]

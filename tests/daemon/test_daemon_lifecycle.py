@@ -13,9 +13,8 @@ from collections import Counter
 
 from sqlalchemy import select
 
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
-from filterd.store.sync import load
 from tests.conftest import fresh_postgres
 from tests.daemon.conftest import ids_of, message, produce, read_all
 from tests.daemon.test_daemon import (
@@ -83,7 +82,7 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(
     assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
     again.wait_for(lambda: sum(counts(sqlite_url)) == len(STREAM), what="all feedback in the store")
     ledger, _ = counts(sqlite_url)
-    stats = load(connect(sqlite_url), "default")[0]
+    stats = Store.open(sqlite_url).model("default").load()[0]
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
 
 
@@ -92,7 +91,7 @@ def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topi
     daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
     assert daemon.wait(60) == 3
     assert "dead-letter guard tripped" in daemon.log()
-    # nothing was committed: after the fix, every record is read again
+    # nothing was committed: once the configuration is fixed, every record is read again
     assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
     fixed = start_daemon(sqlite_url, dead_letter={"max_consecutive": 0})
     fixed.wait_for(
@@ -183,10 +182,10 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
     learner = start_daemon(url, role="learner", create_store=False, config=learner.config_path)
     learner.wait_for(lambda: sum(counts(url)) == len(stream), timeout=90, what="every label")
     ledger, _ = counts(url)
-    stats = load(connect(url), "default")[0]
+    stats = Store.open(url).model("default").load()[0]
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
     truth = Counter(r["label"] for r in stream)
-    with connect(url).connect() as conn:
+    with Store.open(url).engine.connect() as conn:
         labels = dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
         labels |= dict(conn.execute(select(Holdout.message_id, Holdout.label)).all())
     assert Counter(labels.values()) == truth
@@ -223,7 +222,7 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
     assert daemon.wait(10) in (128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
-def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_and_a_hang_not_waited_out(
+def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_hang_not_waited_out(
     start_daemon, kafka_config, topics, sqlite_url, tmp_path
 ):
     from filterd.demo.broker import LocalBroker, free_port

@@ -1,4 +1,5 @@
-"""Client settings: our defaults per loop, under the `[kafka]` settings; publishing keyed records."""
+"""Client settings: our defaults per loop, under the `[kafka]` settings; publishing keyed
+records."""
 
 from kafka import KafkaConsumer, KafkaProducer
 

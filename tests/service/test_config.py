@@ -71,7 +71,8 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         (
             "[model]\nvariant = 'mnb'\nparams = { alpha = 'abc' }\n",
             {},
-            "model.params.alpha: invalid value for mnb parameter 'alpha': 'abc' (must be a number > 0)",
+            "model.params.alpha: invalid value for mnb parameter 'alpha': 'abc' "
+            "(must be a number > 0)",
         ),
         (
             "[model]\nvariant = 'mnb'\nparams = { alpha = -1 }\n",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from filterd.store.database import connect, upgrade
+from filterd.store.handle import Store
 from tests.conftest import fresh_postgres
 
 
@@ -21,9 +21,15 @@ def empty_url(request, tmp_path):
 
 
 @pytest.fixture
-def engine(empty_url):
+def store(empty_url):
     """A migrated store."""
-    upgrade(empty_url)
-    engine = connect(empty_url)
-    yield engine
-    engine.dispose()
+    opened = Store.open(empty_url)
+    opened.upgrade()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def engine(store):
+    """The migrated store's engine, for tests that look at its tables."""
+    return store.engine

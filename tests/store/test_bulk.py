@@ -1,4 +1,5 @@
-"""Many-row inserts and upserts, on SQLite and PostgreSQL: values of any content come back as given."""
+"""Many-row inserts and upserts, on SQLite and PostgreSQL: values of any content come back as
+given."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -6,7 +7,6 @@ from sqlalchemy import select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store.bulk import insert_rows
-from filterd.store.learning import create_model
 from filterd.store.schema import FeedbackLedger, Prequential
 
 AWKWARD_IDS = [
@@ -23,8 +23,8 @@ AWKWARD_IDS = [
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
-def test_rows_with_awkward_values_round_trip(engine):
-    model_id = create_model(engine, "m", ModelSpec("mnb"))
+def test_rows_with_awkward_values_round_trip(store, engine):
+    model_id = store.create_model("m", ModelSpec("mnb")).id
     rows = [
         {
             "model_id": model_id,
@@ -55,8 +55,8 @@ def test_rows_with_awkward_values_round_trip(engine):
     assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
 
 
-def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine):
-    model_id = create_model(engine, "m", ModelSpec("mnb"))
+def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(store, engine):
+    model_id = store.create_model("m", ModelSpec("mnb")).id
 
     def row(message_id, label, score, version):
         return {

@@ -17,8 +17,8 @@ from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import load
 from filterd.service.passwords import hash_secret
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import new_token
 from tests.conftest import fresh_postgres
@@ -38,18 +38,16 @@ ROUNDS = 1000
 def learned_store(url: str) -> None:
     """A store whose model "default" (MNB) learned 200 synthetic messages (seed 1), none held
     out: decisions with real scores."""
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(
-        engine,
-        "default",
+    model.learn(
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
-    engine.dispose()
+    store.close()
 
 
 def learned_config_of(url: str):
@@ -108,7 +106,7 @@ def serve():
     """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
     started = []
 
-    def start(settings, engine, scoring):
+    def start(settings, model, scoring):
         import structlog
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
@@ -117,7 +115,7 @@ def serve():
         from filterd.web.serving import Api
 
         api = Api(
-            settings, engine, scoring, tokenizer_of(settings), structlog.get_logger("test")
+            settings, model, scoring, tokenizer_of(settings), structlog.get_logger("test")
         ).start()
         started.append(api)
         return api
@@ -135,9 +133,6 @@ def queue_messages(config, state, messages: list[dict], queued_at=None, start: i
 
     from filterd.service.decide import decide_payloads
     from filterd.service.review import queued_item
-    from filterd.store.database import connect
-    from filterd.store.learning import find_model_id
-    from filterd.store.review import queue_items
 
     payloads = [msgspec.json.encode(m) for m in messages]
     decided = decide_payloads(state.decider, state.threshold, payloads, 20_000)
@@ -146,12 +141,10 @@ def queue_messages(config, state, messages: list[dict], queued_at=None, start: i
         queued_item(m, d, t, "band" if (start + i) % 3 else "random", 100)
         for i, (m, d, t) in enumerate(picks)
     ]
-    engine = connect(config.database.url)
-    with engine.begin() as conn:
-        queue_items(
-            conn, find_model_id(conn, config.model.name), items, queued_at or datetime.now(UTC)
-        )
-    engine.dispose()
+    store = Store.open(config.database.url)
+    with store.model(config.model.name).transaction() as writing:
+        writing.queue_review(items, queued_at or datetime.now(UTC))
+    store.close()
     return decided.decisions
 
 
@@ -165,9 +158,8 @@ def workbench_of(serve, kafka_config, topics):
     from filterd.daemon.model_state import ModelState
     from filterd.observe.health import Health
     from filterd.observe.metrics import Metrics
-    from filterd.store.database import connect
 
-    engines = []
+    stores = []
 
     def start(learned, kafka: dict | None = None, topic_names: dict | None = None):
         users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
@@ -175,12 +167,12 @@ def workbench_of(serve, kafka_config, topics):
         http = replace(learned.http, users=users, tokens=tokens)
         topics_here = replace(learned.topics, **(topic_names or topics))
         config = replace(learned, http=http, kafka=kafka or kafka_config, topics=topics_here)
-        engine = connect(config.database.url)
-        engines.append(engine)
-        state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+        stores.append(Store.open(config.database.url))
+        model = stores[-1].model(config.model.name)
+        state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("test"))
         state.refresh(force=True)
-        return serve(config, engine, state), state
+        return serve(config, model, state), state
 
     yield start
-    for engine in engines:
-        engine.dispose()
+    for store in stores:
+        store.close()

@@ -18,7 +18,9 @@ from tests.web.test_workbench_browser import workbench
 # A form the browser sends as text/plain: the field's name and value joined by "=" make JSON.
 ATTACK = """<!doctype html><title>cats</title>
 <form method="post" action="{target}" enctype="text/plain">
-<input type="hidden" name='{{"message_id": "victim", "label": "spam", "text": "cheap pills", "comment": "' value='"}}'>
+<input type="hidden"
+  name='{{"message_id": "victim", "label": "spam", "text": "cheap pills", "comment": "'
+  value='"}}'>
 </form>
 <script>document.forms[0].submit()</script>"""
 

@@ -10,8 +10,7 @@ import urllib.parse
 
 import pytest
 
-from filterd.store.database import connect
-from filterd.store.learning import LabelledTokens, apply_feedback
+from filterd.store.labels import LabelledTokens
 from filterd.web.visible import visible
 from tests.daemon.conftest import read_all, valid
 from tests.web.client import Client, as_browser_sends, csrf_of
@@ -135,14 +134,9 @@ def test_every_link_form_and_button_reaches_the_message_it_is_for(hostile, kafka
     assert labelled == sorted([(m, "ham") for m in IDS] + [(m, "spam") for m in IDS])
 
     # the audit trail's links, once the labels are learned
-    engine = connect(api.context.config.database.url)
-    apply_feedback(
-        engine,
-        "default",
-        [LabelledTokens(m, "spam", ["t"], analyst="erin") for m in IDS],
-        holdout_fraction=0,
+    api.context.model.learn(
+        [LabelledTokens(m, "spam", ["t"], analyst="erin") for m in IDS], holdout_fraction=0
     )
-    engine.dispose()
     audit = client.get("/audit?analyst=erin")[1]
     links = re.findall(r'<tr class="event" data-message-id="([^"]*)">.*?<a href="([^"]*)">', audit)
     assert sorted(html.unescape(m) for m, _ in links) == sorted(IDS)
@@ -185,13 +179,9 @@ def test_invisible_characters_are_shown_not_obeyed(learned_config, workbench_of)
         assert f"⟨U+{code}⟩" in page, code
     assert "\nsecond line" in page  # the excerpt keeps its line breaks
 
-    engine = connect(api.context.config.database.url)
-    apply_feedback(
-        engine,
-        "default",
+    api.context.model.learn(
         [LabelledTokens(message["id"], "spam", ["t"], analyst="erin", comment="fine\u202eenif")],
         holdout_fraction=0,
     )
-    engine.dispose()
     audit = client.get("/audit?analyst=erin")[1]
     assert invisible_in_text(audit) == set() and "fine<span class" in audit

@@ -11,7 +11,7 @@ from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.passwords import hash_secret
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.web.auth import FAILURES
 from filterd.web.sessions import SESSION_COOKIE
 from tests.web.client import Client, csrf_of
@@ -24,8 +24,9 @@ SECRET = "a session secret of at least 32 characters"
 def start(learned_config, serve):
     """Starts the app over the learned store with `users` (name → password), sessions signed
     with SECRET: a restart of the same deployment, with its credentials as they are now."""
-    engine = connect(learned_config.database.url)
-    state = ModelState(engine, learned_config, Metrics(), Health(), structlog.get_logger("test"))
+    store = Store.open(learned_config.database.url)
+    model = store.model(learned_config.model.name)
+    state = ModelState(model, learned_config, Metrics(), Health(), structlog.get_logger("test"))
     state.refresh(force=True)
 
     hashes: dict[str, str] = {}  # password → its hash, as the configuration keeps it
@@ -35,10 +36,10 @@ def start(learned_config, serve):
             hashes.setdefault(password, hash_secret(password, "pbkdf2_sha256", rounds=ROUNDS))
         hashed = {name: hashes[password] for name, password in users.items()}
         http = replace(learned_config.http, users=hashed, session_secret=SECRET)
-        return serve(replace(learned_config, http=http), engine, state)
+        return serve(replace(learned_config, http=http), model, state)
 
     yield started
-    engine.dispose()
+    store.close()
 
 
 def test_a_cookie_saved_before_logout_is_refused_after_it(start):
