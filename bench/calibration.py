@@ -100,7 +100,7 @@ from filterd.evaluation.calibration import (
     recall_threshold,
 )
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
-from filterd.jobs.calibrate import STEP
+from filterd.service.config import CALIBRATION_SOURCES, DEFAULTS
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.ledger import in_holdout
 from filterd.tokenize import Tokenizer
@@ -112,7 +112,8 @@ POSITIVE = {"spam", "smishing"}  # labels counted as the target class (smishing 
 MIN_DOCS = 20
 CONFIDENCE = 0.95
 TARGETS = (0.99, 1.0)
-SOURCES = ("holdout", "prequential", "adaptive")
+SOURCES = CALIBRATION_SOURCES
+STEP = DEFAULTS.calibration.step  # the product's
 WINDOW_SPAM = 500  # spam per window of the drift-following figure
 
 # the product's default, and one variant whose score scale moves as the model grows

@@ -30,22 +30,23 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import structlog
+from msgspec.structs import replace
 from structlog.typing import EventDict, WrappedLogger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from filterd.bayes.model import ModelSpec
-from filterd.daemon.model_state import ModelState, tokenizer_of
+from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import load
+from filterd.service.decide import tokenizer_of
 from filterd.service.passwords import hash_secret
 from filterd.service.review import ReviewItem, distance_to_tau
 from filterd.store.drift import Scored

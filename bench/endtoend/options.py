@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass
 
 from filterd.bayes.model import DEFAULT_SPEC
-from filterd.service.config import KAFKA_CLIENTS
+from filterd.kafka.settings import KAFKA_CLIENTS
 from filterd.service.passwords import hash_secret
 
 # a [kafka] client setting's value, as KEY=VALUE on the command line gives it

@@ -17,8 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from filterd.evaluation.calibration import CalibrationError
-from filterd.jobs.calibrate import CalibrationReport, calibrate_model
-from filterd.service.config import parse_duration
+from filterd.jobs.calibrate import CalibrationReport, calibrate_configured
 from filterd.service.decide import NotReady
 from filterd.service.review import ReviewItem
 from filterd.store.drift import DriftPoint
@@ -247,22 +246,13 @@ def calibrate(context: WebContext, target_recall: float, analyst: str | None) ->
     """The configured calibration at `target_recall`: a dry run when `analyst` is None (the
     preview), else a written version created by "workbench:<analyst>". Refusals (guardrails,
     a model not ready, too few labels) are returned, not raised."""
-    config = context.config
-    c = config.calibration
     try:
-        report = calibrate_model(
+        report = calibrate_configured(
             context.model,
-            config.decision.target_class,
-            target_recall,
-            window=parse_duration(c.window),
-            conservative=c.conservative,
-            min_positives=c.min_positives or None,
-            max_auc_drop=c.max_auc_drop,
-            min_docs=config.model.min_docs,
-            source=c.source,
-            step=c.step,
+            context.config,
+            f"workbench:{analyst}",
             dry_run=analyst is None,
-            created_by=f"workbench:{analyst}",
+            target_recall=target_recall,
         )
     except CalibrationError as error:  # the guardrails' refusals among them
         return Calibrated(target_recall, None, "", str(error))

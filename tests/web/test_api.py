@@ -3,13 +3,13 @@ over HTTP: authentication, checks, bad input, the reads and the OpenAPI document
 
 import http.client
 import logging
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import jsonschema
 import msgspec
 import pytest
 import structlog
+from msgspec.structs import replace
 from sqlalchemy import event
 
 from filterd.daemon.model_state import ModelState
