@@ -13,21 +13,21 @@ from click.testing import CliRunner
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.service.records import Feedback, decode
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from tests.daemon.conftest import read_all
+from tests.queued import queued
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def item(message_id, score, reason="band", subject=None, excerpt=None, **fields):
-    return QueuedItem(
-        message_id=message_id,
-        reason=reason,
-        label="spam",
-        score=score,
+    return queued(
+        message_id,
+        score,
         threshold=0.5,
+        reason=reason,
         model_version=4,
         threshold_version=2,
         subject=subject,
@@ -35,7 +35,6 @@ def item(message_id, score, reason="band", subject=None, excerpt=None, **fields)
         sender=fields.get("sender"),
         attributes=fields.get("attributes"),
         explanation=fields.get("explanation", [("win", 1.5)]),
-        truncated=False,
         tokens=fields.get("tokens", ["win", "prize"]),
     )
 
@@ -134,6 +133,12 @@ def test_list_json_has_every_field_but_the_tokens(store):
     assert (first["token_count"], first["labelled"], first["reason"]) == (3, None, "band")
     assert datetime.fromisoformat(first["queued_at"]) == NOW - timedelta(hours=2)
     assert "tokens" not in first
+
+
+def test_list_json_gives_an_item_with_the_keys_of_the_api(store):
+    first = json.loads(lines(run("list", "--db", store, "--json"))[0])
+    assert set(first) == set(ReviewItem.__struct_fields__) - {"tokens"}  # GET /v1/review's
+    assert first["distance"] == pytest.approx(0.02)  # |0.52 − 0.5|
 
 
 def test_show_gives_everything_stored_and_the_label_history(store):

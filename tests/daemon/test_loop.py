@@ -245,7 +245,7 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
 
 
 def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from filterd.daemon.supervisor import Daemon
     from filterd.kafka.settings import RECORD_OVERHEAD_BYTES

@@ -6,7 +6,8 @@ when Kafka no longer holds the message."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.service.config import Review

@@ -2,40 +2,23 @@
 closest to τ first), read back with their tokens, resolved by message id, trimmed (labelled items
 first, then the oldest) and pruned by age; on SQLite, and the round trip on PostgreSQL too."""
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
-from filterd.service.review import QueuedItem
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.review import pack_tokens, unpack_tokens
 from filterd.store.schema import ReviewItem
+from tests.queued import queued
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def item(message_id, score=0.5, threshold=0.5, reason="band", tokens=("win", "cash"), **fields):
-    defaults = QueuedItem(
-        message_id,
-        reason,
-        "spam",
-        score,
-        threshold,
-        3,
-        1,
-        None,
-        None,
-        None,
-        None,
-        [("win", 1.25)],
-        False,
-        list(tokens),
-    )
-    return replace(defaults, **fields)
+def item(message_id, **fields):
+    return queued(message_id, **fields)
 
 
 def queue(model, items, now=T0):
@@ -164,6 +147,15 @@ def test_trim_removes_labelled_items_first_then_the_oldest(model):
     left = [e.message_id for e in model.review_items(include_labelled=True)]
     assert sorted(left) == ["b", "c"]  # the other labelled one, then the oldest
     assert model.trim_review(0) == 2 and count(model) == 0
+
+
+def test_an_item_read_back_without_its_tokens_is_not_queued_again(model):
+    queue(model, [item("a")])
+    (read_back,) = model.review_items()  # tokens counted, not read: None
+    with pytest.raises(ValueError, match="'a' is queued without tokens"):
+        queue(model, [item("b"), read_back])
+    assert [e.message_id for e in model.review_items()] == ["a"]  # the batch wrote nothing
+    assert model.review_tokens(["a"]) == {"a": ["win", "cash"]}
 
 
 def test_trim_counts_only_its_model(model):

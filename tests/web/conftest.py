@@ -8,10 +8,10 @@ import base64
 import json
 import urllib.error
 import urllib.request
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from msgspec.structs import replace
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
@@ -111,7 +111,7 @@ def serve():
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
 
-        from filterd.daemon.model_state import tokenizer_of
+        from filterd.service.decide import tokenizer_of
         from filterd.web.serving import Api
 
         api = Api(

@@ -9,10 +9,10 @@ import logging
 import socket
 import threading
 import time
-from dataclasses import replace
 
 import pytest
 import structlog
+from msgspec.structs import replace
 
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health

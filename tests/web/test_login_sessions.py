@@ -3,10 +3,9 @@ store): a session ends at logout even for a saved copy of its cookie, and with t
 credentials, across a restart; over HTTPS the cookies are `__Host-` cookies; guessing at a name
 from one address never refuses the analyst at another; another site's page cannot post."""
 
-from dataclasses import replace
-
 import pytest
 import structlog
+from msgspec.structs import replace
 
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
