@@ -27,7 +27,7 @@ from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.resolver import Resolver
 from filterd.kafka.consumer import Batch, ConsumedRecord
-from filterd.kafka.processor import Retry
+from filterd.kafka.processor import Processed, Retry
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
@@ -89,7 +89,7 @@ class Learner(Loop):
         self.resolve_within, self.retry_seconds = resolve_within, retry_seconds
         self._retry_due = time.monotonic() + retry_seconds
 
-    def process(self, batch: Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> Processed:
         failures, dead = [], []
         received: list[tuple[Feedback, ConsumedRecord, list[str] | None]] = []
         for record in batch.records:
@@ -139,7 +139,7 @@ class Learner(Loop):
         counts |= {"parked": len(waiting), "dead_lettered": len(failures)}
         for key, value in counts.items():
             self.metrics.feedback.labels(outcome=key).inc(value)
-        return counts
+        return Processed(counts)
 
     def on_idle(self) -> None:
         self.monitor.on_idle()

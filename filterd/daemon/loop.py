@@ -18,7 +18,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.daemon.stuck import StuckPartitions
 from filterd.kafka.consumer import Batch, ConsumedRecord, Consumer
-from filterd.kafka.processor import Processor, Retry
+from filterd.kafka.processor import Processed, Processor, Retry
 from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import Publishing, dead_letter_of
 from filterd.kafka.settings import CONSUMER_DEFAULTS
@@ -158,8 +158,9 @@ class Loop:
     def run(self, stop: threading.Event) -> None:
         self.processor.run(stop)
 
-    def process(self, batch: Batch) -> dict[str, int]:
-        """Handle one batch completely (or raise Retry); returns counts for the batch summary."""
+    def process(self, batch: Batch) -> Processed:
+        """Handle one batch completely, or hand what is left to something that completes it
+        (`Processed.pending`), or raise Retry."""
         raise NotImplementedError
 
     def on_idle(self) -> None:
@@ -172,15 +173,6 @@ class Loop:
             self.publisher.close()
         except KafkaError as error:
             self.log.warning("producer did not close cleanly", error=repr(error))
-
-    def ticket(self) -> int:
-        """What must be complete before the batch just processed may be committed, as a number
-        that `completed` reaches once it is. The default: nothing beyond `process` itself."""
-        return 0
-
-    def completed(self) -> int:
-        """The highest `ticket` complete (a scorer's recorder: written to the store)."""
-        return 0
 
     def dead_letter(self, record: ConsumedRecord, reason: str, error: str) -> DeadLetter:
         """Send `record` to the dead-letter topic (delivered at the next flush)."""

@@ -5,10 +5,10 @@ back for feedback by id), and for each decision queued for review, the review it
 (`filterd.store.review`). A `Recorder` takes them from the scorer (`put`, which never waits on
 the store) and writes them from a thread of its own, everything pending in one transaction, so
 that a store that is slow or locked (a learner's transaction holding SQLite's write lock, a
-PostgreSQL round trip) never delays a decision. The scorer commits a batch's offsets once its
-rows are written (`recorded` reaches the batch's ticket), so a crash loses none: the batch is
-read and decided again. A label that arrives before its message's row is written is parked by
-the learner and applied at its next retry.
+PostgreSQL round trip) never delays a decision. The scorer's batch waits on what `put` returns
+(`Written`, a `filterd.kafka.processor.Pending`): its offsets are committed once its rows are
+written, so a crash loses none: the batch is read and decided again. A label that arrives
+before its message's row is written is parked by the learner and applied at its next retry.
 
 While the store is unavailable, what is pending waits in memory, at most MAX_PENDING_ROWS
 decided messages and MAX_PENDING_ITEMS review items (the oldest are dropped first, with a
@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from structlog.typing import FilteringBoundLogger
@@ -41,6 +42,17 @@ MAX_PENDING_ROWS = 1_000_000  # ≈150 bytes of memory each
 MAX_PENDING_ITEMS = 20_000  # review items, each with its message's tokens
 TRIM_SECONDS = 60.0
 READINESS = "decisions store"
+
+
+@dataclass(frozen=True)
+class Written:
+    """A batch's rows handed to `recorder` (its `ticket`): done once they are written."""
+
+    recorder: Recorder
+    ticket: int
+
+    def done(self) -> bool:
+        return self.recorder.recorded >= self.ticket
 
 
 class Recorder:
@@ -65,16 +77,16 @@ class Recorder:
         self._failing = False
         self._trim_due = time.monotonic() + TRIM_SECONDS
 
-    def put(self, rows: Sequence[Decided], items: Sequence[ReviewItem]) -> int:
+    def put(self, rows: Sequence[Decided], items: Sequence[ReviewItem]) -> Written:
         """Take a batch's decided messages and review items, to be written soon; returns the
-        batch's ticket, which `recorded` reaches once they are written."""
+        batch's ticket, done once `recorded` reaches it (they are written)."""
         with self._wake:
             self._rows += rows
             self._items += items
             self._bound()
             self.tickets += 1
             self._wake.notify()
-            return self.tickets
+            return Written(self, self.tickets)
 
     def start(self) -> None:
         if self._thread is None:

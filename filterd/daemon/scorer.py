@@ -28,7 +28,7 @@ from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.recorder import Recorder
 from filterd.kafka.consumer import Batch
-from filterd.kafka.processor import Retry
+from filterd.kafka.processor import Processed, Retry
 from filterd.service.config import Review
 from filterd.service.decide import Decided, decide_payloads
 from filterd.service.records import encode
@@ -53,7 +53,6 @@ class Scorer(Loop):
         super().__init__(**loop)
         self.state, self.recent = state, recent
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
-        self._ticket = 0  # the recorder's, of the last batch
         self.recorder = Recorder(
             state.model,
             queue.max_items,
@@ -70,13 +69,7 @@ class Scorer(Loop):
         self.recorder.stop(RECORDER_STOP_SECONDS)
         super().on_stop()
 
-    def ticket(self) -> int:
-        return self._ticket
-
-    def completed(self) -> int:
-        return self.recorder.recorded
-
-    def process(self, batch: Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> Processed:
         decider = self.state.decider
         if decider is None:
             raise Retry("no model loaded from the store yet")
@@ -85,7 +78,7 @@ class Scorer(Loop):
             decider, self.state.threshold, [r.value for r in records], self.max_bytes, records
         )
         self.guard.check(result.undecodable)
-        self._ticket = self.recorder.put(
+        written = self.recorder.put(
             [(d.message_id, d.partition, d.offset) for d in result.decisions],
             queue_for_review(result, self.queue),
         )
@@ -104,7 +97,8 @@ class Scorer(Loop):
             self.metrics.decisions.labels(label=label).inc(count)
         self.metrics.messages.labels(outcome="decided").inc(len(result.decisions))
         self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
-        return {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
+        counts = {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
+        return Processed(counts, written)
 
 
 def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:

@@ -6,9 +6,9 @@
 The rule it keeps (docs/architecture.md, "Reliability contract"): a batch's offsets are
 committed only after everything the batch caused is in a topic or the store. The `Strategy`'s
 `process` publishes or stores all of it before returning, or hands it to something that
-completes it beside the processor: `ticket()` then names what must be complete first, and the
-offsets are held, in the order the batches were read, until `completed()` reaches it (the
-scorer's recorder). A `Retry` from `process` (store or broker unavailable) rewinds the consumer
+completes it beside the processor (the scorer's recorder): it then returns that `Pending` work
+with the batch's counts (`Processed`), and the offsets are held, in the order the batches were
+read, until it is done. A `Retry` from `process` (store or broker unavailable) rewinds the consumer
 to the batch's first offsets and backs off, so the batch is read and processed again — its
 effects are idempotent. Offsets held for partitions a rebalance revokes, or for a consumer that
 is replaced, are dropped, never committed: the next reader starts at the committed offsets,
@@ -36,6 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafka import OffsetAndMetadata, TopicPartition
@@ -80,19 +81,30 @@ class Backoff:
         self.delay = self.first
 
 
+class Pending(Protocol):
+    """What a processed batch's effects still wait for beside the processor (the scorer's rows,
+    until its recorder has written them)."""
+
+    def done(self) -> bool:
+        """Complete: the batch's offsets may be committed. Once true, true for ever; and the
+        work of an earlier batch is done before a later one's."""
+
+
+@dataclass(frozen=True)
+class Processed:
+    """What `Strategy.process` returns: the batch's counts for the "batches" log line, and
+    what must be done before its offsets may be committed (None: nothing beyond `process`)."""
+
+    counts: Mapping[str, int]
+    pending: Pending | None = None
+
+
 class Strategy(Protocol):
     """What a consumer group member does with its batches (the scorer, the learner)."""
 
-    def process(self, batch: Batch) -> Mapping[str, int]:
+    def process(self, batch: Batch) -> Processed:
         """Handle one batch completely, or hand what is left to something that completes it
-        (`ticket`), or raise Retry; returns counts for the "batches" log line."""
-
-    def ticket(self) -> int:
-        """What must be complete before the batch just processed may be committed, as a number
-        that `completed` reaches once it is (0: nothing beyond `process` itself)."""
-
-    def completed(self) -> int:
-        """The highest `ticket` complete."""
+        (`Processed.pending`), or raise Retry."""
 
     def on_idle(self) -> None:
         """Called between polls (the scorer's model sync, the learner's parked feedback)."""
@@ -209,8 +221,9 @@ class Processor:
         self._summary: dict[str, int] = {}
         # partition → offset committed asynchronously, not yet confirmed
         self._uncommitted: dict[TopicPartition, OffsetAndMetadata] = {}
-        # (ticket, offsets) of the batches processed but not complete yet (`ticket`), in order
-        self._awaiting: deque[tuple[int, dict[TopicPartition, OffsetAndMetadata]]] = deque()
+        # (pending, offsets) of the batches processed but not complete yet, in order
+        self._awaiting: deque[tuple[Pending | None, dict[TopicPartition, OffsetAndMetadata]]]
+        self._awaiting = deque()
 
     def run(self, stop: threading.Event) -> None:
         self.hooks.started()
@@ -248,7 +261,7 @@ class Processor:
                     continue
                 started = time.perf_counter()
                 try:
-                    counts = self.strategy.process(batch)
+                    processed = self.strategy.process(batch)
                 except Retry as error:
                     batch.rewind(consumer)
                     delay = retry.next()
@@ -261,10 +274,10 @@ class Processor:
                     stop.wait(delay)
                     continue
                 retry.reset()
-                self._awaiting.append((self.strategy.ticket(), batch.offsets()))
+                self._awaiting.append((processed.pending, batch.offsets()))
                 self._commit_completed(consumer)
                 self.hooks.processed(time.perf_counter() - started)
-                self._summarize(counts)
+                self._summarize(processed.counts)
         finally:
             self.hooks.stopped()
             self._close(consumer)
@@ -425,13 +438,10 @@ class Processor:
         self.hooks.lag(lags)
 
     def _commit_completed(self, consumer: Consumer) -> None:
-        """Commit, in order, the offsets of the batches whose `ticket` is complete. Without
+        """Commit, in order, the offsets of the batches whose pending work is done. Without
         waiting: their effects are durable already, so a commit that is lost only means reading
         the batch again. The last ones are committed synchronously on close."""
-        if not self._awaiting:
-            return
-        done = self.strategy.completed()
-        while self._awaiting and self._awaiting[0][0] <= done:
+        while self._awaiting and _done(self._awaiting[0][0]):
             _, offsets = self._awaiting.popleft()
             if offsets:  # none when its partitions were revoked meanwhile
                 self._uncommitted.update(offsets)
@@ -493,6 +503,10 @@ class Processor:
         if now - self._last_summary >= SUMMARY_SECONDS:
             self.log.info("batches", batches=self.batches, **self._summary)
             self._last_summary, self._summary = now, {}
+
+
+def _done(pending: Pending | None) -> bool:
+    return pending is None or pending.done()
 
 
 def _ms_until(deadline: float) -> int:

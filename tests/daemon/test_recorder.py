@@ -124,7 +124,7 @@ def test_pending_rows_are_bounded_oldest_first(config, monkeypatch):
     monkeypatch.setattr(recorder_module, "MAX_PENDING_ROWS", 5)
     model = Store.open(config.database.url).model("default")
     recorder = Recorder(model, 100, Health(), Metrics(), structlog.get_logger())
-    tickets = [recorder.put([(f"m{i}", 0, i)], []) for i in range(8)]
+    tickets = [recorder.put([(f"m{i}", 0, i)], []).ticket for i in range(8)]
     assert tickets == list(range(1, 9))
     assert recorder.write() and recorder.recorded == 8
     found = model.where_decided([f"m{i}" for i in range(8)])

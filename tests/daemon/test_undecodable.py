@@ -21,6 +21,7 @@ from filterd.kafka.batches import batch_at
 from filterd.kafka.consumer import Batch
 from filterd.kafka.internals import DefaultRecordBatchBuilder
 from filterd.kafka.memory import MemoryPublisher
+from filterd.kafka.processor import Processed
 from filterd.kafka.producer import BatchProducer
 from filterd.kafka.settings import CODEC_INSTALLED
 from filterd.observe.health import Health
@@ -59,10 +60,10 @@ class Reading(Loop):
         super().__init__(**settings)
         self.read: dict[int, list[int]] = {}
 
-    def process(self, batch: Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> Processed:
         for r in batch.records:
             self.read.setdefault(r.partition, []).append(r.offset)
-        return {"read": len(batch)}
+        return Processed({"read": len(batch)})
 
 
 class CountingPolls:

@@ -24,7 +24,7 @@ from kafka.errors import KafkaError
 from filterd.kafka import processor as processor_module
 from filterd.kafka.consumer import Batch, Consumer
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer
-from filterd.kafka.processor import CLOSE_SECONDS, Processor, Retry
+from filterd.kafka.processor import CLOSE_SECONDS, Processed, Processor, Retry
 
 PARTITIONS = 4  # as the session broker's topics (tests/conftest.py)
 
@@ -108,7 +108,7 @@ class Recording:
         self.stops = 0
         self.stop_set_at = 0.0  # time.monotonic() when it set `stop_after`
 
-    def process(self, batch: Batch) -> dict[str, int]:
+    def process(self, batch: Batch) -> Processed:
         if self.failures:
             self.failures -= 1
             self.retried.append(list(self.commits or []))
@@ -124,13 +124,7 @@ class Recording:
         ):
             self.stop_after.set()
             self.stop_set_at = time.monotonic()
-        return {"read": len(batch)}
-
-    def ticket(self) -> int:
-        return self.tickets
-
-    def completed(self) -> int:
-        return self.done
+        return Processed({"read": len(batch)}, Ticket(self, self.tickets))
 
     def complete(self) -> None:
         """Complete every ticket given so far, and the next ones at once."""
@@ -141,6 +135,16 @@ class Recording:
 
     def on_stop(self) -> None:
         self.stops += 1
+
+
+class Ticket:
+    """A batch's pending work: done once its strategy's `done` reaches `number`."""
+
+    def __init__(self, strategy: Recording, number: int) -> None:
+        self.strategy, self.number = strategy, number
+
+    def done(self) -> bool:
+        return self.strategy.done >= self.number
 
 
 class Watched:
