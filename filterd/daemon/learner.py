@@ -28,6 +28,7 @@ from filterd.daemon.monitor import Monitor
 from filterd.daemon.resolver import Resolver
 from filterd.kafka.consumer import Batch, ConsumedRecord
 from filterd.kafka.processor import Processed, Retry
+from filterd.kafka.producer import PublishError
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
@@ -134,7 +135,7 @@ class Learner(Loop):
         self.monitor.record(scored)
         for record, reason, message in failures:
             self.dead_letter(record, reason, message)
-        self.flush()
+        self.publisher.flush()
         counts = {outcome: getattr(applied, field) for outcome, field in OUTCOMES.items()}
         counts |= {"parked": len(waiting), "dead_lettered": len(failures)}
         for key, value in counts.items():
@@ -146,7 +147,7 @@ class Learner(Loop):
         if time.monotonic() >= self._retry_due:
             try:
                 self.retry_parked()
-            except (StoreError, Retry) as error:
+            except (StoreError, PublishError) as error:
                 self.repeats.warning(self.log, "parked feedback not retried", error=str(error))
             self._retry_due = time.monotonic() + self.retry_seconds
 
@@ -198,7 +199,7 @@ class Learner(Loop):
                 "and no message with this id "
                 f"was found within feedback.resolve_ttl ({self.resolve_within}) of its arrival",
             )
-        self.flush()
+        self.publisher.flush()
         with self.model.transaction() as writing:
             # what a newer label replaced (or made moot) meanwhile is left to it
             still = set(writing.release(resolved + expired + unreadable))

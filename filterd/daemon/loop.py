@@ -1,8 +1,8 @@
 """The daemon's side of the consume loop (`filterd.kafka.processor.Processor`, which owns poll →
 process → commit only what is durable): `Loop`, the base of the scorer's and the learner's
-strategies, with what both do with a batch (dead letters, the flush that makes a batch's records
-durable), and `LoopHooks`, which reports the processor's progress to the daemon's health check,
-metrics and log. Undecodable batches are held by `filterd.daemon.stuck.StuckPartitions`.
+strategies, with what both do with a batch (dead letters), and `LoopHooks`, which reports the
+processor's progress to the daemon's health check, metrics and log. Undecodable batches are
+held by `filterd.daemon.stuck.StuckPartitions`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.daemon.stuck import StuckPartitions
 from filterd.kafka.consumer import Batch, ConsumedRecord, Consumer
-from filterd.kafka.processor import Processed, Processor, Retry
-from filterd.kafka.producer import PublishError
+from filterd.kafka.processor import Processed, Processor
 from filterd.kafka.publisher import Publishing, dead_letter_of
 from filterd.kafka.settings import CONSUMER_DEFAULTS
 from filterd.observe.health import Health
@@ -160,7 +159,7 @@ class Loop:
 
     def process(self, batch: Batch) -> Processed:
         """Handle one batch completely, or hand what is left to something that completes it
-        (`Processed.pending`), or raise Retry."""
+        (`Processed.pending`), or raise Retry (or PublishError from `publisher.flush`)."""
         raise NotImplementedError
 
     def on_idle(self) -> None:
@@ -188,10 +187,3 @@ class Loop:
             offset=record.offset,
         )
         return letter
-
-    def flush(self) -> None:
-        """Deliver what the batch sent (Retry when the broker does not take it)."""
-        try:
-            self.publisher.flush()
-        except PublishError as error:
-            raise Retry(str(error)) from None

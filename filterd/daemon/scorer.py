@@ -89,7 +89,7 @@ class Scorer(Loop):
             self.dead_letter(batch.records[i], reason, error)
         # before the flush: once a decision is out, feedback naming its message may follow at once
         self.recent.put([d.message_id for d in result.decisions], [t.tokens for t in result.tokens])
-        self.flush()
+        self.publisher.flush()
         self.metrics.decision_latency.observe(
             time.monotonic() - batch.polled_at, len(result.decisions)
         )

@@ -8,9 +8,10 @@ committed only after everything the batch caused is in a topic or the store. The
 `process` publishes or stores all of it before returning, or hands it to something that
 completes it beside the processor (the scorer's recorder): it then returns that `Pending` work
 with the batch's counts (`Processed`), and the offsets are held, in the order the batches were
-read, until it is done. A `Retry` from `process` (store or broker unavailable) rewinds the consumer
-to the batch's first offsets and backs off, so the batch is read and processed again — its
-effects are idempotent. Offsets held for partitions a rebalance revokes, or for a consumer that
+read, until it is done. A `Retry` from `process` (store or broker unavailable), or a
+`PublishError` (the broker did not take what the batch published), rewinds the consumer to the
+batch's first offsets and backs off, so the batch is read and processed again — its effects are
+idempotent. Offsets held for partitions a rebalance revokes, or for a consumer that
 is replaced, are dropped, never committed: the next reader starts at the committed offsets,
 and committing old ones later would move a partition back.
 
@@ -45,6 +46,7 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.kafka.batches import DECODING_ERRORS, UNDECODABLE_ERRORS
 from filterd.kafka.consumer import Batch, Consumer, subscribed_consumer
+from filterd.kafka.producer import PublishError
 from filterd.kafka.settings import CONSUMER_DEFAULTS
 
 POLL_TIMEOUT_MS = 500
@@ -104,7 +106,7 @@ class Strategy(Protocol):
 
     def process(self, batch: Batch) -> Processed:
         """Handle one batch completely, or hand what is left to something that completes it
-        (`Processed.pending`), or raise Retry."""
+        (`Processed.pending`), or raise Retry (or PublishError)."""
 
     def on_idle(self) -> None:
         """Called between polls (the scorer's model sync, the learner's parked feedback)."""
@@ -262,7 +264,7 @@ class Processor:
                 started = time.perf_counter()
                 try:
                     processed = self.strategy.process(batch)
-                except Retry as error:
+                except (Retry, PublishError) as error:
                     batch.rewind(consumer)
                     delay = retry.next()
                     self.hooks.warning(
