@@ -25,6 +25,7 @@ from filterd.kafka import processor as processor_module
 from filterd.kafka.consumer import Batch, Consumer
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer
 from filterd.kafka.processor import CLOSE_SECONDS, Processed, Processor, Retry
+from filterd.kafka.producer import PublishError
 
 PARTITIONS = 4  # as the session broker's topics (tests/conftest.py)
 
@@ -89,8 +90,8 @@ class Hooks:
 
 
 class Recording:
-    """A strategy that keeps where each record it processed was read, raises Retry for its first
-    `failures` batches, completes its tickets at once unless `hold`, and sets `stop_after`
+    """A strategy that keeps where each record it processed was read, raises `error` (Retry) for
+    its first `failures` batches, completes its tickets at once unless `hold`, and sets `stop_after`
     (when given) once it has read `enough` records."""
 
     def __init__(
@@ -99,8 +100,10 @@ class Recording:
         hold: bool = False,
         enough: int | None = None,
         stop_after: threading.Event | None = None,
+        error: type[Exception] = Retry,
     ) -> None:
         self.failures, self.hold, self.enough, self.stop_after = failures, hold, enough, stop_after
+        self.error = error
         self.read: list[tuple[int, int]] = []  # (partition, offset)
         self.tickets = self.done = 0
         self.retried: list[list[tuple[int, int, int]]] = []  # the commits seen at each Retry
@@ -112,7 +115,7 @@ class Recording:
         if self.failures:
             self.failures -= 1
             self.retried.append(list(self.commits or []))
-            raise Retry("not now")
+            raise self.error("not now")
         self.read += [(r.partition, r.offset) for r in batch.records]
         self.tickets += 1
         if not self.hold:
@@ -326,9 +329,12 @@ def moved_back(commits: list[tuple[int, int, int]]) -> dict[int, list[int]]:
     return {p: offsets for p, offsets in by_partition.items() if offsets != sorted(offsets)}
 
 
-def test_a_batch_whose_process_raises_retry_is_read_again_and_committed_after(backend):
+@pytest.mark.parametrize("error", [Retry, PublishError])
+def test_a_batch_whose_process_raises_retry_is_read_again_and_committed_after(backend, error):
+    """Retry (the store, or no model yet), or PublishError (the broker did not take the
+    batch's records)."""
     backend.produce({0: 10, 2: 10})
-    strategy, hooks = Recording(failures=3), Hooks()
+    strategy, hooks = Recording(failures=3, error=error), Hooks()
     with running(backend.processor(strategy, hooks=hooks)):
         wait_until(lambda: asked(strategy.commits) == {0: 10, 2: 10}, "the commits")
     # (kafka-python may confirm the last asynchronous commits only at the close's commit)
