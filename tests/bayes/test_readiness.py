@@ -1,7 +1,7 @@
 from filterd.bayes.statistics import not_ready
 
 
-def test_a_model_is_ready_once_every_class_has_enough_documents():
+def test_a_model_is_ready_once_every_class_has_enough_documents() -> None:
     assert "two classes" in not_ready(["ham"], [500], 20)
     assert (
         not_ready(["ham", "spam"], [500, 3], 20)

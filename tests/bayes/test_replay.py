@@ -77,7 +77,7 @@ def synthetic_stream(n: int, seed: int, spam: float = 0.3):
     return corpus.batch, np.array([r.label == "spam" for r in records])
 
 
-def assert_replays_agree(batch, is_target, spec, **blocks):
+def assert_replays_agree(batch, is_target, spec, **blocks) -> None:
     stepwise = stepwise_scores(batch, is_target, spec)
     replayed = replay_scores(batch, is_target, spec, **blocks)
     np.testing.assert_allclose(replayed, stepwise, rtol=0, atol=1e-9, err_msg=str(spec))
@@ -89,14 +89,14 @@ def stream():
 
 
 @pytest.mark.parametrize("spec", SOME_SPECS, ids=str)
-def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(stream, spec):
+def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(stream, spec) -> None:
     batch, is_target = stream
     assert_replays_agree(batch, is_target, spec)
 
 
 @pytest.mark.parametrize("block_entries", [1, 7, 100])
 @pytest.mark.parametrize("spec", [DEFAULT_SPEC, *SOME_SPECS[::7]], ids=str)
-def test_a_replay_in_blocks_equals_the_stepwise_replay(stream, spec, block_entries):
+def test_a_replay_in_blocks_equals_the_stepwise_replay(stream, spec, block_entries) -> None:
     # blocks of one document (1 entry), a few and many; the stream has 150 documents of ≈8 tokens
     batch, is_target = stream
     assert_replays_agree(batch, is_target, spec, block_entries=block_entries)
@@ -109,7 +109,7 @@ streams = st.lists(st.tuples(docs, st.booleans()), min_size=0, max_size=25)
 
 @settings(max_examples=40, deadline=None)
 @given(streams, st.sampled_from(LAZY_SPECS), st.integers(1, 40))
-def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_entries):
+def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_entries) -> None:
     batch = encode([tokens for tokens, _ in items], Statistics().hasher)
     assert_replays_agree(
         batch, np.array([spam for _, spam in items], dtype=bool), spec, block_entries=block_entries
@@ -121,12 +121,12 @@ def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_e
 @example(
     2069, 0.5, ModelSpec("mnb", {}, Selection.parse("local:5:mi"))
 )  # MI ties equal only up to the last bit
-def test_replay_equals_the_stepwise_replay_on_seeded_streams(seed, spam, spec):
+def test_replay_equals_the_stepwise_replay_on_seeded_streams(seed, spam, spec) -> None:
     batch, is_target = synthetic_stream(60, seed, spam)
     assert_replays_agree(batch, is_target, spec)
 
 
-def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand():
+def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand() -> None:
     batch = encode(
         [["free", "cash"], ["free"], ["noon"], [], ["free", "noon"]], Statistics().hasher
     )
@@ -140,7 +140,7 @@ def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand():
     assert (replay_scores(batch, np.ones(5, dtype=bool), ModelSpec("mnb")) == 0).all()
 
 
-def test_the_replay_is_the_immediate_feedback_protocol():
+def test_the_replay_is_the_immediate_feedback_protocol() -> None:
     """Scoring message i after learning 0..i-1 by hand gives the replay's score."""
     batch, is_target = synthetic_stream(80, seed=1)
     spec = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
@@ -156,7 +156,7 @@ def test_the_replay_is_the_immediate_feedback_protocol():
         assert scores[i] == pytest.approx(alone, abs=1e-9)
 
 
-def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream):
+def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream) -> None:
     batch, is_target = stream
     for spec in (
         ModelSpec("twcnb"),
@@ -176,7 +176,7 @@ def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream):
 )
 def test_replay_columns_hold_the_statistics_as_of_before_each_message(
     items, set_of_words, statistics
-):
+) -> None:
     """Every statistic computed, T included (no lazy estimator reads it), as `Statistics.counts`
     gives it; the others None (N is DF in set-of-words mode)."""
     batch = encode([tokens for tokens, _ in items], Statistics().hasher)
@@ -224,7 +224,7 @@ DECLARED = [
 
 
 @pytest.mark.parametrize("variant, params", DECLARED, ids=str)
-def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, params):
+def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, params) -> None:
     """The weights from the declared statistics alone (the others None) are the weights
     from all; an estimator declares it ranks its own clues exactly when its weights have a
     strength."""
@@ -240,7 +240,7 @@ def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, par
     assert declared.ranks_clues == (full.strength is not None)
 
 
-def test_the_replay_computes_only_what_the_spec_reads():
+def test_the_replay_computes_only_what_the_spec_reads() -> None:
     assert statistics_read(DEFAULT_SPEC) == {"DF"}  # Robinson–Fisher ranks its own clues
     assert statistics_read(
         ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))
@@ -254,8 +254,8 @@ def test_the_replay_computes_only_what_the_spec_reads():
 
 
 def test_an_undeclared_estimator_gets_every_statistic_and_a_wrong_declaration_fails(
-    stream, monkeypatch
-):
+    stream, monkeypatch: pytest.MonkeyPatch
+) -> None:
     batch, is_target = stream
 
     # new functions around the estimators, so that they carry no declaration of their own

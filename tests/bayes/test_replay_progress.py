@@ -34,7 +34,7 @@ class Recorder:
 # the default (replayed vectorized), a whole-vocabulary spec (stepwise), both with tiny blocks
 @pytest.mark.parametrize("spec", [DEFAULT_SPEC, ModelSpec("mnb"), ModelSpec("wcnb")], ids=str)
 @pytest.mark.parametrize("n", [0, 1, 40])
-def test_the_progress_callable_sees_every_document_in_order(spec, n):
+def test_the_progress_callable_sees_every_document_in_order(spec, n) -> None:
     batch, is_target = stream(n)
     progress = Recorder()
     scores = online_scores(batch, is_target, spec, progress=progress)
@@ -42,7 +42,9 @@ def test_the_progress_callable_sees_every_document_in_order(spec, n):
     np.testing.assert_array_equal(scores, online_scores(batch, is_target, spec))
 
 
-def test_the_vectorized_replay_scores_a_block_as_progress_reaches_it(monkeypatch):
+def test_the_vectorized_replay_scores_a_block_as_progress_reaches_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from filterd.bayes import replay
 
     batch, is_target = stream(30)

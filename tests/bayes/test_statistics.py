@@ -13,14 +13,14 @@ docs = st.lists(words, min_size=0, max_size=12)
 labelled = st.lists(st.tuples(docs, st.sampled_from(["ham", "spam", "fraud"])), max_size=15)
 
 
-def learned(items, seed=0, sparse=False):
+def learned(items, seed: int = 0, sparse: bool = False):
     stats = Statistics(seed=seed, sparse=sparse)
     for tokens, label in items:
         stats.learn(tokens, label)
     return stats
 
 
-def test_statistics_are_those_of_methods_md():
+def test_statistics_are_those_of_methods_md() -> None:
     stats = learned([(["a", "a", "b"], "spam"), (["a", "c"], "spam"), (["b"], "ham")])
     c = stats.counts()
     col = {t: stats.vocab.lookup(stats.hasher.keys([t]))[0] for t in "abc"}
@@ -36,7 +36,7 @@ def test_statistics_are_those_of_methods_md():
 
 
 @given(labelled, docs, st.sampled_from(["ham", "spam"]))
-def test_unlearn_is_the_exact_inverse_of_learn(items, doc, label):
+def test_unlearn_is_the_exact_inverse_of_learn(items, doc, label) -> None:
     stats = learned(items)
     before = stats.canonical()
     stats.learn(doc, label)
@@ -48,13 +48,13 @@ def test_unlearn_is_the_exact_inverse_of_learn(items, doc, label):
 
 @settings(max_examples=50)
 @given(labelled, st.randoms(use_true_random=False))
-def test_learning_order_does_not_matter(items, random):
+def test_learning_order_does_not_matter(items, random) -> None:
     shuffled = list(items)
     random.shuffle(shuffled)
     assert learned(items).canonical() == learned(shuffled).canonical()
 
 
-def test_unlearning_what_was_not_learned_raises_and_changes_nothing():
+def test_unlearning_what_was_not_learned_raises_and_changes_nothing() -> None:
     stats = learned([(["free", "cash"], "spam")])
     before = stats.canonical()
     with pytest.raises(ValueError, match="not learned"):
@@ -69,7 +69,9 @@ def test_unlearning_what_was_not_learned_raises_and_changes_nothing():
 )
 @settings(max_examples=40)
 @given(first=labelled, second=labelled)
-def test_a_copy_synced_by_deltas_equals_the_source(source_sparse, replica_sparse, first, second):
+def test_a_copy_synced_by_deltas_equals_the_source(
+    source_sparse, replica_sparse, first, second
+) -> None:
     source, replica = learned(first, sparse=source_sparse), Statistics(sparse=replica_sparse)
     replica.apply_delta(source.export_delta(0))
     synced_at = source.version
@@ -89,7 +91,7 @@ def _nonempty(canonical):
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def test_delta_names_only_rows_changed_since_the_version():
+def test_delta_names_only_rows_changed_since_the_version() -> None:
     stats = learned([(["old"], "ham")])
     version = stats.version
     stats.learn(["new"], "spam")
@@ -97,7 +99,7 @@ def test_delta_names_only_rows_changed_since_the_version():
     assert list(delta.keys) == [stats.hasher.key("new")]
 
 
-def test_binary_view_sums_the_other_classes():
+def test_binary_view_sums_the_other_classes() -> None:
     stats = learned([(["x"], "spam"), (["x", "y"], "ham"), (["x"], "fraud")])
     view = stats.counts(target="spam")
     assert view.labels == ("spam", "not spam")
@@ -108,13 +110,13 @@ def test_binary_view_sums_the_other_classes():
         stats.counts(target="phishing")
 
 
-def test_set_of_words_view_counts_documents():
+def test_set_of_words_view_counts_documents() -> None:
     stats = learned([(["x", "x", "x"], "spam")])
     view = stats.counts(set_of_words=True)
     assert view.N.sum() == 1 and view.Nc.sum() == 1 and stats.counts().N.sum() == 3
 
 
-def test_a_subset_of_columns_keeps_the_whole_vocabulary_aggregates():
+def test_a_subset_of_columns_keeps_the_whole_vocabulary_aggregates() -> None:
     stats = learned([(["x", "y", "y"], "spam"), (["x", "z"], "ham"), (["w"], "fraud")])
     whole = stats.counts(target="spam")
     cols = stats.vocab.lookup(stats.hasher.keys(["y", "w"]))
@@ -127,7 +129,7 @@ def test_a_subset_of_columns_keeps_the_whole_vocabulary_aggregates():
 
 @settings(max_examples=50)
 @given(labelled, st.integers(0, 14))
-def test_maintained_aggregates_equal_a_recount(items, unlearn_first):
+def test_maintained_aggregates_equal_a_recount(items, unlearn_first) -> None:
     stats = learned(items)
     for tokens, label in items[:unlearn_first]:
         stats.unlearn(tokens, label)
@@ -139,7 +141,7 @@ def test_maintained_aggregates_equal_a_recount(items, unlearn_first):
 
 @settings(max_examples=60)
 @given(labelled, st.integers(0, 14), st.sampled_from([None, "spam", "ham"]), st.booleans())
-def test_sparse_storage_behaves_like_dense(items, unlearn_first, target, set_of_words):
+def test_sparse_storage_behaves_like_dense(items, unlearn_first, target, set_of_words) -> None:
     dense, sparse = learned(items), learned(items, sparse=True)
     for tokens, label in items[:unlearn_first]:
         dense.unlearn(tokens, label)
@@ -154,7 +156,7 @@ def test_sparse_storage_behaves_like_dense(items, unlearn_first, target, set_of_
         assert (a.Nc == b.Nc).all() and (a.U == b.U).all() and a.V == b.V
 
 
-def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing():
+def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing() -> None:
     stats = learned([(["free", "cash"], "spam"), (["noon"], "ham")], sparse=True)
     before = stats.canonical()
     with pytest.raises(ValueError, match="not learned"):
@@ -162,7 +164,7 @@ def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing():
     assert stats.canonical() == before
 
 
-def test_sparse_storage_keeps_only_the_pairs_that_occur():
+def test_sparse_storage_keeps_only_the_pairs_that_occur() -> None:
     stats = Statistics(sparse=True)
     for c in range(300):
         stats.learn([f"word{c}", f"word{c + 1}", "common"], f"class{c}")
@@ -173,7 +175,7 @@ def test_sparse_storage_keeps_only_the_pairs_that_occur():
     assert view.N.tolist() == [[1, 1], [1, 299]]
 
 
-def big_corpus(n_docs=400, seed=1):
+def big_corpus(n_docs: int = 400, seed: int = 1):
     """Documents with ≥ 2¹⁴ entries in all, over a vocabulary of ≥ 2¹⁴ tokens: the batch paths."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(40_000)]
@@ -191,7 +193,7 @@ def big_corpus(n_docs=400, seed=1):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse):
+def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse) -> None:
     items = big_corpus()
     together = Statistics(sparse=sparse)
     together.update(encode([d for d, _ in items], together.hasher), [label for _, label in items])
@@ -208,7 +210,9 @@ def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_unlearning_a_large_batch_with_one_wrong_document_raises_and_changes_nothing(sparse):
+def test_unlearning_a_large_batch_with_one_wrong_document_raises_and_changes_nothing(
+    sparse,
+) -> None:
     items = big_corpus(200)
     stats = learned(items, sparse=sparse)
     before, aggregates = (

@@ -5,6 +5,7 @@ import re
 import sqlite3
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from filterd.store.thresholds import latest_threshold, threshold_history
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory):
+def template(tmp_path_factory: pytest.TempPathFactory):
     """A store that learned 3,000 synthetic messages (20 % held out, fed just now), built once."""
     path = tmp_path_factory.mktemp("template") / "store.db"
     url = f"sqlite:///{path}"
@@ -51,7 +52,7 @@ def template(tmp_path_factory):
 
 
 @pytest.fixture
-def db(template, tmp_path):
+def db(template, tmp_path: Path) -> str:
     path = tmp_path / "store.db"
     with sqlite3.connect(template) as source, sqlite3.connect(path) as copy:
         source.backup(copy)  # WAL-safe copy
@@ -75,7 +76,7 @@ def error_line(result):
     return lines[-1]
 
 
-def test_a_report_then_one_beside_the_previous_version(db):
+def test_a_report_then_one_beside_the_previous_version(db) -> None:
     first = run("--db", db, *HOLDOUT)
     assert first.exit_code == 0, first.output
     assert "recall ≥ 0.99 (exact)" in first.output and "wrote threshold version 1" in first.output
@@ -102,7 +103,7 @@ def test_a_report_then_one_beside_the_previous_version(db):
     assert threshold_history(engine, "default")[0].created_by.startswith("filterd calibrate")
 
 
-def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db):
+def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db) -> None:
     refused = run("--db", db, *HOLDOUT, "--last", "100")
     assert refused.exit_code == 1
     assert error_line(refused).startswith("Error: refused for 'spam': too few positives")
@@ -117,7 +118,7 @@ def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db):
     assert conservative.exit_code == 1 and "cannot override" in error_line(conservative)
 
 
-def test_a_dry_run_writes_nothing(db):
+def test_a_dry_run_writes_nothing(db) -> None:
     result = run("--db", db, *HOLDOUT, "--dry-run", "--window", "12h")
     assert (
         result.exit_code == 0
@@ -138,12 +139,12 @@ def test_a_dry_run_writes_nothing(db):
         (["--source", "guess"], "--source"),
     ],
 )
-def test_bad_arguments_are_usage_errors(db, args, message):
+def test_bad_arguments_are_usage_errors(db, args, message) -> None:
     result = run("--db", db, *args)
     assert result.exit_code == 2 and message in error_line(result)
 
 
-def test_store_problems_are_one_line_errors(db, tmp_path):
+def test_store_problems_are_one_line_errors(db, tmp_path: Path) -> None:
     assert (
         error_line(run("--db", db, "--model", "nope"))
         == "Error: no model named 'nope' in the store (its models: 'default'); "
@@ -157,7 +158,7 @@ def test_store_problems_are_one_line_errors(db, tmp_path):
     assert empty.exit_code == 1 and "filterd db upgrade" in error_line(empty)
 
 
-def test_durations():
+def test_durations() -> None:
     assert parse_duration("14d") == timedelta(days=14) and parse_duration("1d12h") == timedelta(
         hours=36
     )
@@ -169,13 +170,13 @@ def test_durations():
             parse_duration(bad)
 
 
-def test_every_class_one_vs_rest(db):
+def test_every_class_one_vs_rest(db) -> None:
     result = run("--db", db, *HOLDOUT, "--all-classes", "--target-recall", "0.95", "--json")
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["target_class"], r["version"]) for r in reports] == [("ham", 1), ("spam", 2)]
 
 
-def test_the_plot_is_a_png(db, tmp_path):
+def test_the_plot_is_a_png(db, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     path = tmp_path / "roc.png"
     run("--db", db, *HOLDOUT, "--target-recall", "0.95")
@@ -184,7 +185,9 @@ def test_the_plot_is_a_png(db, tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
 
 
-def test_without_matplotlib_the_plot_says_what_to_install(db, tmp_path, monkeypatch):
+def test_without_matplotlib_the_plot_says_what_to_install(
+    db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     result = run("--db", db, "--plot", str(tmp_path / "roc.png"))
     assert (
@@ -201,7 +204,9 @@ def test_without_matplotlib_the_plot_says_what_to_install(db, tmp_path, monkeypa
         ("missing/roc.png", "cannot write to directory"),
     ],
 )
-def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(db, tmp_path, name, message):
+def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(
+    db, tmp_path: Path, name, message
+) -> None:
     pytest.importorskip("matplotlib")
     result = run("--db", db, "--plot", str(tmp_path / name))
     assert result.exit_code == 1 and message in error_line(result)
@@ -211,7 +216,7 @@ def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(db, tmp_path, n
 # --- the adaptive source (the default): the prequential scores --------------------------------
 
 
-def record(db, scored, now, prefix):
+def record(db, scored, now, prefix) -> None:
     """Record (label, score) pairs as feedback scored at `now` before it was learned."""
     engine = connect(db)
     items = [
@@ -234,7 +239,7 @@ EXPECTED = re.compile(
 )
 
 
-def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
+def test_adaptive_by_default_then_the_level_moves_by_the_misses(db) -> None:
     rng = np.random.default_rng(0)
     record(db, separable(rng, 300, 700), datetime.now(UTC) - timedelta(hours=1), "a")
     first = run("--db", db)
@@ -295,7 +300,7 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
     )
 
 
-def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refused(db):
+def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refused(db) -> None:
     first = run("--db", db)  # a store bootstrapped by `filterd learn`: nothing scored on arrival
     assert first.exit_code == 0, first.output
     assert "window (holdout) " in first.output and "wrote threshold version 1" in first.output

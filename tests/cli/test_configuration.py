@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import tomllib
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -14,7 +15,7 @@ def run(*args, env=None):
     return CliRunner().invoke(main, ["config", *args], env=env)
 
 
-def test_the_example_configuration_is_every_default():
+def test_the_example_configuration_is_every_default() -> None:
     result = run("example")
     assert result.exit_code == 0, result.output
     example = tomllib.loads(result.stdout)
@@ -25,7 +26,7 @@ def test_the_example_configuration_is_every_default():
             assert value == defaults[section][key], f"{section}.{key}"
 
 
-def test_the_shipped_files_are_listed_and_printed():
+def test_the_shipped_files_are_listed_and_printed() -> None:
     listed = run("example", "--list").stdout.split()
     assert "filterd.toml" in listed and "__init__.py" not in listed
     for name in listed:
@@ -36,7 +37,7 @@ def test_the_shipped_files_are_listed_and_printed():
     ]
 
 
-def test_show_masks_secrets_and_names_a_bad_key(tmp_path):
+def test_show_masks_secrets_and_names_a_bad_key(tmp_path: Path) -> None:
     path = tmp_path / "filterd.toml"
     path.write_text('[kafka]\nsasl_plain_password = "hunter2"\n[limits]\nmax_tokens = 7\n')
     shown = json.loads(run("show", "--config", str(path)).stdout)

@@ -7,10 +7,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from click.testing import CliRunner
 
 from filterd.cli import main
+from filterd.demo.broker import LocalBroker
 from filterd.evaluation.corpus import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head
@@ -23,7 +25,7 @@ def run(*args, env=None, input=None):
     return CliRunner().invoke(main, list(args), env=env, input=input)
 
 
-def test_score_decides_stdin_like_the_daemon(tmp_path):
+def test_score_decides_stdin_like_the_daemon(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "train.jsonl"
     write_corpus(STREAM[:1000], corpus)
@@ -70,7 +72,7 @@ def test_score_decides_stdin_like_the_daemon(tmp_path):
     )
 
 
-def test_score_writes_only_decisions_to_stdout_and_fails_on_garbage(tmp_path):
+def test_score_writes_only_decisions_to_stdout_and_fails_on_garbage(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "train.jsonl"
     write_corpus(STREAM[:300], corpus)
@@ -106,7 +108,7 @@ def test_score_writes_only_decisions_to_stdout_and_fails_on_garbage(tmp_path):
     )
 
 
-def test_topics_create_is_idempotent(broker):
+def test_topics_create_is_idempotent(broker: LocalBroker) -> None:
     env = {
         "FILTERD_TOPICS_MESSAGES": "cli-messages",
         "FILTERD_TOPICS_DECISIONS": "cli-decisions",
@@ -120,7 +122,7 @@ def test_topics_create_is_idempotent(broker):
     assert second.stdout.count("exists") == 4
 
 
-def test_topics_create_without_a_broker_fails_within_seconds_naming_it():
+def test_topics_create_without_a_broker_fails_within_seconds_naming_it() -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -148,7 +150,7 @@ def test_topics_create_without_a_broker_fails_within_seconds_naming_it():
     assert took < 25  # kafka-python's own wait is 30 s
 
 
-def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_path):
+def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[decision]\ntarget_recall = 1.5\n")
     result = subprocess.run(
@@ -171,7 +173,7 @@ def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_pat
     assert typo.exit_code != 0 and "cannot read the configuration" in typo.output
 
 
-def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path):
+def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path: Path) -> None:
     corrupt = tmp_path / "filterd.db"
     corrupt.write_bytes(b"this is not an SQLite file " * 100)
     result = subprocess.run(
@@ -185,7 +187,7 @@ def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path):
     assert result.stderr.splitlines() == [f"Error: {corrupt}: not a SQLite database file"]
 
 
-def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path):
+def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path: Path) -> None:
     """Not an outage to wait for: `run`, `serve` and `db upgrade` say so alike, in one line."""
     for command in (["run"], ["serve"], ["db", "upgrade"], ["run", "--create-store"]):
         started = time.monotonic()
@@ -203,7 +205,7 @@ def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path):
         assert time.monotonic() - started < 30
 
 
-def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
+def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path: Path) -> None:
     cases = {
         "bootstrap_server = '127.0.0.1:9092'": (
             "kafka.bootstrap_server: not a setting of kafka-python's clients "
@@ -234,7 +236,7 @@ def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
         ] or (expected in result.stderr and len(result.stderr.strip().splitlines()) == 1)
 
 
-def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path):
+def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
     refused = run("score", "--db", f"sqlite:///{missing}", input="")
     assert refused.exit_code == 1 and "Traceback" not in refused.output
@@ -257,7 +259,7 @@ def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path)
     assert json.loads(created.stdout.splitlines()[-1])["label"] == "unknown"
 
 
-def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path):
+def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'old.db'}"
     assert run("db", "upgrade", "--db", db, "0002").exit_code == 0
     started = time.monotonic()
@@ -270,7 +272,7 @@ def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path):
     assert time.monotonic() - started < 5  # nobody is migrating it: no reason to wait
 
 
-def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path):
+def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path: Path) -> None:
     for command in ("run", "score"):
         for url, expected in [
             (
@@ -289,7 +291,7 @@ def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path):
             assert expected in line
 
 
-def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path):
+def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     assert run("db", "upgrade", "--db", f"sqlite:///{path}").exit_code == 0
     with sqlite3.connect(path) as conn:  # as a later filterd would leave it
@@ -302,7 +304,7 @@ def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path):
     )
 
 
-def test_run_and_serve_refuse_a_model_the_store_lacks_naming_those_it_holds(tmp_path):
+def test_run_and_serve_refuse_a_model_the_store_lacks_naming_those_it_holds(tmp_path: Path) -> None:
     """A mistyped --model starts no empty model: `run` creates one only in a store that holds
     none (its first start), `serve` never."""
     db = f"sqlite:///{tmp_path / 'store.db'}"

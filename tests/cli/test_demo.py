@@ -79,7 +79,9 @@ def one_line_error(result, code: int) -> str:
 
 
 @needs_broker
-def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_running(tmp_path):
+def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
     workdir = tmp_path / "demo"
     before = children()
     result = run(*SMALL, "--workdir", workdir)
@@ -114,7 +116,7 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
 
 
 @needs_broker
-def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_path):
+def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     process = subprocess.Popen(
         [
@@ -155,33 +157,33 @@ def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_pat
     assert not running(broker_port("".join(lines)))
 
 
-def test_a_missing_corpus_is_a_one_line_error(tmp_path):
+def test_a_missing_corpus_is_a_one_line_error(tmp_path: Path) -> None:
     line = one_line_error(run("--corpus", tmp_path / "missing.jsonl.gz"), 1)
     assert line == f"Error: {tmp_path / 'missing.jsonl.gz'}: no such file"
 
 
-def test_a_negative_rate_is_refused():
+def test_a_negative_rate_is_refused() -> None:
     line = one_line_error(run("--rate", "-1"), 2)
     assert line.startswith("Error: Invalid value for '--rate'")
 
 
-def test_synthetic_options_are_refused_with_a_corpus(tmp_path):
+def test_synthetic_options_are_refused_with_a_corpus(tmp_path: Path) -> None:
     line = one_line_error(run("--corpus", tmp_path / "c.jsonl", "--spam-share", "0.3"), 2)
     assert "--spam-share is for the synthetic stream" in line
 
 
-def test_a_target_class_absent_from_the_stream_is_refused():
+def test_a_target_class_absent_from_the_stream_is_refused() -> None:
     line = one_line_error(run("--messages", "50", "--target", "phishing"), 1)
     assert line == "Error: target class 'phishing' does not occur in the stream (labels: ham, spam)"
 
 
-def test_a_used_workdir_is_refused_before_anything_starts(tmp_path):
+def test_a_used_workdir_is_refused_before_anything_starts(tmp_path: Path) -> None:
     (tmp_path / "filterd.db").write_bytes(b"")
     line = one_line_error(run("--messages", "50", "--workdir", tmp_path), 1)
     assert "filterd.db exists: the demo needs a fresh store" in line
 
 
-def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_path):
+def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_path: Path) -> None:
     line = one_line_error(run("--messages", "50", "--workdir", "/proc/nope"), 1)
     assert line == "Error: --workdir /proc/nope: cannot write there (No such file or directory)"
     made = tmp_path / "new" / "deeper"  # a workdir that does not exist yet is created
@@ -189,7 +191,7 @@ def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_
     assert made.is_dir()
 
 
-def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decisions():
+def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decisions() -> None:
     items = [Item(f"m{i}", "spam" if i % 2 else "ham", b"") for i in range(6)]
     board = Scoreboard(items, "spam", 0.99)
     board.decision({"message_id": "m0", "label": "unknown", "score": 0.0})
@@ -237,7 +239,7 @@ def snapshot(quality: Quality) -> Snapshot:
     )
 
 
-def test_the_summary_shows_the_recall_delivered_against_the_target():
+def test_the_summary_shows_the_recall_delivered_against_the_target() -> None:
     with_tau = render(snapshot(Quality(10, 0.99, 0.8, 8, 0.75, 0.5)))
     assert (
         "delivered  spam caught 75.0 % against the target 0.99 · ham kept 50.0 % · over 8 "
@@ -248,7 +250,7 @@ def test_the_summary_shows_the_recall_delivered_against_the_target():
 
 
 @needs_broker
-def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
+def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
@@ -286,7 +288,7 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
 
 
 @needs_broker
-def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path):
+def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path: Path) -> None:
     result = subprocess.run(
         [
             sys.executable,

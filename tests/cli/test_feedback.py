@@ -3,6 +3,7 @@ forms, and its errors as one line."""
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -20,7 +21,7 @@ def run(*args, env=None):
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
+def db(tmp_path_factory: pytest.TempPathFactory):
     """A store whose model 'default' has five label events, three days apart (the last today)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
     upgrade(url)
@@ -56,7 +57,7 @@ def lines(result):
     return result.stdout.splitlines()
 
 
-def test_one_readable_line_per_event_newest_first(db):
+def test_one_readable_line_per_event_newest_first(db) -> None:
     shown = lines(run("--db", db))
     assert [line.split()[2] for line in shown] == ["m3", "m1", "m1", "m2", "m1"]
     stamp = f"{NOW:%Y-%m-%d %H:%M:%S}Z"
@@ -77,7 +78,7 @@ def test_one_readable_line_per_event_newest_first(db):
     assert len({line.index("→") for line in shown}) == 1  # aligned columns
 
 
-def test_filters_and_limit(db):
+def test_filters_and_limit(db) -> None:
     def ids(*args):
         return [line.split()[2] for line in lines(run("--db", db, *args))]
 
@@ -91,7 +92,7 @@ def test_filters_and_limit(db):
     assert ids("--analyst", "nobody") == []
 
 
-def test_json_lines_carry_every_field(db):
+def test_json_lines_carry_every_field(db) -> None:
     events = [json.loads(line) for line in lines(run("--db", db, "--json", "--analyst", "alice"))]
     assert [e["message_id"] for e in events] == ["m3", "m1"]
     assert events[0] | {"applied_at": None, "received_at": None} == {
@@ -120,7 +121,7 @@ def test_json_lines_carry_every_field(db):
         (["--limit", "-1"], "Invalid value for '--limit'"),
     ],
 )
-def test_mistakes_are_one_line_errors(db, args, message):
+def test_mistakes_are_one_line_errors(db, args, message) -> None:
     result = run("--db", db, *args)
     assert result.exit_code in (1, 2) and "Traceback" not in result.output
     assert message in result.stderr.splitlines()[-1]
@@ -128,7 +129,7 @@ def test_mistakes_are_one_line_errors(db, args, message):
         assert len(result.stderr.splitlines()) == 1
 
 
-def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path):
+def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path: Path) -> None:
     empty, old = f"sqlite:///{tmp_path / 'empty.db'}", f"sqlite:///{tmp_path / 'old.db'}"
     (tmp_path / "empty.db").touch()  # an empty file is an empty SQLite database
     upgrade(old, "0003")  # before the audit trail

@@ -35,7 +35,7 @@ print(" ".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stder
 
 
 @pytest.mark.parametrize("option", ["--help", "--version"])
-def test_help_and_version_import_no_heavy_library(option):
+def test_help_and_version_import_no_heavy_library(option) -> None:
     probe = PROBE.format(option=option, heavy=HEAVY)
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
@@ -44,7 +44,7 @@ def test_help_and_version_import_no_heavy_library(option):
     assert result.stdout.strip()  # it did print the help, or the version
 
 
-def test_the_help_lists_every_command_and_each_command_gives_its_own():
+def test_the_help_lists_every_command_and_each_command_gives_its_own() -> None:
     listed = CliRunner().invoke(main, ["--help"]).stdout
     for name, (_, summary) in COMMANDS.items():
         assert f"  {name} " in listed and summary in listed

@@ -6,6 +6,8 @@ import json
 import socket
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,7 +24,7 @@ from tests.daemon.conftest import read_all
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def item(message_id, score, reason="band", subject=None, excerpt=None, **fields):
+def item(message_id, score, reason: str = "band", subject=None, excerpt=None, **fields):
     return QueuedItem(
         message_id=message_id,
         reason=reason,
@@ -42,7 +44,7 @@ def item(message_id, score, reason="band", subject=None, excerpt=None, **fields)
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory: pytest.TempPathFactory):
     """A store whose model 'default' has three queued items; the message of "m-c" was labelled
     ham by alice since."""
     directory = tmp_path_factory.mktemp("store")
@@ -88,7 +90,7 @@ def lines(result):
     return result.stdout.splitlines()
 
 
-def one_line_error(result, *fragments, code=1):
+def one_line_error(result, *fragments, code: int = 1):
     assert result.exit_code == code, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     error = result.stderr.strip()
@@ -102,7 +104,7 @@ def one_line_error(result, *fragments, code=1):
 # --- list and show -------------------------------------------------------------------------------
 
 
-def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store):
+def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store) -> None:
     shown = lines(run("list", "--db", store))
     assert [line.split()[0] for line in shown] == [str(ids(store)["m-a"]), str(ids(store)["m-b"])]
     first = shown[0]
@@ -114,7 +116,7 @@ def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store):
     assert shown[1].endswith("Hello Bob, lunch tomorrow? Alice")  # the excerpt, on one line
 
 
-def test_list_all_order_reason_and_limit(store):
+def test_list_all_order_reason_and_limit(store) -> None:
     every = lines(run("list", "--db", store, "--all"))
     assert [line.split()[0] for line in every] == [
         str(ids(store)[m]) for m in ("m-a", "m-c", "m-b")
@@ -128,7 +130,7 @@ def test_list_all_order_reason_and_limit(store):
     assert len(lines(run("list", "--db", store, "--limit", "1"))) == 1
 
 
-def test_list_json_has_every_field_but_the_tokens(store):
+def test_list_json_has_every_field_but_the_tokens(store) -> None:
     (first, second) = [json.loads(line) for line in lines(run("list", "--db", store, "--json"))]
     assert first["message_id"] == "m-a" and second["message_id"] == "m-b"
     assert first["subject"] == "Win a prize\x1b[31m now"
@@ -138,7 +140,7 @@ def test_list_json_has_every_field_but_the_tokens(store):
     assert "tokens" not in first
 
 
-def test_show_gives_everything_stored_and_the_label_history(store):
+def test_show_gives_everything_stored_and_the_label_history(store) -> None:
     item_id = ids(store)["m-c"]
     text = lines(run("show", str(item_id), "--db", store))
     fields = {
@@ -166,7 +168,7 @@ def test_show_gives_everything_stored_and_the_label_history(store):
     ]
 
 
-def test_show_json_has_the_tokens_and_history(store):
+def test_show_json_has_the_tokens_and_history(store) -> None:
     result = run("show", str(ids(store)["m-a"]), "--db", store, "--json")
     shown = json.loads(result.stdout)
     assert shown["tokens"] == ["win", "prize", "now"] and shown["token_count"] == 3
@@ -180,7 +182,7 @@ def test_show_json_has_the_tokens_and_history(store):
 # --- label ---------------------------------------------------------------------------------------
 
 
-def config_file(tmp_path, store, servers, feedback_topic, labels=("ham", "spam")):
+def config_file(tmp_path: Path, store, servers, feedback_topic, labels=("ham", "spam")):
     path = tmp_path / "filterd.toml"
     path.write_text(
         f'[database]\nurl = "{store}"\n[kafka]\nbootstrap_servers = "{servers}"\n'
@@ -189,7 +191,9 @@ def config_file(tmp_path, store, servers, feedback_topic, labels=("ham", "spam")
     return str(path)
 
 
-def test_label_publishes_feedback_naming_the_message(store, tmp_path, kafka_config, topics):
+def test_label_publishes_feedback_naming_the_message(
+    store, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     config = config_file(tmp_path, store, kafka_config["bootstrap_servers"], topics["feedback"])
     item_id = ids(store)["m-a"]
     result = run(
@@ -217,7 +221,7 @@ def test_label_publishes_feedback_naming_the_message(store, tmp_path, kafka_conf
     assert decode(records[-1].value, Feedback).analyst == "dave"
 
 
-def test_label_errors_are_one_line(store, tmp_path):
+def test_label_errors_are_one_line(store, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -237,7 +241,7 @@ def test_label_errors_are_one_line(store, tmp_path):
     assert "could not publish" in error
 
 
-def test_store_errors_are_one_line(store, tmp_path):
+def test_store_errors_are_one_line(store, tmp_path: Path) -> None:
     one_line_error(run("show", "999999", "--db", store), "no review item 999999", "'default'")
     one_line_error(run("list", "--db", store, "--model", "nope"), "no model named 'nope'")
     one_line_error(run("show", "1", "--db", store, "--model", "nope"), "no model named 'nope'")
@@ -248,7 +252,7 @@ def test_store_errors_are_one_line(store, tmp_path):
     assert run("list", "--db", store, "--reason", "other").exit_code == 2
 
 
-def test_an_empty_queue_says_so(store, tmp_path):
+def test_an_empty_queue_says_so(store, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     upgrade(url)
     create_model(connect(url), "default", ModelSpec("mnb"))
@@ -262,7 +266,7 @@ def test_an_empty_queue_says_so(store, tmp_path):
     assert len(random_only) == 1  # a queue with items prints them, and nothing else
 
 
-def test_a_label_without_a_broker_fails_within_seconds_naming_it(store, tmp_path):
+def test_a_label_without_a_broker_fails_within_seconds_naming_it(store, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

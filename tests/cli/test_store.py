@@ -3,6 +3,7 @@ import os
 import pty
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,7 +18,7 @@ def run(*args, env=None, input=None):
     return CliRunner().invoke(main, list(args), env=env, input=input)
 
 
-def new_store(tmp_path):
+def new_store(tmp_path: Path):
     """The URL of a migrated SQLite store with an empty model 'default'."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
     assert run("db", "upgrade", "--db", db).exit_code == 0
@@ -25,7 +26,7 @@ def new_store(tmp_path):
     return db
 
 
-def learned_store(tmp_path, messages):
+def learned_store(tmp_path: Path, messages):
     """The URL of a migrated SQLite store that learned a synthetic corpus into model 'default'."""
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
@@ -34,7 +35,7 @@ def learned_store(tmp_path, messages):
     return db
 
 
-def test_upgrade_learn_twice_stats_export_import(tmp_path):
+def test_upgrade_learn_twice_stats_export_import(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300)), corpus)
@@ -56,13 +57,13 @@ def test_upgrade_learn_twice_stats_export_import(tmp_path):
     assert copy["classes"] == report["classes"]
 
 
-def test_the_url_can_come_from_the_environment(tmp_path):
+def test_the_url_can_come_from_the_environment(tmp_path: Path) -> None:
     env = {"FILTERD_DATABASE_URL": f"sqlite:///{tmp_path / 'env.db'}"}
     assert run("db", "upgrade", env=env).exit_code == 0
     assert run("db", "current", env=env).stdout.strip() == database_head()
 
 
-def test_store_errors_are_one_line(tmp_path):
+def test_store_errors_are_one_line(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     result = run("model", "stats", "--db", db)
     assert (
@@ -76,7 +77,7 @@ def test_store_errors_are_one_line(tmp_path):
     assert run("model", "create", "x", "--db", db, "--variant", "svm").exit_code == 2
 
 
-def test_prune_from_the_command_line(tmp_path):
+def test_prune_from_the_command_line(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 200)
     before = json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"]
     dry = run(
@@ -101,7 +102,9 @@ def test_prune_from_the_command_line(tmp_path):
     assert run("db", "prune", "--db", db, "--unseen-days", "-1", "--max-count", "1").exit_code == 2
 
 
-def test_a_relative_sqlite_path_is_shown_absolute(tmp_path, monkeypatch):
+def test_a_relative_sqlite_path_is_shown_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from filterd.cli import main
@@ -113,7 +116,7 @@ def test_a_relative_sqlite_path_is_shown_absolute(tmp_path, monkeypatch):
     assert (tmp_path / "stores" / "filterd.db").exists()
 
 
-def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
+def test_model_show_then_delete_with_its_labels_exported_first(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 200)
     shown = run("model", "show", "default", "--db", db)
     assert shown.exit_code == 0, shown.output
@@ -153,7 +156,7 @@ def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
     assert run("model", "delete", "empty", "--yes", "--db", db).stdout == "deleted model 'empty'\n"
 
 
-def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
+def test_prune_deletes_label_events_past_the_configured_retention(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
     from filterd.store.database import connect
@@ -209,7 +212,9 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
     ]
 
 
-def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tmp_path):
+def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
+    tmp_path: Path,
+) -> None:
     from datetime import UTC, datetime, timedelta
 
     from filterd.service.review import QueuedItem
@@ -260,7 +265,7 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tm
     assert prune()[0] == "deleted 1 review items (older than 14 days)"
 
 
-def test_learn_records_who_gave_the_labels(tmp_path):
+def test_learn_records_who_gave_the_labels(tmp_path: Path) -> None:
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=40)), corpus)
@@ -280,7 +285,7 @@ def test_learn_records_who_gave_the_labels(tmp_path):
     ]
 
 
-def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
+def test_model_stats_shows_what_the_thresholds_delivered(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
     from filterd.evaluation.calibration import Threshold
@@ -292,11 +297,11 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
     engine = connect(db)
     t0 = datetime.now(UTC) - timedelta(hours=1)
 
-    def scored(at, prefix, pairs):
+    def scored(at, prefix, pairs) -> None:
         items = [Scored(f"{prefix}{i}", label, score, 1) for i, (label, score) in enumerate(pairs)]
         record_scores(engine, "default", "spam", items, keep=5000, now=at)
 
-    def threshold(at, tau, source, level):
+    def threshold(at, tau, source, level) -> None:
         figures = Threshold(tau, 0.99, 1.0, 1.0, 1.0, 100, 100, False, None)
         write_threshold(
             engine,
@@ -371,7 +376,7 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
 # --- an operator's mistakes (issue 32) -----------------------------------------------------------
 
 
-def with_labels(path, changes):
+def with_labels(path, changes) -> None:
     """Rewrite the corpus at `path` with the labels of `changes` ({line number: label})."""
     lines = path.read_text().splitlines()
     for number, label in changes.items():
@@ -380,7 +385,7 @@ def with_labels(path, changes):
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path):
+def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path: Path) -> None:
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=100)), corpus)
@@ -420,7 +425,7 @@ def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path):
     assert "'Spam' × 1 (line 12)" in run("learn", str(corpus), "--db", db, "--config", wider).stderr
 
 
-def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
+def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 100)
     refused = run("db", "downgrade", "base", "--db", db)
     assert refused.exit_code == 1
@@ -452,7 +457,7 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
     assert done.stdout == f"{db}: at revision base\n"
 
 
-def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path):
+def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300)), corpus)
@@ -507,7 +512,7 @@ def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path)
     )
 
 
-def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path):
+def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 60)
     shown = run("model", "show", "--db", db)
     assert shown.exit_code == 0, shown.output
@@ -515,7 +520,7 @@ def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path):
     assert shown.stdout.startswith("model 'default'\n")
 
 
-def test_read_only_commands_create_nothing_and_name_the_path(tmp_path):
+def test_read_only_commands_create_nothing_and_name_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "typo" / "store.db"
     url = f"sqlite:///{missing}"
     corpus, export = tmp_path / "c.jsonl", tmp_path / "x.jsonl.gz"
@@ -555,7 +560,7 @@ def test_read_only_commands_create_nothing_and_name_the_path(tmp_path):
 
 
 @pytest.mark.parametrize("answer, revision", [("n", database_head()), ("y", "base")])
-def test_on_a_terminal_a_downgrade_asks_first(tmp_path, answer, revision):
+def test_on_a_terminal_a_downgrade_asks_first(tmp_path: Path, answer, revision) -> None:
     db = learned_store(tmp_path, 40)
     main_side, terminal = pty.openpty()
     with subprocess.Popen(

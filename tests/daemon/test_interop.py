@@ -10,6 +10,7 @@ each case runs once per client.
 import json
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ TEXT = "Congratulations, you have won a prize: claim it today at our office. " *
 
 
 @pytest.fixture(params=sorted(FILTERD_CLIENTS))
-def client_settings(request) -> dict:
+def client_settings(request: pytest.FixtureRequest) -> dict:
     return FILTERD_CLIENTS[request.param]
 
 
@@ -83,8 +84,12 @@ def consume(kafka_config: dict, topic: str, until, timeout: float = 60.0) -> lis
 
 
 def test_librdkafka_producers_of_every_kind_are_decided_and_read_back(
-    client_settings, start_daemon, kafka_config, topics, sqlite_url
-):
+    client_settings,
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    sqlite_url: str,
+) -> None:
     daemon = start_daemon(sqlite_url, **client_settings)
     messages, delivered, sent = topics["messages"], Delivered(), []
     for codec in CODECS:  # idempotent where compressed, a header on every record

@@ -87,7 +87,9 @@ def committed_everything(broker: MemoryBroker, group: str, topic: str) -> bool:
     )
 
 
-def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_is_committed(config):
+def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_is_committed(
+    config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 60, bad={5: b"{not json", 17: b'{"text": "no id"}'})
     publisher = MemoryPublisher(broker)
@@ -101,7 +103,7 @@ def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_i
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config):
+def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     loop = scorer(config, broker, MemoryPublisher(broker))
@@ -113,7 +115,7 @@ def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config):
     assert all(by_id[r.key] == r.partition for r in broker.read("decisions"))
 
 
-def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(config):
+def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 20)
     publisher = MemoryPublisher(broker)
@@ -135,7 +137,7 @@ def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succe
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_lost_commit_costs_duplicates_not_losses(config):
+def test_a_lost_commit_costs_duplicates_not_losses(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 20)
     first = scorer(config, broker, MemoryPublisher(broker))
@@ -158,7 +160,7 @@ def test_a_lost_commit_costs_duplicates_not_losses(config):
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config):
+def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(30):
         broker.produce("messages", None, b"garbage %d" % i, partition=0)
@@ -169,7 +171,7 @@ def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config
     assert broker.committed == {} and broker.read("dead-letter") == []
 
 
-def test_content_senders_control_cannot_trip_the_guard(config):
+def test_content_senders_control_cannot_trip_the_guard(config) -> None:
     """Long messages are decided (flagged truncated), oversized ones dead-lettered: neither is
     the sign of a bad deploy that the guard stops the daemon for."""
     broker = MemoryBroker(dict(TOPICS))
@@ -195,7 +197,7 @@ def test_content_senders_control_cannot_trip_the_guard(config):
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config):
+def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     feedback = [
         json.dumps({"message_id": f"f{i}", "label": r["label"], "text": r["text"]}).encode()
@@ -252,7 +254,7 @@ def learner_of(
     )
 
 
-def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
+def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config) -> None:
     from filterd.store.sync import load
 
     assert config.model.labels == ["ham", "spam"]  # the shipped default
@@ -270,7 +272,7 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
     assert sorted(stats.labels) == ["ham", "spam"]
 
 
-def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
+def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config) -> None:
     from dataclasses import replace
 
     from filterd.daemon.supervisor import Daemon
@@ -285,7 +287,7 @@ def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
     assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(engine)} == {123_456}
 
 
-def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config):
+def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(40):
         payload = {"message_id": f"p{i}", "label": "free-money", "text": "win cash"}
@@ -303,7 +305,7 @@ def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config):
     ]
 
 
-def test_the_loop_logs_its_group_join(config):
+def test_the_loop_logs_its_group_join(config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     with structlog.testing.capture_logs() as logged:
@@ -324,7 +326,9 @@ def lag_gauge(metrics: Metrics) -> dict[int, float]:
     }
 
 
-def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch):
+def test_the_lag_gauge_counts_the_records_past_the_position(
+    config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     sizes = {p: len(broker.records[TopicPartition("messages", p)]) for p in range(3)}
@@ -341,7 +345,7 @@ def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch)
     )
 
 
-def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(config):
+def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(config) -> None:
     from filterd.store.audit import read_events
 
     broker = MemoryBroker(dict(TOPICS))
@@ -367,7 +371,7 @@ def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinate
     assert event.received_at == event.applied_at  # the in-memory broker's records have no time
 
 
-def test_the_kafka_timestamp_is_when_the_feedback_was_received():
+def test_the_kafka_timestamp_is_when_the_feedback_was_received() -> None:
     from types import SimpleNamespace
 
     from filterd.daemon.learner import received_at

@@ -4,7 +4,9 @@ lag gauge from the end offsets fetches report, and a close without error lines."
 
 import logging
 import threading
+from typing import Any
 
+import pytest
 import structlog
 
 from filterd.daemon.guard import DeadLetterGuard
@@ -34,8 +36,11 @@ class Reading(Loop):
 
 
 def test_a_loop_logs_its_join_reports_its_lag_and_closes_quietly(
-    kafka_config, topics, monkeypatch, caplog
-):
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     monkeypatch.setattr("filterd.daemon.loop.LAG_SECONDS", 0.0)  # after every poll
     topic = topics["messages"]
     produce(kafka_config, topic, [b"%d" % i for i in range(100)], keys=["one partition"] * 100)

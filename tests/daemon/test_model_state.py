@@ -2,6 +2,7 @@
 stream."""
 
 import gc
+from pathlib import Path
 
 import structlog
 
@@ -14,7 +15,7 @@ from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 
 
-def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_path):
+def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     upgrade(url)
     engine = connect(url)

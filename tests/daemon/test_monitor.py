@@ -2,6 +2,7 @@
 calibration."""
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import structlog
@@ -31,7 +32,7 @@ class Clock:
         return self.now
 
 
-def monitored_store(tmp_path, **overrides):
+def monitored_store(tmp_path: Path, **overrides):
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     upgrade(url)
     engine = connect(url)
@@ -55,7 +56,9 @@ def feedback(records):
     return [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in records]
 
 
-def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recall_warning(tmp_path):
+def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recall_warning(
+    tmp_path: Path,
+) -> None:
     engine, _config, monitor, metrics, clock = monitored_store(
         tmp_path, **{"drift.min_positives": 5}
     )
@@ -98,7 +101,7 @@ def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recal
     assert warning["missed"] == spam_after
 
 
-def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_path):
+def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_path: Path) -> None:
     engine, config, monitor, _metrics, clock = monitored_store(
         tmp_path, **{"intervals.calibrate_seconds": 60.0, "decision.target_recall": 0.9}
     )

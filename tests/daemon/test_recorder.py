@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import structlog
 from sqlalchemy.exc import OperationalError
 
@@ -21,7 +22,9 @@ from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, messages, scorer
 
 
-def test_offsets_wait_for_the_coordinates_and_decisions_do_not(config, monkeypatch):
+def test_offsets_wait_for_the_coordinates_and_decisions_do_not(
+    config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     failing = threading.Event()
     failing.set()
     real = recorder_module.record_decided
@@ -52,7 +55,7 @@ def test_offsets_wait_for_the_coordinates_and_decisions_do_not(config, monkeypat
     assert sorted(found) == sorted(ids)
 
 
-def test_pending_rows_are_bounded_oldest_first(config, monkeypatch):
+def test_pending_rows_are_bounded_oldest_first(config, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recorder_module, "MAX_PENDING_ROWS", 5)
     recorder = Recorder(
         connect(config.database.url), "default", 100, Health(), Metrics(), structlog.get_logger()

@@ -20,7 +20,7 @@ from tests.daemon.test_loop import TOPICS, committed_everything, learner_of, mes
 BAND, SHARE = 1.0, 0.1
 
 
-def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_kafka(config):
+def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_kafka(config) -> None:
     config = replace(config, review=Review(band=BAND, random_share=SHARE))
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 400)

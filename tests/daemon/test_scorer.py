@@ -50,7 +50,7 @@ def decider():
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
+def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind) -> None:
     from filterd.daemon.scorer import decide_payloads
 
     result = decide_payloads(
@@ -62,7 +62,7 @@ def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
     assert position == 1 and reason == EXPECTED_REASON.get(kind, kind) and error
 
 
-def test_decisions_keep_the_order_of_the_records(decider):
+def test_decisions_keep_the_order_of_the_records(decider) -> None:
     from filterd.daemon.scorer import decide_payloads
 
     payloads = [
@@ -76,7 +76,7 @@ def test_decisions_keep_the_order_of_the_records(decider):
 
 
 @pytest.mark.parametrize("kind", sorted(LONG))
-def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider, kind):
+def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider, kind) -> None:
     from filterd.daemon.scorer import decide_payloads
 
     result = decide_payloads(
@@ -95,7 +95,7 @@ def coordinates(decision):
     return decision.source_topic, decision.partition, decision.offset
 
 
-def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(decider):
+def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(decider) -> None:
     from filterd.daemon.scorer import decide_payloads
 
     good = [json.dumps({"id": f"m{i}", "text": "win cash"}).encode() for i in range(3)]
@@ -119,7 +119,7 @@ def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(d
     assert {d.review for d in result.decisions} == {False}
 
 
-def test_decisions_of_payloads_handed_over_directly_carry_their_position(decider):
+def test_decisions_of_payloads_handed_over_directly_carry_their_position(decider) -> None:
     from filterd.daemon.scorer import decide_payloads
 
     result = decide_payloads(decider, ThresholdSetting(), [b"{", GOOD, GOOD], 1_000_000)

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -113,8 +114,15 @@ CORRUPT = "corrupt: its CRC does not match its bytes"
     ],
 )
 def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
-    broken, codec, problem, client, kafka_config, topics, tmp_path, monkeypatch
-):
+    broken,
+    codec,
+    problem,
+    client,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("filterd.daemon.stuck.CHECK_SECONDS", 0.2)
     topic, group = topics["messages"], f"stuck-{topics['messages']}"
     stuck_at = TopicPartition(topic, 2)
@@ -235,8 +243,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
 
 
 def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_skip_moves_it_on(
-    start_daemon, kafka_config, topics, tmp_path
-):
+    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path
+) -> None:
     """As the issue found it: librdkafka compresses with snappy, filterd's environment lacks
     the library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
     other partitions are decided, the log does not fill, and `filterd topics skip` (audited)

@@ -12,14 +12,14 @@ from filterd.tokenize import Tokenizer
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 
 
-def synthetic(n=1500, **priors):
+def synthetic(n: int = 1500, **priors):
     records = to_records(
         generate(SynthConfig(n_messages=n, class_priors=priors or {"ham": 0.85, "spam": 0.15}))
     )
     return Corpus.tokenize(records, Tokenizer())
 
 
-def test_split_protocol_on_a_binary_stream():
+def test_split_protocol_on_a_binary_stream() -> None:
     corpus = synthetic()
     result = evaluate(corpus, ModelSpec("mnb"), "split")
     assert (result.task, result.target) == ("binary", "spam")
@@ -31,7 +31,7 @@ def test_split_protocol_on_a_binary_stream():
     assert 0.0 <= result.spec_at_full_recall <= 1.0 and result.messages_per_second > 0
 
 
-def test_online_protocol_scores_every_message_before_learning_it():
+def test_online_protocol_scores_every_message_before_learning_it() -> None:
     corpus = synthetic(n=600)
     result = evaluate(corpus, ModelSpec("mnb", selection=Selection("local", 6, "or")), "online")
     assert result.n_train == result.n_test == 600
@@ -40,7 +40,7 @@ def test_online_protocol_scores_every_message_before_learning_it():
     assert split.protocol == "split" and result.protocol == "online"
 
 
-def test_multiclass_corpus_reports_accuracy_and_one_vs_rest_ranking():
+def test_multiclass_corpus_reports_accuracy_and_one_vs_rest_ranking() -> None:
     corpus = synthetic(n=1500, sport=0.5, tech=0.3, food=0.2)
     result = evaluate(corpus, ModelSpec("twcnb"), "split")
     assert result.task == "multiclass" and set(result.per_class) == {"sport", "tech", "food"}
@@ -51,7 +51,7 @@ def test_multiclass_corpus_reports_accuracy_and_one_vs_rest_ranking():
     assert with_selection.accuracy > 0.6  # predicted by the best one-vs-rest decision score
 
 
-def test_multilabel_corpus_is_one_binary_task_per_category():
+def test_multilabel_corpus_is_one_binary_task_per_category() -> None:
     base = generate(SynthConfig(n_messages=900, class_priors={"grain": 0.5, "oil": 0.5}))
     records = [
         Record(
@@ -71,7 +71,7 @@ def test_multilabel_corpus_is_one_binary_task_per_category():
     assert result.n_test == sum(1 for r in records if r.split == "test")
 
 
-def test_tasks_and_their_errors():
+def test_tasks_and_their_errors() -> None:
     two = [Record("1", ("a",), "x", "text", 1, None), Record("2", ("b",), "y", "text", 2, None)]
     with pytest.raises(ValueError, match="--target"):
         task_of(two, None)
@@ -84,7 +84,7 @@ def test_tasks_and_their_errors():
 
 
 @pytest.mark.skipif(not (SHARED / "sms-spam").exists(), reason="shared corpora absent")
-def test_local_selection_raises_specificity_at_full_recall_on_sms():
+def test_local_selection_raises_specificity_at_full_recall_on_sms() -> None:
     corpus = Corpus.tokenize(read_corpus(SHARED / "sms-spam" / "messages.jsonl.gz"), Tokenizer())
     everything = evaluate(corpus, ModelSpec("mnb"), "split")
     local = evaluate(corpus, ModelSpec("mnb", selection=Selection("local", 10, "or")), "split")
@@ -94,7 +94,9 @@ def test_local_selection_raises_specificity_at_full_recall_on_sms():
     )  # Kołcz's direction (0.20 → 0.57)
 
 
-def test_a_corpus_of_many_classes_is_evaluated_on_sparse_statistics(monkeypatch):
+def test_a_corpus_of_many_classes_is_evaluated_on_sparse_statistics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import filterd.evaluation.protocols as evaluation
 
     monkeypatch.setattr(evaluation, "SPARSE_ABOVE", 2)  # make three classes count as many

@@ -20,7 +20,7 @@ CLIENTS = ("memory", "kafka-python", "confluent")
 class Client:
     """Makes consumers and publishers of one client on one topic."""
 
-    def __init__(self, name: str, request) -> None:
+    def __init__(self, name: str, request: pytest.FixtureRequest) -> None:
         self.name = name
         if name == "memory":
             self.topic = "messages"
@@ -49,7 +49,7 @@ class Client:
 
 
 @pytest.fixture(params=CLIENTS)
-def client(request) -> Client:
+def client(request: pytest.FixtureRequest) -> Client:
     return Client(request.param, request)
 
 
@@ -72,7 +72,7 @@ def published(client: Client, n: int = 200) -> list[tuple[str, bytes]]:
     return records
 
 
-def test_published_records_are_consumed_by_partition_where_the_key_puts_them(client):
+def test_published_records_are_consumed_by_partition_where_the_key_puts_them(client) -> None:
     records = published(client)
     events: list = []
     consumer = client.consumer("g1", events)
@@ -95,7 +95,7 @@ def test_published_records_are_consumed_by_partition_where_the_key_puts_them(cli
 
 def test_a_rewound_batch_is_read_again_and_committed_offsets_are_where_a_new_member_starts(
     client,
-):
+) -> None:
     records = published(client, 100)
     consumer = client.consumer("g2", [])
     got = poll_until(consumer, len(records))
@@ -123,7 +123,7 @@ def test_a_rewound_batch_is_read_again_and_committed_offsets_are_where_a_new_mem
     consumer.close()
 
 
-def test_a_paused_partition_yields_nothing_until_resumed(client):
+def test_a_paused_partition_yields_nothing_until_resumed(client) -> None:
     records = published(client, 100)
     consumer = client.consumer("g3", [])
     got = poll_until(consumer, len(records))
@@ -141,7 +141,7 @@ def test_a_paused_partition_yields_nothing_until_resumed(client):
     consumer.close()
 
 
-def test_a_flush_no_broker_acknowledges_raises_publish_error_within_its_timeout(client):
+def test_a_flush_no_broker_acknowledges_raises_publish_error_within_its_timeout(client) -> None:
     if client.name == "memory":
         pytest.skip(
             "the in-memory publisher fails only when told to (MemoryPublisher.fail_flushes)"
@@ -156,7 +156,7 @@ def test_a_flush_no_broker_acknowledges_raises_publish_error_within_its_timeout(
     publisher.close()
 
 
-def test_poll_returns_what_has_arrived_without_waiting_for_a_full_batch(client):
+def test_poll_returns_what_has_arrived_without_waiting_for_a_full_batch(client) -> None:
     published(client, 3)
     consumer = client.consumer("g5", [])
     poll_until(consumer, 3)

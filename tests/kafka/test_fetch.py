@@ -1,11 +1,13 @@
 """Reading records back by their coordinates, from the real broker."""
 
+from typing import Any
+
 from kafka import KafkaProducer
 
 from filterd.kafka.fetch import READ_AHEAD, KafkaFetcher
 
 
-def produce(kafka_config, topic, n):
+def produce(kafka_config: dict[str, Any], topic, n):
     """n records spread over the topic's partitions; their coordinates → values."""
     producer = KafkaProducer(
         bootstrap_servers=kafka_config["bootstrap_servers"], enable_idempotence=False
@@ -23,7 +25,9 @@ def produce(kafka_config, topic, n):
     return coordinates
 
 
-def test_records_are_read_back_by_partition_and_offset(kafka_config, topics):
+def test_records_are_read_back_by_partition_and_offset(
+    kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     written = produce(kafka_config, topics["messages"], READ_AHEAD + 200)
     by_partition = {}
     for p, o in written:

@@ -25,7 +25,7 @@ def queries(dashboard: dict) -> list[tuple[str, str]]:
     ]
 
 
-def test_the_data_source_is_a_variable(dashboard):
+def test_the_data_source_is_a_variable(dashboard) -> None:
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["DS_PROMETHEUS"]["type"] == "datasource"
     assert variables["DS_PROMETHEUS"]["query"] == "prometheus"
@@ -38,7 +38,7 @@ def test_the_data_source_is_a_variable(dashboard):
         ]
 
 
-def test_panels_are_well_formed(dashboard):
+def test_panels_are_well_formed(dashboard) -> None:
     panels = dashboard["panels"]
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids)), "panel ids must be unique"
@@ -63,12 +63,12 @@ def test_panels_are_well_formed(dashboard):
         cells |= cell
 
 
-def test_every_queried_metric_is_exported(dashboard, metric_names, assert_exported):
+def test_every_queried_metric_is_exported(dashboard, metric_names, assert_exported) -> None:
     used = set().union(*(metric_names(expr) for _title, expr in queries(dashboard)))
     assert_exported(used, "the Grafana dashboard")
 
 
-def test_every_exported_metric_has_a_panel(dashboard, metric_names, exported_metrics):
+def test_every_exported_metric_has_a_panel(dashboard, metric_names, exported_metrics) -> None:
     used = set().union(*(metric_names(expr) for _title, expr in queries(dashboard)))
     families = {
         name.removesuffix("_bucket") for name in exported_metrics if name.endswith("_bucket")
@@ -81,7 +81,7 @@ def test_every_exported_metric_has_a_panel(dashboard, metric_names, exported_met
     assert not exported_metrics - shown, f"no panel shows {sorted(exported_metrics - shown)}"
 
 
-def test_the_metric_check_can_fail(metric_names, exported_metrics):
+def test_the_metric_check_can_fail(metric_names, exported_metrics) -> None:
     used = metric_names(
         'sum by (outcome) (rate(filterd_mesages_total{job=~"$job"}[$__rate_interval]))'
     )
@@ -90,7 +90,7 @@ def test_the_metric_check_can_fail(metric_names, exported_metrics):
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
-def test_every_query_is_valid_promql(dashboard, tmp_path):
+def test_every_query_is_valid_promql(dashboard, tmp_path: Path) -> None:
     """promtool parses each query, as a recording rule, with Grafana's variables filled in."""
     variables = {"$__rate_interval": "5m", "$job": ".*", "$instance": ".*"}
     rules = []

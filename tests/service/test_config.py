@@ -7,11 +7,11 @@ from filterd.service.config import Config, ConfigError, load
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "filterd.toml"
 
 
-def test_the_shipped_file_documents_exactly_the_defaults():
+def test_the_shipped_file_documents_exactly_the_defaults() -> None:
     assert load(SHIPPED, environ={}) == Config()
 
 
-def test_file_then_environment_then_flags(tmp_path):
+def test_file_then_environment_then_flags(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text(
         '[decision]\ntarget_recall = 0.95\n[model]\nvariant = "twcnb"\nparams = { alpha = 0.5 }\n'
@@ -33,7 +33,7 @@ def test_file_then_environment_then_flags(tmp_path):
     assert config.kafka == {"bootstrap_servers": "127.0.0.1:9092", "sasl_mechanism": "PLAIN"}
 
 
-def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
+def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text('[model]\nvariant = "mnb"\n')
     assert load(path, environ={}).model.params == {}
@@ -41,7 +41,7 @@ def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
     assert load(None, {}).model.params == Config().model.params != {}
 
 
-def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selection():
+def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selection() -> None:
     config = load(None, {"FILTERD_MODEL_VARIANT": "fusion"})
     assert (config.model.params, config.model.select, str(config.model.spec)) == (
         {},
@@ -106,7 +106,7 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
     ],
 )
-def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
+def test_an_invalid_configuration_names_the_key(tmp_path: Path, text, env, named) -> None:
     path = tmp_path / "f.toml"
     path.write_text(text)
     pattern = named.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
@@ -114,7 +114,7 @@ def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
         load(path, env)
 
 
-def test_secrets_are_masked_in_what_gets_logged():
+def test_secrets_are_masked_in_what_gets_logged() -> None:
     config = load(
         None,
         {
@@ -128,7 +128,7 @@ def test_secrets_are_masked_in_what_gets_logged():
     assert config.kafka["sasl_plain_password"] == "hunter2"  # the client still gets it
 
 
-def test_secrets_are_keys_that_name_one_not_keys_about_one():
+def test_secrets_are_keys_that_name_one_not_keys_about_one() -> None:
     config = load(
         None,
         {
@@ -145,7 +145,7 @@ def test_secrets_are_keys_that_name_one_not_keys_about_one():
     assert "hunter2" not in str(shown) and "t0k" not in str(shown)
 
 
-def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like():
+def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like() -> None:
     config = load(
         None,
         {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "123456", "FILTERD_KAFKA_REQUEST_TIMEOUT_MS": "5000"},
@@ -154,7 +154,7 @@ def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like():
     assert config.kafka["request_timeout_ms"] == 5000  # other keys as TOML reads them
 
 
-def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path):
+def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text("[model]\nvariant = 'unb'\nparams = { lam = [1e-5, 1e-3] }\n")
     assert load(path, {}).model.spec.params == {"lam": [1e-5, 1e-3]}  # λ of the target, the rest
@@ -162,7 +162,7 @@ def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path):
     assert str(load(path, {}).model.spec).startswith("mnb(alpha=1)")
 
 
-def test_a_missing_file_is_a_clear_error(tmp_path):
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "nope.toml", {})
 
@@ -179,7 +179,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
         ("sqlite:///var/filterd.db", "sqlite:///var/filterd.db"),
     ],
 )
-def test_a_password_in_the_database_url_never_shows(url, shown):
+def test_a_password_in_the_database_url_never_shows(url, shown) -> None:
     config = load(None, {"FILTERD_DATABASE_URL": url})
     assert config.public()["database"]["url"] == shown and "hunter2" not in str(config.public())
     assert config.database.url == url  # the driver still gets it

@@ -28,7 +28,13 @@ N = 200_000
 SIGMAS = 5  # binomial tolerance: a correct implementation fails about once in 1.7 million runs
 
 
-def decision(message_id="m-1", score=0.41, threshold=0.4, label="spam", **fields):
+def decision(
+    message_id: str = "m-1",
+    score: float = 0.41,
+    threshold: float = 0.4,
+    label: str = "spam",
+    **fields,
+):
     values = {
         "message_id": message_id,
         "label": label,
@@ -55,7 +61,7 @@ def within(hits, n, share):
 # --- which decisions -----------------------------------------------------------------------------
 
 
-def test_band_is_inclusive_around_tau_and_zero_means_none():
+def test_band_is_inclusive_around_tau_and_zero_means_none() -> None:
     # values exact in binary: the band's edges are in it
     assert review_reason("a", 0.25, 0.5, 0.25, 0.0) == "band"
     assert review_reason("a", 0.75, 0.5, 0.25, 0.0) == "band"
@@ -66,14 +72,14 @@ def test_band_is_inclusive_around_tau_and_zero_means_none():
     assert review_reason("a", 0.5, 0.5, 0.0, 0.0) is None
 
 
-def test_band_wins_over_random_and_share_one_takes_every_other_id():
+def test_band_wins_over_random_and_share_one_takes_every_other_id() -> None:
     assert review_reason("a", 0.5, 0.5, 0.05, 1.0) == "band"
     assert review_reason("a", 5.0, 0.5, 0.05, 1.0) == "random"
     assert not any(in_random_share(f"m-{i}", 0.0) for i in range(1000))
     assert all(in_random_share(f"m-{i}", 1.0) for i in range(1000))
 
 
-def test_random_share_is_deterministic_by_id():
+def test_random_share_is_deterministic_by_id() -> None:
     ids = [f"id-{i}" for i in range(2000)]
     first = [in_random_share(i, 0.3) for i in ids]
     assert first == [in_random_share(i, 0.3) for i in ids]
@@ -82,7 +88,7 @@ def test_random_share_is_deterministic_by_id():
     assert all(in_random_share(i, 0.5) for i, hit in zip(ids, first) if hit)
 
 
-def test_undecided_decisions_are_never_queued():
+def test_undecided_decisions_are_never_queued() -> None:
     batch = [decision("a", 0.0, 0.0, label="unknown"), decision("b", 0.41, 0.4)]
     assert review_reasons(batch, band=0.05, random_share=1.0) == [None, "band"]
     far = decision("c", 0.9, 0.4)
@@ -91,7 +97,7 @@ def test_undecided_decisions_are_never_queued():
 
 
 @pytest.mark.parametrize("share", [0.002, 0.05])
-def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdout(share):
+def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdout(share) -> None:
     rng = random.Random(share)
     tau, band, holdout = 0.3, 0.05, 0.1
     ids = [f"msg-{rng.getrandbits(64):016x}" for _ in range(N)]
@@ -115,7 +121,7 @@ def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdo
 # --- what is kept --------------------------------------------------------------------------------
 
 
-def test_text_message_keeps_its_first_characters_and_its_own_fields():
+def test_text_message_keeps_its_first_characters_and_its_own_fields() -> None:
     text = "Dear customer, your parcel is waiting: " + "x" * 1000
     message = Message(
         id="m-1",
@@ -144,7 +150,7 @@ def test_text_message_keeps_its_first_characters_and_its_own_fields():
     assert queued_item(Message(id="e", text=""), decision(), [], "random", 20).excerpt is None
 
 
-def test_raw_mail_gives_subject_sender_and_the_first_text_part():
+def test_raw_mail_gives_subject_sender_and_the_first_text_part() -> None:
     body = base64.b64encode("Bonjour, réclamez votre prix dès maintenant.".encode()).decode()
     raw = (
         "Received: from relay.example\r\n"
@@ -168,7 +174,7 @@ def test_raw_mail_gives_subject_sender_and_the_first_text_part():
     assert item.excerpt == "Bonjour, réclamez votre p"
 
 
-def test_raw_mail_html_only_and_fallbacks():
+def test_raw_mail_html_only_and_fallbacks() -> None:
     html = "Content-Type: text/html\n\n<html><style>p{}</style><p>Click&nbsp;<a href=x>HERE</a></p>"
     item = queued_item(
         Message(id="m", text=html, format="email", subject="own subject", sender="own@example.com"),
@@ -183,7 +189,7 @@ def test_raw_mail_html_only_and_fallbacks():
     assert (empty.subject, empty.sender, empty.excerpt) == (None, None, None)
 
 
-def test_nul_and_lone_surrogates_are_not_kept():
+def test_nul_and_lone_surrogates_are_not_kept() -> None:
     raw = "Subject: a\x00b\nFrom: x\x00@y\n\nbo\x00dy"
     item = queued_item(Message(id="m", text=raw, format="email"), decision(), [], "band", 100)
     assert (item.subject, item.sender, item.excerpt) == ("ab", "x@y", "body")
@@ -199,7 +205,7 @@ def test_nul_and_lone_surrogates_are_not_kept():
         value.encode("utf-8")  # no lone surrogate left
 
 
-def test_subject_sender_and_excerpt_are_bounded_and_on_one_line():
+def test_subject_sender_and_excerpt_are_bounded_and_on_one_line() -> None:
     long = "word " * 10_000
     message = Message(id="m", text=long, subject="a\n\tb " + long, sender="c\r\nd " + long)
     item = queued_item(message, decision(), [], "band", excerpt_chars=500)
@@ -208,7 +214,7 @@ def test_subject_sender_and_excerpt_are_bounded_and_on_one_line():
     assert len(item.excerpt) == 500
 
 
-def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped():
+def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped() -> None:
     def kept(attributes):
         return queued_item(
             Message(id="m", text="t", attributes=attributes), decision(), [], "band", 10
@@ -240,7 +246,7 @@ def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped():
     ],
     ids=["encoded-words", "many-headers", "folded", "delimiters", "nesting", "markup", "params"],
 )
-def test_hostile_mails_of_megabytes_stay_cheap(raw):
+def test_hostile_mails_of_megabytes_stay_cheap(raw) -> None:
     assert len(raw) > 2_000_000 > MAIL_PREFIX_CHARS
     started = time.perf_counter()
     item = queued_item(Message(id="m", text=raw, format="email"), decision(), [], "band", 500)

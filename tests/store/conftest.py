@@ -1,5 +1,7 @@
 """Real databases for the store tests: a SQLite file, and PostgreSQL (tests/conftest.py)."""
 
+from pathlib import Path
+
 import pytest
 
 from filterd.store.database import connect, upgrade
@@ -7,13 +9,13 @@ from tests.conftest import fresh_postgres
 
 
 @pytest.fixture
-def new_postgres_database(postgres_server):
+def new_postgres_database(postgres_server: str):
     """Makes empty PostgreSQL databases on the session's server; returns their URLs."""
     return lambda: fresh_postgres(postgres_server)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def empty_url(request, tmp_path):
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path):
     """The URL of an empty database of each kind."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'filterd.db'}"
@@ -21,7 +23,7 @@ def empty_url(request, tmp_path):
 
 
 @pytest.fixture
-def engine(empty_url):
+def engine(empty_url: str):
     """A migrated store."""
     upgrade(empty_url)
     engine = connect(empty_url)

@@ -5,7 +5,7 @@ pruned by age in chunks."""
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store import audit, expiry
@@ -18,21 +18,21 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WORDS = ["cheap", "pills", "now"]
 
 
-def label(message_id, value, source="analyst", analyst=None, **extra):
+def label(message_id, value, source: str = "analyst", analyst=None, **extra):
     return LabelledTokens(message_id, value, WORDS, source, analyst=analyst, **extra)
 
 
-def trail(engine, model="default", **filters):
+def trail(engine: Engine, model: str = "default", **filters):
     return list(read_events(engine, model, limit=None, **filters))
 
 
 @pytest.fixture
-def store(engine):
+def store(engine: Engine):
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     return engine
 
 
-def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store):
+def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store) -> None:
     received = T0 - timedelta(minutes=5)
     steps = [  # (item, holdout fraction, outcome, previous label)
         (
@@ -85,7 +85,7 @@ def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store):
     assert events[1].kafka_topic is None and events[1].comment is None
 
 
-def test_one_batch_writes_one_event_per_item_in_order(store):
+def test_one_batch_writes_one_event_per_item_in_order(store) -> None:
     items = [label("a", "spam"), label("b", "ham"), label("a", "ham"), label("a", "ham")]
     applied = apply_feedback(store, "default", items, holdout_fraction=0, now=T0)
     assert (applied.learned, applied.relabelled, applied.duplicates) == (2, 1, 1)
@@ -99,7 +99,9 @@ def test_one_batch_writes_one_event_per_item_in_order(store):
     ]
 
 
-def test_a_batch_that_fails_leaves_no_event_and_no_label(store, monkeypatch):
+def test_a_batch_that_fails_leaves_no_event_and_no_label(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     written = []
 
     def insert_then_fail(conn, model_id, labels, *rest):
@@ -116,7 +118,7 @@ def test_a_batch_that_fails_leaves_no_event_and_no_label(store, monkeypatch):
             assert conn.execute(select(func.count()).select_from(table)).scalar_one() == 0
 
 
-def test_the_log_filters_by_message_analyst_and_time_newest_first(store):
+def test_the_log_filters_by_message_analyst_and_time_newest_first(store) -> None:
     for day in range(5):
         items = [label(f"m{day}", "spam", analyst="alice" if day % 2 else "bob")]
         apply_feedback(store, "default", items, holdout_fraction=0, now=T0 + timedelta(days=day))
@@ -137,7 +139,7 @@ def test_the_log_filters_by_message_analyst_and_time_newest_first(store):
         trail(store, "nope")
 
 
-def test_record_events_appends_alone_or_in_the_callers_transaction(store):
+def test_record_events_appends_alone_or_in_the_callers_transaction(store) -> None:
     record_events(store, "default", [Event("p1", "spam", "parked", analyst="alice")], now=T0)
     with store.connect() as conn, conn.begin() as transaction:
         record_events(conn, "default", [Event("p2", "spam", "expired")], now=T0)
@@ -151,13 +153,15 @@ def test_record_events_appends_alone_or_in_the_callers_transaction(store):
         record_events(store, "nope", [Event("p4", "spam", "parked")])
 
 
-def test_a_comment_with_nul_is_stored_with_a_replacement_character(store):
+def test_a_comment_with_nul_is_stored_with_a_replacement_character(store) -> None:
     # PostgreSQL text cannot hold NUL: the feedback would be retried for ever
     apply_feedback(store, "default", [label("m1", "spam", comment="a\x00b")], now=T0)
     assert trail(store)[0].comment == "a\N{REPLACEMENT CHARACTER}b"
 
 
-def test_prune_deletes_events_older_than_the_retention_in_chunks(store, monkeypatch):
+def test_prune_deletes_events_older_than_the_retention_in_chunks(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     create_model(store, "other", ModelSpec("mnb"), seed=2)
     old = [label(f"old{i}", "spam") for i in range(5)]
     for model in ("default", "other"):

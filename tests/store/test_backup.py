@@ -1,8 +1,9 @@
 import io
 import json
+from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
@@ -16,7 +17,9 @@ def nonempty(canonical):
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_database):
+def test_a_model_moves_from_sqlite_to_postgresql_intact(
+    tmp_path: Path, new_postgres_database
+) -> None:
     source_url, target_url = f"sqlite:///{tmp_path / 'a.db'}", new_postgres_database()
     for url in (source_url, target_url):
         upgrade(url)
@@ -56,7 +59,7 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     assert again.learned == 0 and again.duplicates == 400
 
 
-def test_import_refuses_what_is_not_an_export_and_existing_names(engine):
+def test_import_refuses_what_is_not_an_export_and_existing_names(engine: Engine) -> None:
     with pytest.raises(ValueError, match="not a filterd model export"):
         import_model(engine, io.StringIO('{"hello": 1}\n'))
     create_model(engine, "taken", ModelSpec("mnb"))

@@ -3,7 +3,7 @@ given."""
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store.bulk import insert_rows
@@ -24,7 +24,7 @@ AWKWARD_IDS = [
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
-def test_rows_with_awkward_values_round_trip(engine):
+def test_rows_with_awkward_values_round_trip(engine: Engine) -> None:
     model_id = create_model(engine, "m", ModelSpec("mnb"))
     rows = [
         {
@@ -56,7 +56,7 @@ def test_rows_with_awkward_values_round_trip(engine):
     assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
 
 
-def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine):
+def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine: Engine) -> None:
     model_id = create_model(engine, "m", ModelSpec("mnb"))
 
     def row(message_id, label, score, version):

@@ -37,7 +37,7 @@ def nonempty(canonical):
 
 def test_two_learner_processes_with_overlapping_feedback_equal_sequential_learning(
     new_postgres_database,
-):
+) -> None:
     concurrent_url, sequential_url = new_postgres_database(), new_postgres_database()
     for url in (concurrent_url, sequential_url):
         upgrade(url)

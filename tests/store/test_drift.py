@@ -3,6 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import Engine
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
@@ -12,16 +13,16 @@ from filterd.store.thresholds import write_threshold
 
 
 @pytest.fixture
-def store(engine):
+def store(engine: Engine):
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     return engine
 
 
-def scored(pairs, prefix="m"):
+def scored(pairs, prefix: str = "m"):
     return [Scored(f"{prefix}{i}", label, score, 3) for i, (label, score) in enumerate(pairs)]
 
 
-def test_rolling_auc_recall_and_specificity_at_the_threshold(store):
+def test_rolling_auc_recall_and_specificity_at_the_threshold(store) -> None:
     record_scores(
         store,
         "default",
@@ -49,7 +50,7 @@ def test_rolling_auc_recall_and_specificity_at_the_threshold(store):
     assert moved.recall == 1.0 and moved.specificity == 0.5
 
 
-def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(store):
+def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(store) -> None:
     record_scores(store, "default", "spam", scored([("ham", -1.0)] * 10), keep=12)
     record_scores(store, "default", "spam", scored([("spam", 1.0)] * 5, prefix="n"), keep=12)
     report = drift_report(store, "default", "spam")
@@ -59,17 +60,17 @@ def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(store):
     assert drift_report(store, "default", "spam", window=3).n == 3
 
 
-def test_no_scores_yet_and_unknown_models(store):
+def test_no_scores_yet_and_unknown_models(store) -> None:
     empty = drift_report(store, "default", "spam")
     assert empty.n == 0 and empty.auc is None and empty.recall is None
     with pytest.raises(UnknownModel):
         drift_report(store, "other", "spam")
 
 
-def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(store):
+def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(store) -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-    def version(tau, at):
+    def version(tau, at) -> None:
         write_threshold(
             store,
             "default",
@@ -82,7 +83,7 @@ def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(stor
             now=at,
         )
 
-    def feed(pairs, prefix, at):
+    def feed(pairs, prefix, at) -> None:
         record_scores(store, "default", "spam", scored(pairs, prefix), keep=100, now=at)
 
     feed([("spam", -5.0), ("ham", 3.0)], "before", t0)  # before any τ: not judged

@@ -1,7 +1,7 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store.expiry import prune
@@ -17,7 +17,7 @@ def nonempty(canonical):
     return {label: (d, rows) for label, (d, rows) in canonical.items() if d or rows}
 
 
-def tokens_of(engine, model="default"):
+def tokens_of(engine: Engine, model: str = "default"):
     stats, _ = load(engine, model)
     keys = {
         stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]
@@ -27,7 +27,7 @@ def tokens_of(engine, model="default"):
     }
 
 
-def consistent(engine) -> bool:
+def consistent(engine: Engine) -> bool:
     """Class totals are the sums of the token rows, and nothing is negative."""
     with engine.connect() as conn:
         sums = dict(
@@ -45,7 +45,7 @@ def consistent(engine) -> bool:
 
 
 @pytest.fixture
-def store(engine):
+def store(engine: Engine):
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     apply_feedback(
         engine,
@@ -67,7 +67,7 @@ def store(engine):
     return engine
 
 
-def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store):
+def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store) -> None:
     result = prune(store, "default", unseen_days=10, max_count=1, now=LATER)
     # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1
     # were seen lately
@@ -76,20 +76,20 @@ def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(sto
     assert consistent(store)
 
 
-def test_a_dry_run_changes_nothing(store):
+def test_a_dry_run_changes_nothing(store) -> None:
     before = nonempty(load(store, "default")[0].canonical())
     assert prune(store, "default", unseen_days=10, max_count=1, now=LATER, dry_run=True).tokens == 2
     assert nonempty(load(store, "default")[0].canonical()) == before
 
 
-def test_a_scorer_synced_before_the_prune_catches_up_exactly(store):
+def test_a_scorer_synced_before_the_prune_catches_up_exactly(store) -> None:
     scorer, since = load(store, "default")
     prune(store, "default", unseen_days=10, max_count=5, now=LATER)
     sync(store, "default", scorer, since)
     assert nonempty(scorer.canonical()) == nonempty(load(store, "default")[0].canonical())
 
 
-def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store):
+def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store) -> None:
     prune(store, "default", unseen_days=10, max_count=1, now=LATER)
     apply_feedback(
         store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from sqlalchemy import Engine
 
 from filterd.bayes import fusion
 from filterd.bayes.features import encode
@@ -29,7 +30,7 @@ STREAM = generate(
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def fused_store(request, tmp_path_factory):
+def fused_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A fusion model that learned the first 1,000 messages (a tenth held out)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fused') / 'store.db'}"
@@ -44,7 +45,7 @@ def fused_store(request, tmp_path_factory):
     engine.dispose()
 
 
-def scored_on_arrival(engine, records, weights):
+def scored_on_arrival(engine: Engine, records, weights):
     """What the learner records: each record's component scores and their combination with
     the weights in force."""
     stats, _ = load(engine, "default")
@@ -57,7 +58,9 @@ def scored_on_arrival(engine, records, weights):
     ]
 
 
-def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(fused_store):
+def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(
+    fused_store,
+) -> None:
     first_rows = scored_on_arrival(fused_store, STREAM[1000:2000], None)
     record_scores(
         fused_store, "default", "spam", first_rows, keep=5000, now=T0 + timedelta(minutes=30)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import insert, text
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
@@ -31,7 +31,7 @@ DOCS = {
 }  # h3, h4: in a 30 % holdout share
 
 
-def fb(message_id, label, source="analyst"):
+def fb(message_id, label, source: str = "analyst"):
     return LabelledTokens(message_id, label, DOCS[message_id].split(), source)
 
 
@@ -46,17 +46,17 @@ def nonempty(canonical):
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def store_statistics(engine):
+def store_statistics(engine: Engine):
     return nonempty(load(engine, "default")[0].canonical())
 
 
 @pytest.fixture
-def store(engine):
+def store(engine: Engine):
     create_model(engine, "default", ModelSpec("mnb"), seed=SEED)
     return engine
 
 
-def test_learning_then_redelivery_changes_nothing(store):
+def test_learning_then_redelivery_changes_nothing(store) -> None:
     first = apply_feedback(
         store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0
     )
@@ -69,7 +69,7 @@ def test_learning_then_redelivery_changes_nothing(store):
     assert store_statistics(store) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
 
 
-def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store):
+def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store) -> None:
     apply_feedback(
         store, "default", [fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0
     )
@@ -80,7 +80,7 @@ def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store):
     )
 
 
-def test_an_automatic_label_never_overrides_an_analyst(store):
+def test_an_automatic_label_never_overrides_an_analyst(store) -> None:
     apply_feedback(
         store, "default", [fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0
     )
@@ -91,7 +91,7 @@ def test_an_automatic_label_never_overrides_an_analyst(store):
     assert store_statistics(store) == learned_directly([("m1", "ham"), ("m2", "ham")])
 
 
-def test_the_holdout_share_is_kept_out_of_learning(store):
+def test_the_holdout_share_is_kept_out_of_learning(store) -> None:
     ids = [f"id-{i}" for i in range(2000)]
     share = np.mean([in_holdout(i, 0.1) for i in ids])
     assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
@@ -109,7 +109,7 @@ def test_the_holdout_share_is_kept_out_of_learning(store):
     assert store_statistics(store) == nonempty(stats.canonical())
 
 
-def test_counts_can_never_go_below_zero(store):
+def test_counts_can_never_go_below_zero(store) -> None:
     with pytest.raises(IntegrityError):
         with store.begin() as conn:
             conn.execute(
@@ -126,7 +126,7 @@ def test_counts_can_never_go_below_zero(store):
             )
 
 
-def test_unknown_model_and_bad_source_are_refused(store):
+def test_unknown_model_and_bad_source_are_refused(store) -> None:
     with pytest.raises(UnknownModel):
         apply_feedback(store, "nope", [fb("m1", "spam")])
     with pytest.raises(ValueError, match="source"):
@@ -148,7 +148,9 @@ feedback = st.lists(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(batches=st.lists(feedback, min_size=1, max_size=4))
-def test_any_feedback_sequence_equals_learning_each_final_label_once(engine, batches):
+def test_any_feedback_sequence_equals_learning_each_final_label_once(
+    engine: Engine, batches
+) -> None:
     name = f"model-{uuid.uuid4().hex}"
     create_model(engine, name, ModelSpec("mnb"), seed=SEED)
     replica, synced = Statistics(seed=SEED), None
@@ -169,7 +171,7 @@ def test_any_feedback_sequence_equals_learning_each_final_label_once(engine, bat
     assert nonempty(replica.canonical()) == expected  # incremental sync = full load
 
 
-def test_loading_reports_the_token_rows_read_so_far(store):
+def test_loading_reports_the_token_rows_read_so_far(store) -> None:
     apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
     with store.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM token_stats")).scalar_one()

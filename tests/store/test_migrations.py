@@ -26,7 +26,7 @@ def tables(url):
     return set(inspect(connect(url)).get_table_names()) - {"alembic_version"}
 
 
-def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url):
+def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url: str) -> None:
     assert current(empty_url) is None
     upgrade(empty_url)
     assert current(empty_url) == head() and tables(empty_url) == TABLES
@@ -36,14 +36,14 @@ def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url):
     assert tables(empty_url) == TABLES
 
 
-def test_models_match_the_migrations(empty_url):
+def test_models_match_the_migrations(empty_url: str) -> None:
     upgrade(empty_url)
     with connect(empty_url).connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert differences == []
 
 
-def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
+def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> None:
     """0007: a robinson_fisher model's stored τ, scores on arrival and review-queue scores go
     from S − H to logit((1 + S − H)/2); another model's stay; the downgrade restores them."""
     import math

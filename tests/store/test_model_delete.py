@@ -4,7 +4,7 @@ PostgreSQL, and nothing of another model; a learner that wrote meanwhile stops i
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
@@ -33,7 +33,7 @@ FEEDBACK = [
 ]
 
 
-def fill(engine, name):
+def fill(engine: Engine, name) -> None:
     create_model(engine, name, ModelSpec("mnb"))
     apply_feedback(engine, name, FEEDBACK, holdout_fraction=0.3)
     write_threshold(
@@ -57,7 +57,7 @@ def fill(engine, name):
         park(conn, model_id, [Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
 
 
-def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(engine):
+def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(engine: Engine) -> None:
     fill(engine, "doomed")
     fill(engine, "kept")
     held = model_rows(engine, "doomed")
@@ -72,7 +72,7 @@ def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(engine
         assert conn.execute(select(func.count()).select_from(ModelRow)).scalar_one() == 1
 
 
-def test_a_learner_writing_meanwhile_stops_the_deletion(engine):
+def test_a_learner_writing_meanwhile_stops_the_deletion(engine: Engine) -> None:
     fill(engine, "busy")
     held = model_rows(engine, "busy")
     apply_feedback(engine, "busy", [LabelledTokens("late", "spam", ["late", "label"])])

@@ -184,12 +184,12 @@ def replay(tmp: Path, records: list[dict[str, str]]) -> Replay:
 
 
 @pytest.fixture(scope="module")
-def drifting(tmp_path_factory):
+def drifting(tmp_path_factory: pytest.TempPathFactory):
     return replay(tmp_path_factory.mktemp("drifting"), messages(drift=1.0))
 
 
 @pytest.fixture(scope="module")
-def stationary(tmp_path_factory):
+def stationary(tmp_path_factory: pytest.TempPathFactory):
     return replay(tmp_path_factory.mktemp("stationary"), messages(drift=0.0))
 
 
@@ -201,7 +201,7 @@ def figures(run: Replay) -> str:
     )
 
 
-def test_adaptive_thresholds_keep_the_promise_under_drift(drifting):
+def test_adaptive_thresholds_keep_the_promise_under_drift(drifting) -> None:
     recall = drifting.recall(drifting.flagged)
     assert recall >= R - TOLERANCE, f"R = {R}: {figures(drifting)}"
     # ...by recalibrating: nearly every one of the 25 calibrations wrote a version
@@ -209,7 +209,7 @@ def test_adaptive_thresholds_keep_the_promise_under_drift(drifting):
     assert {r.source for r in drifting.reports} == {"adaptive"}
 
 
-def test_a_threshold_calibrated_once_breaks_the_promise_under_drift(drifting, stationary):
+def test_a_threshold_calibrated_once_breaks_the_promise_under_drift(drifting, stationary) -> None:
     """The first τ written, kept: the check of the test above fails for it under drift, because
     of the drift: its recall falls as the spam words are replaced, and holds steady without."""
     kept = drifting.recall(drifting.kept)
@@ -220,14 +220,14 @@ def test_a_threshold_calibrated_once_breaks_the_promise_under_drift(drifting, st
     assert last > first - 0.04, figures(stationary)
 
 
-def test_adaptive_thresholds_keep_the_promise_without_drift(stationary):
+def test_adaptive_thresholds_keep_the_promise_without_drift(stationary) -> None:
     recall = stationary.recall(stationary.flagged)
     assert recall >= R - TOLERANCE, f"R = {R}: {figures(stationary)}"
     specificity = stationary.specificity(stationary.flagged)
     assert specificity > 0.9, f"specificity {specificity:.4f}; {figures(stationary)}"
 
 
-def test_the_level_follows_the_misses(drifting):
+def test_the_level_follows_the_misses(drifting) -> None:
     """Each version's level moved from the previous one's by the misses of the previous τ: down
     when it missed more than α·n of its n spam, up when fewer (or stayed at the clip bound)."""
     moves = []

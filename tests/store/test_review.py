@@ -4,9 +4,10 @@ first, then the oldest) and pruned by age; on SQLite, and the round trip on Post
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.service.review import QueuedItem
@@ -33,7 +34,14 @@ from filterd.store.schema import ReviewItem
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def item(message_id, score=0.5, threshold=0.5, reason="band", tokens=("win", "cash"), **fields):
+def item(
+    message_id,
+    score: float = 0.5,
+    threshold: float = 0.5,
+    reason: str = "band",
+    tokens=("win", "cash"),
+    **fields,
+):
     defaults = QueuedItem(
         message_id,
         reason,
@@ -53,24 +61,24 @@ def item(message_id, score=0.5, threshold=0.5, reason="band", tokens=("win", "ca
     return replace(defaults, **fields)
 
 
-def queue(engine, items, now=T0, model="default"):
+def queue(engine: Engine, items, now=T0, model: str = "default") -> None:
     with engine.begin() as conn:
         queue_items(conn, find_model_id(conn, model), items, now)
 
 
-def count(engine):
+def count(engine: Engine):
     with engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(ReviewItem)).scalar_one()
 
 
-def learn(engine, message_id, label, fraction=0.0):
+def learn(engine: Engine, message_id, label, fraction: float = 0.0) -> None:
     apply_feedback(
         engine, "default", [LabelledTokens(message_id, label, ["x"])], holdout_fraction=fraction
     )
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(tmp_path: Path):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     upgrade(url)
     engine = connect(url)
@@ -79,14 +87,14 @@ def store(tmp_path):
     engine.dispose()
 
 
-def test_tokens_pack_round_trip_and_compress():
+def test_tokens_pack_round_trip_and_compress() -> None:
     tokens = ["subject:free", "win", "£1000", "url:example.com", "a b"] * 200
     packed = pack_tokens(tokens)
     assert unpack_tokens(packed) == tokens
     assert len(packed) < len("\x00".join(tokens)) / 10
 
 
-def test_round_trip_on_each_database(engine):
+def test_round_trip_on_each_database(engine: Engine) -> None:
     """Every column comes back as queued, on SQLite and PostgreSQL (JSON, booleans, times)."""
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     full = item(
@@ -122,7 +130,7 @@ def test_round_trip_on_each_database(engine):
         }
 
 
-def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(store):
+def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(store) -> None:
     queue(store, [item("far", score=0.9), item("near", score=0.51)], now=T0)
     queue(store, [item("mid", score=0.4, reason="random")], now=T0 + timedelta(hours=1))
     assert [e.message_id for e in list_items(store, "default")] == ["near", "mid", "far"]
@@ -136,7 +144,7 @@ def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(stor
         list_items(store, "default", order="oldest")
 
 
-def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(store):
+def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(store) -> None:
     queue(store, [item("a", score=0.5), item("b", score=0.6), item("c", score=0.7)])
     learn(store, "a", "ham")  # the ledger
     learn(store, "b", "spam", fraction=1.0)  # the holdout
@@ -145,7 +153,7 @@ def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(store):
     assert [(e.message_id, e.labelled) for e in every] == [("a", "ham"), ("b", "spam"), ("c", None)]
 
 
-def test_get_item_of_another_model_or_unknown_id_is_none(store):
+def test_get_item_of_another_model_or_unknown_id_is_none(store) -> None:
     create_model(store, "other", ModelSpec("mnb"), seed=2)
     queue(store, [item("a")], model="other")
     (entry,) = list_items(store, "other")
@@ -154,7 +162,7 @@ def test_get_item_of_another_model_or_unknown_id_is_none(store):
     assert get_item(store, "other", entry.id + 1000) is None
 
 
-def test_unknown_model(store):
+def test_unknown_model(store) -> None:
     for call in (
         lambda: list_items(store, "nope"),
         lambda: get_item(store, "nope", 1),
@@ -165,7 +173,7 @@ def test_unknown_model(store):
             call()
 
 
-def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(store):
+def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(store) -> None:
     queue(store, [item("m", tokens=["old"])], now=T0)
     queue(store, [item("m", tokens=["new", "er"])], now=T0 + timedelta(minutes=1))
     many = [item(f"x{i}", tokens=[f"t{i}"]) for i in range(1200)]  # more than one IN (...) list
@@ -185,7 +193,7 @@ def test_queue_is_in_the_callers_transaction(store):
     assert count(store) == 0
 
 
-def test_trim_removes_labelled_items_first_then_the_oldest(store):
+def test_trim_removes_labelled_items_first_then_the_oldest(store) -> None:
     for n, message_id in enumerate(["a", "b", "c", "d", "e"]):
         queue(store, [item(message_id)], now=T0 + timedelta(minutes=n))
     learn(store, "d", "spam")
@@ -200,7 +208,7 @@ def test_trim_removes_labelled_items_first_then_the_oldest(store):
     assert trim(store, "default", 0) == 2 and count(store) == 0
 
 
-def test_trim_counts_only_its_model(store):
+def test_trim_counts_only_its_model(store) -> None:
     create_model(store, "other", ModelSpec("mnb"), seed=2)
     queue(store, [item("a"), item("b")], model="other")
     queue(store, [item("c")])
@@ -209,7 +217,7 @@ def test_trim_counts_only_its_model(store):
     assert count(store) == 2
 
 
-def test_prune_deletes_items_older_than_the_retention(store):
+def test_prune_deletes_items_older_than_the_retention(store) -> None:
     for days in (20, 15, 13, 1):
         queue(store, [item(f"d{days}")], now=T0 - timedelta(days=days))
     assert prune_items(store, "default", 14, now=T0, dry_run=True) == 2
@@ -221,7 +229,7 @@ def test_prune_deletes_items_older_than_the_retention(store):
         prune_items(store, "default", -1)
 
 
-def test_prune_works_in_chunks(store, monkeypatch):
+def test_prune_works_in_chunks(store, monkeypatch: pytest.MonkeyPatch) -> None:
     from filterd.store import review
 
     monkeypatch.setattr(review, "CHUNK", 3)

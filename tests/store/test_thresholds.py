@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from sqlalchemy import create_engine, delete, func, select, text
+from sqlalchemy import Engine, create_engine, delete, func, select, text
 from sqlalchemy.engine import make_url
 
 from filterd.bayes.features import encode
@@ -51,7 +51,7 @@ def feedback(records):
     return [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records]
 
 
-def learn(engine, records, fraction=HOLDOUT, now=T0):
+def learn(engine: Engine, records, fraction=HOLDOUT, now=T0) -> None:
     for start in range(0, len(records), 2000):
         apply_feedback(
             engine, "default", feedback(records[start : start + 2000]), fraction, now=now
@@ -59,7 +59,7 @@ def learn(engine, records, fraction=HOLDOUT, now=T0):
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def learned(request, tmp_path_factory):
+def learned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A store that learned RECORDS, once per module and database kind (learning is slow)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('learned') / 'store.db'}"
@@ -87,12 +87,12 @@ def store(learned):
         conn.execute(delete(ThresholdRow))
 
 
-def count_versions(engine):
+def count_versions(engine: Engine):
     with engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(ThresholdRow)).scalar_one()
 
 
-def threshold(tau, recall=0.99):
+def threshold(tau, recall: float = 0.99):
     return Threshold(
         tau=tau,
         target_recall=0.99,
@@ -106,7 +106,7 @@ def threshold(tau, recall=0.99):
     )
 
 
-def rescored(engine, target="spam", **window):
+def rescored(engine: Engine, target: str = "spam", **window):
     """The window's scores through the daemon's own path, independently of calibrate_model."""
     items = holdout_window(engine, "default", now=T0, **window)
     stats, _ = load(engine, "default")
@@ -118,7 +118,7 @@ def rescored(engine, target="spam", **window):
 # --- versions --------------------------------------------------------------------------------
 
 
-def test_versions_increase_per_model_and_the_latest_is_per_class(engine):
+def test_versions_increase_per_model_and_the_latest_is_per_class(engine: Engine) -> None:
     create_model(engine, "default", ModelSpec("mnb"))
     create_model(engine, "other", ModelSpec("mnb"))
     assert latest_threshold(engine, "default", "spam") is None
@@ -143,10 +143,10 @@ def test_versions_increase_per_model_and_the_latest_is_per_class(engine):
         write_threshold(engine, "nope", "spam", threshold(0.0), None, None, None, "test")
 
 
-def test_concurrent_writers_never_share_a_version(engine):
+def test_concurrent_writers_never_share_a_version(engine: Engine) -> None:
     create_model(engine, "default", ModelSpec("mnb"))
 
-    def writer(tau):
+    def writer(tau) -> None:
         for i in range(6):
             write_threshold(engine, "default", "spam", threshold(tau + i), None, None, None, "test")
 
@@ -160,7 +160,7 @@ def test_concurrent_writers_never_share_a_version(engine):
 # --- the holdout window ---------------------------------------------------------------------
 
 
-def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(engine):
+def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(engine: Engine) -> None:
     create_model(engine, "default", ModelSpec("mnb"), seed=0)
     learn(engine, RECORDS[:1000], fraction=0.5, now=T0)
     learn(engine, RECORDS[1000:2000], fraction=0.5, now=T0 + timedelta(days=10))
@@ -186,7 +186,9 @@ def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(engine):
 # --- calibration ---------------------------------------------------------------------------
 
 
-def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_figures(store):
+def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_figures(
+    store,
+) -> None:
     report = calibrate_model(store, "default", "spam", 0.99, now=T0)
     scores, positives = rescored(store)
     assert (
@@ -216,7 +218,7 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     assert second.previous_here.tau == report.tau and second.previous_here.recall == report.recall
 
 
-def test_the_report_equals_filterd_evaluate_on_the_same_items(engine):
+def test_the_report_equals_filterd_evaluate_on_the_same_items(engine: Engine) -> None:
     """Learn the train part through the store, hold out the test part; R = 1 gives spec@R=1."""
     create_model(
         engine, "default", ModelSpec("mnb"), seed=0
@@ -244,12 +246,12 @@ def test_the_report_equals_filterd_evaluate_on_the_same_items(engine):
     assert report.specificity == pytest.approx(evaluation.spec_at_full_recall, abs=1e-12)
 
 
-def test_a_dry_run_writes_nothing(store):
+def test_a_dry_run_writes_nothing(store) -> None:
     report = calibrate_model(store, "default", "spam", 0.99, dry_run=True, now=T0)
     assert report.version is None and count_versions(store) == 0
 
 
-def test_too_few_positives_is_refused_and_force_is_recorded(store):
+def test_too_few_positives_is_refused_and_force_is_recorded(store) -> None:
     assert default_min_positives(0.99) == 100 and default_min_positives(0.9) == 10
     assert default_min_positives(1.0) == 100
     with pytest.raises(GuardrailError, match="needs at least 100") as refused:
@@ -267,7 +269,7 @@ def test_too_few_positives_is_refused_and_force_is_recorded(store):
     assert not unforced.forced and not latest_threshold(store, "default", "spam").forced
 
 
-def test_too_few_negatives_is_refused(store):
+def test_too_few_negatives_is_refused(store) -> None:
     with pytest.raises(GuardrailError, match="at least 100000 needed") as refused:
         calibrate_model(store, "default", "spam", 0.99, min_negatives=100_000, now=T0)
     assert refused.value.reasons == ("too_few_negatives",)
@@ -276,7 +278,7 @@ def test_too_few_negatives_is_refused(store):
     ).forced
 
 
-def test_an_auc_drop_is_refused(store):
+def test_an_auc_drop_is_refused(store) -> None:
     write_threshold(
         store, "default", "spam", threshold(0.0), 0.999, None, None, "test", source="holdout"
     )
@@ -296,7 +298,7 @@ def test_an_auc_drop_is_refused(store):
     assert not calibrate_model(store, "default", "spam", 0.99, now=T0).forced
 
 
-def test_an_unreachable_target_is_refused_even_when_forced(store):
+def test_an_unreachable_target_is_refused_even_when_forced(store) -> None:
     n_pos = calibrate_model(store, "default", "spam", 0.99, dry_run=True, now=T0).n_pos
     assert n_pos < 299  # what the conservative 95 % bound needs for 0.99
     with pytest.raises(GuardrailError, match="needs at least 299") as refused:
@@ -322,14 +324,14 @@ def test_an_unreachable_target_is_refused_even_when_forced(store):
     assert conservative.recall_lower_bound >= 0.95 and conservative.recall >= 0.95
 
 
-def test_a_model_not_ready_or_unknown_is_an_error(store):
+def test_a_model_not_ready_or_unknown_is_an_error(store) -> None:
     with pytest.raises(NotReady, match="needs 100000 learned documents"):
         calibrate_model(store, "default", "spam", 0.99, min_docs=100_000, now=T0)
     with pytest.raises(UnknownModel):
         calibrate_model(store, "nope", "spam", 0.99, now=T0)
 
 
-def test_many_classes_get_one_threshold_each_or_none(engine):
+def test_many_classes_get_one_threshold_each_or_none(engine: Engine) -> None:
     create_model(engine, "default", ModelSpec("mnb"), seed=0)
     config = SynthConfig(
         n_messages=2000, class_priors={"a": 0.5, "b": 0.3, "c": 0.2}, signal=0.2, seed=2
@@ -350,7 +352,7 @@ def test_many_classes_get_one_threshold_each_or_none(engine):
 
 
 @pytest.fixture(scope="module")
-def windows(tmp_path_factory):
+def windows(tmp_path_factory: pytest.TempPathFactory):
     """A model learned from 2,000 messages, 30 holdout windows of 250 (≈ 100 spam each, one per
     hour), and the decision scores of 5,000 fresh messages of the same stationary stream."""
     url = f"sqlite:///{tmp_path_factory.mktemp('windows') / 'store.db'}"
@@ -403,7 +405,7 @@ def fresh_recalls(windows, target, conservative):
     return recalls, np.array([r.n_pos for r in reports])
 
 
-def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows):
+def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows) -> None:
     """τ is the k-th largest of P positive scores, k = ⌈R·P⌉; a new positive scores at least
     that with probability k/(P+1), so the average falls short of R by at most ≈ 1/(P+1)."""
     target = 0.95
@@ -414,7 +416,7 @@ def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows):
     assert recalls.mean() >= target - 1 / (n_pos.mean() + 1) - 3 * se
 
 
-def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(windows):
+def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(windows) -> None:
     target = 0.95
     recalls, _ = fresh_recalls(windows, target, conservative=True)
     coverage = np.mean(recalls >= target)
@@ -422,7 +424,7 @@ def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(win
     assert recalls.mean() > target
 
 
-def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
+def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store) -> None:
     from filterd.store.drift import Scored, record_scores
     from filterd.store.schema import Prequential
 
@@ -453,7 +455,7 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store):
             conn.execute(delete(Prequential))
 
 
-def scored_on_arrival(rng, n, spam_share, prefix, shift=0.0):
+def scored_on_arrival(rng, n, spam_share, prefix, shift: float = 0.0):
     """`n` prequential records: spam ~ N(2 − shift, 1), ham ~ N(−2, 1)."""
     from filterd.store.drift import Scored
 
@@ -465,7 +467,7 @@ def scored_on_arrival(rng, n, spam_share, prefix, shift=0.0):
     ]
 
 
-def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(store):
+def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(store) -> None:
     from filterd.evaluation.calibration import adapt_level
     from filterd.store.drift import record_scores
     from filterd.store.schema import Prequential
@@ -511,7 +513,9 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
             conn.execute(delete(Prequential))
 
 
-def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(store):
+def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(
+    store,
+) -> None:
     from filterd.store.drift import record_scores
     from filterd.store.schema import Prequential
 

@@ -159,23 +159,23 @@ SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[Hea
 
 @SETTINGS
 @given(mails())
-def test_structured_mails_agree_with_the_stdlib(raw):
+def test_structured_mails_agree_with_the_stdlib(raw) -> None:
     agrees(raw)
 
 
 @SETTINGS
 @given(SOUP)
-def test_fragment_soup_agrees_with_the_stdlib(raw):
+def test_fragment_soup_agrees_with_the_stdlib(raw) -> None:
     agrees(raw)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text())
-def test_any_text_agrees_with_the_stdlib(raw):
+def test_any_text_agrees_with_the_stdlib(raw) -> None:
     agrees(raw)
 
 
-def test_common_mails_are_not_refused():
+def test_common_mails_are_not_refused() -> None:
     crlf = "From: a@example.com\r\nSubject: hi\r\n\r\nbody\r\n"
     assert agrees(crlf)
     nested = (
@@ -192,14 +192,14 @@ def test_common_mails_are_not_refused():
     assert agrees(no_separator)
 
 
-def test_unusual_mails_are_refused():
+def test_unusual_mails_are_refused() -> None:
     assert split_mail("Content-Type: multipart/mixed\n\nno boundary\n") is None
     assert split_mail("Content-Type: message/delivery-status\n\nA: b\n\nC: d\n") is None
     assert split_mail("Subject: a\nFrom someone\nX: y\n\nbody\n") is None
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
-def test_nesting_deeper_than_the_limit_is_read_as_headers_and_text(eol):
+def test_nesting_deeper_than_the_limit_is_read_as_headers_and_text(eol) -> None:
     deep = f"Content-Type: message/rfc822{eol}{eol}" * (MAX_MIME_DEPTH + 1) + f"body{eol}"
     with pytest.raises(MimeTooDeep):
         split_mail(deep)
@@ -238,7 +238,7 @@ CONTENT_TYPE = st.lists(
     ),
     st.booleans(),
 )
-def test_content_type_of_is_the_stdlib_content_type(headers, digest_part):
+def test_content_type_of_is_the_stdlib_content_type(headers, digest_part) -> None:
     message = Message()
     if digest_part:
         message.set_default_type("message/rfc822")

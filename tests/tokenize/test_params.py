@@ -23,7 +23,7 @@ NAMES = st.sampled_from(["boundary", "filename", "name", "charset", "x", "filena
 
 
 @given(HEADER)
-def test_the_pieces_are_the_standard_librarys(value):
+def test_the_pieces_are_the_standard_librarys(value) -> None:
     expected = email.message._parseparam(value)  # type: ignore[attr-defined]
     if len(expected) <= MAX_PARAMS:
         assert split_params(value) == expected
@@ -45,7 +45,9 @@ def outcome(call):
 
 @settings(max_examples=300)
 @given(HEADER, HEADER, NAMES)
-def test_parameter_lookups_answer_as_the_standard_library_does(content_type, disposition, name):
+def test_parameter_lookups_answer_as_the_standard_library_does(
+    content_type, disposition, name
+) -> None:
     ours = message(LinearMessage, "multipart/mixed; " + content_type, disposition)
     theirs = message(email.message.Message, "multipart/mixed; " + content_type, disposition)
     assert outcome(lambda: ours.get_param(name)) == outcome(lambda: theirs.get_param(name))
@@ -57,7 +59,7 @@ def test_parameter_lookups_answer_as_the_standard_library_does(content_type, dis
         assert outcome(ours.get_boundary) == boundary
 
 
-def test_a_boundary_longer_than_the_limit_is_none():
+def test_a_boundary_longer_than_the_limit_is_none() -> None:
     short, long = "b" * MAX_BOUNDARY_LENGTH, "b" * (MAX_BOUNDARY_LENGTH + 1)
     assert (
         message(LinearMessage, f'multipart/mixed; boundary="{short}"', "").get_boundary() == short
@@ -80,7 +82,7 @@ HOSTILE_HEADERS = {
 }
 
 
-def test_a_header_written_to_be_expensive_costs_what_any_400_kb_of_text_costs():
+def test_a_header_written_to_be_expensive_costs_what_any_400_kb_of_text_costs() -> None:
     """The standard library spends minutes on some of these (its cost grows with the square of
     the header); the bound here is ten times the 50 ms per 100 KB the harness holds to."""
     tokenize = Tokenizer()

@@ -43,7 +43,7 @@ def available() -> bool:
 
 
 @pytest.fixture
-def browser(tmp_path) -> Iterator:
+def browser(tmp_path: Path) -> Iterator:
     """A headless chromium session (selenium's WebDriver), closed at the end."""
     if not available():
         if os.environ.get("REQUIRE_BROWSER_TESTS"):

@@ -10,8 +10,10 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from sqlalchemy import Engine
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
@@ -60,13 +62,13 @@ def learned_config_of(url: str):
 
 
 @pytest.fixture
-def learned_config(sqlite_url):  # noqa: F811 - the fixture imported above
+def learned_config(sqlite_url: str):  # noqa: F811 - the fixture imported above
     """The configuration of a `learned_store` in this test's SQLite file."""
     return learned_config_of(sqlite_url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def learned_config_any(request, sqlite_url):  # noqa: F811 - the fixture imported above
+def learned_config_any(request: pytest.FixtureRequest, sqlite_url: str):  # noqa: F811 - the fixture imported above
     """The configuration of a `learned_store` in SQLite, then in a fresh PostgreSQL database."""
     if request.param == "sqlite":
         return learned_config_of(sqlite_url)
@@ -108,7 +110,7 @@ def serve():
     """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
     started = []
 
-    def start(settings, engine, scoring):
+    def start(settings, engine: Engine, scoring):
         import structlog
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
@@ -156,7 +158,7 @@ def queue_messages(config, state, messages: list[dict], queued_at=None, start: i
 
 
 @pytest.fixture
-def workbench_of(serve, kafka_config, topics):
+def workbench_of(serve, kafka_config: dict[str, Any], topics: dict[str, str]):
     """Serves the workbench over a learned configuration: `workbench_of(learned)` → (the `Api`,
     its model state); users dana (password) and erin (API token `ERIN_TOKEN`), labels to this
     test's feedback topic (or to those of `kafka` and `topic_names`, given)."""

@@ -15,6 +15,7 @@ from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.service.decide import decide_payloads
 from filterd.service.passwords import hash_secret
 from filterd.service.records import Decision, Message
@@ -63,13 +64,13 @@ def serve_learned(learned, serve):
 
 
 @pytest.fixture
-def api(learned_config, serve):
+def api(learned_config: Config, serve):
     """The API over a learned SQLite store (`serve_learned`)."""
     yield from serve_learned(learned_config, serve)
 
 
 @pytest.fixture
-def api_any(learned_config_any, serve):
+def api_any(learned_config_any: Config, serve):
     """The API over a learned store on SQLite, then on PostgreSQL (`serve_learned`)."""
     yield from serve_learned(learned_config_any, serve)
 
@@ -81,7 +82,7 @@ def conforms(port: int, name: str, value) -> None:
     jsonschema.Draft202012Validator(schema).validate(value)
 
 
-def test_every_endpoint_that_reads_or_writes_needs_a_credential(api):
+def test_every_endpoint_that_reads_or_writes_needs_a_credential(api) -> None:
     for method, path in PROTECTED:
         for auth in (None, basic("dana", "wrong"), basic("mallory", PASSWORD), "Bearer dana.x"):
             status, body, headers = call(api.port, method, path, {"id": "m1"}, auth=auth)
@@ -94,7 +95,7 @@ def test_every_endpoint_that_reads_or_writes_needs_a_credential(api):
     assert status == 200 and document["openapi"].startswith("3.1")
 
 
-def test_the_openapi_document_is_generated_from_the_record_types(api):
+def test_the_openapi_document_is_generated_from_the_record_types(api) -> None:
     _, document, _ = call(api.port, "GET", "/v1/openapi.json")
     components = document["components"]["schemas"]
     for kind in (Message, Decision):
@@ -111,7 +112,7 @@ def test_the_openapi_document_is_generated_from_the_record_types(api):
     assert {p["name"] for p in review} >= {"label", "reason", "min_score", "max_score", "limit"}
 
 
-def test_a_check_decides_as_the_scorer_decides(api):
+def test_a_check_decides_as_the_scorer_decides(api) -> None:
     one = {"id": "c1", "text": SPAMMY}
     status, body, _ = call(api.port, "POST", "/v1/check", one, auth=DANA)
     assert status == 200 and body["not_ready"] is None
@@ -137,7 +138,7 @@ def test_a_check_decides_as_the_scorer_decides(api):
     assert body["decisions"][0]["score"] == decision["score"] and decision["label"] == "spam"
 
 
-def test_a_large_check_decides_as_a_small_one(api):
+def test_a_large_check_decides_as_a_small_one(api) -> None:
     # a body over INLINE_BYTES is checked in the thread pool, a smaller one on the event loop
     from filterd.web.check import INLINE_BYTES
 
@@ -195,7 +196,7 @@ def test_a_large_check_decides_as_a_small_one(api):
         ("DELETE", "/v1/model", None, 405, None),
     ],
 )
-def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, field):
+def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, field) -> None:
     got, answer, _ = call(api.port, method, path, auth=DANA, raw=body)
     assert got == status, answer
     conforms(api.port, "ApiError", answer)
@@ -219,7 +220,9 @@ def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, fi
         ("/v1/decisions/?id=a%00b", "id"),
     ],
 )
-def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(api_any, caplog, path, field):
+def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(
+    api_any, caplog: pytest.LogCaptureFixture, path, field
+) -> None:
     with structlog.testing.capture_logs() as events:
         status, answer, _ = call(api_any.port, "GET", path, auth=DANA)
         wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")
@@ -230,7 +233,9 @@ def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(api_any, capl
     assert not caplog.records  # nor any from the server
 
 
-def test_a_fault_is_one_500_logged_once(api, caplog, monkeypatch):
+def test_a_fault_is_one_500_logged_once(
+    api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a fault of filterd's own, not of the request: a read that fails as a bug would
     def broken(*_args):
         raise RuntimeError("a bug")
@@ -247,14 +252,16 @@ def test_a_fault_is_one_500_logged_once(api, caplog, monkeypatch):
 
 
 @pytest.fixture
-def api_postgresql(postgres_server, serve):
+def api_postgresql(postgres_server: str, serve):
     """The API over a learned store in a fresh PostgreSQL database (`serve_learned`)."""
     yield from serve_learned(learned_config_of(fresh_postgres(postgres_server)), serve)
 
 
-def test_a_value_the_store_refuses_is_a_fault_not_an_outage(api_postgresql, caplog, monkeypatch):
+def test_a_value_the_store_refuses_is_a_fault_not_an_outage(
+    api_postgresql, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a check missing before the store: PostgreSQL refuses the value itself (a DataError)
-    def unchecked(context, _message_id):
+    def unchecked(context, _message_id) -> None:
         with context.engine.connect() as conn:
             conn.execute(text("SELECT :id"), {"id": "a\x00b"})
 
@@ -268,7 +275,7 @@ def test_a_value_the_store_refuses_is_a_fault_not_an_outage(api_postgresql, capl
     assert not caplog.records
 
 
-def test_the_reads_answer_from_the_store(api):
+def test_the_reads_answer_from_the_store(api) -> None:
     config, engine = api.context.config, api.context.engine
     decider, threshold = api.context.scoring.decider, api.context.scoring.threshold
     texts = {f"q{i}": r["text"] for i, r in enumerate(SYNTH[:4], start=1)}
@@ -323,7 +330,7 @@ def test_the_reads_answer_from_the_store(api):
         "application/jsonx",
     ],
 )
-def test_a_request_that_decides_or_labels_takes_json_only(api, kind):
+def test_a_request_that_decides_or_labels_takes_json_only(api, kind) -> None:
     # what an HTML form on any page can send without the browser asking the server first
     for path, body in (
         ("/v1/check", {"id": "c1", "text": SPAMMY}),
@@ -344,7 +351,7 @@ def test_a_request_that_decides_or_labels_takes_json_only(api, kind):
     assert status == 200, answer
 
 
-def test_every_api_answer_is_nosniff_and_no_store(api):
+def test_every_api_answer_is_nosniff_and_no_store(api) -> None:
     for method, path, body, auth in (
         ("POST", "/v1/check", {"id": "c1"}, DANA),
         ("GET", "/v1/model", None, DANA),
@@ -359,7 +366,7 @@ def test_every_api_answer_is_nosniff_and_no_store(api):
         assert headers.get("cache-control") == "no-store", (path, status)
 
 
-def test_a_host_not_the_servers_is_refused(api):
+def test_a_host_not_the_servers_is_refused(api) -> None:
     # a name rebound to this address (DNS rebinding): the browser sends the attacker's name
     for host in ("evil.example", f"evil.example:{api.port}", "localhost.evil.example", "a b"):
         for method, path, auth in (("GET", "/v1/openapi.json", None), ("GET", "/v1/model", DANA)):
@@ -370,7 +377,7 @@ def test_a_host_not_the_servers_is_refused(api):
         assert call(api.port, "GET", "/v1/model", auth=DANA, headers={"Host": host})[0] == 200
 
 
-def test_only_the_configured_hosts_are_answered(api, serve):
+def test_only_the_configured_hosts_are_answered(api, serve) -> None:
     context = api.context
     config = replace(
         context.config, http=replace(context.config.http, allowed_hosts=["filterd.example.net"])
@@ -397,7 +404,7 @@ def test_only_the_configured_hosts_are_answered(api, serve):
         {"Origin": "null"},  # a sandboxed frame, a page from a file
     ],
 )
-def test_a_browsers_request_from_another_sites_page_is_refused(api, headers):
+def test_a_browsers_request_from_another_sites_page_is_refused(api, headers) -> None:
     for method, path, body in (
         ("POST", "/v1/feedback", {"message_id": "m1", "label": "spam"}),
         ("POST", "/v1/check", {"id": "c1"}),
@@ -407,14 +414,14 @@ def test_a_browsers_request_from_another_sites_page_is_refused(api, headers):
         assert status == 403 and "another site" in answer["error"], (path, answer)
 
 
-def test_the_servers_own_pages_and_programs_are_not_refused(api):
+def test_the_servers_own_pages_and_programs_are_not_refused(api) -> None:
     own = {"Sec-Fetch-Site": "same-origin", "Origin": f"http://127.0.0.1:{api.port}"}
     for headers in (own, {"Sec-Fetch-Site": "none"}, {}):
         status, _, _ = call(api.port, "POST", "/v1/check", {"id": "c1"}, auth=DANA, headers=headers)
         assert status == 200, headers
 
 
-def test_guessing_from_one_address_never_refuses_the_analyst_at_another(api):
+def test_guessing_from_one_address_never_refuses_the_analyst_at_another(api) -> None:
     # another address on this machine: all of 127/8 is loopback
     for i in range(FAILURES):
         assert call_from("127.0.0.2", api.port, "/v1/model", basic("dana", f"guess-{i}"))[0] == 401

@@ -17,6 +17,7 @@ import structlog
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.service.passwords import hash_secret
 from filterd.store.database import connect
 from filterd.web.server import HttpServer
@@ -76,14 +77,14 @@ def read_answer(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def test_a_trickled_request_head_is_closed_at_its_deadline(server):
+def test_a_trickled_request_head_is_closed_at_its_deadline(server) -> None:
     sock = connected(server.port)
     header = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 1000
     assert DEADLINE - 0.1 < seconds_until_closed(sock, header) < DEADLINE + 0.8
 
 
 @pytest.mark.parametrize("drip", [b"", GET], ids=["idle", "trickling"])
-def test_a_kept_alive_connection_without_its_next_request_is_closed(server, drip):
+def test_a_kept_alive_connection_without_its_next_request_is_closed(server, drip) -> None:
     sock = connected(server.port)
     sock.settimeout(5)
     sock.sendall(GET)
@@ -93,7 +94,7 @@ def test_a_kept_alive_connection_without_its_next_request_is_closed(server, drip
     assert DEADLINE - 0.1 < seconds_until_closed(sock, drip) < DEADLINE + 0.8
 
 
-def test_at_the_limit_the_connection_that_waited_longest_is_closed(patient):
+def test_at_the_limit_the_connection_that_waited_longest_is_closed(patient) -> None:
     server = patient
     idle = [connected(server.port) for _ in range(8)]
     time.sleep(0.2)
@@ -130,7 +131,9 @@ def test_at_the_limit_with_every_request_in_progress_a_new_one_is_refused(patien
     assert call(server.port, "GET", "/")[0] == 200
 
 
-def test_a_trickled_body_is_closed_at_the_deadline_without_an_error(learned_config, serve, caplog):
+def test_a_trickled_body_is_closed_at_the_deadline_without_an_error(
+    learned_config: Config, serve, caplog: pytest.LogCaptureFixture
+) -> None:
     """The real app reading a body that trickles in: the connection is closed at the deadline,
     nothing is logged above INFO, and the API answers the next client."""
     users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}

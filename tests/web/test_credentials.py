@@ -4,6 +4,7 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -26,7 +27,7 @@ from tests.web.conftest import PASSWORD, ROUNDS, basic
 HERE, THERE = "127.0.0.1", "192.0.2.66"  # the analyst's address, a guesser's
 
 
-def test_a_hash_verifies_its_secret_only():
+def test_a_hash_verifies_its_secret_only() -> None:
     for scheme in ("scrypt", "pbkdf2_sha256"):
         hashed = parse_hash(hash_secret(PASSWORD, scheme, rounds=ROUNDS))
         assert verify(PASSWORD, hashed) and not verify(PASSWORD + " ", hashed)
@@ -51,14 +52,14 @@ def test_a_hash_verifies_its_secret_only():
         ),
     ],
 )
-def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value, said):
+def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value, said) -> None:
     with pytest.raises(ConfigError) as raised:
         load(None, {"FILTERD_HTTP_USERS": "{dana = %s}" % value})
     assert str(raised.value).startswith(said) and "\n" not in str(raised.value)
     assert "hunter2" not in str(raised.value)
 
 
-def test_a_bad_http_setting_names_the_key(tmp_path):
+def test_a_bad_http_setting_names_the_key(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text("[http]\nport = 70000\n")
     with pytest.raises(ConfigError, match=r"http.port: must be a port number"):
@@ -82,7 +83,7 @@ def test_a_bad_http_setting_names_the_key(tmp_path):
     ]
 
 
-def test_credentials_come_from_the_environment_and_never_show():
+def test_credentials_come_from_the_environment_and_never_show() -> None:
     hashed = hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
     config = load(
         None, {"FILTERD_HTTP_USERS": '{dana = "%s"}' % hashed, "FILTERD_HTTP_ENABLED": "true"}
@@ -92,7 +93,7 @@ def test_credentials_come_from_the_environment_and_never_show():
     assert shown["users"] == {"dana": "***"} and hashed not in str(config.public())
 
 
-def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
+def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody() -> None:
     token = "dana.s3cr3t-token"
     auth = Authenticator(
         {"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)},
@@ -115,7 +116,7 @@ def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
         assert auth.identify(wrong, HERE) is None, wrong
 
 
-def test_only_a_verified_header_is_remembered_and_never_in_clear():
+def test_only_a_verified_header_is_remembered_and_never_in_clear() -> None:
     token = "dana.s3cr3t-token"
     auth = Authenticator({"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)}, {})
     assert auth.remembered(f"Bearer {token}") is None  # not verified yet: identify hashes it
@@ -129,7 +130,7 @@ def test_only_a_verified_header_is_remembered_and_never_in_clear():
     assert not any(token.encode() in key or "s3cr3t" in str(key) for key in auth._verified)
 
 
-def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out():
+def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out() -> None:
     now = [0.0]
     auth = Authenticator(
         {}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}, clock=lambda: now[0]
@@ -156,7 +157,7 @@ def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out():
         assert auth.identify(basic("lee", PASSWORD) + " " * k, HERE) == "lee"
 
 
-def test_one_address_guessing_at_many_names_is_slowed_down_too():
+def test_one_address_guessing_at_many_names_is_slowed_down_too() -> None:
     now = [0.0]
     auth = Authenticator(
         {}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}, clock=lambda: now[0]
@@ -168,7 +169,7 @@ def test_one_address_guessing_at_many_names_is_slowed_down_too():
     assert auth.login("lee", PASSWORD, HERE) == "lee"
 
 
-def counting(monkeypatch) -> dict:
+def counting(monkeypatch: pytest.MonkeyPatch) -> dict:
     """Counts the slow hashes `filterd.web.auth` runs, the most at once, and the threads that
     ran them."""
     import filterd.web.auth as module
@@ -207,7 +208,7 @@ def at_once(n: int, check) -> list:
         return list(pool.map(run, range(n)))
 
 
-def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch):
+def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = counting(monkeypatch)
     token = hash_secret("dana.right", "pbkdf2_sha256", rounds=50_000)  # ~25 ms a check
     auth = Authenticator({"dana": token}, {}, slots=100)  # the budget alone bounds them here
@@ -217,7 +218,9 @@ def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch):
     assert all(isinstance(o, Throttled) for o in outcomes if o is not None)
 
 
-def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(monkeypatch):
+def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen = counting(monkeypatch)
     users = {f"u{i}": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=200_000) for i in range(3)}
     auth = Authenticator({}, users)
@@ -243,7 +246,7 @@ def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
     assert statistics.median(busy) < 0.5 * statistics.median(checked)
 
 
-def test_an_unknown_name_costs_as_long_as_a_known_one():
+def test_an_unknown_name_costs_as_long_as_a_known_one() -> None:
     hashed = hash_secret(PASSWORD, "pbkdf2_sha256", rounds=100_000)
     token = hash_secret("erin.right", "pbkdf2_sha256", rounds=100_000)
     auth = Authenticator({"erin": token}, {"dana": hashed}, slots=100)
@@ -267,7 +270,7 @@ def test_an_unknown_name_costs_as_long_as_a_known_one():
     assert unknown >= 0.5 * known, (unknown, known)
 
 
-def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
+def test_hash_password_reads_stdin_and_prints_a_hash_that_loads() -> None:
     result = CliRunner().invoke(
         main, ["http", "hash-password", "--scheme", "pbkdf2_sha256"], input=PASSWORD + "\n"
     )
@@ -277,7 +280,7 @@ def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
     assert load(None, {"FILTERD_HTTP_USERS": '{dana = "%s"}' % hashed}).http.users["dana"] == hashed
 
 
-def test_new_token_prints_a_token_and_the_hash_that_admits_it():
+def test_new_token_prints_a_token_and_the_hash_that_admits_it() -> None:
     result = CliRunner().invoke(main, ["http", "new-token", "dana"])
     assert result.exit_code == 0, result.output
     token = result.output.splitlines()[0].removeprefix("token: ")

@@ -6,6 +6,7 @@ post a label from another site's page — nothing reaches the feedback topic."""
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -52,8 +53,14 @@ def other_site():
 
 
 def test_another_sites_page_cannot_label_as_the_analyst(
-    browser, other_site, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser,
+    other_site,
+    sqlite_url: str,
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch)
     api = f"http://127.0.0.1:{port}"
 

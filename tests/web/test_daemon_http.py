@@ -8,7 +8,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from filterd.demo.broker import free_port
@@ -21,8 +24,13 @@ from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 
 
 def test_http_checks_like_kafka_and_its_labels_are_learned(
-    sqlite_url, start_daemon, kafka_config, topics, monkeypatch, tmp_path
-):
+    sqlite_url: str,
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     learned_store(sqlite_url)
     # the credential from the environment, as an operator keeps it
     users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)

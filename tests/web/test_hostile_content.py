@@ -7,9 +7,11 @@ import html
 import re
 import unicodedata
 import urllib.parse
+from typing import Any
 
 import pytest
 
+from filterd.service.config import Config
 from filterd.store.database import connect
 from filterd.store.learning import LabelledTokens, apply_feedback
 from filterd.web.visible import visible
@@ -62,7 +64,7 @@ def link(page: str, pattern: str) -> str:
 
 
 @pytest.fixture
-def hostile(learned_config, workbench_of):
+def hostile(learned_config: Config, workbench_of):
     """The workbench with one queued message for each of IDS; a client logged in as dana, and
     the queue's ids in their order."""
     api, state = workbench_of(learned_config)
@@ -76,7 +78,9 @@ def hostile(learned_config, workbench_of):
     return api, client
 
 
-def test_every_link_form_and_button_reaches_the_message_it_is_for(hostile, kafka_config, topics):
+def test_every_link_form_and_button_reaches_the_message_it_is_for(
+    hostile, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     api, client = hostile
     status, page, _ = client.get("/queue?limit=500")
     assert status == 200
@@ -162,7 +166,7 @@ def invisible_in_text(page: str) -> set[str]:
     )
 
 
-def test_invisible_characters_are_shown_not_obeyed(learned_config, workbench_of):
+def test_invisible_characters_are_shown_not_obeyed(learned_config: Config, workbench_of) -> None:
     api, state = workbench_of(learned_config)
     message = {
         "id": "bidi\u2066id",

@@ -14,6 +14,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,7 +118,13 @@ def timed_get(url: str, data: bytes | None = None, auth: str | None = None) -> t
 class Daemon:
     """`filterd run` with the HTTP API, at OPEN_FILES open files, its log in a file."""
 
-    def __init__(self, tmp_path, kafka_config, topics, monkeypatch) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        kafka_config: dict[str, Any],
+        topics: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
         url = f"sqlite:///{tmp_path / 'filterd.db'}"
         learned_store(url)
         users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
@@ -161,7 +169,12 @@ class Daemon:
 
 
 @pytest.fixture
-def daemon(tmp_path, kafka_config, topics, monkeypatch):
+def daemon(
+    tmp_path: Path,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 3 * ATTACKERS:
         pytest.skip(f"the test's own sockets need more open files than {hard}")
@@ -210,7 +223,7 @@ def is_warning(line: str) -> bool:
 
 
 @pytest.mark.parametrize("flooded", ["http_port", "observe_port"])
-def test_every_endpoint_answers_within_a_second_while_a_port_is_flooded(daemon, flooded):
+def test_every_endpoint_answers_within_a_second_while_a_port_is_flooded(daemon, flooded) -> None:
     """The API's port, then the observe port: the other endpoints and the flooded port's own
     answer within ANSWER_SECONDS, the log stays quiet, the daemon lives."""
     answers, noise, closed = attacked(daemon, getattr(daemon, flooded))

@@ -11,6 +11,7 @@ import structlog
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.service.passwords import hash_secret
 from filterd.store.database import connect
 from filterd.web.auth import FAILURES
@@ -22,7 +23,7 @@ SECRET = "a session secret of at least 32 characters"
 
 
 @pytest.fixture
-def start(learned_config, serve):
+def start(learned_config: Config, serve):
     """Starts the app over the learned store with `users` (name → password), sessions signed
     with SECRET: a restart of the same deployment, with its credentials as they are now."""
     engine = connect(learned_config.database.url)
@@ -42,7 +43,7 @@ def start(learned_config, serve):
     engine.dispose()
 
 
-def test_a_cookie_saved_before_logout_is_refused_after_it(start):
+def test_a_cookie_saved_before_logout_is_refused_after_it(start) -> None:
     api = start({"dana": PASSWORD})
     client = Client(api.port)
     assert client.log_in()[0] == 303
@@ -58,7 +59,7 @@ def test_a_cookie_saved_before_logout_is_refused_after_it(start):
     assert client.log_in()[0] == 303 and client.get("/audit")[0] == 200
 
 
-def test_a_session_ends_with_the_credentials_it_was_issued_under(start):
+def test_a_session_ends_with_the_credentials_it_was_issued_under(start) -> None:
     client = Client(start({"dana": PASSWORD, "lee": PASSWORD}).port)
     assert client.log_in()[0] == 303
     cookie = client.cookies[SESSION_COOKIE]
@@ -74,7 +75,7 @@ def test_a_session_ends_with_the_credentials_it_was_issued_under(start):
     assert not works_after_restart({"lee": PASSWORD})  # dana removed from [http] users
 
 
-def test_over_https_the_session_is_a_host_only_secure_cookie(start):
+def test_over_https_the_session_is_a_host_only_secure_cookie(start) -> None:
     api = start({"dana": PASSWORD})
     # as a TLS proxy on this host sends them on (uvicorn trusts its forwarded headers)
     browser = Client(api.port, headers={"X-Forwarded-Proto": "https"})
@@ -94,7 +95,7 @@ def test_over_https_the_session_is_a_host_only_secure_cookie(start):
     assert plain.log_in()[0] == 303 and SESSION_COOKIE in plain.cookies
 
 
-def test_guessing_at_the_login_form_never_refuses_the_analyst_at_another_address(start):
+def test_guessing_at_the_login_form_never_refuses_the_analyst_at_another_address(start) -> None:
     api = start({"dana": PASSWORD})
     guesser = Client(api.port, address="127.0.0.2")
     for i in range(FAILURES):
@@ -104,7 +105,7 @@ def test_guessing_at_the_login_form_never_refuses_the_analyst_at_another_address
     assert Client(api.port).log_in()[0] == 303  # dana at her desk
 
 
-def test_another_sites_page_cannot_post_even_with_the_forms_token(start):
+def test_another_sites_page_cannot_post_even_with_the_forms_token(start) -> None:
     api = start({"dana": PASSWORD})
     client = Client(api.port)
     client.log_in()

@@ -5,11 +5,13 @@ The browser tests (test_workbench_browser.py) drive the same pages with the keyb
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import structlog
 
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import Config
 from filterd.web.sessions import SESSION_COOKIE
 from tests.daemon.conftest import read_all, valid
 from tests.web.browser import wait_until
@@ -24,7 +26,7 @@ def rows_of(page: str) -> list[str]:
 
 
 @pytest.fixture
-def workbench(learned_config, workbench_of):
+def workbench(learned_config: Config, workbench_of):
     """The app over a learned store with 30 queued decisions (q0 has a hostile subject), users
     dana (password) and erin (API token), labels to the session's feedback topic."""
     api, state = workbench_of(learned_config)
@@ -39,7 +41,7 @@ def workbench(learned_config, workbench_of):
     return api, decisions
 
 
-def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
+def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench) -> None:
     api, _ = workbench
     client = Client(api.port)
     status, _, headers = client.get("/queue?label=spam")
@@ -84,7 +86,7 @@ def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
     assert client.get("/queue")[0] == 303
 
 
-def test_the_queue_filters_orders_and_escapes(workbench):
+def test_the_queue_filters_orders_and_escapes(workbench) -> None:
     api, decisions = workbench
     client = Client(api.port)
     client.log_in()
@@ -139,8 +141,8 @@ def test_the_queue_filters_orders_and_escapes(workbench):
 
 
 def test_labels_from_the_pages_are_published_as_the_sessions_analyst(
-    workbench, kafka_config, topics
-):
+    workbench, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     api, _ = workbench
     client = Client(api.port)
     client.log_in()
@@ -185,7 +187,7 @@ def test_labels_from_the_pages_are_published_as_the_sessions_analyst(
     assert records["q3"]["comment"] == "phish" and records["q3"]["source"] == "analyst"
 
 
-def test_the_model_page_previews_and_the_guardrails_refuse(workbench):
+def test_the_model_page_previews_and_the_guardrails_refuse(workbench) -> None:
     api, _ = workbench
     client = Client(api.port)
     client.log_in(next="/model")
@@ -205,7 +207,7 @@ def test_the_model_page_previews_and_the_guardrails_refuse(workbench):
 
 
 @pytest.fixture
-def workbench_any(learned_config_any, workbench_of):
+def workbench_any(learned_config_any: Config, workbench_of):
     """The workbench over a learned store with one queued message, q1: on SQLite, then on
     PostgreSQL; a client logged in as dana."""
     api, state = workbench_of(learned_config_any)
@@ -231,7 +233,9 @@ def workbench_any(learned_config_any, workbench_of):
         ("/audit?analyst=d%00na", "analyst"),
     ],
 )
-def test_bad_input_on_the_pages_is_a_4xx_naming_it(workbench_any, caplog, path, field):
+def test_bad_input_on_the_pages_is_a_4xx_naming_it(
+    workbench_any, caplog: pytest.LogCaptureFixture, path, field
+) -> None:
     with structlog.testing.capture_logs() as events:
         status, page, _ = workbench_any.get(path)
         wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")

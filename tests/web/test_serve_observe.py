@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +46,7 @@ def wait_for(condition, process: subprocess.Popen, log, what: str, seconds: floa
 
 
 @pytest.fixture
-def serve_config(tmp_path, monkeypatch):
+def serve_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A configuration file for `filterd serve` over a learned SQLite store: (path, database
     file, HTTP port, metrics port). No broker: serve needs one only to send labels."""
     database = tmp_path / "filterd.db"
@@ -74,7 +75,7 @@ metrics_port = {metrics_port}
     return path, database, http_port, metrics_port
 
 
-def test_serve_answers_health_readiness_and_metrics(serve_config, tmp_path):
+def test_serve_answers_health_readiness_and_metrics(serve_config, tmp_path: Path) -> None:
     path, database, http_port, metrics_port = serve_config
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
@@ -107,7 +108,7 @@ def test_serve_answers_health_readiness_and_metrics(serve_config, tmp_path):
         socket.create_connection(("127.0.0.1", metrics_port), timeout=2)
 
 
-def test_serve_with_its_metrics_port_taken_says_so_in_one_line(serve_config):
+def test_serve_with_its_metrics_port_taken_says_so_in_one_line(serve_config) -> None:
     path, _, _, metrics_port = serve_config
     with socket.create_server(("127.0.0.1", metrics_port)):
         result = subprocess.run(serve(path), capture_output=True, text=True, timeout=60)

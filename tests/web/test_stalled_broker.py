@@ -14,6 +14,7 @@ from selenium.webdriver.common.by import By
 
 from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
+from filterd.service.config import Config
 from filterd.web.labels import WAITING
 from tests.conftest import TOPIC_KINDS
 from tests.daemon.conftest import read_all, valid
@@ -46,8 +47,8 @@ def timed(do):
 
 
 def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
-    learned_config, workbench_of, own_broker
-):
+    learned_config: Config, workbench_of, own_broker
+) -> None:
     local, kafka, names = own_broker
     api, state = workbench_of(learned_config, kafka, names)
     bound = api.context.config.http.publish_seconds
@@ -114,8 +115,8 @@ def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
 
 
 def test_the_analyst_sees_that_a_label_was_not_recorded(
-    browser, learned_config, workbench_of, own_broker
-):
+    browser, learned_config: Config, workbench_of, own_broker
+) -> None:
     local, kafka, names = own_broker
     api, state = workbench_of(learned_config, kafka, names)
     messages = [{"id": f"q{i}", "text": f"hello there number {i}"} for i in range(2)]

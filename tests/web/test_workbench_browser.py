@@ -6,10 +6,12 @@ the threshold the daemon decides with. Each page is saved as a screenshot (tests
 """
 
 import json
+from typing import Any
 
+import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.demo.broker import free_port
 from filterd.evaluation.synth import SynthConfig, generate
@@ -21,7 +23,7 @@ from tests.web.browser import screenshot, wait_until
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 
 
-def workbench(sqlite_url, start_daemon, monkeypatch, **sections):
+def workbench(sqlite_url: str, start_daemon, monkeypatch: pytest.MonkeyPatch, **sections):
     """`filterd run` over a learned store, serving the workbench, analyst dana; its base URL."""
     learned_store(sqlite_url)
     users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
@@ -57,19 +59,24 @@ def queued(driver) -> list[str]:
     return driver.execute_script(script)
 
 
-def rows_in(engine, table) -> int:
+def rows_in(engine: Engine, table) -> int:
     with engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(table)).scalar_one()
 
 
-def ledger(engine) -> dict[str, str]:
+def ledger(engine: Engine) -> dict[str, str]:
     with engine.connect() as conn:
         return dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
 
 
 def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
-    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser,
+    sqlite_url: str,
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # a band wide enough that the scorer queues every decision for review
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
     base = f"http://127.0.0.1:{port}"
@@ -152,8 +159,13 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
 
 
 def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
-    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser,
+    sqlite_url: str,
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # no calibration job of the daemon's own: the only new version is the page's
     daemon, port = workbench(
         sqlite_url,
@@ -235,8 +247,13 @@ def sender_drawn_in_order(driver, element) -> bool:
 
 
 def test_a_senders_id_and_sender_cannot_redirect_or_disguise_a_label(
-    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser,
+    sqlite_url: str,
+    start_daemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
     base = f"http://127.0.0.1:{port}"
     texts = [r["text"] for r in generate(SynthConfig(n_messages=40, seed=1))][:3]
