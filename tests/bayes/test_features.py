@@ -6,7 +6,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from filterd.bayes import features
-from filterd.bayes.features import concat, encode, encode_python, select_docs
+from filterd.bayes.features import DocBatch, concat, encode, encode_python, select_docs
 from filterd.bayes.vocab import TokenHasher
 
 hasher = TokenHasher(0)
@@ -46,6 +46,7 @@ def test_repeated_tokens_across_documents_keep_their_first_occurrence() -> None:
         lo, hi = batch.indptr[i], batch.indptr[i + 1]
         by_key = {hasher.key(t): t for t in doc}
         assert batch.keys[lo:hi].tolist() == sorted(by_key)
+        assert batch.token_index is not None
         for entry in range(lo, hi):
             token = batch.token(entry)
             assert hasher.key(token) == batch.keys[entry]
@@ -71,7 +72,7 @@ def test_concat_equals_encoding_the_documents_together() -> None:
         ]
 
 
-def assert_same_batch(a, b) -> None:
+def assert_same_batch(a: DocBatch, b: DocBatch) -> None:
     for field in ("indptr", "keys", "counts", "token_index"):
         assert getattr(a, field).tolist() == getattr(b, field).tolist(), field
     assert list(a.tokens) == list(b.tokens)
@@ -102,7 +103,7 @@ def test_the_c_loop_is_built_where_ci_runs() -> None:
 )  # NUL hashes as U+FFFD: one key
 @example(docs=[["\ud83d", "ok"]], seed=1)  # a lone surrogate: the pure-Python path
 @example(docs=[[str(i % 50) for i in range(300)]], seed=2)  # past the C loop's insertion sort
-def test_the_c_loop_counts_as_the_reference_does(docs, seed) -> None:
+def test_the_c_loop_counts_as_the_reference_does(docs: list[list[str]], seed: int) -> None:
     hasher = TokenHasher(seed)
     assert_same_batch(encode(docs, hasher), encode_python(docs, hasher))
 

@@ -38,7 +38,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("m", "n"), CASES)
-def test_the_tails_match_exact_arithmetic_at_both_ends(m, n) -> None:
+def test_the_tails_match_exact_arithmetic_at_both_ends(m: float, n: int) -> None:
     log_q, log_c = chi2_log_tails(np.array([m]), np.array([n]))
     exact_q, exact_c = exact_log_tails(m, n)
     assert log_q[0] == pytest.approx(exact_q, rel=1e-9, abs=1e-12)

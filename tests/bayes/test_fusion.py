@@ -4,10 +4,15 @@ import numpy as np
 import pytest
 
 from filterd.bayes import fusion
+from filterd.bayes.arrays import BoolArray, FloatArray
+from filterd.bayes.features import DocBatch
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
+from filterd.evaluation.synth import SynthRecord
 
 
-def two_noisy_views(n: int = 6000, seed: int = 0):
+def two_noisy_views(n: int = 6000, seed: int = 0) -> tuple[BoolArray, FloatArray]:
     """Labels, and two components that each see the truth through independent noise."""
     rng = np.random.default_rng(seed)
     y = rng.random(n) < 0.3
@@ -58,7 +63,7 @@ def test_features_keep_the_order_of_each_component() -> None:
 # --- the fusion as a model -------------------------------------------------------------------
 
 
-def learned_stats(n: int = 600, seed: int = 2):
+def learned_stats(n: int = 600, seed: int = 2) -> tuple[Statistics, DocBatch, list[SynthRecord]]:
     """Statistics of a synthetic spam/ham stream, and fresh messages of it as a batch."""
     from filterd.bayes.features import encode
     from filterd.bayes.statistics import Statistics
@@ -84,6 +89,7 @@ def test_until_weights_are_learned_the_fusion_decides_as_the_default_model() -> 
     assert np.array_equal(np.sign(z), np.sign(s))  # the same Bayes decisions at τ = 0
     assert np.array_equal(np.argsort(z, kind="stable"), np.argsort(s, kind="stable"))
     assert fused.explanations(5) == single.explanations(5)  # the first component's clues
+    assert isinstance(fused, fusion.FusedScores)
     assert fused.components.shape == (len(batch), len(fusion.COMPONENTS))
     assert np.array_equal(fused.components[:, 0], s)
 
@@ -93,6 +99,7 @@ def test_weights_combine_the_component_scores() -> None:
     model = fusion.build_model(stats, fusion_spec(), "spam")
     w = (0.5, 0.1, 0.2, 0.3, 0.4, 0.5)
     weighted = fusion.with_weights(model, w).score(batch)
+    assert isinstance(weighted, fusion.FusedScores)
     g = np.sign(weighted.components) * np.log1p(np.abs(weighted.components))
     assert np.allclose(weighted.binary(), 0.5 + g @ np.array(w[1:]))
     with pytest.raises(ValueError, match="6 weights for 5 components|weights for"):
@@ -137,7 +144,7 @@ def test_fit_weights_reads_the_newest_rows_in_arrival_order() -> None:
     assert fusion.fit_weights(scores[:0], y[:0]) == fusion.initial_weights(2)
 
 
-def fusion_spec():
+def fusion_spec() -> ModelSpec:
     from filterd.bayes.model import ModelSpec
 
     return ModelSpec.parse("fusion")

@@ -15,7 +15,7 @@ def reference_key(hasher: TokenHasher, token: str) -> int:
 
 
 @given(st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=30))
-def test_batch_keys_follow_the_formula(tokens) -> None:
+def test_batch_keys_follow_the_formula(tokens: list[str]) -> None:
     hasher = TokenHasher(seed=3)
     keys = hasher.keys(tokens)
     assert [int(k) for k in keys] == [
@@ -60,7 +60,7 @@ def test_in_ranges_lists_the_keys_of_each_range_in_order() -> None:
     assert ids.tolist() == [1, 3, 2, 4, 0]
 
 
-def reference_ids(batches):
+def reference_ids(batches: list[list[int]]) -> list[list[int]]:
     """Ids by first appearance, one key at a time."""
     ids: dict[int, int] = {}
     return [[ids.setdefault(int(k), len(ids)) for k in batch] for batch in batches]
@@ -77,7 +77,7 @@ keys_with_near_neighbours = st.lists(
 
 
 @given(st.lists(keys_with_near_neighbours, max_size=4))
-def test_ids_follow_first_appearance_for_any_int64_keys(batches) -> None:
+def test_ids_follow_first_appearance_for_any_int64_keys(batches: list[list[int]]) -> None:
     # keys that differ in their low bits only (and negative ones) take the exact sort's path
     vocab = Vocabulary()
     got = [vocab.add(np.array(b, dtype=np.int64)).tolist() for b in batches]
@@ -104,13 +104,13 @@ def test_large_batches_add_and_look_up_like_small_ones() -> None:
 
 
 @given(keys_with_near_neighbours)
-def test_exact_key_runs_are_the_stable_argsort(keys) -> None:
-    keys = np.array(keys, dtype=np.int64)
-    order, ordered, starts = key_runs(keys, exact=True)
+def test_exact_key_runs_are_the_stable_argsort(keys: list[int]) -> None:
+    array = np.array(keys, dtype=np.int64)
+    order, ordered, starts = key_runs(array, exact=True)
     assert (
-        order.tolist() == np.argsort(keys, kind="stable").tolist()
-        and ordered.tolist() == keys[order].tolist()
+        order.tolist() == np.argsort(array, kind="stable").tolist()
+        and ordered.tolist() == array[order].tolist()
     )
     assert starts.tolist() == [
-        i for i in range(len(keys)) if i == 0 or ordered[i] != ordered[i - 1]
+        i for i in range(len(array)) if i == 0 or ordered[i] != ordered[i - 1]
     ]

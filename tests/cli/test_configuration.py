@@ -5,13 +5,13 @@ import json
 import tomllib
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.service.config import Config, load
 
 
-def run(*args, env=None):
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["config", *args], env=env)
 
 

@@ -7,9 +7,10 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.demo.broker import LocalBroker
@@ -21,7 +22,7 @@ from tests.daemon.conftest import valid
 STREAM = generate(SynthConfig(n_messages=1200, seed=5))
 
 
-def run(*args, env=None, input=None):
+def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, input=input)
 
 
@@ -308,6 +309,7 @@ def test_run_and_serve_refuse_a_model_the_store_lacks_naming_those_it_holds(tmp_
     """A mistyped --model starts no empty model: `run` creates one only in a store that holds
     none (its first start), `serve` never."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
+    command: Sequence[str]
     for command in (("db", "upgrade"), ("model", "create", "default")):
         assert run(*command, "--db", db).exit_code == 0
     env = {**os.environ, "FILTERD_OBSERVE_METRICS_PORT": "0"}

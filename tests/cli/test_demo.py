@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli.demo import demo_command, render
 from filterd.demo.runner import Snapshot
@@ -42,12 +42,14 @@ needs_broker = pytest.mark.skipif(
 )
 
 
-def run(*args):
+def run(*args: object) -> Result:
     return CliRunner().invoke(demo_command, [str(a) for a in args])
 
 
 def broker_port(output: str) -> str:
-    return re.search(r"broker 127\.0\.0\.1:(\d+)", output).group(1)
+    found = re.search(r"broker 127\.0\.0\.1:(\d+)", output)
+    assert found is not None, output
+    return found.group(1)
 
 
 def running(port: str) -> list[str]:
@@ -72,7 +74,7 @@ def children() -> set[int]:
     return out
 
 
-def one_line_error(result, code: int) -> str:
+def one_line_error(result: Result, code: int) -> str:
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     return result.output.strip().splitlines()[-1]
@@ -93,7 +95,9 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
     # the model became ready and ranks well on what it decided once ready
     decisions = re.search(r"decisions  ham ([\d,]+) · spam ([\d,]+)", out)
     assert decisions, out
-    auc = float(re.search(r"ranking    AUC (\d\.\d+)", out).group(1))
+    ranking = re.search(r"ranking    AUC (\d\.\d+)", out)
+    assert ranking is not None, out
+    auc = float(ranking.group(1))
     assert auc > 0.95
     # a threshold was written to the store, and the summary shows the latest
     with sqlite3.connect(workdir / "filterd.db") as db:
@@ -140,6 +144,7 @@ def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_pat
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            assert process.stdout is not None
             lines.append(process.stdout.readline())
             if "the daemon is deciding" in lines[-1]:
                 break
@@ -268,6 +273,7 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         while not any("the workbench stays up" in line for line in lines):
             assert time.monotonic() < deadline and demo.poll() is None, "".join(lines)
+            assert demo.stdout is not None
             lines.append(demo.stdout.readline())
         found = re.search(
             r"workbench http://127\.0\.0\.1:(\d+)/ · log in as demo, password (\S+)", "".join(lines)
@@ -309,6 +315,8 @@ def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path:
     )
     assert result.returncode == 1, result.stderr
     error = result.stderr.strip().splitlines()[-1]
-    log = Path(re.search(r"\(see (\S+/daemon\.log)\)$", error).group(1))
+    see = re.search(r"\(see (\S+/daemon\.log)\)$", error)
+    assert see is not None, error
+    log = Path(see.group(1))
     assert log.parent.parent == tmp_path and log.stat().st_size > 0
     assert f"kept in {log.parent}: filterd.db, daemon.log, broker.log" in result.stdout

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from filterd.cli import main
 
 
-def one_line_error(*args, env=None):
+def one_line_error(*args: str, env: dict[str, str] | None = None) -> str:
     """The one line a failing command prints on stderr."""
     result = CliRunner().invoke(main, list(args), env=env)
     assert result.exit_code != 0, result.output
@@ -23,7 +23,7 @@ def one_line_error(*args, env=None):
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory):
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A migrated SQLite store with a model 'default' (created empty)."""
     path = tmp_path_factory.mktemp("store") / "store.db"
     url = f"sqlite:///{path}"
@@ -58,12 +58,14 @@ PARAMETER_ERRORS = [
 
 
 @pytest.mark.parametrize("options, says", PARAMETER_ERRORS)
-def test_bad_model_options_of_model_create_and_evaluate(db, options, says) -> None:
+def test_bad_model_options_of_model_create_and_evaluate(
+    db: str, options: tuple[str, ...], says: str
+) -> None:
     assert says in one_line_error("model", "create", "x", "--db", db, *options)
     assert says in one_line_error("evaluate", "--demo", *options)
 
 
-def test_per_class_parameters_must_fit_the_classes(db) -> None:
+def test_per_class_parameters_must_fit_the_classes(db: str) -> None:
     # the store's models decide target vs rest: one λ or two
     assert "'lam': 3 values for 2 classes (the target, the rest)" in one_line_error(
         "model", "create", "x", "--db", db, "--variant", "unb", "--param", "lam=1,2,3"
@@ -86,7 +88,7 @@ def test_a_bad_model_section_in_the_configuration(tmp_path: Path) -> None:
     )
 
 
-def test_export_and_import_files(db, tmp_path: Path) -> None:
+def test_export_and_import_files(db: str, tmp_path: Path) -> None:
     assert "nonexistent.gz: No such file or directory" in one_line_error(
         "model", "import", str(tmp_path / "nonexistent.gz"), "--db", db
     )
@@ -111,7 +113,7 @@ def test_export_and_import_files(db, tmp_path: Path) -> None:
     assert not unknown.exists()  # no partial export left behind
 
 
-def test_database_urls_and_migrations(db, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_database_urls_and_migrations(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "No such file or directory" in one_line_error(
         "db", "upgrade", "--db", "sqlite:////proc/nope/x.db"
     )
@@ -128,7 +130,7 @@ def test_database_urls_and_migrations(db, monkeypatch: pytest.MonkeyPatch) -> No
         assert "pip install 'filterd[postgres]'" in line, line
 
 
-def test_model_show_and_delete(db) -> None:
+def test_model_show_and_delete(db: str) -> None:
     assert "no model named 'nope'" in one_line_error("model", "show", "nope", "--db", db)
     assert "no model named 'nope'" in one_line_error("model", "delete", "nope", "--yes", "--db", db)
     assert "add --yes" in one_line_error("model", "delete", "default", "--db", db)

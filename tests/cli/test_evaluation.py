@@ -1,13 +1,19 @@
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
-from click.testing import CliRunner
+from click import progressbar
+from click._termui_impl import ProgressBar
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.evaluation.corpus import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
+
+T = TypeVar("T")
 
 REQUIRED = {
     "variant",
@@ -27,7 +33,7 @@ REQUIRED = {
 }
 
 
-def run(*args):
+def run(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
@@ -99,7 +105,7 @@ def test_without_variant_the_default_model_is_evaluated(tmp_path: Path) -> None:
     assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.45,x=0.52)", "none")
 
 
-def one_line_error(result, code):
+def one_line_error(result: Result, code: int) -> str:
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -154,8 +160,8 @@ def test_the_online_replay_moves_its_progress_bar_to_the_end(
 
     bars = {}
 
-    def recording(items, label, enabled: bool = True):
-        bars[label] = evaluation.click.progressbar(items, label=label, file=io.StringIO())
+    def recording(items: Sequence[T], label: str, enabled: bool = True) -> ProgressBar[T]:
+        bars[label] = progressbar(items, label=label, file=io.StringIO())
         return bars[label]
 
     monkeypatch.setattr(evaluation, "_progress", recording)
@@ -177,14 +183,14 @@ def test_the_online_replay_moves_its_progress_bar_to_the_end(
     ] * 2
 
 
-def three_class_corpus(path, labels=("a", "b", "c")):
+def three_class_corpus(path: Path, labels: tuple[str, ...] = ("a", "b", "c")) -> str:
     """A small synthetic corpus of three classes."""
     priors = dict(zip(labels, (0.6, 0.25, 0.15)))
     write_corpus(generate(SynthConfig(n_messages=300, class_priors=priors, seed=3)), path)
     return str(path)
 
 
-def rows(result):
+def rows(result: Result) -> list[dict[str, Any]]:
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
@@ -16,12 +16,12 @@ from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def run(*args, env=None):
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["feedback", "log", *args], env=env)
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory):
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store whose model 'default' has five label events, three days apart (the last today)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
     upgrade(url)
@@ -52,12 +52,12 @@ def db(tmp_path_factory: pytest.TempPathFactory):
     return url
 
 
-def lines(result):
+def lines(result: Result) -> list[str]:
     assert result.exit_code == 0, result.output
     return result.stdout.splitlines()
 
 
-def test_one_readable_line_per_event_newest_first(db) -> None:
+def test_one_readable_line_per_event_newest_first(db: str) -> None:
     shown = lines(run("--db", db))
     assert [line.split()[2] for line in shown] == ["m3", "m1", "m1", "m2", "m1"]
     stamp = f"{NOW:%Y-%m-%d %H:%M:%S}Z"
@@ -78,8 +78,8 @@ def test_one_readable_line_per_event_newest_first(db) -> None:
     assert len({line.index("→") for line in shown}) == 1  # aligned columns
 
 
-def test_filters_and_limit(db) -> None:
-    def ids(*args):
+def test_filters_and_limit(db: str) -> None:
+    def ids(*args: str) -> list[str]:
         return [line.split()[2] for line in lines(run("--db", db, *args))]
 
     assert ids("--message", "m1") == ["m1"] * 3
@@ -92,7 +92,7 @@ def test_filters_and_limit(db) -> None:
     assert ids("--analyst", "nobody") == []
 
 
-def test_json_lines_carry_every_field(db) -> None:
+def test_json_lines_carry_every_field(db: str) -> None:
     events = [json.loads(line) for line in lines(run("--db", db, "--json", "--analyst", "alice"))]
     assert [e["message_id"] for e in events] == ["m3", "m1"]
     assert events[0] | {"applied_at": None, "received_at": None} == {
@@ -121,7 +121,7 @@ def test_json_lines_carry_every_field(db) -> None:
         (["--limit", "-1"], "Invalid value for '--limit'"),
     ],
 )
-def test_mistakes_are_one_line_errors(db, args, message) -> None:
+def test_mistakes_are_one_line_errors(db: str, args: list[str], message: str) -> None:
     result = run("--db", db, *args)
     assert result.exit_code in (1, 2) and "Traceback" not in result.output
     assert message in result.stderr.splitlines()[-1]

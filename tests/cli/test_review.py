@@ -5,17 +5,18 @@ error as one line with a non-zero exit."""
 import json
 import socket
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.service.records import Feedback, decode
-from filterd.service.review import QueuedItem
+from filterd.service.review import QueuedItem, Reason
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model, find_model_id
 from filterd.store.review import queue_items
@@ -24,7 +25,23 @@ from tests.daemon.conftest import read_all
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def item(message_id, score, reason: str = "band", subject=None, excerpt=None, **fields):
+class ItemFields(TypedDict, total=False):
+    """The other fields of a `QueuedItem`, given or defaulted by `item`."""
+
+    sender: str
+    attributes: dict[str, Any]
+    explanation: list[tuple[str, float]]
+    tokens: list[str]
+
+
+def item(
+    message_id: str,
+    score: float,
+    reason: Reason = "band",
+    subject: str | None = None,
+    excerpt: str | None = None,
+    **fields: Unpack[ItemFields],
+) -> QueuedItem:
     return QueuedItem(
         message_id=message_id,
         reason=reason,
@@ -44,7 +61,7 @@ def item(message_id, score, reason: str = "band", subject=None, excerpt=None, **
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory):
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store whose model 'default' has three queued items; the message of "m-c" was labelled
     ham by alice since."""
     directory = tmp_path_factory.mktemp("store")
@@ -75,22 +92,22 @@ def store(tmp_path_factory: pytest.TempPathFactory):
     return url
 
 
-def ids(url, *args):
+def ids(url: str, *args: str) -> dict[str, int]:
     """{message id: item id} of the queue, labelled items included."""
     result = run("list", "--db", url, "--all", "--json", *args)
     return {json.loads(line)["message_id"]: json.loads(line)["id"] for line in lines(result)}
 
 
-def run(*args, env=None):
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["review", *args], env=env)
 
 
-def lines(result):
+def lines(result: Result) -> list[str]:
     assert result.exit_code == 0, result.output
     return result.stdout.splitlines()
 
 
-def one_line_error(result, *fragments, code: int = 1):
+def one_line_error(result: Result, *fragments: str, code: int = 1) -> str:
     assert result.exit_code == code, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     error = result.stderr.strip()
@@ -104,7 +121,7 @@ def one_line_error(result, *fragments, code: int = 1):
 # --- list and show -------------------------------------------------------------------------------
 
 
-def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store) -> None:
+def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store: str) -> None:
     shown = lines(run("list", "--db", store))
     assert [line.split()[0] for line in shown] == [str(ids(store)["m-a"]), str(ids(store)["m-b"])]
     first = shown[0]
@@ -116,7 +133,7 @@ def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store) -> None
     assert shown[1].endswith("Hello Bob, lunch tomorrow? Alice")  # the excerpt, on one line
 
 
-def test_list_all_order_reason_and_limit(store) -> None:
+def test_list_all_order_reason_and_limit(store: str) -> None:
     every = lines(run("list", "--db", store, "--all"))
     assert [line.split()[0] for line in every] == [
         str(ids(store)[m]) for m in ("m-a", "m-c", "m-b")
@@ -130,7 +147,7 @@ def test_list_all_order_reason_and_limit(store) -> None:
     assert len(lines(run("list", "--db", store, "--limit", "1"))) == 1
 
 
-def test_list_json_has_every_field_but_the_tokens(store) -> None:
+def test_list_json_has_every_field_but_the_tokens(store: str) -> None:
     (first, second) = [json.loads(line) for line in lines(run("list", "--db", store, "--json"))]
     assert first["message_id"] == "m-a" and second["message_id"] == "m-b"
     assert first["subject"] == "Win a prize\x1b[31m now"
@@ -140,7 +157,7 @@ def test_list_json_has_every_field_but_the_tokens(store) -> None:
     assert "tokens" not in first
 
 
-def test_show_gives_everything_stored_and_the_label_history(store) -> None:
+def test_show_gives_everything_stored_and_the_label_history(store: str) -> None:
     item_id = ids(store)["m-c"]
     text = lines(run("show", str(item_id), "--db", store))
     fields = {
@@ -168,7 +185,7 @@ def test_show_gives_everything_stored_and_the_label_history(store) -> None:
     ]
 
 
-def test_show_json_has_the_tokens_and_history(store) -> None:
+def test_show_json_has_the_tokens_and_history(store: str) -> None:
     result = run("show", str(ids(store)["m-a"]), "--db", store, "--json")
     shown = json.loads(result.stdout)
     assert shown["tokens"] == ["win", "prize", "now"] and shown["token_count"] == 3
@@ -182,7 +199,13 @@ def test_show_json_has_the_tokens_and_history(store) -> None:
 # --- label ---------------------------------------------------------------------------------------
 
 
-def config_file(tmp_path: Path, store, servers, feedback_topic, labels=("ham", "spam")):
+def config_file(
+    tmp_path: Path,
+    store: str,
+    servers: str,
+    feedback_topic: str,
+    labels: Sequence[str] = ("ham", "spam"),
+) -> str:
     path = tmp_path / "filterd.toml"
     path.write_text(
         f'[database]\nurl = "{store}"\n[kafka]\nbootstrap_servers = "{servers}"\n'
@@ -192,7 +215,7 @@ def config_file(tmp_path: Path, store, servers, feedback_topic, labels=("ham", "
 
 
 def test_label_publishes_feedback_naming_the_message(
-    store, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+    store: str, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
 ) -> None:
     config = config_file(tmp_path, store, kafka_config["bootstrap_servers"], topics["feedback"])
     item_id = ids(store)["m-a"]
@@ -221,7 +244,7 @@ def test_label_publishes_feedback_naming_the_message(
     assert decode(records[-1].value, Feedback).analyst == "dave"
 
 
-def test_label_errors_are_one_line(store, tmp_path: Path) -> None:
+def test_label_errors_are_one_line(store: str, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -241,7 +264,7 @@ def test_label_errors_are_one_line(store, tmp_path: Path) -> None:
     assert "could not publish" in error
 
 
-def test_store_errors_are_one_line(store, tmp_path: Path) -> None:
+def test_store_errors_are_one_line(store: str, tmp_path: Path) -> None:
     one_line_error(run("show", "999999", "--db", store), "no review item 999999", "'default'")
     one_line_error(run("list", "--db", store, "--model", "nope"), "no model named 'nope'")
     one_line_error(run("show", "1", "--db", store, "--model", "nope"), "no model named 'nope'")
@@ -252,7 +275,7 @@ def test_store_errors_are_one_line(store, tmp_path: Path) -> None:
     assert run("list", "--db", store, "--reason", "other").exit_code == 2
 
 
-def test_an_empty_queue_says_so(store, tmp_path: Path) -> None:
+def test_an_empty_queue_says_so(store: str, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     upgrade(url)
     create_model(connect(url), "default", ModelSpec("mnb"))
@@ -266,7 +289,9 @@ def test_an_empty_queue_says_so(store, tmp_path: Path) -> None:
     assert len(random_only) == 1  # a queue with items prints them, and nothing else
 
 
-def test_a_label_without_a_broker_fails_within_seconds_naming_it(store, tmp_path: Path) -> None:
+def test_a_label_without_a_broker_fails_within_seconds_naming_it(
+    store: str, tmp_path: Path
+) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

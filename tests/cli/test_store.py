@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.evaluation.corpus import write_corpus
@@ -14,11 +14,11 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head as database_head
 
 
-def run(*args, env=None, input=None):
+def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, input=input)
 
 
-def new_store(tmp_path: Path):
+def new_store(tmp_path: Path) -> str:
     """The URL of a migrated SQLite store with an empty model 'default'."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
     assert run("db", "upgrade", "--db", db).exit_code == 0
@@ -26,7 +26,7 @@ def new_store(tmp_path: Path):
     return db
 
 
-def learned_store(tmp_path: Path, messages):
+def learned_store(tmp_path: Path, messages: int) -> str:
     """The URL of a migrated SQLite store that learned a synthetic corpus into model 'default'."""
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
@@ -166,7 +166,7 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path: Path
     long_ago = datetime.now(UTC) - timedelta(days=400)
     apply_feedback(connect(db), "default", [LabelledTokens("old", "spam", ["x"])], now=long_ago)
 
-    def prune(*args, env=None):
+    def prune(*args: str, env: dict[str, str] | None = None) -> str:
         result = run(
             "db",
             "prune",
@@ -235,7 +235,7 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
         record_decided(conn, model_id, [("new", 0, 2)], now - timedelta(days=2))
         queue_items(conn, model_id, [item], now - timedelta(days=20))
 
-    def prune(*args):
+    def prune(*args: str) -> list[str]:
         result = run(
             "db",
             "prune",
@@ -297,11 +297,11 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path: Path) -> None
     engine = connect(db)
     t0 = datetime.now(UTC) - timedelta(hours=1)
 
-    def scored(at, prefix, pairs) -> None:
+    def scored(at: datetime, prefix: str, pairs: list[tuple[str, float]]) -> None:
         items = [Scored(f"{prefix}{i}", label, score, 1) for i, (label, score) in enumerate(pairs)]
         record_scores(engine, "default", "spam", items, keep=5000, now=at)
 
-    def threshold(at, tau, source, level) -> None:
+    def threshold(at: datetime, tau: float, source: str, level: float | None) -> None:
         figures = Threshold(tau, 0.99, 1.0, 1.0, 1.0, 100, 100, False, None)
         write_threshold(
             engine,
@@ -376,7 +376,7 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path: Path) -> None
 # --- an operator's mistakes (issue 32) -----------------------------------------------------------
 
 
-def with_labels(path, changes) -> None:
+def with_labels(path: Path, changes: dict[int, str]) -> None:
     """Rewrite the corpus at `path` with the labels of `changes` ({line number: label})."""
     lines = path.read_text().splitlines()
     for number, label in changes.items():
@@ -422,7 +422,10 @@ def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path: 
     # model.labels comes from the configuration, as for the daemon's feedback
     wider = tmp_path / "filterd.toml"
     wider.write_text('[model]\nlabels = ["ham", "spam", "phish"]\n')
-    assert "'Spam' × 1 (line 12)" in run("learn", str(corpus), "--db", db, "--config", wider).stderr
+    assert (
+        "'Spam' × 1 (line 12)"
+        in run("learn", str(corpus), "--db", db, "--config", str(wider)).stderr
+    )
 
 
 def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> None:
@@ -560,7 +563,7 @@ def test_read_only_commands_create_nothing_and_name_the_path(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("answer, revision", [("n", database_head()), ("y", "base")])
-def test_on_a_terminal_a_downgrade_asks_first(tmp_path: Path, answer, revision) -> None:
+def test_on_a_terminal_a_downgrade_asks_first(tmp_path: Path, answer: str, revision: str) -> None:
     db = learned_store(tmp_path, 40)
     main_side, terminal = pty.openpty()
     with subprocess.Popen(

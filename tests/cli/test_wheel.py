@@ -53,7 +53,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def filterd(installed: Path, cwd: Path, *args: str, stdin: str | None = None):
+def filterd(
+    installed: Path, cwd: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(installed)}
     return subprocess.run(
         [sys.executable, "-m", "filterd", *args],
@@ -67,7 +69,7 @@ def filterd(installed: Path, cwd: Path, *args: str, stdin: str | None = None):
 
 
 def test_the_installed_package_creates_its_store_learns_and_scores(
-    installed, tmp_path: Path
+    installed: Path, tmp_path: Path
 ) -> None:
     where = subprocess.run(
         [sys.executable, "-c", "import filterd; print(filterd.__file__)"],
@@ -124,7 +126,7 @@ def test_the_installed_package_creates_its_store_learns_and_scores(
 
 
 def test_the_wheel_requires_every_codec_and_the_installed_package_reads_them(
-    installed, tmp_path: Path
+    installed: Path, tmp_path: Path
 ) -> None:
     """A fresh install decodes what librdkafka and the Java client compress with: the wheel
     requires the codec libraries, and with them kafka-python has every codec."""
@@ -151,7 +153,7 @@ def test_the_wheel_requires_every_codec_and_the_installed_package_reads_them(
 
 
 def test_the_installed_package_runs_against_a_broker(
-    installed, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+    installed: Path, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
 ) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "train.jsonl"

@@ -1,9 +1,12 @@
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, norm
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.calibration import (
     CalibrationError,
     Threshold,
@@ -19,7 +22,7 @@ def recall_at(tau: float, scores: np.ndarray, labels: np.ndarray) -> float:
     return np.count_nonzero(scores[labels] >= tau) / np.count_nonzero(labels)
 
 
-def scored_items(max_size: int = 60):
+def scored_items(max_size: int = 60) -> st.SearchStrategy[tuple[FloatArray, BoolArray]]:
     """Hypothesis: (scores, labels) with many ties and both classes present."""
     pair = st.tuples(st.integers(0, 8), st.booleans())
     # The first two items are forced to one positive and one negative.
@@ -44,7 +47,7 @@ def test_clopper_pearson_known_values() -> None:
 
 
 @given(st.integers(1, 400).flatmap(lambda n: st.tuples(st.integers(1, n), st.just(n))))
-def test_clopper_pearson_is_the_binomial_tail_inversion(kn) -> None:
+def test_clopper_pearson_is_the_binomial_tail_inversion(kn: tuple[int, int]) -> None:
     # The bound L satisfies P(X >= k | n, L) = 1 - confidence.
     k, n = kn
     low = clopper_pearson_lower(k, n, 0.95)
@@ -69,12 +72,14 @@ def test_exact_small_case_with_ties() -> None:
         target_recall=1.0,
         recall=1.0,
         specificity=0.5,
-        precision=pytest.approx(2 / 3),
+        precision=full.precision,
         n_pos=2,
         n_neg=2,
         conservative=False,
-        recall_lower_bound=pytest.approx(0.05**0.5),
+        recall_lower_bound=full.recall_lower_bound,
     )
+    assert full.precision == pytest.approx(2 / 3)
+    assert full.recall_lower_bound == pytest.approx(0.05**0.5)
 
 
 def test_exact_ties_at_tau_count_as_target() -> None:
@@ -96,7 +101,7 @@ def test_exact_ties_at_tau_count_as_target() -> None:
         (0.575, 100, 58),  # genuinely fractional: 57.5 -> 58
     ],
 )
-def test_exact_k_is_ceil_of_target_times_positives(target, n_pos, k) -> None:
+def test_exact_k_is_ceil_of_target_times_positives(target: float, n_pos: int, k: int) -> None:
     # positives 1..n_pos: the k-th largest is n_pos - k + 1
     scores = np.r_[np.arange(1.0, n_pos + 1.0), 0.0]
     labels = np.r_[np.ones(n_pos, bool), False]
@@ -107,7 +112,9 @@ def test_exact_k_is_ceil_of_target_times_positives(target, n_pos, k) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items(), st.floats(0.01, 1.0))
-def test_exact_tau_meets_target_and_is_largest(data, target) -> None:
+def test_exact_tau_meets_target_and_is_largest(
+    data: tuple[FloatArray, BoolArray], target: float
+) -> None:
     scores, labels = data
     th = recall_threshold(scores, labels, target)
     assert th.recall == recall_at(th.tau, scores, labels)
@@ -121,7 +128,9 @@ def test_exact_tau_meets_target_and_is_largest(data, target) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items(max_size=120), st.floats(0.01, 0.8))
-def test_conservative_tau_bound_holds_is_largest_and_below_exact(data, target) -> None:
+def test_conservative_tau_bound_holds_is_largest_and_below_exact(
+    data: tuple[FloatArray, BoolArray], target: float
+) -> None:
     scores, labels = data
     n_pos = int(np.count_nonzero(labels))
     try:
@@ -132,8 +141,10 @@ def test_conservative_tau_bound_holds_is_largest_and_below_exact(data, target) -
         assume(False)
     exact = recall_threshold(scores, labels, target)
     assert cons.tau <= exact.tau
-    assert cons.recall_lower_bound >= target
-    hits = lambda tau: int(np.count_nonzero(scores[labels] >= tau))  # noqa: E731
+    assert cons.recall_lower_bound is not None and cons.recall_lower_bound >= target
+    hits: Callable[[float], int] = lambda tau: int(  # noqa: E731
+        np.count_nonzero(scores[labels] >= tau)
+    )
     for tau in scores[labels][scores[labels] > cons.tau]:
         assert clopper_pearson_lower(hits(tau), n_pos) < target
 
@@ -197,7 +208,9 @@ def test_true_recall_of_conservative_and_exact_thresholds() -> None:
         ([0.1, 0.2, 0.3], [True, False], 0.9, "equal length"),
     ],
 )
-def test_recall_threshold_errors(scores, labels, target, message) -> None:
+def test_recall_threshold_errors(
+    scores: list[float], labels: list[bool], target: float, message: str
+) -> None:
     with pytest.raises(CalibrationError, match=message):
         recall_threshold(np.array(scores), np.array(labels), target)
 

@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.calibration import positives_needed
 from filterd.evaluation.guardrails import (
     MIN_POSITIVES_FULL_RECALL,
@@ -13,7 +14,9 @@ from filterd.evaluation.guardrails import (
 )
 
 
-def window(n_pos: int, n_neg: int, separation: float = 3.0, seed: int = 0):
+def window(
+    n_pos: int, n_neg: int, separation: float = 3.0, seed: int = 0
+) -> tuple[FloatArray, BoolArray]:
     """Scores of n_pos positives ~ N(separation, 1) and n_neg negatives ~ N(0, 1)."""
     rng = np.random.default_rng(seed)
     scores = np.concatenate([rng.normal(separation, 1.0, n_pos), rng.normal(0.0, 1.0, n_neg)])
@@ -37,7 +40,9 @@ def test_enough_of_both_classes_gives_the_exact_threshold_and_its_auc() -> None:
         (50, 40, ("too_few_positives", "too_few_negatives")),
     ],
 )
-def test_a_small_window_is_refused_naming_every_failed_guardrail(n_pos, n_neg, reasons) -> None:
+def test_a_small_window_is_refused_naming_every_failed_guardrail(
+    n_pos: int, n_neg: int, reasons: tuple[str, ...]
+) -> None:
     scores, positives = window(n_pos, n_neg)
     with pytest.raises(GuardrailError) as refused:
         guarded_threshold(scores, positives, 0.99, target="spam")
@@ -94,5 +99,7 @@ def test_conservative_mode_needs_the_positives_its_bound_can_reach_the_target_wi
     "recall, needed",
     [(0.99, 100), (0.9, 10), (0.95, 20), (0.5, 2), (1.0, MIN_POSITIVES_FULL_RECALL)],
 )
-def test_the_default_minimum_of_positives_is_one_over_the_miss_rate(recall, needed) -> None:
+def test_the_default_minimum_of_positives_is_one_over_the_miss_rate(
+    recall: float, needed: int
+) -> None:
     assert default_min_positives(recall) == needed

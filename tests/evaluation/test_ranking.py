@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.ranking import (
     accuracy,
     auc,
@@ -25,7 +26,7 @@ SCORES = np.array([0.9, 0.8, 0.8, 0.5, 0.3])
 LABELS = np.array([True, True, False, True, False])
 
 
-def scored_items(max_size: int = 40):
+def scored_items(max_size: int = 40) -> st.SearchStrategy[tuple[FloatArray, BoolArray]]:
     """Hypothesis: (scores, labels) with many ties and both classes present."""
     pair = st.tuples(st.integers(0, 6), st.booleans())
     # The first two items are forced to one positive and one negative.
@@ -36,7 +37,7 @@ def scored_items(max_size: int = 40):
     )
 
 
-def brute_force_auc(scores, labels) -> float:
+def brute_force_auc(scores: FloatArray, labels: BoolArray) -> float:
     pos, neg = scores[labels], scores[~labels]
     wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in itertools.product(pos, neg))
     return wins / (pos.size * neg.size)
@@ -88,14 +89,14 @@ def test_binary_functions_reject_bad_input() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items())
-def test_auc_matches_pairwise_count(data) -> None:
+def test_auc_matches_pairwise_count(data: tuple[FloatArray, BoolArray]) -> None:
     scores, labels = data
     assert auc(scores, labels) == pytest.approx(brute_force_auc(scores, labels))
 
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items())
-def test_roc_monotone_ends_at_one_one_and_area_is_auc(data) -> None:
+def test_roc_monotone_ends_at_one_one_and_area_is_auc(data: tuple[FloatArray, BoolArray]) -> None:
     scores, labels = data
     fpr, tpr, thr = roc_curve(scores, labels)
     assert (fpr[0], tpr[0], thr[0]) == (0.0, 0.0, np.inf)
@@ -144,7 +145,9 @@ def test_recall_at_fpr_small_case() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items(), st.floats(0.0, 1.0))
-def test_recall_at_fpr_is_best_roc_point_within_budget(data, max_fpr) -> None:
+def test_recall_at_fpr_is_best_roc_point_within_budget(
+    data: tuple[FloatArray, BoolArray], max_fpr: float
+) -> None:
     scores, labels = data
     fpr, tpr, _ = roc_curve(scores, labels)
     n_neg = np.count_nonzero(~labels)

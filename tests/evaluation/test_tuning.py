@@ -1,13 +1,15 @@
 import pytest
 
-from filterd.bayes.features import encode
+from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import Model, ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import LAMBDA_GRID, grid_search, objective_value, tune_unb_lambda
 
 
-def split_stream(priors, n: int = 3000, seed: int = 0, signal: float = 0.3):
+def split_stream(
+    priors: dict[str, float], n: int = 3000, seed: int = 0, signal: float = 0.3
+) -> tuple[Statistics, DocBatch, list[str]]:
     records = generate(SynthConfig(n_messages=n, class_priors=priors, seed=seed, signal=signal))
     stats = Statistics()
     train, valid = records[: n * 2 // 3], records[n * 2 // 3 :]

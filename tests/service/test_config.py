@@ -106,7 +106,9 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
     ],
 )
-def test_an_invalid_configuration_names_the_key(tmp_path: Path, text, env, named) -> None:
+def test_an_invalid_configuration_names_the_key(
+    tmp_path: Path, text: str, env: dict[str, str], named: str
+) -> None:
     path = tmp_path / "f.toml"
     path.write_text(text)
     pattern = named.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
@@ -179,7 +181,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
         ("sqlite:///var/filterd.db", "sqlite:///var/filterd.db"),
     ],
 )
-def test_a_password_in_the_database_url_never_shows(url, shown) -> None:
+def test_a_password_in_the_database_url_never_shows(url: str, shown: str) -> None:
     config = load(None, {"FILTERD_DATABASE_URL": url})
     assert config.public()["database"]["url"] == shown and "hunter2" not in str(config.public())
     assert config.database.url == url  # the driver still gets it

@@ -21,7 +21,7 @@ SPAM = ["win cash now", "free prize win", "cash prize claim now"] * 10
 HAM = ["lunch at noon", "see you at the meeting", "noon meeting moved"] * 10
 
 
-def trained(spam=SPAM, ham=HAM, seed: int = 3):
+def trained(spam: list[str] = SPAM, ham: list[str] = HAM, seed: int = 3) -> Statistics:
     stats = Statistics(seed=seed)
     for text in spam:
         stats.learn(text.split(), "spam")
@@ -30,7 +30,7 @@ def trained(spam=SPAM, ham=HAM, seed: int = 3):
     return stats
 
 
-def messages(*texts):
+def messages(*texts: str) -> list[Message]:
     return [Message(id=f"m{i}", text=t) for i, t in enumerate(texts)]
 
 
@@ -69,7 +69,7 @@ def test_the_explanation_is_the_selected_tokens_with_signed_contributions() -> N
 def test_before_the_model_is_ready_decisions_say_unknown() -> None:
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=50)
     decider.update(trained(), version=2)
-    assert "needs 50 learned documents" in decider.not_ready
+    assert decider.not_ready is not None and "needs 50 learned documents" in decider.not_ready
     (d,) = decider.decide(messages("win cash"), ThresholdSetting())
     assert d.label == UNDECIDED and d.explanation == [] and d.model_version == 2
 

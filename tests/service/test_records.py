@@ -1,4 +1,5 @@
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_a_message_decodes_with_defaults_and_ignores_unknown_fields() -> None:
         (b'{"id": "m1", "attributes": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_001, "too_deep"),
     ],
 )
-def test_bad_records_are_refused_with_a_reason(data, reason) -> None:
+def test_bad_records_are_refused_with_a_reason(data: bytes, reason: str) -> None:
     with pytest.raises(RecordError) as refused:
         decode(data, Message, max_bytes=10_000_000)
     assert refused.value.reason == reason and str(refused.value)
@@ -83,7 +84,7 @@ DECISION = Decision(
 )
 
 
-def examples():
+def examples() -> Iterator[tuple[str, msgspec.Struct]]:
     yield (
         "message",
         Message(id="m1", text="free", attributes={"amount": 250.5, "tags": ["a"]}, ts=NOW),
@@ -106,7 +107,9 @@ def examples():
 
 
 @pytest.mark.parametrize("name, record", list(examples()))
-def test_encoded_records_validate_against_their_schema_file(name, record) -> None:
+def test_encoded_records_validate_against_their_schema_file(
+    name: str, record: msgspec.Struct
+) -> None:
     schema = json.loads((SCHEMAS / f"{name}.v1.json").read_text())
     jsonschema.validate(json.loads(encode(record)), schema)
     assert decode(encode(record), RECORDS[name]) == record
@@ -130,7 +133,7 @@ def test_a_decision_carries_its_messages_coordinates_under_the_dead_letters_name
 
 
 @pytest.mark.parametrize("missing", ["source_topic", "partition", "offset"])
-def test_a_decision_without_its_coordinates_is_refused(missing) -> None:
+def test_a_decision_without_its_coordinates_is_refused(missing: str) -> None:
     record = json.loads(encode(DECISION))
     del record[missing]
     schema = json.loads((SCHEMAS / "decision.v1.json").read_text())
@@ -144,7 +147,9 @@ def test_a_decision_without_its_coordinates_is_refused(missing) -> None:
     "feedback",
     [{"message_id": "m\x00", "label": "spam"}, {"message_id": "m1", "label": "sp\x00am"}],
 )
-def test_feedback_whose_id_or_label_no_database_can_store_is_refused(feedback) -> None:
+def test_feedback_whose_id_or_label_no_database_can_store_is_refused(
+    feedback: dict[str, str],
+) -> None:
     with pytest.raises(RecordError) as refused:
         decode(json.dumps(feedback).encode(), Feedback)
     assert refused.value.reason == "schema"

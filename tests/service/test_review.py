@@ -8,6 +8,7 @@ import math
 import random
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -33,9 +34,9 @@ def decision(
     score: float = 0.41,
     threshold: float = 0.4,
     label: str = "spam",
-    **fields,
-):
-    values = {
+    **fields: Any,
+) -> Decision:
+    values: dict[str, Any] = {
         "message_id": message_id,
         "label": label,
         "score": score,
@@ -52,7 +53,7 @@ def decision(
     return Decision(**(values | fields))
 
 
-def within(hits, n, share):
+def within(hits: int, n: int, share: float) -> bool:
     """Whether `hits` of `n` draws is within SIGMAS standard deviations of n × share."""
     sd = math.sqrt(n * share * (1 - share))
     return abs(hits - n * share) <= SIGMAS * sd
@@ -97,7 +98,9 @@ def test_undecided_decisions_are_never_queued() -> None:
 
 
 @pytest.mark.parametrize("share", [0.002, 0.05])
-def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdout(share) -> None:
+def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdout(
+    share: float,
+) -> None:
     rng = random.Random(share)
     tau, band, holdout = 0.3, 0.05, 0.1
     ids = [f"msg-{rng.getrandbits(64):016x}" for _ in range(N)]
@@ -200,6 +203,7 @@ def test_nul_and_lone_surrogates_are_not_kept() -> None:
     assert (item.excerpt, item.subject) == ("a\ufffdb", "s\ufffd")
     assert item.attributes == {"k\ufffd": "v\ufffd"}
     assert item.explanation == [("t", 1.0)]
+    assert item.excerpt is not None and item.subject is not None
     for value in (item.excerpt, item.subject, json.dumps(item.attributes)):
         assert "\x00" not in value
         value.encode("utf-8")  # no lone surrogate left
@@ -209,13 +213,14 @@ def test_subject_sender_and_excerpt_are_bounded_and_on_one_line() -> None:
     long = "word " * 10_000
     message = Message(id="m", text=long, subject="a\n\tb " + long, sender="c\r\nd " + long)
     item = queued_item(message, decision(), [], "band", excerpt_chars=500)
+    assert item.subject is not None and item.sender is not None and item.excerpt is not None
     assert len(item.subject) == SUBJECT_CHARS and item.subject.startswith("a b word")
     assert len(item.sender) == SENDER_CHARS and item.sender.startswith("c d word")
     assert len(item.excerpt) == 500
 
 
 def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped() -> None:
-    def kept(attributes):
+    def kept(attributes: dict[str, Any] | None) -> dict[str, Any] | None:
         return queued_item(
             Message(id="m", text="t", attributes=attributes), decision(), [], "band", 10
         ).attributes
@@ -246,7 +251,7 @@ def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped() -> None
     ],
     ids=["encoded-words", "many-headers", "folded", "delimiters", "nesting", "markup", "params"],
 )
-def test_hostile_mails_of_megabytes_stay_cheap(raw) -> None:
+def test_hostile_mails_of_megabytes_stay_cheap(raw: str) -> None:
     assert len(raw) > 2_000_000 > MAIL_PREFIX_CHARS
     started = time.perf_counter()
     item = queued_item(Message(id="m", text=raw, format="email"), decision(), [], "band", 500)

@@ -2,37 +2,70 @@
 did and the label before, written in the batch's transaction; read back filtered, newest first;
 pruned by age in chunks."""
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
+from typing import TypedDict, Unpack
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store import audit, expiry
-from filterd.store.audit import Event, read_events, record_events
+from filterd.store.audit import Event, Outcome, read_events, record_events
 from filterd.store.expiry import prune_events
-from filterd.store.learning import LabelledTokens, UnknownModel, apply_feedback, create_model
+from filterd.store.learning import (
+    LabelledTokens,
+    Source,
+    UnknownModel,
+    apply_feedback,
+    create_model,
+)
 from filterd.store.schema import FeedbackLedger, LabelEvent
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WORDS = ["cheap", "pills", "now"]
 
 
-def label(message_id, value, source: str = "analyst", analyst=None, **extra):
+class Extra(TypedDict, total=False):
+    """The other keywords of `Origin`, for the audit trail."""
+
+    comment: str
+    received_at: datetime
+    kafka_topic: str
+    kafka_partition: int
+    kafka_offset: int
+
+
+def label(
+    message_id: str,
+    value: str,
+    source: Source = "analyst",
+    analyst: str | None = None,
+    **extra: Unpack[Extra],
+) -> LabelledTokens:
     return LabelledTokens(message_id, value, WORDS, source, analyst=analyst, **extra)
 
 
-def trail(engine: Engine, model: str = "default", **filters):
-    return list(read_events(engine, model, limit=None, **filters))
+def trail(
+    engine: Engine,
+    model: str = "default",
+    message_id: str | None = None,
+    analyst: str | None = None,
+    since: datetime | None = None,
+) -> list[Event]:
+    events = read_events(
+        engine, model, message_id=message_id, analyst=analyst, since=since, limit=None
+    )
+    return list(events)
 
 
 @pytest.fixture
-def store(engine: Engine):
+def store(engine: Engine) -> Engine:
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     return engine
 
 
-def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store) -> None:
+def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store: Engine) -> None:
     received = T0 - timedelta(minutes=5)
     steps = [  # (item, holdout fraction, outcome, previous label)
         (
@@ -85,7 +118,7 @@ def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store) 
     assert events[1].kafka_topic is None and events[1].comment is None
 
 
-def test_one_batch_writes_one_event_per_item_in_order(store) -> None:
+def test_one_batch_writes_one_event_per_item_in_order(store: Engine) -> None:
     items = [label("a", "spam"), label("b", "ham"), label("a", "ham"), label("a", "ham")]
     applied = apply_feedback(store, "default", items, holdout_fraction=0, now=T0)
     assert (applied.learned, applied.relabelled, applied.duplicates) == (2, 1, 1)
@@ -100,12 +133,19 @@ def test_one_batch_writes_one_event_per_item_in_order(store) -> None:
 
 
 def test_a_batch_that_fails_leaves_no_event_and_no_label(
-    store, monkeypatch: pytest.MonkeyPatch
+    store: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    written = []
+    written: list[Event | LabelledTokens] = []
 
-    def insert_then_fail(conn, model_id, labels, *rest):
-        audit.insert_events(conn, model_id, labels, *rest)
+    def insert_then_fail(
+        conn: Connection,
+        model_id: int,
+        labels: Sequence[Event | LabelledTokens],
+        outcomes: Sequence[Outcome],
+        previous: Sequence[str | None],
+        now: datetime,
+    ) -> None:
+        audit.insert_events(conn, model_id, labels, outcomes, previous, now)
         written.extend(labels)
         raise RuntimeError("the store went away")
 
@@ -118,7 +158,7 @@ def test_a_batch_that_fails_leaves_no_event_and_no_label(
             assert conn.execute(select(func.count()).select_from(table)).scalar_one() == 0
 
 
-def test_the_log_filters_by_message_analyst_and_time_newest_first(store) -> None:
+def test_the_log_filters_by_message_analyst_and_time_newest_first(store: Engine) -> None:
     for day in range(5):
         items = [label(f"m{day}", "spam", analyst="alice" if day % 2 else "bob")]
         apply_feedback(store, "default", items, holdout_fraction=0, now=T0 + timedelta(days=day))
@@ -139,7 +179,7 @@ def test_the_log_filters_by_message_analyst_and_time_newest_first(store) -> None
         trail(store, "nope")
 
 
-def test_record_events_appends_alone_or_in_the_callers_transaction(store) -> None:
+def test_record_events_appends_alone_or_in_the_callers_transaction(store: Engine) -> None:
     record_events(store, "default", [Event("p1", "spam", "parked", analyst="alice")], now=T0)
     with store.connect() as conn, conn.begin() as transaction:
         record_events(conn, "default", [Event("p2", "spam", "expired")], now=T0)
@@ -153,14 +193,14 @@ def test_record_events_appends_alone_or_in_the_callers_transaction(store) -> Non
         record_events(store, "nope", [Event("p4", "spam", "parked")])
 
 
-def test_a_comment_with_nul_is_stored_with_a_replacement_character(store) -> None:
+def test_a_comment_with_nul_is_stored_with_a_replacement_character(store: Engine) -> None:
     # PostgreSQL text cannot hold NUL: the feedback would be retried for ever
     apply_feedback(store, "default", [label("m1", "spam", comment="a\x00b")], now=T0)
     assert trail(store)[0].comment == "a\N{REPLACEMENT CHARACTER}b"
 
 
 def test_prune_deletes_events_older_than_the_retention_in_chunks(
-    store, monkeypatch: pytest.MonkeyPatch
+    store: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     create_model(store, "other", ModelSpec("mnb"), seed=2)
     old = [label(f"old{i}", "spam") for i in range(5)]

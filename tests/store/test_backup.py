@@ -1,11 +1,13 @@
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
 
 from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Canonical
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.backup import export_model, import_model
 from filterd.store.database import connect, upgrade
@@ -13,12 +15,12 @@ from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.sync import load
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
 def test_a_model_moves_from_sqlite_to_postgresql_intact(
-    tmp_path: Path, new_postgres_database
+    tmp_path: Path, new_postgres_database: Callable[[], str]
 ) -> None:
     source_url, target_url = f"sqlite:///{tmp_path / 'a.db'}", new_postgres_database()
     for url in (source_url, target_url):

@@ -59,7 +59,7 @@ def test_rows_with_awkward_values_round_trip(engine: Engine) -> None:
 def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine: Engine) -> None:
     model_id = create_model(engine, "m", ModelSpec("mnb"))
 
-    def row(message_id, label, score, version):
+    def row(message_id: str, label: str, score: float, version: int) -> dict[str, object]:
         return {
             "model_id": model_id,
             "message_id": message_id,

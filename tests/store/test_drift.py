@@ -13,16 +13,16 @@ from filterd.store.thresholds import write_threshold
 
 
 @pytest.fixture
-def store(engine: Engine):
+def store(engine: Engine) -> Engine:
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     return engine
 
 
-def scored(pairs, prefix: str = "m"):
+def scored(pairs: list[tuple[str, float]], prefix: str = "m") -> list[Scored]:
     return [Scored(f"{prefix}{i}", label, score, 3) for i, (label, score) in enumerate(pairs)]
 
 
-def test_rolling_auc_recall_and_specificity_at_the_threshold(store) -> None:
+def test_rolling_auc_recall_and_specificity_at_the_threshold(store: Engine) -> None:
     record_scores(
         store,
         "default",
@@ -50,7 +50,7 @@ def test_rolling_auc_recall_and_specificity_at_the_threshold(store) -> None:
     assert moved.recall == 1.0 and moved.specificity == 0.5
 
 
-def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(store) -> None:
+def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(store: Engine) -> None:
     record_scores(store, "default", "spam", scored([("ham", -1.0)] * 10), keep=12)
     record_scores(store, "default", "spam", scored([("spam", 1.0)] * 5, prefix="n"), keep=12)
     report = drift_report(store, "default", "spam")
@@ -60,17 +60,17 @@ def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(store) -> None:
     assert drift_report(store, "default", "spam", window=3).n == 3
 
 
-def test_no_scores_yet_and_unknown_models(store) -> None:
+def test_no_scores_yet_and_unknown_models(store: Engine) -> None:
     empty = drift_report(store, "default", "spam")
     assert empty.n == 0 and empty.auc is None and empty.recall is None
     with pytest.raises(UnknownModel):
         drift_report(store, "other", "spam")
 
 
-def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(store) -> None:
+def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(store: Engine) -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-    def version(tau, at) -> None:
+    def version(tau: float, at: datetime) -> None:
         write_threshold(
             store,
             "default",
@@ -83,7 +83,7 @@ def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(stor
             now=at,
         )
 
-    def feed(pairs, prefix, at) -> None:
+    def feed(pairs: list[tuple[str, float]], prefix: str, at: datetime) -> None:
         record_scores(store, "default", "spam", scored(pairs, prefix), keep=100, now=at)
 
     feed([("spam", -5.0), ("ham", 3.0)], "before", t0)  # before any τ: not judged

@@ -19,17 +19,17 @@ WORSE = [("spam", -2.0), ("spam", 1.0), ("ham", 1.5), ("ham", -2.0)]
 
 
 @pytest.fixture
-def store(engine: Engine):
+def store(engine: Engine) -> Engine:
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     return engine
 
 
-def feed(store, pairs, prefix, at) -> None:
+def feed(store: Engine, pairs: list[tuple[str, float]], prefix: str, at: datetime) -> None:
     scored = [Scored(f"{prefix}{i}", label, score, 3) for i, (label, score) in enumerate(pairs)]
     record_scores(store, "default", "spam", scored, keep=1000, now=at)
 
 
-def version(store, tau, at) -> None:
+def version(store: Engine, tau: float, at: datetime) -> None:
     write_threshold(
         store,
         "default",
@@ -43,7 +43,7 @@ def version(store, tau, at) -> None:
     )
 
 
-def test_a_group_where_the_model_got_worse_shows_a_lower_auc(store) -> None:
+def test_a_group_where_the_model_got_worse_shows_a_lower_auc(store: Engine) -> None:
     feed(store, GOOD, "a", T0)
     feed(store, GOOD, "b", T0 + timedelta(minutes=1))
     feed(store, WORSE, "c", T0 + timedelta(minutes=2))
@@ -55,7 +55,7 @@ def test_a_group_where_the_model_got_worse_shows_a_lower_auc(store) -> None:
     assert all(isinstance(p, DriftPoint) for p in points)
 
 
-def test_each_row_is_judged_at_the_threshold_in_force_when_it_was_scored(store) -> None:
+def test_each_row_is_judged_at_the_threshold_in_force_when_it_was_scored(store: Engine) -> None:
     feed(store, GOOD, "a", T0)  # before any τ: not judged
     version(store, 0.0, T0 + timedelta(seconds=30))
     feed(store, GOOD, "b", T0 + timedelta(minutes=1))
@@ -76,7 +76,7 @@ def test_each_row_is_judged_at_the_threshold_in_force_when_it_was_scored(store) 
     assert whole.end == report.last
 
 
-def test_the_newest_window_in_nearly_equal_groups(store) -> None:
+def test_the_newest_window_in_nearly_equal_groups(store: Engine) -> None:
     feed(store, GOOD, "a", T0)
     feed(store, GOOD, "b", T0 + timedelta(minutes=1))
     feed(store, WORSE, "c", T0 + timedelta(minutes=2))
@@ -91,7 +91,7 @@ def test_the_newest_window_in_nearly_equal_groups(store) -> None:
     assert len(singles) == 12 and all(p.n == 1 and p.auc is None for p in singles)
 
 
-def test_no_rows_unknown_models_and_bad_arguments(store) -> None:
+def test_no_rows_unknown_models_and_bad_arguments(store: Engine) -> None:
     assert drift_series(store, "default", "spam") == []
     with pytest.raises(UnknownModel):
         drift_series(store, "other", "spam")

@@ -4,6 +4,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Canonical
 from filterd.store.expiry import prune
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.schema import ClassStats, TokenStats
@@ -13,11 +14,11 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = T0 + timedelta(days=30)
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: (d, rows) for label, (d, rows) in canonical.items() if d or rows}
 
 
-def tokens_of(engine: Engine, model: str = "default"):
+def tokens_of(engine: Engine, model: str = "default") -> set[str]:
     stats, _ = load(engine, model)
     keys = {
         stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]
@@ -45,7 +46,7 @@ def consistent(engine: Engine) -> bool:
 
 
 @pytest.fixture
-def store(engine: Engine):
+def store(engine: Engine) -> Engine:
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     apply_feedback(
         engine,
@@ -67,7 +68,7 @@ def store(engine: Engine):
     return engine
 
 
-def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store) -> None:
+def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store: Engine) -> None:
     result = prune(store, "default", unseen_days=10, max_count=1, now=LATER)
     # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1
     # were seen lately
@@ -76,20 +77,20 @@ def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(sto
     assert consistent(store)
 
 
-def test_a_dry_run_changes_nothing(store) -> None:
+def test_a_dry_run_changes_nothing(store: Engine) -> None:
     before = nonempty(load(store, "default")[0].canonical())
     assert prune(store, "default", unseen_days=10, max_count=1, now=LATER, dry_run=True).tokens == 2
     assert nonempty(load(store, "default")[0].canonical()) == before
 
 
-def test_a_scorer_synced_before_the_prune_catches_up_exactly(store) -> None:
+def test_a_scorer_synced_before_the_prune_catches_up_exactly(store: Engine) -> None:
     scorer, since = load(store, "default")
     prune(store, "default", unseen_days=10, max_count=5, now=LATER)
     sync(store, "default", scorer, since)
     assert nonempty(scorer.canonical()) == nonempty(load(store, "default")[0].canonical())
 
 
-def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store) -> None:
+def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store: Engine) -> None:
     prune(store, "default", unseen_days=10, max_count=1, now=LATER)
     apply_feedback(
         store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER

@@ -1,6 +1,7 @@
 """A fusion model's weights in the store: learned by the calibration job from the component
 scores feedback got on arrival, written with the τ chosen for them, on SQLite and PostgreSQL."""
 
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -11,7 +12,7 @@ from filterd.bayes import fusion
 from filterd.bayes.features import encode
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import recall_threshold
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.service.decide import scoring_model
 from filterd.store.database import connect, upgrade
@@ -30,7 +31,9 @@ STREAM = generate(
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def fused_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def fused_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Engine]:
     """A fusion model that learned the first 1,000 messages (a tenth held out)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fused') / 'store.db'}"
@@ -45,7 +48,9 @@ def fused_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     engine.dispose()
 
 
-def scored_on_arrival(engine: Engine, records, weights):
+def scored_on_arrival(
+    engine: Engine, records: list[SynthRecord], weights: Sequence[float] | None
+) -> list[Scored]:
     """What the learner records: each record's component scores and their combination with
     the weights in force."""
     stats, _ = load(engine, "default")
@@ -59,7 +64,7 @@ def scored_on_arrival(engine: Engine, records, weights):
 
 
 def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(
-    fused_store,
+    fused_store: Engine,
 ) -> None:
     first_rows = scored_on_arrival(fused_store, STREAM[1000:2000], None)
     record_scores(
@@ -81,6 +86,7 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     assert first.weights != fusion.INITIAL_WEIGHTS
     assert first.tau == recall_threshold(fusion.combine(components, expected), spam, 0.95).tau
     written = latest_threshold(fused_store, "default", "spam")
+    assert first.weights is not None and written is not None
     assert written.weights == pytest.approx(first.weights)  # through the JSON column
     from filterd.cli.calibration import render
 
@@ -115,6 +121,7 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     truth = np.array([r.label == "spam" for r in rows])
     assert second.weights == pytest.approx(fusion.fit_weights(everything, truth))
     previously = fusion.combine(everything, first.weights)  # the rows as the previous τ saw them
+    assert second.previous_here is not None
     assert second.previous_here.recall == pytest.approx(np.mean(previously[truth] >= first.tau))
     assert second.in_force.n_pos == sum(r.label == "spam" for r in later_rows)
 

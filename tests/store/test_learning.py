@@ -1,4 +1,5 @@
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
@@ -8,9 +9,10 @@ from sqlalchemy import Engine, insert, text
 from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
-from filterd.bayes.statistics import Statistics
+from filterd.bayes.statistics import Canonical, Statistics
 from filterd.store.learning import (
     LabelledTokens,
+    Source,
     UnknownModel,
     apply_feedback,
     create_model,
@@ -31,32 +33,32 @@ DOCS = {
 }  # h3, h4: in a 30 % holdout share
 
 
-def fb(message_id, label, source: str = "analyst"):
+def fb(message_id: str, label: str, source: Source = "analyst") -> LabelledTokens:
     return LabelledTokens(message_id, label, DOCS[message_id].split(), source)
 
 
-def learned_directly(pairs):
+def learned_directly(pairs: list[tuple[str, str]]) -> Canonical:
     stats = Statistics(seed=SEED)
     for message_id, label in pairs:
         stats.learn(DOCS[message_id].split(), label)
     return nonempty(stats.canonical())
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def store_statistics(engine: Engine):
+def store_statistics(engine: Engine) -> Canonical:
     return nonempty(load(engine, "default")[0].canonical())
 
 
 @pytest.fixture
-def store(engine: Engine):
+def store(engine: Engine) -> Engine:
     create_model(engine, "default", ModelSpec("mnb"), seed=SEED)
     return engine
 
 
-def test_learning_then_redelivery_changes_nothing(store) -> None:
+def test_learning_then_redelivery_changes_nothing(store: Engine) -> None:
     first = apply_feedback(
         store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0
     )
@@ -69,7 +71,7 @@ def test_learning_then_redelivery_changes_nothing(store) -> None:
     assert store_statistics(store) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
 
 
-def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store) -> None:
+def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store: Engine) -> None:
     apply_feedback(
         store, "default", [fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0
     )
@@ -80,7 +82,7 @@ def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store) -> None:
     )
 
 
-def test_an_automatic_label_never_overrides_an_analyst(store) -> None:
+def test_an_automatic_label_never_overrides_an_analyst(store: Engine) -> None:
     apply_feedback(
         store, "default", [fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0
     )
@@ -91,7 +93,7 @@ def test_an_automatic_label_never_overrides_an_analyst(store) -> None:
     assert store_statistics(store) == learned_directly([("m1", "ham"), ("m2", "ham")])
 
 
-def test_the_holdout_share_is_kept_out_of_learning(store) -> None:
+def test_the_holdout_share_is_kept_out_of_learning(store: Engine) -> None:
     ids = [f"id-{i}" for i in range(2000)]
     share = np.mean([in_holdout(i, 0.1) for i in ids])
     assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
@@ -109,7 +111,7 @@ def test_the_holdout_share_is_kept_out_of_learning(store) -> None:
     assert store_statistics(store) == nonempty(stats.canonical())
 
 
-def test_counts_can_never_go_below_zero(store) -> None:
+def test_counts_can_never_go_below_zero(store: Engine) -> None:
     with pytest.raises(IntegrityError):
         with store.begin() as conn:
             conn.execute(
@@ -126,11 +128,12 @@ def test_counts_can_never_go_below_zero(store) -> None:
             )
 
 
-def test_unknown_model_and_bad_source_are_refused(store) -> None:
+def test_unknown_model_and_bad_source_are_refused(store: Engine) -> None:
     with pytest.raises(UnknownModel):
         apply_feedback(store, "nope", [fb("m1", "spam")])
+    robot: Any = "robot"  # not a source: as an untyped feedback record may give it
     with pytest.raises(ValueError, match="source"):
-        apply_feedback(store, "default", [LabelledTokens("m1", "spam", ["x"], source="robot")])
+        apply_feedback(store, "default", [LabelledTokens("m1", "spam", ["x"], source=robot)])
 
 
 feedback = st.lists(
@@ -149,7 +152,7 @@ feedback = st.lists(
 )
 @given(batches=st.lists(feedback, min_size=1, max_size=4))
 def test_any_feedback_sequence_equals_learning_each_final_label_once(
-    engine: Engine, batches
+    engine: Engine, batches: list[list[tuple[str, str, Source]]]
 ) -> None:
     name = f"model-{uuid.uuid4().hex}"
     create_model(engine, name, ModelSpec("mnb"), seed=SEED)
@@ -171,7 +174,7 @@ def test_any_feedback_sequence_equals_learning_each_final_label_once(
     assert nonempty(replica.canonical()) == expected  # incremental sync = full load
 
 
-def test_loading_reports_the_token_rows_read_so_far(store) -> None:
+def test_loading_reports_the_token_rows_read_so_far(store: Engine) -> None:
     apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
     with store.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM token_stats")).scalar_one()

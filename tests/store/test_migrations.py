@@ -22,7 +22,7 @@ TABLES = {
 }
 
 
-def tables(url):
+def tables(url: str) -> set[str]:
     return set(inspect(connect(url)).get_table_names()) - {"alembic_version"}
 
 
@@ -85,7 +85,7 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> Non
                 {"m": model_id, "now": now, "tokens": b""},
             )
 
-    def stored(model_id):
+    def stored(model_id: int) -> tuple[float, float, tuple[float, ...]]:
         with engine.connect() as conn:
             return (
                 conn.execute(
@@ -111,6 +111,6 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> Non
     assert stored(other) == (-0.5, 1.0, (0.25, -0.5))
     downgrade(empty_url, "0006")
     back = stored(fisher)
-    assert back[0] == pytest.approx(-0.5) and back[2] == (pytest.approx(0.25), pytest.approx(-0.5))
+    assert back[0] == pytest.approx(-0.5) and back[2] == pytest.approx((0.25, -0.5))
     assert back[1] == pytest.approx(1.0)
     engine.dispose()

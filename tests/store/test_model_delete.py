@@ -33,7 +33,7 @@ FEEDBACK = [
 ]
 
 
-def fill(engine: Engine, name) -> None:
+def fill(engine: Engine, name: str) -> None:
     create_model(engine, name, ModelSpec("mnb"))
     apply_feedback(engine, name, FEEDBACK, holdout_fraction=0.3)
     write_threshold(

@@ -15,13 +15,13 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def model_id(engine: Engine):
+def model_id(engine: Engine) -> int:
     create_model(engine, "default", ModelSpec("mnb"), seed=1)
     with engine.connect() as conn:
         return find_model_id(conn, "default")
 
 
-def test_a_decided_message_keeps_its_latest_coordinates(engine: Engine, model_id) -> None:
+def test_a_decided_message_keeps_its_latest_coordinates(engine: Engine, model_id: int) -> None:
     with engine.begin() as conn:
         decided.record_decided(conn, model_id, [("a", 0, 10), ("b", 1, 11), ("a", 2, 12)], T0)
     with engine.begin() as conn:  # decided again later (a batch read again, an id sent twice)
@@ -34,7 +34,7 @@ def test_a_decided_message_keeps_its_latest_coordinates(engine: Engine, model_id
 
 
 def test_decided_messages_older_than_the_cutoff_are_pruned_in_chunks(
-    engine: Engine, model_id, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, model_id: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(decided, "PRUNE_CHUNK", 7)
     with engine.begin() as conn:
@@ -51,12 +51,12 @@ def test_decided_messages_older_than_the_cutoff_are_pruned_in_chunks(
         decided.prune_decided(engine, "nope", cutoff)
 
 
-def park(engine: Engine, *parked, now=T0, due=T0) -> None:
+def park(engine: Engine, *parked: Parked, now: datetime = T0, due: datetime = T0) -> None:
     with engine.begin() as conn:
         parking.park(conn, lock_model(conn, "default"), list(parked), now, due)
 
 
-def test_parked_feedback_is_claimed_when_due_and_once(engine: Engine, model_id) -> None:
+def test_parked_feedback_is_claimed_when_due_and_once(engine: Engine, model_id: int) -> None:
     park(
         engine,
         Parked("m1", b'{"label": "spam"}', "fb", 0, 5),
@@ -81,7 +81,7 @@ def test_parked_feedback_is_claimed_when_due_and_once(engine: Engine, model_id) 
 
 
 def test_a_newer_label_replaces_the_parked_one_and_is_not_released_with_it(
-    engine: Engine, model_id
+    engine: Engine, model_id: int
 ) -> None:
     park(engine, Parked("m1", b"old"))
     (claimed,) = parking.claim_due(engine, "default", T0, T0 + timedelta(seconds=30), 10)
@@ -97,7 +97,7 @@ def test_a_newer_label_replaces_the_parked_one_and_is_not_released_with_it(
     assert parking.count_parked(engine, "default") == 0
 
 
-def test_unpark_deletes_what_newer_feedback_settled(engine: Engine, model_id) -> None:
+def test_unpark_deletes_what_newer_feedback_settled(engine: Engine, model_id: int) -> None:
     park(engine, Parked("m1", b"a"), Parked("m2", b"b"))
     with engine.begin() as conn:
         assert parking.unpark(conn, model_id, ["m1", "m3"]) == 1

@@ -2,15 +2,17 @@
 closest to τ first), read back with their tokens, resolved by message id, trimmed (labelled items
 first, then the oldest) and pruned by age; on SQLite, and the round trip on PostgreSQL too."""
 
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
-from filterd.service.review import QueuedItem
+from filterd.service.review import QueuedItem, Reason
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import (
     LabelledTokens,
@@ -35,13 +37,13 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def item(
-    message_id,
+    message_id: str,
     score: float = 0.5,
     threshold: float = 0.5,
-    reason: str = "band",
-    tokens=("win", "cash"),
-    **fields,
-):
+    reason: Reason = "band",
+    tokens: Sequence[str] = ("win", "cash"),
+    **fields: Any,
+) -> QueuedItem:
     defaults = QueuedItem(
         message_id,
         reason,
@@ -61,24 +63,26 @@ def item(
     return replace(defaults, **fields)
 
 
-def queue(engine: Engine, items, now=T0, model: str = "default") -> None:
+def queue(
+    engine: Engine, items: list[QueuedItem], now: datetime = T0, model: str = "default"
+) -> None:
     with engine.begin() as conn:
         queue_items(conn, find_model_id(conn, model), items, now)
 
 
-def count(engine: Engine):
+def count(engine: Engine) -> int:
     with engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(ReviewItem)).scalar_one()
 
 
-def learn(engine: Engine, message_id, label, fraction: float = 0.0) -> None:
+def learn(engine: Engine, message_id: str, label: str, fraction: float = 0.0) -> None:
     apply_feedback(
         engine, "default", [LabelledTokens(message_id, label, ["x"])], holdout_fraction=fraction
     )
 
 
 @pytest.fixture
-def store(tmp_path: Path):
+def store(tmp_path: Path) -> Iterator[Engine]:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     upgrade(url)
     engine = connect(url)
@@ -130,7 +134,7 @@ def test_round_trip_on_each_database(engine: Engine) -> None:
         }
 
 
-def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(store) -> None:
+def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(store: Engine) -> None:
     queue(store, [item("far", score=0.9), item("near", score=0.51)], now=T0)
     queue(store, [item("mid", score=0.4, reason="random")], now=T0 + timedelta(hours=1))
     assert [e.message_id for e in list_items(store, "default")] == ["near", "mid", "far"]
@@ -140,11 +144,12 @@ def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(stor
     assert [e.message_id for e in list_items(store, "default", limit=1)] == ["near"]
     assert list_items(store, "default")[0].tokens is None  # counted, not read
     assert list_items(store, "default")[0].token_count == 2
+    oldest: Any = "oldest"  # not an order: as untyped input may give it
     with pytest.raises(ValueError, match="unknown order"):
-        list_items(store, "default", order="oldest")
+        list_items(store, "default", order=oldest)
 
 
-def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(store) -> None:
+def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(store: Engine) -> None:
     queue(store, [item("a", score=0.5), item("b", score=0.6), item("c", score=0.7)])
     learn(store, "a", "ham")  # the ledger
     learn(store, "b", "spam", fraction=1.0)  # the holdout
@@ -153,7 +158,7 @@ def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(store) 
     assert [(e.message_id, e.labelled) for e in every] == [("a", "ham"), ("b", "spam"), ("c", None)]
 
 
-def test_get_item_of_another_model_or_unknown_id_is_none(store) -> None:
+def test_get_item_of_another_model_or_unknown_id_is_none(store: Engine) -> None:
     create_model(store, "other", ModelSpec("mnb"), seed=2)
     queue(store, [item("a")], model="other")
     (entry,) = list_items(store, "other")
@@ -162,7 +167,7 @@ def test_get_item_of_another_model_or_unknown_id_is_none(store) -> None:
     assert get_item(store, "other", entry.id + 1000) is None
 
 
-def test_unknown_model(store) -> None:
+def test_unknown_model(store: Engine) -> None:
     for call in (
         lambda: list_items(store, "nope"),
         lambda: get_item(store, "nope", 1),
@@ -173,7 +178,7 @@ def test_unknown_model(store) -> None:
             call()
 
 
-def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(store) -> None:
+def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(store: Engine) -> None:
     queue(store, [item("m", tokens=["old"])], now=T0)
     queue(store, [item("m", tokens=["new", "er"])], now=T0 + timedelta(minutes=1))
     many = [item(f"x{i}", tokens=[f"t{i}"]) for i in range(1200)]  # more than one IN (...) list
@@ -186,14 +191,14 @@ def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(store)
         assert tokens_of(conn, model_id, []) == {}
 
 
-def test_queue_is_in_the_callers_transaction(store):
+def test_queue_is_in_the_callers_transaction(store: Engine) -> None:
     with pytest.raises(RuntimeError), store.begin() as conn:
         queue_items(conn, find_model_id(conn, "default"), [item("a")], T0)
         raise RuntimeError("the scorer's batch failed")
     assert count(store) == 0
 
 
-def test_trim_removes_labelled_items_first_then_the_oldest(store) -> None:
+def test_trim_removes_labelled_items_first_then_the_oldest(store: Engine) -> None:
     for n, message_id in enumerate(["a", "b", "c", "d", "e"]):
         queue(store, [item(message_id)], now=T0 + timedelta(minutes=n))
     learn(store, "d", "spam")
@@ -203,12 +208,12 @@ def test_trim_removes_labelled_items_first_then_the_oldest(store) -> None:
     left = {e.message_id for e in list_items(store, "default", include_labelled=True)}
     assert left == {"a", "b", "c", "e"}  # the older labelled one went first
     assert trim(store, "default", 2) == 2
-    left = [e.message_id for e in list_items(store, "default", include_labelled=True)]
-    assert sorted(left) == ["b", "c"]  # the other labelled one, then the oldest
+    still = [e.message_id for e in list_items(store, "default", include_labelled=True)]
+    assert sorted(still) == ["b", "c"]  # the other labelled one, then the oldest
     assert trim(store, "default", 0) == 2 and count(store) == 0
 
 
-def test_trim_counts_only_its_model(store) -> None:
+def test_trim_counts_only_its_model(store: Engine) -> None:
     create_model(store, "other", ModelSpec("mnb"), seed=2)
     queue(store, [item("a"), item("b")], model="other")
     queue(store, [item("c")])
@@ -217,7 +222,7 @@ def test_trim_counts_only_its_model(store) -> None:
     assert count(store) == 2
 
 
-def test_prune_deletes_items_older_than_the_retention(store) -> None:
+def test_prune_deletes_items_older_than_the_retention(store: Engine) -> None:
     for days in (20, 15, 13, 1):
         queue(store, [item(f"d{days}")], now=T0 - timedelta(days=days))
     assert prune_items(store, "default", 14, now=T0, dry_run=True) == 2
@@ -229,7 +234,7 @@ def test_prune_deletes_items_older_than_the_retention(store) -> None:
         prune_items(store, "default", -1)
 
 
-def test_prune_works_in_chunks(store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_works_in_chunks(store: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     from filterd.store import review
 
     monkeypatch.setattr(review, "CHUNK", 3)

@@ -2,14 +2,17 @@
 
 import math
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict, Unpack
 
 import numpy as np
 import pytest
 from sqlalchemy import Engine, create_engine, delete, func, select, text
 from sqlalchemy.engine import make_url
 
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import encode
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation import ranking
@@ -17,10 +20,11 @@ from filterd.evaluation.calibration import Threshold, recall_threshold
 from filterd.evaluation.corpus import Record
 from filterd.evaluation.guardrails import GuardrailError, default_min_positives
 from filterd.evaluation.protocols import Corpus, evaluate
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs.calibrate import calibrate_classes, calibrate_model
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.database import connect, upgrade
+from filterd.store.drift import Scored
 from filterd.store.learning import (
     LabelledTokens,
     UnknownModel,
@@ -37,6 +41,7 @@ from filterd.store.thresholds import (
     write_threshold,
 )
 from filterd.tokenize import Tokenizer
+from tests.store.conftest import in_force
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOLDOUT = 0.2
@@ -47,11 +52,13 @@ CONFIG = SynthConfig(
 RECORDS = generate(CONFIG)
 
 
-def feedback(records):
+def feedback(records: list[SynthRecord]) -> list[LabelledTokens]:
     return [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records]
 
 
-def learn(engine: Engine, records, fraction=HOLDOUT, now=T0) -> None:
+def learn(
+    engine: Engine, records: list[SynthRecord], fraction: float = HOLDOUT, now: datetime = T0
+) -> None:
     for start in range(0, len(records), 2000):
         apply_feedback(
             engine, "default", feedback(records[start : start + 2000]), fraction, now=now
@@ -59,7 +66,9 @@ def learn(engine: Engine, records, fraction=HOLDOUT, now=T0) -> None:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def learned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def learned(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Engine]:
     """A store that learned RECORDS, once per module and database kind (learning is slow)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('learned') / 'store.db'}"
@@ -80,19 +89,19 @@ def learned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture
-def store(learned):
+def store(learned: Engine) -> Iterator[Engine]:
     """The learned store without threshold versions."""
     yield learned
     with learned.begin() as conn:
         conn.execute(delete(ThresholdRow))
 
 
-def count_versions(engine: Engine):
+def count_versions(engine: Engine) -> int:
     with engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(ThresholdRow)).scalar_one()
 
 
-def threshold(tau, recall: float = 0.99):
+def threshold(tau: float, recall: float = 0.99) -> Threshold:
     return Threshold(
         tau=tau,
         target_recall=0.99,
@@ -106,7 +115,16 @@ def threshold(tau, recall: float = 0.99):
     )
 
 
-def rescored(engine: Engine, target: str = "spam", **window):
+class Window(TypedDict, total=False):
+    """`holdout_window`'s choice of items: a time window or the last items."""
+
+    window: timedelta
+    last: int
+
+
+def rescored(
+    engine: Engine, target: str = "spam", **window: Unpack[Window]
+) -> tuple[FloatArray, BoolArray]:
     """The window's scores through the daemon's own path, independently of calibrate_model."""
     items = holdout_window(engine, "default", now=T0, **window)
     stats, _ = load(engine, "default")
@@ -131,12 +149,17 @@ def test_versions_increase_per_model_and_the_latest_is_per_class(engine: Engine)
     )
     elsewhere = write_threshold(engine, "other", "spam", threshold(3.0), 0.9, None, None, "test")
     assert [first.version, fraud.version, second.version, elsewhere.version] == [1, 2, 3, 1]
-    latest = latest_threshold(engine, "default", "spam")
+    latest = in_force(engine, "default", "spam")
     assert latest == second and latest.forced and latest.auc is None and latest.tau == -2.0
-    assert latest_threshold(engine, "default", "fraud").tau == 0.5
+    assert in_force(engine, "default", "fraud").tau == 0.5
     assert [v.version for v in threshold_history(engine, "default")] == [3, 2, 1]
     again = threshold_history(engine, "default")[-1]
-    assert again.window_start == T0 and again.window_end.tzinfo is not None and again == first
+    assert (
+        again.window_start == T0
+        and again.window_end is not None
+        and again.window_end.tzinfo is not None
+        and again == first
+    )
     with pytest.raises(UnknownModel):
         latest_threshold(engine, "nope", "spam")
     with pytest.raises(UnknownModel):
@@ -146,7 +169,7 @@ def test_versions_increase_per_model_and_the_latest_is_per_class(engine: Engine)
 def test_concurrent_writers_never_share_a_version(engine: Engine) -> None:
     create_model(engine, "default", ModelSpec("mnb"))
 
-    def writer(tau) -> None:
+    def writer(tau: float) -> None:
         for i in range(6):
             write_threshold(engine, "default", "spam", threshold(tau + i), None, None, None, "test")
 
@@ -187,7 +210,7 @@ def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(engine: E
 
 
 def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_figures(
-    store,
+    store: Engine,
 ) -> None:
     report = calibrate_model(store, "default", "spam", 0.99, now=T0)
     scores, positives = rescored(store)
@@ -202,7 +225,7 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     assert report.auc == ranking.auc(scores, positives)
     for ours, theirs in zip(report.roc, ranking.roc_curve(scores, positives)):
         np.testing.assert_array_equal(ours, theirs)
-    stored = latest_threshold(store, "default", "spam")
+    stored = in_force(store, "default", "spam")
     assert (stored.version, stored.tau, stored.auc, stored.n_pos, stored.forced) == (
         1,
         report.tau,
@@ -215,6 +238,7 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     )  # the whole holdout
     second = calibrate_model(store, "default", "spam", 0.95, now=T0)
     assert second.version == 2 and second.previous == stored and second.tau >= report.tau
+    assert second.previous_here is not None
     assert second.previous_here.tau == report.tau and second.previous_here.recall == report.recall
 
 
@@ -246,12 +270,12 @@ def test_the_report_equals_filterd_evaluate_on_the_same_items(engine: Engine) ->
     assert report.specificity == pytest.approx(evaluation.spec_at_full_recall, abs=1e-12)
 
 
-def test_a_dry_run_writes_nothing(store) -> None:
+def test_a_dry_run_writes_nothing(store: Engine) -> None:
     report = calibrate_model(store, "default", "spam", 0.99, dry_run=True, now=T0)
     assert report.version is None and count_versions(store) == 0
 
 
-def test_too_few_positives_is_refused_and_force_is_recorded(store) -> None:
+def test_too_few_positives_is_refused_and_force_is_recorded(store: Engine) -> None:
     assert default_min_positives(0.99) == 100 and default_min_positives(0.9) == 10
     assert default_min_positives(1.0) == 100
     with pytest.raises(GuardrailError, match="needs at least 100") as refused:
@@ -262,14 +286,14 @@ def test_too_few_positives_is_refused_and_force_is_recorded(store) -> None:
         store, "default", "spam", 0.99, last=150, min_negatives=10, force=True, now=T0
     )
     assert report.forced and "too few positives" in report.overridden[0]
-    assert latest_threshold(store, "default", "spam").forced
+    assert in_force(store, "default", "spam").forced
     unforced = calibrate_model(
         store, "default", "spam", 0.99, force=True, now=T0
     )  # nothing to override
-    assert not unforced.forced and not latest_threshold(store, "default", "spam").forced
+    assert not unforced.forced and not in_force(store, "default", "spam").forced
 
 
-def test_too_few_negatives_is_refused(store) -> None:
+def test_too_few_negatives_is_refused(store: Engine) -> None:
     with pytest.raises(GuardrailError, match="at least 100000 needed") as refused:
         calibrate_model(store, "default", "spam", 0.99, min_negatives=100_000, now=T0)
     assert refused.value.reasons == ("too_few_negatives",)
@@ -278,7 +302,7 @@ def test_too_few_negatives_is_refused(store) -> None:
     ).forced
 
 
-def test_an_auc_drop_is_refused(store) -> None:
+def test_an_auc_drop_is_refused(store: Engine) -> None:
     write_threshold(
         store, "default", "spam", threshold(0.0), 0.999, None, None, "test", source="holdout"
     )
@@ -298,7 +322,7 @@ def test_an_auc_drop_is_refused(store) -> None:
     assert not calibrate_model(store, "default", "spam", 0.99, now=T0).forced
 
 
-def test_an_unreachable_target_is_refused_even_when_forced(store) -> None:
+def test_an_unreachable_target_is_refused_even_when_forced(store: Engine) -> None:
     n_pos = calibrate_model(store, "default", "spam", 0.99, dry_run=True, now=T0).n_pos
     assert n_pos < 299  # what the conservative 95 % bound needs for 0.99
     with pytest.raises(GuardrailError, match="needs at least 299") as refused:
@@ -321,10 +345,11 @@ def test_an_unreachable_target_is_refused_even_when_forced(store) -> None:
         )
     assert count_versions(store) == 0
     conservative = calibrate_model(store, "default", "spam", 0.95, conservative=True, now=T0)
+    assert conservative.recall_lower_bound is not None
     assert conservative.recall_lower_bound >= 0.95 and conservative.recall >= 0.95
 
 
-def test_a_model_not_ready_or_unknown_is_an_error(store) -> None:
+def test_a_model_not_ready_or_unknown_is_an_error(store: Engine) -> None:
     with pytest.raises(NotReady, match="needs 100000 learned documents"):
         calibrate_model(store, "default", "spam", 0.99, min_docs=100_000, now=T0)
     with pytest.raises(UnknownModel):
@@ -345,14 +370,14 @@ def test_many_classes_get_one_threshold_each_or_none(engine: Engine) -> None:
     for r in reports:
         scores, positives = rescored(engine, r.target_class)
         assert r.recall >= 0.95 and r.auc == ranking.auc(scores, positives)
-        assert latest_threshold(engine, "default", r.target_class).tau == r.tau
+        assert in_force(engine, "default", r.target_class).tau == r.tau
 
 
 # --- on fresh data from the same distribution (SQLite only: no database behaviour here) -----
 
 
 @pytest.fixture(scope="module")
-def windows(tmp_path_factory: pytest.TempPathFactory):
+def windows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, int, FloatArray]]:
     """A model learned from 2,000 messages, 30 holdout windows of 250 (≈ 100 spam each, one per
     hour), and the decision scores of 5,000 fresh messages of the same stationary stream."""
     url = f"sqlite:///{tmp_path_factory.mktemp('windows') / 'store.db'}"
@@ -383,7 +408,9 @@ def windows(tmp_path_factory: pytest.TempPathFactory):
     engine.dispose()
 
 
-def fresh_recalls(windows, target, conservative):
+def fresh_recalls(
+    windows: tuple[Engine, int, FloatArray], target: float, conservative: bool
+) -> tuple[FloatArray, Int64Array]:
     engine, k, fresh_positive_scores = windows
     reports = [
         calibrate_model(
@@ -405,7 +432,9 @@ def fresh_recalls(windows, target, conservative):
     return recalls, np.array([r.n_pos for r in reports])
 
 
-def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows) -> None:
+def test_exact_mode_reaches_the_target_on_fresh_data_on_average(
+    windows: tuple[Engine, int, FloatArray],
+) -> None:
     """τ is the k-th largest of P positive scores, k = ⌈R·P⌉; a new positive scores at least
     that with probability k/(P+1), so the average falls short of R by at most ≈ 1/(P+1)."""
     target = 0.95
@@ -416,7 +445,9 @@ def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows) -> None
     assert recalls.mean() >= target - 1 / (n_pos.mean() + 1) - 3 * se
 
 
-def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(windows) -> None:
+def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(
+    windows: tuple[Engine, int, FloatArray],
+) -> None:
     target = 0.95
     recalls, _ = fresh_recalls(windows, target, conservative=True)
     coverage = np.mean(recalls >= target)
@@ -424,7 +455,7 @@ def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(win
     assert recalls.mean() > target
 
 
-def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store) -> None:
+def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store: Engine) -> None:
     from filterd.store.drift import Scored, record_scores
     from filterd.store.schema import Prequential
 
@@ -455,10 +486,10 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(store) -
             conn.execute(delete(Prequential))
 
 
-def scored_on_arrival(rng, n, spam_share, prefix, shift: float = 0.0):
+def scored_on_arrival(
+    rng: np.random.Generator, n: int, spam_share: float, prefix: str, shift: float = 0.0
+) -> list[Scored]:
     """`n` prequential records: spam ~ N(2 − shift, 1), ham ~ N(−2, 1)."""
-    from filterd.store.drift import Scored
-
     labels = np.where(rng.random(n) < spam_share, "spam", "ham")
     scores = np.where(labels == "spam", rng.normal(2 - shift, 1, n), rng.normal(-2, 1, n))
     return [
@@ -467,7 +498,7 @@ def scored_on_arrival(rng, n, spam_share, prefix, shift: float = 0.0):
     ]
 
 
-def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(store) -> None:
+def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(store: Engine) -> None:
     from filterd.evaluation.calibration import adapt_level
     from filterd.store.drift import record_scores
     from filterd.store.schema import Prequential
@@ -480,7 +511,7 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
         first = calibrate_model(
             store, "default", "spam", 0.99, source="adaptive", now=t1, window=timedelta(days=1)
         )
-        assert (first.source, first.level) == ("adaptive", pytest.approx(0.01))  # starts at α
+        assert first.source == "adaptive" and first.level == pytest.approx(0.01)  # starts at α
         scores = np.array([s.score for s in first_window])
         positives = np.array([s.label == "spam" for s in first_window])
         assert first.tau == recall_threshold(scores, positives, 0.99).tau
@@ -496,14 +527,11 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
         assert (second.in_force.n_pos, second.in_force.missed) == (len(spam), missed)
         assert missed > 0.01 * len(spam)
         assert second.level == pytest.approx(adapt_level(0.01, 0.01, len(spam), missed, 0.001))
-        assert second.level < 0.01  # aims higher than R now
+        assert second.level is not None and second.level < 0.01  # aims higher than R now
         assert second.recall >= 1 - second.level  # τ chosen for 1 − level on the window
-        written = latest_threshold(store, "default", "spam")
-        assert (written.version, written.source, written.level) == (
-            second.version,
-            "adaptive",
-            pytest.approx(second.level),
-        )
+        written = in_force(store, "default", "spam")
+        assert (written.version, written.source) == (second.version, "adaptive")
+        assert written.level == pytest.approx(second.level)
         e = second.expected_recall
         assert e.low < e.mean < e.high and e.mean == pytest.approx(
             round(second.recall * second.n_pos) / (second.n_pos + 1)
@@ -514,14 +542,14 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
 
 
 def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(
-    store,
+    store: Engine,
 ) -> None:
     from filterd.store.drift import record_scores
     from filterd.store.schema import Prequential
 
     first = calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)
     assert (first.source, first.level) == ("holdout", None)
-    assert latest_threshold(store, "default", "spam").source == "holdout"
+    assert in_force(store, "default", "spam").source == "holdout"
     # once a τ exists, a window too small is a refusal that keeps it, not a fallback
     with pytest.raises(GuardrailError, match="too few positives") as refused:
         calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)

@@ -109,7 +109,8 @@ RECEIVED_TEXT = st.lists(
 @pytest.mark.skipif(headers.c_received is None, reason="filterd._speedups not built")
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(RECEIVED_TEXT, st.text(st.characters(max_codepoint=127))), st.integers(1, 60))
-def test_the_c_received_scan_gives_the_regex_tokens(value, max_length) -> None:
+def test_the_c_received_scan_gives_the_regex_tokens(value: str, max_length: int) -> None:
+    assert headers.c_received is not None
     tokens = headers.c_received(value, max_length)
     if not value.isascii():
         assert tokens is None  # the regexes alone read non-ASCII letters
@@ -127,7 +128,8 @@ def test_the_c_received_scan_gives_the_regex_tokens(value, max_length) -> None:
         "1.2.3.4 1.2.3.4.5 .1.2.3.4 1.2.3.4. 1.2.3 12.345.6.7.8.9 1.2.3.4x",
     ],
 )
-def test_the_c_received_scan_agrees_on_label_and_octet_edges(value) -> None:
+def test_the_c_received_scan_agrees_on_label_and_octet_edges(value: str) -> None:
+    assert headers.c_received is not None
     for max_length in (5, 40):
         assert headers.c_received(value, max_length) == headers.python_received_tokens(
             value, max_length

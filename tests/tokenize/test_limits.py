@@ -4,6 +4,8 @@ The hostile inputs are ~1 MB: a quadratic pass over one of them would take minut
 regression hangs the suite instead of passing quietly.
 """
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,7 +71,7 @@ MANY_TOKENS = st.lists(
     st.sampled_from([None, "hello there"]),
 )
 def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
-    text, format_, limit, bigrams, subject
+    text: str, format_: str, limit: int, bigrams: bool, subject: str | None
 ) -> None:
     # The tokenizer stops reading text once past max_tokens; what it keeps and flags must be
     # what cutting the whole list gives.
@@ -150,21 +152,21 @@ HOSTILE_MAIL = {
 
 
 @pytest.mark.parametrize("text", HOSTILE_TEXT.values(), ids=HOSTILE_TEXT.keys())
-def test_hostile_text_completes(text) -> None:
+def test_hostile_text_completes(text: str) -> None:
     result = tokenize({"text": text})
     assert len(result.tokens) <= 10_000
     assert all(result.tokens)
 
 
 @pytest.mark.parametrize("raw", HOSTILE_MAIL.values(), ids=HOSTILE_MAIL.keys())
-def test_hostile_mail_completes(raw) -> None:
+def test_hostile_mail_completes(raw: str) -> None:
     result = tokenize({"text": raw, "format": "email"})
     assert len(result.tokens) <= 10_000
     assert "internal_error" not in result.flags
 
 
 def test_hostile_attributes_complete() -> None:
-    deep: dict = {}
+    deep: dict[str, Any] = {}
     node = deep
     for _ in range(100_000):
         node["k"] = {}

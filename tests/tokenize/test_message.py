@@ -1,6 +1,7 @@
 """Message records: subject, sender, attributes, odd field types, and the never-raise contract."""
 
 import math
+from typing import Any
 
 from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens, tokenize
 
@@ -119,13 +120,14 @@ def test_unknown_format_and_bad_attributes_are_flagged_not_fatal() -> None:
 
 
 def test_a_message_that_is_not_a_mapping_gives_no_tokens() -> None:
+    bad: Any  # any JSON value but an object
     for bad in (None, "text", 42, ["text"]):
         assert tokenize(bad) == Tokens([], False, frozenset({"bad_message"}))
 
 
 def test_a_broken_mapping_yields_internal_error_instead_of_raising() -> None:
-    class Broken(dict):
-        def get(self, key, default=None):
+    class Broken(dict[str, object]):
+        def get(self, key: str, default: object = None) -> object:
             raise RuntimeError("boom")
 
     assert Tokenizer()(Broken()) == Tokens([], True, frozenset({"internal_error"}))

@@ -1,6 +1,8 @@
 """Tokenizer options beyond words: orthogonal sparse bigrams (`osb`) and character 4-grams
 (`char_ngrams`): their exact tokens, their bounds, linear cost, and defaults left unchanged."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,7 @@ from filterd.tokenize.text import char_ngram_tokens, with_pairs
 OSB = TokenizerConfig(osb=True)
 
 
-def tokens(text: str, **config) -> list[str]:
+def tokens(text: str, **config: Any) -> list[str]:  # TokenizerConfig's keywords, of any type
     return Tokenizer(TokenizerConfig(**config)).text(text)
 
 
@@ -22,7 +24,7 @@ def grams(text: str, chars: int = 3000) -> list[str]:
 
 # --- defaults ---------------------------------------------------------------------------------
 
-SAMPLES = [
+SAMPLES: list[dict[str, Any]] = [
     {
         "id": "1",
         "text": "WIN £1000 now!! http://win.example.com/claim café ＦＲＥＥ",
@@ -254,7 +256,7 @@ def test_char_ngrams_read_only_a_prefix_of_the_text(monkeypatch: pytest.MonkeyPa
     read: list[int] = []
     original = text_module._joined_runs
 
-    def counting(text, separator):
+    def counting(text: str, separator: str) -> str:
         read.append(len(text))
         return original(text, separator)
 
@@ -283,7 +285,9 @@ def reference_grams(texts: list[str], chars: int) -> list[str]:
     st.lists(st.text("ab c\t\n\x00\x1f\x7f\x85\u2028\u3000\ud800_éĀ", max_size=40), max_size=4),
     st.integers(4, 50),
 )
-def test_char_ngrams_read_as_far_as_needed_give_the_grams_of_the_whole(texts, chars) -> None:
+def test_char_ngrams_read_as_far_as_needed_give_the_grams_of_the_whole(
+    texts: list[str], chars: int
+) -> None:
     """Reading only the first runs (or all at once when they fit) gives what the definition
     gives on all of the text, for text whose normalization keeps its length."""
     assert char_ngram_tokens(texts, chars) == reference_grams(texts, chars)
@@ -296,7 +300,7 @@ TEXT = st.text(st.characters(exclude_categories=()))
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT, st.integers(4, 64))
-def test_char_ngrams_are_bounded_by_their_characters(text, chars) -> None:
+def test_char_ngrams_are_bounded_by_their_characters(text: str, chars: int) -> None:
     out = grams(text, chars)
     assert len(out) <= chars - 3
     assert len(out) == len(set(out))
@@ -336,10 +340,10 @@ def test_char_ngrams_are_bounded_by_their_characters(text, chars) -> None:
     st.integers(4, 30),
 )
 def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
-    text, format_, limit, options, chars
+    text: str, format_: str, limit: int, options: tuple[bool, bool], chars: int
 ) -> None:
     osb, char_ngrams = options
-    config = {"osb": osb, "char_ngrams": char_ngrams, "char_ngram_chars": chars}
+    config: dict[str, Any] = {"osb": osb, "char_ngrams": char_ngrams, "char_ngram_chars": chars}
     message = {"text": text, "format": format_, "attributes": {"k": 1}}
     whole = Tokenizer(TokenizerConfig(max_tokens=1_000_000, **config))(message)
     cut = Tokenizer(TokenizerConfig(max_tokens=limit, **config))(message)
@@ -368,7 +372,7 @@ def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
         ({"char_ngram_chars": True}, "char_ngram_chars must be an int >= 4"),
     ],
 )
-def test_config_rejects_nonsense(bad, message) -> None:
+def test_config_rejects_nonsense(bad: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         TokenizerConfig(**bad)
 
@@ -389,7 +393,7 @@ HOSTILE_MAIL = {
 
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
-def test_hostile_text_completes_within_the_bounds(text) -> None:
+def test_hostile_text_completes_within_the_bounds(text: str) -> None:
     config = TokenizerConfig(osb=True, char_ngrams=True)
     result = tokenize({"text": text}, config)
     assert len(result.tokens) <= config.max_tokens
@@ -398,7 +402,7 @@ def test_hostile_text_completes_within_the_bounds(text) -> None:
 
 
 @pytest.mark.parametrize("raw", HOSTILE_MAIL.values(), ids=HOSTILE_MAIL.keys())
-def test_hostile_mail_completes_within_the_bounds(raw) -> None:
+def test_hostile_mail_completes_within_the_bounds(raw: str) -> None:
     config = TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=100)
     result = tokenize({"text": raw, "format": "email"}, config)
     assert len(result.tokens) <= config.max_tokens
@@ -408,7 +412,8 @@ def test_hostile_mail_completes_within_the_bounds(raw) -> None:
 def reference_pairs(tokens: list[str], pairs: int) -> list[str]:
     """with_pairs written plainly: each plain word, then its pair with each of the up to
     `pairs` plain words before it in its run, nearest first."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[str] = []
     for token in tokens:
         plain = ":" not in token and (token[0].isalnum() or token[0] in text_module._PAIRABLE_START)
         if not plain:
@@ -427,5 +432,5 @@ def reference_pairs(tokens: list[str], pairs: int) -> list[str]:
     st.lists(st.sampled_from(["a", "bb", "c3", "_x", "!!", "skip:w:40", "€5", "d"]), max_size=40),
     st.sampled_from([1, 4]),
 )
-def test_with_pairs_agrees_with_the_plain_reference(tokens, pairs) -> None:
+def test_with_pairs_agrees_with_the_plain_reference(tokens: list[str], pairs: int) -> None:
     assert with_pairs(tokens, pairs) == reference_pairs(tokens, pairs)

@@ -2,6 +2,8 @@
 
 import re
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +15,7 @@ from filterd.tokenize import text as text_module
 from filterd.tokenize.links import FIND_LINKS, find_links, url_tokens
 
 
-def tokens(text: str, **config) -> list[str]:
+def tokens(text: str, **config: Any) -> list[str]:  # TokenizerConfig's keywords, of any type
     return Tokenizer(TokenizerConfig(**config)).text(text)
 
 
@@ -226,20 +228,20 @@ LINKY_TEXT = st.lists(
 ).map("".join)
 
 
-def spans(matches):
+def spans(matches: Iterable[re.Match[str]]) -> list[tuple[tuple[int, int], str | None, str | None]]:
     return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
 
 
 @settings(max_examples=2000, deadline=None)
 @given(st.one_of(LINKY_TEXT, st.text()))
-def test_find_links_gives_the_matches_of_the_links_pattern(text) -> None:
+def test_find_links_gives_the_matches_of_the_links_pattern(text: str) -> None:
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
 
 
 @pytest.mark.parametrize(
     "text", ["@www." * 50, "a@www.b@c.d www.e@f.g", "x@y.z@www.q", "@@www.a@b.c", "www.a@b.c@d.e"]
 )
-def test_find_links_agrees_where_addresses_and_urls_overlap(text) -> None:
+def test_find_links_agrees_where_addresses_and_urls_overlap(text: str) -> None:
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
 
 
@@ -280,7 +282,7 @@ PLAIN_TOKEN = re.compile(
 
 @settings(max_examples=1500, deadline=None)
 @given(st.one_of(WORDY_TEXT, st.text()))
-def test_word_patterns_match_their_plain_form(text) -> None:
+def test_word_patterns_match_their_plain_form(text: str) -> None:
     assert text_module._ASCII_TOKEN.findall(text) == PLAIN_ASCII_TOKEN.findall(text)
     assert text_module._TOKEN.findall(text) == PLAIN_TOKEN.findall(text)
 
@@ -292,7 +294,8 @@ def test_word_patterns_match_their_plain_form(text) -> None:
 @given(
     st.one_of(WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()), st.integers(1, 12)
 )
-def test_the_c_scan_gives_the_regex_tokens(text, max_length) -> None:
+def test_the_c_scan_gives_the_regex_tokens(text: str, max_length: int) -> None:
+    assert text_module.c_words is not None
     assert text_module.c_words(text, max_length) == text_module.regex_tokens(text, max_length)
 
 
@@ -332,8 +335,9 @@ FOLDABLE_TEXT = st.lists(
 )
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(FOLDABLE_TEXT, st.text()))
-def test_the_c_fold_gives_the_reference_text(text) -> None:
+def test_the_c_fold_gives_the_reference_text(text: str) -> None:
     expected = text_module.nfkc_casefold(text)
+    assert text_module.c_folded is not None
     assert text_module.c_folded(text, text_module.nfkc_casefold) == expected
     with pytest.MonkeyPatch.context() as m:
         normalized = text_module.normalize(text)
@@ -357,8 +361,11 @@ def test_find_links_agrees_where_addresses_outrun_urls() -> None:
     st.integers(1, 12),
     st.one_of(st.integers(-1, 8), st.just(sys.maxsize)),
 )
-def test_the_c_link_scan_gives_the_reference_tokens(text, max_length, enough) -> None:
+def test_the_c_link_scan_gives_the_reference_tokens(
+    text: str, max_length: int, enough: int
+) -> None:
     expected = text_module.linked_tokens(text, max_length, 0, enough)
+    assert text_module.c_linked_words is not None
     assert text_module.c_linked_words(text, max_length, enough, url_tokens) == expected
     with pytest.MonkeyPatch.context() as m:  # the reference on the regex word scan alone
         m.setattr(text_module, "c_words", None)
@@ -381,7 +388,8 @@ def test_the_c_link_scan_gives_the_reference_tokens(text, max_length, enough) ->
         "x" * 50 + "@" + "y" * 50 + ".com",
     ],
 )
-def test_the_c_link_scan_agrees_where_links_overlap(text) -> None:
+def test_the_c_link_scan_agrees_where_links_overlap(text: str) -> None:
+    assert text_module.c_linked_words is not None
     for max_length in (3, 40):
         expected = text_module.linked_tokens(text, max_length)
         assert text_module.c_linked_words(text, max_length, sys.maxsize, url_tokens) == expected
@@ -418,6 +426,7 @@ URL_TEXT = st.lists(
 @pytest.mark.skipif(links_module.c_url_tokens is None, reason="filterd._speedups not built")
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(URL_TEXT, st.text()), st.integers(1, 50))
-def test_the_c_url_reading_gives_the_regex_tokens(url, max_length) -> None:
+def test_the_c_url_reading_gives_the_regex_tokens(url: str, max_length: int) -> None:
     expected = links_module.python_url_tokens(url, max_length)
+    assert links_module.c_url_tokens is not None
     assert links_module.c_url_tokens(url, max_length) == expected
