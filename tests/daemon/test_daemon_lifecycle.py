@@ -19,7 +19,7 @@ from filterd.store.database import connect
 from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.sync import load
 from tests.conftest import fresh_postgres
-from tests.daemon.conftest import ids_of, message, produce, read_all
+from tests.daemon.conftest import DaemonProcess, StartDaemon, ids_of, message, produce, read_all
 from tests.daemon.test_daemon import (
     STREAM,
     counts,
@@ -31,7 +31,7 @@ from tests.daemon.test_daemon import (
 
 
 def test_sigterm_finishes_commits_and_exits_0(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     produce(kafka_config, topics["messages"], messages_of(STREAM[:1000]))
     daemon = start_daemon(sqlite_url)
@@ -68,7 +68,7 @@ def test_sigterm_finishes_commits_and_exits_0(
 
 
 def test_sigkill_and_restart_loses_nothing_and_learns_once(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     produce(kafka_config, topics["feedback"], feedback_of(STREAM))
     produce(kafka_config, topics["messages"], messages_of(STREAM) * 3)
@@ -92,7 +92,7 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(
 
 
 def test_the_dead_letter_guard_stops_the_daemon(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     produce(kafka_config, topics["messages"], [b"garbage"] * 50, keys=["k"] * 50)
     daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
@@ -108,15 +108,19 @@ def test_the_dead_letter_guard_stops_the_daemon(
 
 
 def test_two_daemons_share_the_partitions_and_one_takes_over(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], postgres_server: str
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    postgres_server: str,
 ) -> None:
     url = fresh_postgres(postgres_server)
     first, second = start_daemon(url), start_daemon(url)
     for daemon in (first, second):
-        daemon.wait_for(
-            lambda d=daemon: '"role": "scorer"' in d.log() and "group joined" in d.log(),
-            what="an assignment",
-        )
+
+        def joined(d: DaemonProcess = daemon) -> bool:
+            return '"role": "scorer"' in d.log() and "group joined" in d.log()
+
+        daemon.wait_for(joined, what="an assignment")
     first.wait_for(
         lambda: _scorer_partitions(first) + _scorer_partitions(second) == 4, what="a split"
     )
@@ -145,7 +149,7 @@ def test_two_daemons_share_the_partitions_and_one_takes_over(
     assert second.metric("filterd_messages_total", outcome="decided") >= len(STREAM) - 2000
 
 
-def _scorer_partitions(daemon) -> int:
+def _scorer_partitions(daemon: DaemonProcess) -> int:
     """Partitions of the messages topic the daemon holds, by its last assignment log line."""
     held = 0
     for line in daemon.log().splitlines():
@@ -157,15 +161,21 @@ def _scorer_partitions(daemon) -> int:
 
 
 def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgresql(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], postgres_server: str
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    postgres_server: str,
 ) -> None:
     """Scorer and learner as separate processes sharing one PostgreSQL; the feedback comes first
     (the learner runs ahead of the scorer), by id only; each process is killed mid-stream in
     turn. Every label is applied exactly once and nothing is dead-lettered."""
     url = fresh_postgres(postgres_server)
     stream = STREAM[:2400]
-    fast = {"feedback": {"retry_seconds": 0.5}, "batches": {"poll_records": 100, "feedback": 200}}
-    learner = start_daemon(url, role="learner", **fast)
+    fast: dict[str, dict[str, Any]] = {
+        "feedback": {"retry_seconds": 0.5},
+        "batches": {"poll_records": 100, "feedback": 200},
+    }
+    learner = start_daemon(url, role="learner", feedback=fast["feedback"], batches=fast["batches"])
     produce(
         kafka_config,
         topics["feedback"],
@@ -175,7 +185,9 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
     learner.wait_for(
         lambda: learner.metric("filterd_feedback_total", outcome="parked") >= 200, what="parking"
     )
-    scorer = start_daemon(url, role="scorer", create_store=False, **fast)
+    scorer = start_daemon(
+        url, role="scorer", create_store=False, feedback=fast["feedback"], batches=fast["batches"]
+    )
     produce(kafka_config, topics["messages"], messages_of(stream), keys=[r["id"] for r in stream])
     scorer.wait_for(
         lambda: scorer.metric("filterd_messages_total", outcome="decided") >= 300, what="a start"
@@ -200,7 +212,7 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
 
 
 def test_a_stop_during_the_group_join_is_quick_and_quiet(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     # a long join (Tansu holds one for about session_timeout_ms / 2): the LeaveGroup a consumer
     # sends when it closes would wait behind its own JoinGroup and time out
@@ -216,7 +228,7 @@ def test_a_stop_during_the_group_join_is_quick_and_quiet(
 
 
 def test_a_second_signal_exits_at_once(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
 ) -> None:
     daemon = start_daemon(sqlite_url)
     daemon.wait_for(lambda: "group joined" in daemon.log(), what="start-up")
@@ -232,7 +244,7 @@ def test_a_second_signal_exits_at_once(
 
 
 def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_hang_not_waited_out(
-    start_daemon,
+    start_daemon: StartDaemon,
     kafka_config: dict[str, Any],
     topics: dict[str, str],
     sqlite_url: str,
@@ -269,6 +281,7 @@ def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_han
         # hung: connections stay open and nothing is answered, so every wait of the stop runs to
         # its bound (a broker that is down refuses at once)
         produce(offline, topics["messages"], [message(i) for i in range(100, 2100)])
+        assert late._process is not None
         os.kill(late._process.pid, signal.SIGSTOP)
         started = time.monotonic()
         daemon.signal(signal.SIGTERM)

@@ -11,10 +11,10 @@ import tracemalloc
 import pytest
 
 from filterd.bayes.model import ModelSpec
-from filterd.daemon.scorer import Decided, decide_payloads, queue_for_review
+from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.service.config import Review
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from tests.service.test_decide import trained
 
 SIZE = 200_000
@@ -32,7 +32,7 @@ def scorer_path(decider: Decider, payloads: list[bytes]) -> Decided:
 
 
 @pytest.fixture(scope="module")
-def decider():
+def decider() -> Decider:
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=5)
     decider.update(trained(), version=1)
     return decider
@@ -40,7 +40,7 @@ def decider():
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_decided(
-    decider, family
+    decider: Decider, family: str
 ) -> None:
     payload = record(family, SIZE)
     started = time.process_time()
@@ -57,7 +57,9 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(decider, family) -> None:
+def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
+    decider: Decider, family: str
+) -> None:
     payload = record(family, 900_000)
     tracemalloc.start()
     try:

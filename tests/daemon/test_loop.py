@@ -53,7 +53,12 @@ def settings(
     }
 
 
-def scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher, guard=None) -> Scorer:
+def scorer(
+    config: Config,
+    broker: MemoryBroker,
+    publisher: MemoryPublisher,
+    guard: DeadLetterGuard | None = None,
+) -> Scorer:
     engine = connect(config.database.url)
     state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
     return Scorer(
@@ -88,7 +93,7 @@ def committed_everything(broker: MemoryBroker, group: str, topic: str) -> bool:
 
 
 def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_is_committed(
-    config,
+    config: Config,
 ) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 60, bad={5: b"{not json", 17: b'{"text": "no id"}'})
@@ -103,7 +108,7 @@ def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_i
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config) -> None:
+def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     loop = scorer(config, broker, MemoryPublisher(broker))
@@ -115,12 +120,14 @@ def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config) -> No
     assert all(by_id[r.key] == r.partition for r in broker.read("decisions"))
 
 
-def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(config) -> None:
+def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 20)
     publisher = MemoryPublisher(broker)
     publisher.fail_flushes = 3
-    committed_while_failing: list[dict] = []
+    committed_while_failing: list[dict[tuple[str, TopicPartition], int]] = []
     flush = publisher.flush
 
     def observed_flush() -> None:
@@ -137,7 +144,7 @@ def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succe
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_lost_commit_costs_duplicates_not_losses(config) -> None:
+def test_a_lost_commit_costs_duplicates_not_losses(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 20)
     first = scorer(config, broker, MemoryPublisher(broker))
@@ -160,7 +167,7 @@ def test_a_lost_commit_costs_duplicates_not_losses(config) -> None:
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config) -> None:
+def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(30):
         broker.produce("messages", None, b"garbage %d" % i, partition=0)
@@ -171,7 +178,7 @@ def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config
     assert broker.committed == {} and broker.read("dead-letter") == []
 
 
-def test_content_senders_control_cannot_trip_the_guard(config) -> None:
+def test_content_senders_control_cannot_trip_the_guard(config: Config) -> None:
     """Long messages are decided (flagged truncated), oversized ones dead-lettered: neither is
     the sign of a bad deploy that the guard stops the daemon for."""
     broker = MemoryBroker(dict(TOPICS))
@@ -197,7 +204,7 @@ def test_content_senders_control_cannot_trip_the_guard(config) -> None:
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config) -> None:
+def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     feedback = [
         json.dumps({"message_id": f"f{i}", "label": r["label"], "text": r["text"]}).encode()
@@ -254,7 +261,7 @@ def learner_of(
     )
 
 
-def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config) -> None:
+def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config: Config) -> None:
     from filterd.store.sync import load
 
     assert config.model.labels == ["ham", "spam"]  # the shipped default
@@ -272,7 +279,7 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config) -> No
     assert sorted(stats.labels) == ["ham", "spam"]
 
 
-def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config) -> None:
+def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config: Config) -> None:
     from dataclasses import replace
 
     from filterd.daemon.supervisor import Daemon
@@ -287,7 +294,7 @@ def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config) -> Non
     assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(engine)} == {123_456}
 
 
-def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config) -> None:
+def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(40):
         payload = {"message_id": f"p{i}", "label": "free-money", "text": "win cash"}
@@ -305,7 +312,7 @@ def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config) -> None:
     ]
 
 
-def test_the_loop_logs_its_group_join(config) -> None:
+def test_the_loop_logs_its_group_join(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     with structlog.testing.capture_logs() as logged:
@@ -327,7 +334,7 @@ def lag_gauge(metrics: Metrics) -> dict[int, float]:
 
 
 def test_the_lag_gauge_counts_the_records_past_the_position(
-    config, monkeypatch: pytest.MonkeyPatch
+    config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
@@ -345,7 +352,9 @@ def test_the_lag_gauge_counts_the_records_past_the_position(
     )
 
 
-def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(config) -> None:
+def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(
+    config: Config,
+) -> None:
     from filterd.store.audit import read_events
 
     broker = MemoryBroker(dict(TOPICS))

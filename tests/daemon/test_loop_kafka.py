@@ -4,15 +4,15 @@ lag gauge from the end offsets fetches report, and a close without error lines."
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Unpack
 
 import pytest
 import structlog
 
 from filterd.daemon.guard import DeadLetterGuard
-from filterd.daemon.loop import Loop
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.kafka.consumer import Batch
-from filterd.kafka.memory import MemoryPublisher
+from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from tests.daemon.conftest import produce
@@ -24,7 +24,9 @@ class Reading(Loop):
 
     role = "scorer"
 
-    def __init__(self, stop: threading.Event, enough: int, **settings) -> None:
+    def __init__(
+        self, stop: threading.Event, enough: int, **settings: Unpack[LoopSettings]
+    ) -> None:
         super().__init__(**settings)
         self.stop, self.enough, self.read = stop, enough, 0
 
@@ -54,7 +56,7 @@ def test_a_loop_logs_its_join_reports_its_lag_and_closes_quietly(
             topic=topic,
             group=f"lag-{topic}",
             max_records=25,
-            publisher=MemoryPublisher(None),
+            publisher=MemoryPublisher(MemoryBroker({})),  # the loop publishes nothing
             guard=DeadLetterGuard(),
             dead_letter_topic="unused",
             payload_limit=100,

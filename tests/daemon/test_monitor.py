@@ -6,33 +6,36 @@ from pathlib import Path
 
 import pytest
 import structlog
-from sqlalchemy import update
+from sqlalchemy import Engine, update
 from structlog.testing import capture_logs
 
 from filterd.bayes.model import ModelSpec
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
 from filterd.evaluation.calibration import Threshold
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.service.config import load
+from filterd.service.config import Config, load
 from filterd.store.database import connect, upgrade
 from filterd.store.learning import LabelledTokens, apply_feedback, create_model
 from filterd.store.schema import Prequential
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.store.thresholds import latest_threshold, write_threshold
 from filterd.tokenize import Tokenizer
+from tests.store.conftest import threshold_in_force
 
 
 class Clock:
     now = 0.0
 
-    def __call__(self):
+    def __call__(self) -> float:
         return self.now
 
 
-def monitored_store(tmp_path: Path, **overrides):
+def monitored_store(
+    tmp_path: Path, **overrides: object
+) -> tuple[Engine, Config, Monitor, Metrics, Clock]:
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     upgrade(url)
     engine = connect(url)
@@ -51,7 +54,7 @@ def monitored_store(tmp_path: Path, **overrides):
     )
 
 
-def feedback(records):
+def feedback(records: list[SynthRecord]) -> list[LabelledTokens]:
     tokenize = Tokenizer()
     return [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in records]
 
@@ -115,10 +118,10 @@ def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_
     monitor.on_idle()
     first = latest_threshold(engine, "default", "spam")
     assert first is not None and first.version == 1 and first.created_by == "filterd run"
-    assert (first.source, first.level) == ("adaptive", pytest.approx(0.1))  # α = 1 − R to start
+    assert first.source == "adaptive" and first.level == pytest.approx(0.1)  # α = 1 − R to start
     clock.now = 122.0
     monitor.on_idle()  # the newest version is younger than the interval (wall clock): no new one
-    assert latest_threshold(engine, "default", "spam").version == 1
+    assert threshold_in_force(engine).version == 1
     # older than the interval, but nothing labelled since it was written: still no new one
     with engine.begin() as conn:
         hour_ago = datetime.now(UTC) - timedelta(hours=1)
@@ -126,10 +129,10 @@ def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_
         conn.execute(update(ThresholdRow).values(created_at=hour_ago))
     clock.now = 183.0
     monitor.on_idle()
-    assert latest_threshold(engine, "default", "spam").version == 1
+    assert threshold_in_force(engine).version == 1
     # new feedback scored since: a new version, its level moved by what the first τ missed
     monitor.record(monitor.score(later[:500]))
     clock.now = 244.0
     monitor.on_idle()
-    second = latest_threshold(engine, "default", "spam")
+    second = threshold_in_force(engine)
     assert second.version == 2 and second.source == "adaptive"

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, func, select
 
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
+from filterd.service.config import Config
 from filterd.store import parking
 from filterd.store.audit import read_events
 from filterd.store.drift import drift_report
@@ -36,12 +37,12 @@ def by_id(message_id: str, label: str, **fields: str) -> bytes:
 
 def labels_in_store(engine: Engine) -> dict[str, str]:
     with engine.connect() as conn:
-        rows = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all()
+        rows = list(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
         rows += conn.execute(select(Holdout.message_id, Holdout.label)).all()
     return dict(rows)
 
 
-def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config) -> None:
+def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = [f"m{i}" for i in range(20)]
     for i, message_id in enumerate(ids):
@@ -72,7 +73,9 @@ def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config)
     assert learner.metrics.feedback.labels(outcome="parked")._value.get() == 20
 
 
-def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(config) -> None:
+def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(8):
         broker.produce("feedback", b"k", by_id(f"ghost{i}", "spam"))
@@ -101,7 +104,7 @@ def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(c
 
 
 def test_a_newer_label_replaces_the_parked_one_and_feedback_with_the_message_settles_it(
-    config,
+    config: Config,
 ) -> None:
     broker = MemoryBroker(dict(TOPICS))
     broker.produce("feedback", b"x", by_id("x", "ham"))
@@ -116,7 +119,7 @@ def test_a_newer_label_replaces_the_parked_one_and_feedback_with_the_message_set
     assert learner.retry_parked(datetime.now(UTC) + LATER) == {}  # nothing left to apply later
 
 
-def test_an_id_and_its_message_in_one_batch_resolve_each_other(config) -> None:
+def test_an_id_and_its_message_in_one_batch_resolve_each_other(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     broker.produce("feedback", b"y", by_id("y", "spam", analyst="bo"))
     broker.produce("feedback", b"y", by_id("y", "spam", text="claim your prize now"))
@@ -137,7 +140,7 @@ def test_an_id_and_its_message_in_one_batch_resolve_each_other(config) -> None:
 
 
 def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for_ever(
-    config,
+    config: Config,
 ) -> None:
     broker = MemoryBroker(dict(TOPICS))
     learner = learner_of(config, broker, retry_seconds=1000)
@@ -157,7 +160,7 @@ def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for
 
 
 def test_labels_resolved_from_parking_are_scored_on_arrival_for_the_calibration_window(
-    config,
+    config: Config,
 ) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = [f"m{i}" for i in range(20)]

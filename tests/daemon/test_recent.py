@@ -7,7 +7,7 @@ class Clock:
     def __init__(self) -> None:
         self.now = 0.0
 
-    def __call__(self):
+    def __call__(self) -> float:
         return self.now
 
 

@@ -5,9 +5,12 @@ crash meanwhile loses none (the batch is decided again)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from datetime import datetime
 
 import pytest
 import structlog
+from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
 from filterd.daemon import recorder as recorder_module
@@ -15,6 +18,8 @@ from filterd.daemon.recorder import Recorder
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
+from filterd.store import decided as decided_module
 from filterd.store.database import connect
 from filterd.store.decided import where_decided
 from filterd.store.learning import find_model_id
@@ -23,16 +28,18 @@ from tests.daemon.test_loop import TOPICS, committed_everything, messages, score
 
 
 def test_offsets_wait_for_the_coordinates_and_decisions_do_not(
-    config, monkeypatch: pytest.MonkeyPatch
+    config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failing = threading.Event()
     failing.set()
-    real = recorder_module.record_decided
+    real = decided_module.record_decided
 
-    def record_decided(*args, **kwargs):
+    def record_decided(
+        conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]], now: datetime
+    ) -> None:
         if failing.is_set():
             raise OperationalError("INSERT", {}, Exception("database is locked"))
-        return real(*args, **kwargs)
+        return real(conn, model_id, decided, now)
 
     monkeypatch.setattr(recorder_module, "record_decided", record_decided)
     broker = MemoryBroker(dict(TOPICS))
@@ -55,7 +62,9 @@ def test_offsets_wait_for_the_coordinates_and_decisions_do_not(
     assert sorted(found) == sorted(ids)
 
 
-def test_pending_rows_are_bounded_oldest_first(config, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pending_rows_are_bounded_oldest_first(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(recorder_module, "MAX_PENDING_ROWS", 5)
     recorder = Recorder(
         connect(config.database.url), "default", 100, Health(), Metrics(), structlog.get_logger()

@@ -10,12 +10,13 @@ import pytest
 import structlog
 
 from filterd.daemon.supervisor import StartupError, prepare_store
+from filterd.service.config import Config
 from filterd.service.config import load as load_config
 from filterd.store.database import connect, current, head
 from filterd.store.learning import UnknownModel, model_names
 
 
-def config_for(url: str):
+def config_for(url: str) -> Config:
     return load_config(None, environ={}, overrides={"database.url": url})
 
 

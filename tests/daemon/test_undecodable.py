@@ -9,26 +9,27 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pytest
 import structlog
 from kafka import KafkaConsumer, TopicPartition
 
 from filterd.daemon.guard import DeadLetterGuard
-from filterd.daemon.loop import Loop
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.kafka.batches import batch_at
-from filterd.kafka.consumer import Batch
+from filterd.kafka.consumer import Batch, ConsumedRecord, Consumer
 from filterd.kafka.internals import DefaultRecordBatchBuilder
-from filterd.kafka.memory import MemoryPublisher
+from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.kafka.producer import BatchProducer
 from filterd.kafka.settings import CODEC_INSTALLED
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.store import undecodable
 from filterd.store.database import connect, upgrade
-from tests.daemon.conftest import ids_of, message, read_all
+from tests.daemon.conftest import StartDaemon, ids_of, message, read_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +58,7 @@ class Reading(Loop):
 
     role = "scorer"
 
-    def __init__(self, **settings) -> None:
+    def __init__(self, **settings: Unpack[LoopSettings]) -> None:
         super().__init__(**settings)
         self.read: dict[int, list[int]] = {}
 
@@ -70,30 +71,33 @@ class Reading(Loop):
 class CountingPolls:
     """A consumer whose polls are counted."""
 
-    def __init__(self, consumer) -> None:
+    def __init__(self, consumer: Consumer) -> None:
         self.consumer, self.polls = consumer, 0
 
-    def poll(self, *args, **kwargs):
+    def poll(self, *args: Any, **kwargs: Any) -> Mapping[TopicPartition, Sequence[ConsumedRecord]]:
         self.polls += 1
         return self.consumer.poll(*args, **kwargs)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.consumer, name)
 
 
-def committed(kafka_config: dict, group: str, tp: TopicPartition) -> int | None:
+def committed(kafka_config: dict[str, Any], group: str, tp: TopicPartition) -> int | None:
     consumer = KafkaConsumer(
         bootstrap_servers=kafka_config["bootstrap_servers"],
         group_id=group,
         enable_auto_commit=False,
     )
     try:
-        return consumer.committed(tp)
+        offset: int | None = consumer.committed(tp)
+        return offset
     finally:
         consumer.close()
 
 
-def wait_until(condition, timeout: float = 30.0, what: str = "condition") -> None:
+def wait_until(
+    condition: Callable[[], object], timeout: float = 30.0, what: str = "condition"
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -114,10 +118,10 @@ CORRUPT = "corrupt: its CRC does not match its bytes"
     ],
 )
 def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
-    broken,
-    codec,
-    problem,
-    client,
+    broken: Callable[[list[bytes]], bytes],
+    codec: str,
+    problem: str,
+    client: str,
     kafka_config: dict[str, Any],
     topics: dict[str, str],
     tmp_path: Path,
@@ -140,7 +144,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     if codec == "snappy":  # as a consumer without the library: kafka-python looks at each read
         monkeypatch.setattr("kafka.codec.has_snappy", lambda: False)
         monkeypatch.setitem(CODEC_INSTALLED, "snappy", lambda: False)
-    assert batch_at(kafka_config, stuck_at, 5).problem == problem  # as the broker keeps it
+    held = batch_at(kafka_config, stuck_at, 5)
+    assert held is not None and held.problem == problem  # as the broker keeps it
     url = f"sqlite:///{tmp_path / 'store.db'}"
     upgrade(url)
     engine = connect(url)
@@ -152,7 +157,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         topic=topic,
         group=group,
         max_records=100,
-        publisher=MemoryPublisher(None),
+        publisher=MemoryPublisher(MemoryBroker({})),  # the loop publishes nothing
         guard=DeadLetterGuard(),
         dead_letter_topic="unused",
         payload_limit=100,
@@ -162,7 +167,12 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         store=engine,
     )
     consumer: list[CountingPolls] = []
-    loop.connect = lambda: consumer.append(CountingPolls(loop._subscribe())) or consumer[-1]
+
+    def counted() -> Consumer:
+        consumer.append(CountingPolls(loop._subscribe()))
+        return consumer[-1]
+
+    loop.connect = counted
     with structlog.testing.capture_logs() as logged:
         thread = threading.Thread(target=loop.run, args=(stop,))
         thread.start()
@@ -243,7 +253,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
 
 
 def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_skip_moves_it_on(
-    start_daemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path
 ) -> None:
     """As the issue found it: librdkafka compresses with snappy, filterd's environment lacks
     the library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
@@ -347,7 +357,7 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     assert row["status"].startswith("skipped at")
 
 
-def filterd(*args: str) -> subprocess.CompletedProcess:
+def filterd(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "filterd", *args],
         capture_output=True,

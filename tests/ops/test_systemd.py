@@ -100,7 +100,7 @@ def shipped(suffix: str) -> list[Path]:
 
 
 @needs_systemd_analyze
-def test_systemd_analyze_verifies_every_unit(units) -> None:
+def test_systemd_analyze_verifies_every_unit(units: Path) -> None:
     files = [units / p.name for p in (*shipped("service"), *shipped("timer"))]
     instances = [units / f"filterd@{role}.service" for role in ROLES]
     assert len(files) >= 6  # filterd@, migrate, prune and export services, two timers
@@ -108,7 +108,7 @@ def test_systemd_analyze_verifies_every_unit(units) -> None:
 
 
 @needs_systemd_analyze
-def test_verify_rejects_a_broken_unit(units) -> None:
+def test_verify_rejects_a_broken_unit(units: Path) -> None:
     """The check above can fail: a misspelt key, and an executable that does not exist."""
     text = (units / "filterd@.service").read_text()
     (units / "filterd@.service").write_text(text.replace("PrivateTmp=", "PrivateTemp="))
@@ -118,7 +118,7 @@ def test_verify_rejects_a_broken_unit(units) -> None:
 
 
 @needs_systemd_analyze
-def test_security_exposure_is_low(units) -> None:
+def test_security_exposure_is_low(units: Path) -> None:
     """`systemd-analyze security` scores exposure from 0 (sandboxed) to 10 (exposed)."""
     result = subprocess.run(
         ["systemd-analyze", "security", "--offline=yes", str(units / "filterd@scorer.service")],
@@ -136,7 +136,7 @@ def test_security_exposure_is_low(units) -> None:
 
 
 @pytest.mark.parametrize("path", shipped("service"), ids=lambda p: p.name)
-def test_service_is_sandboxed(path) -> None:
+def test_service_is_sandboxed(path: Path) -> None:
     found = settings(path)
     for key, value in HARDENING.items():
         assert value in found.get(key, []), f"{path.name}: {key}={value} missing"
@@ -145,7 +145,7 @@ def test_service_is_sandboxed(path) -> None:
 
 
 @pytest.mark.parametrize("path", shipped("service"), ids=lambda p: p.name)
-def test_service_can_open_enough_files(path) -> None:
+def test_service_can_open_enough_files(path: Path) -> None:
     """A limit far above systemd's default soft limit of 1,024: the daemon's servers keep at
     most a quarter of it in connections each (docs/operations.md)."""
     (limit,) = settings(path)["LimitNOFILE"]
@@ -209,7 +209,7 @@ def parse(args: list[str]) -> click.Command:
 @pytest.mark.parametrize(
     "unit,args", filterd_commands(), ids=lambda x: x if isinstance(x, str) else ""
 )
-def test_command_lines_are_valid_filterd_commands(unit, args) -> None:
+def test_command_lines_are_valid_filterd_commands(unit: str, args: list[str]) -> None:
     """Each filterd command line parses with the real CLI: its commands and options exist."""
     assert parse(args).name == args[1 if args[0] in ("db", "model", "topics") else 0]
 
@@ -280,10 +280,10 @@ def test_backup_unit_writes_a_dated_export_that_imports(tmp_path: Path) -> None:
     assert gzip.decompress((state / "backups" / backups[0]).read_bytes())
     restored = f"sqlite:///{tmp_path / 'restored.db'}"
     assert runner.invoke(main, ["db", "upgrade", "--db", restored]).exit_code == 0
-    result = runner.invoke(
+    imported = runner.invoke(
         main, ["model", "import", str(state / "backups" / backups[0]), "--db", restored]
     )
-    assert result.exit_code == 0, result.output
+    assert imported.exit_code == 0, imported.output
     stats = [
         json.loads(runner.invoke(main, ["model", "stats", "--json", "--db", db]).stdout)
         for db in (url, restored)

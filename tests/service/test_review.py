@@ -34,7 +34,7 @@ def decision(
     score: float = 0.41,
     threshold: float = 0.4,
     label: str = "spam",
-    **fields: Any,
+    **fields: Any,  # other fields of `Decision`, of their own types
 ) -> Decision:
     values: dict[str, Any] = {
         "message_id": message_id,

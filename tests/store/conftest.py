@@ -11,7 +11,7 @@ from filterd.store.thresholds import ThresholdVersion, latest_threshold
 from tests.conftest import fresh_postgres
 
 
-def in_force(
+def threshold_in_force(
     engine: Engine, model: str = "default", target_class: str = "spam"
 ) -> ThresholdVersion:
     """`latest_threshold`, which must find a version."""

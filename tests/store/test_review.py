@@ -42,7 +42,7 @@ def item(
     threshold: float = 0.5,
     reason: Reason = "band",
     tokens: Sequence[str] = ("win", "cash"),
-    **fields: Any,
+    **fields: Any,  # other fields of `QueuedItem`, of their own types
 ) -> QueuedItem:
     defaults = QueuedItem(
         message_id,

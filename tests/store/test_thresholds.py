@@ -41,7 +41,7 @@ from filterd.store.thresholds import (
     write_threshold,
 )
 from filterd.tokenize import Tokenizer
-from tests.store.conftest import in_force
+from tests.store.conftest import threshold_in_force
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOLDOUT = 0.2
@@ -149,9 +149,9 @@ def test_versions_increase_per_model_and_the_latest_is_per_class(engine: Engine)
     )
     elsewhere = write_threshold(engine, "other", "spam", threshold(3.0), 0.9, None, None, "test")
     assert [first.version, fraud.version, second.version, elsewhere.version] == [1, 2, 3, 1]
-    latest = in_force(engine, "default", "spam")
+    latest = threshold_in_force(engine, "default", "spam")
     assert latest == second and latest.forced and latest.auc is None and latest.tau == -2.0
-    assert in_force(engine, "default", "fraud").tau == 0.5
+    assert threshold_in_force(engine, "default", "fraud").tau == 0.5
     assert [v.version for v in threshold_history(engine, "default")] == [3, 2, 1]
     again = threshold_history(engine, "default")[-1]
     assert (
@@ -225,7 +225,7 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     assert report.auc == ranking.auc(scores, positives)
     for ours, theirs in zip(report.roc, ranking.roc_curve(scores, positives)):
         np.testing.assert_array_equal(ours, theirs)
-    stored = in_force(store, "default", "spam")
+    stored = threshold_in_force(store, "default", "spam")
     assert (stored.version, stored.tau, stored.auc, stored.n_pos, stored.forced) == (
         1,
         report.tau,
@@ -286,11 +286,11 @@ def test_too_few_positives_is_refused_and_force_is_recorded(store: Engine) -> No
         store, "default", "spam", 0.99, last=150, min_negatives=10, force=True, now=T0
     )
     assert report.forced and "too few positives" in report.overridden[0]
-    assert in_force(store, "default", "spam").forced
+    assert threshold_in_force(store, "default", "spam").forced
     unforced = calibrate_model(
         store, "default", "spam", 0.99, force=True, now=T0
     )  # nothing to override
-    assert not unforced.forced and not in_force(store, "default", "spam").forced
+    assert not unforced.forced and not threshold_in_force(store, "default", "spam").forced
 
 
 def test_too_few_negatives_is_refused(store: Engine) -> None:
@@ -370,7 +370,7 @@ def test_many_classes_get_one_threshold_each_or_none(engine: Engine) -> None:
     for r in reports:
         scores, positives = rescored(engine, r.target_class)
         assert r.recall >= 0.95 and r.auc == ranking.auc(scores, positives)
-        assert in_force(engine, "default", r.target_class).tau == r.tau
+        assert threshold_in_force(engine, "default", r.target_class).tau == r.tau
 
 
 # --- on fresh data from the same distribution (SQLite only: no database behaviour here) -----
@@ -529,7 +529,7 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(stor
         assert second.level == pytest.approx(adapt_level(0.01, 0.01, len(spam), missed, 0.001))
         assert second.level is not None and second.level < 0.01  # aims higher than R now
         assert second.recall >= 1 - second.level  # τ chosen for 1 − level on the window
-        written = in_force(store, "default", "spam")
+        written = threshold_in_force(store, "default", "spam")
         assert (written.version, written.source) == (second.version, "adaptive")
         assert written.level == pytest.approx(second.level)
         e = second.expected_recall
@@ -549,7 +549,7 @@ def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_h
 
     first = calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)
     assert (first.source, first.level) == ("holdout", None)
-    assert in_force(store, "default", "spam").source == "holdout"
+    assert threshold_in_force(store, "default", "spam").source == "holdout"
     # once a τ exists, a window too small is a refusal that keeps it, not a fallback
     with pytest.raises(GuardrailError, match="too few positives") as refused:
         calibrate_model(store, "default", "spam", 0.9, source="adaptive", now=T0)

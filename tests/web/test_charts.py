@@ -89,7 +89,7 @@ def test_the_operating_points_sit_at_their_coordinates() -> None:
     root = parse(roc_svg([0.0, 1.0], [0.0, 1.0], tau_point=(0.25, 0.5), previous_point=(0.5, 0.75)))
     ((x0, y0), (x1, y1)) = path_points(root)[0]
 
-    def px(fx, ty):
+    def px(fx: float, ty: float) -> tuple[float, float]:
         return x0 + fx * (x1 - x0), y0 + ty * (y1 - y0)
 
     circles = [(float(c.get("cx", "")), float(c.get("cy", ""))) for c in root.iter(f"{NS}circle")]

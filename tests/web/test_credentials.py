@@ -3,15 +3,18 @@
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypedDict, TypeVar
 
 import pytest
 from click.testing import CliRunner
 
 from filterd.cli import main
+from filterd.service import passwords
 from filterd.service.config import ConfigError, load
-from filterd.service.passwords import hash_secret, parse_hash, verify
+from filterd.service.passwords import Hashed, hash_secret, parse_hash, verify
 from filterd.web.auth import (
     CLIENT_FAILURES,
     FAILURE_WINDOW,
@@ -23,6 +26,8 @@ from filterd.web.auth import (
 )
 from filterd.web.errors import Problem
 from tests.web.conftest import PASSWORD, ROUNDS, basic
+
+T = TypeVar("T")
 
 HERE, THERE = "127.0.0.1", "192.0.2.66"  # the analyst's address, a guesser's
 
@@ -52,7 +57,7 @@ def test_a_hash_verifies_its_secret_only() -> None:
         ),
     ],
 )
-def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value, said) -> None:
+def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value: str, said: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load(None, {"FILTERD_HTTP_USERS": "{dana = %s}" % value})
     assert str(raised.value).startswith(said) and "\n" not in str(raised.value)
@@ -140,6 +145,7 @@ def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out() ->
     with pytest.raises(Throttled) as throttled:  # refused unhashed, right or wrong
         auth.identify(basic("lee", PASSWORD), THERE)
     assert throttled.value.status == 429
+    assert throttled.value.headers is not None
     wait = int(throttled.value.headers["Retry-After"])
     assert 0 < wait <= FAILURE_WINDOW / FAILURES + 1
     # lee at her own desk, never verified before, is not refused
@@ -169,15 +175,24 @@ def test_one_address_guessing_at_many_names_is_slowed_down_too() -> None:
     assert auth.login("lee", PASSWORD, HERE) == "lee"
 
 
-def counting(monkeypatch: pytest.MonkeyPatch) -> dict:
+class Seen(TypedDict):
+    """What `counting` saw: hashes run, running now, the most at once, the threads."""
+
+    runs: int
+    now: int
+    most: int
+    threads: set[str]
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> Seen:
     """Counts the slow hashes `filterd.web.auth` runs, the most at once, and the threads that
     ran them."""
     import filterd.web.auth as module
 
-    real, lock = module.verify, threading.Lock()
-    seen = {"runs": 0, "now": 0, "most": 0, "threads": set()}
+    real, lock = passwords.verify, threading.Lock()
+    seen: Seen = {"runs": 0, "now": 0, "most": 0, "threads": set()}
 
-    def verify(secret, hashed):
+    def verify(secret: str, hashed: Hashed) -> bool:
         with lock:
             seen["runs"] += 1
             seen["threads"].add(threading.current_thread().name)
@@ -193,11 +208,11 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> dict:
     return seen
 
 
-def at_once(n: int, check) -> list:
+def at_once(n: int, check: Callable[[int], T]) -> list[T | Problem]:
     """`check(i)` in n threads started together: each one's result or exception."""
     barrier = threading.Barrier(n)
 
-    def run(i: int):
+    def run(i: int) -> T | Problem:
         barrier.wait()
         try:
             return check(i)
@@ -225,7 +240,7 @@ def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
     users = {f"u{i}": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=200_000) for i in range(3)}
     auth = Authenticator({}, users)
 
-    def timed(i: int):
+    def timed(i: int) -> tuple[str, float]:
         started = time.perf_counter()
         try:
             auth.identify(basic(f"u{i % 3}", f"wrong-{i}"), f"10.0.0.{i}")  # one budget each
@@ -234,13 +249,15 @@ def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
         return "checked", time.perf_counter() - started
 
     outcomes = at_once(40, timed)
+    timings = [o for o in outcomes if not isinstance(o, Problem)]
+    assert len(timings) == len(outcomes)  # `timed` answers its refusals itself
     assert seen["most"] <= HASH_SLOTS
     # in threads of their own, whichever thread asked: the memory a hash leaves in its thread's
     # allocator stays within HASH_SLOTS threads, however many ask over time
     assert len(seen["threads"]) <= HASH_SLOTS
     assert all(name.startswith("filterd-hash") for name in seen["threads"])
-    checked = [t for what, t in outcomes if what == "checked"]
-    busy = [t for what, t in outcomes if what == "busy"]
+    checked = [t for what, t in timings if what == "checked"]
+    busy = [t for what, t in timings if what == "busy"]
     assert busy and checked and len(checked) + len(busy) == 40
     # refused without waiting for a slot: well within one hash's time
     assert statistics.median(busy) < 0.5 * statistics.median(checked)
@@ -251,7 +268,7 @@ def test_an_unknown_name_costs_as_long_as_a_known_one() -> None:
     token = hash_secret("erin.right", "pbkdf2_sha256", rounds=100_000)
     auth = Authenticator({"erin": token}, {"dana": hashed}, slots=100)
 
-    def took(check) -> float:
+    def took(check: Callable[[int], object]) -> float:
         times = []
         for i in range(5):
             started = time.perf_counter()

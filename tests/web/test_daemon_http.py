@@ -19,13 +19,13 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.passwords import hash_secret
 from filterd.store.database import connect
 from filterd.store.schema import FeedbackLedger, LabelEvent
-from tests.daemon.conftest import produce, read_all, valid
+from tests.daemon.conftest import StartDaemon, produce, read_all, valid
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 
 
 def test_http_checks_like_kafka_and_its_labels_are_learned(
     sqlite_url: str,
-    start_daemon,
+    start_daemon: StartDaemon,
     kafka_config: dict[str, Any],
     topics: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
@@ -150,4 +150,4 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(
         serving.send_signal(signal.SIGTERM)
         assert serving.wait(15) == 0, log.read_text()
     daemon.stop()
-    assert daemon.process.returncode == 0
+    assert daemon.started().returncode == 0

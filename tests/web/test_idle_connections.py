@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,7 @@ def daemon(
     kafka_config: dict[str, Any],
     topics: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
-):
+) -> Iterator[Daemon]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 3 * ATTACKERS:
         pytest.skip(f"the test's own sockets need more open files than {hard}")
@@ -223,7 +224,9 @@ def is_warning(line: str) -> bool:
 
 
 @pytest.mark.parametrize("flooded", ["http_port", "observe_port"])
-def test_every_endpoint_answers_within_a_second_while_a_port_is_flooded(daemon, flooded) -> None:
+def test_every_endpoint_answers_within_a_second_while_a_port_is_flooded(
+    daemon: Daemon, flooded: str
+) -> None:
     """The API's port, then the observe port: the other endpoints and the flooded port's own
     answer within ANSWER_SECONDS, the log stays quiet, the daemon lives."""
     answers, noise, closed = attacked(daemon, getattr(daemon, flooded))
