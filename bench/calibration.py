@@ -87,6 +87,7 @@ from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.calibration import (
     CalibrationError,
@@ -94,11 +95,10 @@ from filterd.evaluation.calibration import (
     positives_needed,
     recall_threshold,
 )
-from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
 from filterd.jobs.calibrate import STEP
 from filterd.service.decide import NotReady, decision_scores, scoring_model
-from filterd.store.learning import in_holdout
+from filterd.store.ledger import in_holdout
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"

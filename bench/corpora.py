@@ -17,7 +17,7 @@ from pathlib import Path
 from filterd.bayes.estimators import ESTIMATORS
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer
 

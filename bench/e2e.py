@@ -117,13 +117,15 @@ from store import synthetic_token_feedback
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
+from filterd.cli.corpus_files import read_corpus
 from filterd.demo.broker import LocalBroker, free_port
-from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.evaluation.corpus import train_test_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.admin import create_topics
 from filterd.service.config import KAFKA_CLIENTS
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.database import connect
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 
 SMS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "sms-spam" / "messages.jsonl.gz"
@@ -200,31 +202,30 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> f
 def learn_sms_model(url: str, model: str, spec: ModelSpec, train: list[dict]) -> float:
     """The training part into a fresh store; returns seconds."""
     started = time.perf_counter()
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, model, spec)
+    store = Store.open(url)
+    store.upgrade()
+    held = store.create_model(model, spec)
     tokenize = Tokenizer()
     items = [
         LabelledTokens(r["id"], r["label"], tokenize({"text": r["text"]}).tokens) for r in train
     ]
     for i in range(0, len(items), 2000):
-        apply_feedback(engine, model, items[i : i + 2000], holdout_fraction=0)
-    engine.dispose()
+        held.learn(items[i : i + 2000], holdout_fraction=0)
+    store.close()
     return time.perf_counter() - started
 
 
 def build_big_model(url: str, model: str, tokens: int) -> float:
     """`tokens` distinct tokens × 2 classes (bench/store.py's synthetic documents); seconds."""
     started = time.perf_counter()
-    upgrade(url)
-    engine = connect(url)
-    create_model(
-        engine, model, ModelSpec("mnb"), seed=2
-    )  # the model the documented figure was measured with
+    store = Store.open(url)
+    store.upgrade()
+    # the model the documented figure was measured with
+    held = store.create_model(model, ModelSpec("mnb"), seed=2)
     big = synthetic_token_feedback(tokens)
     for i in range(0, len(big), 1000):
-        apply_feedback(engine, model, big[i : i + 1000], holdout_fraction=0)
-    engine.dispose()
+        held.learn(big[i : i + 1000], holdout_fraction=0)
+    store.close()
     return time.perf_counter() - started
 
 

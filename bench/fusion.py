@@ -27,8 +27,9 @@ import numpy as np
 
 from filterd.bayes import fusion
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus, relabel
+from filterd.evaluation.corpus import relabel
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.service.passwords import hash_secret
 from filterd.web.auth import new_token
 

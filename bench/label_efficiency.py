@@ -40,9 +40,9 @@ from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, encode, select_docs
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.calibration import CalibrationError, recall_threshold
-from filterd.evaluation.corpus import read_corpus
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.tokenize import Tokenizer
 

@@ -27,8 +27,9 @@ import numpy as np
 
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus, relabel
+from filterd.evaluation.corpus import relabel
 from filterd.evaluation.protocols import Corpus, online_replay, split_scores, train_test_split
 from filterd.tokenize import Tokenizer
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus, relabel, train_test_split
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import relabel, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, split_scores
 from filterd.tokenize import Tokenizer
 

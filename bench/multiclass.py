@@ -4,7 +4,7 @@
                                          [--protocol split|online|both] [--limit N]
 
 Protocol (printed with the table):
-- The corpus is read by `filterd.evaluation.corpus.read_corpus` (sorted by `order`; the first N
+- The corpus is read by `filterd.cli.corpus_files.read_corpus` (sorted by `order`; the first N
   with --limit) and tokenized once by filterd's default tokenizer (`filterd.tokenize.Tokenizer()`).
   Every system gets those tokens with their counts: filterd as its hashed token counts, River as
   a dict token → count, scikit-learn as DictVectorizer columns of the same dicts. The labels
@@ -58,8 +58,9 @@ from filterd.bayes.features import select_docs
 from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import Record, read_corpus, train_test_split
+from filterd.evaluation.corpus import Record, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, evaluate
 from filterd.tokenize import Tokenizer, Tokens
 

@@ -29,7 +29,7 @@ import numpy as np
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
 

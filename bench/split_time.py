@@ -27,7 +27,8 @@ if "--pure-python" in sys.argv:  # before filterd is imported: its modules then 
 from filterd.bayes import features
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.corpus import read_corpus, train_test_split
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import train_test_split
 from filterd.evaluation.protocols import SEED, Corpus
 from filterd.tokenize import Tokenizer
 

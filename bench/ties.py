@@ -24,8 +24,8 @@ from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
+from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import read_corpus
 from filterd.tokenize import Tokenizer
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -47,13 +48,25 @@ def token_hash(results) -> str:
     return digest.hexdigest()
 
 
+# where read_corpus lives, newest first: a --baseline revision may be older than the move
+READERS = ("filterd.cli.corpus_files", "filterd.evaluation.corpus", "filterd.corpus")
+
+
+def baseline_reader():
+    """The read_corpus of the filterd on sys.path, wherever its revision keeps it."""
+    for name in READERS:
+        try:
+            return importlib.import_module(name).read_corpus
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError(f"no read_corpus in any of {', '.join(READERS)}")
+
+
 def worker(corpus: str) -> None:
     """Load the corpus, tokenize it once, print the hash, then time one pass per input line."""
-    try:
-        from filterd.evaluation.corpus import read_corpus
-    except ImportError:  # a --baseline revision from before filterd.corpus moved
-        from filterd.corpus import read_corpus  # type: ignore[no-redef]
     from filterd.tokenize import Tokenizer
+
+    read_corpus = baseline_reader()
 
     messages = [r.message() for r in read_corpus(corpus)]
     tokenizer = Tokenizer()
@@ -141,7 +154,7 @@ def build_speedups(root: Path) -> None:
 
 
 def profile(corpus: str, top: int) -> None:
-    from filterd.evaluation.corpus import read_corpus
+    from filterd.cli.corpus_files import read_corpus
     from filterd.tokenize import Tokenizer
 
     messages = [r.message() for r in read_corpus(corpus)]

@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from filterd.bayes.model import DEFAULT_SPEC
-from filterd.evaluation.corpus import Record, read_corpus
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import Record
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens
 from filterd.tokenize.text import char_ngram_tokens

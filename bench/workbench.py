@@ -45,15 +45,9 @@ from filterd.observe.metrics import Metrics
 from filterd.service.config import load
 from filterd.service.passwords import hash_secret
 from filterd.service.review import QueuedItem
-from filterd.store.database import connect, upgrade
-from filterd.store.drift import Scored, record_scores
-from filterd.store.learning import (
-    LabelledTokens,
-    apply_feedback,
-    create_model,
-    find_model_id,
-)
-from filterd.store.review import queue_items
+from filterd.store.drift import Scored
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.serving import Api
 
@@ -74,21 +68,18 @@ class Timings:
 
 
 def build_store(url: str, items: int) -> None:
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(
-        engine,
-        "default",
+    model.learn(
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
     texts = generate(SynthConfig(n_messages=1000, seed=2))
     now = datetime.now(UTC)
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, "default")
+    with model.transaction() as writing:
         for start in range(0, items, 10_000):
             batch = []
             for i in range(start, min(start + 10_000, items)):
@@ -114,9 +105,9 @@ def build_store(url: str, items: int) -> None:
                     )
                 )
             when = now - timedelta(days=14) * (1 - start / items)
-            queue_items(conn, model_id, batch, when)
+            writing.queue_review(batch, when)
     labelled = [LabelledTokens(f"m{i}", "spam", ["x"]) for i in range(0, items, 10)]
-    apply_feedback(engine, "default", labelled, holdout_fraction=0)
+    model.learn(labelled, holdout_fraction=0)
     # the drift window: labels scored on arrival, a tenth spam, spam mostly scoring higher
     scored = [
         Scored(
@@ -127,13 +118,13 @@ def build_store(url: str, items: int) -> None:
         )
         for i in range(5000)
     ]
-    record_scores(engine, "default", "spam", scored, keep=5000)
-    calibrate_model(engine, "default", "spam", 0.99, source="prequential", min_docs=5)
-    if engine.dialect.name == "postgresql":
+    model.record_scores("spam", scored, keep=5000)
+    calibrate_model(model, "spam", 0.99, source="prequential", min_docs=5)
+    if store.engine.dialect.name == "postgresql":
         # what autovacuum does after a bulk load: without statistics the planner sees no rows
-        with engine.begin() as conn:
+        with store.engine.begin() as conn:
             conn.exec_driver_sql("ANALYZE")
-    engine.dispose()
+    store.close()
 
 
 def main() -> None:
@@ -185,10 +176,11 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
         },
     )
     config = replace(config, http=replace(config.http, users=users, port=0))
-    engine = connect(url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("bench"))
+    store = Store.open(url)
+    model = store.model("default")
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("bench"))
     state.refresh(force=True)
-    api = Api(config, engine, state, tokenizer_of(config), structlog.get_logger("bench")).start()
+    api = Api(config, model, state, tokenizer_of(config), structlog.get_logger("bench")).start()
     try:
         cookie = log_in(api.port)
         since = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
@@ -241,7 +233,7 @@ def measure(url: str, args: argparse.Namespace, timings: Timings) -> None:
         )
     finally:
         api.stop()
-        engine.dispose()
+        store.close()
 
 
 def fetch(port: int, path: str, cookie: str) -> str:

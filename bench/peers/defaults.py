@@ -26,7 +26,7 @@ SPAM = {"sms-spam", "spamassassin"}
 
 
 def main() -> None:
-    from filterd.evaluation.corpus import read_corpus
+    from filterd.cli.corpus_files import read_corpus
     from filterd.evaluation.protocols import Corpus, evaluate
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

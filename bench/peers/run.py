@@ -7,7 +7,7 @@
         [--results bench/peers/RESULTS.md]
 
 Same messages in the same order for every peer: the corpus read by
-`filterd.evaluation.corpus.read_corpus` (sorted by `order`, the first N with --limit, labels
+`filterd.cli.corpus_files.read_corpus` (sorted by `order`, the first N with --limit, labels
 merged by --relabel as `filterd evaluate --relabel` does, e.g. smishing=spam), the split of
 `filterd.evaluation.corpus.train_test_split` (the corpus's own, else stratified 66/34 with seed
 0: the one `filterd evaluate` uses), the online protocol the TREC immediate-feedback replay in
@@ -47,8 +47,9 @@ FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd
 
 
 def load(corpus: Path, limit: int | None, relabels=()):
+    from filterd.cli.corpus_files import read_corpus
     from filterd.cli.evaluation import relabel_mapping
-    from filterd.evaluation.corpus import read_corpus, relabel
+    from filterd.evaluation.corpus import relabel
 
     path = corpus / "messages.jsonl.gz" if corpus.is_dir() else corpus
     records = read_corpus(path)

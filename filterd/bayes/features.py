@@ -29,18 +29,32 @@ class _Speedups(Protocol):
     ) -> tuple[bytearray, bytearray, bytearray, bytearray] | None: ...
 
 
+class SpeedupsMismatch(RuntimeError):
+    """filterd._speedups hashes tokens with other primes than `filterd.bayes.vocab`: its keys
+    would not be the model's."""
+
+
 def _load_speedups() -> _Speedups | None:
     """The C loop of `encode`, built where a compiler was at hand (setup.py), or None."""
     try:
         from filterd import _speedups as module
     except ImportError:  # pragma: no cover - depends on the build
         return None
+    return checked_speedups(module)
+
+
+def checked_speedups(module: _Speedups) -> _Speedups:
+    """`module` if it hashes with `filterd.bayes.vocab`'s primes; SpeedupsMismatch otherwise
+    (a build of another filterd: its token keys would not match the model's)."""
+    if (module.P1, module.P2) != (P1, P2):
+        raise SpeedupsMismatch(
+            f"filterd._speedups was built with the primes ({module.P1}, {module.P2}), "
+            f"filterd.bayes.vocab uses ({P1}, {P2}): rebuild it (pip install -e .)"
+        )
     return module
 
 
 _speedups = _load_speedups()
-if _speedups is not None:
-    assert (_speedups.P1, _speedups.P2) == (P1, P2), "filterd._speedups was built for other primes"
 
 
 @dataclass(frozen=True)

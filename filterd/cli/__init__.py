@@ -1,9 +1,10 @@
-"""The `filterd` command line: one click group, commands in a module per concern.
-
-A command's module is imported when the command is invoked or asked for its help, not before:
+"""The `filterd` command line: one click group (`main`), its commands (`COMMANDS`) in a module
+per concern, each imported when its command is invoked or asked for its help, not before:
 `filterd --help` and `filterd --version` import neither the store (SQLAlchemy, Alembic), the
 brokers' client, the HTTP server nor the numeric libraries, so that they answer at once.
-"""
+`corpus_files`, the corpus files that commands (`filterd demo` among them) and bench/ read and
+write, is named in `__all__` as a module, not re-exported: it loads numpy, which `filterd
+--help` must not."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import importlib
 import click
 
 from filterd import __version__
+
+__all__ = ["COMMANDS", "corpus_files", "main"]
 
 # name: ("module:attribute" of filterd.cli, what `filterd --help` says of it)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -28,7 +28,7 @@ from filterd.cli.store import (
     delivered_text,
     min_docs_option,
     model_option,
-    open_store,
+    open_model,
     store_errors,
 )
 from filterd.evaluation.calibration import Expected
@@ -176,8 +176,7 @@ def calibrate_command(
     with store_errors():
         try:
             reports = calibrate_classes(
-                open_store(url, name, writes=not dry_run),
-                name,
+                open_model(url, name, writes=not dry_run),
                 None if all_classes else target_classes,
                 target_recall,
                 window=None if last else window or DEFAULT_WINDOW,

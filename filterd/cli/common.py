@@ -11,7 +11,8 @@ import click
 
 from filterd.bayes.estimators import parameters
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
-from filterd.evaluation.corpus import CorpusError, Record, read_corpus
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import CorpusError, Record
 from filterd.kafka import settings as kafka_settings
 from filterd.service import config
 from filterd.service.config import Config

@@ -178,15 +178,15 @@ def loaded_model(
     metrics: Metrics | None = None,
     health: Health | None = None,
 ) -> ModelState:
-    """The model of the store (`state.engine`), the store checked as the daemon checks it at
+    """The model of the store (`state.model`), the store checked as the daemon checks it at
     start-up, the model loaded as a scorer loads it (`filterd score`, `filterd serve`), its
     gauges and readiness in `metrics` and `health` when given; one-line errors."""
     with store_errors():
         try:
-            engine = prepare_store(config, log, create=create_store)
+            model = prepare_store(config, log, create=create_store)
         except StartupError as error:
             raise click.ClickException(str(error)) from None
-        state = ModelState(engine, config, metrics or Metrics(), health or Health(), log)
+        state = ModelState(model, config, metrics or Metrics(), health or Health(), log)
         state.refresh(force=True)
     return state
 

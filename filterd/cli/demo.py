@@ -27,6 +27,7 @@ from typing import TextIO
 import click
 from kafka.errors import KafkaError
 
+from filterd.cli.corpus_files import read_corpus
 from filterd.demo.broker import BrokerError, free_port
 from filterd.demo.options import (
     BROKER_LOG,
@@ -39,6 +40,7 @@ from filterd.demo.options import (
 )
 from filterd.demo.runner import Demo, Outcome, Snapshot
 from filterd.demo.stream import labelled_stream
+from filterd.evaluation.corpus import CorpusError
 
 WIDTH = 96  # of the summary's wrapped lines
 INDENT = " " * 11  # where the summary's values begin
@@ -372,9 +374,10 @@ def demo_command(
             workbench_password=secrets.token_urlsafe(9),
         )
         check_workdir(directory)
-        items, source = labelled_stream(options)
+        records = None if corpus is None else read_corpus(corpus)
+        items, source = labelled_stream(options, records)
         demo = Demo(options, directory, items, source, on_tick=screen.tick, on_event=screen.event)
-    except DemoError as error:
+    except (DemoError, CorpusError) as error:
         if temporary:
             shutil.rmtree(directory, ignore_errors=True)
         raise click.ClickException(str(error)) from None

@@ -14,7 +14,8 @@ import click
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import FUSION
 from filterd.cli.common import OptionError, model_specs, read_records
-from filterd.evaluation.corpus import Record, relabel, to_records, write_corpus
+from filterd.cli.corpus_files import write_corpus
+from filterd.evaluation.corpus import Record, relabel, to_records
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 import click
 
 from filterd.cli.common import OptionError, quoted, shown
-from filterd.cli.store import db_option, model_option, open_store, store_errors
+from filterd.cli.store import db_option, model_option, open_model, store_errors
 from filterd.service.config import parse_duration
-from filterd.store.audit import Event, read_events
+from filterd.store.labels import Event
 
 
 class Since(click.ParamType[datetime, str | datetime]):
@@ -82,9 +82,7 @@ def feedback_log(
     did (learned, relabelled, duplicate, held_out, kept_analyst_label, parked, expired), source,
     analyst and comment."""
     with store_errors():
-        events = read_events(
-            open_store(url, name),
-            name,
+        events = open_model(url, name).events(
             message_id=message_id,
             analyst=analyst,
             since=since,

@@ -20,14 +20,13 @@ import click
 
 from filterd.cli.common import OptionError, broker_override, config_option, load_config, shown
 from filterd.cli.feedback import as_json_object, render
-from filterd.cli.store import open_store, store_errors
+from filterd.cli.store import open_model, store_errors
 from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import publisher_of
 from filterd.service.config import Config
 from filterd.service.records import Feedback, RecordError, decode, encode
 from filterd.service.review import REASONS
-from filterd.store.audit import read_events
-from filterd.store.review import ORDERS, Order, ReviewEntry, get_item, list_items
+from filterd.store.review import ORDERS, Order, ReviewEntry
 
 LINE_TEXT = 80  # characters of subject or excerpt on a line of `review list`
 
@@ -83,9 +82,7 @@ def review_list(
     label given since (with --all), and the subject or the start of the text."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        entries = list_items(
-            open_store(config.database.url, config.model.name),
-            config.model.name,
+        entries = open_model(config.database.url, config.model.name).review_items(
             limit=limit or None,
             reason=reason,
             include_labelled=include_labelled,
@@ -128,11 +125,9 @@ def review_show(config_path: str | None, item_id: int, as_json: bool, **override
     trail, newest first)."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        engine = open_store(config.database.url, config.model.name)
-        entry = _found(get_item(engine, config.model.name, item_id), item_id, config)
-        events = list(
-            read_events(engine, config.model.name, message_id=entry.message_id, limit=None)
-        )
+        model = open_model(config.database.url, config.model.name)
+        entry = _found(model.review_item(item_id), item_id, config)
+        events = list(model.events(message_id=entry.message_id, limit=None))
     if as_json:
         shown_object = entry_object(entry) | {"history": [as_json_object(e) for e in events]}
         click.echo(json.dumps(shown_object, indent=2))
@@ -200,8 +195,8 @@ def review_label(
     if labels and label not in labels:
         raise OptionError(f"label {label!r} is not one of {', '.join(labels)} (model.labels)")
     with store_errors():
-        engine = open_store(config.database.url, config.model.name)
-        entry = _found(get_item(engine, config.model.name, item_id), item_id, config)
+        model = open_model(config.database.url, config.model.name)
+        entry = _found(model.review_item(item_id), item_id, config)
     record = checked_feedback(entry.message_id, label, analyst or _login(), comment)
     servers = config.kafka.get("bootstrap_servers")
     publisher = publisher_of(config.kafka, timeout=timeout)

@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import click
-from alembic.util import CommandError
-from sqlalchemy import Engine
-from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from filterd.bayes.estimators import format_value
 from filterd.cli.common import (
@@ -29,25 +26,22 @@ from filterd.cli.common import (
 )
 from filterd.evaluation.corpus import Record
 from filterd.service.config import masked_url
-from filterd.store import backup, database, downgrades
-from filterd.store.decided import prune_decided
-from filterd.store.expiry import prune, prune_events
-from filterd.store.learning import (
-    LABEL_TABLES,
-    LabelledTokens,
+from filterd.store import database
+from filterd.store.downgrades import Drops
+from filterd.store.errors import (
+    BadDatabaseURL,
     ModelChanged,
-    Source,
+    SchemaMissing,
+    StoreError,
     UnknownModel,
-    apply_feedback,
-    as_utc,
-    create_model,
-    delete_model,
-    model_names,
-    model_rows,
-    require_model,
+    UnknownRevision,
+    UnsupportedDatabase,
 )
-from filterd.store.report import ThresholdReport, model_report, model_summaries
-from filterd.store.review import prune_items
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens, Source
+from filterd.store.models import LABEL_TABLES
+from filterd.store.report import ThresholdReport
+from filterd.store.sql import as_utc
 from filterd.tokenize import Tokenizer
 
 if TYPE_CHECKING:
@@ -61,42 +55,41 @@ def store_errors() -> Iterator[None]:
         yield
     # a scheme filterd does not run on, a missing driver (psycopg), a SQLite directory that
     # cannot be made: the message says what to do
-    except database.UnsupportedDatabase as error:
+    except UnsupportedDatabase as error:
         raise click.ClickException(str(error)) from None
-    except ArgumentError as error:  # a malformed URL, or a scheme SQLAlchemy has no dialect for
+    except BadDatabaseURL as error:  # a malformed URL, or a scheme SQLAlchemy has no dialect for
         raise click.ClickException(f"bad database URL: {error}") from None
-    except (OperationalError, ProgrammingError) as error:
-        message = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
-        if "no such table" in message or ("does not exist" in message and "relation" in message):
-            raise click.ClickException(
-                "the database has no filterd schema, or an older one: run `filterd db upgrade`"
-            ) from None
-        raise click.ClickException(f"database error: {message}") from None
+    except SchemaMissing:
+        raise click.ClickException(
+            "the database has no filterd schema, or an older one: run `filterd db upgrade`"
+        ) from None
+    except UnknownRevision as error:  # an unknown revision, a downgrade that cannot be
+        raise click.ClickException(f"{error} (revisions: {_revisions()})") from None
+    except StoreError as error:
+        raise click.ClickException(f"database error: {error}") from None
     except (UnknownModel, ModelChanged, ValueError) as error:
         raise click.ClickException(str(error.args[0] if error.args else error)) from None
-    except SQLAlchemyError as error:
-        raise click.ClickException(f"database error: {error.__class__.__name__}: {error}") from None
-    except CommandError as error:  # Alembic's: an unknown revision, a downgrade that cannot be
-        raise click.ClickException(f"{error} (revisions: {_revisions()})") from None
     except OSError as error:  # an export file that cannot be read or written…
         where = f"{error.filename}: " if error.filename else ""
         raise click.ClickException(where + (error.strerror or str(error))) from None
 
 
-def open_store(url: str | None, model: str | None = None, *, writes: bool = False) -> Engine:
+def open_store(url: str | None, *, writes: bool = False) -> Store:
     """The store at `url`, checked first (`database.check_file`: a SQLite file must exist, so
-    that a mistyped path creates nothing), and with `model` that model checked to exist (an
-    UnknownModel that lists the store's models). Within `store_errors()`."""
+    that a mistyped path creates nothing). Within `store_errors()`."""
     database.check_file(url, writes=writes)
-    engine = database.connect(url)
-    if model is not None:
-        require_model(engine, model)
-    return engine
+    return Store.open(url)
+
+
+def open_model(url: str | None, name: str, *, writes: bool = False) -> ModelStore:
+    """Model `name` of the store at `url` (`open_store`); an UnknownModel that lists the store's
+    models if there is none. Within `store_errors()`."""
+    return open_store(url, writes=writes).model(name)
 
 
 def _revisions() -> str:
     """The schema revisions this filterd knows, oldest first, for an error message."""
-    known = database.revisions()
+    known = Store.revisions()
     return ", ".join(["base", *known[:-1], f"{known[-1]} (head)"] if known else ["base"])
 
 
@@ -138,7 +131,7 @@ def db_upgrade(url: str | None, revision: str) -> None:
     there is none."""
     with store_errors():
         database.check_file(url, missing_ok=True, writes=True)
-    _migrate(database.upgrade, url, revision)
+    _migrate(Store.upgrade, url, revision)
 
 
 @db.command(name="downgrade")
@@ -155,21 +148,18 @@ def db_downgrade(url: str | None, revision: str, yes: bool) -> None:
     A downgrade that drops tables or columns says which, with their rows and the labels among
     them, and goes ahead only with --yes (or a yes at the prompt, on a terminal)."""
     with store_errors():
-        database.check_file(url, writes=True)
-        drops = downgrades.downgrade_drops(url, revision)
+        store = open_store(url, writes=True)
+        drops = store.downgrade_drops(revision)
         if drops.tables or drops.columns:
-            confirmed(_dropped(url, revision, drops), yes)
-    _migrate(database.downgrade, url, revision)
+            confirmed(_dropped(store, revision, drops), yes)
+        store.close()
+    _migrate(Store.downgrade, url, revision)
 
 
-def _dropped(url: str | None, revision: str, drops: downgrades.Drops) -> str:
+def _dropped(store: Store, revision: str, drops: Drops) -> str:
     """What migrating down to `revision` drops, in one line: tables with their rows, columns,
     and the labels (which the store keeps nowhere else) among the rows."""
-    engine = database.connect(url)
-    try:
-        rows = downgrades.row_counts(engine, drops.tables)
-    finally:
-        engine.dispose()
+    rows = store.row_counts(drops.tables)
     parts = []
     if drops.tables:
         counted = (
@@ -185,19 +175,21 @@ def _dropped(url: str | None, revision: str, drops: downgrades.Drops) -> str:
         if labels
         else ""
     )
-    shown_url = masked_url(database.database_url(url))
     return (
-        f"downgrading {shown_url} from revision {database.current(url)} to {revision} drops "
+        f"downgrading {masked_url(store.url)} from revision {store.revision()} to {revision} drops "
         + " and ".join(parts)
         + kept
     )
 
 
-def _migrate(step: Callable[[str | None, str], None], url: str | None, revision: str) -> None:
+def _migrate(step: Callable[[Store, str], None], url: str | None, revision: str) -> None:
     with store_errors():
-        step(url, revision)
-        shown = masked_url(database.database_url(url))
-        click.echo(f"{shown}: at revision {database.current(url) or 'base'}")
+        store = Store.open(url)
+        try:
+            step(store, revision)
+            click.echo(f"{masked_url(store.url)}: at revision {store.revision() or 'base'}")
+        finally:
+            store.close()
 
 
 @db.command(name="current")
@@ -206,7 +198,7 @@ def db_current(url: str | None) -> None:
     """The database's schema revision."""
     with store_errors():
         database.check_file(url, missing_ok=True)
-        revision = database.current(url)
+        revision = Store.open(url).revision()
     click.echo(revision or "not migrated: run `filterd db upgrade`")
 
 
@@ -267,11 +259,11 @@ def db_prune(
     review_days = config.review.retention_days if review_days is None else review_days
     ttl = config.feedback.resolve_within
     with store_errors():
-        engine = open_store(url, name, writes=True)
-        result = prune(engine, name, unseen_days, max_count, pause=pause, dry_run=dry_run)
-        events = prune_events(engine, name, audit_days, pause=pause, dry_run=dry_run)
-        items = prune_items(engine, name, review_days, pause=pause, dry_run=dry_run)
-        decided = prune_decided(engine, name, datetime.now(UTC) - ttl, pause=pause, dry_run=dry_run)
+        model = open_model(url, name, writes=True)
+        result = model.prune_tokens(unseen_days, max_count, pause=pause, dry_run=dry_run)
+        events = model.prune_events(audit_days, pause=pause, dry_run=dry_run)
+        items = model.prune_review(review_days, pause=pause, dry_run=dry_run)
+        decided = model.prune_decided(datetime.now(UTC) - ttl, pause=pause, dry_run=dry_run)
     verb = "would expire" if dry_run else "expired"
     delete = "would delete" if dry_run else "deleted"
     click.echo(
@@ -355,7 +347,7 @@ def learn_command(
         ("learned", "relabelled", "duplicates", "held_out", "kept_analyst_label"), 0
     )
     with store_errors():
-        engine = open_store(url, name, writes=True)
+        model = open_model(url, name, writes=True)
         with click.progressbar(length=len(records), label="learning", file=sys.stderr) as bar:
             for start in range(0, len(records), batch_size):
                 part = records[start : start + batch_size]
@@ -365,7 +357,7 @@ def learn_command(
                     )
                     for r in part
                 ]
-                applied = apply_feedback(engine, name, items, holdout_fraction)
+                applied = model.learn(items, holdout_fraction)
                 for key in totals:
                     totals[key] += getattr(applied, key)
                 bar.update(len(part))
@@ -413,7 +405,7 @@ def model_list(url: str | None, min_docs: int, as_json: bool) -> None:
     """The models in the store, by name: when each was created, its learned documents per
     class, its distinct tokens and whether it is ready to decide."""
     with store_errors():
-        summaries = model_summaries(open_store(url), min_docs)
+        summaries = open_store(url).model_summaries(min_docs)
     if as_json:
         for summary in summaries:
             created = as_utc(summary["created_at"]).isoformat()
@@ -478,10 +470,10 @@ def model_create(
     except ValueError as error:
         raise OptionError(str(error)) from None
     with store_errors():
-        engine = open_store(url, writes=True)
-        if name in model_names(engine):
+        store = open_store(url, writes=True)
+        if name in store.model_names():
             raise click.ClickException(f"a model named {name!r} exists already")
-        create_model(engine, name, spec)
+        store.create_model(name, spec)
     click.echo(f"created model {name!r}: {spec}")
 
 
@@ -508,11 +500,9 @@ def model_stats(
     delivered on it: over the window, each record at the τ in force when it was scored; and
     since the τ in force was written."""
     with store_errors():
-        engine = open_store(url, name)
-        report = model_report(engine, name, min_docs)
-        from filterd.store.drift import drift_report  # scipy's statistics: only here
-
-        drift = drift_report(engine, name, target_class, drift_window)
+        model = open_model(url, name)
+        report = model.report(min_docs)
+        drift = model.drift_report(target_class, drift_window)
     if as_json:
         click.echo(json.dumps({**report, "drift": drift.as_dict()}, default=str))
         return
@@ -597,7 +587,7 @@ def model_show(name: str, url: str | None, as_json: bool) -> None:
     """Model NAME (default: default) in one block: its spec (variant, parameters, selection),
     when it was created, its documents per class, its tokens and its current threshold."""
     with store_errors():
-        report = model_report(open_store(url, name), name, min_docs=1)
+        report = open_model(url, name).report(min_docs=1)
     documents = {c["label"]: c["docs"] for c in report["classes"]}
     threshold = report["threshold"]
     if as_json:
@@ -671,8 +661,8 @@ def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> 
     missing model afresh, empty).
     """
     with store_errors():
-        engine = open_store(url, name, writes=True)
-        held = model_rows(engine, name)
+        model = open_model(url, name, writes=True)
+        held = model.rows()
         if not yes:
             raise click.ClickException(
                 f"deleting model {name!r} removes its statistics, {held.labels} labels, "
@@ -687,9 +677,9 @@ def model_delete(name: str, url: str | None, yes: bool, archive: str | None) -> 
                 "restores the model)"
             )
         if archive is not None:
-            written = _export_to(engine, name, archive)
+            written = _export_to(model, archive)
             click.echo(f"exported model {name!r} to {archive}: {written} rows", err=True)
-        deleted = delete_model(engine, name, held.seq)
+        deleted = model.delete(held.seq)
     counts = ", ".join(f"{table} {rows}" for table, rows in deleted.items() if rows)
     click.echo(f"deleted model {name!r}" + (f" ({counts} rows)" if counts else ""))
 
@@ -710,20 +700,20 @@ def model_export(url: str | None, name: str, output: str | None) -> None:
             "refusing to write gzip to a terminal: redirect stdout or give --output"
         )
     with store_errors():
-        engine = open_store(url, name)
+        model = open_model(url, name)
         if output is None:
             with (
                 gzip.GzipFile(fileobj=sys.stdout.buffer, mode="wb", mtime=0) as raw,
                 io.TextIOWrapper(raw, encoding="utf-8") as text,
             ):
-                rows = backup.export_model(engine, name, text)
+                rows = model.export(text)
         else:
-            rows = _export_to(engine, name, output)
+            rows = _export_to(model, output)
     click.echo(f"exported model {name!r}: {rows} rows", err=True)
 
 
-def _export_to(engine: Engine, name: str, path: str) -> int:
-    """Export model `name` to file `path` (gzip if it ends in .gz); returns the rows written.
+def _export_to(model: ModelStore, path: str) -> int:
+    """Export `model` to file `path` (gzip if it ends in .gz); returns the rows written.
     A failed export leaves no file: a partial one would look like a backup."""
     opened = False
     try:
@@ -733,7 +723,7 @@ def _export_to(engine: Engine, name: str, path: str) -> int:
             else open(path, "w", encoding="utf-8")
         ) as text:
             opened = True
-            return backup.export_model(engine, name, text)
+            return model.export(text)
     except BaseException:
         if opened:  # not a file that was there already and could not be opened
             Path(path).unlink(missing_ok=True)
@@ -747,9 +737,9 @@ def _export_to(engine: Engine, name: str, path: str) -> int:
 def model_import(path: str, url: str | None, rename: str | None) -> None:
     """Restore a model exported by `filterd model export` (PATH, or - for stdin)."""
     with store_errors():
-        engine = open_store(url, writes=True)
+        store = open_store(url, writes=True)
         with _open_export(path) as lines:
-            name = backup.import_model(engine, lines, rename)
+            name = store.import_model(lines, rename)
     click.echo(f"imported model {name!r}", err=True)
 
 

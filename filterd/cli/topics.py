@@ -8,15 +8,16 @@ import json
 from dataclasses import asdict
 
 import click
+from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from filterd.cli.common import broker_override, config_option, confirmed, load_config, shown
 from filterd.cli.store import bounded, open_store, store_errors, when
 from filterd.daemon.stuck import CHECK_SECONDS, skip_command
-from filterd.kafka.admin import create_topics
+from filterd.kafka.admin import committed_offsets, create_topics
 from filterd.kafka.settings import topic_configs
 from filterd.service.config import Config
-from filterd.store import undecodable
+from filterd.store.undecodable import Undecodable
 
 
 @click.group(name="topics")
@@ -138,8 +139,8 @@ def topics_skip(
     config = load_config(config_path, **overrides)
     group = _group(config, topic, group)
     with store_errors():
-        engine = open_store(config.database.url, writes=True)
-        found = undecodable.find(engine, group, topic, partition, offset)
+        store = open_store(config.database.url, writes=True)
+        found = store.find_undecodable(group, topic, partition, offset)
         if found is not None and found.skip_requested_at is None:
             what = (
                 f"skipping {topic}[{partition}] offsets {offset}–{found.next_offset - 1} "
@@ -147,8 +148,8 @@ def topics_skip(
                 f"{found.records} records ({found.problem}) for group {group!r}, for good"
             )
             confirmed(what, yes)
-        batch = undecodable.request_skip(
-            engine, group, topic, partition, offset, operator or getpass.getuser(), reason
+        batch = store.request_skip(
+            group, topic, partition, offset, operator or getpass.getuser(), reason
         )
     click.echo(
         f"skip requested: {topic}[{partition}] "
@@ -163,30 +164,61 @@ def topics_skip(
 @topics.command(name="stuck")
 @config_option
 @db_override
+@broker_override
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per batch.")
 def topics_stuck(config_path: str | None, as_json: bool, **overrides: object) -> None:
     """The record batches daemons could not decode, newest first, and what became of them:
-    held (waiting for `filterd topics skip`), skip requested, or skipped (who, when, why)."""
+    held (waiting for `filterd topics skip`), read since (the group's committed offset is past
+    it: a restart with the codec library installed decoded it), skip requested, or skipped
+    (who, when, why)."""
     config = load_config(config_path, **overrides)
     with store_errors():
-        batches = undecodable.list_batches(open_store(config.database.url))
+        batches = open_store(config.database.url).undecodable_batches()
+    committed = _committed(config, [b for b in batches if b.skip_requested_at is None])
     for b in batches:
+        at = committed.get((b.consumer_group, b.topic, b.kafka_partition))
         if as_json:
-            click.echo(json.dumps({**asdict(b), "status": _status(b)}, default=str))
+            status = {"status": _status(b, at), "committed_offset": at}
+            click.echo(json.dumps({**asdict(b), **status}, default=str))
             continue
         click.echo(
             f"{b.consumer_group} {b.topic}[{b.kafka_partition}] "
             f"offsets {b.kafka_offset}–{b.next_offset - 1} "
             f"({b.records} records, codec {b.codec}): {shown(b.problem)}; "
             f"found {when(b.found_at)} by "
-            f"{b.found_by}; {_status(b)}"
+            f"{b.found_by}; {_status(b, at)}"
         )
     if not batches and not as_json:
         click.echo("no undecodable record batch was reported")
 
 
-def _status(b: undecodable.Undecodable) -> str:
+def _committed(config: Config, batches: list[Undecodable]) -> dict[tuple[str, str, int], int]:
+    """Where each batch's group stands in its partition, from Kafka; {} when Kafka does not
+    answer (said on stderr: the batches are then shown as the store has them)."""
+    out: dict[tuple[str, str, int], int] = {}
+    for group in sorted({b.consumer_group for b in batches}):
+        partitions = {
+            TopicPartition(b.topic, b.kafka_partition) for b in batches if b.consumer_group == group
+        }
+        try:
+            offsets = committed_offsets(config.kafka, group, partitions)
+        except KafkaError as error:
+            click.echo(
+                f"Kafka did not answer ({error}): whether a held batch was read since is not known",
+                err=True,
+            )
+            return {}
+        out |= {(group, tp.topic, tp.partition): offset for tp, offset in offsets.items()}
+    return out
+
+
+def _status(b: Undecodable, committed: int | None) -> str:
     if b.skip_requested_at is None:
+        if committed is not None and committed >= b.next_offset:
+            return (
+                f"read since: the group has committed offset {committed}, past the batch "
+                "(decoded after a restart, e.g. with the codec library installed)"
+            )
         return f"held: {skip_command(b)}"
     asked = (
         f"requested by {shown(b.skip_requested_by)} at {when(b.skip_requested_at)}: "

@@ -93,8 +93,7 @@ def _serve(
     store and the model (`ModelState`), and the API listening; liveness: the model's sync."""
     health.set_ready(API, False, "not listening yet")
     state = loaded_model(config, log, create_store, metrics, health)
-    engine = state.engine
-    api = Api(config, engine, state, tokenizer_of(config), log, metrics)
+    api = Api(config, state.model, state, tokenizer_of(config), log, metrics)
     try:
         api.start()
     except OSError as error:
@@ -121,7 +120,7 @@ def _serve(
     log.info("stopping the http api")
     health.set_ready(API, False, "stopping")
     api.stop()
-    engine.dispose()
+    state.model.store.close()
 
 
 @click.group(name="http")

@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NoReturn, Unpack
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
-
 from filterd.daemon.loop import Loop, LoopSettings, Retry
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.resolver import Resolver
@@ -33,13 +30,15 @@ from filterd.kafka.consumer import Batch, ConsumedRecord
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
-from filterd.store import learning, parking
-from filterd.store.audit import Event, Outcome, record_events
-from filterd.store.database import error_detail
+from filterd.store.errors import StoreError
+from filterd.store.handle import ModelStore
+from filterd.store.labels import Event, LabelledTokens, Origin, Outcome
+from filterd.store.learning import Applied
 from filterd.store.parking import Parked
+from filterd.store.sql import as_utc
 from filterd.tokenize import Tokenizer
 
-# metric outcome ← `learning.Applied` field
+# metric outcome ← `Applied` field
 OUTCOMES = {
     "learned": "learned",
     "relabelled": "relabelled",
@@ -67,8 +66,7 @@ class Learner(Loop):
 
     def __init__(
         self,
-        engine: Engine,
-        model: str,
+        model: ModelStore,
         tokenizer: Tokenizer,
         resolver: Resolver,
         monitor: Monitor,
@@ -80,7 +78,7 @@ class Learner(Loop):
         **loop: Unpack[LoopSettings],
     ) -> None:
         super().__init__(**loop)
-        self.engine, self.model, self.tokenizer, self.resolver = engine, model, tokenizer, resolver
+        self.model, self.tokenizer, self.resolver = model, tokenizer, resolver
         self.monitor = monitor
         self.labels, self.holdout_fraction, self.max_bytes = (
             set(labels),
@@ -108,7 +106,7 @@ class Learner(Loop):
         wanted = [f.message_id for f, _, t in received if t is None and f.message_id not in known]
         try:
             known |= self.resolver.resolve(wanted) if wanted else {}
-        except SQLAlchemyError as error:
+        except StoreError as error:
             self._store_failed(error)
         items = [
             labelled(f, r, known[f.message_id]) for f, r, _ in received if f.message_id in known
@@ -117,24 +115,19 @@ class Learner(Loop):
         scored = self.monitor.score(items)
         now = datetime.now(UTC)
         try:
-            with self.engine.begin() as conn:
-                applied = learning.Applied()
+            with self.model.transaction() as writing:
+                applied = Applied()
                 if items:
-                    applied = learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
-                    parking.unpark(conn, applied.model_id, [item.message_id for item in items])
+                    applied = writing.learn(items, self.holdout_fraction, now)
+                    writing.unpark([item.message_id for item in items])
                 if waiting:
-                    model_id = applied.model_id or learning.lock_model(conn, self.model)
-                    parking.park(
-                        conn,
-                        model_id,
+                    writing.park(
                         [parked(f, r) for f, r in waiting],
                         now,
                         now + timedelta(seconds=self.retry_seconds),
                     )
-                    record_events(
-                        conn, self.model, [event(f, r, "parked") for f, r in waiting], now
-                    )
-        except SQLAlchemyError as error:
+                    writing.record_events([event(f, r, "parked") for f, r in waiting], now)
+        except StoreError as error:
             self._store_failed(error)
         self.health.set_ready("feedback store", True)
         self.monitor.record(scored)
@@ -152,7 +145,7 @@ class Learner(Loop):
         if time.monotonic() >= self._retry_due:
             try:
                 self.retry_parked()
-            except (SQLAlchemyError, Retry) as error:
+            except (StoreError, Retry) as error:
                 self.repeats.warning(self.log, "parked feedback not retried", error=str(error))
             self._retry_due = time.monotonic() + self.retry_seconds
 
@@ -168,19 +161,15 @@ class Learner(Loop):
                 total[key] = total.get(key, 0) + value
             if claimed < self.max_records or time.monotonic() - started > RETRY_ROUND_SECONDS:
                 break
-        self.metrics.parked_feedback.set(parking.count_parked(self.engine, self.model))
+        self.metrics.parked_feedback.set(self.model.count_parked())
         if total:
             self.log.info("parked feedback retried", **total)
         return total
 
     def _retry_round(self, now: datetime) -> tuple[dict[str, int], int]:
         """One claim of due parked feedback, tried: the counts, and how many were claimed."""
-        claimed = parking.claim_due(
-            self.engine,
-            self.model,
-            now,
-            now + timedelta(seconds=self.retry_seconds),
-            self.max_records,
+        claimed = self.model.claim_parked(
+            now, now + timedelta(seconds=self.retry_seconds), self.max_records
         )
         if not claimed:
             return {}, 0
@@ -198,7 +187,7 @@ class Learner(Loop):
             for p in claimed
             if p.message_id in feedback
             and p.message_id not in known
-            and learning.as_utc(p.parked_at or now) + self.resolve_within <= now
+            and as_utc(p.parked_at or now) + self.resolve_within <= now
         ]
         for p in expired:
             self.dead_letter(
@@ -209,10 +198,9 @@ class Learner(Loop):
                 f"was found within feedback.resolve_ttl ({self.resolve_within}) of its arrival",
             )
         self.flush()
-        with self.engine.begin() as conn:
-            model_id = learning.lock_model(conn, self.model)
+        with self.model.transaction() as writing:
             # what a newer label replaced (or made moot) meanwhile is left to it
-            still = set(parking.release(conn, model_id, resolved + expired + unreadable))
+            still = set(writing.release(resolved + expired + unreadable))
             items = [
                 labelled(
                     feedback[p.message_id], stored_record(p), known[p.message_id], p.received_at
@@ -223,14 +211,8 @@ class Learner(Loop):
             # scored on their arrival here, as a batch's labels are: the calibration window
             # needs a backlog's labels as much as a stream's
             scored = self.monitor.score(items)
-            applied = (
-                learning.apply_in(conn, self.model, items, self.holdout_fraction, now)
-                if items
-                else learning.Applied()
-            )
-            record_events(
-                conn,
-                self.model,
+            applied = writing.learn(items, self.holdout_fraction, now) if items else Applied()
+            writing.record_events(
                 [
                     event(feedback[p.message_id], stored_record(p), "expired", p.received_at)
                     for p in expired
@@ -249,8 +231,8 @@ class Learner(Loop):
     def on_stop(self) -> None:
         self.resolver.close()
 
-    def _store_failed(self, error: SQLAlchemyError) -> NoReturn:
-        detail = error_detail(error)
+    def _store_failed(self, error: StoreError) -> NoReturn:
+        detail = str(error)
         self.health.set_ready("feedback store", False, detail)
         self.metrics.store_errors.labels(role=self.role).inc()
         raise Retry(f"store unavailable: {detail}") from None
@@ -269,25 +251,30 @@ class Learner(Loop):
         return list(accepted_tokens(self.tokenizer, feedback.message_id, feedback).tokens)
 
 
-def labelled(
-    feedback: Feedback,
-    record: ConsumedRecord,
-    tokens: Sequence[str],
-    received: datetime | None = None,
-) -> learning.LabelledTokens:
-    """The store's item for a feedback record read at `record` (received then, if known)."""
-    return learning.LabelledTokens(
-        feedback.message_id,
-        feedback.label,
-        tokens,
-        feedback.source,
-        feedback.ts,
+def origin(feedback: Feedback, record: ConsumedRecord, received: datetime | None = None) -> Origin:
+    """Where a label came from, as the audit trail records it: the analyst and comment of
+    `feedback`, when filterd received it (`received`, else the Kafka timestamp of `record`),
+    and where `record` was read. The one construction of the learner's items and events."""
+    return Origin(
         analyst=feedback.analyst,
         comment=feedback.comment,
         received_at=received or received_at(record),
         kafka_topic=record.topic,
         kafka_partition=record.partition,
         kafka_offset=record.offset,
+    )
+
+
+def labelled(
+    feedback: Feedback,
+    record: ConsumedRecord,
+    tokens: Sequence[str],
+    received: datetime | None = None,
+) -> LabelledTokens:
+    """The store's item for a feedback record read at `record` (received then, if known)."""
+    where = origin(feedback, record, received)
+    return LabelledTokens(
+        feedback.message_id, feedback.label, tokens, feedback.source, feedback.ts, **vars(where)
     )
 
 
@@ -295,28 +282,22 @@ def event(
     feedback: Feedback, record: ConsumedRecord, outcome: Outcome, received: datetime | None = None
 ) -> Event:
     """The audit event of feedback that learned nothing (parked, expired)."""
+    where = origin(feedback, record, received)
     return Event(
-        feedback.message_id,
-        feedback.label,
-        outcome,
-        source=feedback.source,
-        analyst=feedback.analyst,
-        comment=feedback.comment,
-        received_at=received or received_at(record),
-        kafka_topic=record.topic,
-        kafka_partition=record.partition,
-        kafka_offset=record.offset,
+        feedback.message_id, feedback.label, outcome, source=feedback.source, **vars(where)
     )
 
 
 def parked(feedback: Feedback, record: ConsumedRecord) -> Parked:
+    """The parked feedback of a record read at `record`: where and when, as its `origin`."""
+    where = origin(feedback, record)
     return Parked(
         feedback.message_id,
         record.value or b"",
-        record.topic,
-        record.partition,
-        record.offset,
-        received_at(record) or datetime.now(UTC),
+        where.kafka_topic,
+        where.kafka_partition,
+        where.kafka_offset,
+        where.received_at or datetime.now(UTC),
     )
 
 

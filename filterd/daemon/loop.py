@@ -20,12 +20,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, NotRequired, TypedDict
 
 from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
-from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterGuard
@@ -39,6 +38,7 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.records import DeadLetter, encode
+from filterd.store.handle import Store
 from filterd.store.undecodable import Undecodable
 
 POLL_TIMEOUT_MS = 500
@@ -89,7 +89,7 @@ class LoopSettings(TypedDict):
     health: Health
     log: FilteringBoundLogger
     connect: NotRequired[Callable[[], Consumer]]
-    store: NotRequired[Engine | None]
+    store: NotRequired[Store | None]
 
 
 class Loop:
@@ -112,7 +112,7 @@ class Loop:
         health: Health,
         log: FilteringBoundLogger,
         connect: Callable[[], Consumer] | None = None,
-        store: Engine | None = None,
+        store: Store | None = None,
     ) -> None:
         """`connect` makes the consumer (default: one subscribed to `topic` in `group` through
         the `kafka` settings); KafkaError from it is an unreachable broker, retried. `store`
@@ -232,6 +232,10 @@ class Loop:
                 self._broker_unreachable(error, backoff.next(), stop)
                 continue
             self.health.set_ready(f"{self.role} broker", True)
+            # it reads on from the committed offsets: the batches the last consumer read and did
+            # not commit are read again, and committed by this one (committing the old ones too
+            # would move a partition back, to where this one has read)
+            self._awaiting.clear()
             self._consumer = consumer
             return consumer
         return None
@@ -329,6 +333,7 @@ class Loop:
     def _revoked(self, partitions: set[TopicPartition]) -> None:
         self._in_group = False
         self.stuck.revoked(partitions)
+        self._forget(partitions)
         if partitions:
             self.log.info(
                 "partitions revoked",
@@ -336,6 +341,16 @@ class Loop:
                 group=self.group,
                 partitions=sorted(tp.partition for tp in partitions),
             )
+
+    def _forget(self, partitions: Collection[TopicPartition]) -> None:
+        """Commit none of the offsets of `partitions` that wait for their batches: whoever reads
+        the partitions next starts at the committed offsets and commits its own; committing these
+        later would move a partition back below what that reader committed."""
+        for _, offsets in self._awaiting:
+            for tp in partitions:
+                offsets.pop(tp, None)
+        for tp in partitions:
+            self._uncommitted.pop(tp, None)
 
     def _polled(self, consumer: Consumer) -> None:
         """After each poll: notice the first assignment of a consumer without a rebalance
@@ -375,8 +390,9 @@ class Loop:
         done = self.completed()
         while self._awaiting and self._awaiting[0][0] <= done:
             _, offsets = self._awaiting.popleft()
-            self._uncommitted.update(offsets)
-            consumer.commit_async(offsets, callback=self._committed)
+            if offsets:  # none when its partitions were revoked meanwhile
+                self._uncommitted.update(offsets)
+                consumer.commit_async(offsets, callback=self._committed)
 
     def _committed(
         self,

@@ -15,22 +15,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, select
-from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
-from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.observe.health import Health
 from filterd.observe.logs import Repeats, progress
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import Decider, ThresholdSetting
-from filterd.store.database import error_detail
-from filterd.store.learning import spec_from_json
-from filterd.store.schema import ModelRow
-from filterd.store.sync import load, sync
-from filterd.store.thresholds import latest_threshold
+from filterd.store.errors import StoreError
+from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer, TokenizerConfig
 
 LOAD_PROGRESS_SECONDS = 5.0  # between "loading the model" lines while a large model loads
@@ -50,15 +44,15 @@ def tokenizer_of(config: Config) -> Tokenizer:
 class ModelState:
     def __init__(
         self,
-        engine: Engine,
+        model: ModelStore,
         config: Config,
         metrics: Metrics,
         health: Health,
         log: FilteringBoundLogger,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.engine, self.config, self.metrics, self.health, self.log = (
-            engine,
+        self.model, self.config, self.metrics, self.health, self.log = (
+            model,
             config,
             metrics,
             health,
@@ -100,8 +94,8 @@ class ModelState:
     def _guarded(self, what: str, step: Callable[[], None]) -> None:
         try:
             step()
-        except SQLAlchemyError as error:
-            detail = error_detail(error)
+        except StoreError as error:
+            detail = str(error)
             self.health.set_ready("model store", False, detail)
             self.metrics.store_errors.labels(role="scorer").inc()
             self.repeats.warning(
@@ -113,11 +107,10 @@ class ModelState:
             )
 
     def _sync(self) -> None:
-        name = self.config.model.name
         started = time.perf_counter()
         if self._stats is None:
             with progress(self.log, "loading the model", LOAD_PROGRESS_SECONDS) as so_far:
-                stats, seq = load(self.engine, name, on_rows=lambda n: so_far.update(token_rows=n))
+                stats, seq = self.model.load(on_rows=lambda n: so_far.update(token_rows=n))
                 self._decider().update(stats, seq)
             _settle_after_load()
             self.log.info(
@@ -128,7 +121,7 @@ class ModelState:
                 **_classes(stats, self._decider()),
             )
         else:
-            stats, seq = self._stats, sync(self.engine, name, self._stats, self._since)
+            stats, seq = self._stats, self.model.sync(self._stats, self._since)
             if seq != self._since:
                 self._decider().update(stats, seq)
                 self.log.info(
@@ -149,24 +142,15 @@ class ModelState:
         """The decider, made at the first load (after it: `loaded` says the load succeeded)."""
         if self.decider is None:
             self.decider = Decider(
-                self._spec(),
+                self.model.spec,
                 self.config.decision.target_class,
                 self.config.model.min_docs,
                 tokenizer_of(self.config),
             )
         return self.decider
 
-    def _spec(self) -> ModelSpec:
-        with self.engine.connect() as conn:
-            spec = conn.execute(
-                select(ModelRow.spec).where(ModelRow.name == self.config.model.name)
-            ).scalar_one()
-        return spec_from_json(spec)
-
     def _reload_threshold(self) -> None:
-        found = latest_threshold(
-            self.engine, self.config.model.name, self.config.decision.target_class
-        )
+        found = self.model.latest_threshold(self.config.decision.target_class)
         if found is None or found.version == self.threshold.version:
             return
         self.threshold = ThresholdSetting(

@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from filterd.bayes.features import encode
@@ -34,10 +32,10 @@ from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import NotReady
-from filterd.store import learning
-from filterd.store.database import error_detail
-from filterd.store.drift import Scored, delivered_since, drift_report, record_scores
-from filterd.store.thresholds import latest_threshold
+from filterd.store.drift import Scored
+from filterd.store.errors import StoreError
+from filterd.store.handle import ModelStore
+from filterd.store.labels import LabelledTokens
 
 REPORT_SECONDS = 10.0
 TRIM_EVERY = 10  # batches between trims of the prequential table to drift.window
@@ -46,14 +44,14 @@ TRIM_EVERY = 10  # batches between trims of the prequential table to drift.windo
 class Monitor:
     def __init__(
         self,
-        engine: Engine,
+        model: ModelStore,
         config: Config,
         state: ModelState,
         metrics: Metrics,
         log: FilteringBoundLogger,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.engine, self.config, self.state, self.metrics = engine, config, state, metrics
+        self.model, self.config, self.state, self.metrics = model, config, state, metrics
         self.log = log.bind(role="learner")
         self.clock = clock
         self.target = config.decision.target_class
@@ -61,7 +59,7 @@ class Monitor:
         self._recorded = 0
         self.repeats = Repeats()
 
-    def score(self, items: Sequence[learning.LabelledTokens]) -> list[Scored]:
+    def score(self, items: Sequence[LabelledTokens]) -> list[Scored]:
         """The current model's scores of feedback about to be learned, with the threshold's
         weights and a fusion's component scores ([] before the model is ready)."""
         decider = self.state.decider
@@ -86,18 +84,14 @@ class Monitor:
     def record(self, scored: Sequence[Scored]) -> None:
         self._recorded += 1
         try:
-            record_scores(
-                self.engine,
-                self.config.model.name,
+            self.model.record_scores(
                 self.target,
                 scored,
                 keep=self.config.drift.window,
                 trim=self._recorded % TRIM_EVERY == 0,
             )
-        except SQLAlchemyError as error:
-            self.repeats.warning(
-                self.log, "prequential scores not recorded", error=error_detail(error)
-            )
+        except StoreError as error:
+            self.repeats.warning(self.log, "prequential scores not recorded", error=str(error))
 
     def on_idle(self) -> None:
         self.state.refresh()
@@ -113,11 +107,9 @@ class Monitor:
 
     def _report(self) -> None:
         try:
-            report = drift_report(
-                self.engine, self.config.model.name, self.target, self.config.drift.window
-            )
-        except SQLAlchemyError as error:
-            self.log.warning("drift report failed", error=error_detail(error))
+            report = self.model.drift_report(self.target, self.config.drift.window)
+        except StoreError as error:
+            self.log.warning("drift report failed", error=str(error))
             return
         for gauge, value in (
             (self.metrics.rolling_auc, report.auc),
@@ -152,24 +144,22 @@ class Monitor:
 
     def _calibrate(self, every: float) -> None:
         try:
-            latest = latest_threshold(self.engine, self.config.model.name, self.target)
+            latest = self.model.latest_threshold(self.target)
             age = (
                 (datetime.now(UTC) - latest.created_at).total_seconds() if latest else float("inf")
             )
             if age < every:
                 return
             if latest is not None:
-                since = delivered_since(
-                    self.engine, self.config.model.name, self.target, latest.created_at, latest.tau
-                )
+                since = self.model.delivered_since(self.target, latest.created_at, latest.tau)
                 if since.n_pos + since.n_neg == 0:
                     return  # nothing labelled since: a new version would say nothing new
-            report = calibrate_configured(self.engine, self.config, created_by="filterd run")
+            report = calibrate_configured(self.model, self.config, created_by="filterd run")
         except (CalibrationError, NotReady) as reason:
             self.log.info("threshold not recalibrated", reason=str(reason))
             return
-        except SQLAlchemyError as error:
-            self.log.warning("threshold not recalibrated: store error", error=error_detail(error))
+        except StoreError as error:
+            self.log.warning("threshold not recalibrated: store error", error=str(error))
             return
         e = report.expected_recall
         self.log.info(

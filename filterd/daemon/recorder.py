@@ -24,8 +24,6 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.loop import Backoff
@@ -33,10 +31,8 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.review import QueuedItem
-from filterd.store import review
-from filterd.store.database import error_detail
-from filterd.store.decided import record_decided
-from filterd.store.learning import find_model_id
+from filterd.store.errors import StoreError
+from filterd.store.handle import ModelStore
 
 Decided = tuple[str, int, int]  # (message id, partition, offset)
 
@@ -50,14 +46,13 @@ READINESS = "decisions store"
 class Recorder:
     def __init__(
         self,
-        engine: Engine,
-        model: str,
+        model: ModelStore,
         max_items: int,
         health: Health,
         metrics: Metrics,
         log: FilteringBoundLogger,
     ) -> None:
-        self.engine, self.model, self.max_items = engine, model, max_items
+        self.model, self.max_items = model, max_items
         self.health, self.metrics, self.log = health, metrics, log
         self.repeats = Repeats()
         self._rows: list[Decided] = []
@@ -67,7 +62,6 @@ class Recorder:
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._model_id: int | None = None
         self._failing = False
         self._trim_due = time.monotonic() + TRIM_SECONDS
 
@@ -116,25 +110,22 @@ class Recorder:
             self.recorded = ticket
             return True
         try:
-            with self.engine.begin() as conn:
-                if self._model_id is None:
-                    self._model_id = find_model_id(conn, self.model)
+            with self.model.transaction() as writing:
                 now = datetime.now(UTC)
                 for start in range(0, len(rows), WRITE_ROWS):
-                    record_decided(conn, self._model_id, rows[start : start + WRITE_ROWS], now)
-                review.queue_items(conn, self._model_id, items, now)
-        except SQLAlchemyError as error:
-            self._model_id = None  # the model may have been deleted and made again
+                    writing.record_decided(rows[start : start + WRITE_ROWS], now)
+                writing.queue_review(items, now)
+        except StoreError as error:
             with self._wake:  # back in front, in order
                 self._rows, self._items = rows + self._rows, items + self._items
                 self._bound()
             self._failing = True
-            self.health.set_ready(READINESS, False, error_detail(error))
+            self.health.set_ready(READINESS, False, str(error))
             self.metrics.store_errors.labels(role="scorer").inc()
             self.repeats.warning(
                 self.log,
                 "decisions not recorded in the store: feedback by id for them waits until they are",
-                error=error_detail(error),
+                error=str(error),
             )
             return False
         self.recorded = ticket
@@ -165,9 +156,9 @@ class Recorder:
             return
         self._trim_due = time.monotonic() + TRIM_SECONDS
         try:
-            review.trim(self.engine, self.model, self.max_items)
-        except SQLAlchemyError as error:
-            self.repeats.warning(self.log, "review queue not trimmed", error=error_detail(error))
+            self.model.trim_review(self.max_items)
+        except StoreError as error:
+            self.repeats.warning(self.log, "review queue not trimmed", error=str(error))
 
     def _bound(self) -> None:
         """Drop the oldest pending rows and items beyond the bounds (the lock is held)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from kafka.errors import KafkaError
-from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.recent import RecentMessages
@@ -22,9 +21,7 @@ from filterd.kafka.fetch import RecordFetcher
 from filterd.observe.logs import Repeats
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Message, RecordError, decode
-from filterd.store.decided import where_decided
-from filterd.store.learning import find_model_id
-from filterd.store.review import tokens_of
+from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 
 
@@ -34,8 +31,7 @@ class Resolver:
 
     def __init__(
         self,
-        engine: Engine,
-        model: str,
+        model: ModelStore,
         recent: RecentMessages,
         messages_topic: str,
         tokenizer: Tokenizer,
@@ -43,7 +39,7 @@ class Resolver:
         connect_fetcher: Callable[[], RecordFetcher],
         log: FilteringBoundLogger,
     ) -> None:
-        self.engine, self.model, self.recent = engine, model, recent
+        self.model, self.recent = model, recent
         self.messages_topic, self.tokenizer, self.max_bytes = messages_topic, tokenizer, max_bytes
         self.connect_fetcher = connect_fetcher
         self.log = log
@@ -51,8 +47,7 @@ class Resolver:
         self._fetcher: RecordFetcher | None = None
 
     def resolve(self, message_ids: Sequence[str]) -> dict[str, list[str]]:
-        """The tokens of each message of `message_ids` found (SQLAlchemyError if the store
-        fails)."""
+        """The tokens of each message of `message_ids` found (StoreError if the store fails)."""
         found: dict[str, list[str]] = {}
         missing = []
         for message_id in dict.fromkeys(message_ids):
@@ -63,11 +58,9 @@ class Resolver:
                 found[message_id] = tokens
         if not missing:
             return found
-        with self.engine.connect() as conn:
-            model_id = find_model_id(conn, self.model)
-            found |= tokens_of(conn, model_id, missing)
-            missing = [m for m in missing if m not in found]
-            coordinates = where_decided(conn, model_id, missing) if missing else {}
+        found |= self.model.review_tokens(missing)
+        missing = [m for m in missing if m not in found]
+        coordinates = self.model.where_decided(missing) if missing else {}
         if coordinates:
             found |= self._read_back(coordinates)
         return found

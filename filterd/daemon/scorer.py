@@ -8,7 +8,8 @@ when the tokenizer could not read it at all (`REJECTED_FLAGS`). A message that a
 and flagged `truncated`; a mail with MIME defects is decided too, because spam often has them.
 The dead-letter guard counts only records the daemon cannot decode (`UNDECODABLE`). The decoding,
 tokenizing and deciding of a batch of raw records (`decide_payloads`) live in
-`filterd.service.decide`, shared with `filterd score` and the HTTP API.
+`filterd.service.decide`, shared with `filterd score`, and with the HTTP API from the
+tokenizing on (`decide_messages`).
 
 The scorer marks for review the decisions an analyst's label would teach the most
 (`filterd.service.review`: within `review.band` of τ, and a uniform `review.random_share`), and
@@ -53,8 +54,7 @@ class Scorer(Loop):
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self._ticket = 0  # the recorder's, of the last batch
         self.recorder = Recorder(
-            state.engine,
-            state.config.model.name,
+            state.model,
             queue.max_items,
             self.health,
             self.metrics,
@@ -93,7 +93,7 @@ class Scorer(Loop):
         for i, reason, error in result.failures:
             self.dead_letter(batch.records[i], reason, error)
         # before the flush: once a decision is out, feedback naming its message may follow at once
-        self.recent.put([d.message_id for d in result.decisions], result.tokens)
+        self.recent.put([d.message_id for d in result.decisions], [t.tokens for t in result.tokens])
         self.flush()
         self.metrics.decision_latency.observe(
             time.monotonic() - batch.polled_at, len(result.decisions)

@@ -29,16 +29,14 @@ from typing import Any
 
 from kafka import TopicPartition
 from kafka.errors import KafkaError
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from filterd.kafka.batches import BatchAt, batch_at
 from filterd.kafka.consumer import Consumer
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.store import undecodable
-from filterd.store.database import error_detail
+from filterd.store.errors import StoreError
+from filterd.store.handle import Store
 from filterd.store.undecodable import Undecodable
 
 CHECK_SECONDS = 5.0  # between looks in the store for skips requested
@@ -64,15 +62,15 @@ class StuckPartitions:
         role: str,
         group: str,
         kafka: Mapping[str, Any],
-        engine: Engine | None,
+        store: Store | None,
         metrics: Metrics,
         health: Health,
         log: FilteringBoundLogger,
         read: BatchReader = batch_at,
     ) -> None:
-        """`engine`: the store that records the batches and the skips (None: not recorded,
+        """`store`: the store that records the batches and the skips (None: not recorded,
         and never skipped); `read`: how a partition's batch is read (`batch_at`)."""
-        self.role, self.group, self.kafka, self.engine = role, group, kafka, engine
+        self.role, self.group, self.kafka, self.store = role, group, kafka, store
         self.metrics, self.health, self.log, self.read = metrics, health, log, read
         self.condition = f"{role} input"
         self.found_by = f"{role} {socket.gethostname()}:{os.getpid()}"
@@ -196,24 +194,24 @@ class StuckPartitions:
         renew = self._regained(consumer)
         requested: list[Undecodable] = []
         for tp, s in sorted(self._stuck.items()):
-            if not s.held or self.engine is None:
+            if not s.held or self.store is None:
                 continue
             try:
                 if not s.reported:
-                    s.batch, s.reported = undecodable.report(self.engine, s.batch), True
+                    s.batch, s.reported = self.store.report_undecodable(s.batch), True
                 if s.batch.skip_requested_at is None:
                     s.batch = (
-                        undecodable.find(
-                            self.engine, self.group, tp.topic, tp.partition, s.batch.kafka_offset
+                        self.store.find_undecodable(
+                            self.group, tp.topic, tp.partition, s.batch.kafka_offset
                         )
                         or s.batch
                     )
-            except SQLAlchemyError as error:
+            except StoreError as error:
                 self.log.warning(
                     "undecodable batch not checked in the store",
                     topic=tp.topic,
                     partition=tp.partition,
-                    error=error_detail(error),
+                    error=str(error),
                 )
                 continue
             if s.batch.skip_requested_at is not None:
@@ -223,11 +221,11 @@ class StuckPartitions:
     def skipped(self, batches: list[Undecodable]) -> None:
         """The group's offsets were committed past `batches`: record it and say so."""
         for batch in batches:
-            if self.engine is not None:
+            if self.store is not None:
                 try:
-                    undecodable.mark_skipped(self.engine, batch)
-                except SQLAlchemyError as error:
-                    self.log.warning("skip not recorded in the store", error=error_detail(error))
+                    self.store.mark_skipped(batch)
+                except StoreError as error:
+                    self.log.warning("skip not recorded in the store", error=str(error))
             self.log.warning(
                 "undecodable record batch skipped",
                 topic=batch.topic,

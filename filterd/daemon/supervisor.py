@@ -27,15 +27,6 @@ import threading
 import time
 
 import structlog
-from sqlalchemy import Engine
-from sqlalchemy.exc import (
-    ArgumentError,
-    DatabaseError,
-    IntegrityError,
-    NoSuchModuleError,
-    OperationalError,
-    SQLAlchemyError,
-)
 from structlog.typing import FilteringBoundLogger
 
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
@@ -54,8 +45,14 @@ from filterd.observe.metrics import Metrics
 from filterd.observe.server import CannotListen, ObserveServer, start_observe_server
 from filterd.service.config import Config, masked_url
 from filterd.store import database
-from filterd.store.database import error_detail
-from filterd.store.learning import UnknownModel, create_model, model_names
+from filterd.store.errors import (
+    BadDatabaseURL,
+    ModelExists,
+    StoreError,
+    StoreUnavailable,
+    UnknownModel,
+)
+from filterd.store.handle import ModelStore, Store
 from filterd.web.serving import Api
 
 ROLES = ("all", "scorer", "learner")
@@ -129,11 +126,11 @@ class Daemon:
         self.metrics.not_ready.set(1)
         self.metrics.target_recall.set(config.decision.target_recall)
         try:
-            engine = self._store()
-            if engine is None:
+            model = self._store()
+            if model is None:
                 return EXIT_OK
-            loops = self._loops(engine)
-            self.api = self._api(engine)
+            loops = self._loops(model)
+            self.api = self._api(model)
             # daemon threads: a loop still waiting on the store after STOP_SECONDS is left behind
             threads = [
                 threading.Thread(
@@ -144,7 +141,7 @@ class Daemon:
             for thread in threads:
                 thread.start()
             self._wait(threads, loops, started)
-            engine.dispose()
+            model.store.close()
         finally:
             if self.api is not None:
                 self.api.stop()  # the requests in flight finish first (filterd.web.server)
@@ -160,15 +157,13 @@ class Daemon:
         except CannotListen as error:
             raise StartupError(str(error)) from None
 
-    def _api(self, engine: Engine) -> Api | None:
+    def _api(self, model: ModelStore) -> Api | None:
         """The HTTP API, listening, when `[http] enabled` (None otherwise): it checks messages
         with the scorer's own model, so that a check and the messages topic agree."""
         http = self.config.http
         if not http.enabled or self.state is None:
             return None
-        api = Api(
-            self.config, engine, self.state, tokenizer_of(self.config), self.log, self.metrics
-        )
+        api = Api(self.config, model, self.state, tokenizer_of(self.config), self.log, self.metrics)
         try:
             return api.start()
         except OSError as error:
@@ -209,7 +204,7 @@ class Daemon:
             for thread in threads:
                 thread.join(0.1)
 
-    def _loops(self, engine: Engine) -> list[Loop]:
+    def _loops(self, model: ModelStore) -> list[Loop]:
         config = self.config
         recent = RecentMessages(
             config.recent.max_messages, config.recent.max_bytes, config.recent.ttl_seconds
@@ -234,12 +229,12 @@ class Daemon:
                 "metrics": self.metrics,
                 "health": self.health,
                 "log": self.log,
-                "store": engine,
+                "store": model.store,
             }
 
         loops: list[Loop] = []
         # one model for both roles
-        self.state = state = ModelState(engine, config, self.metrics, self.health, self.log)
+        self.state = state = ModelState(model, config, self.metrics, self.health, self.log)
         if self.role in ("all", "scorer"):
             loops.append(
                 Scorer(
@@ -254,11 +249,10 @@ class Daemon:
                 )
             )
         if self.role in ("all", "learner"):
-            monitor = Monitor(engine, config, state, self.metrics, self.log)
+            monitor = Monitor(model, config, state, self.metrics, self.log)
             tokenizer = tokenizer_of(config)
             resolver = Resolver(
-                engine,
-                config.model.name,
+                model,
                 recent,
                 config.topics.messages,
                 tokenizer,
@@ -268,8 +262,7 @@ class Daemon:
             )
             loops.append(
                 Learner(
-                    engine,
-                    config.model.name,
+                    model,
                     tokenizer,
                     resolver,
                     monitor,
@@ -303,8 +296,9 @@ class Daemon:
         self._status = max(self._status, status)
         self._request_stop()
 
-    def _store(self) -> Engine | None:
-        """The store's engine once it is reachable, migrated and has the model (None if stopped).
+    def _store(self) -> ModelStore | None:
+        """The model's handle once the store is reachable, migrated and has the model (None if
+        stopped).
 
         An outage (the server down, unreachable, or the file locked) is retried; a store that
         answers but cannot be used (a file that is not a database, a bad URL, no permission)
@@ -315,12 +309,12 @@ class Daemon:
                 return prepare_store(self.config, self.log, self.create_store, first_start=True)
             except UnknownModel as error:
                 raise StartupError(str(error)) from None
-            except (ArgumentError, NoSuchModuleError) as error:
+            except BadDatabaseURL as error:
                 raise StartupError(f"bad database URL: {error}") from None
-            except SQLAlchemyError as error:
-                if isinstance(error, DatabaseError) and not isinstance(error, OperationalError):
-                    raise StartupError(f"the store cannot be used: {error_detail(error)}") from None
-                detail = error_detail(error)
+            except StoreError as error:
+                if not isinstance(error, StoreUnavailable):
+                    raise StartupError(f"the store cannot be used: {error}") from None
+                detail = str(error)
                 self.health.set_ready("model store", False, detail)
                 self.log.warning(
                     "store unreachable at start-up, retrying", error=detail, retry_seconds=delay
@@ -332,54 +326,64 @@ class Daemon:
 
 def prepare_store(
     config: Config, log: FilteringBoundLogger, create: bool = False, first_start: bool = False
-) -> Engine:
-    """Check the store's schema is current and that it holds the model `model.name` (else an
-    UnknownModel naming those it holds); with `first_start` (`filterd run`), create that model
-    from `[model]` when the store holds none yet. With `create`, migrate a database that has
-    no filterd schema yet (else refuse it: a mistyped URL must not start an empty store)."""
-    url = config.database.url
-    revision = database.current(url)
+) -> ModelStore:
+    """The handle of model `model.name`, once the store's schema is checked current and the
+    store holds the model (else an UnknownModel naming those it holds); with `first_start`
+    (`filterd run`), that model created from `[model]` when the store holds none yet. With
+    `create`, migrate a database that has no filterd schema yet (else refuse it: a mistyped URL
+    must not start an empty store). The store is closed again if this fails."""
+    store = Store.open(config.database.url)
+    try:
+        return _prepared(store, config, log, create, first_start)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _prepared(
+    store: Store, config: Config, log: FilteringBoundLogger, create: bool, first_start: bool
+) -> ModelStore:
+    shown_url = masked_url(store.url)
+    revision = store.revision()
     if revision is None and not create:
         raise StartupError(
-            f"{masked_url(database.database_url(url))}: no filterd store here: run "
+            f"{shown_url}: no filterd store here: run "
             "`filterd db upgrade --db URL` first, or start with --create-store"
         )
     if revision is None:
         try:
-            database.upgrade(url)
-            log.info("database schema created", revision=database.head())
-        except SQLAlchemyError:
-            if database.current(url) is None:  # not a daemon starting beside us: a real failure
+            store.upgrade()
+            log.info("database schema created", revision=store.head())
+        except StoreError:
+            if store.revision() is None:  # not a daemon starting beside us: a real failure
                 raise
-        revision = database.current(url)
+        revision = store.revision()
     # With `create`, a daemon starting beside us may be migrating the empty database right now;
     # without it, an older schema is one nobody is upgrading: said at once.
     deadline = time.monotonic() + (SCHEMA_WAIT_SECONDS if create else 0.0)
-    while revision != database.head() and time.monotonic() < deadline:
+    while revision != store.head() and time.monotonic() < deadline:
         time.sleep(0.5)
-        revision = database.current(url)
-    if revision != database.head():
-        if revision not in database.revisions():
+        revision = store.revision()
+    if revision != store.head():
+        if revision not in store.revisions():
             raise StartupError(
                 f"the database schema is at revision {revision}, which this filterd "
-                f"does not know (its newest: {database.head()}): upgrade filterd"
+                f"does not know (its newest: {store.head()}): upgrade filterd"
             )
         raise StartupError(
             f"the database schema is at revision {revision}, this filterd needs "
-            f"{database.head()}: run `filterd db upgrade`"
+            f"{store.head()}: run `filterd db upgrade`"
         )
-    engine = database.connect(url)
     m = config.model
-    names = model_names(engine)
+    names = store.model_names()
     if m.name not in names:
         if names or not first_start:  # a mistyped name must not start an empty model
-            engine.dispose()
             raise UnknownModel.among(m.name, names)
         spec = m.spec
         try:
-            create_model(engine, m.name, spec)
+            store.create_model(m.name, spec)
             log.info("model created", spec=str(spec))
-        except IntegrityError:
+        except ModelExists:
             pass  # another daemon created it a moment ago
-    log.info("store ready", database=masked_url(database.database_url(url)), revision=revision)
-    return engine
+    log.info("store ready", database=shown_url, revision=revision)
+    return store.model(m.name)

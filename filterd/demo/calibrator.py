@@ -7,15 +7,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from filterd.evaluation.calibration import CalibrationError
 from filterd.evaluation.guardrails import GuardrailError
 from filterd.jobs.calibrate import calibrate_configured
 from filterd.service.config import Config
 from filterd.service.decide import NotReady
-from filterd.store import database
-from filterd.store.learning import UnknownModel
+from filterd.store.errors import StoreError, UnknownModel
+from filterd.store.handle import ModelStore, Store
 
 CREATED_BY = "filterd demo"
 
@@ -64,7 +62,8 @@ class Calibrator:
         return self
 
     def _run(self) -> None:
-        self._engine = database.connect(self.config.database.url)
+        self._store = Store.open(self.config.database.url)
+        self._model: ModelStore | None = None  # found once the daemon has created it
         try:
             while not self._stop.wait(0.2):
                 applied = self.applied()
@@ -76,14 +75,16 @@ class Calibrator:
                         self._attempt(applied)
                     self._final_done.set()
         finally:
-            self._engine.dispose()
+            self._store.close()
             self._final_done.set()
 
     def _attempt(self, applied: int) -> None:
         self.attempts += 1
         self.last_at = applied
         try:
-            report = calibrate_configured(self._engine, self.config, CREATED_BY)
+            if self._model is None:
+                self._model = self._store.model(self.config.model.name)
+            report = calibrate_configured(self._model, self.config, CREATED_BY)
         except GuardrailError as error:
             waiting = any(r.startswith("too_few") or r == "unreachable" for r in error.reasons)
             self._refused("waiting for labels" if waiting else "not recalibrated", _short(error))
@@ -94,7 +95,7 @@ class Calibrator:
         except NotReady as error:
             self._refused("waiting for the model", str(error))
             return
-        except (UnknownModel, SQLAlchemyError) as error:
+        except (UnknownModel, StoreError) as error:
             self._refused("store not ready", str(error).splitlines()[0])
             return
         except Exception as error:  # noqa: BLE001 - a failed calibration must not end the demo

@@ -1,6 +1,6 @@
 """`filterd demo`: the whole product in one process, on a labelled stream, with a live score.
 
-    items, source = labelled_stream(options)
+    items, source = labelled_stream(options, records)  # records: options.corpus's, or None
     demo = Demo(options, workdir, items, source, on_tick=show_snapshot, on_event=show_line)
     outcome = demo.run()  # blocks; KeyboardInterrupt stops everything cleanly, then re-raises
 
@@ -88,7 +88,6 @@ class Snapshot:
     quality: Quality
     threshold: ThresholdInfo | None
     threshold_note: str
-    next_calibration: int | None
     feedback_sent: int
     feedback_pending: int  # labels not sent yet
     feedback: dict[str, int]  # the learner's outcomes: learned, held_out, duplicates...
@@ -464,7 +463,6 @@ class Demo:
             quality=self.board.quality(),
             threshold=calibrator.threshold if calibrator else None,
             threshold_note=calibrator.note if calibrator else "",
-            next_calibration=calibrator.next_at if calibrator else None,
             feedback_sent=self._feedback_sent,
             feedback_pending=len(self._pending),
             feedback=self._feedback_outcomes(),

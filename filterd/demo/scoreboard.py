@@ -51,7 +51,6 @@ class Scoreboard:
         self._decided: set[str] = set()
         self._dead: set[str] = set()
         self.dead_unparsed = 0  # dead letters of the messages topic whose id we cannot read
-        self.feedback_dead = 0  # dead letters of the feedback topic
         self.labels: Counter[str] = Counter()
         self.duplicates = 0
         self.first_ready: int | None = None  # decisions read before the first by a ready model
@@ -85,9 +84,7 @@ class Scoreboard:
 
     def dead_letter(self, record: JsonObject, messages_topic: str) -> None:
         if record.get("source_topic") != messages_topic:
-            with self._lock:
-                self.feedback_dead += 1
-            return
+            return  # the feedback topic's: the scoreboard counts messages
         message_id = payload_id(record.get("payload"))
         with self._lock:
             if message_id is None:

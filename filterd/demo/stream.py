@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from filterd.demo.options import DemoError, DemoOptions
-from filterd.evaluation.corpus import CorpusError, read_corpus
+from filterd.evaluation.corpus import Record
 from filterd.evaluation.synth import SynthConfig, generate
 
 
@@ -22,12 +23,14 @@ class Item:
     payload: bytes
 
 
-def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
+def labelled_stream(
+    options: DemoOptions, records: Sequence[Record] | None = None
+) -> tuple[list[Item], str]:
     """The items to replay, in stream order, and a one-line description of where they come from.
 
-    Synthetic (`filterd.evaluation.synth`, ham and spam) unless `options.corpus`, read in its
-    `order`. DemoError for an unreadable or multi-label corpus, or a target class absent from the
-    stream.
+    Synthetic (`filterd.evaluation.synth`, ham and spam) unless `options.corpus`, whose records
+    (in their `order`) the caller read and passes as `records`. DemoError for an empty or
+    multi-label corpus, or a target class absent from the stream.
     """
     if options.corpus is None:
         n = options.messages or 20_000
@@ -40,10 +43,8 @@ def labelled_stream(options: DemoOptions) -> tuple[list[Item], str]:
             f"synthetic stream: {n:,} messages, {options.spam_share:.0%} spam, seed {options.seed}"
         )
     else:
-        try:
-            records = read_corpus(options.corpus)
-        except CorpusError as error:
-            raise DemoError(str(error)) from None
+        if records is None:
+            raise ValueError("labelled_stream: options.corpus is set but its records are not given")
         if not records:
             raise DemoError(f"{options.corpus}: the corpus is empty")
         multi = next((r for r in records if len(r.labels) != 1), None)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import beta
 
 from filterd.evaluation.ranking import min_hits
 
@@ -44,6 +43,19 @@ class Threshold:
     recall_lower_bound: float | None  # one-sided Clopper–Pearson lower bound at tau
 
 
+def beta_ppf(q: float, a: float, b: float) -> float:
+    """The `q` quantile of Beta(a, b).
+
+    >>> beta_ppf(0.5, 1, 1)
+    0.5
+    """
+    # scipy.stats is imported when a bound is first computed, not with this module: it is the
+    # slowest of the daemon's and the CLI's imports, and most commands never compute one
+    from scipy.stats import beta
+
+    return float(beta.ppf(q, a, b))
+
+
 def clopper_pearson_lower(k: int, n: int, confidence: float = 0.95) -> float:
     """One-sided lower confidence bound of a binomial proportion k / n.
 
@@ -56,7 +68,7 @@ def clopper_pearson_lower(k: int, n: int, confidence: float = 0.95) -> float:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if k == 0:
         return 0.0
-    return float(beta.ppf(1.0 - confidence, k, n - k + 1))
+    return beta_ppf(1.0 - confidence, k, n - k + 1)
 
 
 def positives_needed(target_recall: float, confidence: float) -> int | None:
@@ -162,8 +174,8 @@ def expected_recall(hits: int, n_pos: int, confidence: float = 0.9) -> Expected:
     a, b = hits, n_pos + 1 - hits
     return Expected(
         hits / (n_pos + 1),
-        float(beta.ppf(tail, a, b)),
-        float(beta.ppf(1 - tail, a, b)),
+        beta_ppf(tail, a, b),
+        beta_ppf(1 - tail, a, b),
         confidence,
     )
 
@@ -180,8 +192,8 @@ def expected_rate(successes: int, n: int, confidence: float = 0.9) -> Expected:
         raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes}, {n}")
     tail = (1.0 - confidence) / 2
     a, b = successes + 0.5, n - successes + 0.5
-    low = 0.0 if successes == 0 else float(beta.ppf(tail, a, b))
-    high = 1.0 if successes == n else float(beta.ppf(1 - tail, a, b))
+    low = 0.0 if successes == 0 else beta_ppf(tail, a, b)
+    high = 1.0 if successes == n else beta_ppf(1 - tail, a, b)
     return Expected(successes / n, low, high, confidence)
 
 

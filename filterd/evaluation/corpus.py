@@ -1,30 +1,26 @@
-"""Labelled corpora in the shared JSON Lines format: read, write, split.
+"""Labelled corpora in the shared JSON Lines format, as data: parse, serialize, relabel, split.
 
 One JSON object per line: `id`, `label` (or `labels` for multi-label corpora), `text`,
 `format` ("text" | "email"), `order` (stream position), optional `split` ("train" | "test").
-Files may be gzip-compressed. Reading and writing are thin I/O shells; splitting is pure.
+Pure: this module takes and returns lines and records; opening, decompressing and writing
+files is `filterd.cli.corpus_files`.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _FORMATS = ("text", "email")
 _SPLITS = ("train", "test")
 
 
 class CorpusError(Exception):
-    """Unreadable or malformed corpus; the message names the file and the line number."""
+    """Unreadable or malformed corpus; the message names the source (a file) and the line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,46 +48,30 @@ class Record:
         return {"id": self.id, "text": self.text, "format": self.format}
 
 
-CORPUS_FILES = ("messages.jsonl.gz", "messages.jsonl")  # a corpus folder's file (../shared/corpora)
+def parse_corpus(lines: Iterable[bytes | str], source: str) -> list[Record]:
+    """The records of a corpus's lines (line 1 first), sorted by `order` (ties keep line
+    order); empty lines are skipped.
 
-
-def corpus_file(path: str | os.PathLike[str]) -> Path:
-    """`path` itself, or for a corpus folder the first of CORPUS_FILES in it (CorpusError if
-    none)."""
-    path = Path(path)
-    if not path.is_dir():
-        return path
-    for name in CORPUS_FILES:
-        if (path / name).is_file():
-            return path / name
-    raise CorpusError(f"{path}: a folder without {' or '.join(CORPUS_FILES)}")
-
-
-def read_corpus(path: str | os.PathLike[str]) -> list[Record]:
-    """All records of a .jsonl or .jsonl.gz file (gzip detected by its magic bytes), or of a
-    corpus folder's file (`corpus_file`), sorted
-    by `order` (ties keep file order). Empty lines are skipped.
-
-    Raises CorpusError, naming the file and line, if the file is missing or unreadable,
-    not gzip/JSON, or a record lacks id/text/label(s), has an invalid field, or repeats an id.
+    Raises CorpusError, naming `source` and the line, if a line is not JSON or a record lacks
+    id/text/label(s), has an invalid field, or repeats an id. An error the iteration over
+    `lines` raises propagates unchanged.
     """
-    path = corpus_file(path)
     records: list[Record] = []
     seen: dict[str, int] = {}  # id -> line of first occurrence
-    for lineno, line in _lines(path):
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
-            raise CorpusError(f"{path}:{lineno}: not valid JSON: {e}") from None
+            raise CorpusError(f"{source}:{lineno}: not valid JSON: {e}") from None
         try:
             record = replace(_record(obj, default_order=len(records) + 1), line=lineno)
         except ValueError as e:
-            raise CorpusError(f"{path}:{lineno}: {e}") from None
+            raise CorpusError(f"{source}:{lineno}: {e}") from None
         if record.id in seen:
             raise CorpusError(
-                f"{path}:{lineno}: duplicate id {record.id!r} (first on line {seen[record.id]})"
+                f"{source}:{lineno}: duplicate id {record.id!r} (first on line {seen[record.id]})"
             )
         seen[record.id] = lineno
         records.append(record)
@@ -99,29 +79,15 @@ def read_corpus(path: str | os.PathLike[str]) -> list[Record]:
     return records
 
 
-def write_corpus(
-    records: Iterable[Record | Mapping[str, Any]], path: str | os.PathLike[str]
-) -> None:
-    """Write records (Record objects or corpus-format dicts, as given) as JSON Lines;
-    gzip-compressed if the path ends in .gz, with no name and mtime 0 so equal input
-    gives equal bytes."""
-    path = Path(path)
-    lines = (json.dumps(_as_dict(r), ensure_ascii=False) + "\n" for r in records)
-    if path.suffix == ".gz":
-        with (
-            open(path, "wb") as raw,
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f,
-        ):
-            for line in lines:
-                f.write(line.encode("utf-8"))
-    else:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.writelines(lines)
+def corpus_lines(records: Iterable[Record | Mapping[str, Any]]) -> Iterator[str]:
+    """Records (Record objects or corpus-format dicts, as given) as JSON Lines, each ending
+    in a newline."""
+    return (json.dumps(_as_dict(r), ensure_ascii=False) + "\n" for r in records)
 
 
 def to_records(objects: Iterable[Mapping[str, Any]]) -> list[Record]:
-    """Records from corpus-format dicts (e.g. `filterd.evaluation.synth.generate`), checked like
-    a file's lines."""
+    """Records from corpus-format dicts (e.g. `filterd.evaluation.synth.generate`), checked
+    like a corpus's lines."""
     records = []
     for position, obj in enumerate(objects, start=1):
         try:
@@ -186,26 +152,6 @@ def train_test_split(
     )
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw line) pairs; open and read errors become CorpusError."""
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed by the `with raw` below
-    except FileNotFoundError:
-        raise CorpusError(f"{path}: no such file") from None
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot open: {e}") from None
-    with raw:
-        lineno = 0
-        try:
-            compressed = raw.read(2) == _GZIP_MAGIC
-            raw.seek(0)
-            f = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-            for lineno, line in enumerate(f, start=1):
-                yield lineno, line
-        except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
-            raise CorpusError(f"{path}:{lineno + 1}: unreadable: {e}") from None
-
-
 def _record(obj: object, default_order: int) -> Record:
     """A Record from one decoded JSON line; ValueError says what is wrong."""
     if not isinstance(obj, dict):
@@ -234,8 +180,8 @@ def _record(obj: object, default_order: int) -> Record:
         label = obj.get("label")
         if not isinstance(label, str) or not label or "\x00" in label:
             raise ValueError(
-                f"record {record_id!r}: missing or invalid 'label' "
-                "(or 'labels'; a string without NUL)"
+                f"record {record_id!r}: missing or invalid 'label' (or 'labels'; a string "
+                "without NUL)"
             )
         labels = (label,)
 

@@ -69,6 +69,19 @@ FAMILIES: dict[str, Family] = {
     "mime_deep_long_body": lambda n: _nested_mime(99, "\n", max(1, n // 8)),
     "mime_many_parts": lambda n: _parts(max(1, n // 50)),
     "header_line_huge": lambda n: _mail("X-Long: " + "a" * n),
+    # a header flood: a line per 12 bytes of the record
+    "headers_many": lambda n: _mail("\n".join(["X-Flood: b"] * (n // 12))),
+    # a Subject of encoded words, decoded and joined ("gagnégagné…")
+    "subject_encoded_words": lambda n: _message(
+        "From: a@example.com\nSubject: " + "=?utf-8?q?gagn=C3=A9?= " * (n // 23) + "\n\nthe body\n",
+        "email",
+    ),
+    # a multipart whose only text is one long HTML part
+    "mime_html_only": lambda n: _mail(
+        'Content-Type: multipart/alternative; boundary="b"',
+        "--b\nContent-Type: text/html\n\n" + "<p>Bonjour <b>vous</b></p>\n" * (n // 28) + "--b--\n",
+    ),
+    "body_huge": lambda n: _mail("Content-Type: text/plain", "spam " * (n // 5)),
     "received_dots": lambda n: _mail("Received: from " + "a." * (n // 2)),
     # one Received word of labels that fail as hosts and octets that fail as addresses, for
     # the C scan of Received headers (filterd/_speedups.c `received`)

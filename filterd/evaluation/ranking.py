@@ -25,7 +25,6 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import rankdata
 
 from filterd.bayes.arrays import BoolArray, FloatArray
 
@@ -98,6 +97,8 @@ def auc(scores: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     s, y = _check_binary(scores, labels)
     n_pos = int(np.count_nonzero(y))
     n_neg = y.size - n_pos
+    from scipy.stats import rankdata  # on first use: the daemon and the CLI start without it
+
     ranks = rankdata(s)  # average ranks: ties count 1/2
     u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
     return float(u / (n_pos * n_neg))

@@ -25,8 +25,7 @@ The report gives what τ is expected to deliver on new traffic like the window
 previous τ delivered since it was written (`in_force`).
 
 The guardrails are `filterd.evaluation.guardrails`; a refusal is a `GuardrailError`.
-A model that is not ready (`filterd.service.decide.NotReady`) or unknown (`UnknownModel`) is an
-error too.
+A model that is not ready (`filterd.service.decide.NotReady`) is an error too.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Engine, select
 
 from filterd.bayes.fusion import (
     COMPONENTS,
@@ -68,19 +66,10 @@ from filterd.evaluation.guardrails import (
 )
 from filterd.service.config import Config, parse_duration
 from filterd.service.decide import check_ready, decision_scores, scoring_model
-from filterd.store.drift import Delivered, delivered_since
-from filterd.store.learning import UnknownModel, as_utc, find_model_id, spec_from_json
-from filterd.store.schema import ClassStats, ModelRow
-from filterd.store.sync import load
-from filterd.store.thresholds import (
-    HoldoutWindow,
-    PrequentialWindow,
-    ThresholdVersion,
-    holdout_window,
-    latest_threshold,
-    prequential_window,
-    write_threshold,
-)
+from filterd.store.drift import Delivered
+from filterd.store.handle import ModelStore
+from filterd.store.sql import as_utc
+from filterd.store.thresholds import HoldoutWindow, PrequentialWindow, ThresholdVersion
 
 SOURCES = ("holdout", "prequential", "adaptive")
 STEP = 0.1  # adaptive: γ = STEP · (1 − R), so that one miss moves the level by a tenth of 1 − R
@@ -210,8 +199,7 @@ class CalibrationOptions(TypedDict, total=False):
 
 
 def calibrate_model(
-    engine: Engine,
-    model: str,
+    model: ModelStore,
     target_class: str,
     target_recall: float,
     **options: Unpack[CalibrationOptions],
@@ -219,19 +207,18 @@ def calibrate_model(
     """Calibrate `target_class` of `model` on a window of its feedback; the keywords (window, last,
     conservative, confidence, min_positives, min_negatives, max_auc_drop, min_docs, force,
     dry_run, created_by, now, source, step) are those of `calibrate_classes`."""
-    (report,) = calibrate_classes(engine, model, [target_class], target_recall, **options)
+    (report,) = calibrate_classes(model, [target_class], target_recall, **options)
     return report
 
 
 def calibrate_configured(
-    engine: Engine, config: Config, created_by: str, dry_run: bool = False
+    model: ModelStore, config: Config, created_by: str, dry_run: bool = False
 ) -> CalibrationReport:
     """`calibrate_model` for the configured target class and recall, with the `[calibration]`
     settings: what `filterd run` does every `intervals.calibrate_seconds`."""
     c = config.calibration
     return calibrate_model(
-        engine,
-        config.model.name,
+        model,
         config.decision.target_class,
         config.decision.target_recall,
         window=parse_duration(c.window),
@@ -247,8 +234,7 @@ def calibrate_configured(
 
 
 def calibrate_classes(
-    engine: Engine,
-    model: str,
+    model: ModelStore,
     target_classes: Sequence[str] | None,
     target_recall: float,
     *,
@@ -278,42 +264,30 @@ def calibrate_classes(
     if not 0.0 < target_recall <= 1.0:
         raise CalibrationError(f"target recall must be in (0, 1], got {target_recall}")
     now = as_utc(now) or datetime.now(UTC)
-    with engine.connect() as conn:
-        spec = conn.execute(
-            select(ModelRow.spec).where(ModelRow.name == model)
-        ).scalar_one_or_none()
-    if spec is None:
-        raise UnknownModel(f"no model named {model!r} in the store")
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
-    with engine.connect() as conn:
-        counts = conn.execute(
-            select(ClassStats.label, ClassStats.docs)
-            .where(ClassStats.model_id == find_model_id(conn, model))
-            .order_by(ClassStats.class_id)
-        ).all()
-    labels_learned, docs = [c.label for c in counts], [c.docs for c in counts]
+    counts = model.class_documents()
+    labels_learned, docs = [label for label, _ in counts], [n for _, n in counts]
+    spec = model.spec
 
     # The statistics are loaded only to re-score the holdout: scores on arrival need none, and
     # the learner runs this job every minute.
     @cache
     def holdout() -> tuple[Statistics, HoldoutWindow]:
-        return load(engine, model)[0], holdout_window(engine, model, window, last, now)
+        return model.load()[0], model.holdout_window(window, last, now)
 
-    fused = spec_from_json(spec).variant == FUSION
+    fused = spec.variant == FUSION
 
     def window_of(source: str, target: str, previous: ThresholdVersion | None) -> _Window:
         in_force = None if previous is None else previous.weights
         if source != "holdout":
-            found = prequential_window(engine, model, target, window, last, now)
+            found = model.prequential_window(target, window, last, now)
             if not fused:
                 return _Window(found.scores, found.labels, (found.start, found.end))
             return _fused_window(found, target, in_force)
         stats, items = holdout()
         # the holdout is re-scored with the weights in force: they were learned on arrival
-        scorer = with_weights(
-            scoring_model(stats, spec_from_json(spec), target, min_docs), in_force
-        )
+        scorer = with_weights(scoring_model(stats, spec, target, min_docs), in_force)
         scores = decision_scores(scorer, items.batch) if len(items) else np.zeros(0)
         weights = scorer.weights if isinstance(scorer, FusionModel) else None
         return _Window(scores, items.labels, (items.start, items.end), weights)
@@ -322,11 +296,11 @@ def calibrate_classes(
     checked = []
     for target in classes:
         check_ready(labels_learned, docs, target, min_docs)
-        previous = latest_threshold(engine, model, target)
+        previous = model.latest_threshold(target)
         in_force = (
             Delivered()
             if previous is None
-            else delivered_since(engine, model, target, previous.created_at, previous.tau)
+            else model.delivered_since(target, previous.created_at, previous.tau)
         )
         level = None
         if source == "adaptive":
@@ -337,7 +311,7 @@ def calibrate_classes(
             level = adapt_level(start, alpha, in_force.n_pos, in_force.missed, step * alpha)
         check = partial(
             _check,
-            model,
+            model.name,
             target,
             target_recall=target_recall,
             previous=previous,
@@ -370,9 +344,7 @@ def calibrate_classes(
         return [report for report, _ in checked]
     reports = []
     for report, threshold in checked:
-        row = write_threshold(
-            engine,
-            model,
+        row = model.write_threshold(
             report.target_class,
             threshold,
             report.auc,

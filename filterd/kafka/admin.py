@@ -1,11 +1,12 @@
-"""Topic administration: creating the topics filterd reads and writes."""
+"""Topic administration: creating the topics filterd reads and writes, and where a consumer
+group stands in them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import TopicAlreadyExistsError, for_code
 
 from filterd.kafka.settings import client_settings
@@ -49,3 +50,21 @@ def create_topics(
                 f"creating topic {topic['name']!r}: {topic.get('error_message')}"
             )
     return [name for name in names if name in created]
+
+
+def committed_offsets(
+    kafka: Mapping[str, Any],
+    group: str,
+    partitions: Iterable[TopicPartition],
+    connect_timeout: float = 5.0,
+) -> dict[TopicPartition, int]:
+    """The offsets `group` has committed in `partitions` (those it never committed in are
+    absent); a KafkaError when no broker answers within `connect_timeout` seconds."""
+    settings = client_settings(kafka, KafkaAdminClient)
+    settings["bootstrap_timeout_ms"] = round(connect_timeout * 1000)
+    admin = KafkaAdminClient(**settings)
+    try:
+        offsets = admin.list_group_offsets({group: list(partitions)}).get(group, {})
+    finally:
+        admin.close()
+    return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}

@@ -90,10 +90,6 @@ class BatchAt:
     codec: str  # none, gzip, snappy, lz4, zstd, or "id N" for a codec no client knows
     problem: str | None  # why kafka-python cannot read the batch here; None when it can
 
-    @property
-    def last_offset(self) -> int:
-        return self.next_offset - 1
-
 
 def describe(data: bytes, offset: int, check_crcs: bool = True) -> BatchAt | None:
     """The batch of `data` (a fetch response's records) that holds `offset` or is the first

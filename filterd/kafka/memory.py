@@ -10,7 +10,8 @@ backend). Production and the integration tests use Kafka itself.
 Records with a key go to the partition Kafka's default partitioner chooses; the consumer is the
 group's only member, starts at the group's committed offsets (else the earliest), and commits
 into the broker. `MemoryPublisher.fail_flushes` and `MemoryConsumer.fail_commits` make the next
-calls fail, as a broker outage would.
+calls fail, as a broker outage would; `MemoryConsumer.rebalances` makes the next polls begin
+with a rebalance, as another member joining or leaving would.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
 
-from filterd.kafka.consumer import CommitCallback
+from filterd.kafka.consumer import CommitCallback, RebalanceCallback
 from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.producer import PublishError
 
@@ -88,13 +89,24 @@ class MemoryFetcher:
 
 
 class MemoryConsumer:
-    """The only member of `group` on `topic`: every partition is assigned to it."""
+    """The only member of `group` on `topic`: every partition is assigned to it. A rebalance
+    (`rebalances`) calls `on_revoked` with every partition, reads on from the group's committed
+    offsets and calls `on_assigned` with every partition, in `poll` as Kafka's consumers do."""
 
-    def __init__(self, broker: MemoryBroker, topic: str, group: str) -> None:
+    def __init__(
+        self,
+        broker: MemoryBroker,
+        topic: str,
+        group: str,
+        on_assigned: RebalanceCallback | None = None,
+        on_revoked: RebalanceCallback | None = None,
+    ) -> None:
         self.broker, self.group = broker, group
+        self.on_assigned, self.on_revoked = on_assigned, on_revoked
         self._assigned = {TopicPartition(topic, p) for p in range(broker.partitions[topic])}
-        self._position = {tp: broker.committed.get((group, tp), 0) for tp in self._assigned}
+        self._position = self._committed_positions()
         self.fail_commits = 0  # the next this many commits fail
+        self.rebalances = 0  # the next this many polls begin with a rebalance
         self.closed = False
         self.paused: set[TopicPartition] = set()
 
@@ -102,6 +114,9 @@ class MemoryConsumer:
         self, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[MemoryRecord]]:
         """Up to `max_records` records past the positions, in partition order; never waits."""
+        if self.rebalances:
+            self.rebalances -= 1
+            self._rebalance()
         out: dict[TopicPartition, list[MemoryRecord]] = {}
         room = max_records if max_records is not None else float("inf")
         for tp in sorted(self._assigned - self.paused):
@@ -115,6 +130,18 @@ class MemoryConsumer:
             if room <= 0:
                 break
         return out
+
+    def _rebalance(self) -> None:
+        if self.on_revoked is not None:
+            self.on_revoked(set(self._assigned))
+        self._position = self._committed_positions()
+        self.paused.clear()  # as a rebalance does with the partitions it assigns
+        if self.on_assigned is not None:
+            self.on_assigned(set(self._assigned))
+
+    def _committed_positions(self) -> dict[TopicPartition, int]:
+        """Where the group reads on from: its committed offsets, else the earliest."""
+        return {tp: self.broker.committed.get((self.group, tp), 0) for tp in self._assigned}
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
@@ -163,7 +190,6 @@ class MemoryPublisher:
     def __init__(self, broker: MemoryBroker) -> None:
         self.broker = broker
         self.fail_flushes = 0  # the next this many flushes fail, dropping their records
-        self.flushes = 0
         self._pending: list[tuple[str, bytes | None, bytes]] = []
 
     def send(self, topic: str, key: str | None, value: bytes) -> None:
@@ -184,7 +210,6 @@ class MemoryPublisher:
             )
         for topic, key, value in pending:
             self.broker.produce(topic, key, value)
-        self.flushes += 1
 
     def reset(self) -> None:
         self._pending = []

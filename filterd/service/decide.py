@@ -9,8 +9,10 @@ learned documents the model is not ready and decisions say "unknown".
 
 The daemon, `filterd score` and the calibration job all score through `scoring_model` and
 `decision_scores`, so a threshold chosen on the holdout applies to the daemon's scores; and
-the scorer, `filterd score` and the HTTP API's `POST /v1/check` decode raw records through
-`decide_payloads`, so all three validate, tokenize and decide a message alike.
+the scorer, `filterd score` and the HTTP API's `POST /v1/check` tokenize and decide through
+`decide_messages` (the first two decode their raw records through `decide_payloads`, the API
+its body as the same `Message` type), so all three validate, tokenize and decide a message
+alike, and refuse one alike.
 """
 
 from __future__ import annotations
@@ -240,7 +242,9 @@ class Decided:
 
     decisions: list[Decision]
     messages: list[Message]  # the message of each decision
-    tokens: list[list[str]]
+    # the tokenizer's result for each: the tokens decided on and, of raw mail, what a person
+    # reads of it (`Tokens.mail`, for the review queue)
+    tokens: list[Tokens]
     failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
     undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
 
@@ -252,20 +256,38 @@ def decide_payloads(
     max_bytes: int,
     sources: Sequence[Source] | None = None,
 ) -> Decided:
-    """Decode, validate, tokenize and decide raw message records (the daemon and `filterd score`).
-    Each decision carries where its payload was read: `sources[i]` for `payloads[i]` (the
-    consumed records themselves), else the payload's `Position` in `payloads`."""
-    if sources is not None and len(sources) != len(payloads):
-        raise ValueError(f"{len(sources)} sources for {len(payloads)} payloads")
+    """Decode, validate, tokenize and decide raw message records (the scorer and `filterd
+    score`): `decide_messages` of the records decoded. Each decision carries where its payload
+    was read: `sources[i]` for `payloads[i]` (the consumed records themselves), else the
+    payload's `Position` in `payloads`."""
+    return decide_messages(decider, threshold, [_decoded(p, max_bytes) for p in payloads], sources)
+
+
+def decide_messages(
+    decider: Decider,
+    threshold: ThresholdSetting,
+    records: Sequence[Message | RecordError],
+    sources: Sequence[Source] | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> Decided:
+    """Tokenize and decide messages already decoded: the one path of the scorer, `filterd score`
+    (through `decide_payloads`) and POST /v1/check. Each of `records` is a message, or the
+    RecordError its record's decoding raised; that, and a message the tokenizer refuses
+    (`REJECTED_FLAGS`), is a failure at its position. Each decision carries `sources[i]` for
+    `records[i]`, else its `Position` in `records`. `tokenizer`: one configured as the
+    decider's, for a caller that keeps its own (the HTTP API's threads), else the decider's."""
+    if sources is not None and len(sources) != len(records):
+        raise ValueError(f"{len(sources)} sources for {len(records)} payloads")
     messages: list[Message] = []
-    decided: list[int] = []  # the position of each message in `payloads`
+    decided: list[int] = []  # the position of each message in `records`
     tokenized: list[Tokens] = []
     failures: list[tuple[int, str, str]] = []
     undecodable: list[bool] = []
-    for i, payload in enumerate(payloads):
+    for i, message in enumerate(records):
         try:
-            message = decode(payload or b"", Message, max_bytes)
-            message_tokens = accepted_tokens(decider.tokenizer, message.id, message)
+            if isinstance(message, RecordError):
+                raise message
+            message_tokens = accepted_tokens(tokenizer or decider.tokenizer, message.id, message)
         except RecordError as error:
             failures.append((i, error.reason, str(error)))
             undecodable.append(error.reason in UNDECODABLE)
@@ -276,4 +298,12 @@ def decide_payloads(
         decided.append(i)
     where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
     decisions = decider.decide(messages, threshold, tokenized, sources=where)
-    return Decided(decisions, messages, [t.tokens for t in tokenized], failures, undecodable)
+    return Decided(decisions, messages, tokenized, failures, undecodable)
+
+
+def _decoded(payload: bytes | None, max_bytes: int) -> Message | RecordError:
+    """The message of a raw record, or the RecordError that says why it is none."""
+    try:
+        return decode(payload or b"", Message, max_bytes)
+    except RecordError as error:
+        return error

@@ -12,30 +12,27 @@ A decision is queued for one of two reasons:
              calibration and for measuring the filter
 
 Messages are written by adversaries: every field kept is bounded (`SUBJECT_CHARS`,
-`SENDER_CHARS`, `excerpt_chars`, `MAX_ATTRIBUTE_BYTES`), only a bounded prefix of a raw mail is
-parsed (`MAIL_PREFIX_CHARS`), and NUL and lone surrogates, which PostgreSQL text cannot hold,
-are removed or replaced.
+`SENDER_CHARS`, `excerpt_chars`, `MAX_ATTRIBUTE_BYTES`), and NUL and lone surrogates, which
+PostgreSQL text cannot hold, are removed or replaced. A raw mail is not parsed here: its fields
+are those the tokenizer read (`Tokens.mail`), within the tokenizer's limits (`limits.max_bytes`
+and the MIME bounds of `filterd.tokenize.limits`), and only a bounded prefix of each is read
+(`HEADER_CHARS`, `EXCERPT_SOURCE_CHARS`).
 """
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from email.message import Message as MailMessage
 from typing import Any, Literal
 
 import msgspec
 
 from filterd.service.decide import UNDECIDED
 from filterd.service.records import Decision, Message, id_digest
-from filterd.tokenize.limits import MAX_MIME_PARTS, MAX_STDLIB_BOUNDARIES
-from filterd.tokenize.mail import decode_bytes, decode_header, without_surrogates
-from filterd.tokenize.mime import MimeTooDeep, split_mail
-from filterd.tokenize.params import LinearMessage
+from filterd.tokenize import Tokens
+from filterd.tokenize.mail import MailFields, without_surrogates
+from filterd.tokenize.markup import readable_text
 
 Reason = Literal["band", "random"]
 REASONS: tuple[Reason, ...] = ("band", "random")
@@ -43,17 +40,13 @@ REASONS: tuple[Reason, ...] = ("band", "random")
 SUBJECT_CHARS = 200  # the columns' lengths (`filterd.store.schema.ReviewItem`)
 SENDER_CHARS = 200
 MAX_ATTRIBUTE_BYTES = 4000  # of the attributes' JSON, UTF-8: larger ones are not kept
-# Of a raw mail only this much is parsed for its subject, sender and excerpt: enough for the
-# headers of real mail and the start of its text, and a bound on what a hostile mail can cost.
-MAIL_PREFIX_CHARS = 128 * 1024
+# Of a raw mail's Subject and From only this much is read, and of its first text part only this
+# much for the excerpt: enough for real mail, and a bound on what a hostile mail can cost.
+HEADER_CHARS = 8 * SUBJECT_CHARS
+EXCERPT_SOURCE_CHARS = 128 * 1024
 # Personalises the hash of `in_random_share`: the holdout (`filterd.store.learning.in_holdout`)
 # hashes ids unpersonalised, so that the two shares are independent of each other.
 _PERSON = b"filterd.review"
-_HIDDEN = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE
-)  # as filterd.tokenize.markup, keeping case: each alternative ends at the end at the latest
-_TAG = re.compile(r"<[a-zA-Z/!?][^<>]*+>")
-_SPACES = re.compile(r"[ \t]{2,}")
 _BLANK_LINES = re.compile(r"[ \t]*(?:\r?\n[ \t]*){3,}")
 _JSON_ESCAPE = re.compile(r"\\u0000|\\.")
 
@@ -127,29 +120,35 @@ class QueuedItem:
 
 
 def queued_item(
-    message: Message, decision: Decision, tokens: Sequence[str], reason: Reason, excerpt_chars: int
+    message: Message, decision: Decision, tokens: Tokens, reason: Reason, excerpt_chars: int
 ) -> QueuedItem:
-    """The review item of `message` and its `decision`. Raw mail (`format` "email") gives the
-    subject and sender of its headers (else the message's own fields) and an excerpt of its first
-    text part (HTML as visible text); text gives its first `excerpt_chars` characters.
+    """The review item of `message` and its `decision`; `tokens` is the tokenizer's result for
+    the message, whose tokens the item keeps. Raw mail gives what the tokenizer read of it
+    (`Tokens.mail`): the subject and sender of its headers (else the message's own fields) and
+    an excerpt of its first text part (HTML as visible text); text gives its first
+    `excerpt_chars` characters.
 
     >>> from datetime import UTC, datetime
+    >>> from filterd.tokenize import tokenize
     >>> d = Decision(message_id="m-1", label="spam", score=0.41, threshold=0.4, target_recall=0.99,
     ...              model_version=7, threshold_version=2, explanation=[("win", 1.5)],
     ...              scored_at=datetime(2026, 1, 1, tzinfo=UTC), source_topic="t", partition=0,
     ...              offset=3)
     >>> mail = "From: Eve <eve@example.com>\\nSubject: =?utf-8?q?You_won?=\\n\\nClaim\\x00 it now."
-    >>> item = queued_item(Message(id="m-1", text=mail, format="email"), d, ["win"], "band", 8)
-    >>> item.subject, item.sender, item.excerpt
-    ('You won', 'Eve <eve@example.com>', 'Claim it')
-    >>> item = queued_item(Message(id="m-1", text="hello there", subject="Hi"), d, [], "random", 5)
+    >>> tokens = tokenize({"text": mail, "format": "email"})
+    >>> item = queued_item(Message(id="m-1", text=mail, format="email"), d, tokens, "band", 8)
+    >>> item.subject, item.sender, item.excerpt, item.tokens[:2]
+    ('You won', 'Eve <eve@example.com>', 'Claim it', ['subject:you', 'subject:won'])
+    >>> text = Message(id="m-1", text="hello there", subject="Hi")
+    >>> item = queued_item(text, d, tokenize({"text": "hello there"}), "random", 5)
     >>> item.subject, item.sender, item.excerpt, item.explanation
     ('Hi', None, 'hello', [('win', 1.5)])
     """
     subject, sender = message.subject, message.sender
-    if message.format == "email":
-        mail_subject, mail_sender, excerpt = mail_fields(message.text or "", excerpt_chars)
-        subject, sender = mail_subject or subject, mail_sender or sender
+    mail = tokens.mail
+    if mail is not None:
+        subject, sender = _header(mail.subject) or subject, _header(mail.sender) or sender
+        excerpt = _mail_excerpt(mail, excerpt_chars)
     else:
         # a little more than the excerpt: cleaning may drop a few NULs
         excerpt = _clean((message.text or "")[: excerpt_chars + 64])
@@ -167,104 +166,30 @@ def queued_item(
         attributes=bounded_attributes(message.attributes),
         explanation=[(_clean(token), float(weight)) for token, weight in decision.explanation],
         truncated=decision.truncated,
-        tokens=tokens,
+        tokens=tokens.tokens,
     )
 
 
-def mail_fields(raw: str, excerpt_chars: int) -> tuple[str | None, str | None, str]:
-    """(Subject, From, excerpt of the body) of a raw mail, read from its first
-    `MAIL_PREFIX_CHARS` characters: header values decoded (RFC 2047), the body's first text
-    part decoded, HTML as its visible text.
+def _header(value: str | None) -> str | None:
+    """A mail header's decoded value on one line, bounded before splitting: a header may be as
+    long as the mail."""
+    return None if value is None else " ".join(value[:HEADER_CHARS].split())
 
-    >>> head = "Subject: Hi\\r\\nFrom: a@b.example\\r\\nContent-Type: text/html\\r\\n\\r\\n"
-    >>> mail_fields(head + "<p>Hello <b>you</b></p><script>x()</script>", 50)
-    ('Hi', 'a@b.example', 'Hello you')
-    >>> mail_fields("no headers at all", 50)
-    (None, None, 'no headers at all')
+
+def _mail_excerpt(mail: MailFields, excerpt_chars: int) -> str:
+    """The first `excerpt_chars` characters of the mail's first text part, read from its first
+    EXCERPT_SOURCE_CHARS characters (HTML as its visible text); blank runs of lines shortened.
+
+    >>> _mail_excerpt(MailFields(text="<p>Hello <b>you</b></p><script>x()</script>", html=True), 50)
+    'Hello you'
     """
-    mail = _parse_prefix(_clean(raw[:MAIL_PREFIX_CHARS]))
-    if mail is None:
-        return None, None, ""
-    headers = _first_values(mail, ("subject", "from"))
-    subject, sender = (headers.get(name) for name in ("subject", "from"))
-    return subject, sender, _body_excerpt(mail, excerpt_chars)
-
-
-def _parse_prefix(prefix: str) -> MailMessage | None:
-    """The compat32 tree of a bounded mail prefix: filterd's splitter, else the stdlib's parser
-    when the mail mentions few boundaries (its cost grows with lines × boundaries), else its
-    headers alone; None when nothing can parse it."""
-    delimiters = prefix.count("\n--") + prefix.count("\r--")
-    if delimiters < MAX_MIME_PARTS:
-        try:
-            mail = split_mail(prefix)
-        except MimeTooDeep:
-            mail = None
-        if mail is not None:
-            return mail
-        if prefix.lower().count("boundary") <= MAX_STDLIB_BOUNDARIES:
-            try:
-                parser = email.parser.Parser(LinearMessage, policy=email.policy.compat32)
-                return parser.parsestr(prefix)
-            except Exception:  # noqa: BLE001 - a parser bug or deep nesting: read the headers alone
-                pass
-    try:
-        parser = email.parser.Parser(LinearMessage, policy=email.policy.compat32)
-        return parser.parsestr(prefix, headersonly=True)
-    except Exception:  # noqa: BLE001 - a mail nothing can parse has no fields to show
-        return None
-
-
-def _first_values(mail: MailMessage, names: Sequence[str]) -> dict[str, str]:
-    """The first value of each header of `names` (lowercase), decoded, on one line."""
-    found: dict[str, str] = {}
-    for name, value in mail.raw_items():
-        key = name.lower()
-        if key in names and key not in found:
-            # bounded before decoding: a header may be as long as the prefix
-            found[key] = " ".join(decode_header(str(value)[: 8 * SUBJECT_CHARS]).split())
-    return found
-
-
-def _body_excerpt(mail: MailMessage, excerpt_chars: int) -> str:
-    """The first `excerpt_chars` characters of the mail's first text part (text/plain before
-    text/html), decoded; blank runs of lines shortened."""
-    leaves = _text_leaves(mail)
-    chosen = next((p for p in leaves if p.get_content_type() == "text/plain"), None)
-    if chosen is None:
-        chosen = next(iter(leaves), None)
-    if chosen is None:
-        return ""
-    payload = chosen.get_payload(decode=True)
-    charset = chosen.get_content_charset()
-    if isinstance(payload, bytes):
-        text = decode_bytes(payload, charset)
-    else:
-        text = str(chosen.get_payload() or "")
-    if chosen.get_content_type() == "text/html":
-        text = _SPACES.sub(" ", html.unescape(_TAG.sub(" ", _HIDDEN.sub(" ", text))))
-    text = _BLANK_LINES.sub("\n\n", _clean(text).strip())
-    return text[:excerpt_chars]
-
-
-def _text_leaves(mail: MailMessage) -> list[MailMessage]:
-    """The text/plain and text/html parts that are not attachments, depth first in order (at
-    most MAX_MIME_PARTS parts are looked at); a mail read headers-only is its own leaf."""
-    leaves: list[MailMessage] = []
-    stack, seen = [mail], 0
-    while stack and seen < MAX_MIME_PARTS:
-        part = stack.pop()
-        seen += 1
-        payload = part.get_payload()
-        if isinstance(payload, list):
-            stack.extend(p for p in reversed(payload) if isinstance(p, MailMessage))
-            continue
-        disposition = str(part.get("content-disposition", "")).strip().lower()
-        if part.get_content_type() in ("text/plain", "text/html") and not disposition.startswith(
-            "attachment"
-        ):
-            leaves.append(part)
-    return leaves
+    text = mail.text[:EXCERPT_SOURCE_CHARS]
+    if mail.html:
+        cut = text.rfind("<")
+        if len(mail.text) > EXCERPT_SOURCE_CHARS and cut > text.rfind(">"):
+            text = text[:cut]  # a tag the bound cut in two is no text
+        text = readable_text(text)
+    return _BLANK_LINES.sub("\n\n", _clean(text).strip())[:excerpt_chars]
 
 
 def bounded_attributes(

@@ -15,7 +15,8 @@ from typing import IO, Any
 
 from sqlalchemy import Column, Engine, insert, select
 
-from filterd.store.learning import UnknownModel
+from filterd.store.errors import ModelExists
+from filterd.store.models import ModelRef
 from filterd.store.schema import (
     Base,
     ClassStats,
@@ -48,12 +49,12 @@ TABLES: dict[str, type[Base]] = {
 BATCH = 5000
 
 
-def export_model(engine: Engine, name: str, out: IO[str]) -> int:
-    """Write model `name` to `out`; returns the number of rows written."""
+def export_model(engine: Engine, ref: ModelRef, out: IO[str]) -> int:
+    """Write model `ref` to `out`; returns the number of rows written."""
     with engine.connect() as conn:
-        model = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
+        model = conn.execute(select(ModelRow.__table__).where(ref.row())).one_or_none()
         if model is None:
-            raise UnknownModel(f"no model named {name!r} in the store")
+            raise ref.gone()
         header = {
             "format": FORMAT,
             "name": model.name,
@@ -94,7 +95,7 @@ def import_model(engine: Engine, lines: IO[str], name: str | None = None) -> str
     name = name or header["name"]
     with engine.begin() as conn:
         if conn.execute(select(ModelRow.id).where(ModelRow.name == name)).first() is not None:
-            raise ValueError(f"a model named {name!r} exists already; import under another name")
+            raise ModelExists(f"a model named {name!r} exists already; import under another name")
         model_id = conn.execute(
             insert(ModelRow)
             .values(

@@ -3,6 +3,9 @@ in the package as `filterd.migrations`).
 
 The URL comes from the caller (CLI flag), else the environment variable FILTERD_DATABASE_URL,
 else the default SQLite file. `postgresql://` URLs use psycopg 3 (`pip install filterd[postgres]`).
+A URL that cannot be used is a `BadDatabaseURL` (`UnsupportedDatabase`: one that says what to
+do). Opening an engine (`connect`) touches nothing: a SQLite file's folder is made at the first
+connection. Code outside the store migrates through `filterd.store.handle.Store`.
 """
 
 from __future__ import annotations
@@ -13,15 +16,18 @@ import importlib.util
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy import Dialect, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
+
+from filterd.store.errors import BadDatabaseURL, UnsupportedDatabase
 
 DEFAULT_URL = "sqlite:///var/filterd.db"
 URL_VARIABLE = "FILTERD_DATABASE_URL"
@@ -30,17 +36,13 @@ SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 MIGRATIONS = Path(str(importlib.resources.files("filterd.migrations")))
 
 
-class UnsupportedDatabase(ArgumentError):
-    """A URL of a database filterd does not run on, or whose driver is not installed."""
-
-
 def database_url(url: str | None = None) -> str:
     """The URL to use: `url`, else $FILTERD_DATABASE_URL, else the default SQLite file; a
     relative SQLite path made absolute (it is relative to the working directory, which logs and
-    messages should not leave to guessing). ArgumentError (`UnsupportedDatabase`) says what is
+    messages should not leave to guessing). BadDatabaseURL (`UnsupportedDatabase`) says what is
     wrong with a URL that cannot be used."""
     url = url or os.environ.get(URL_VARIABLE) or DEFAULT_URL
-    parsed = make_url(url)  # raises ArgumentError on a malformed URL
+    parsed = _parsed(url)
     backend = parsed.get_backend_name()
     if backend not in SUPPORTED_BACKENDS:
         raise UnsupportedDatabase(
@@ -64,6 +66,13 @@ def database_url(url: str | None = None) -> str:
     return url
 
 
+def _parsed(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as error:
+        raise BadDatabaseURL(str(error)) from None
+
+
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -73,7 +82,7 @@ def _installed(module: str) -> bool:
 
 def sqlite_file(url: str | None = None) -> Path | None:
     """The file of a SQLite URL, absolute; None for PostgreSQL and in-memory SQLite."""
-    parsed = make_url(database_url(url))
+    parsed = _parsed(database_url(url))
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
     return Path(str(parsed.database))
@@ -111,20 +120,28 @@ def check_file(url: str | None = None, *, missing_ok: bool = False, writes: bool
 
 
 def connect(url: str | None = None) -> Engine:
-    """An engine for the store; SQLite gets WAL, NORMAL sync and enforced foreign keys."""
+    """An engine for the store; SQLite gets WAL, NORMAL sync and enforced foreign keys, and its
+    file's folder made at the first connection (UnsupportedDatabase if it cannot be)."""
     url = database_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
-    if parsed.database and parsed.database != ":memory:":
-        directory = Path(parsed.database).parent
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise UnsupportedDatabase(
-                f"cannot create {directory} for the SQLite store ({error.strerror})"
-            ) from None
-    engine = create_engine(url)
+    parsed = _parsed(url)
+    try:
+        if parsed.get_backend_name() != "sqlite":
+            return create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url)
+    except ArgumentError as error:  # a driver SQLAlchemy has no dialect for
+        raise BadDatabaseURL(str(error)) from None
+    path = sqlite_file(url)
+    if path is not None:
+        folder = path.parent
+
+        @event.listens_for(engine, "do_connect")
+        def _folder(_dialect: Dialect, _record: ConnectionPoolEntry, *_: Any) -> None:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise UnsupportedDatabase(
+                    f"cannot create {folder} for the SQLite store ({error.strerror})"
+                ) from None
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
@@ -153,18 +170,13 @@ def downgrade(url: str | None, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
 
 
-def current(url: str | None = None) -> str | None:
+def current(engine: Engine) -> str | None:
     """The schema revision of the database (None when it has never been migrated, or is a
     SQLite file that does not exist: asking does not create it)."""
-    parsed = make_url(database_url(url))
-    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (
-        None,
-        "",
-        ":memory:",
-    )
-    if sqlite_file and not Path(str(parsed.database)).exists():
+    path = sqlite_file(engine.url.render_as_string(hide_password=False))
+    if path is not None and not path.exists():
         return None
-    with connect(url).connect() as connection:
+    with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
@@ -182,9 +194,3 @@ def head() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
-
-
-def error_detail(error: Exception) -> str:
-    """The first line of a database error's message (the driver's, when there is one)."""
-    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
-    return lines[0] if lines else error.__class__.__name__

@@ -19,8 +19,8 @@ from sqlalchemy import Connection, Engine, select
 from filterd.service.records import id_digest
 from filterd.store.bulk import insert_columns
 from filterd.store.expiry import delete_in_chunks
-from filterd.store.learning import CHUNK, as_utc, find_model_id
 from filterd.store.schema import DecidedMessage
+from filterd.store.sql import CHUNK, as_utc
 
 Coordinates = tuple[int, int]  # (partition, offset)
 PRUNE_CHUNK = 50_000  # rows deleted per transaction
@@ -77,12 +77,10 @@ def where_decided(
 
 
 def prune_decided(
-    engine: Engine, model: str, before: datetime, pause: float = 0.0, dry_run: bool = False
+    engine: Engine, model_id: int, before: datetime, pause: float = 0.0, dry_run: bool = False
 ) -> int:
     """Delete the rows of messages decided before `before`, PRUNE_CHUNK per transaction so that
     scorers writing beside it wait little; returns how many went (with `dry_run`, would go)."""
-    with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
     old = (DecidedMessage.model_id == model_id, DecidedMessage.decided_at < as_utc(before))
     return delete_in_chunks(
         engine, [DecidedMessage.model_id, DecidedMessage.id_hash], old, PRUNE_CHUNK, pause, dry_run

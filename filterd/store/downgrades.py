@@ -23,14 +23,16 @@ class Drops:
     columns: list[str]
 
 
-def downgrade_drops(url: str | None, revision: str) -> Drops:
+def downgrade_drops(engine: Engine, revision: str) -> Drops:
     """The tables and columns migrating the database from its revision down to `revision` drops,
     read from the `downgrade()` of each migration it runs (their `drop_table` and `drop_column`
     calls), in the order it drops them. CommandError for a revision it cannot go down to."""
-    start = current(url)
+    start = current(engine)
     if start is None:
         return Drops([], [])
-    script = ScriptDirectory.from_config(alembic_config(url))
+    script = ScriptDirectory.from_config(
+        alembic_config(engine.url.render_as_string(hide_password=False))
+    )
     try:
         steps = list(script.iterate_revisions(start, revision))
     except RevisionError as error:

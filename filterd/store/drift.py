@@ -22,12 +22,11 @@ import numpy as np
 from sqlalchemy import Connection, Engine, Row, delete, select
 
 from filterd.bayes.arrays import BoolArray, FloatArray
-from filterd.evaluation import ranking
 from filterd.service.decide import DEFAULT_TAU
 from filterd.store.bulk import insert_rows
-from filterd.store.learning import as_utc, find_model_id
 from filterd.store.schema import Prequential
 from filterd.store.schema import Threshold as ThresholdRow
+from filterd.store.sql import as_utc
 from filterd.store.thresholds import latest_threshold
 
 
@@ -79,14 +78,14 @@ def _delivered(scores: FloatArray, positive: BoolArray, tau: FloatArray | float)
 
 
 def delivered_since(
-    engine: Engine, model: str, target_class: str, since: datetime, tau: float
+    engine: Engine, model_id: int, target_class: str, since: datetime, tau: float
 ) -> Delivered:
     """What τ delivered on the feedback scored after `since` (the store keeps the newest
     `drift.window` records)."""
     with engine.connect() as conn:
         rows = conn.execute(
             select(Prequential.label, Prequential.score).where(
-                Prequential.model_id == find_model_id(conn, model),
+                Prequential.model_id == model_id,
                 Prequential.target_class == target_class,
                 Prequential.scored_at > since,
             )
@@ -122,7 +121,7 @@ class DriftReport:
 
 def record_scores(
     engine: Engine,
-    model: str,
+    model_id: int,
     target_class: str,
     scored: Sequence[Scored],
     keep: int,
@@ -136,7 +135,6 @@ def record_scores(
     now = now or datetime.now(UTC)
     latest = {s.message_id: s for s in scored}
     with engine.begin() as conn:
-        model_id = find_model_id(conn, model)
         rows = [
             {
                 "model_id": model_id,
@@ -174,14 +172,17 @@ def record_scores(
             )
 
 
-def drift_report(engine: Engine, model: str, target_class: str, window: int = 5000) -> DriftReport:
+def drift_report(
+    engine: Engine, model_id: int, target_class: str, window: int = 5000
+) -> DriftReport:
     """The rolling figures over the newest `window` scored feedback records."""
+    from filterd.evaluation import ranking  # scipy's statistics: imported when needed
+
     with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
         rows = _newest(conn, model_id, target_class, window)
         times = [as_utc(r.scored_at) for r in rows]
         versions = _versions_since(conn, model_id, target_class, min(times)) if times else []
-    threshold = latest_threshold(engine, model, target_class)
+    threshold = latest_threshold(engine, model_id, target_class)
     tau = threshold.tau if threshold is not None else DEFAULT_TAU
     scores = np.array([r.score for r in rows], dtype=np.float64)
     positive = np.array([r.label == target_class for r in rows], dtype=bool)
@@ -230,15 +231,16 @@ class DriftPoint:
 
 
 def drift_series(
-    engine: Engine, model: str, target_class: str, window: int = 5000, buckets: int = 20
+    engine: Engine, model_id: int, target_class: str, window: int = 5000, buckets: int = 20
 ) -> list[DriftPoint]:
     """The newest `window` scored feedback records (those `drift_report` reads), in the order they
     were scored, cut into `buckets` consecutive groups of sizes differing by at most one (fewer
     groups when there are fewer records): one `DriftPoint` per group, oldest first."""
+    from filterd.evaluation import ranking  # scipy's statistics: imported when needed
+
     if buckets < 1:
         raise ValueError(f"buckets must be at least 1, got {buckets}")
     with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
         rows = list(reversed(_newest(conn, model_id, target_class, window)))  # oldest first
         times = [as_utc(r.scored_at) for r in rows]
         versions = _versions_since(conn, model_id, target_class, times[0]) if times else []

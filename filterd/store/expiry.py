@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Engine, Select, delete, func, select, tuple_, update
 from sqlalchemy.orm import QueryableAttribute
 
-from filterd.store.learning import find_model_id
+from filterd.store.models import ModelRef
 from filterd.store.schema import ClassStats, LabelEvent, ModelRow, TokenStats
 
 CHUNK = 500  # tokens per transaction (and per IN (...) list)
@@ -43,7 +43,7 @@ class Pruned:
 
 def prune(
     engine: Engine,
-    model: str,
+    model: ModelRef,
     unseen_days: int,
     max_count: int,
     now: datetime | None = None,
@@ -54,18 +54,20 @@ def prune(
     if unseen_days < 0 or max_count < 0:
         raise ValueError("unseen_days and max_count must not be negative")
     cutoff = int((now or datetime.now(UTC)).timestamp() // 86400) - unseen_days
+    model_id = model.id
     with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
         candidates = conn.execute(_expired(model_id, cutoff, max_count)).scalars().all()
     result = Pruned()
     for start in range(0, len(candidates), CHUNK):
         with engine.begin() as conn:
             seq = conn.execute(
                 update(ModelRow)
-                .where(ModelRow.id == model_id)
+                .where(model.row())
                 .values(seq=ModelRow.seq + 1, pruned_seq=ModelRow.seq + 1)
                 .returning(ModelRow.seq)
-            ).scalar_one()
+            ).scalar_one_or_none()
+            if seq is None:
+                raise model.gone()
             # checked again under the lock: a candidate may have been learned meanwhile
             keys = (
                 conn.execute(
@@ -116,17 +118,17 @@ def _expired(
 
 def prune_events(
     engine: Engine,
-    model: str,
+    model_id: int,
     days: int,
     now: datetime | None = None,
     pause: float = 0.0,
     dry_run: bool = False,
 ) -> int:
-    """Delete model `model`'s label events applied more than `days` days ago (0: none),
-    EVENT_CHUNK per transaction (`delete_older`)."""
+    """Delete the label events of the model with id `model_id` applied more than `days` days ago
+    (0: none), EVENT_CHUNK per transaction (`delete_older`)."""
     return delete_older(
         engine,
-        model,
+        model_id,
         LabelEvent.applied_at,
         [LabelEvent.id],
         days,
@@ -139,7 +141,7 @@ def prune_events(
 
 def delete_older(
     engine: Engine,
-    model: str,
+    model_id: int,
     stamp: QueryableAttribute[datetime],
     key: Sequence[QueryableAttribute[Any]],
     days: int,
@@ -148,12 +150,11 @@ def delete_older(
     pause: float = 0.0,
     dry_run: bool = False,
 ) -> int:
-    """Delete model `model`'s rows of the table of `stamp` whose `stamp` is more than `days` days
-    before `now`; `days` = 0 keeps every row. Returns how many went (with `dry_run`, would go)."""
+    """Delete the rows of the model with id `model_id` in the table of `stamp` whose `stamp` is
+    more than `days` days before `now`; `days` = 0 keeps every row. Returns how many went (with
+    `dry_run`, would go)."""
     if days < 0:
         raise ValueError("days must not be negative (0 keeps every row)")
-    with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
     if days == 0:
         return 0
     cutoff = (now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=days)  # stored in UTC

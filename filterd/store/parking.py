@@ -7,7 +7,7 @@ again, and delete them once applied or dead-lettered (`release`). A newer label 
 message replaces the parked one (`park`), and feedback applied with the message's content
 deletes it (`unpark`): the parked label is older, and must not override the newer one later.
 
-Every write here takes the model's row lock first, as `apply_feedback` does, so that learners
+Every write here takes the model's row lock first, as learning does, so that learners
 of one model queue rather than deadlock over the rows.
 """
 
@@ -20,8 +20,9 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, and_, delete, func, or_, select, update
 
 from filterd.store.bulk import insert_columns
-from filterd.store.learning import among, as_utc, find_model_id, id_chunks, lock_model
+from filterd.store.models import ModelRef, lock_model
 from filterd.store.schema import ParkedFeedback
+from filterd.store.sql import among, as_utc, id_chunks
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,14 @@ def unpark(conn: Connection, model_id: int, message_ids: Sequence[str]) -> int:
 
 
 def claim_due(
-    engine: Engine, model: str, now: datetime, next_try_at: datetime, limit: int
+    engine: Engine, model: ModelRef, now: datetime, next_try_at: datetime, limit: int
 ) -> list[Parked]:
     """Up to `limit` parked records due by `now` (oldest first), each rescheduled to
     `next_try_at` with one more attempt in the same transaction: another learner that looks
     before that time does not take them too."""
     with engine.begin() as conn:
-        model_id = lock_model(conn, model)
+        lock_model(conn, model)
+        model_id = model.id
         rows = conn.execute(
             select(ParkedFeedback)
             .where(ParkedFeedback.model_id == model_id, ParkedFeedback.next_try_at <= as_utc(now))
@@ -163,10 +165,9 @@ def release(conn: Connection, model_id: int, claimed: Sequence[Parked]) -> list[
     return released
 
 
-def count_parked(engine: Engine, model: str) -> int:
-    """How many feedback records model `model` has parked."""
+def count_parked(engine: Engine, model_id: int) -> int:
+    """How many feedback records the model with id `model_id` has parked."""
     with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
         return conn.execute(
             select(func.count())
             .select_from(ParkedFeedback)

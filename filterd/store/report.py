@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 from sqlalchemy import Engine, func, select
 
 from filterd.bayes.statistics import not_ready
-from filterd.store.learning import UnknownModel, spec_from_json
+from filterd.store.models import ModelRef
 from filterd.store.schema import (
     ClassStats,
     FeedbackLedger,
@@ -110,48 +110,49 @@ def model_summaries(engine: Engine, min_docs: int) -> list[ModelSummary]:
 
 
 def model_report(
-    engine: Engine, name: str, min_docs: int, distinct_tokens: int | None = None
+    engine: Engine, model: ModelRef, min_docs: int, distinct_tokens: int | None = None
 ) -> ModelReport:
-    """What the store says of model `name`: its spec, classes, counts, the newest threshold
-    version, and whether every class has `min_docs` learned documents. UnknownModel if there is
-    no such model. `distinct_tokens`, when the caller holds the model loaded, is its count of
-    tokens, taken instead of counting the store's rows (a scan of them all: most of a report's
-    cost for a large model)."""
+    """What the store says of `model`: its spec, classes, counts, the newest threshold version,
+    and whether every class has `min_docs` learned documents. `distinct_tokens`, when the
+    caller holds the model loaded, is its count of tokens, taken instead of counting the
+    store's rows (a scan of them all: most of a report's cost for a large model)."""
     with engine.connect() as conn:
-        row = conn.execute(select(ModelRow.__table__).where(ModelRow.name == name)).one_or_none()
+        row = conn.execute(
+            select(ModelRow.created_at, ModelRow.seq).where(model.row())
+        ).one_or_none()
         if row is None:
-            raise UnknownModel(f"no model named {name!r} in the store")
+            raise model.gone()
         classes = conn.execute(
             select(ClassStats.label, ClassStats.docs, ClassStats.tokens)
-            .where(ClassStats.model_id == row.id)
+            .where(ClassStats.model_id == model.id)
             .order_by(ClassStats.class_id)
         ).all()
 
         def count(table: type[Holdout | FeedbackLedger]) -> int:
             return conn.execute(
-                select(func.count()).select_from(table).where(table.model_id == row.id)
+                select(func.count()).select_from(table).where(table.model_id == model.id)
             ).scalar_one()
 
         distinct = distinct_tokens
         if distinct is None:
             distinct = conn.execute(
                 select(func.count(func.distinct(TokenStats.token_key))).where(
-                    TokenStats.model_id == row.id, TokenStats.doc_freq > 0
+                    TokenStats.model_id == model.id, TokenStats.doc_freq > 0
                 )
             ).scalar_one()
         last = conn.execute(
-            select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == row.id)
+            select(func.max(FeedbackLedger.learned_at)).where(FeedbackLedger.model_id == model.id)
         ).scalar()
         threshold = conn.execute(
             select(Threshold.__table__)
-            .where(Threshold.model_id == row.id)
+            .where(Threshold.model_id == model.id)
             .order_by(Threshold.version.desc())
             .limit(1)
         ).one_or_none()
         reason = not_ready([c.label for c in classes], [c.docs for c in classes], min_docs)
-        spec = spec_from_json(row.spec)
+        spec = model.spec
         return {
-            "model": name,
+            "model": model.name,
             "spec": str(spec),
             "variant": spec.variant,
             "params": dict(spec.params),
@@ -178,3 +179,14 @@ def model_report(
                 "level": threshold.level,
             },
         }
+
+
+def class_documents(engine: Engine, model_id: int) -> list[tuple[str, int]]:
+    """The model's classes with their learned documents, in class order."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(ClassStats.label, ClassStats.docs)
+            .where(ClassStats.model_id == model_id)
+            .order_by(ClassStats.class_id)
+        ).all()
+    return [(label, docs) for label, docs in rows]

@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from sqlalchemy import (
     Connection,
@@ -32,8 +32,8 @@ from sqlalchemy import (
 from filterd.service.review import QueuedItem
 from filterd.store.bulk import insert_columns
 from filterd.store.expiry import delete_older
-from filterd.store.learning import among, as_utc, find_model_id, id_chunks
 from filterd.store.schema import FeedbackLedger, Holdout, ReviewItem
+from filterd.store.sql import among, as_utc, id_chunks
 
 Order = Literal["closest", "newest"]
 ORDERS: tuple[Order, ...] = ("closest", "newest")
@@ -103,13 +103,13 @@ def _labelled(model_id: int) -> Any:
     return or_(in_ledger, in_holdout)
 
 
-def trim(engine: Engine, model: str, max_items: int) -> int:
-    """Keep at most `max_items` items of model `model`: labelled items leave first, then the
-    oldest. Returns how many were deleted (a count alone when there is nothing to trim)."""
+def trim(engine: Engine, model_id: int, max_items: int) -> int:
+    """Keep at most `max_items` items of the model with id `model_id`: labelled items leave
+    first, then the oldest. Returns how many were deleted (a count alone when there is nothing
+    to trim)."""
     if max_items < 0:
         raise ValueError("review max_items must not be negative")
     with engine.begin() as conn:
-        model_id = find_model_id(conn, model)
         count = conn.execute(
             select(func.count()).select_from(ReviewItem).where(ReviewItem.model_id == model_id)
         ).scalar_one()
@@ -138,17 +138,17 @@ def _delete_ids(conn: Connection, ids: Select[int]) -> int:
 
 def prune_items(
     engine: Engine,
-    model: str,
+    model_id: int,
     days: int,
     now: datetime | None = None,
     *,
     pause: float = 0.0,
     dry_run: bool = False,
 ) -> int:
-    """Delete model `model`'s items queued more than `days` days ago (0: none), CHUNK per
-    transaction (`filterd.store.expiry.delete_older`)."""
+    """Delete the items of the model with id `model_id` queued more than `days` days ago (0:
+    none), CHUNK per transaction (`filterd.store.expiry.delete_older`)."""
     return delete_older(
-        engine, model, ReviewItem.queued_at, [ReviewItem.id], days, CHUNK, now, pause, dry_run
+        engine, model_id, ReviewItem.queued_at, [ReviewItem.id], days, CHUNK, now, pause, dry_run
     )
 
 
@@ -216,33 +216,38 @@ def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
     )
 
 
-def list_items(
-    engine: Engine,
-    model: str,
-    *,
-    limit: int | None = 50,
-    reason: str | None = None,
-    include_labelled: bool = False,
-    order: Order = "closest",
-    label: str | None = None,
-    min_score: float | None = None,
-    max_score: float | None = None,
-    message_id: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    model_version: int | None = None,
-    offset: int = 0,
-) -> list[ReviewEntry]:
-    """Model `model`'s queued items, at most `limit` (None: all) after skipping `offset`:
-    unlabelled ones unless `include_labelled`, only those queued for `reason`, decided as
-    `label`, scored within [`min_score`, `max_score`], of message `message_id`, queued within
-    [`since`, `until`), or decided by model version `model_version`, where given; "closest"
-    first the smallest |score − τ| (the most informative), "newest" the last queued first.
-    UnknownModel if there is no such model."""
+class Filters(TypedDict, total=False):
+    """Which queued items `list_items` gives, and in which order, each key optional: at most
+    `limit` (default 50; None: all) after skipping `offset` (0); unlabelled ones unless
+    `include_labelled`; only those queued for `reason`, decided as `label`, scored within
+    [`min_score`, `max_score`], of message `message_id`, queued within [`since`, `until`), or
+    decided by model version `model_version`, where given; `order` "closest" (the default) first
+    the smallest |score − τ| (the most informative), "newest" the last queued first."""
+
+    limit: int | None
+    offset: int
+    include_labelled: bool
+    order: Order
+    reason: str | None
+    label: str | None
+    min_score: float | None
+    max_score: float | None
+    message_id: str | None
+    since: datetime | None
+    until: datetime | None
+    model_version: int | None
+
+
+def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> list[ReviewEntry]:
+    """The queued items of the model with id `model_id` that `filters` select, in their order."""
+    order = filters.get("order", "closest")
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: {' or '.join(ORDERS)}")
+    reason, label, message_id = (filters.get(k) for k in ("reason", "label", "message_id"))
+    min_score, max_score = filters.get("min_score"), filters.get("max_score")
+    since, until = filters.get("since"), filters.get("until")
+    model_version = filters.get("model_version")
     with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
         # the page's ids first, ordered on narrow rows; then their columns: sorting whole rows
         # (excerpts, tokens) of a full queue would cost more than the page itself
         query = select(ReviewItem.id).where(ReviewItem.model_id == model_id)
@@ -262,13 +267,14 @@ def list_items(
             query = query.where(ReviewItem.queued_at < as_utc(until))
         if model_version is not None:
             query = query.where(ReviewItem.model_version == model_version)
-        if not include_labelled:
+        if not filters.get("include_labelled", False):
             query = query.where(~_labelled(model_id))
         ordering: tuple[Any, ...]
         if order == "closest":
             ordering = (func.abs(ReviewItem.score - ReviewItem.threshold), ReviewItem.id)
         else:
             ordering = (ReviewItem.queued_at.desc(), ReviewItem.id.desc())
+        limit, offset = filters.get("limit", 50), filters.get("offset", 0)
         page = query.order_by(*ordering).limit(limit).offset(offset or None).subquery()
         rows = conn.execute(
             _entries(model_id).join(page, page.c.id == ReviewItem.id).order_by(*ordering)
@@ -276,11 +282,11 @@ def list_items(
     return [_entry(row) for row in rows]
 
 
-def get_item(engine: Engine, model: str, item_id: int) -> ReviewEntry | None:
-    """Item `item_id` of model `model`, with its tokens; None if the model has no such item.
-    UnknownModel if there is no such model."""
+def get_item(engine: Engine, model_id: int, item_id: int) -> ReviewEntry | None:
+    """Item `item_id` of the model with id `model_id`, with its tokens; None if the model has no
+    such item."""
     with engine.connect() as conn:
-        query = _entries(find_model_id(conn, model)).where(ReviewItem.id == item_id)
+        query = _entries(model_id).where(ReviewItem.id == item_id)
         row = conn.execute(query).one_or_none()
     return None if row is None else _entry(row, with_tokens=True)
 

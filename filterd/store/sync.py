@@ -19,7 +19,7 @@ import numpy.typing as npt
 from sqlalchemy import Engine, Result, Row, select, text
 
 from filterd.bayes.statistics import Delta, Statistics
-from filterd.store.learning import UnknownModel
+from filterd.store.models import ModelRef
 from filterd.store.schema import ClassStats, ModelRow
 
 _CHANGED_ROWS = text(
@@ -43,23 +43,20 @@ _ALL_ROWS = text(
 
 
 def load(
-    engine: Engine, model: str, sparse: bool = False, on_rows: Callable[[int], None] | None = None
+    engine: Engine,
+    model: ModelRef,
+    sparse: bool = False,
+    on_rows: Callable[[int], None] | None = None,
 ) -> tuple[Statistics, int]:
     """The model's statistics, and the sequence number they reflect; `on_rows` hears the number
     of token rows read so far, after each chunk (a large model takes a while)."""
-    with engine.connect() as conn:
-        seed = conn.execute(
-            select(ModelRow.hash_seed).where(ModelRow.name == model)
-        ).scalar_one_or_none()
-    if seed is None:
-        raise UnknownModel(f"no model named {model!r} in the store")
-    stats = Statistics(seed=seed, sparse=sparse)
+    stats = Statistics(seed=model.hash_seed, sparse=sparse)
     return stats, sync(engine, model, stats, since=None, on_rows=on_rows)
 
 
 def sync(
     engine: Engine,
-    model: str,
+    model: ModelRef,
     stats: Statistics,
     since: int | None,
     on_rows: Callable[[int], None] | None = None,
@@ -68,11 +65,11 @@ def sync(
     `on_rows` as for `load`."""
     with engine.connect() as conn:
         found = conn.execute(
-            select(ModelRow.id, ModelRow.seq, ModelRow.pruned_seq).where(ModelRow.name == model)
+            select(ModelRow.seq, ModelRow.pruned_seq).where(model.row())
         ).one_or_none()
         if found is None:
-            raise UnknownModel(f"no model named {model!r} in the store")
-        model_id, seq, pruned_seq = found
+            raise model.gone()
+        model_id, (seq, pruned_seq) = model.id, found
         expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
         classes = conn.execute(
             select(ClassStats.class_id, ClassStats.label, ClassStats.docs)

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, func, insert, select
 
 from filterd.bayes.features import DocBatch
-from filterd.evaluation.calibration import (
-    Threshold,
-)
-from filterd.store.learning import as_utc, find_model_id, lock_model, unpack
-from filterd.store.schema import Holdout, ModelRow, Prequential
+from filterd.store.ledger import unpack
+from filterd.store.models import ModelRef, lock_model
+from filterd.store.schema import Holdout, Prequential
 from filterd.store.schema import Threshold as ThresholdRow
+from filterd.store.sql import as_utc
+
+if TYPE_CHECKING:  # scipy's statistics: not imported for a type
+    from filterd.evaluation.calibration import Threshold
 
 
 @dataclass(frozen=True)
@@ -71,26 +73,21 @@ def _version(values: dict[str, Any]) -> ThresholdVersion:
     return ThresholdVersion(**values)
 
 
-def latest_threshold(engine: Engine, model: str, target_class: str) -> ThresholdVersion | None:
+def latest_threshold(engine: Engine, model_id: int, target_class: str) -> ThresholdVersion | None:
     """The threshold in force for `target_class` (its highest version), None if there is none."""
     with engine.connect() as conn:
         row = conn.execute(
             select(ThresholdRow.__table__)
-            .join(ModelRow, ModelRow.id == ThresholdRow.model_id)
-            .where(ModelRow.name == model, ThresholdRow.target_class == target_class)
+            .where(ThresholdRow.model_id == model_id, ThresholdRow.target_class == target_class)
             .order_by(ThresholdRow.version.desc())
             .limit(1)
         ).one_or_none()
-        if row is None:
-            find_model_id(conn, model)  # an unknown model is an error, not "no threshold yet"
-            return None
-    return _version(row._asdict())
+    return None if row is None else _version(row._asdict())
 
 
-def threshold_history(engine: Engine, model: str, limit: int = 20) -> list[ThresholdVersion]:
+def threshold_history(engine: Engine, model_id: int, limit: int = 20) -> list[ThresholdVersion]:
     """The model's latest `limit` versions, newest first, all target classes."""
     with engine.connect() as conn:
-        model_id = find_model_id(conn, model)
         rows = conn.execute(
             select(ThresholdRow.__table__)
             .where(ThresholdRow.model_id == model_id)
@@ -100,24 +97,35 @@ def threshold_history(engine: Engine, model: str, limit: int = 20) -> list[Thres
     return [_version(row._asdict()) for row in rows]
 
 
+class Written(TypedDict, total=False):
+    """How a threshold version came about, each key optional: `forced` past a guardrail
+    (default False), written at `now` (default: the clock), its `source` (holdout, prequential
+    or adaptive), the miss `level` it was chosen for (adaptive), a fusion model's `weights`."""
+
+    forced: bool
+    now: datetime | None
+    source: str | None
+    level: float | None
+    weights: tuple[float, ...] | None
+
+
 def write_threshold(
     engine: Engine,
-    model: str,
+    model: ModelRef,
     target_class: str,
     threshold: Threshold,
     auc: float | None,
     window_start: datetime | None,
     window_end: datetime | None,
     created_by: str,
-    forced: bool = False,
-    now: datetime | None = None,
-    source: str | None = None,
-    level: float | None = None,
-    weights: tuple[float, ...] | None = None,
+    **written: Unpack[Written],
 ) -> ThresholdVersion:
-    """Write the next version of `model`'s threshold for `target_class`; returns the row."""
+    """Write the next version of `model`'s threshold for `target_class`, chosen on the labels
+    of [`window_start`, `window_end`]; returns the row."""
+    weights = written.get("weights")
     with engine.begin() as conn:
-        model_id = lock_model(conn, model)  # concurrent writers queue for the number
+        lock_model(conn, model)  # concurrent writers queue for the number
+        model_id = model.id
         last = conn.execute(
             select(func.max(ThresholdRow.version)).where(ThresholdRow.model_id == model_id)
         ).scalar_one()
@@ -136,11 +144,11 @@ def write_threshold(
             window_start=as_utc(window_start),
             window_end=as_utc(window_end),
             conservative=threshold.conservative,
-            forced=forced,
+            forced=written.get("forced", False),
             created_by=created_by[:200],
-            created_at=as_utc(now) or datetime.now(UTC),
-            source=source,
-            level=level,
+            created_at=as_utc(written.get("now")) or datetime.now(UTC),
+            source=written.get("source"),
+            level=written.get("level"),
             weights=weights,
         )
         values = asdict(row)
@@ -168,7 +176,7 @@ class HoldoutWindow:
 
 def holdout_window(
     engine: Engine,
-    model: str,
+    model_id: int,
     window: timedelta | None = None,
     last: int | None = None,
     now: datetime | None = None,
@@ -183,7 +191,7 @@ def holdout_window(
     now = as_utc(now) or datetime.now(UTC)
     query = select(Holdout.label, Holdout.tokens, Holdout.ts)
     with engine.connect() as conn:
-        query = query.where(Holdout.model_id == find_model_id(conn, model))
+        query = query.where(Holdout.model_id == model_id)
         if window is not None:
             query = query.where(Holdout.ts > now - window, Holdout.ts <= now)
         if last is not None:
@@ -227,7 +235,7 @@ class PrequentialWindow:
 
 def prequential_window(
     engine: Engine,
-    model: str,
+    model_id: int,
     target_class: str,
     window: timedelta | None = None,
     last: int | None = None,
@@ -241,7 +249,7 @@ def prequential_window(
     )
     with engine.connect() as conn:
         query = query.where(
-            Prequential.model_id == find_model_id(conn, model),
+            Prequential.model_id == model_id,
             Prequential.target_class == target_class,
         )
         if window is not None:

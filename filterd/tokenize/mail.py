@@ -25,6 +25,9 @@ encoded words are decoded here. Parser defects set the flag "mime_defect". A mai
 boundaries, multiparts nested deeper than `MAX_MIME_DEPTH`, or, among the unusual mails that the
 stdlib parses, more than `MAX_STDLIB_BOUNDARIES` mentions of "boundary" (its parse time grows
 with lines x depth) is read as headers plus a plain-text body, flagged "max_parts".
+
+The same parse gives what a person reads of the mail (`MailFields`: its Subject, its From and
+its first text part), for the review queue: a mail is read once, within the tokenizer's limits.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import email
 import email.parser
 import email.policy
 import re
+from dataclasses import dataclass
 from email.message import Message
 
 from filterd.tokenize.addresses import recipient_tokens, sender_tokens
@@ -82,23 +86,55 @@ _SIZE_CLASSES = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class MailFields:
+    """What a person reads of a raw mail, as the tokenizer's parse found it: the first Subject
+    and the first From, decoded (RFC 2047), and the first part that is text/plain, else the
+    first that is text/html, and not an attachment, decoded (a mail read headers-only is its
+    own part). Whole: whoever keeps them bounds them."""
+
+    subject: str | None = None
+    sender: str | None = None
+    text: str = ""
+    html: bool = False  # `text` is the markup of a text/html part
+
+
+class _Found:
+    """The fields of `MailFields` as the parse finds them: the first of each is kept."""
+
+    __slots__ = ("html", "plain", "sender", "subject")
+
+    def __init__(self) -> None:
+        self.subject: str | None = None
+        self.sender: str | None = None
+        self.plain: str | None = None
+        self.html: str | None = None
+
+    def fields(self) -> MailFields:
+        if self.plain is None and self.html is not None:
+            return MailFields(self.subject, self.sender, self.html, html=True)
+        return MailFields(self.subject, self.sender, self.plain or "")
+
+
 def mail_tokens(
     raw: str, config: TokenizerConfig, flags: set[str], bodies: list[str] | None = None
-) -> list[str]:
-    """Tokens of one raw mail, in order: headers, parts, header names. Adds flags to `flags`,
-    and to `bodies`, if given, the decoded Subject and the body texts it reads as words
-    (decoded, HTML as visible text), in order, up to where it stops reading them (see
-    _part_tokens)."""
+) -> tuple[list[str], MailFields]:
+    """Tokens of one raw mail, in order: headers, parts, header names; and what a person reads
+    of it. Adds flags to `flags`, and to `bodies`, if given, the decoded Subject and the body
+    texts it reads as words (decoded, HTML as visible text), in order, up to where it stops
+    reading them (see _part_tokens)."""
     message = _parse(without_surrogates(raw), flags)
     if message is None:
         flags.add(MIME_DEFECT)
         if bodies is not None:
             bodies.append(raw)
-        return text_tokens(raw, config.max_token_length, config.pairs, config.max_tokens)
-    out = _header_tokens(message, config.max_token_length, bodies)
-    out += _part_tokens(message, config, flags, config.max_tokens - len(out), bodies)
+        tokens = text_tokens(raw, config.max_token_length, config.pairs, config.max_tokens)
+        return tokens, MailFields()
+    found = _Found()
+    out = _header_tokens(message, config.max_token_length, found, bodies)
+    out += _part_tokens(message, config, flags, config.max_tokens - len(out), found, bodies)
     out += header_name_tokens(message.keys())
-    return out
+    return out, found.fields()
 
 
 def without_surrogates(raw: str) -> str:
@@ -195,19 +231,25 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
         return data.decode("cp1252", "replace")
 
 
-def _header_tokens(message: Message, max_length: int, bodies: list[str] | None = None) -> list[str]:
-    """Tokens of the headers read; the decoded Subject is added to `bodies`, if given."""
+def _header_tokens(
+    message: Message, max_length: int, found: _Found, bodies: list[str] | None = None
+) -> list[str]:
+    """Tokens of the headers read; the decoded Subject and From go to `found`, the Subject to
+    `bodies`, if given."""
     values = _header_values(message)
     out: list[str] = []
     subjects = values.get("subject")
     if subjects:
-        subject = decode_header(subjects[0])
+        subject = found.subject = decode_header(subjects[0])
         out += ["subject:" + t for t in text_tokens(subject, max_length)]
         if bodies is not None:
             bodies.append(subject)
     for name in _SENDERS:
         for value in values.get(name, ()):
-            out += sender_tokens(decode_header(value), name + ":", max_length)
+            sender = decode_header(value)
+            if name == "from" and found.sender is None:
+                found.sender = sender
+            out += sender_tokens(sender, name + ":", max_length)
     for name in _RECIPIENTS:
         for value in values.get(name, ()):
             out += recipient_tokens(value, name + ":", max_length)
@@ -243,12 +285,13 @@ def _part_tokens(
     config: TokenizerConfig,
     flags: set[str],
     enough: int,
+    found: _Found,
     bodies: list[str] | None = None,
 ) -> list[str]:
     """Tokens of every part, depth first in message order; iterative, so depth costs no stack.
 
     Once more than `enough` tokens are out, text is no longer tokenized (the caller keeps at
-    most `enough`), but every part is still walked and decoded for its flags.
+    most `enough`), but every part is still walked and decoded for its flags and for `found`.
     """
     out: list[str] = []
     stack = [message]
@@ -269,7 +312,7 @@ def _part_tokens(
                 stack.extend(p for p in reversed(payload) if isinstance(p, Message))
             else:
                 payload = "" if payload is None else str(payload)
-                out += _leaf_tokens(part, fields, payload, config, enough - len(out), bodies)
+                out += _leaf_tokens(part, fields, payload, config, enough - len(out), found, bodies)
         except Exception:  # noqa: BLE001 - a part the stdlib cannot decode must not lose the others
             flags.add(MIME_DEFECT)
         if part.defects:  # after decoding, which adds base64 padding defects
@@ -307,10 +350,11 @@ def _leaf_tokens(
     payload: str,
     config: TokenizerConfig,
     enough: int,
+    found: _Found,
     bodies: list[str] | None = None,
 ) -> list[str]:
-    """Tokens of one part that is not a multipart; see _part_tokens for `enough` and
-    mail_tokens for `bodies`."""
+    """Tokens of one part that is not a multipart; see _part_tokens for `enough` and `found`,
+    and mail_tokens for `bodies`."""
     max_length = config.max_token_length
     ctype = _content_type(part, fields)
     out = ["content-type:" + ctype]
@@ -325,6 +369,11 @@ def _leaf_tokens(
         if charset and _LABEL.fullmatch(charset):
             out.append("charset:" + charset)
         text = _decoded_text(part, payload, cte, charset)  # decoding may add defects: always
+        if not disposition.startswith("attachment"):
+            if ctype == "text/plain" and found.plain is None:
+                found.plain = text
+            elif ctype == "text/html" and found.html is None:
+                found.html = text
         if len(out) > enough:
             pass  # past what the caller keeps
         elif ctype == "text/html":

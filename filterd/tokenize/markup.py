@@ -4,7 +4,8 @@ Comments, <script> and <style> are dropped with their content (an unclosed one r
 end, as in a browser); every other tag becomes a space; entities are unescaped. Links are
 the values of href, src and action attributes outside scripts, unescaped, in document order.
 Both come out lowercased (tokens are casefolded anyway): lowercasing first lets the regexes
-below skip to their literal starts, which IGNORECASE prevents (slower).
+below skip to their literal starts, which IGNORECASE prevents (slower). `readable_text` is the
+same visible text for a person to read (the review queue's excerpt): case kept.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ except ImportError:  # pragma: no cover - depends on the build
 _HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)", re.DOTALL)
 # A tag cannot contain "<", so a failing scan stops at the next "<": linear.
 _TAG = re.compile(r"<[a-z/!?][^<>]*+>")
+# For `readable_text`: the same, in any case
+_HIDDEN_ANY_CASE = re.compile(_HIDDEN.pattern, re.DOTALL | re.IGNORECASE)
+_TAG_ANY_CASE = re.compile(r"<[a-zA-Z/!?][^<>]*+>")
+_SPACES = re.compile(r"[ \t]{2,}")
 _LINK = re.compile(r"""(?:href|src|action)\s*+=\s*+(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]++))""")
 
 
@@ -41,3 +46,14 @@ def python_markup(markup: str) -> tuple[str, list[str]]:
     """(lowercased `markup` without comments, scripts and styles, with each tag as a space;
     the values of its link attributes, still escaped): the reference of `c_markup`."""
     return _TAG.sub(" ", markup), [a or b or c for a, b, c in _LINK.findall(markup)]
+
+
+def readable_text(markup: str) -> str:
+    """The visible text of `markup` as a person reads it: case kept, entities unescaped, each
+    run of spaces and tabs one space.
+
+    >>> readable_text("<P>Click&nbsp;<A href=x>HERE</A><SCRIPT>go()</script>  now</p>")
+    ' Click\\xa0 HERE now '
+    """
+    text = _TAG_ANY_CASE.sub(" ", _HIDDEN_ANY_CASE.sub(" ", markup))
+    return _SPACES.sub(" ", html.unescape(text))

@@ -7,9 +7,32 @@ parts and header names), with TokenizerConfig.char_ngrams the `c4:` character 4-
 subject (the `subject` field, then a mail's Subject header) and body text, then the
 attributes' `key=value` tokens.
 
+Of raw mail, the result also holds what a person reads of it (`Tokens.mail`: its Subject, From
+and first text part), from the same parse: the review queue keeps those, so a mail is read once.
+
 Never raises: odd field types are coerced (bytes decoded as UTF-8, others through `str()`,
 None is absent), and an unexpected error yields empty tokens flagged "internal_error",
 because one exception here would stop a stream.
+
+    from filterd.tokenize import Tokenizer, TokenizerConfig
+
+    tokenizer = Tokenizer(TokenizerConfig(max_tokens=5_000))
+    result = tokenizer({"id": "1", "text": "WIN £1000 now!! http://win.example.com/claim"})
+    result.tokens   # ['win', '£1000', 'now', '!!', 'proto:http', 'url:win.example.com', …]
+
+Token forms, by module:
+
+    text.py        words, numbers, "$100", "50%", "!!", emoji; skip:<c>:<len> for long words;
+                   optional word pairs "w1 w2" (bigrams, osb) and "w1 ~w3" "w1 ~~w4"
+                   "w1 ~~~w5" (osb); optional c4:<abcd> character 4-grams (char_ngrams)
+    links.py       proto:http  url:<host>  url:<parent domain>  url:ip  urlport:<n>
+                   urlpath:<word>  email:<local>  email:<domain>
+    addresses.py   from:<domain>  from:local:<local>  from:name:<word>  from:id:<id>  to:<domain>
+    mail.py        subject:<token>  content-type:<type>  charset:<cs>  attach:<type>
+                   attachsize:<class>  attachext:<ext>  header:<name>  (+ body tokens)
+    attributes.py  key=value  key.sub=value  key~1e2
+
+Limits (TokenizerConfig) and the flags reporting them are in limits.py.
 """
 
 from __future__ import annotations
@@ -31,7 +54,7 @@ from filterd.tokenize.limits import (
     TokenizerConfig,
     truncate_utf8,
 )
-from filterd.tokenize.mail import mail_tokens
+from filterd.tokenize.mail import MailFields, mail_tokens
 from filterd.tokenize.text import char_ngram_tokens, text_tokens
 
 SUBJECT = "subject:"
@@ -49,11 +72,14 @@ class Tokens:
     flags: the limits hit and problems met: "max_bytes", "max_tokens", "max_parts",
         "max_depth", "mime_defect", "unknown_format", "bad_attributes", "bad_message",
         "internal_error".
+    mail: of a raw mail (`format` "email"), what a person reads of it, from the parse the
+        tokens come from; None for text.
     """
 
     tokens: list[str]
     truncated: bool
     flags: frozenset[str]
+    mail: MailFields | None = None
 
 
 class Tokenizer:
@@ -95,11 +121,12 @@ class Tokenizer:
         # that need not be tokenized (text_tokens' `enough`).
         pairs = config.pairs
         bodies: list[str] | None = [] if config.char_ngrams else None
+        mail: MailFields | None = None
         if format_ is None or format_ == "text":
             out = text_tokens(text, max_length, pairs, config.max_tokens)
             bodies = None if bodies is None else [text]
         elif isinstance(format_, str) and format_.strip().lower() == "email":
-            out = mail_tokens(text, config, flags, bodies)
+            out, mail = mail_tokens(text, config, flags, bodies)
         else:
             flags.add(UNKNOWN_FORMAT)
             out = text_tokens(text, max_length, pairs, config.max_tokens)
@@ -134,8 +161,8 @@ class Tokenizer:
             del out[config.max_tokens :]
             flags.add(MAX_TOKENS)
         if not flags:
-            return Tokens(out, False, _NO_FLAGS)
-        return Tokens(out, not flags.isdisjoint(LIMIT_FLAGS), frozenset(flags))
+            return Tokens(out, False, _NO_FLAGS, mail)
+        return Tokens(out, not flags.isdisjoint(LIMIT_FLAGS), frozenset(flags), mail)
 
     def _field(self, value: Any, flags: set[str]) -> str:
         """A message field as text cut to `max_bytes` (flagging the cut); None is ""."""

@@ -24,25 +24,24 @@ body or a query string.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
-from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
 from filterd.service.hosts import AllowedHosts
-from filterd.store.database import error_detail
-from filterd.store.learning import UnknownModel
+from filterd.store.errors import StoreError, UnknownModel, ValueRefused
 from filterd.web import check, feedback, openapi, pages, reads
 from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
@@ -153,17 +152,17 @@ def create_app(context: WebContext) -> Starlette:
     async def on_store(request: Request, error: Exception) -> Response:
         if isinstance(error, UnknownModel):  # deleted (`filterd model delete`) while served
             return answer(request, Problem(503, str(error)))
-        if isinstance(error, DataError):  # a value the store refused: our fault, not an outage
+        if isinstance(error, ValueRefused):  # our fault, not an outage
             raise error
-        assert isinstance(error, SQLAlchemyError)
-        detail = error_detail(error)
+        assert isinstance(error, StoreError)
+        detail = str(error)
         log.warning("http: store unavailable", error=detail)
         return answer(request, Problem(503, f"the store is not available: {detail}"))
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         Problem: on_problem,
         HTTPException: on_http,
-        SQLAlchemyError: on_store,
+        StoreError: on_store,
         UnknownModel: on_store,
     }
     app = Starlette(routes=routes, exception_handlers=handlers)
@@ -171,54 +170,61 @@ def create_app(context: WebContext) -> Starlette:
     # added first, so inside the log: its refusals are logged and counted too
     app.add_middleware(RequestGuard, hosts=hosts, refuse=answer)
     app.add_middleware(Faults, log=log, answer=answer)  # a fault of filterd's: 500, logged once
-    app.add_middleware(RequestLog, log=log, metrics=context.metrics)
+    # counted by the routes of the app's one table: the labels cannot miss one
+    app.add_middleware(RequestLog, log=log, routes=routes, metrics=context.metrics)
     return app
 
 
-ROUTES = (
-    "/v1/check",
-    "/v1/feedback",
-    "/v1/review",
-    "/v1/model",
-    "/v1/openapi.json",
-    "/login",
-    "/logout",
-    "/queue",
-    "/queue/label",
-    "/model",
-    "/model/preview",
-    "/model/calibrate",
-    "/audit",
-)
+OTHER = "other"  # the label of a request no route answers
+_CONVERTER = re.compile(r":[^}]*")  # of a path parameter: "{id:path}" → "{id}"
 
 
-def route_of(path: str) -> str:
-    """The route a path is counted under: a bounded set of labels whatever is asked for.
+class RouteLabels:
+    """The route a request is counted under, from the app's own route table (`create_app`):
+    the first route whose path matches, as the router tries them, named by its path without
+    its parameters' converters ("/v1/decisions/{id}"; a mount by its prefix, "/static"), else
+    OTHER. A bounded set of labels (`labels`), whatever is asked for; refused requests (a Host
+    not this server's, another site's page) are counted under the route they asked for.
 
-    >>> route_of("/v1/decisions/m-1"), route_of("/v1/check"), route_of("/admin")
-    ('/v1/decisions/{id}', '/v1/check', 'other')
-    >>> route_of("/messages/m-1/label"), route_of("/messages/m-1"), route_of("/static/x.js")
-    ('/messages/{id}/label', '/messages/{id}', '/static')
+    >>> labels = RouteLabels([Route("/", None), Route("/messages/{id:path}/label", None),
+    ...                       Route("/messages/{id:path}", None), Mount("/static", routes=[])])
+    >>> labels("/"), labels("/messages/m-1/label"), labels("/messages/m-1"), labels("/admin")
+    ('/', '/messages/{id}/label', '/messages/{id}', 'other')
+    >>> labels("/static/x.js"), sorted(labels.labels)[:2]
+    ('/static', ['/', '/messages/{id}'])
     """
-    if path.startswith("/v1/decisions/"):
-        return "/v1/decisions/{id}"
-    if path.startswith("/messages/"):
-        return "/messages/{id}/label" if path.endswith("/label") else "/messages/{id}"
-    if path.startswith("/static/"):
-        return "/static"
-    return path if path in ROUTES else "other"
+
+    def __init__(self, routes: Sequence[BaseRoute]) -> None:
+        self._routes = [
+            (route.path_regex, _CONVERTER.sub("", route.path))
+            for route in routes
+            if isinstance(route, (Route, Mount))
+        ]
+        self.labels = frozenset(label for _, label in self._routes) | {OTHER}
+
+    def __call__(self, path: str) -> str:
+        for pattern, label in self._routes:
+            if pattern.match(path):
+                return label
+        return OTHER
 
 
 class RequestLog:
     """ASGI middleware: one log line per request ("http request"): method, path, status,
     milliseconds, and the analyst once authenticated. Nothing else of the request: headers
     carry credentials, bodies and query strings carry message content. With `metrics`, each
-    request is counted and timed by route (`route_of`) and status."""
+    request is counted and timed by its route in `routes`, the app's (`RouteLabels`), and
+    status."""
 
     def __init__(
-        self, app: ASGIApp, log: FilteringBoundLogger, metrics: Metrics | None = None
+        self,
+        app: ASGIApp,
+        log: FilteringBoundLogger,
+        routes: Sequence[BaseRoute],
+        metrics: Metrics | None = None,
     ) -> None:
         self.app, self.log, self.metrics = app, log, metrics
+        self.route_of = RouteLabels(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -247,6 +253,6 @@ class RequestLog:
                 analyst=state.get("analyst"),
             )
             if self.metrics is not None:
-                route = route_of(scope["path"])
+                route = self.route_of(scope["path"])
                 self.metrics.http_requests.labels(route, str(status)).inc()
                 self.metrics.http_seconds.labels(route).observe(seconds)

@@ -2,17 +2,17 @@
 
 The body decodes as the scorer decodes a record of the messages topic: the same `Message` type,
 validated by msgspec; the request's size is bounded by `limits.max_bytes` before it is read
-(`filterd.web.app`). The messages are tokenized as the scorer does (`accepted_tokens`: a message
-the tokenizer cannot read at all is refused) and decided by the scorer's `Decider` with the
-threshold in force, so a message gets the score it would get on the messages topic. Nothing is
-published, queued for review or recorded.
+(`filterd.web.app`). The messages are tokenized and decided through the scorer's own path
+(`decide_messages`, with the API's own tokenizer, configured as the scorer's: a message the
+tokenizer cannot read at all is refused) by the scorer's `Decider` with the threshold in
+force, so a message gets the score it would get on the messages topic. Nothing is published,
+queued for review or recorded.
 """
 
 from __future__ import annotations
 
-from filterd.service.decide import Position, accepted_tokens
-from filterd.service.records import Message, RecordError
-from filterd.tokenize import Tokens
+from filterd.service.decide import Position, decide_messages
+from filterd.service.records import Message
 from filterd.web.api import CheckRequest, CheckResponse
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, decode_body
@@ -32,15 +32,11 @@ def check(context: WebContext, body: bytes) -> CheckResponse:
     decider, threshold = scoring.decider, scoring.threshold
     if decider is None:
         raise Problem(503, "no model loaded from the store yet: try again shortly")
-    tokens: list[Tokens] = []
-    for i, message in enumerate(messages):
-        try:
-            tokens.append(accepted_tokens(context.tokenizer, message.id, message))
-        except RecordError as error:
-            raise Problem(422, f"{error.reason}: {error}", "$" if single else f"$[{i}]") from None
     where = [Position(i, SOURCE_TOPIC) for i in range(len(messages))]
-    decisions = decider.decide(messages, threshold, tokens, sources=where)
-    return CheckResponse(decisions=decisions, not_ready=decider.not_ready)
+    decided = decide_messages(decider, threshold, messages, where, context.tokenizer)
+    for i, reason, error in decided.failures[:1]:
+        raise Problem(422, f"{reason}: {error}", "$" if single else f"$[{i}]")
+    return CheckResponse(decisions=decided.decisions, not_ready=decider.not_ready)
 
 
 def decode_messages(body: bytes) -> tuple[list[Message], bool]:

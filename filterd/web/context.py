@@ -1,5 +1,5 @@
-"""What the HTTP API's handlers share: the configuration, the store, the model they check with,
-the feedback topic's publisher and the authenticator (`WebContext`).
+"""What the HTTP API's handlers share: the configuration, the model's handle in the store, the
+model they check with, the feedback topic's publisher and the authenticator (`WebContext`).
 
 The model is the scorer's own in `filterd run` (`filterd.daemon.model_state.ModelState`, which
 the daemon keeps synced), or one of `filterd serve`'s, synced the same way: the API reads it
@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.decide import Decider, ThresholdSetting
+from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import Authenticator
 from filterd.web.labels import LabelSender
@@ -32,11 +32,12 @@ class Scoring(Protocol):
 
 @dataclass
 class WebContext:
-    """Everything a handler needs. `tokenizer` is the API's own (configured like the scorer's),
-    so that checks never share a tokenizer with the scorer's thread."""
+    """Everything a handler needs. `model` is the configured model's handle in the store;
+    `tokenizer` is the API's own (configured like the scorer's), so that checks never share a
+    tokenizer with the scorer's thread."""
 
     config: Config
-    engine: Engine
+    model: ModelStore
     scoring: Scoring
     tokenizer: Tokenizer
     labels: LabelSender

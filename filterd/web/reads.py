@@ -14,13 +14,10 @@ from typing import Any
 
 import msgspec
 
-from filterd.store.audit import read_events
-from filterd.store.decided import where_decided
-from filterd.store.drift import Delivered, drift_report
-from filterd.store.learning import as_utc, find_model_id
-from filterd.store.report import model_report
-from filterd.store.review import ReviewEntry, list_items
-from filterd.store.thresholds import ThresholdVersion, threshold_history
+from filterd.store.drift import Delivered
+from filterd.store.review import ReviewEntry
+from filterd.store.sql import as_utc
+from filterd.store.thresholds import ThresholdVersion
 from filterd.web.api import (
     ClassCount,
     DecisionInfo,
@@ -71,9 +68,7 @@ def queue_entries(
 ) -> list[ReviewEntry]:
     """The queue's items as `query` filters and orders them: `limit` of them from `offset`
     (the query's own, unless given)."""
-    return list_items(
-        context.engine,
-        context.config.model.name,
+    return context.model.review_items(
         limit=query.limit if limit is None else limit,
         reason=query.reason,
         include_labelled=query.include_labelled,
@@ -95,19 +90,12 @@ def review_item(entry: ReviewEntry) -> ReviewItem:
 
 def decision_info(context: WebContext, message_id: str) -> DecisionInfo:
     """What the store knows of message `message_id`'s decision; a 404 Problem if nothing."""
-    config = context.config
-    name = config.model.name
-    with context.engine.connect() as conn:
-        coordinates = where_decided(conn, find_model_id(conn, name), [message_id]).get(message_id)
-    items = list_items(
-        context.engine,
-        name,
-        limit=None,
-        include_labelled=True,
-        order="newest",
-        message_id=message_id,
+    config, model = context.config, context.model
+    coordinates = model.where_decided([message_id]).get(message_id)
+    items = model.review_items(
+        limit=None, include_labelled=True, order="newest", message_id=message_id
     )
-    events = list(read_events(context.engine, name, message_id=message_id, limit=EVENTS))
+    events = list(model.events(message_id=message_id, limit=EVENTS))
     if coordinates is None and not items and not events:
         raise Problem(
             404,
@@ -150,10 +138,11 @@ def model_info(context: WebContext) -> ModelInfo:
     decider, threshold = scoring.decider, scoring.threshold  # read once: the scorer replaces them
     # the count of the model this process holds (synced from the store), not a scan of the store
     held = None if decider is None else decider.distinct_tokens
-    report = model_report(context.engine, name, config.model.min_docs, distinct_tokens=held)
-    history = [threshold_info(v) for v in threshold_history(context.engine, name, HISTORY)]
+    model = context.model
+    report = model.report(config.model.min_docs, distinct_tokens=held)
+    history = [threshold_info(v) for v in model.threshold_history(HISTORY)]
     in_force = next((v for v in history if v.target_class == target), None)
-    drift = drift_report(context.engine, name, target, config.drift.window)
+    drift = model.drift_report(target, config.drift.window)
     return ModelInfo(
         model=name,
         spec=report["spec"],

@@ -1,4 +1,4 @@
-"""The HTTP API of one process, wired: `Api(config, engine, scoring, tokenizer, log).start()`.
+"""The HTTP API of one process, wired: `Api(config, model, scoring, tokenizer, log).start()`.
 
 `filterd run` (with `[http] enabled`) hands it the scorer's model; `filterd serve` one it keeps
 synced itself. Both listen on `http.host:http.port` and publish labels with a publisher of
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Self
 
-from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
 from filterd.kafka.publisher import Publisher
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
+from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.app import create_app
 from filterd.web.auth import Authenticator
@@ -29,7 +29,7 @@ class Api:
     def __init__(
         self,
         config: Config,
-        engine: Engine,
+        model: ModelStore,
         scoring: Scoring,
         tokenizer: Tokenizer,
         log: FilteringBoundLogger,
@@ -41,7 +41,7 @@ class Api:
         # labels go through kafka-python whatever `kafka.client` says: its probe keeps a label
         # from a stalled broker that would append it after the client was told 503
         labels = LabelSender(Publisher(config.kafka), http.publish_seconds)
-        self.context = WebContext(config, engine, scoring, tokenizer, labels, auth, log, metrics)
+        self.context = WebContext(config, model, scoring, tokenizer, labels, auth, log, metrics)
         app = create_app(self.context)
         self.server = HttpServer(
             app, http.host, http.port, http.max_connections, http.request_seconds

@@ -20,11 +20,9 @@ from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import CalibrationReport, calibrate_model
 from filterd.service.config import parse_duration
 from filterd.service.decide import NotReady
-from filterd.store.audit import Event, read_events
-from filterd.store.decided import where_decided
-from filterd.store.drift import DriftPoint, drift_series
-from filterd.store.learning import find_model_id
-from filterd.store.review import ReviewEntry, get_item, list_items
+from filterd.store.drift import DriftPoint
+from filterd.store.labels import Event
+from filterd.store.review import ReviewEntry
 from filterd.web import charts
 from filterd.web.api import ModelInfo, ReviewQuery
 from filterd.web.context import WebContext
@@ -32,7 +30,6 @@ from filterd.web.errors import Problem
 from filterd.web.reads import model_info, queue_entries
 
 AUDIT_LIMIT = 200  # events on the audit page
-EXPLAIN_SHOWN = 5  # explanation tokens on a queue row
 SERIES_BUCKETS = 20  # points of the drift charts
 
 
@@ -101,15 +98,13 @@ def message_view(
     """Message `message_id`: its review item, where it was read, its labels, its tokens'
     contributions, and its neighbours at `position` in the queue `query` gives; a 404 Problem
     when the store knows nothing of it."""
-    config = context.config
-    name = config.model.name
-    newest = list_items(
-        context.engine, name, limit=1, include_labelled=True, order="newest", message_id=message_id
+    config, model = context.config, context.model
+    newest = model.review_items(
+        limit=1, include_labelled=True, order="newest", message_id=message_id
     )
-    item = get_item(context.engine, name, newest[0].id) if newest else None
-    with context.engine.connect() as conn:
-        where = where_decided(conn, find_model_id(conn, name), [message_id]).get(message_id)
-    events = list(read_events(context.engine, name, message_id=message_id, limit=AUDIT_LIMIT))
+    item = model.review_item(newest[0].id) if newest else None
+    where = model.where_decided([message_id]).get(message_id)
+    events = list(model.events(message_id=message_id, limit=AUDIT_LIMIT))
     if item is None and where is None and not events:
         raise Problem(
             404,
@@ -191,9 +186,7 @@ def model_view(context: WebContext) -> ModelView:
     drift monitor's rolling AUC and recall."""
     info = model_info(context)
     config = context.config
-    series = drift_series(
-        context.engine,
-        config.model.name,
+    series = context.model.drift_series(
         config.decision.target_class,
         config.drift.window,
         SERIES_BUCKETS,
@@ -255,8 +248,7 @@ def calibrate(context: WebContext, target_recall: float, analyst: str | None) ->
     c = config.calibration
     try:
         report = calibrate_model(
-            context.engine,
-            config.model.name,
+            context.model,
             config.decision.target_class,
             target_recall,
             window=parse_duration(c.window),
@@ -292,14 +284,7 @@ def audit_view(
 ) -> list[Event]:
     """The newest label events (AUDIT_LIMIT), by `analyst`, of `message_id`, since `since`."""
     return list(
-        read_events(
-            context.engine,
-            context.config.model.name,
-            message_id=message_id,
-            analyst=analyst,
-            since=since,
-            limit=AUDIT_LIMIT,
-        )
+        context.model.events(message_id=message_id, analyst=analyst, since=since, limit=AUDIT_LIMIT)
     )
 
 

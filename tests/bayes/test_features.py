@@ -1,4 +1,7 @@
 import os
+import subprocess
+import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -6,8 +9,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from filterd.bayes import features
-from filterd.bayes.features import DocBatch, concat, encode, encode_python, select_docs
-from filterd.bayes.vocab import TokenHasher
+from filterd.bayes.features import (
+    DocBatch,
+    SpeedupsMismatch,
+    checked_speedups,
+    concat,
+    encode,
+    encode_python,
+    select_docs,
+)
+from filterd.bayes.vocab import P1, P2, TokenHasher
 
 hasher = TokenHasher(0)
 
@@ -83,6 +94,21 @@ def test_the_c_loop_is_built_where_ci_runs() -> None:
     # filterd; CI has one, and must not lose the accelerator unnoticed.
     if os.environ.get("CI") and features._speedups is None:
         pytest.fail("filterd._speedups was not built: encode runs in pure Python")
+
+
+def test_a_c_loop_built_with_other_primes_is_refused_with_a_clear_error() -> None:
+    assert checked_speedups(same := SimpleNamespace(P1=P1, P2=P2)) is same
+    with pytest.raises(SpeedupsMismatch, match=r"filterd\._speedups was built with the primes"):
+        checked_speedups(SimpleNamespace(P1=P1, P2=P2 + 2))
+    # the check is code, not an assert: it holds under python -O too
+    probe = (
+        "from types import SimpleNamespace as N; from filterd.bayes import features as f; "
+        "f.checked_speedups(N(P1=3, P2=5))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-O", "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1 and "SpeedupsMismatch" in result.stderr, result.stderr
 
 
 @pytest.mark.skipif(

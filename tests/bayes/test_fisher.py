@@ -56,8 +56,9 @@ def test_the_tails_agree_with_scipy_where_it_does_not_underflow() -> None:
     assert np.allclose(log_c[usable], chi2.logcdf(2 * m[usable], 2 * n[usable]), rtol=1e-8)
 
 
-def old_s_minus_h(f: np.ndarray) -> float:
-    """SpamBayes' S − H for one document, as filterd computed it before (it rounds to ±1)."""
+def direct_s_minus_h(f: np.ndarray) -> float:
+    """SpamBayes' S − H for one document, from the χ² CDFs in linear space, as SpamBayes
+    computes it (it rounds to ±1 on long documents)."""
     f = np.clip(f, 1e-12, 1 - 1e-12)
     s = chi2.cdf(-2 * np.log1p(-f).sum(), 2 * len(f))
     h = chi2.cdf(-2 * np.log(f).sum(), 2 * len(f))
@@ -72,10 +73,10 @@ def test_long_documents_keep_distinct_scores_where_s_minus_h_saturates() -> None
     doc = np.repeat(np.arange(len(docs)), [len(d) for d in docs])
     scores = _fisher(f, doc, len(docs))
     decision = scores[:, 0] - scores[:, 1]
-    old = [old_s_minus_h(d) for d in docs]
-    assert set(old) == {1.0, -1.0}  # all tied before
-    assert len(set(decision.tolist())) == len(docs)  # all distinct now
-    assert np.all(np.sign(decision) == np.sign(old))
+    direct = [direct_s_minus_h(d) for d in docs]
+    assert set(direct) == {1.0, -1.0}  # all tied in linear space
+    assert len(set(decision.tolist())) == len(docs)  # all distinct in log space
+    assert np.all(np.sign(decision) == np.sign(direct))
     assert np.all(np.isfinite(decision))
 
 
@@ -87,8 +88,8 @@ def test_the_score_is_the_logit_of_p_where_s_minus_h_is_representable() -> None:
     f = np.concatenate(docs)
     doc = np.repeat(np.arange(len(docs)), [len(d) for d in docs])
     decision = (lambda s: s[:, 0] - s[:, 1])(_fisher(f, doc, len(docs)))
-    old = np.array([old_s_minus_h(d) for d in docs])
-    assert np.allclose(decision, np.log((1 + old) / (1 - old)), rtol=1e-7, atol=1e-9)
+    direct = np.array([direct_s_minus_h(d) for d in docs])
+    assert np.allclose(decision, np.log((1 + direct) / (1 - direct)), rtol=1e-7, atol=1e-9)
 
 
 def test_a_document_without_clues_scores_zero() -> None:

@@ -1,6 +1,6 @@
 """The online replay reports its progress: the `progress` callable sees every document, in order,
-and a document's score is ready once the replay has moved past it (issue: the bar of
-`filterd evaluate --protocol online` stayed at 0 %)."""
+and a document's score is ready once the replay has moved past it (so that the bar of
+`filterd evaluate --protocol online` moves with the replay)."""
 
 from collections.abc import Iterable, Iterator
 from typing import Any

@@ -15,11 +15,15 @@ from filterd.bayes.model import ModelSpec
 from filterd.cli.calibration import calibrate_command
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import parse_duration
-from filterd.store.database import connect, upgrade
-from filterd.store.drift import Scored, record_scores
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
-from filterd.store.thresholds import latest_threshold, threshold_history
+from filterd.store.drift import Scored
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens
 from tests.store.conftest import threshold_in_force
+
+
+def held(db: str) -> ModelStore:
+    """Model "default" of the store at URL `db`."""
+    return Store.open(db).model("default")
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +31,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store that learned 3,000 synthetic messages (20 % held out, fed just now), built once."""
     path = tmp_path_factory.mktemp("template") / "store.db"
     url = f"sqlite:///{path}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"), seed=0)
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"), seed=0)
     records = generate(
         SynthConfig(
             n_messages=3000,
@@ -40,16 +44,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     )
     for start in range(0, len(records), 1500):
-        apply_feedback(
-            engine,
-            "default",
+        model.learn(
             [
                 LabelledTokens(r["id"], r["label"], r["text"].split())
                 for r in records[start : start + 1500]
             ],
             holdout_fraction=0.2,
         )
-    engine.dispose()
+    store.close()
     return path
 
 
@@ -100,9 +102,9 @@ def test_a_report_then_one_beside_the_previous_version(db: str) -> None:
         and "previous τ on this window" in text
         and "dry run: nothing written" in text
     )
-    engine = connect(db)
-    assert threshold_in_force(engine).version == 2
-    assert threshold_history(engine, "default")[0].created_by.startswith("filterd calibrate")
+    model = held(db)
+    assert threshold_in_force(model).version == 2
+    assert model.threshold_history()[0].created_by.startswith("filterd calibrate")
 
 
 def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db: str) -> None:
@@ -110,10 +112,10 @@ def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db: st
     assert refused.exit_code == 1
     assert error_line(refused).startswith("Error: refused for 'spam': too few positives")
     assert "needs at least 100" in refused.output and "--force" in refused.output
-    assert latest_threshold(connect(db), "default", "spam") is None
+    assert held(db).latest_threshold("spam") is None
     forced = run("--db", db, *HOLDOUT, "--last", "100", "--force", "--json")
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
-    assert threshold_in_force(connect(db)).forced
+    assert threshold_in_force(held(db)).forced
     conservative = run(
         "--db", db, *HOLDOUT, "--conservative", "--force"
     )  # ≈ 240 positives; 0.99 needs 299
@@ -127,7 +129,7 @@ def test_a_dry_run_writes_nothing(db: str) -> None:
         and "dry run: nothing written" in result.output
         and "(12.0 hours)" in result.output
     )
-    assert latest_threshold(connect(db), "default", "spam") is None
+    assert held(db).latest_threshold("spam") is None
 
 
 @pytest.mark.parametrize(
@@ -196,7 +198,7 @@ def test_without_matplotlib_the_plot_says_what_to_install(
         result.exit_code == 1
         and error_line(result) == "Error: --plot needs matplotlib: pip install 'filterd[plot]'"
     )
-    assert latest_threshold(connect(db), "default", "spam") is None  # refused before writing
+    assert held(db).latest_threshold("spam") is None  # refused before writing
 
 
 @pytest.mark.parametrize(
@@ -212,7 +214,7 @@ def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(
     pytest.importorskip("matplotlib")
     result = run("--db", db, "--plot", str(tmp_path / name))
     assert result.exit_code == 1 and message in error_line(result)
-    assert latest_threshold(connect(db), "default", "spam") is None
+    assert held(db).latest_threshold("spam") is None
 
 
 # --- the adaptive source (the default): the prequential scores --------------------------------
@@ -220,12 +222,12 @@ def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(
 
 def record(db: str, scored: list[tuple[str, float]], now: datetime, prefix: str) -> None:
     """Record (label, score) pairs as feedback scored at `now` before it was learned."""
-    engine = connect(db)
+    model = held(db)
     items = [
         Scored(f"{prefix}{i}", label, float(score), 1) for i, (label, score) in enumerate(scored)
     ]
-    record_scores(engine, "default", "spam", items, keep=5000, now=now)
-    engine.dispose()
+    model.record_scores("spam", items, keep=5000, now=now)
+    model.store.close()
 
 
 def separable(rng: np.random.Generator, n_spam: int, n_ham: int) -> list[tuple[str, float]]:
@@ -246,8 +248,7 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db: str) -> None
     record(db, separable(rng, 300, 700), datetime.now(UTC) - timedelta(hours=1), "a")
     first = run("--db", db)
     assert first.exit_code == 0, first.output
-    v1 = latest_threshold(connect(db), "default", "spam")
-    assert v1 is not None
+    v1 = threshold_in_force(held(db))
     alpha = 1 - 0.99
     assert (v1.version, v1.source, v1.level) == (1, "adaptive", alpha)  # no misses seen yet: α
     assert "window (adaptive) " in first.output and ": 300 positives, 700 negatives" in first.output
@@ -274,15 +275,14 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db: str) -> None
         f"specificity {100 * passed / 200:.2f} % of 200"
     ) in dry.output
     assert "(miss level 0.008; target 0.99)" in dry.output
-    assert threshold_in_force(connect(db)).version == 1
+    assert threshold_in_force(held(db)).version == 1
 
     second = run("--db", db, "--json")
     assert second.exit_code == 0, second.output
     report = json.loads(second.stdout)
     level = alpha + 0.1 * alpha * (100 * alpha - 3)  # α + γ (n α − m), γ = step · α
     assert report["level"] == level == pytest.approx(0.008)
-    v2 = latest_threshold(connect(db), "default", "spam")
-    assert v2 is not None
+    v2 = threshold_in_force(held(db))
     assert (v2.version, v2.source, v2.level) == (2, "adaptive", level) and v2.tau < v1.tau
     assert report["source"] == "adaptive" and report["in_force"] == {
         "n_pos": 100,
@@ -319,4 +319,4 @@ def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refus
     line = error_line(again)
     assert line.startswith("Error: refused for 'spam': too few positives: 0 'spam' items")
     assert "recorded by `filterd run`" in line
-    assert threshold_in_force(connect(db)).version == 1
+    assert threshold_in_force(held(db)).version == 1

@@ -1,6 +1,6 @@
 """Every error of the model, store and evaluation commands is one line on stderr ("Error: …"),
 with a non-zero exit and no traceback: bad estimator parameters, files that cannot be read or
-written, database URLs and migrations that cannot work (issue 20)."""
+written, database URLs and migrations that cannot work."""
 
 import sys
 from pathlib import Path

@@ -10,7 +10,7 @@ from click._termui_impl import ProgressBar
 from click.testing import CliRunner, Result
 
 from filterd.cli import main
-from filterd.evaluation.corpus import write_corpus
+from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 
 T = TypeVar("T")

@@ -10,8 +10,8 @@ from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -24,9 +24,9 @@ def run(*args: str, env: dict[str, str] | None = None) -> Result:
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store whose model 'default' has five label events, three days apart (the last today)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"), seed=0)
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"), seed=0)
     batches = [
         [LabelledTokens("m1", "spam", ["win"], analyst="alice", comment="obvious lure")],
         [LabelledTokens("m2", "ham", ["hello"], analyst="bob")],
@@ -45,10 +45,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
         ],
     ]
     for days_ago, batch in zip(range(12, -1, -3), batches):
-        apply_feedback(
-            engine, "default", batch, holdout_fraction=0, now=NOW - timedelta(days=days_ago)
-        )
-    engine.dispose()
+        model.learn(batch, holdout_fraction=0, now=NOW - timedelta(days=days_ago))
+    store.close()
     return url
 
 
@@ -132,8 +130,9 @@ def test_mistakes_are_one_line_errors(db: str, args: list[str], message: str) ->
 def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path: Path) -> None:
     empty, old = f"sqlite:///{tmp_path / 'empty.db'}", f"sqlite:///{tmp_path / 'old.db'}"
     (tmp_path / "empty.db").touch()  # an empty file is an empty SQLite database
-    upgrade(old, "0003")  # before the audit trail
-    create_model(connect(old), "default", ModelSpec("mnb"))
+    older = Store.open(old)
+    older.upgrade("0003")  # before the audit trail
+    older.create_model("default", ModelSpec("mnb"))
     for url in (empty, old):
         result = run("--db", url)
         assert result.exit_code == 1

@@ -54,3 +54,16 @@ def test_the_help_lists_every_command_and_each_command_gives_its_own() -> None:
         own = CliRunner().invoke(main, [name, "--help"])
         assert own.exit_code == 0 and own.stdout.startswith(f"Usage: main {name} ")
     assert CliRunner().invoke(main, ["nope"]).exit_code == 2
+
+
+def test_the_daemon_the_api_and_the_topics_commands_start_without_scipy_stats() -> None:
+    """scipy.stats, the slowest of their imports, is imported when a confidence bound or a rank
+    is first computed, not when `filterd run`, `serve` or `topics` start."""
+    probe = (
+        "import sys, filterd.daemon.supervisor, filterd.web.serving, filterd.cli.topics\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('scipy.stats')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == ""

@@ -17,9 +17,8 @@ from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.service.records import Feedback, decode
 from filterd.service.review import QueuedItem, Reason
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model, find_model_id
-from filterd.store.review import queue_items
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from tests.daemon.conftest import read_all
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -66,9 +65,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     ham by alice since."""
     directory = tmp_path_factory.mktemp("store")
     url = f"sqlite:///{directory / 'store.db'}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"), seed=0)
+    opened = Store.open(url)
+    opened.upgrade()
+    model = opened.create_model("default", ModelSpec("mnb"), seed=0)
     items = [
         item(
             "m-a",
@@ -82,13 +81,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
         item("m-b", 0.9, reason="random", excerpt="Hello Bob,\nlunch tomorrow?\n\nAlice"),
         item("m-c", 0.45, subject="Your invoice"),
     ]
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, "default")
-        queue_items(conn, model_id, items[:2], NOW - timedelta(hours=2))
-        queue_items(conn, model_id, items[2:], NOW - timedelta(hours=1))
+    with model.transaction() as writing:
+        writing.queue_review(items[:2], NOW - timedelta(hours=2))
+        writing.queue_review(items[2:], NOW - timedelta(hours=1))
     labelled = LabelledTokens("m-c", "ham", ["invoice"], analyst="alice", comment="a real one")
-    apply_feedback(engine, "default", [labelled], holdout_fraction=0)
-    engine.dispose()
+    model.learn([labelled], holdout_fraction=0)
+    opened.close()
     return url
 
 
@@ -277,8 +275,9 @@ def test_store_errors_are_one_line(store: str, tmp_path: Path) -> None:
 
 def test_an_empty_queue_says_so(store: str, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
-    upgrade(url)
-    create_model(connect(url), "default", ModelSpec("mnb"))
+    empty = Store.open(url)
+    empty.upgrade()
+    empty.create_model("default", ModelSpec("mnb"))
     assert lines(run("list", "--db", url)) == [
         "no items waiting for a label in the review queue of model 'default'"
     ]

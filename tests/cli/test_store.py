@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from filterd.cli import main
-from filterd.evaluation.corpus import write_corpus
+from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head as database_head
 
@@ -159,12 +159,13 @@ def test_model_show_then_delete_with_its_labels_exported_first(tmp_path: Path) -
 def test_prune_deletes_label_events_past_the_configured_retention(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from filterd.store.database import connect
-    from filterd.store.learning import LabelledTokens, apply_feedback
+    from filterd.store.handle import Store
+    from filterd.store.labels import LabelledTokens
 
     db = learned_store(tmp_path, 50)
     long_ago = datetime.now(UTC) - timedelta(days=400)
-    apply_feedback(connect(db), "default", [LabelledTokens("old", "spam", ["x"])], now=long_ago)
+    model = Store.open(db).model("default")
+    model.learn([LabelledTokens("old", "spam", ["x"])], now=long_ago)
 
     def prune(*args: str, env: dict[str, str] | None = None) -> str:
         result = run(
@@ -218,22 +219,18 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
     from datetime import UTC, datetime, timedelta
 
     from filterd.service.review import QueuedItem
-    from filterd.store.database import connect
-    from filterd.store.decided import record_decided, where_decided
-    from filterd.store.learning import find_model_id
-    from filterd.store.review import queue_items
+    from filterd.store.handle import Store
 
     db = learned_store(tmp_path, 50)
-    engine = connect(db)
+    model = Store.open(db).model("default")
     now = datetime.now(UTC)
     item = QueuedItem(
         "q", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
     )
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, "default")
-        record_decided(conn, model_id, [("old", 0, 1)], now - timedelta(days=4))
-        record_decided(conn, model_id, [("new", 0, 2)], now - timedelta(days=2))
-        queue_items(conn, model_id, [item], now - timedelta(days=20))
+    with model.transaction() as writing:
+        writing.record_decided([("old", 0, 1)], now - timedelta(days=4))
+        writing.record_decided([("new", 0, 2)], now - timedelta(days=2))
+        writing.queue_review([item], now - timedelta(days=20))
 
     def prune(*args: str) -> list[str]:
         result = run(
@@ -260,8 +257,7 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
         "deleted 0 review items (older than 30 days)",
         "deleted 1 decided messages (older than feedback.resolve_ttl = 3d)",
     ]
-    with engine.connect() as conn:
-        assert where_decided(conn, model_id, ["old", "new"]) == {"new": (0, 2)}
+    assert model.where_decided(["old", "new"]) == {"new": (0, 2)}
     assert prune()[0] == "deleted 1 review items (older than 14 days)"
 
 
@@ -289,23 +285,20 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path: Path) -> None
     from datetime import UTC, datetime, timedelta
 
     from filterd.evaluation.calibration import Threshold
-    from filterd.store.database import connect
-    from filterd.store.drift import Scored, record_scores
-    from filterd.store.thresholds import write_threshold
+    from filterd.store.drift import Scored
+    from filterd.store.handle import Store
 
     db = learned_store(tmp_path, 50)
-    engine = connect(db)
+    model = Store.open(db).model("default")
     t0 = datetime.now(UTC) - timedelta(hours=1)
 
     def scored(at: datetime, prefix: str, pairs: list[tuple[str, float]]) -> None:
         items = [Scored(f"{prefix}{i}", label, score, 1) for i, (label, score) in enumerate(pairs)]
-        record_scores(engine, "default", "spam", items, keep=5000, now=at)
+        model.record_scores("spam", items, keep=5000, now=at)
 
     def threshold(at: datetime, tau: float, source: str, level: float | None) -> None:
         figures = Threshold(tau, 0.99, 1.0, 1.0, 1.0, 100, 100, False, None)
-        write_threshold(
-            engine,
-            "default",
+        model.write_threshold(
             "spam",
             figures,
             0.99,
@@ -373,7 +366,7 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path: Path) -> None
     assert "at recall ≥ 0.99 (prequential)" in run("model", "stats", "--db", db).stdout
 
 
-# --- an operator's mistakes (issue 32) -----------------------------------------------------------
+# --- an operator's mistakes -----------------------------------------------------------------------
 
 
 def with_labels(path: Path, changes: dict[int, str]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from filterd.evaluation.corpus import write_corpus
+from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head
 from tests.daemon.conftest import ids_of, message, produce, read_all, write_config

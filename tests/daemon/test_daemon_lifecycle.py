@@ -15,9 +15,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
-from filterd.store.sync import load
 from tests.conftest import fresh_postgres
 from tests.daemon.conftest import DaemonProcess, StartDaemon, ids_of, message, produce, read_all
 from tests.daemon.test_daemon import (
@@ -87,7 +86,7 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(
     assert set(ids_of(decisions)) == {r["id"] for r in STREAM}
     again.wait_for(lambda: sum(counts(sqlite_url)) == len(STREAM), what="all feedback in the store")
     ledger, _ = counts(sqlite_url)
-    stats = load(connect(sqlite_url), "default")[0]
+    stats = Store.open(sqlite_url).model("default").load()[0]
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
 
 
@@ -98,7 +97,7 @@ def test_the_dead_letter_guard_stops_the_daemon(
     daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
     assert daemon.wait(60) == 3
     assert "dead-letter guard tripped" in daemon.log()
-    # nothing was committed: after the fix, every record is read again
+    # nothing was committed: once the configuration is fixed, every record is read again
     assert read_all(kafka_config, topics["dead_letter"], timeout=1) == []
     fixed = start_daemon(sqlite_url, dead_letter={"max_consecutive": 0})
     fixed.wait_for(
@@ -201,10 +200,10 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
     learner = start_daemon(url, role="learner", create_store=False, config=learner.config_path)
     learner.wait_for(lambda: sum(counts(url)) == len(stream), timeout=90, what="every label")
     ledger, _ = counts(url)
-    stats = load(connect(url), "default")[0]
+    stats = Store.open(url).model("default").load()[0]
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
     truth = Counter(r["label"] for r in stream)
-    with connect(url).connect() as conn:
+    with Store.open(url).engine.connect() as conn:
         labels = dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
         labels |= dict(conn.execute(select(Holdout.message_id, Holdout.label)).all())
     assert Counter(labels.values()) == truth

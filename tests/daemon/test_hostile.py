@@ -1,8 +1,9 @@
 """The hostile-input harness, fast part: every family of `filterd.evaluation.hostile` at 200 KB
 goes through the scorer's path (decode, tokenize, decide, and the review item of every decision,
 as if each were queued) and is decided or dead-lettered with a reason, at a bounded cost and
-memory, and the normal message after it is decided. `bench/hostile.py` runs the same families
-at full size and prints the cost per 100 KB and the memory of each."""
+memory, and the normal message after it is decided; and the review item of a hostile mail keeps
+what a person reads of it, at any size the limits let through. `bench/hostile.py` runs the same
+families at full size and prints the cost per 100 KB and the memory of each."""
 
 import json
 import time
@@ -15,6 +16,7 @@ from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
+from filterd.service.review import QueuedItem
 from tests.service.test_decide import trained
 
 SIZE = 200_000
@@ -23,12 +25,19 @@ SIZE = 200_000
 SECONDS_PER_100_KB = 10 * 0.05
 NORMAL = json.dumps({"id": "next", "text": "win cash now"}).encode()
 QUEUE_ALL = Review(random_share=1.0)  # every decision becomes a review item
+# (subject, sender, excerpt) of the review item of each family of hostile mail, by its making
+READ = {
+    "body_huge": ("hostile", "a@example.com", "spam " * 100),
+    "headers_many": ("hostile", "a@example.com", "the body"),
+    "html_many_tags": ("hostile", "a@example.com", None),
+    "mime_html_only": ("hostile", "a@example.com", (" Bonjour vous \n" * 40).strip()[:500]),
+    "subject_encoded_words": ("gagné" * 40, "a@example.com", "the body"),
+}
 
 
-def scorer_path(decider: Decider, payloads: list[bytes]) -> Decided:
+def scorer_path(decider: Decider, payloads: list[bytes]) -> tuple[Decided, list[QueuedItem]]:
     result = decide_payloads(decider, ThresholdSetting(), payloads, max_bytes=1_000_000)
-    queue_for_review(result, QUEUE_ALL)
-    return result
+    return result, queue_for_review(result, QUEUE_ALL)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +53,7 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
 ) -> None:
     payload = record(family, SIZE)
     started = time.process_time()
-    result = scorer_path(decider, [payload, NORMAL])
+    result, _ = scorer_path(decider, [payload, NORMAL])
     seconds = time.process_time() - started
     assert seconds < SECONDS_PER_100_KB * max(len(payload), 100_000) / 100_000, seconds
     decided = [d.message_id for d in result.decisions]
@@ -68,3 +77,15 @@ def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
     finally:
         tracemalloc.stop()
     assert peak < 50_000_000, peak
+
+
+@pytest.mark.parametrize("size", [20_000, SIZE, 990_000])
+@pytest.mark.parametrize("family", sorted(READ))
+def test_the_review_item_of_a_hostile_mail_keeps_what_a_person_reads(
+    decider: Decider, family: str, size: int
+) -> None:
+    payload = record(family, size)
+    assert size <= len(payload) < 1_000_000
+    result, (item,) = scorer_path(decider, [payload])
+    assert (item.subject, item.sender, item.excerpt) == READ[family]
+    assert list(item.tokens) == result.tokens[0].tokens

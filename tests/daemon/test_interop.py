@@ -10,6 +10,7 @@ each case runs once per client.
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,11 +18,8 @@ import pytest
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, Producer
 
-from collections.abc import Callable
-
 from filterd.kafka.batches import batch_at
-from filterd.store.audit import read_events
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from tests.daemon.conftest import StartDaemon, valid
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -191,13 +189,14 @@ def test_librdkafka_producers_of_every_kind_are_decided_and_read_back(
             topics["feedback"], json.dumps(value).encode(), headers=[("analyst", b"interop")]
         )
     assert labels.flush(30) == 0
-    engine = connect(sqlite_url)
+    store = Store.open(sqlite_url)
+    model = store.model("default")
     daemon.wait_for(
-        lambda: len(list(read_events(engine, "default", limit=None))) >= 30,
+        lambda: len(list(model.events(limit=None))) >= 30,
         what="the labels in the audit trail",
     )
-    events = list(read_events(engine, "default", limit=None))
+    events = list(model.events(limit=None))
     assert sorted(e.message_id for e in events) == sorted(f"fb-{i}" for i in range(30))
     assert {e.outcome for e in events} <= {"learned", "held_out"}
-    engine.dispose()
+    store.close()
     assert daemon.metric("filterd_undecodable_batches") == 0

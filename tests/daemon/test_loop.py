@@ -27,7 +27,7 @@ from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryFetcher, Me
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config, parse_duration
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.tokenize import Tokenizer
 from tests.daemon.conftest import run_until
 
@@ -59,8 +59,8 @@ def scorer(
     publisher: MemoryPublisher,
     guard: DeadLetterGuard | None = None,
 ) -> Scorer:
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    model = Store.open(config.database.url).model(config.model.name)
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
     return Scorer(
         state,
         RecentMessages(1000, 10_000_000, 3600.0),
@@ -214,7 +214,7 @@ def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config:
         broker.produce("feedback", f"f{i % 30}".encode(), payload)
     learner = learner_of(config, broker, labels=[])
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    with learner.engine.connect() as conn:
+    with learner.model.store.engine.connect() as conn:
         ledger = conn.exec_driver_sql("SELECT message_id FROM feedback_ledger").scalars().all()
     assert sorted(m for m in ledger if m.startswith("f")) == sorted(f"f{i}" for i in range(30))
     assert len(ledger) == 200 + 30  # the fixture's 200 and these 30, the repeated ten once
@@ -231,12 +231,11 @@ def learner_of(
 ) -> Learner:
     """The learner of `config` over `broker`, resolving ids through `recent` (default: an empty
     cache), the store and the broker's messages topic."""
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    model = Store.open(config.database.url).model("default")
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
     recent = recent or RecentMessages(1000, 10_000_000, 3600.0)
     resolver = Resolver(
-        engine,
-        "default",
+        model,
         recent,
         "messages",
         Tokenizer(),
@@ -245,11 +244,10 @@ def learner_of(
         structlog.get_logger(),
     )
     return Learner(
-        engine,
-        "default",
+        model,
         Tokenizer(),
         resolver,
-        Monitor(engine, config, state, Metrics(), structlog.get_logger()),
+        Monitor(model, config, state, Metrics(), structlog.get_logger()),
         config.model.labels if labels is None else labels,
         0.0,
         config.limits.max_bytes,
@@ -262,8 +260,6 @@ def learner_of(
 
 
 def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config: Config) -> None:
-    from filterd.store.sync import load
-
     assert config.model.labels == ["ham", "spam"]  # the shipped default
     broker = MemoryBroker(dict(TOPICS))
     for i, r in enumerate(generate(SynthConfig(n_messages=10, seed=4))):
@@ -275,7 +271,7 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config: Confi
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
     (letter,) = [json.loads(r.value) for r in broker.read("dead-letter")]
     assert letter["reason"] == "invalid_label"
-    stats, _ = load(learner.engine, "default")
+    stats, _ = learner.model.load()
     assert sorted(stats.labels) == ["ham", "spam"]
 
 
@@ -285,13 +281,13 @@ def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config: Config
     from filterd.daemon.supervisor import Daemon
     from filterd.kafka.settings import RECORD_OVERHEAD_BYTES
 
-    engine = connect(config.database.url)
+    model = Store.open(config.database.url).model("default")
     per_partition = config.limits.max_bytes + RECORD_OVERHEAD_BYTES
-    for loop in Daemon(config)._loops(engine):
+    for loop in Daemon(config)._loops(model):
         assert loop.kafka["max_partition_fetch_bytes"] == per_partition
         assert loop.kafka["fetch_max_bytes"] == 8 * per_partition
     told = replace(config, kafka={**config.kafka, "fetch_max_bytes": 123_456})
-    assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(engine)} == {123_456}
+    assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(model)} == {123_456}
 
 
 def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config: Config) -> None:
@@ -355,8 +351,6 @@ def test_the_lag_gauge_counts_the_records_past_the_position(
 def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(
     config: Config,
 ) -> None:
-    from filterd.store.audit import read_events
-
     broker = MemoryBroker(dict(TOPICS))
     payload = {
         "message_id": "f1",
@@ -369,7 +363,7 @@ def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinate
     record = broker.produce("feedback", b"other", json.dumps(payload).encode())  # offset 1
     learner = learner_of(config, broker)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    (event,) = read_events(learner.engine, "default", message_id="f1")
+    (event,) = learner.model.events(message_id="f1")
     assert (event.label, event.outcome, event.previous_label) == ("spam", "learned", None)
     assert (event.source, event.analyst, event.comment) == ("analyst", "alice", "a prize lure")
     assert (event.kafka_topic, event.kafka_partition, event.kafka_offset) == (
@@ -390,3 +384,39 @@ def test_the_kafka_timestamp_is_when_the_feedback_was_received() -> None:
     )
     assert received_at(SimpleNamespace(timestamp=-1)) is None  # a record without one
     assert received_at(SimpleNamespace()) is None
+
+
+def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_its_event_and_its_parking() -> (
+    None
+):
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    from filterd.daemon.learner import event, labelled, origin, parked
+    from filterd.service.records import Feedback
+    from filterd.store.labels import Origin
+
+    feedback = Feedback(message_id="m1", label="spam", analyst="ana", comment="a lure")
+    record = SimpleNamespace(
+        topic="feedback", partition=2, offset=41, value=b"{}", timestamp=1_767_225_600_250
+    )
+    sent = datetime(2026, 1, 1, 0, 0, 0, 250_000, tzinfo=UTC)
+    read = origin(feedback, record)
+    assert (read.analyst, read.comment, read.received_at) == ("ana", "a lure", sent)
+    assert (read.kafka_topic, read.kafka_partition, read.kafka_offset) == ("feedback", 2, 41)
+    later = datetime(2026, 1, 2, tzinfo=UTC)  # a parked record's own time of arrival
+    for received in (None, later):
+        expected = origin(feedback, record, received)
+        assert expected.received_at == (received or sent)
+        for built in (
+            labelled(feedback, record, ["x"], received),
+            event(feedback, record, "expired", received),
+        ):
+            assert {f.name: getattr(built, f.name) for f in fields(Origin)} == vars(expected)
+    waiting = parked(feedback, record)
+    assert (waiting.kafka_topic, waiting.kafka_partition, waiting.kafka_offset) == (
+        "feedback",
+        2,
+        41,
+    )
+    assert (waiting.received_at, waiting.payload) == (sent, b"{}")

@@ -13,11 +13,7 @@ from sqlalchemy import Engine, func, select
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.service.config import Config
-from filterd.store import parking
-from filterd.store.audit import read_events
-from filterd.store.drift import drift_report
-from filterd.store.learning import lock_model
-from filterd.store.parking import Parked, count_parked
+from filterd.store.parking import Parked
 from filterd.store.schema import FeedbackLedger, Holdout
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import (
@@ -55,20 +51,18 @@ def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config:
     learner = learner_of(config, broker, retry_seconds=1000, guard=DeadLetterGuard(0.0, 5, 1))
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
     assert broker.read("dead-letter") == []  # not bad input: nothing dead-lettered, no flood
-    assert count_parked(learner.engine, "default") == 20
-    assert [e.outcome for e in read_events(learner.engine, "default", message_id="m3")] == [
-        "parked"
-    ]
+    assert learner.model.count_parked() == 20
+    assert [e.outcome for e in learner.model.events(message_id="m3")] == ["parked"]
 
     assert messages(broker, 20) == ids
     decider = scorer(config, broker, MemoryPublisher(broker))
     run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
     counts = learner.retry_parked(datetime.now(UTC) + LATER)
     assert counts["learned"] == 20 and counts["unresolved"] == 0
-    assert count_parked(learner.engine, "default") == 0
-    stored = labels_in_store(learner.engine)
+    assert learner.model.count_parked() == 0
+    stored = labels_in_store(learner.model.store.engine)
     assert {m: stored[m] for m in ids} == {m: "spam" if i % 2 else "ham" for i, m in enumerate(ids)}
-    (learned, parked) = read_events(learner.engine, "default", message_id="m3")
+    (learned, parked) = learner.model.events(message_id="m3")
     assert (learned.outcome, learned.analyst, parked.outcome) == ("learned", "ana", "parked")
     assert learner.metrics.feedback.labels(outcome="parked")._value.get() == 20
 
@@ -84,7 +78,7 @@ def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(
     )
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
     assert learner.retry_parked(datetime.now(UTC) + LATER)["unresolved"] == 0  # within the TTL
-    assert count_parked(learner.engine, "default") == 8
+    assert learner.model.count_parked() == 8
     counts = learner.retry_parked(datetime.now(UTC) + timedelta(hours=2, seconds=2002))
     assert counts["unresolved"] == 8
     letters = [json.loads(r.value) for r in broker.read("dead-letter")]
@@ -95,8 +89,8 @@ def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(
     assert {(letter["source_topic"], letter["offset"]) for letter in letters} == {
         ("feedback", i) for i in range(8)
     }
-    assert count_parked(learner.engine, "default") == 0
-    assert [e.outcome for e in read_events(learner.engine, "default", message_id="ghost0")] == [
+    assert learner.model.count_parked() == 0
+    assert [e.outcome for e in learner.model.events(message_id="ghost0")] == [
         "expired",
         "parked",
     ]
@@ -111,11 +105,11 @@ def test_a_newer_label_replaces_the_parked_one_and_feedback_with_the_message_set
     broker.produce("feedback", b"x", by_id("x", "spam"))
     learner = learner_of(config, broker, retry_seconds=1000)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    assert count_parked(learner.engine, "default") == 1  # one message, its newest label
+    assert learner.model.count_parked() == 1  # one message, its newest label
     broker.produce("feedback", b"x", by_id("x", "ham", text="lunch at noon tomorrow?"))
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    assert count_parked(learner.engine, "default") == 0  # the parked label is older: dropped
-    assert labels_in_store(learner.engine)["x"] == "ham"
+    assert learner.model.count_parked() == 0  # the parked label is older: dropped
+    assert labels_in_store(learner.model.store.engine)["x"] == "ham"
     assert learner.retry_parked(datetime.now(UTC) + LATER) == {}  # nothing left to apply later
 
 
@@ -125,10 +119,10 @@ def test_an_id_and_its_message_in_one_batch_resolve_each_other(config: Config) -
     broker.produce("feedback", b"y", by_id("y", "spam", text="claim your prize now"))
     learner = learner_of(config, broker, retry_seconds=1000)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    assert count_parked(learner.engine, "default") == 0
-    outcomes = [e.outcome for e in read_events(learner.engine, "default", message_id="y")]
+    assert learner.model.count_parked() == 0
+    outcomes = [e.outcome for e in learner.model.events(message_id="y")]
     assert outcomes == ["duplicate", "learned"]
-    with learner.engine.connect() as conn:
+    with learner.model.store.engine.connect() as conn:
         assert (
             conn.execute(
                 select(func.count())
@@ -145,18 +139,12 @@ def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for
     broker = MemoryBroker(dict(TOPICS))
     learner = learner_of(config, broker, retry_seconds=1000)
     now = datetime.now(UTC)
-    with learner.engine.begin() as conn:
-        parking.park(
-            conn,
-            lock_model(conn, "default"),
-            [Parked("z", b"{not json", "feedback", 1, 7)],
-            now,
-            now,
-        )
+    with learner.model.transaction() as writing:
+        writing.park([Parked("z", b"{not json", "feedback", 1, 7)], now, now)
     assert learner.retry_parked(now)["claimed"] == 1
     (letter,) = [json.loads(r.value) for r in broker.read("dead-letter")]
     assert (letter["reason"], letter["partition"], letter["offset"]) == ("invalid_json", 1, 7)
-    assert count_parked(learner.engine, "default") == 0
+    assert learner.model.count_parked() == 0
 
 
 def test_labels_resolved_from_parking_are_scored_on_arrival_for_the_calibration_window(
@@ -170,11 +158,11 @@ def test_labels_resolved_from_parking_are_scored_on_arrival_for_the_calibration_
         )
     learner = learner_of(config, broker, retry_seconds=1000)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    assert drift_report(learner.engine, "default", "spam").n == 0  # parked: nothing scored yet
+    assert learner.model.drift_report("spam").n == 0  # parked: nothing scored yet
 
     assert messages(broker, 20) == ids
     decider = scorer(config, broker, MemoryPublisher(broker))
     run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
     assert learner.retry_parked(datetime.now(UTC) + LATER)["learned"] == 20
-    report = drift_report(learner.engine, "default", "spam")
+    report = learner.model.drift_report("spam")
     assert (report.n, report.n_pos, report.n_neg) == (20, 10, 10)

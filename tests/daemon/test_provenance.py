@@ -18,7 +18,7 @@ from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from tests.daemon.conftest import run_until, valid
 
 BAD = {4: b"{not json", 9: b'{"text": "no id"}', 10: b"", 23: b"[1, 2]"}
@@ -26,8 +26,8 @@ BAD = {4: b"{not json", 9: b'{"text": "no id"}', 10: b"", 23: b"[1, 2]"}
 
 def trained_scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher) -> Scorer:
     """A scorer of the `config` fixture's trained model, reading topic "messages" of `broker`."""
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger())
+    model = Store.open(config.database.url).model(config.model.name)
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
     return Scorer(
         state,
         RecentMessages(1000, 10_000_000, 3600.0),

@@ -5,44 +5,73 @@ crash meanwhile loses none (the batch is decided again)."""
 from __future__ import annotations
 
 import threading
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
 import pytest
 import structlog
+from kafka import TopicPartition
 from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
 from filterd.daemon import recorder as recorder_module
 from filterd.daemon.recorder import Recorder
-from filterd.kafka.memory import MemoryBroker, MemoryPublisher
+from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.store import decided as decided_module
-from filterd.store.database import connect
-from filterd.store.decided import where_decided
-from filterd.store.learning import find_model_id
+from filterd.store import decided
+from filterd.store.handle import Store
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, messages, scorer
+
+
+class CommitLog(dict[tuple[str, TopicPartition], int]):
+    """A MemoryBroker's committed offsets that keep every offset each (group, partition) was
+    given, in order (`history`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: dict[tuple[str, TopicPartition], list[int]] = defaultdict(list)
+
+    def __setitem__(self, key: tuple[str, TopicPartition], offset: int) -> None:
+        self.history[key].append(offset)
+        super().__setitem__(key, offset)
+
+    def moved_back(self) -> dict[tuple[str, TopicPartition], list[int]]:
+        """The partitions whose committed offset ever went down, with their history."""
+        return {key: offsets for key, offsets in self.history.items() if offsets != sorted(offsets)}
+
+
+def failing_store(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Makes the recorder's writes fail with "database is locked" while the event is set (it
+    is, at first)."""
+    failing = threading.Event()
+    failing.set()
+    real = decided.record_decided
+
+    def record_decided(
+        conn: Connection, model_id: int, rows: Sequence[tuple[str, int, int]], now: datetime
+    ) -> None:
+        if failing.is_set():
+            raise OperationalError("INSERT", {}, Exception("database is locked"))
+        return real(conn, model_id, rows, now)
+
+    monkeypatch.setattr(decided, "record_decided", record_decided)
+    return failing
+
+
+def recorded_everything(config: Config, ids: list[str]) -> bool:
+    found = Store.open(config.database.url).model("default").where_decided(ids)
+    return sorted(found) == sorted(ids)
 
 
 def test_offsets_wait_for_the_coordinates_and_decisions_do_not(
     config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    failing = threading.Event()
-    failing.set()
-    real = decided_module.record_decided
-
-    def record_decided(
-        conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]], now: datetime
-    ) -> None:
-        if failing.is_set():
-            raise OperationalError("INSERT", {}, Exception("database is locked"))
-        return real(conn, model_id, decided, now)
-
-    monkeypatch.setattr(recorder_module, "record_decided", record_decided)
-    broker = MemoryBroker(dict(TOPICS))
+    failing = failing_store(monkeypatch)
+    broker = MemoryBroker(dict(TOPICS), committed=CommitLog())
     ids = messages(broker, 60)
     decider = scorer(config, broker, MemoryPublisher(broker))
     run_until(decider, lambda: len(broker.read("decisions")) == len(ids))
@@ -56,23 +85,56 @@ def test_offsets_wait_for_the_coordinates_and_decisions_do_not(
 
     failing.clear()  # the store is back: the same scorer reads the batches again, writes, commits
     run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
-    engine = connect(config.database.url)
-    with engine.connect() as conn:
-        found = where_decided(conn, find_model_id(conn, "default"), ids)
-    assert sorted(found) == sorted(ids)
+    assert recorded_everything(config, ids)
+    # the batches its first consumer read are not committed after the new consumer's
+    assert isinstance(broker.committed, CommitLog) and broker.committed.moved_back() == {}
+
+
+def test_batches_read_before_a_rebalance_never_move_an_offset_back_after_it(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store fails while every batch is read; a rebalance gives the partitions back, to be
+    read again from the committed offsets; then the store comes back. Only the batches read
+    after the rebalance are committed, each partition's offset only going forward."""
+    failing = failing_store(monkeypatch)
+    broker = MemoryBroker(dict(TOPICS), committed=CommitLog())
+    ids = messages(broker, 60)
+    decider = scorer(config, broker, MemoryPublisher(broker))
+    consumers: list[MemoryConsumer] = []
+
+    def connect() -> MemoryConsumer:
+        consumer = MemoryConsumer(
+            broker, "messages", "messages-group", decider._assigned, decider._revoked
+        )
+        consumers.append(consumer)
+        return consumer
+
+    decider.connect = connect
+    asked: list[bool] = []
+
+    def rebalanced_then_committed() -> bool:
+        decided = len(broker.read("decisions"))
+        if decided == len(ids) and not asked:  # every batch read, none recorded: a rebalance
+            consumers[0].rebalances = 1
+            asked.append(True)
+        elif decided == 2 * len(ids):  # every batch read again: the store is back
+            failing.clear()
+        return committed_everything(broker, "messages-group", "messages")
+
+    run_until(decider, rebalanced_then_committed)
+    assert len(consumers) == 1 and consumers[0].rebalances == 0
+    assert recorded_everything(config, ids)
+    assert isinstance(broker.committed, CommitLog) and broker.committed.moved_back() == {}
 
 
 def test_pending_rows_are_bounded_oldest_first(
     config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(recorder_module, "MAX_PENDING_ROWS", 5)
-    recorder = Recorder(
-        connect(config.database.url), "default", 100, Health(), Metrics(), structlog.get_logger()
-    )
+    model = Store.open(config.database.url).model("default")
+    recorder = Recorder(model, 100, Health(), Metrics(), structlog.get_logger())
     tickets = [recorder.put([(f"m{i}", 0, i)], []) for i in range(8)]
     assert tickets == list(range(1, 9))
     assert recorder.write() and recorder.recorded == 8
-    engine = connect(config.database.url)
-    with engine.connect() as conn:
-        found = where_decided(conn, find_model_id(conn, "default"), [f"m{i}" for i in range(8)])
+    found = model.where_decided([f"m{i}" for i in range(8)])
     assert sorted(found) == [f"m{i}" for i in range(3, 8)]  # the three oldest dropped

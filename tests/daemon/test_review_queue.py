@@ -12,9 +12,6 @@ from typing import Any
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.service.config import Config, Review
 from filterd.service.review import in_random_share
-from filterd.store.audit import read_events
-from filterd.store.parking import count_parked
-from filterd.store.review import list_items
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, learner_of, messages, scorer
 
@@ -43,7 +40,7 @@ def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_ka
     assert 0 < sum(r == "band" for r in reasons.values()) < len(ids)  # the test can tell them apart
     assert sum(r == "random" for r in reasons.values()) > 0
     assert {m for m, d in decisions.items() if d["review"]} == {m for m, r in reasons.items() if r}
-    items = list_items(decider.state.engine, "default", limit=None, include_labelled=True)
+    items = decider.state.model.review_items(limit=None, include_labelled=True)
     assert {i.message_id: i.reason for i in items} == {m: r for m, r in reasons.items() if r}
     item = next(i for i in items if i.reason == "band")
     assert (item.score, item.label) == (
@@ -65,12 +62,8 @@ def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_ka
         )
     learner = learner_of(config, broker)
     run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    (event,) = read_events(learner.engine, "default", message_id=queued)
+    (event,) = learner.model.events(message_id=queued)
     assert (event.outcome, event.analyst) == ("learned", "eve")
-    assert [e.outcome for e in read_events(learner.engine, "default", message_id=other)] == [
-        "parked"
-    ]
-    assert count_parked(learner.engine, "default") == 1
-    assert queued not in {
-        i.message_id for i in list_items(learner.engine, "default", limit=None)
-    }  # labelled
+    assert [e.outcome for e in learner.model.events(message_id=other)] == ["parked"]
+    assert learner.model.count_parked() == 1
+    assert queued not in {i.message_id for i in learner.model.review_items(limit=None)}  # labelled

@@ -73,7 +73,7 @@ def test_decisions_keep_the_order_of_the_records(decider: Decider) -> None:
     result = decide_payloads(decider, ThresholdSetting(), payloads, max_bytes=1_000_000)
     assert [d.message_id for d in result.decisions] == [f"m{i}" for i in range(100)]
     assert [d.label for d in result.decisions[:2]] == ["spam", "ham"]
-    assert result.tokens[0] == ["win", "cash"]
+    assert result.tokens[0].tokens == ["win", "cash"]
 
 
 @pytest.mark.parametrize("kind", sorted(LONG))

@@ -12,8 +12,8 @@ import structlog
 from filterd.daemon.supervisor import StartupError, prepare_store
 from filterd.service.config import Config
 from filterd.service.config import load as load_config
-from filterd.store.database import connect, current, head
-from filterd.store.learning import UnknownModel, model_names
+from filterd.store.errors import UnknownModel
+from filterd.store.handle import Store
 
 
 def config_for(url: str) -> Config:
@@ -38,12 +38,12 @@ def test_create_makes_the_store_and_the_model_and_a_second_start_needs_no_flag(
     with structlog.testing.capture_logs() as logged:
         prepare_store(
             config_for(url), structlog.get_logger(), create=True, first_start=True
-        ).dispose()
-        prepare_store(config_for(url), structlog.get_logger()).dispose()
-    assert current(url) == head()
+        ).store.close()
+        prepare_store(config_for(url), structlog.get_logger()).store.close()
+    assert Store.open(url).revision() == Store.head()
     events = [e["event"] for e in logged]
     assert events == ["database schema created", "model created", "store ready", "store ready"]
-    assert logged[-1]["revision"] == head()
+    assert logged[-1]["revision"] == Store.head()
 
 
 def test_only_the_first_start_creates_the_model_and_a_typo_is_told_the_models(
@@ -54,8 +54,8 @@ def test_only_the_first_start_creates_the_model_and_a_typo_is_told_the_models(
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     with pytest.raises(UnknownModel, match=r"which holds none yet: `filterd model create default`"):
         prepare_store(config_for(url), structlog.get_logger(), create=True)
-    assert model_names(connect(url)) == []
-    prepare_store(config_for(url), structlog.get_logger(), first_start=True).dispose()
+    assert Store.open(url).model_names() == []
+    prepare_store(config_for(url), structlog.get_logger(), first_start=True).store.close()
     typo = load_config(None, environ={}, overrides={"database.url": url, "model.name": "defualt"})
     with pytest.raises(UnknownModel) as refused:
         prepare_store(typo, structlog.get_logger(), first_start=True)
@@ -63,7 +63,7 @@ def test_only_the_first_start_creates_the_model_and_a_typo_is_told_the_models(
         "no model named 'defualt' in the store (its models: 'default'); "
         "`filterd model create NAME` adds one"
     )
-    assert model_names(connect(url)) == ["default"]
+    assert Store.open(url).model_names() == ["default"]
 
 
 def test_a_metrics_port_in_use_is_one_line_without_a_traceback(tmp_path: Path) -> None:

@@ -27,8 +27,7 @@ from filterd.kafka.producer import BatchProducer
 from filterd.kafka.settings import CODEC_INSTALLED
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.store import undecodable
-from filterd.store.database import connect, upgrade
+from filterd.store.handle import Store
 from tests.daemon.conftest import StartDaemon, ids_of, message, read_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,8 +146,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     held = batch_at(kafka_config, stuck_at, 5)
     assert held is not None and held.problem == problem  # as the broker keeps it
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    upgrade(url)
-    engine = connect(url)
+    store = Store.open(url)
+    store.upgrade()
     stop, health, metrics = threading.Event(), Health(), Metrics()
     if client == "confluent":
         pytest.importorskip("confluent_kafka")
@@ -164,7 +163,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         metrics=metrics,
         health=health,
         log=structlog.get_logger(),
-        store=engine,
+        store=store,
     )
     consumer: list[CountingPolls] = []
 
@@ -219,7 +218,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
                 "problem": problem,
             }
             assert not [e for e in logged if e["event"] == "broker unreachable, retrying"]
-            (reported,) = undecodable.list_batches(engine)
+            (reported,) = store.undecodable_batches()
             assert (reported.consumer_group, reported.kafka_offset, reported.next_offset) == (
                 group,
                 5,
@@ -228,9 +227,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
             assert reported.skip_requested_at is None and time.monotonic() - held_since >= 2.0
             assert loop.read[2] == [0, 1, 2, 3, 4]
 
-            undecodable.request_skip(
-                engine, group, topic, 2, 5, "ops", "producer bug, batch resent"
-            )
+            store.request_skip(group, topic, 2, 5, "ops", "producer bug, batch resent")
             wait_until(
                 lambda: len(loop.read[2]) == 10, what="the partition read past the skipped batch"
             )
@@ -240,7 +237,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         finally:
             stop.set()
             thread.join(30)
-    (skipped,) = undecodable.list_batches(engine)
+    (skipped,) = store.undecodable_batches()
     assert skipped.skip_requested_by == "ops" and skipped.skipped_at is not None
     (line,) = [e for e in logged if e["event"] == "undecodable record batch skipped"]
     assert (line["offset"], line["next_offset"], line["records"], line["reason"]) == (
@@ -255,8 +252,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
 def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_skip_moves_it_on(
     start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path
 ) -> None:
-    """As the issue found it: librdkafka compresses with snappy, filterd's environment lacks
-    the library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
+    """A producer on librdkafka compresses with snappy, and filterd's environment lacks the
+    library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
     other partitions are decided, the log does not fill, and `filterd topics skip` (audited)
     moves the partition on."""
     confluent_kafka = pytest.importorskip("confluent_kafka")

@@ -1,26 +1,23 @@
-"""Reading, writing and splitting labelled corpora (filterd.evaluation.corpus)."""
+"""Parsing, serializing, relabelling and splitting labelled corpora (filterd.evaluation.corpus):
+data in, data out. The files are tests/cli/test_corpus_files.py's."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import Counter
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
 from filterd.evaluation.corpus import (
     CorpusError,
     Record,
+    corpus_lines,
     is_multilabel,
-    read_corpus,
+    parse_corpus,
     relabel,
     train_test_split,
-    write_corpus,
 )
-
-SHARED_CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-SMS_CORPUS = SHARED_CORPORA / "sms-spam" / "messages.jsonl.gz"
 
 
 def make_records(counts: dict[str, int]) -> list[Record]:
@@ -33,57 +30,41 @@ def make_records(counts: dict[str, int]) -> list[Record]:
     ]
 
 
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
+# --- parsing and serializing ---------------------------------------------------------------
 
 
-# --- reading and writing ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["corpus.jsonl", "corpus.jsonl.gz"])
-def test_write_then_read_round_trips(tmp_path: Path, name: str) -> None:
+def test_lines_then_parse_round_trips_and_numbers_the_lines() -> None:
     records = [
         Record("a", ("ham",), "Hello there, £1.50 \u2014 caf\u00e9", "text", 1, None),
         Record("b", ("spam",), "From: x@y\n\nWIN NOW", "email", 2, "train"),
         Record("c", ("ham",), "", "text", 3, "test"),
     ]
-    write_corpus(records, tmp_path / name)
-    assert read_corpus(tmp_path / name) == records
+    lines = list(corpus_lines(records))
+    assert all(line.endswith("\n") and line.count("\n") == 1 for line in lines)
+    parsed = parse_corpus([line.encode() for line in lines], "mem")
+    assert parsed == records
+    assert [r.line for r in parsed] == [1, 2, 3]
+    assert parse_corpus(lines, "mem") == records  # str lines as well as bytes
 
 
-def test_gzip_output_is_reproducible_and_detected_by_magic_bytes(tmp_path: Path) -> None:
-    records = make_records({"ham": 3, "spam": 2})
-    write_corpus(records, tmp_path / "one.jsonl.gz")
-    write_corpus(records, tmp_path / "two.jsonl.gz")
-    data = (tmp_path / "one.jsonl.gz").read_bytes()
-    assert data == (tmp_path / "two.jsonl.gz").read_bytes()
-    assert data[4:8] == b"\0\0\0\0"  # gzip header mtime
-    # A gzip file without the .gz suffix is still read as gzip.
-    (tmp_path / "misnamed.jsonl").write_bytes(data)
-    assert read_corpus(tmp_path / "misnamed.jsonl") == records
-
-
-def test_records_are_sorted_by_order_and_dicts_can_be_written(tmp_path: Path) -> None:
+def test_records_are_sorted_by_order_and_dicts_can_be_serialized() -> None:
     dicts = [
         {"id": "late", "label": "spam", "text": "b", "format": "text", "order": 9},
         {"id": "early", "label": "ham", "text": "a", "format": "text", "order": 2},
     ]
-    path = tmp_path / "c.jsonl"
-    write_corpus(dicts, path)
-    records = read_corpus(path)
+    records = parse_corpus(corpus_lines(dicts), "mem")
     assert [r.id for r in records] == ["early", "late"]
     assert records[0].label == "ham"
     assert records[0].message() == {"id": "early", "text": "a", "format": "text"}
 
 
-def test_empty_lines_are_skipped(tmp_path: Path) -> None:
+def test_empty_lines_are_skipped() -> None:
     line = json.dumps({"id": "a", "label": "ham", "text": "t", "format": "text", "order": 1})
-    path = write_lines(tmp_path / "c.jsonl", ["", line, "   "])
-    assert [r.id for r in read_corpus(path)] == ["a"]
+    records = parse_corpus(["", line, "   "], "mem")
+    assert [(r.id, r.line) for r in records] == [("a", 2)]
 
 
-def test_multilabel_records(tmp_path: Path) -> None:
+def test_multilabel_records() -> None:
     lines = [
         {
             "id": "1",
@@ -102,8 +83,7 @@ def test_multilabel_records(tmp_path: Path) -> None:
             "split": "test",
         },
     ]
-    path = write_lines(tmp_path / "m.jsonl", [json.dumps(d) for d in lines])
-    records = read_corpus(path)
+    records = parse_corpus([json.dumps(d) for d in lines], "m.jsonl")
     assert records[0].labels == ("grain", "wheat")
     assert records[1].labels == ("cocoa",)
     assert records[1].label == "cocoa"
@@ -111,59 +91,31 @@ def test_multilabel_records(tmp_path: Path) -> None:
         records[0].label
     assert is_multilabel(records)
     assert not is_multilabel(records[1:])
-
-    write_corpus(records, tmp_path / "copy.jsonl.gz")
-    assert read_corpus(tmp_path / "copy.jsonl.gz") == records
+    assert parse_corpus(corpus_lines(records), "copy") == records
 
 
 # --- errors --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["messages.jsonl.gz", "messages.jsonl"])
-def test_a_corpus_folder_reads_its_messages_file(tmp_path: Path, name: str) -> None:
-    records = make_records({"ham": 2, "spam": 1})
-    write_corpus(records, tmp_path / name)
-    assert read_corpus(tmp_path) == records
-
-
-def test_a_folder_without_a_messages_file_raises(tmp_path: Path) -> None:
-    (tmp_path / "other.jsonl").write_text("")
-    with pytest.raises(CorpusError, match="a folder without messages.jsonl.gz or messages.jsonl"):
-        read_corpus(tmp_path)
-
-
-def test_missing_file_raises(tmp_path: Path) -> None:
-    with pytest.raises(CorpusError, match="nope.jsonl"):
-        read_corpus(tmp_path / "nope.jsonl")
-
-
-def test_bad_json_line_names_file_and_line(tmp_path: Path) -> None:
+def test_bad_json_line_names_source_and_line() -> None:
     good = json.dumps({"id": "a", "label": "ham", "text": "t", "format": "text", "order": 1})
-    path = write_lines(tmp_path / "bad.jsonl", [good, "", '{"id": "b", "label": '])
-    with pytest.raises(CorpusError, match=r"bad\.jsonl:3\b"):
-        read_corpus(path)
+    with pytest.raises(CorpusError, match=r"^bad\.jsonl:3: not valid JSON"):
+        parse_corpus([good, "", '{"id": "b", "label": '], "bad.jsonl")
 
 
-def test_bad_json_line_in_gzip_names_line(tmp_path: Path) -> None:
-    good = json.dumps({"id": "a", "label": "ham", "text": "t", "format": "text", "order": 1})
-    path = tmp_path / "bad.jsonl.gz"
-    path.write_bytes(gzip.compress((good + "\nnot json\n").encode()))
-    with pytest.raises(CorpusError, match=r"bad\.jsonl\.gz:2\b"):
-        read_corpus(path)
+def test_an_error_of_the_lines_themselves_propagates() -> None:
+    def lines() -> Iterator[str]:
+        yield json.dumps({"id": "a", "label": "ham", "text": "t"})
+        raise CorpusError("f.jsonl:2: unreadable")
+
+    with pytest.raises(CorpusError, match=r"^f\.jsonl:2: unreadable$"):
+        parse_corpus(lines(), "f.jsonl")
 
 
-def test_corrupt_gzip_raises(tmp_path: Path) -> None:
-    path = tmp_path / "broken.jsonl.gz"
-    path.write_bytes(gzip.compress(b'{"id": "a"}\n' * 1000)[:50])  # truncated
-    with pytest.raises(CorpusError, match="broken.jsonl.gz"):
-        read_corpus(path)
-
-
-def test_duplicate_id_raises(tmp_path: Path) -> None:
+def test_duplicate_id_raises() -> None:
     line = json.dumps({"id": "same", "label": "ham", "text": "t", "format": "text", "order": 1})
-    path = write_lines(tmp_path / "dup.jsonl", [line, line])
     with pytest.raises(CorpusError, match=r"dup\.jsonl:2: duplicate id 'same'"):
-        read_corpus(path)
+        parse_corpus([line, line], "dup.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -182,10 +134,9 @@ def test_duplicate_id_raises(tmp_path: Path) -> None:
         (["not", "an", "object"], "JSON object"),
     ],
 )
-def test_malformed_record_raises(tmp_path: Path, record: object, problem: str) -> None:
-    path = write_lines(tmp_path / "c.jsonl", [json.dumps(record)])
+def test_malformed_record_raises(record: object, problem: str) -> None:
     with pytest.raises(CorpusError, match=problem) as info:
-        read_corpus(path)
+        parse_corpus([json.dumps(record)], "c.jsonl")
     assert "c.jsonl:1:" in str(info.value)
 
 
@@ -259,16 +210,3 @@ def test_partial_own_split_falls_back_to_stratified() -> None:
     records[0] = Record("x", ("ham",), "t", "text", 0, "test")
     _train, test = train_test_split(records, test_fraction=0.5)
     assert Counter(r.label for r in test) == {"ham": 10, "spam": 5}
-
-
-# --- the real corpus (optional) ------------------------------------------------------
-
-
-def test_reads_the_real_sms_corpus() -> None:
-    if not SMS_CORPUS.exists():
-        pytest.skip(f"{SMS_CORPUS}: shared corpora absent")
-    records = read_corpus(SMS_CORPUS)
-    assert len(records) == 5574
-    assert Counter(r.label for r in records) == {"ham": 4827, "spam": 747}
-    assert not is_multilabel(records)
-    assert [r.order for r in records] == sorted(r.order for r in records)

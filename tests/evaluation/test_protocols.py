@@ -4,7 +4,8 @@ import pytest
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
-from filterd.evaluation.corpus import Record, read_corpus, to_records
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation.corpus import Record, to_records
 from filterd.evaluation.protocols import Corpus, evaluate, task_of
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer

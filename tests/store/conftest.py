@@ -6,16 +6,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from filterd.store.database import connect, upgrade
-from filterd.store.thresholds import ThresholdVersion, latest_threshold
+from filterd.store.handle import ModelStore, Store
+from filterd.store.thresholds import ThresholdVersion
 from tests.conftest import fresh_postgres
 
 
-def threshold_in_force(
-    engine: Engine, model: str = "default", target_class: str = "spam"
-) -> ThresholdVersion:
-    """`latest_threshold`, which must find a version."""
-    version = latest_threshold(engine, model, target_class)
+def threshold_in_force(model: ModelStore, target_class: str = "spam") -> ThresholdVersion:
+    """`model.latest_threshold(target_class)`, which must find a version."""
+    version = model.latest_threshold(target_class)
     assert version is not None, f"no threshold for {target_class}"
     return version
 
@@ -35,9 +33,15 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def engine(empty_url: str) -> Iterator[Engine]:
+def store(empty_url: str) -> Iterator[Store]:
     """A migrated store."""
-    upgrade(empty_url)
-    engine = connect(empty_url)
-    yield engine
-    engine.dispose()
+    opened = Store.open(empty_url)
+    opened.upgrade()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def engine(store: Store) -> Engine:
+    """The migrated store's engine, for tests that look at its tables."""
+    return store.engine

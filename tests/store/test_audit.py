@@ -7,19 +7,13 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import TypedDict, Unpack
 
 import pytest
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store import audit, expiry
-from filterd.store.audit import Event, Outcome, read_events, record_events
-from filterd.store.expiry import prune_events
-from filterd.store.learning import (
-    LabelledTokens,
-    Source,
-    UnknownModel,
-    apply_feedback,
-    create_model,
-)
+from filterd.store.errors import UnknownModel
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import Event, LabelledTokens, Outcome, Source
 from filterd.store.schema import FeedbackLedger, LabelEvent
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -46,26 +40,24 @@ def label(
     return LabelledTokens(message_id, value, WORDS, source, analyst=analyst, **extra)
 
 
-def trail(
-    engine: Engine,
-    model: str = "default",
-    message_id: str | None = None,
-    analyst: str | None = None,
-    since: datetime | None = None,
-) -> list[Event]:
-    events = read_events(
-        engine, model, message_id=message_id, analyst=analyst, since=since, limit=None
-    )
-    return list(events)
+class Filters(TypedDict, total=False):
+    """`ModelStore.events`' choice of events."""
+
+    message_id: str
+    analyst: str
+    since: datetime
+
+
+def trail(model: ModelStore, **filters: Unpack[Filters]) -> list[Event]:
+    return list(model.events(limit=None, **filters))
 
 
 @pytest.fixture
-def store(engine: Engine) -> Engine:
-    create_model(engine, "default", ModelSpec("mnb"), seed=1)
-    return engine
+def model(store: Store) -> ModelStore:
+    return store.create_model("default", ModelSpec("mnb"), seed=1)
 
 
-def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store: Engine) -> None:
+def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(model: ModelStore) -> None:
     received = T0 - timedelta(minutes=5)
     steps = [  # (item, holdout fraction, outcome, previous label)
         (
@@ -90,10 +82,8 @@ def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store: 
         (label("h1", "ham", analyst="bob"), 1.0, "relabelled", "spam"),
     ]
     for n, (item, fraction, _, _) in enumerate(steps):
-        apply_feedback(
-            store, "default", [item], holdout_fraction=fraction, now=T0 + timedelta(seconds=n)
-        )
-    events = trail(store)[::-1]  # oldest first
+        model.learn([item], holdout_fraction=fraction, now=T0 + timedelta(seconds=n))
+    events = trail(model)[::-1]  # oldest first
     assert [(e.message_id, e.label, e.outcome, e.previous_label) for e in events] == [
         (item.message_id, item.label, outcome, previous) for item, _, outcome, previous in steps
     ]
@@ -118,11 +108,11 @@ def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(store: 
     assert events[1].kafka_topic is None and events[1].comment is None
 
 
-def test_one_batch_writes_one_event_per_item_in_order(store: Engine) -> None:
+def test_one_batch_writes_one_event_per_item_in_order(model: ModelStore) -> None:
     items = [label("a", "spam"), label("b", "ham"), label("a", "ham"), label("a", "ham")]
-    applied = apply_feedback(store, "default", items, holdout_fraction=0, now=T0)
+    applied = model.learn(items, holdout_fraction=0, now=T0)
     assert (applied.learned, applied.relabelled, applied.duplicates) == (2, 1, 1)
-    events = trail(store)
+    events = trail(model)
     # one applied_at for the whole batch: newest first is the reverse of the batch's order
     assert [(e.message_id, e.outcome, e.previous_label) for e in events] == [
         ("a", "duplicate", "ham"),
@@ -133,7 +123,7 @@ def test_one_batch_writes_one_event_per_item_in_order(store: Engine) -> None:
 
 
 def test_a_batch_that_fails_leaves_no_event_and_no_label(
-    store: Engine, monkeypatch: pytest.MonkeyPatch
+    model: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written: list[Event | LabelledTokens] = []
 
@@ -151,71 +141,68 @@ def test_a_batch_that_fails_leaves_no_event_and_no_label(
 
     monkeypatch.setattr("filterd.store.learning.insert_events", insert_then_fail)
     with pytest.raises(RuntimeError):
-        apply_feedback(store, "default", [label("m1", "spam"), label("m2", "ham")], now=T0)
+        model.learn([label("m1", "spam"), label("m2", "ham")], now=T0)
     assert len(written) == 2  # they were written, then rolled back with the batch
-    with store.connect() as conn:
+    with model.store.engine.connect() as conn:
         for table in (LabelEvent, FeedbackLedger):
             assert conn.execute(select(func.count()).select_from(table)).scalar_one() == 0
 
 
-def test_the_log_filters_by_message_analyst_and_time_newest_first(store: Engine) -> None:
+def test_the_log_filters_by_message_analyst_and_time_newest_first(model: ModelStore) -> None:
     for day in range(5):
         items = [label(f"m{day}", "spam", analyst="alice" if day % 2 else "bob")]
-        apply_feedback(store, "default", items, holdout_fraction=0, now=T0 + timedelta(days=day))
-    assert [e.message_id for e in trail(store)] == ["m4", "m3", "m2", "m1", "m0"]
-    assert [e.message_id for e in trail(store, analyst="alice")] == ["m3", "m1"]
-    assert [e.message_id for e in trail(store, message_id="m2")] == ["m2"]
+        model.learn(items, holdout_fraction=0, now=T0 + timedelta(days=day))
+    assert [e.message_id for e in trail(model)] == ["m4", "m3", "m2", "m1", "m0"]
+    assert [e.message_id for e in trail(model, analyst="alice")] == ["m3", "m1"]
+    assert [e.message_id for e in trail(model, message_id="m2")] == ["m2"]
     since = T0 + timedelta(days=3)
-    assert [e.message_id for e in trail(store, since=since)] == ["m4", "m3"]
+    assert [e.message_id for e in trail(model, since=since)] == ["m4", "m3"]
     # a time with an offset means the same instant on both databases
     assert [
-        e.message_id for e in trail(store, since=since.astimezone(timezone(timedelta(hours=5))))
+        e.message_id for e in trail(model, since=since.astimezone(timezone(timedelta(hours=5))))
     ] == [
         "m4",
         "m3",
     ]
-    assert [e.message_id for e in read_events(store, "default", limit=2)] == ["m4", "m3"]
+    assert [e.message_id for e in model.events(limit=2)] == ["m4", "m3"]
     with pytest.raises(UnknownModel):
-        trail(store, "nope")
+        model.store.model("nope")
 
 
-def test_record_events_appends_alone_or_in_the_callers_transaction(store: Engine) -> None:
-    record_events(store, "default", [Event("p1", "spam", "parked", analyst="alice")], now=T0)
-    with store.connect() as conn, conn.begin() as transaction:
-        record_events(conn, "default", [Event("p2", "spam", "expired")], now=T0)
-        transaction.rollback()  # the caller's transaction decides
-    assert [(e.message_id, e.outcome, e.analyst) for e in trail(store)] == [
+def test_record_events_appends_in_the_transaction(model: ModelStore) -> None:
+    with model.transaction() as writing:
+        writing.record_events([Event("p1", "spam", "parked", analyst="alice")], now=T0)
+    with pytest.raises(RuntimeError), model.transaction() as writing:
+        writing.record_events([Event("p2", "spam", "expired")], now=T0)
+        raise RuntimeError("the transaction decides: rolled back")
+    assert [(e.message_id, e.outcome, e.analyst) for e in trail(model)] == [
         ("p1", "parked", "alice")
     ]
-    with pytest.raises(ValueError, match="unknown label event outcome"):
-        record_events(store, "default", [Event("p3", "spam", "lost")])  # type: ignore[arg-type]
-    with pytest.raises(UnknownModel):
-        record_events(store, "nope", [Event("p4", "spam", "parked")])
+    with pytest.raises(ValueError, match="unknown label event outcome"), model.transaction() as w:
+        w.record_events([Event("p3", "spam", "lost")])  # type: ignore[arg-type]
 
 
-def test_a_comment_with_nul_is_stored_with_a_replacement_character(store: Engine) -> None:
+def test_a_comment_with_nul_is_stored_with_a_replacement_character(model: ModelStore) -> None:
     # PostgreSQL text cannot hold NUL: the feedback would be retried for ever
-    apply_feedback(store, "default", [label("m1", "spam", comment="a\x00b")], now=T0)
-    assert trail(store)[0].comment == "a\N{REPLACEMENT CHARACTER}b"
+    model.learn([label("m1", "spam", comment="a\x00b")], now=T0)
+    assert trail(model)[0].comment == "a\N{REPLACEMENT CHARACTER}b"
 
 
 def test_prune_deletes_events_older_than_the_retention_in_chunks(
-    store: Engine, monkeypatch: pytest.MonkeyPatch
+    model: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    create_model(store, "other", ModelSpec("mnb"), seed=2)
+    other = model.store.create_model("other", ModelSpec("mnb"), seed=2)
     old = [label(f"old{i}", "spam") for i in range(5)]
-    for model in ("default", "other"):
-        apply_feedback(store, model, old, holdout_fraction=0, now=T0)
-        apply_feedback(
-            store, model, [label("new", "ham")], holdout_fraction=0, now=T0 + timedelta(days=20)
-        )
+    for each in (model, other):
+        each.learn(old, holdout_fraction=0, now=T0)
+        each.learn([label("new", "ham")], holdout_fraction=0, now=T0 + timedelta(days=20))
     monkeypatch.setattr(expiry, "EVENT_CHUNK", 2)
     later = T0 + timedelta(days=30)
-    assert prune_events(store, "default", 10, now=later, dry_run=True) == 5
-    assert prune_events(store, "default", 0, now=later) == 0  # 0: keep every event
-    assert len(trail(store)) == 6
-    assert prune_events(store, "default", 10, now=later) == 5
-    assert [e.message_id for e in trail(store)] == ["new"]
-    assert len(trail(store, "other")) == 6  # another model's trail is its own
+    assert model.prune_events(10, now=later, dry_run=True) == 5
+    assert model.prune_events(0, now=later) == 0  # 0: keep every event
+    assert len(trail(model)) == 6
+    assert model.prune_events(10, now=later) == 5
+    assert [e.message_id for e in trail(model)] == ["new"]
+    assert len(trail(other)) == 6  # another model's trail is its own
     with pytest.raises(ValueError, match="must not be negative"):
-        prune_events(store, "default", -1)
+        model.prune_events(-1)

@@ -7,7 +7,7 @@ from sqlalchemy import Engine, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store.bulk import insert_rows
-from filterd.store.learning import create_model
+from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Prequential
 
 AWKWARD_IDS = [
@@ -24,8 +24,8 @@ AWKWARD_IDS = [
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
-def test_rows_with_awkward_values_round_trip(engine: Engine) -> None:
-    model_id = create_model(engine, "m", ModelSpec("mnb"))
+def test_rows_with_awkward_values_round_trip(store: Store, engine: Engine) -> None:
+    model_id = store.create_model("m", ModelSpec("mnb")).id
     rows = [
         {
             "model_id": model_id,
@@ -56,8 +56,10 @@ def test_rows_with_awkward_values_round_trip(engine: Engine) -> None:
     assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
 
 
-def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(engine: Engine) -> None:
-    model_id = create_model(engine, "m", ModelSpec("mnb"))
+def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(
+    store: Store, engine: Engine
+) -> None:
+    model_id = store.create_model("m", ModelSpec("mnb")).id
 
     def row(message_id: str, label: str, score: float, version: int) -> dict[str, object]:
         return {

@@ -5,10 +5,9 @@ from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Canonical
-from filterd.store.expiry import prune
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens
 from filterd.store.schema import ClassStats, TokenStats
-from filterd.store.sync import load, sync
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = T0 + timedelta(days=30)
@@ -18,8 +17,8 @@ def nonempty(canonical: Canonical) -> Canonical:
     return {label: (d, rows) for label, (d, rows) in canonical.items() if d or rows}
 
 
-def tokens_of(engine: Engine, model: str = "default") -> set[str]:
-    stats, _ = load(engine, model)
+def tokens_of(model: ModelStore) -> set[str]:
+    stats, _ = model.load()
     keys = {
         stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]
     }
@@ -46,11 +45,9 @@ def consistent(engine: Engine) -> bool:
 
 
 @pytest.fixture
-def store(engine: Engine) -> Engine:
-    create_model(engine, "default", ModelSpec("mnb"), seed=1)
-    apply_feedback(
-        engine,
-        "default",
+def model(store: Store) -> ModelStore:
+    model = store.create_model("default", ModelSpec("mnb"), seed=1)
+    model.learn(
         [
             LabelledTokens("a", "spam", ["rare", "common", "common"]),
             LabelledTokens("b", "ham", ["old", "old", "common", "ham1"]),
@@ -58,49 +55,47 @@ def store(engine: Engine) -> Engine:
         holdout_fraction=0,
         now=T0,
     )
-    apply_feedback(
-        engine,
-        "default",
+    model.learn(
         [LabelledTokens("c", "spam", ["fresh", "common", "spam1"])],
         holdout_fraction=0,
         now=LATER,
     )
-    return engine
+    return model
 
 
-def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(store: Engine) -> None:
-    result = prune(store, "default", unseen_days=10, max_count=1, now=LATER)
+def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(
+    model: ModelStore, engine: Engine
+) -> None:
+    result = model.prune_tokens(unseen_days=10, max_count=1, now=LATER)
     # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1
     # were seen lately
     assert (result.tokens, result.counts_removed) == (2, 2)
-    assert tokens_of(store) == {"old", "common", "fresh", "spam1"}
-    assert consistent(store)
+    assert tokens_of(model) == {"old", "common", "fresh", "spam1"}
+    assert consistent(engine)
 
 
-def test_a_dry_run_changes_nothing(store: Engine) -> None:
-    before = nonempty(load(store, "default")[0].canonical())
-    assert prune(store, "default", unseen_days=10, max_count=1, now=LATER, dry_run=True).tokens == 2
-    assert nonempty(load(store, "default")[0].canonical()) == before
+def test_a_dry_run_changes_nothing(model: ModelStore) -> None:
+    before = nonempty(model.load()[0].canonical())
+    assert model.prune_tokens(unseen_days=10, max_count=1, now=LATER, dry_run=True).tokens == 2
+    assert nonempty(model.load()[0].canonical()) == before
 
 
-def test_a_scorer_synced_before_the_prune_catches_up_exactly(store: Engine) -> None:
-    scorer, since = load(store, "default")
-    prune(store, "default", unseen_days=10, max_count=5, now=LATER)
-    sync(store, "default", scorer, since)
-    assert nonempty(scorer.canonical()) == nonempty(load(store, "default")[0].canonical())
+def test_a_scorer_synced_before_the_prune_catches_up_exactly(model: ModelStore) -> None:
+    scorer, since = model.load()
+    model.prune_tokens(unseen_days=10, max_count=5, now=LATER)
+    model.sync(scorer, since)
+    assert nonempty(scorer.canonical()) == nonempty(model.load()[0].canonical())
 
 
-def test_relabelling_a_message_whose_tokens_expired_stays_consistent(store: Engine) -> None:
-    prune(store, "default", unseen_days=10, max_count=1, now=LATER)
-    apply_feedback(
-        store, "default", [LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER
-    )  # re-learned
-    result = apply_feedback(
-        store,
-        "default",
+def test_relabelling_a_message_whose_tokens_expired_stays_consistent(
+    model: ModelStore, engine: Engine
+) -> None:
+    model.prune_tokens(unseen_days=10, max_count=1, now=LATER)
+    model.learn([LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER)  # re-learned
+    result = model.learn(
         [LabelledTokens("a", "ham", ["rare", "common", "common"])],
         holdout_fraction=0,
         now=LATER,
     )
     assert result.relabelled == 1
-    assert consistent(store)
+    assert consistent(engine)

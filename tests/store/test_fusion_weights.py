@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine
 
 from filterd.bayes import fusion
 from filterd.bayes.features import encode
@@ -15,11 +14,9 @@ from filterd.evaluation.calibration import recall_threshold
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.service.decide import scoring_model
-from filterd.store.database import connect, upgrade
-from filterd.store.drift import Scored, record_scores
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
-from filterd.store.sync import load
-from filterd.store.thresholds import latest_threshold, prequential_window
+from filterd.store.drift import Scored
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens
 from tests.conftest import fresh_postgres
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -33,27 +30,27 @@ STREAM = generate(
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def fused_store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Engine]:
+) -> Iterator[ModelStore]:
     """A fusion model that learned the first 1,000 messages (a tenth held out)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fused') / 'store.db'}"
     else:
         url = fresh_postgres(request.getfixturevalue("postgres_server"))
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec.parse("fusion"), seed=0)
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec.parse("fusion"), seed=0)
     items = [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in STREAM[:1000]]
-    apply_feedback(engine, "default", items, 0.1, now=T0)
-    yield engine
-    engine.dispose()
+    model.learn(items, 0.1, now=T0)
+    yield model
+    store.close()
 
 
 def scored_on_arrival(
-    engine: Engine, records: list[SynthRecord], weights: Sequence[float] | None
+    fused_store: ModelStore, records: list[SynthRecord], weights: Sequence[float] | None
 ) -> list[Scored]:
     """What the learner records: each record's component scores and their combination with
     the weights in force."""
-    stats, _ = load(engine, "default")
+    stats, _ = fused_store.load()
     model = fusion.with_weights(scoring_model(stats, ModelSpec.parse("fusion"), "spam"), weights)
     scores = model.score(encode([r["text"].split() for r in records], model.hasher))
     assert isinstance(scores, fusion.FusedScores)
@@ -64,15 +61,12 @@ def scored_on_arrival(
 
 
 def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(
-    fused_store: Engine,
+    fused_store: ModelStore,
 ) -> None:
     first_rows = scored_on_arrival(fused_store, STREAM[1000:2000], None)
-    record_scores(
-        fused_store, "default", "spam", first_rows, keep=5000, now=T0 + timedelta(minutes=30)
-    )
+    fused_store.record_scores("spam", first_rows, keep=5000, now=T0 + timedelta(minutes=30))
     first = calibrate_model(
         fused_store,
-        "default",
         "spam",
         0.95,
         source="adaptive",
@@ -85,13 +79,14 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     assert first.weights == pytest.approx(expected)
     assert first.weights != fusion.INITIAL_WEIGHTS
     assert first.tau == recall_threshold(fusion.combine(components, expected), spam, 0.95).tau
-    written = latest_threshold(fused_store, "default", "spam")
-    assert first.weights is not None and written is not None
+    written = fused_store.latest_threshold("spam")
+    assert written is not None
     assert written.weights == pytest.approx(first.weights)  # through the JSON column
     from filterd.cli.calibration import render
 
+    assert first.weights is not None
     assert f"bias {first.weights[0]:.3g}, components" in render(first)
-    window = prequential_window(fused_store, "default", "spam", now=T0 + timedelta(hours=1))
+    window = fused_store.prequential_window("spam", now=T0 + timedelta(hours=1))
     assert window.components is not None and window.components.shape == (
         1000,
         len(fusion.COMPONENTS),
@@ -99,9 +94,7 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
 
     # the next window is scored with the weights in force; the previous τ is judged on those
     later_rows = scored_on_arrival(fused_store, STREAM[2000:3000], written.weights)
-    record_scores(
-        fused_store,
-        "default",
+    fused_store.record_scores(
         "spam",
         later_rows,
         keep=5000,
@@ -109,7 +102,6 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     )
     second = calibrate_model(
         fused_store,
-        "default",
         "spam",
         0.95,
         source="adaptive",
@@ -128,7 +120,6 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     # the holdout source re-scores with the weights in force, and writes them on
     from_holdout = calibrate_model(
         fused_store,
-        "default",
         "spam",
         0.95,
         source="holdout",

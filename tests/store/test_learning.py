@@ -10,16 +10,11 @@ from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Canonical, Statistics
-from filterd.store.learning import (
-    LabelledTokens,
-    Source,
-    UnknownModel,
-    apply_feedback,
-    create_model,
-    in_holdout,
-)
+from filterd.store.errors import UnknownModel
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens, Source
+from filterd.store.ledger import in_holdout
 from filterd.store.schema import TokenStats
-from filterd.store.sync import load, sync
 
 SEED = 7
 HOLDOUT = 0.3
@@ -48,75 +43,62 @@ def nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def store_statistics(engine: Engine) -> Canonical:
-    return nonempty(load(engine, "default")[0].canonical())
+def store_statistics(model: ModelStore) -> Canonical:
+    return nonempty(model.load()[0].canonical())
 
 
 @pytest.fixture
-def store(engine: Engine) -> Engine:
-    create_model(engine, "default", ModelSpec("mnb"), seed=SEED)
-    return engine
+def model(store: Store) -> ModelStore:
+    return store.create_model("default", ModelSpec("mnb"), seed=SEED)
 
 
-def test_learning_then_redelivery_changes_nothing(store: Engine) -> None:
-    first = apply_feedback(
-        store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0
-    )
+def test_learning_then_redelivery_changes_nothing(model: ModelStore) -> None:
+    first = model.learn([fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
     assert (first.learned, first.duplicates) == (2, 0)
-    before = store_statistics(store)
-    again = apply_feedback(
-        store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0
-    )
+    before = store_statistics(model)
+    again = model.learn([fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
     assert (again.learned, again.duplicates) == (0, 2)
-    assert store_statistics(store) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
+    assert store_statistics(model) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
 
 
-def test_a_relabel_unlearns_the_old_label_and_learns_the_new(store: Engine) -> None:
-    apply_feedback(
-        store, "default", [fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0
-    )
-    result = apply_feedback(store, "default", [fb("m3", "ham")], holdout_fraction=0)
+def test_a_relabel_unlearns_the_old_label_and_learns_the_new(model: ModelStore) -> None:
+    model.learn([fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    result = model.learn([fb("m3", "ham")], holdout_fraction=0)
     assert result.relabelled == 1
-    assert store_statistics(store) == learned_directly(
+    assert store_statistics(model) == learned_directly(
         [("m1", "spam"), ("m3", "ham"), ("m2", "ham")]
     )
 
 
-def test_an_automatic_label_never_overrides_an_analyst(store: Engine) -> None:
-    apply_feedback(
-        store, "default", [fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0
-    )
-    result = apply_feedback(
-        store, "default", [fb("m1", "spam", "auto"), fb("m2", "ham", "analyst")], holdout_fraction=0
-    )
+def test_an_automatic_label_never_overrides_an_analyst(model: ModelStore) -> None:
+    model.learn([fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0)
+    result = model.learn([fb("m1", "spam", "auto"), fb("m2", "ham", "analyst")], holdout_fraction=0)
     assert (result.kept_analyst_label, result.relabelled) == (1, 1)
-    assert store_statistics(store) == learned_directly([("m1", "ham"), ("m2", "ham")])
+    assert store_statistics(model) == learned_directly([("m1", "ham"), ("m2", "ham")])
 
 
-def test_the_holdout_share_is_kept_out_of_learning(store: Engine) -> None:
+def test_the_holdout_share_is_kept_out_of_learning(model: ModelStore) -> None:
     ids = [f"id-{i}" for i in range(2000)]
     share = np.mean([in_holdout(i, 0.1) for i in ids])
     assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
     held = next(i for i in ids if in_holdout(i, 0.5))
     kept = next(i for i in ids if not in_holdout(i, 0.5))
-    result = apply_feedback(
-        store,
-        "default",
+    result = model.learn(
         [LabelledTokens(held, "spam", ["free"]), LabelledTokens(kept, "ham", ["noon"])],
         holdout_fraction=0.5,
     )
     assert (result.held_out, result.learned) == (1, 1)
     stats = Statistics(seed=SEED)
     stats.learn(["noon"], "ham")
-    assert store_statistics(store) == nonempty(stats.canonical())
+    assert store_statistics(model) == nonempty(stats.canonical())
 
 
-def test_counts_can_never_go_below_zero(store: Engine) -> None:
+def test_counts_can_never_go_below_zero(model: ModelStore, engine: Engine) -> None:
     with pytest.raises(IntegrityError):
-        with store.begin() as conn:
+        with engine.begin() as conn:
             conn.execute(
                 insert(TokenStats).values(
-                    model_id=1,
+                    model_id=model.id,
                     token_key=1,
                     class_id=0,
                     count=-1,
@@ -128,12 +110,12 @@ def test_counts_can_never_go_below_zero(store: Engine) -> None:
             )
 
 
-def test_unknown_model_and_bad_source_are_refused(store: Engine) -> None:
-    with pytest.raises(UnknownModel):
-        apply_feedback(store, "nope", [fb("m1", "spam")])
+def test_unknown_model_and_bad_source_are_refused(store: Store, model: ModelStore) -> None:
+    with pytest.raises(UnknownModel, match="'nope'.*its models: 'default'"):
+        store.model("nope")
     robot: Any = "robot"  # not a source: as an untyped feedback record may give it
     with pytest.raises(ValueError, match="source"):
-        apply_feedback(store, "default", [LabelledTokens("m1", "spam", ["x"], source=robot)])
+        model.learn([LabelledTokens("m1", "spam", ["x"], source=robot)])
 
 
 feedback = st.lists(
@@ -152,15 +134,14 @@ feedback = st.lists(
 )
 @given(batches=st.lists(feedback, min_size=1, max_size=4))
 def test_any_feedback_sequence_equals_learning_each_final_label_once(
-    engine: Engine, batches: list[list[tuple[str, str, Source]]]
+    store: Store, batches: list[list[tuple[str, str, Source]]]
 ) -> None:
-    name = f"model-{uuid.uuid4().hex}"
-    create_model(engine, name, ModelSpec("mnb"), seed=SEED)
+    model = store.create_model(f"model-{uuid.uuid4().hex}", ModelSpec("mnb"), seed=SEED)
     replica, synced = Statistics(seed=SEED), None
     final: dict[str, tuple[str, str]] = {}
     for batch in batches:
-        apply_feedback(engine, name, [fb(*item) for item in batch], holdout_fraction=HOLDOUT)
-        synced = sync(engine, name, replica, synced)
+        model.learn([fb(*item) for item in batch], holdout_fraction=HOLDOUT)
+        synced = model.sync(replica, synced)
         for message_id, label, source in batch:  # the rules, replayed in plain Python
             if message_id in final and final[message_id][1] == "analyst" and source == "auto":
                 continue
@@ -170,14 +151,14 @@ def test_any_feedback_sequence_equals_learning_each_final_label_once(
     assert {in_holdout(m, HOLDOUT) for m in DOCS} == {True, False}  # both kinds are in play
     learned_ids = [m for m in final if not in_holdout(m, HOLDOUT)]  # held-out ids are never learned
     expected = learned_directly([(m, final[m][0]) for m in learned_ids])
-    assert nonempty(load(engine, name)[0].canonical()) == expected
+    assert nonempty(model.load()[0].canonical()) == expected
     assert nonempty(replica.canonical()) == expected  # incremental sync = full load
 
 
-def test_loading_reports_the_token_rows_read_so_far(store: Engine) -> None:
-    apply_feedback(store, "default", [fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
-    with store.connect() as conn:
+def test_loading_reports_the_token_rows_read_so_far(model: ModelStore, engine: Engine) -> None:
+    model.learn([fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
+    with engine.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM token_stats")).scalar_one()
     heard: list[int] = []
-    load(store, "default", on_rows=heard.append)
+    model.load(on_rows=heard.append)
     assert rows > 0 and heard == [rows]  # one chunk of 50,000 rows holds them all

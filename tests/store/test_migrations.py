@@ -3,7 +3,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from filterd.store.database import connect, current, downgrade, head, upgrade
+from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.store.schema import Base
 
 TABLES = {
@@ -27,17 +28,18 @@ def tables(url: str) -> set[str]:
 
 
 def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url: str) -> None:
-    assert current(empty_url) is None
-    upgrade(empty_url)
-    assert current(empty_url) == head() and tables(empty_url) == TABLES
-    downgrade(empty_url, "base")
-    assert current(empty_url) is None and tables(empty_url) == set()
-    upgrade(empty_url)
+    store = Store.open(empty_url)
+    assert store.revision() is None
+    store.upgrade()
+    assert store.revision() == Store.head() and tables(empty_url) == TABLES
+    store.downgrade("base")
+    assert store.revision() is None and tables(empty_url) == set()
+    store.upgrade()
     assert tables(empty_url) == TABLES
 
 
 def test_models_match_the_migrations(empty_url: str) -> None:
-    upgrade(empty_url)
+    Store.open(empty_url).upgrade()
     with connect(empty_url).connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert differences == []
@@ -52,12 +54,12 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> Non
     from sqlalchemy import text
 
     from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
-    from filterd.store.learning import create_model
 
-    upgrade(empty_url, "0006")
-    engine = connect(empty_url)
-    fisher = create_model(engine, "fisher", DEFAULT_SPEC, seed=1)
-    other = create_model(engine, "other", ModelSpec("mnb"), seed=1)
+    store = Store.open(empty_url)
+    store.upgrade("0006")
+    engine = store.engine
+    fisher = store.create_model("fisher", DEFAULT_SPEC, seed=1).id
+    other = store.create_model("other", ModelSpec("mnb"), seed=1).id
     now = datetime(2026, 1, 1, tzinfo=UTC)
     with engine.begin() as conn:
         for model_id in (fisher, other):
@@ -102,15 +104,15 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> Non
                 ._tuple(),
             )
 
-    upgrade(empty_url, "0007")
+    store.upgrade("0007")
     tau, score, (review_score, review_tau) = stored(fisher)
     assert tau == pytest.approx(math.log(0.25 / 0.75)) == review_tau  # p = (1 − 0.5)/2
     assert score == pytest.approx(math.log1p(1 - 2**-53) - math.log1p(-(1 - 2**-53)))  # S − H = 1
     assert math.isfinite(score) and score > 36
     assert review_score == pytest.approx(math.log(0.625 / 0.375))
     assert stored(other) == (-0.5, 1.0, (0.25, -0.5))
-    downgrade(empty_url, "0006")
+    store.downgrade("0006")
     back = stored(fisher)
     assert back[0] == pytest.approx(-0.5) and back[2] == pytest.approx((0.25, -0.5))
     assert back[1] == pytest.approx(1.0)
-    engine.dispose()
+    store.close()

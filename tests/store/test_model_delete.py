@@ -4,28 +4,18 @@ PostgreSQL, and nothing of another model; a learner that wrote meanwhile stops i
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
 from filterd.service.review import QueuedItem
-from filterd.store.decided import record_decided
-from filterd.store.drift import Scored, record_scores
-from filterd.store.learning import (
-    LabelledTokens,
-    ModelChanged,
-    UnknownModel,
-    apply_feedback,
-    create_model,
-    delete_model,
-    lock_model,
-    model_rows,
-    model_tables,
-)
-from filterd.store.parking import Parked, park
-from filterd.store.review import queue_items
+from filterd.store.drift import Scored
+from filterd.store.errors import ModelChanged, UnknownModel
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens
+from filterd.store.models import model_tables
+from filterd.store.parking import Parked
 from filterd.store.schema import ModelRow
-from filterd.store.thresholds import write_threshold
 
 FEEDBACK = [
     LabelledTokens(f"m{i}", "spam" if i % 3 == 0 else "ham", f"word{i} common w{i % 5}".split())
@@ -33,12 +23,10 @@ FEEDBACK = [
 ]
 
 
-def fill(engine: Engine, name: str) -> None:
-    create_model(engine, name, ModelSpec("mnb"))
-    apply_feedback(engine, name, FEEDBACK, holdout_fraction=0.3)
-    write_threshold(
-        engine,
-        name,
+def fill(store: Store, name: str) -> ModelStore:
+    model = store.create_model(name, ModelSpec("mnb"))
+    model.learn(FEEDBACK, holdout_fraction=0.3)
+    model.write_threshold(
         "spam",
         Threshold(0.5, 0.99, 1.0, 0.9, 0.8, 10, 20, False, None),
         0.95,
@@ -46,38 +34,38 @@ def fill(engine: Engine, name: str) -> None:
         None,
         "test",
     )
-    record_scores(engine, name, "spam", [Scored("m1", "ham", 0.1, 1)], keep=100)
+    model.record_scores("spam", [Scored("m1", "ham", 0.1, 1)], keep=100)
     item = QueuedItem(
         "q1", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
     )
-    with engine.begin() as conn:
-        model_id = lock_model(conn, name)
-        record_decided(conn, model_id, [("m1", 0, 1)], datetime.now(UTC))
-        queue_items(conn, model_id, [item], datetime.now(UTC))
-        park(conn, model_id, [Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
+    with model.transaction() as writing:
+        writing.record_decided([("m1", 0, 1)], datetime.now(UTC))
+        writing.queue_review([item], datetime.now(UTC))
+        writing.park([Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
+    return model
 
 
-def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(engine: Engine) -> None:
-    fill(engine, "doomed")
-    fill(engine, "kept")
-    held = model_rows(engine, "doomed")
+def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(store: Store) -> None:
+    doomed = fill(store, "doomed")
+    kept = fill(store, "kept")
+    held = doomed.rows()
     assert all(held.rows[t.name] > 0 for t in model_tables()), held.rows  # every kind of row
     assert held.labels == len(FEEDBACK) + 1  # ledger, holdout and parked: every label given
-    deleted = delete_model(engine, "doomed", held.seq)
+    deleted = doomed.delete(held.seq)
     assert deleted == held.rows
+    with pytest.raises(UnknownModel, match="'doomed' is no longer in the store"):
+        doomed.rows()
     with pytest.raises(UnknownModel):
-        model_rows(engine, "doomed")
-    assert model_rows(engine, "kept").rows == held.rows  # the same feedback, untouched
-    with engine.connect() as conn:
+        store.model("doomed")
+    assert kept.rows().rows == held.rows  # the same feedback, untouched
+    with store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(ModelRow)).scalar_one() == 1
 
 
-def test_a_learner_writing_meanwhile_stops_the_deletion(engine: Engine) -> None:
-    fill(engine, "busy")
-    held = model_rows(engine, "busy")
-    apply_feedback(engine, "busy", [LabelledTokens("late", "spam", ["late", "label"])])
+def test_a_learner_writing_meanwhile_stops_the_deletion(store: Store) -> None:
+    busy = fill(store, "busy")
+    held = busy.rows()
+    store.model("busy").learn([LabelledTokens("late", "spam", ["late", "label"])])
     with pytest.raises(ModelChanged, match="nothing deleted"):
-        delete_model(engine, "busy", held.seq)
-    assert model_rows(engine, "busy").labels == held.labels + 1  # the late label is still there
-    with pytest.raises(UnknownModel):
-        delete_model(engine, "never", 0)
+        busy.delete(held.seq)
+    assert busy.rows().labels == held.labels + 1  # the late label is still there

@@ -29,11 +29,9 @@ from filterd.evaluation.calibration import CalibrationError
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate, indicative_words, stream
 from filterd.jobs.calibrate import CalibrationReport, calibrate_model
 from filterd.service.decide import NotReady, decision_scores, scoring_model
-from filterd.store.database import connect, upgrade
-from filterd.store.drift import Scored, record_scores
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
-from filterd.store.sync import load
-from filterd.store.thresholds import latest_threshold
+from filterd.store.drift import Scored
+from filterd.store.handle import Store
+from filterd.store.labels import LabelledTokens
 
 MODEL, TARGET = "default", "spam"
 R = 0.9  # 1,800 spam then give ~180 misses: enough to tell a kept promise from a broken one
@@ -123,9 +121,9 @@ def replay(tmp: Path, records: list[SynthRecord]) -> Replay:
     and `record_scores` spaces a batch's rows a microsecond apart from its `now` on.
     """
     url = f"sqlite:///{tmp / 'filterd.db'}"
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, MODEL, DEFAULT_SPEC, seed=1)
+    store = Store.open(url)
+    store.upgrade()
+    held = store.create_model(MODEL, DEFAULT_SPEC, seed=1)
     spam: list[np.ndarray] = []
     flagged: list[np.ndarray] = []
     kept: list[np.ndarray] = []
@@ -137,14 +135,14 @@ def replay(tmp: Path, records: list[SynthRecord]) -> Replay:
         block = records[start : start + BLOCK]
         end = T0 + timedelta(seconds=start + len(block))
         items = [LabelledTokens(r["id"], r["label"], r["text"].split(), ts=end) for r in block]
-        stats, seq = load(engine, MODEL)
+        stats, seq = held.load()
         try:
             model = scoring_model(stats, DEFAULT_SPEC, TARGET, MIN_DOCS)
         except NotReady:
             model = None
         if model is not None:
             scores = decision_scores(model, encode([i.tokens for i in items], model.hasher))
-            threshold = latest_threshold(engine, MODEL, TARGET)
+            threshold = held.latest_threshold(TARGET)
             if threshold is not None:
                 first = threshold.tau if first is None else first
                 is_spam = np.array([r["label"] == TARGET for r in block])
@@ -155,14 +153,13 @@ def replay(tmp: Path, records: list[SynthRecord]) -> Replay:
                 counts[0] += int(is_spam.sum())
                 counts[1] += int((is_spam & (scores < threshold.tau)).sum())
             scored = [Scored(i.message_id, i.label, float(s), seq) for i, s in zip(items, scores)]
-            record_scores(engine, MODEL, TARGET, scored, keep=KEEP, now=end)
-        apply_feedback(engine, MODEL, items, holdout_fraction=0.1, now=end)
+            held.record_scores(TARGET, scored, keep=KEEP, now=end)
+        held.learn(items, holdout_fraction=0.1, now=end)
         if start + len(block) >= HISTORY:
             try:
                 reports.append(
                     calibrate_model(
-                        engine,
-                        MODEL,
+                        held,
                         TARGET,
                         R,
                         source="adaptive",
@@ -172,7 +169,7 @@ def replay(tmp: Path, records: list[SynthRecord]) -> Replay:
                 )
             except (CalibrationError, NotReady):  # GuardrailError is a CalibrationError
                 refused += 1
-    engine.dispose()
+    store.close()
     return Replay(
         np.concatenate(spam),
         np.concatenate(flagged),

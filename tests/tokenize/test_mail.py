@@ -5,7 +5,8 @@ from email.mime.application import MIMEApplication
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 
-from filterd.tokenize import Tokens, tokenize
+from filterd.tokenize import TokenizerConfig, Tokens, tokenize
+from filterd.tokenize.mail import MailFields
 
 
 def mail(raw: str) -> Tokens:
@@ -234,3 +235,50 @@ def test_nested_message_parts_are_walked() -> None:
     outer.add_attachment(inner)
     tokens = mail(outer.as_string()).tokens
     assert {"see", "below", "forwarded", "lottery", "content-type:message/rfc822"} <= set(tokens)
+
+
+# --- what a person reads of a mail (Tokens.mail), from the same parse -------------------------
+
+
+def test_mail_fields_are_the_first_subject_and_from_and_the_first_text_part() -> None:
+    raw = (
+        "From: =?utf-8?b?w4l2ZQ==?= <eve@example.com>\n"
+        "From: second@example.com\n"
+        "Subject: =?iso-8859-1?q?Prix_=E0_gagner?=\n"
+        "Subject: second\n"
+        'Content-Type: multipart/mixed; boundary="b1"\n\n'
+        "--b1\nContent-Type: text/plain\nContent-Disposition: attachment\n\nattached\n"
+        '--b1\nContent-Type: multipart/alternative; boundary="b2"\n\n'
+        "--b2\nContent-Type: text/html\n\n<p>HTML version</p>\n"
+        "--b2\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\n"
+        "UHJlbWllcg==\n"
+        "--b2\nContent-Type: text/plain\n\nsecond text\n--b2--\n--b1--\n"
+    )
+    result = mail(raw)
+    assert result.mail == MailFields("Prix à gagner", "Éve <eve@example.com>", "Premier")
+    assert "attached" in result.tokens  # tokenized, but not what a person reads first
+
+
+def test_mail_fields_of_html_only_of_8bit_text_and_of_a_mail_without_text() -> None:
+    html = mail("Subject: s\nContent-Type: text/html\n\n<P>Bonjour</P>")
+    assert html.mail == MailFields("s", None, "<P>Bonjour</P>", html=True)
+    # text that arrived as text: read as it is, whatever the charset says
+    eight_bit = mail("Content-Type: text/plain; charset=utf-8\n\nréclamez 100 €")
+    assert eight_bit.mail == MailFields(None, None, "réclamez 100 €")
+    pdf = mail("Content-Type: application/pdf\nContent-Transfer-Encoding: base64\n\nJVBERi0=")
+    assert pdf.mail == MailFields()
+    assert tokenize({"text": "not mail"}).mail is None  # text has none
+
+
+def test_mail_fields_come_from_what_the_limits_let_through() -> None:
+    # a mail with more delimiter lines than MAX_MIME_PARTS is read as headers and a body: its
+    # multipart body is no text part
+    raw = 'Subject: many\nContent-Type: multipart/mixed; boundary="b"\n\n' + "--b\n" * 2000
+    result = mail(raw)
+    assert "max_parts" in result.flags and result.mail == MailFields("many")
+    # limits.max_bytes cuts the mail, in UTF-8 bytes: what lies past it is not read
+    cut = tokenize(
+        {"text": "Subject: é\n\n" + "é" * 20 + "\nFrom: late", "format": "email"},
+        TokenizerConfig(max_bytes=30),
+    )
+    assert "max_bytes" in cut.flags and cut.mail == MailFields("é", None, "é" * 8)

@@ -16,14 +16,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
-from sqlalchemy import Engine
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config, load
 from filterd.service.passwords import hash_secret
-from filterd.store.database import connect, upgrade
-from filterd.store.learning import LabelledTokens, apply_feedback, create_model
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import new_token
 from tests.conftest import fresh_postgres
@@ -49,18 +48,16 @@ ROUNDS = 1000
 def learned_store(url: str) -> None:
     """A store whose model "default" (MNB) learned 200 synthetic messages (seed 1), none held
     out: decisions with real scores."""
-    upgrade(url)
-    engine = connect(url)
-    create_model(engine, "default", ModelSpec("mnb"))
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"))
     tokenize = Tokenizer()
     train = generate(SynthConfig(n_messages=200, seed=1))
-    apply_feedback(
-        engine,
-        "default",
+    model.learn(
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
-    engine.dispose()
+    store.close()
 
 
 def learned_config_of(url: str) -> Config:
@@ -118,9 +115,9 @@ def call(
 
 
 class Serve(Protocol):
-    """`serve(config, engine, scoring)`: an `Api` listening on a free port."""
+    """`serve(config, model, scoring)`: an `Api` listening on a free port."""
 
-    def __call__(self, settings: Config, engine: Engine, scoring: Scoring) -> Api: ...
+    def __call__(self, settings: Config, model: ModelStore, scoring: Scoring) -> Api: ...
 
 
 @pytest.fixture
@@ -128,16 +125,15 @@ def serve() -> Iterator[Serve]:
     """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
     started = []
 
-    def start(settings: Config, engine: Engine, scoring: Scoring) -> Api:
+    def start(settings: Config, model: ModelStore, scoring: Scoring) -> Api:
         import structlog
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
 
         from filterd.daemon.model_state import tokenizer_of
-        from filterd.web.serving import Api
 
         api = Api(
-            settings, engine, scoring, tokenizer_of(settings), structlog.get_logger("test")
+            settings, model, scoring, tokenizer_of(settings), structlog.get_logger("test")
         ).start()
         started.append(api)
         return api
@@ -161,9 +157,6 @@ def queue_messages(
 
     from filterd.service.decide import decide_payloads
     from filterd.service.review import queued_item
-    from filterd.store.database import connect
-    from filterd.store.learning import find_model_id
-    from filterd.store.review import queue_items
 
     assert state.decider is not None, "the model state has no model"
     payloads = [msgspec.json.encode(m) for m in messages]
@@ -173,12 +166,10 @@ def queue_messages(
         queued_item(m, d, t, "band" if (start + i) % 3 else "random", 100)
         for i, (m, d, t) in enumerate(picks)
     ]
-    engine = connect(config.database.url)
-    with engine.begin() as conn:
-        queue_items(
-            conn, find_model_id(conn, config.model.name), items, queued_at or datetime.now(UTC)
-        )
-    engine.dispose()
+    store = Store.open(config.database.url)
+    with store.model(config.model.name).transaction() as writing:
+        writing.queue_review(items, queued_at or datetime.now(UTC))
+    store.close()
     return decided.decisions
 
 
@@ -205,9 +196,8 @@ def workbench_of(
     from filterd.daemon.model_state import ModelState
     from filterd.observe.health import Health
     from filterd.observe.metrics import Metrics
-    from filterd.store.database import connect
 
-    engines = []
+    stores = []
 
     def start(
         learned: Config,
@@ -219,12 +209,12 @@ def workbench_of(
         http = replace(learned.http, users=users, tokens=tokens)
         topics_here = replace(learned.topics, **(topic_names or topics))
         config = replace(learned, http=http, kafka=kafka or kafka_config, topics=topics_here)
-        engine = connect(config.database.url)
-        engines.append(engine)
-        state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+        stores.append(Store.open(config.database.url))
+        model = stores[-1].model(config.model.name)
+        state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("test"))
         state.refresh(force=True)
-        return serve(config, engine, state), state
+        return serve(config, model, state), state
 
     yield start
-    for engine in engines:
-        engine.dispose()
+    for store in stores:
+        store.close()

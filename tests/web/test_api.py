@@ -11,7 +11,7 @@ import jsonschema
 import msgspec
 import pytest
 import structlog
-from sqlalchemy import text
+from sqlalchemy import event
 
 from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
@@ -22,11 +22,7 @@ from filterd.service.decide import decide_payloads
 from filterd.service.passwords import hash_secret
 from filterd.service.records import Decision, Message
 from filterd.service.review import queued_item
-from filterd.store.database import connect
-from filterd.store.decided import record_decided
-from filterd.store.learning import find_model_id
-from filterd.store.report import model_report
-from filterd.store.review import queue_items
+from filterd.store.handle import Store
 from filterd.web.api import CHECK_BATCH
 from filterd.web.auth import FAILURES
 from filterd.web.context import WebContext
@@ -55,16 +51,17 @@ PROTECTED = [
 
 def serve_learned(learned: Config, serve: Serve) -> Iterator[Api]:
     """The API over the learned store of configuration `learned`, analyst dana with PASSWORD,
-    a small body limit; its engine is disposed at the end."""
+    a small body limit; its store is closed at the end."""
     users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
     limits = replace(learned.limits, max_bytes=20_000)
     config = replace(learned, http=replace(learned.http, users=users), limits=limits)
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+    store = Store.open(config.database.url)
+    model = store.model(config.model.name)
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("test"))
     state.refresh(force=True)
     assert state.decider is not None and state.decider.not_ready is None
-    yield serve(config, engine, state)
-    engine.dispose()
+    yield serve(config, model, state)
+    store.close()
 
 
 @pytest.fixture
@@ -269,8 +266,7 @@ def test_a_value_the_store_refuses_is_a_fault_not_an_outage(
 ) -> None:
     # a check missing before the store: PostgreSQL refuses the value itself (a DataError)
     def unchecked(context: WebContext, _message_id: str) -> None:
-        with context.engine.connect() as conn:
-            conn.execute(text("SELECT :id"), {"id": "a\x00b"})
+        context.model.review_items(message_id="a\x00b")
 
     monkeypatch.setattr("filterd.web.reads.decision_info", unchecked)
     with structlog.testing.capture_logs() as events:
@@ -282,8 +278,22 @@ def test_a_value_the_store_refuses_is_a_fault_not_an_outage(
     assert not caplog.records
 
 
+def test_a_request_never_looks_the_model_up_again(api: Api) -> None:
+    """The model's id was found when the API was made: the reads go by it."""
+    seen = []
+
+    @event.listens_for(api.context.model.store.engine, "before_cursor_execute")
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        seen.append(" ".join(statement.split()).lower())
+
+    for path in ("/v1/review", "/v1/decisions/m1", "/v1/model", "/v1/review?order=newest"):
+        assert call(api.port, "GET", path, auth=DANA)[0] in (200, 404)
+    assert len(seen) > 10  # the listener heard the reads
+    assert [s for s in seen if "models.name" in s] == []
+
+
 def test_the_reads_answer_from_the_store(api: Api) -> None:
-    config, engine = api.context.config, api.context.engine
+    config, held = api.context.config, api.context.model
     decider, threshold = api.context.scoring.decider, api.context.scoring.threshold
     assert decider is not None
     texts = {f"q{i}": r["text"] for i, r in enumerate(SYNTH[:4], start=1)}
@@ -293,10 +303,9 @@ def test_the_reads_answer_from_the_store(api: Api) -> None:
         queued_item(m, d, t, "band", 100)
         for m, d, t in zip(decided.messages, decided.decisions, decided.tokens)
     ]
-    with engine.begin() as conn:
-        model_id = find_model_id(conn, config.model.name)
-        queue_items(conn, model_id, items, datetime.now(UTC))
-        record_decided(conn, model_id, [("q1", 2, 17)], datetime.now(UTC))
+    with held.transaction() as writing:
+        writing.queue_review(items, datetime.now(UTC))
+        writing.record_decided([("q1", 2, 17)], datetime.now(UTC))
 
     status, page, _ = call(api.port, "GET", "/v1/review", auth=DANA)
     assert status == 200 and {i["message_id"] for i in page["items"]} == set(texts)
@@ -325,7 +334,7 @@ def test_the_reads_answer_from_the_store(api: Api) -> None:
     conforms(api.port, "ModelInfo", model)
     assert model["ready"] and {c["label"] for c in model["classes"]} == {"ham", "spam"}
     # counted from the model the process holds: the same as counting the store's rows
-    assert model["distinct_tokens"] == model_report(engine, "default", 5)["distinct_tokens"] > 0
+    assert model["distinct_tokens"] == held.report(5)["distinct_tokens"] > 0
     assert model["scoring"]["loaded"] and model["threshold"] is None and model["thresholds"] == []
 
 
@@ -390,7 +399,7 @@ def test_only_the_configured_hosts_are_answered(api: Api, serve: Serve) -> None:
     config = replace(
         context.config, http=replace(context.config.http, allowed_hosts=["filterd.example.net"])
     )
-    listed = serve(config, context.engine, context.scoring)
+    listed = serve(config, context.model, context.scoring)
     status, body, _ = call(
         listed.port,
         "GET",

@@ -21,7 +21,7 @@ from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.passwords import hash_secret
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.web.server import HttpServer
 from tests.sockets import DRIP_SECONDS, connected, is_open, seconds_until_closed
 from tests.web.conftest import PASSWORD, ROUNDS, Serve, basic, call
@@ -145,10 +145,11 @@ def test_a_trickled_body_is_closed_at_the_deadline_without_an_error(
     users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
     http = replace(learned_config.http, users=users, request_seconds=DEADLINE)
     config = replace(learned_config, http=http)
-    engine = connect(config.database.url)
-    state = ModelState(engine, config, Metrics(), Health(), structlog.get_logger("test"))
+    store = Store.open(config.database.url)
+    model = store.model(config.model.name)
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("test"))
     state.refresh(force=True)
-    api = serve(config, engine, state)
+    api = serve(config, model, state)
     auth = basic("dana", PASSWORD)
     assert call(api.port, "POST", "/v1/check", {"id": "a", "text": "hi"}, auth=auth)[0] == 200
     body = json.dumps({"id": "b", "text": "x" * 500}).encode()
@@ -168,4 +169,4 @@ def test_a_trickled_body_is_closed_at_the_deadline_without_an_error(
     assert DEADLINE - 0.1 < seconds_until_closed(sock, body) < DEADLINE + 0.8
     assert call(api.port, "POST", "/v1/check", {"id": "c", "text": "hi"}, auth=auth)[0] == 200
     assert [r.getMessage() for r in caplog.records if r.levelno > logging.INFO] == []
-    engine.dispose()
+    store.close()

@@ -21,6 +21,7 @@ from filterd.store.database import connect
 from filterd.store.schema import FeedbackLedger, LabelEvent
 from tests.daemon.conftest import StartDaemon, produce, read_all, valid
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
+from tests.web.test_workbench_browser import workbench
 
 
 def test_http_checks_like_kafka_and_its_labels_are_learned(
@@ -151,3 +152,69 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(
         assert serving.wait(15) == 0, log.read_text()
     daemon.stop()
     assert daemon.started().returncode == 0
+
+
+def test_kafka_filterd_score_and_http_decide_alike_and_refuse_alike(
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, role="scorer")
+    synth = generate(SynthConfig(n_messages=200, seed=1))  # as the store learned them
+    spam, ham = (next(r["text"] for r in synth if r["label"] == label) for label in ("spam", "ham"))
+    mail = (
+        "From: Prize Desk <desk@prize.example>\nSubject: =?utf-8?q?You_won?=\n"
+        "Content-Type: text/html\n\n<p>Claim your <b>prize</b> at http://win.example/now</p>"
+    )
+    messages: list[dict[str, Any]] = [
+        {"id": "t1", "text": spam},
+        {"id": "t2", "text": ham, "subject": "lunch?", "attributes": {"channel": "sms"}},
+        {"id": "t3", "text": ""},
+        {"id": "t4", "text": mail, "format": "email"},
+        {"id": "t5", "text": "word " * 20_000},  # cut at limits.max_tokens: decided, truncated
+    ]
+    invalid = {"id": "", "text": "an empty id"}
+    lines = [json.dumps(m) for m in [*messages, invalid]]
+    # one partition, in order
+    produce(kafka_config, topics["messages"], [line.encode() for line in lines], ["k"] * 6)
+    decided = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 5)
+    kafka = {d["message_id"]: d for d in (valid("decision", r.value) for r in decided)}
+    (letter,) = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= 1)
+    kafka_refusal = valid("dead-letter", letter.value)
+
+    scored = subprocess.run(
+        [sys.executable, "-m", "filterd", "score", "--config", str(daemon.config_path)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert scored.returncode == 1, scored.stderr  # the invalid line
+    score = {d["message_id"]: d for d in map(json.loads, scored.stdout.splitlines())}
+    (score_refusal,) = [
+        json.loads(line) for line in scored.stderr.splitlines() if line.startswith('{"source')
+    ]
+
+    auth = basic("dana", PASSWORD)
+    status, body, _ = call(port, "POST", "/v1/check", messages, auth=auth)
+    assert status == 200, body
+    http = {d["message_id"]: d for d in body["decisions"]}
+    status, http_refusal, _ = call(port, "POST", "/v1/check", invalid, auth=auth)
+
+    assert set(kafka) == set(score) == set(http) == {m["id"] for m in messages}
+    assert (kafka["t1"]["label"], kafka["t2"]["label"], kafka["t5"]["truncated"]) == (
+        "spam",
+        "ham",
+        True,
+    )
+    for message_id, decision in kafka.items():
+        for key in ("label", "score", "explanation", "truncated", "model_version", "threshold"):
+            assert score[message_id][key] == decision[key] == http[message_id][key], key
+    # the same error: the message is not valid, at the same field, for the same reason
+    assert kafka_refusal["reason"] == score_refusal["reason"] == "schema"
+    assert kafka_refusal["error"] == score_refusal["error"]
+    assert status == 422 and http_refusal["field"] == "$.id"
+    error = f"not a valid message: {http_refusal['error']} - at `{http_refusal['field']}`"
+    assert kafka_refusal["error"] == error

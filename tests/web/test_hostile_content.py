@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from filterd.service.config import Config
-from filterd.store.database import connect
-from filterd.store.learning import LabelledTokens, apply_feedback
+from filterd.store.labels import LabelledTokens
 from filterd.web.serving import Api
 from filterd.web.visible import visible
 from tests.daemon.conftest import read_all, valid
@@ -143,14 +142,9 @@ def test_every_link_form_and_button_reaches_the_message_it_is_for(
     assert labelled == sorted([(m, "ham") for m in IDS] + [(m, "spam") for m in IDS])
 
     # the audit trail's links, once the labels are learned
-    engine = connect(api.context.config.database.url)
-    apply_feedback(
-        engine,
-        "default",
-        [LabelledTokens(m, "spam", ["t"], analyst="erin") for m in IDS],
-        holdout_fraction=0,
+    api.context.model.learn(
+        [LabelledTokens(m, "spam", ["t"], analyst="erin") for m in IDS], holdout_fraction=0
     )
-    engine.dispose()
     audit = client.get("/audit?analyst=erin")[1]
     links = re.findall(r'<tr class="event" data-message-id="([^"]*)">.*?<a href="([^"]*)">', audit)
     assert sorted(html.unescape(m) for m, _ in links) == sorted(IDS)
@@ -195,13 +189,9 @@ def test_invisible_characters_are_shown_not_obeyed(
         assert f"⟨U+{code}⟩" in page, code
     assert "\nsecond line" in page  # the excerpt keeps its line breaks
 
-    engine = connect(api.context.config.database.url)
-    apply_feedback(
-        engine,
-        "default",
+    api.context.model.learn(
         [LabelledTokens(message["id"], "spam", ["t"], analyst="erin", comment="fine\u202eenif")],
         holdout_fraction=0,
     )
-    engine.dispose()
     audit = client.get("/audit?analyst=erin")[1]
     assert invisible_in_text(audit) == set() and "fine<span class" in audit

@@ -5,6 +5,7 @@
 
 import contextlib
 import json
+import os
 import resource
 import selectors
 import socket
@@ -20,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from filterd.demo.broker import free_port
+from filterd.demo.broker import LocalBroker, free_port
 from filterd.service.passwords import hash_secret
+from tests.conftest import kafka_settings, new_topics
 from tests.daemon.conftest import write_config
 from tests.web.conftest import PASSWORD, ROUNDS, basic, learned_store
 
@@ -120,16 +122,11 @@ class Daemon:
     """`filterd run` with the HTTP API, at OPEN_FILES open files, its log in a file."""
 
     def __init__(
-        self,
-        tmp_path: Path,
-        kafka_config: dict[str, Any],
-        topics: dict[str, str],
-        monkeypatch: pytest.MonkeyPatch,
+        self, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
     ) -> None:
         url = f"sqlite:///{tmp_path / 'filterd.db'}"
         learned_store(url)
         users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
-        monkeypatch.setenv("FILTERD_HTTP_USERS", users)
         self.http_port = free_port()
         model = {"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0}
         http = {"enabled": True, "port": self.http_port}
@@ -140,8 +137,9 @@ class Daemon:
         limited = f"import os, resource, sys; {limit}; os.execv(sys.argv[1], sys.argv[1:])"
         command = [sys.executable, "-c", limited, sys.executable, "-m", "filterd", "run"]
         command += ["--config", str(config)]
+        env = {**os.environ, "FILTERD_HTTP_USERS": users}
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 60
         while '"event": "ready"' not in self.log() or self.check()[0] != 200:
             assert self.process.poll() is None, self.log()
@@ -169,18 +167,16 @@ class Daemon:
             self.process.wait()
 
 
-@pytest.fixture
-def daemon(
-    tmp_path: Path,
-    kafka_config: dict[str, Any],
-    topics: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Daemon]:
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, broker: LocalBroker) -> Iterator[Daemon]:
+    """One daemon for the module: each test floods one of its ports, and checks the answers,
+    the log and the connections of its own flood."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 3 * ATTACKERS:
         pytest.skip(f"the test's own sockets need more open files than {hard}")
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    started = Daemon(tmp_path, kafka_config, topics, monkeypatch)
+    tmp_path = tmp_path_factory.mktemp("idle")
+    started = Daemon(tmp_path, kafka_settings(broker), new_topics(broker))
     yield started
     started.stop()
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -14,7 +14,7 @@ from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.service.passwords import hash_secret
-from filterd.store.database import connect
+from filterd.store.handle import Store
 from filterd.web.auth import FAILURES
 from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
@@ -28,8 +28,9 @@ SECRET = "a session secret of at least 32 characters"
 def start(learned_config: Config, serve: Serve) -> Iterator[Callable[[dict[str, str]], Api]]:
     """Starts the app over the learned store with `users` (name → password), sessions signed
     with SECRET: a restart of the same deployment, with its credentials as they are now."""
-    engine = connect(learned_config.database.url)
-    state = ModelState(engine, learned_config, Metrics(), Health(), structlog.get_logger("test"))
+    store = Store.open(learned_config.database.url)
+    model = store.model(learned_config.model.name)
+    state = ModelState(model, learned_config, Metrics(), Health(), structlog.get_logger("test"))
     state.refresh(force=True)
 
     hashes: dict[str, str] = {}  # password → its hash, as the configuration keeps it
@@ -39,10 +40,10 @@ def start(learned_config: Config, serve: Serve) -> Iterator[Callable[[dict[str, 
             hashes.setdefault(password, hash_secret(password, "pbkdf2_sha256", rounds=ROUNDS))
         hashed = {name: hashes[password] for name, password in users.items()}
         http = replace(learned_config.http, users=hashed, session_secret=SECRET)
-        return serve(replace(learned_config, http=http), engine, state)
+        return serve(replace(learned_config, http=http), model, state)
 
     yield started
-    engine.dispose()
+    store.close()
 
 
 def test_a_cookie_saved_before_logout_is_refused_after_it(

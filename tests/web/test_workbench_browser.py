@@ -29,6 +29,7 @@ def workbench(
     sqlite_url: str,
     start_daemon: StartDaemon,
     monkeypatch: pytest.MonkeyPatch,
+    role: str = "all",
     **sections: dict[str, Any],
 ) -> tuple[DaemonProcess, int]:
     """`filterd run` over a learned store, serving the workbench, analyst dana; its base URL."""
@@ -38,7 +39,7 @@ def workbench(
     port = free_port()
     daemon = start_daemon(
         sqlite_url,
-        role="all",  # each keyword given: `sections` are configuration sections alone
+        role=role,  # each keyword given: `sections` are configuration sections alone
         config=None,
         create_store=False,
         env=None,
