@@ -131,6 +131,7 @@ def serve() -> Iterator[Serve]:
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
 
         from filterd.daemon.model_state import tokenizer_of
+        from filterd.web.serving import Api
 
         api = Api(
             settings, model, scoring, tokenizer_of(settings), structlog.get_logger("test")
