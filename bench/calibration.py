@@ -1,6 +1,9 @@
-"""The analyst loop on the real spam corpora: does a recalibrated threshold reach the recall target
+"""Does the promised recall hold on the traffic that follows a calibration?
+
+The analyst loop on the real spam corpora: does a recalibrated threshold reach the recall target
 on the traffic that follows it, calibrated on the holdout window, on the prequential scores, or
-on the prequential scores at an adaptive level?
+on the prequential scores at an adaptive level? Prints one row per corpus, variant, target,
+mode and source: the recall and specificity achieved after each recalibration.
 
     .venv/bin/python bench/calibration.py [--corpus sms-spam ...] [--variant default ...]
                                           [--every 500] [--sync 1]
@@ -25,7 +28,7 @@ Protocol (printed with the table):
   decision is what is counted. Until each class has 20 learned documents the model is not
   ready and decisions are "unknown" (not counted).
 - Then their labels arrive as feedback, in order: a message whose id falls in the holdout share
-  (`store.learning.in_holdout(id, 0.1)`, a hash of the id) joins the holdout window, any other
+  (`store.ledger.in_holdout(id, 0.1)`, a hash of the id) joins the holdout window, any other
   is learned (`Statistics.learn`, one message at a time).
 - Every K messages (`--every`, 500) the recalibration job runs: the model is rebuilt (the same
   model then scores the next messages), and τ is chosen by
@@ -78,11 +81,12 @@ import argparse
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from filterd.bayes.arrays import BoolArray
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
@@ -96,19 +100,20 @@ from filterd.evaluation.calibration import (
     recall_threshold,
 )
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
-from filterd.jobs.calibrate import STEP
+from filterd.service.config import CALIBRATION_SOURCES, DEFAULTS
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.ledger import in_holdout
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 TARGET = "spam"
 POSITIVE = {"spam", "smishing"}  # labels counted as the target class (smishing is spam here)
 MIN_DOCS = 20
 CONFIDENCE = 0.95
 TARGETS = (0.99, 1.0)
-SOURCES = ("holdout", "prequential", "adaptive")
+SOURCES = CALIBRATION_SOURCES
+STEP = DEFAULTS.calibration.step  # the product's
 WINDOW_SPAM = 500  # spam per window of the drift-following figure
 
 # the product's default, and one variant whose score scale moves as the model grows
@@ -148,15 +153,15 @@ class Trace:
 
 
 def simulate(
-    docs,
-    y,
-    ids,
+    docs: list[list[str]],
+    y: BoolArray,
+    ids: list[str],
     spec: ModelSpec,
     every: int,
     sync: int,
     window: int | None,
     holdout_fraction: float,
-    sources=SOURCES,
+    sources: tuple[str, ...] = SOURCES,
     prequential_window: int = 5000,
 ) -> Trace:
     """Blocks of `sync` messages, each scored by one model; a recalibration every `every`."""
@@ -219,7 +224,7 @@ class Outcome:
     expected: list[float] = field(default_factory=list)  # k/(P+1) for each spam decided
     first_tau_at: int | None = None  # messages seen when the first τ came into force
     written: int = 0
-    kept: Counter = field(default_factory=Counter)
+    kept: Counter[str] = field(default_factory=Counter)
     holdout_recall: list[float] = field(default_factory=list)
     pos_at_written: list[int] = field(default_factory=list)
     before: list[int] = field(
@@ -245,7 +250,7 @@ def replay(
     target_recall: float,
     conservative: bool,
     forced: bool,
-    log=None,
+    log: Callable[[str], None] | None = None,
     step: float = STEP,
 ) -> Outcome:
     """The τ sequence of one (source, R, mode, guardrails) over `trace`. Source "adaptive": the
@@ -254,7 +259,8 @@ def replay(
     job does (`calibration.adapt_level`, γ = step · α, α = 1 − R)."""
     out = Outcome()
     windows = trace.windows[source]
-    tau, k_over, last_auc = 0.0, None, None  # k_over: k/(P+1) of the τ in force
+    # k_over: k/(P+1) of the τ in force (none before the first; nothing counts until then)
+    tau, k_over, last_auc = 0.0, 0.0, None
     alpha = level = 1.0 - target_recall
     since = [0, 0]  # spam decided and missed since the last recalibration (after the first τ)
     min_pos = default_min_positives(target_recall)
@@ -327,7 +333,7 @@ def replay(
     return out
 
 
-def _f(value, digits: int = 4) -> str:
+def _f(value: float | None, digits: int = 4) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 

@@ -1,10 +1,11 @@
-"""Every variant on the shared corpora, as markdown tables (the README's results section).
+"""How do the variants and feature selections compare on the four corpora?
 
     .venv/bin/python bench/corpora.py [--corpus sms-spam ...] [--variant mnb ...]
                                       [--select none ...]
 
-The same code path as `filterd evaluate`: one tokenization per corpus, then each variant
-under the split protocol (all corpora) and the online protocol (the two spam corpora).
+Prints every variant × selection on the shared corpora as markdown tables (the README's results
+section), by the same code path as `filterd evaluate`: one tokenization per corpus, then each
+variant under the split protocol (all corpora) and the online protocol (the two spam corpora).
 h=.1% is TREC's spam misclassification at 0.1 % ham misclassification (100 − 100·R@FPR.1%).
 """
 
@@ -12,16 +13,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from filterd.bayes.estimators import ESTIMATORS
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.cli.corpus_files import read_corpus
-from filterd.evaluation.protocols import Corpus, evaluate
+from filterd.evaluation.protocols import Corpus, Evaluation, evaluate
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "20newsgroups-bydate", "reuters-21578-modapte"]
 ONLINE = {"sms-spam", "spamassassin"}
 DEFAULT_SELECTIONS = ["none", "local:6:alo", "local:10:or"]
@@ -62,7 +62,7 @@ def main() -> None:
             print(table(name, protocol, rows))
 
 
-def table(name: str, protocol: str, rows) -> str:
+def table(name: str, protocol: str, rows: list[Evaluation]) -> str:
     multiclass = rows and rows[0].task != "binary"
     averaged = ", macro-averaged one-vs-rest" if multiclass else ""
     head = (
@@ -93,7 +93,7 @@ def table(name: str, protocol: str, rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _f(value, digits: int) -> str:
+def _f(value: float | None, digits: int) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 

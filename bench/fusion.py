@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -32,8 +31,8 @@ from filterd.evaluation import ranking
 from filterd.evaluation.corpus import relabel
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 NAMES = (
     "default",

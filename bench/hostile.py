@@ -1,4 +1,6 @@
-"""The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
+"""What does hostile input cost the scorer, and does every family stay within its bounds?
+
+The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
 size through the scorer's path (decode, tokenize, decide, and the review item of every decision,
 as if each were queued), with the figures the harness holds
 each to: decided or dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at
@@ -22,11 +24,11 @@ import tracemalloc
 from filterd.bayes.features import encode
 from filterd.bayes.model import DEFAULT_SPEC
 from filterd.bayes.statistics import Statistics
-from filterd.daemon.scorer import Decided, decide_payloads, queue_for_review
+from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.tokenize import Tokenizer
 
 MS_PER_100_KB = 50.0

@@ -1,4 +1,6 @@
-"""POST /v1/check under load: latency at a fixed request rate, and the highest rate sustained.
+"""How fast does the HTTP API check a message, and at what rate does it keep up?
+
+POST /v1/check under load: latency at a fixed request rate, and the highest rate sustained.
 
     .venv/bin/python bench/http_check.py [--corpus ../shared/corpora/sms-spam]
                                          [--rates 500,1000,...] [--seconds 10] [--connections 64]

@@ -1,4 +1,4 @@
-"""The kafka-python client ceiling: how fast a daemon that does nothing could go on this broker.
+"""How fast could a daemon that does nothing go on this broker, with kafka-python?
 
     .venv/bin/python bench/kafka_ceiling.py [-n 200000] [--bootstrap-servers HOST:PORT] [--json]
 
@@ -31,9 +31,9 @@ import statistics
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, NamedTuple, TypedDict, get_args
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
@@ -97,19 +97,24 @@ def sms_records(n: int, seed: int = 1) -> list[tuple[bytes, bytes]]:
     out = []
     for i in range(n):
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(14, 20)))
-        value = {"id": f"m{i:09d}", "text": text, "format": "text", "ts": 1_700_000_000 + i}
-        out.append((value["id"].encode(), json.dumps(value, separators=(",", ":")).encode()))
+        mid = f"m{i:09d}"
+        value = {"id": mid, "text": text, "format": "text", "ts": 1_700_000_000 + i}
+        out.append((mid.encode(), json.dumps(value, separators=(",", ":")).encode()))
     return out
 
 
-def _produce(
-    config: dict[str, Any], topic: str, records: list[tuple[bytes, bytes]], acks: int | str
+def produce(
+    config: Mapping[str, object],
+    topic: str,
+    records: list[tuple[bytes, bytes]],
+    acks: int | str,
+    batch_size: int = 64 * 1024,
 ) -> float:
+    """Send all records through a KafkaProducer (enable_idempotence=False, linger_ms=5,
+    `batch_size` bytes) and flush; returns records/s."""
+    settings = {**config, **PRODUCER_CONFIG, "batch_size": batch_size}
     producer = KafkaProducer(
-        **{
-            **client_settings(client=KafkaProducer, kafka={**config, **PRODUCER_CONFIG}),
-            "acks": acks,
-        }
+        **{**client_settings(client=KafkaProducer, kafka=settings), "acks": acks}
     )
     try:
         producer.partitions_for(topic)  # the metadata fetch is not part of the rate
@@ -122,7 +127,7 @@ def _produce(
         producer.close()
 
 
-def _consumer(config: dict[str, Any], topic: str, max_poll_records: int) -> KafkaConsumer:
+def _consumer(config: Mapping[str, object], topic: str, max_poll_records: int) -> KafkaConsumer:
     settings = {
         **config,
         **GROUP_CONFIG,
@@ -134,17 +139,24 @@ def _consumer(config: dict[str, Any], topic: str, max_poll_records: int) -> Kafk
     return KafkaConsumer(topic, **client_settings(client=KafkaConsumer, kafka=settings))
 
 
-def _first_poll(consumer: KafkaConsumer, timeout: float = 60.0) -> tuple[dict, float]:
+# what KafkaConsumer.poll returns: kafka-python's ConsumerRecords (untyped) by partition
+Polled = dict[TopicPartition, list[Any]]
+
+
+def _first_poll(consumer: KafkaConsumer, timeout: float = 60.0) -> tuple[Polled, float]:
     """Poll until records arrive; returns them and the seconds it took (mostly the join)."""
     start = time.perf_counter()
     while time.perf_counter() - start < timeout:
-        batch = consumer.poll(timeout_ms=100)
+        batch: Polled = consumer.poll(timeout_ms=100)
         if batch:
             return batch, time.perf_counter() - start
     raise TimeoutError("no records within the timeout")
 
 
-def _consume(config: dict[str, Any], topic: str, n: int, max_poll_records: int) -> dict:
+def _consume(
+    config: Mapping[str, object], topic: str, n: int, max_poll_records: int
+) -> tuple[float, float]:
+    """(records/s consumed, seconds to the first records)."""
     consumer = _consumer(config, topic, max_poll_records)
     try:
         batch, join = _first_poll(consumer)
@@ -152,23 +164,48 @@ def _consume(config: dict[str, Any], topic: str, n: int, max_poll_records: int) 
         seen = sum(len(records) for records in batch.values())
         while seen < n:
             seen += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
-        return {"consume": seen / (time.perf_counter() - start), "join_s": join}
+        return seen / (time.perf_counter() - start), join
     finally:
         consumer.close()
 
 
+class Pipeline(NamedTuple):
+    """Consume + publish + flush + commit per batch: records/s, seconds to the first records,
+    batches, records per batch, batch latency p50 and p99 (poll() returned → commit returned)."""
+
+    rate: float
+    join_s: float
+    batches: int
+    batch_records: float
+    batch_p50_ms: float
+    batch_p99_ms: float
+
+
+def _figures(seen: int, elapsed: float, join: float, latencies: list[float]) -> Pipeline:
+    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
+    return Pipeline(
+        rate=seen / elapsed,
+        join_s=join,
+        batches=len(latencies),
+        batch_records=seen / len(latencies),
+        batch_p50_ms=cuts[49] * 1000,
+        batch_p99_ms=cuts[98] * 1000,
+    )
+
+
 def _pipeline(
-    config: dict[str, Any],
+    config: Mapping[str, object],
     source: str,
     sink: str,
     n: int,
     max_poll_records: int,
     acks: int | str,
     kafka_producer: bool = False,
-) -> dict:
+) -> Pipeline:
     """Consume + produce + flush + commit per batch through the daemon's Publisher, or with
-    `kafka_producer` through KafkaProducer (keys "pipeline_kafka_producer", …)."""
+    `kafka_producer` through KafkaProducer."""
     consumer = _consumer(config, source, max_poll_records)
+    producer: KafkaProducer | Publisher
     if kafka_producer:
         producer = KafkaProducer(
             **{
@@ -186,13 +223,13 @@ def _pipeline(
         while True:
             t0 = time.perf_counter()
             for records in batch.values():
-                if kafka_producer:
-                    for record in records:
-                        producer.send(sink, key=record.key, value=DECISION)
-                else:
+                if isinstance(producer, Publisher):
                     producer.send_keyed(
                         sink, [(record.key.decode(), DECISION) for record in records]
                     )
+                else:
+                    for record in records:
+                        producer.send(sink, key=record.key, value=DECISION)
                 seen += len(records)
             if batch:
                 producer.flush()
@@ -205,18 +242,17 @@ def _pipeline(
     finally:
         producer.close()
         consumer.close()
-    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
-    figures = {
-        "pipeline": seen / elapsed,
-        "pipeline_join_s": join,
-        "batches": len(latencies),
-        "batch_records": seen / len(latencies),
-        "batch_p50_ms": cuts[49] * 1000,
-        "batch_p99_ms": cuts[98] * 1000,
-    }
-    return {
-        f"{key}_kafka_producer" if kafka_producer else key: value for key, value in figures.items()
-    }
+    return _figures(seen, elapsed, join, latencies)
+
+
+class ClientCeiling(TypedDict):
+    """`client_ceiling()`'s figures (`Pipeline`'s but the batches)."""
+
+    rate: float
+    join_s: float
+    batch_records: float
+    batch_p50_ms: float
+    batch_p99_ms: float
 
 
 def client_ceiling(
@@ -225,17 +261,16 @@ def client_ceiling(
     n: int = 200_000,
     partitions: int = 4,
     max_poll_records: int = 500,
-    client_config: Mapping[str, Any] | None = None,
-) -> dict[str, float]:
+    client_config: Mapping[str, object] | None = None,
+) -> ClientCeiling:
     """Consume + publish + flush + commit per batch through filterd's consumer and publisher of
     `client` (what the scorer does per batch, without deciding), `n` records produced beforehand
-    into a fresh topic; acks=all, as the daemon publishes. Keys: rate (records/s), join_s,
-    batch_records, batch_p50_ms, batch_p99_ms."""
+    into a fresh topic; acks=all, as the daemon publishes."""
     run = uuid.uuid4().hex[:8]
     source, sink = f"ceiling-{client}-in-{run}", f"ceiling-{client}-out-{run}"
     config = {**(client_config or {}), "bootstrap_servers": bootstrap_servers}
     create_topics(config, [source, sink], partitions)
-    _produce(config, source, sms_records(n), acks=1)
+    produce(config, source, sms_records(n), acks=1)
     kafka = {**config, **GROUP_CONFIG, "client": client, "acks": "all"}
     consumer = subscribed_consumer(
         kafka, source, f"ceiling-{run}", max_poll_records, lambda _: None, lambda _: None
@@ -264,19 +299,68 @@ def client_ceiling(
     finally:
         publisher.close()
         consumer.close()
-    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
+    figures = _figures(seen, elapsed, join, latencies)
     return {
-        "rate": seen / elapsed,
-        "join_s": join,
-        "batch_records": seen / len(latencies),
-        "batch_p50_ms": cuts[49] * 1000,
-        "batch_p99_ms": cuts[98] * 1000,
+        "rate": figures.rate,
+        "join_s": figures.join_s,
+        "batch_records": figures.batch_records,
+        "batch_p50_ms": figures.batch_p50_ms,
+        "batch_p99_ms": figures.batch_p99_ms,
     }
 
 
-def _key(record: Any) -> str:
-    key = record.key
+def _key(record: object) -> str:
+    """A consumed record's key as text: kafka-python's and librdkafka's records both have one,
+    which filterd's `ConsumedRecord` does not name."""
+    key = getattr(record, "key", None)
     return key.decode() if isinstance(key, bytes) else str(key)
+
+
+class Ceiling(TypedDict):
+    """`ceiling()`'s figures: records/s, seconds, batch latencies in ms; the pipeline's again with
+    the suffix _kafka_producer, through KafkaProducer."""
+
+    n: int
+    record_bytes: float
+    pipeline_acks: int | str
+    produce_acks_1: float
+    produce_acks_all: float
+    consume: float
+    join_s: float
+    pipeline: float
+    pipeline_join_s: float
+    batches: int
+    batch_records: float
+    batch_p50_ms: float
+    batch_p99_ms: float
+    pipeline_kafka_producer: float
+    pipeline_join_s_kafka_producer: float
+    batches_kafka_producer: int
+    batch_records_kafka_producer: float
+    batch_p50_ms_kafka_producer: float
+    batch_p99_ms_kafka_producer: float
+    repeats: int
+
+
+# the figures `ceiling()` gives as the median of its runs (the others are the first run's)
+Measured = Literal[
+    "record_bytes",
+    "produce_acks_1",
+    "produce_acks_all",
+    "consume",
+    "join_s",
+    "pipeline",
+    "pipeline_join_s",
+    "batch_records",
+    "batch_p50_ms",
+    "batch_p99_ms",
+    "pipeline_kafka_producer",
+    "pipeline_join_s_kafka_producer",
+    "batch_records_kafka_producer",
+    "batch_p50_ms_kafka_producer",
+    "batch_p99_ms_kafka_producer",
+]
+MEASURED: tuple[Measured, ...] = get_args(Measured)
 
 
 def ceiling(
@@ -286,14 +370,11 @@ def ceiling(
     max_poll_records: int = 500,
     pipeline_acks: int | str = "all",
     repeats: int = 1,
-    client_config: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Measure the kafka-python ceiling on a broker; returns records/s and batch latencies.
+    client_config: Mapping[str, object] | None = None,
+) -> Ceiling:
+    """Measure the kafka-python ceiling on a broker; returns records/s and batch latencies, each
+    figure the median of `repeats` runs, as shared machines are noisy.
 
-    Keys: n, repeats, record_bytes, pipeline_acks, produce_acks_1, produce_acks_all, consume,
-    join_s, pipeline, pipeline_join_s, batches, batch_records, batch_p50_ms, batch_p99_ms, and the
-    pipeline's keys again with the suffix _kafka_producer (rates in records/s; each figure the
-    median of `repeats` runs, as shared machines are noisy).
     Creates uniquely named topics of `partitions` partitions per run; `client_config` passes
     SASL/TLS and other client settings through (each client takes the keys it knows).
     """
@@ -301,12 +382,11 @@ def ceiling(
         _one_run(bootstrap_servers, n, partitions, max_poll_records, pipeline_acks, client_config)
         for _ in range(repeats)
     ]
-    result = {
-        key: statistics.median(run[key] for run in runs)
-        for key, value in runs[0].items()
-        if isinstance(value, float)
-    }
-    return {**runs[0], **result, "repeats": repeats}
+    result = runs[0].copy()
+    for key in MEASURED:
+        result[key] = statistics.median(run[key] for run in runs)
+    result["repeats"] = repeats
+    return result
 
 
 def _one_run(
@@ -315,33 +395,48 @@ def _one_run(
     partitions: int,
     max_poll_records: int,
     pipeline_acks: int | str,
-    client_config: Mapping[str, Any] | None,
-) -> dict:
+    client_config: Mapping[str, object] | None,
+) -> Ceiling:
     config = {**(client_config or {}), "bootstrap_servers": bootstrap_servers}
     run = uuid.uuid4().hex[:8]
     source, spare, sink, sink2 = (
         f"ceiling-{kind}-{run}" for kind in ("in", "acks-all", "out", "out-kp")
     )
-    create_topics(
-        {**config, "bootstrap_servers": bootstrap_servers}, [source, spare, sink, sink2], partitions
-    )
+    create_topics(config, [source, spare, sink, sink2], partitions)
     records = sms_records(n)
-    result: dict[str, Any] = {
-        "n": n,
-        "record_bytes": sum(len(v) for _, v in records) / n,
-        "pipeline_acks": pipeline_acks,
-        "produce_acks_1": _produce(config, source, records, acks=1),
-        "produce_acks_all": _produce(config, spare, records, acks="all"),
-    }
-    result |= _consume(config, source, n, max_poll_records)
-    result |= _pipeline(config, source, sink, n, max_poll_records, pipeline_acks)
-    result |= _pipeline(
+    record_bytes = sum(len(v) for _, v in records) / n
+    produce_acks_1 = produce(config, source, records, acks=1)
+    produce_acks_all = produce(config, spare, records, acks="all")
+    consume, join = _consume(config, source, n, max_poll_records)
+    publisher = _pipeline(config, source, sink, n, max_poll_records, pipeline_acks)
+    producer = _pipeline(
         config, source, sink2, n, max_poll_records, pipeline_acks, kafka_producer=True
     )
-    return result
+    return {
+        "n": n,
+        "record_bytes": record_bytes,
+        "pipeline_acks": pipeline_acks,
+        "produce_acks_1": produce_acks_1,
+        "produce_acks_all": produce_acks_all,
+        "consume": consume,
+        "join_s": join,
+        "pipeline": publisher.rate,
+        "pipeline_join_s": publisher.join_s,
+        "batches": publisher.batches,
+        "batch_records": publisher.batch_records,
+        "batch_p50_ms": publisher.batch_p50_ms,
+        "batch_p99_ms": publisher.batch_p99_ms,
+        "pipeline_kafka_producer": producer.rate,
+        "pipeline_join_s_kafka_producer": producer.join_s,
+        "batches_kafka_producer": producer.batches,
+        "batch_records_kafka_producer": producer.batch_records,
+        "batch_p50_ms_kafka_producer": producer.batch_p50_ms,
+        "batch_p99_ms_kafka_producer": producer.batch_p99_ms,
+        "repeats": 1,
+    }
 
 
-def table(result: Mapping[str, Any]) -> str:
+def table(result: Ceiling) -> str:
     """The figures of `ceiling()` as a markdown table."""
     batches = (
         f"{result['batch_records']:.0f} records/batch; batch p50 "
@@ -356,14 +451,16 @@ def table(result: Mapping[str, Any]) -> str:
             f"group join {result['join_s']:.1f} s",
         ),
         (
-            f"consume + publish + flush + commit per batch, the daemon's Publisher (acks={result['pipeline_acks']})",
+            "consume + publish + flush + commit per batch, the daemon's Publisher "
+            f"(acks={result['pipeline_acks']})",
             result["pipeline"],
             batches,
         ),
         (
             "the same with KafkaProducer (send per record, flush), for reference",
             result["pipeline_kafka_producer"],
-            f"batch p50 {result['batch_p50_ms_kafka_producer']:.1f} ms, p99 {result['batch_p99_ms_kafka_producer']:.1f} ms",
+            f"batch p50 {result['batch_p50_ms_kafka_producer']:.1f} ms, "
+            f"p99 {result['batch_p99_ms_kafka_producer']:.1f} ms",
         ),
     ]
     title = (
@@ -387,19 +484,23 @@ def main() -> None:
     args = parser.parse_args()
     # kafka-python warns on every metadata refresh of a new topic; the figures are the output.
     logging.getLogger("kafka").setLevel(logging.ERROR)
-    acks = args.pipeline_acks if args.pipeline_acks == "all" else int(args.pipeline_acks)
-    kwargs = {
-        "n": args.n,
-        "partitions": args.partitions,
-        "max_poll_records": args.max_poll_records,
-        "pipeline_acks": acks,
-        "repeats": args.repeats,
-    }
+    acks: int | str = args.pipeline_acks if args.pipeline_acks == "all" else int(args.pipeline_acks)
+
+    def measure(bootstrap_servers: str) -> Ceiling:
+        return ceiling(
+            bootstrap_servers,
+            n=args.n,
+            partitions=args.partitions,
+            max_poll_records=args.max_poll_records,
+            pipeline_acks=acks,
+            repeats=args.repeats,
+        )
+
     if args.bootstrap_servers:
-        result = ceiling(args.bootstrap_servers, **kwargs)
+        result = measure(args.bootstrap_servers)
     else:
         with LocalBroker() as broker:
-            result = ceiling(broker.bootstrap_servers, **kwargs)
+            result = measure(broker.bootstrap_servers)
     print(json.dumps(result, indent=2) if args.json else table(result))
 
 

@@ -21,7 +21,6 @@ candidate with the lowest geometric mean of the nine errors on the other three c
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -29,11 +28,11 @@ from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
-from filterd.evaluation.corpus import relabel
-from filterd.evaluation.protocols import Corpus, online_replay, split_scores, train_test_split
+from filterd.evaluation.corpus import relabel, train_test_split
+from filterd.evaluation.protocols import Corpus, online_replay, split_scores
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 
 

@@ -1,4 +1,4 @@
-"""Zhang's many-class setting on synthetic data: 1,000 classes with sparse statistics.
+"""Do many classes fit? Zhang's many-class setting: 1,000 synthetic classes, sparse statistics.
 
     .venv/bin/python bench/many_classes.py [--classes 1000] [--train 50000] [--test 10000]
 
@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from filterd.bayes.features import encode
+from filterd.bayes.matrix import SparseMatrix
 from filterd.bayes.model import Model, ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
@@ -53,6 +54,8 @@ def main() -> None:
             encode([r["text"].split() for r in part], stats.hasher), [r["label"] for r in part]
         )
     learn_rate = len(train) / (time.perf_counter() - started)
+    if not isinstance(stats.storage, SparseMatrix):
+        raise TypeError("Statistics(sparse=True) keeps a SparseMatrix")
     dense_mb = len(stats.labels) * len(stats.vocab) * 3 * 8 / 1e6
     print(f"{args.classes} classes, {len(train):,} training documents, {stats.V:,} distinct tokens")
     print(

@@ -6,10 +6,10 @@
 A (ham, spam) pair is misordered when the ham scores above the spam (ties count half): their
 sum is (1 − AUC) · hams · spams. The pairs of filterd's default (`filterd.evaluation.protocols.
 split_scores`, the scores `filterd evaluate` measures) and of a peer (its per-message scores,
-which `bench/peers/run.py` writes to bench/peers/out/CORPUS/split/PEER.tsv) are counted by the
-kind of message on each side: how many body words the default tokenizer gives it (tokens
-without a prefix: not `subject:…`, `from:…`, `key=value`), and for the ten hams in most pairs,
-their scores and strongest clues.
+which `bench/peers/run.py` writes to bench/peers/out/CORPUS/split/PEER.tsv) are printed,
+counted by the kind of message on each side: how many body words the default tokenizer gives
+it (tokens without a prefix: not `subject:…`, `from:…`, `key=value`), and for the ten hams in
+most pairs, their scores and strongest clues.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from filterd.bayes.arrays import FloatArray
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.corpus import relabel, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, split_scores
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
 HERE = Path(__file__).resolve().parent
 KINDS = ((0, 4, "≤ 3 body words"), (4, 30, "4–29"), (30, 300, "30–299"), (300, 10**9, "≥ 300"))
@@ -35,16 +37,15 @@ def body_words(tokens: list[str]) -> int:
     return sum(1 for t in tokens if ":" not in t and "=" not in t and " " not in t)
 
 
-def misordered(ham: np.ndarray, spam: np.ndarray) -> np.ndarray:
+def misordered(ham: FloatArray, spam: FloatArray) -> FloatArray:
     """(hams, spams) 1 where the ham scores above the spam, ½ for a tie."""
-    return (ham[:, None] > spam[None, :]) + 0.5 * (ham[:, None] == spam[None, :])
+    above: FloatArray = (ham[:, None] > spam[None, :]) + 0.5 * (ham[:, None] == spam[None, :])
+    return above
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--corpus", type=Path, default=HERE.parents[1] / "shared/corpora/enron-spam"
-    )
+    parser.add_argument("--corpus", type=Path, default=CORPORA / "enron-spam")
     parser.add_argument("--limit", type=int, default=20000)
     parser.add_argument("--peer", default="crm114-osb--1-process-msg")
     args = parser.parse_args()

@@ -1,9 +1,10 @@
-"""Three-class naive Bayes (ham, spam, smishing): filterd against River and scikit-learn.
+"""How do filterd, River and scikit-learn classify SMS into ham, spam and smishing?
 
     .venv/bin/python bench/multiclass.py [--corpus ../shared/corpora/sms-smishing]
                                          [--protocol split|online|both] [--limit N]
 
-Protocol (printed with the table):
+Prints accuracy, macro-F1 and per-class F1 of each system, split and online. Protocol (printed
+with the table):
 - The corpus is read by `filterd.cli.corpus_files.read_corpus` (sorted by `order`; the first N
   with --limit) and tokenized once by filterd's default tokenizer (`filterd.tokenize.Tokenizer()`).
   Every system gets those tokens with their counts: filterd as its hashed token counts, River as
@@ -50,7 +51,9 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -63,12 +66,13 @@ from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus, evaluate
 from filterd.tokenize import Tokenizer, Tokens
+from harness import CORPORA
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "peers"))
 from adapters import ensure  # noqa: E402
 
-DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpora" / "sms-smishing"
+DEFAULT_CORPUS = CORPORA / "sms-smishing"
 
 FILTERD_SPECS = [
     DEFAULT_SPEC,
@@ -174,10 +178,20 @@ def check_filterd(spec: ModelSpec, data: Data, predicted: list[str]) -> str:
 # --- River -----------------------------------------------------------------------------------
 
 
-def river_model(estimator: str):
+class RiverClassifier(Protocol):
+    """What this benchmark calls of River's naive Bayes classifiers (River has no types)."""
+
+    def learn_one(self, x: dict[str, int], y: str) -> None: ...
+    def predict_one(self, x: dict[str, int]) -> str: ...
+
+
+def river_model(estimator: str) -> RiverClassifier:
     from river import naive_bayes
 
-    return naive_bayes.MultinomialNB() if estimator == "mnb" else naive_bayes.ComplementNB()
+    model: RiverClassifier = (
+        naive_bayes.MultinomialNB() if estimator == "mnb" else naive_bayes.ComplementNB()
+    )
+    return model
 
 
 def river_split(estimator: str, data: Data) -> list[str]:
@@ -200,10 +214,22 @@ def river_online(estimator: str, data: Data) -> list[str]:
 # --- scikit-learn ----------------------------------------------------------------------------
 
 
-def sklearn_model(estimator: str):
+class SklearnClassifier(Protocol):
+    """What this benchmark calls of scikit-learn's naive Bayes classifiers (on the sparse
+    matrices of a DictVectorizer; scikit-learn has no types)."""
+
+    def fit(self, X: object, y: Sequence[str]) -> SklearnClassifier: ...
+    def partial_fit(
+        self, X: object, y: Sequence[str], classes: Sequence[str]
+    ) -> SklearnClassifier: ...
+    def predict(self, X: object) -> Sequence[object]: ...
+
+
+def sklearn_model(estimator: str) -> SklearnClassifier:
     from sklearn.naive_bayes import ComplementNB, MultinomialNB
 
-    return MultinomialNB() if estimator == "mnb" else ComplementNB()
+    model: SklearnClassifier = MultinomialNB() if estimator == "mnb" else ComplementNB()
+    return model
 
 
 def sklearn_split(estimator: str, data: Data) -> list[str]:
@@ -258,10 +284,7 @@ def systems(families: dict[str, bool]) -> list[tuple[str, ModelSpec | None, dict
             (
                 label,
                 spec,
-                {
-                    "split": lambda d, s=spec: filterd_split(s, d),
-                    "online": lambda d, s=spec: filterd_online(s, d),
-                },
+                {"split": partial(filterd_split, spec), "online": partial(filterd_online, spec)},
             )
         )
     peers = {"River": (river_split, river_online), "scikit-learn": (sklearn_split, sklearn_online)}
@@ -272,10 +295,7 @@ def systems(families: dict[str, bool]) -> list[tuple[str, ModelSpec | None, dict
                     (
                         f"{peer} {name}",
                         None,
-                        {
-                            "split": lambda d, e=estimator, f=split: f(e, d),
-                            "online": lambda d, e=estimator, f=online: f(e, d),
-                        },
+                        {"split": partial(split, estimator), "online": partial(online, estimator)},
                     )
                 )
     return rows

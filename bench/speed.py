@@ -1,4 +1,4 @@
-"""Speed and memory of the core, with scikit-learn measured on the same messages in the same run.
+"""How fast is the core, against scikit-learn on the same messages, and how much memory?
 
     .venv/bin/python bench/speed.py   # SMS and SpamAssassin from ../shared/corpora if present
 
@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,14 +32,14 @@ from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPEATS = 5
 BATCH = 1000
 SPEC = DEFAULT_SPEC  # what `filterd run` uses
 
 
-def median_rate(n: int, run) -> float:
+def median_rate(n: int, run: Callable[[], object]) -> float:
     run()  # warm-up
     times = []
     for _ in range(REPEATS):
@@ -49,17 +49,17 @@ def median_rate(n: int, run) -> float:
     return n / statistics.median(times)
 
 
-def sms_messages() -> tuple[list[dict], list[str]]:
+def sms_messages() -> tuple[list[dict[str, str]], list[str]]:
     path = CORPORA / "sms-spam" / "messages.jsonl.gz"
     if path.exists():
         records = read_corpus(path)
         return [r.message() for r in records], [r.label for r in records]
     print("(shared corpora absent: synthetic SMS-size messages)")
-    records = generate(SynthConfig(n_messages=5000))
-    return [{"id": r["id"], "text": r["text"]} for r in records], [r["label"] for r in records]
+    synthetic = generate(SynthConfig(n_messages=5000))
+    return [{"id": r["id"], "text": r["text"]} for r in synthetic], [r["label"] for r in synthetic]
 
 
-def emails_of_about_5kb() -> tuple[list[dict], list[str]] | None:
+def emails_of_about_5kb() -> tuple[list[dict[str, str]], list[str]] | None:
     path = CORPORA / "spamassassin" / "messages.jsonl.gz"
     if not path.exists():
         return None
@@ -68,23 +68,23 @@ def emails_of_about_5kb() -> tuple[list[dict], list[str]] | None:
 
 
 def filterd_rates(
-    messages: list[dict], labels: list[str], tokenizer: Tokenizer
+    messages: list[dict[str, str]], labels: list[str], tokenizer: Tokenizer
 ) -> dict[str, float]:
     stats = Statistics()
     docs = [tokenizer(m).tokens for m in messages]
     stats.update(encode(docs, stats.hasher), labels)
     model = Model.build(stats, SPEC, target="spam")
 
-    def score_batches():
+    def score_batches() -> None:
         for i in range(0, len(messages), BATCH):
             part = messages[i : i + BATCH]
             model.score_tokens([tokenizer(m).tokens for m in part]).binary()
 
-    def score_one_at_a_time():
+    def score_one_at_a_time() -> None:
         for m in messages:
             model.score_tokens([tokenizer(m).tokens]).binary()
 
-    def learn_batches():
+    def learn_batches() -> None:
         fresh = Statistics()
         for i in range(0, len(messages), BATCH):
             part = messages[i : i + BATCH]
@@ -100,7 +100,7 @@ def filterd_rates(
     }
 
 
-def sklearn_rate(messages: list[dict], labels: list[str]) -> float | None:
+def sklearn_rate(messages: list[dict[str, str]], labels: list[str]) -> float | None:
     try:
         from sklearn.feature_extraction.text import HashingVectorizer
         from sklearn.naive_bayes import MultinomialNB
@@ -111,7 +111,7 @@ def sklearn_rate(messages: list[dict], labels: list[str]) -> float | None:
     vectorizer = HashingVectorizer(n_features=2**20, alternate_sign=False)
     classifier = MultinomialNB().fit(vectorizer.transform(texts), labels)
 
-    def score_one_at_a_time():
+    def score_one_at_a_time() -> None:
         for text in texts:
             classifier.predict_proba(vectorizer.transform([text]))
 

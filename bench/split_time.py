@@ -1,4 +1,4 @@
-"""Where the split protocol's time goes, step by step, for the default model.
+"""Where does the split protocol's time go, step by step, with and without the C loops?
 
     .venv/bin/python bench/split_time.py [--corpus ../shared/corpora/spamassassin] [--repeats 3]
                                          [--pure-python]
@@ -28,15 +28,15 @@ from filterd.bayes import features
 from filterd.bayes.model import DEFAULT_SPEC, Model
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
-from filterd.evaluation.corpus import train_test_split
+from filterd.evaluation.corpus import Record, train_test_split
 from filterd.evaluation.protocols import SEED, Corpus
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 STEPS = ("tokenize", "count", "learn", "score")
 
 
-def one_pass(records, tokenizer: Tokenizer) -> dict[str, float]:
+def one_pass(records: list[Record], tokenizer: Tokenizer) -> dict[str, float]:
     clock = time.process_time
     started = clock()
     for record in records:

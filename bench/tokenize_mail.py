@@ -1,5 +1,7 @@
-"""Raw e-mail tokenization speed, and a hash of every token, so that a speed-up can show it
-changed no output.
+"""Does the tokenizer still produce the same tokens, and how fast does it tokenize raw e-mail?
+
+Prints the tokenizer's speed and a hash of every token, so that a speed-up can show it changed
+no output.
 
     PYTHONPATH=. .venv/bin/python bench/tokenize_mail.py                      # this tree
     PYTHONPATH=. .venv/bin/python bench/tokenize_mail.py --baseline HEAD~3    # and a revision
@@ -33,13 +35,21 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness import CORPORA
+
+if TYPE_CHECKING:
+    from filterd.evaluation.corpus import Record
+    from filterd.tokenize import Tokens
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpora" / "spamassassin" / "messages.jsonl.gz"
+CORPUS = CORPORA / "spamassassin" / "messages.jsonl.gz"
 
 
-def token_hash(results) -> str:
+def token_hash(results: Iterable[Tokens]) -> str:
     """SHA-256 over each result's tokens, truncated and sorted flags, as one JSON line each."""
     digest = hashlib.sha256()
     for r in results:
@@ -52,13 +62,14 @@ def token_hash(results) -> str:
 READERS = ("filterd.cli.corpus_files", "filterd.evaluation.corpus", "filterd.corpus")
 
 
-def baseline_reader():
+def baseline_reader() -> Callable[[str], Iterable[Record]]:
     """The read_corpus of the filterd on sys.path, wherever its revision keeps it."""
     for name in READERS:
         try:
-            return importlib.import_module(name).read_corpus
+            reader: Callable[[str], Iterable[Record]] = importlib.import_module(name).read_corpus
         except (ImportError, AttributeError):
             continue
+        return reader
     raise ImportError(f"no read_corpus in any of {', '.join(READERS)}")
 
 
@@ -102,16 +113,19 @@ class Worker:
             stdout=subprocess.PIPE,
             text=True,
         )
-        self.info = json.loads(self.process.stdout.readline())
+        if self.process.stdin is None or self.process.stdout is None:
+            raise RuntimeError("the worker's pipes are missing")
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self.info = json.loads(self.stdout.readline())
         self.times: list[float] = []
 
     def run(self) -> None:
-        self.process.stdin.write("\n")
-        self.process.stdin.flush()
-        self.times.append(float(self.process.stdout.readline()))
+        self.stdin.write("\n")
+        self.stdin.flush()
+        self.times.append(float(self.stdout.readline()))
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.stdin.close()
         self.process.wait()
 
     def report(self, name: str) -> float:

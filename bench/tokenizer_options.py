@@ -37,7 +37,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,8 +47,7 @@ from filterd.evaluation.corpus import Record
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens
 from filterd.tokenize.text import char_ngram_tokens
-
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+from harness import CORPORA
 
 TokenizerFn = Callable[[Mapping[str, Any]], Tokens]
 

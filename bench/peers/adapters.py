@@ -1,4 +1,4 @@
-"""The peers, each driven the way its users drive it, and filterd's candidates.
+"""The peers, each driven the way its users drive it, beside filterd's candidates (candidates.py).
 
 Every adapter gets the same messages in the same order and returns one spam score per scored
 message (higher = more likely spam) and the threshold τ of its own Bayes decision (0.5 for a
@@ -20,8 +20,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from candidates import FILTERD_CANDIDATES, Filterd, candidate
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,6 +49,39 @@ def wrap_as_mail(msg_id: str, text: str) -> str:
         "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
         f"{text}\n"
     )
+
+
+class Adapter(Protocol):
+    """What run.py reads of every adapter, the peers' and filterd's: its name, which runs it
+    takes, the threshold of its own decision, how its memory is measured ("child": its own
+    processes', by GNU time; "rss": the worker's), and its warm-up outside the timed run."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def protocols(self) -> tuple[str, ...]: ...
+    @property
+    def tau(self) -> float: ...
+    @property
+    def memory_kind(self) -> str: ...
+    def warm(self) -> None: ...
+
+
+class Peer(Adapter, Protocol):
+    """A peer: scores of the `Msg`s it is given (see the module's docstring)."""
+
+    def split(self, train: Sequence[Msg], test: Sequence[Msg], work: Path) -> np.ndarray: ...
+    def online(self, stream: Sequence[Msg], work: Path) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Probed(Protocol):
+    """A peer whose memory is its processes' (memory_kind "child"), measured by a probe run on
+    the `last` messages after the timed run: the peak RSS in KB."""
+
+    def probe(self, work: Path, last: Sequence[Msg]) -> int: ...
 
 
 class Unavailable(Exception):
@@ -425,6 +461,20 @@ class CRM114:
 # --- scikit-learn -----------------------------------------------------------------------------
 
 
+class _Vectorizer(Protocol):
+    """What the adapter calls of scikit-learn's HashingVectorizer (scikit-learn has no types):
+    texts to a sparse matrix."""
+
+    def transform(self, texts: list[str]) -> object: ...
+
+
+class _SklearnNB(Protocol):
+    """What the adapter calls of scikit-learn's MultinomialNB and ComplementNB."""
+
+    def partial_fit(self, X: object, y: list[int], classes: list[int]) -> object: ...
+    def predict_joint_log_proba(self, X: object) -> np.ndarray: ...
+
+
 class Sklearn:
     """HashingVectorizer as in scikit-learn's out-of-core example (2**18 features,
     alternate_sign=False, default L2 norm) + MultinomialNB / ComplementNB (α = 1) with
@@ -451,17 +501,21 @@ class Sklearn:
         clf.partial_fit(vectorizer.transform(["warm up", "up"]), [0, 1], classes=[0, 1])
         self._scores(clf, vectorizer.transform(["warm"]))
 
-    def _make(self):
+    def _make(self) -> tuple[_Vectorizer, _SklearnNB]:
         from sklearn.feature_extraction.text import HashingVectorizer
         from sklearn.naive_bayes import ComplementNB, MultinomialNB
 
-        vectorizer = HashingVectorizer(n_features=self.n_features, alternate_sign=False)
-        return vectorizer, (MultinomialNB() if self.estimator == "mnb" else ComplementNB())
+        vectorizer: _Vectorizer = HashingVectorizer(
+            n_features=self.n_features, alternate_sign=False
+        )
+        clf: _SklearnNB = MultinomialNB() if self.estimator == "mnb" else ComplementNB()
+        return vectorizer, clf
 
     @staticmethod
-    def _scores(clf, X) -> np.ndarray:
+    def _scores(clf: _SklearnNB, X: object) -> np.ndarray:
         jll = clf.predict_joint_log_proba(X)
-        return jll[:, 1] - jll[:, 0]
+        scores: np.ndarray = jll[:, 1] - jll[:, 0]
+        return scores
 
     def split(self, train: Sequence[Msg], test: Sequence[Msg], work: Path) -> np.ndarray:
         vectorizer, clf = self._make()
@@ -498,6 +552,19 @@ class Sklearn:
 # --- River ------------------------------------------------------------------------------------
 
 
+class _BagOfWords(Protocol):
+    """What the adapter calls of River's BagOfWords (River has no types): a text's word counts."""
+
+    def transform_one(self, text: str) -> dict[str, int]: ...
+
+
+class _RiverNB(Protocol):
+    """What the adapter calls of River's MultinomialNB and ComplementNB."""
+
+    def learn_one(self, x: dict[str, int], y: bool) -> None: ...
+    def joint_log_likelihood(self, x: dict[str, int]) -> dict[bool, float]: ...
+
+
 class River:
     """River feature_extraction.BagOfWords (defaults) + naive_bayes.MultinomialNB /
     ComplementNB (α = 1), learn_one / joint_log_likelihood one message at a time.
@@ -520,15 +587,17 @@ class River:
         nb.learn_one(bow.transform_one("up"), False)
         self._score(nb, bow.transform_one("warm"))
 
-    def _make(self):
+    def _make(self) -> tuple[_BagOfWords, _RiverNB]:
         from river import feature_extraction, naive_bayes
 
-        return feature_extraction.BagOfWords(), (
+        bow: _BagOfWords = feature_extraction.BagOfWords()
+        nb: _RiverNB = (
             naive_bayes.MultinomialNB() if self.estimator == "mnb" else naive_bayes.ComplementNB()
         )
+        return bow, nb
 
     @staticmethod
-    def _score(nb, x) -> float:
+    def _score(nb: _RiverNB, x: dict[str, int]) -> float:
         jll = nb.joint_log_likelihood(x)
         return jll[True] - jll[False] if True in jll and False in jll else 0.0
 
@@ -546,105 +615,6 @@ class River:
             scores[i] = self._score(nb, x)
             nb.learn_one(x, m.spam)
         return scores
-
-
-# --- filterd ----------------------------------------------------------------------------------
-
-
-class Filterd:
-    """A filterd configuration through the code path of `filterd evaluate`
-    (filterd.evaluation.protocols): tokenization of every message included in the time, the
-    split protocol learning the training part as one batch and scoring the test part as one
-    batch, the online protocol through filterd.bayes.replay (one vectorized replay where the
-    estimator allows, else a model per message). Scores: s_spam − s_ham (log-odds; S − H for
-    Robinson–Fisher)."""
-
-    family = "filterd"
-    protocols = ("split", "online")
-    tau = 0.0
-    memory_kind = "rss"
-
-    def __init__(
-        self,
-        label: str,
-        variant: str,
-        params: dict[str, str] | None = None,
-        select: str = "none",
-        bigrams: bool = False,
-    ) -> None:
-        self.label, self.variant, self.raw_params, self.select, self.bigrams = (
-            label,
-            variant,
-            params or {},
-            select,
-            bigrams,
-        )
-        self.name = f"filterd {label}"
-
-    def warm(self) -> None:
-        from filterd.evaluation.corpus import Record
-
-        records = [
-            Record(str(i), (label,), text, "text", i, None)
-            for i, (label, text) in enumerate(
-                [
-                    ("spam", "win cash now"),
-                    ("ham", "lunch at noon"),
-                    ("spam", "cash prize"),
-                    ("ham", "noon is fine"),
-                ]
-            )
-        ]
-        self.online_records(records)
-        self.split_records(records)
-
-    def spec(self):
-        from filterd.bayes.model import ModelSpec
-
-        return ModelSpec.parse(self.variant, self.raw_params, self.select)
-
-    def tokenizer(self):
-        from filterd.tokenize import Tokenizer
-        from filterd.tokenize.limits import TokenizerConfig
-
-        return Tokenizer(TokenizerConfig(bigrams=self.bigrams))
-
-    def corpus(self, records):
-        from filterd.evaluation.protocols import Corpus
-
-        return Corpus.tokenize(records, self.tokenizer())
-
-    def split_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.evaluation.protocols import split_scores
-
-        return split_scores(corpus or self.corpus(records), self.spec(), "spam")
-
-    def online_records(self, records, corpus=None) -> np.ndarray:
-        from filterd.evaluation.protocols import online_replay
-
-        corpus = corpus or self.corpus(records)
-        scores, _ = online_replay(corpus, self.spec(), "spam")
-        return scores
-
-    def check(self, records, protocol: str, scores: np.ndarray) -> str | None:
-        """None if `filterd.evaluation.protocols.evaluate` gives the same AUC and spec@R=1 as
-        `scores`."""
-        from filterd.evaluation import ranking
-        from filterd.evaluation.protocols import evaluate
-
-        truth = np.array([r.label == "spam" for r in records])
-        if protocol == "split":
-            from filterd.evaluation.corpus import train_test_split
-
-            truth = np.array([r.label == "spam" for r in train_test_split(records)[1]])
-        result = evaluate(self.corpus(records), self.spec(), protocol)
-        mine = ranking.binary_summary(scores, truth, tau=0.0)
-        if (
-            abs(mine["auc"] - result.auc) > 1e-12
-            or abs(mine["spec_at_full_recall"] - result.spec_at_full_recall) > 1e-12
-        ):
-            return f"differs from filterd evaluate: AUC {mine['auc']} vs {result.auc}"
-        return None
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -691,32 +661,7 @@ def _run(command: list[str], input: bytes | None = None, ok: tuple[int, ...] = (
     return done.stdout
 
 
-FILTERD_CANDIDATES = [
-    Filterd(
-        "default: robinson_fisher(s=0.025,x=0.52) + local:1000000:alo:0.18",
-        "robinson_fisher",
-        {"s": "0.025", "x": "0.52"},
-        "local:1000000:alo:0.18",
-    ),  # filterd.bayes.model.DEFAULT_SPEC
-    Filterd("mnb", "mnb"),
-    Filterd("twcnb + local:6:alo", "twcnb", select="local:6:alo"),
-    Filterd("pnbc + local:6:alo", "pnbc", select="local:6:alo"),
-    Filterd("fusion", "fusion"),
-]
-
-
-def candidate(text: str) -> Filterd:
-    """A filterd configuration from "VARIANT[,KEY=VALUE...][+SELECT][+bigrams]",
-    e.g. "robinson_fisher,s=0.0178,x=0.52+local:1000000:alo:0.2+bigrams"."""
-    head, *rest = text.split("+")
-    variant, *pairs = head.split(",")
-    params = dict(pair.split("=", 1) for pair in pairs)
-    bigrams = "bigrams" in rest
-    selections = [r for r in rest if r != "bigrams"]
-    return Filterd(text, variant, params, selections[0] if selections else "none", bigrams)
-
-
-def all_peers(candidates: Sequence[str] = ()) -> list:
+def all_peers(candidates: Sequence[str] = ()) -> list[Peer | Filterd]:
     return [
         Bogofilter(bulk=False),
         Bogofilter(bulk=True),

@@ -1,11 +1,12 @@
-"""Candidate default configurations of filterd on all four shared corpora.
+"""Which candidate default configuration of filterd does best on all four shared corpora?
 
     .venv/bin/python bench/peers/defaults.py [--corpus NAME ...] [--bigrams] CANDIDATE ...
 
 A CANDIDATE is "VARIANT[,KEY=VALUE...][+SELECT]" (as run.py's --candidate, e.g.
 "robinson_fisher,s=0.025,x=0.52+local:1000000:alo:0.18"). The code path of `filterd evaluate`
 (`filterd.evaluation.protocols.evaluate`, one tokenization per corpus): the split protocol on
-every corpus, the online protocol on the two spam corpora. One line per candidate and corpus.
+every corpus, the online protocol on the two spam corpora. Prints a markdown table, one line per
+candidate and corpus.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the candidates, beside this script
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # bench's shared helpers
+from candidates import candidate
+from harness import CORPORA
 
-from adapters import candidate  # noqa: E402
-
-CORPORA = HERE.parents[2] / "shared" / "corpora"
 ALL = ["sms-spam", "spamassassin", "20newsgroups-bydate", "reuters-21578-modapte"]
 SPAM = {"sms-spam", "spamassassin"}
 
@@ -53,10 +53,11 @@ def main() -> None:
         )
         for peer in peers:
             split = evaluate(corpus, peer.spec(), "split")
+            recall = split.recall_at_fpr_0_1pct
             cells = [
                 f"{split.auc:.4f}",
                 f"{split.spec_at_full_recall:.3f}",
-                f"{100 * (1 - split.recall_at_fpr_0_1pct):.1f}",
+                "–" if recall is None else f"{100 * (1 - recall):.1f}",
                 "–" if split.accuracy is None else f"{split.accuracy:.4f}",
                 "–" if split.macro_f1 is None else f"{split.macro_f1:.4f}",
             ]

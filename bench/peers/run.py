@@ -1,4 +1,6 @@
-"""filterd side by side with the filters people run today, on the shared corpora.
+"""How does filterd compare with bogofilter, SpamAssassin, CRM114, scikit-learn and River?
+
+filterd side by side with the filters people run today, on the shared corpora.
 
     .venv/bin/python bench/peers/run.py --corpus ../shared/corpora/sms-spam [--corpus …]
         [--protocol split|online|both]
@@ -25,28 +27,50 @@ import contextlib
 import datetime
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the adapters, beside this script
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # bench's shared helpers
+from adapters import Adapter, Msg, Probed, all_peers, ensure, wrap_as_mail
+from candidates import Filterd
+from harness import cpu_model
+
+if TYPE_CHECKING:
+    from filterd.evaluation.corpus import Record
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-
-import numpy as np  # noqa: E402
-from adapters import Msg, all_peers, ensure, wrap_as_mail  # noqa: E402
 
 FAMILIES = ["bogofilter", "spamassassin", "crm114", "sklearn", "river", "filterd"]
+
+
+class RunResult(TypedDict, total=False):
+    """One run of one peer, as its worker prints it (and `error` for one that failed, `scores`
+    the file of its per-message scores, kept from the first repetition)."""
+
+    seconds: float
+    messages: int
+    peak_kb: int
+    memory_kind: str
+    check: str | None
+    scores: str | None
+    error: str
 
 
 # --- the messages -----------------------------------------------------------------------------
 
 
-def load(corpus: Path, limit: int | None, relabels=()):
+def load(corpus: Path, limit: int | None, relabels: Sequence[str] = ()) -> list[Record]:
     from filterd.cli.corpus_files import read_corpus
     from filterd.cli.evaluation import relabel_mapping
     from filterd.evaluation.corpus import relabel
@@ -69,7 +93,7 @@ def corpus_name(corpus: Path) -> str:
     return (corpus if corpus.is_dir() else corpus.parent).name
 
 
-def message_files(records, folder: Path) -> dict[str, str]:
+def message_files(records: Sequence[Record], folder: Path) -> dict[str, str]:
     """Each message as a file (text messages wrapped as mail), written once per invocation."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -94,7 +118,7 @@ def _rss_kb(field: str) -> int:
     return 0
 
 
-def worker(args) -> None:
+def worker(args: argparse.Namespace) -> None:
     from filterd.evaluation.corpus import train_test_split
 
     peer = next(p for p in all_peers(args.candidate) if p.name == args.peer)
@@ -104,22 +128,21 @@ def worker(args) -> None:
     train, test = train_test_split(records)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    if peer.family == "filterd":
-        run = (
-            (lambda: peer.split_records(records))
-            if args.protocol == "split"
-            else (lambda: peer.online_records(records))
+    run: Callable[[], np.ndarray]
+    if isinstance(peer, Filterd):
+        run = partial(
+            peer.split_records if args.protocol == "split" else peer.online_records, records
         )
         scored = test if args.protocol == "split" else records
         n = len(records)
     elif args.protocol == "split":
         tr, te = [msgs[r.id] for r in train], [msgs[r.id] for r in test]
-        run = lambda: peer.split(tr, te, work)  # noqa: E731
+        run = partial(peer.split, tr, te, work)
         scored, n = test, len(train) + len(test)
     else:
         scored = records[: args.stream_limit] if args.stream_limit else records
         stream = [msgs[r.id] for r in scored]
-        run = lambda: peer.online(stream, work)  # noqa: E731
+        run = partial(peer.online, stream, work)
         n = len(scored)
     peer.warm()  # imports and first calls, outside the timed run
     with contextlib.suppress(OSError):  # reset the peak RSS so that it is this run's (Linux ≥ 4.0)
@@ -128,11 +151,11 @@ def worker(args) -> None:
     started = time.perf_counter()
     scores = np.asarray(run(), dtype=float)
     seconds = time.perf_counter() - started
-    if peer.memory_kind == "child":  # measured outside the timed run (see adapters.timed_kb)
+    if isinstance(peer, Probed):  # measured outside the timed run (see adapters.timed_kb)
         peak_kb = peer.probe(work, [msgs[r.id] for r in scored[-3:]])
     else:
         peak_kb = _rss_kb("VmHWM") - rss_before
-    result = {
+    result: RunResult = {
         "seconds": seconds,
         "messages": n,
         "peak_kb": peak_kb,
@@ -146,7 +169,7 @@ def worker(args) -> None:
             f.writelines(
                 f"{r.id}\t{r.label}\t{s!r}\n" for r, s in zip(scored, scores.tolist(), strict=True)
             )
-        if peer.family == "filterd":
+        if isinstance(peer, Filterd):
             result["check"] = peer.check(records, args.protocol, scores)
     print(json.dumps(result))
 
@@ -154,7 +177,7 @@ def worker(args) -> None:
 # --- the invocation ---------------------------------------------------------------------------
 
 
-def measures(scores_file: Path, tau: float, first: int | None = None) -> dict:
+def measures(scores_file: Path, tau: float, first: int | None = None) -> dict[str, float]:
     from filterd.evaluation import ranking
 
     rows = [line.rstrip("\n").split("\t") for line in scores_file.read_text().splitlines()[1:]][
@@ -251,7 +274,8 @@ def main() -> None:
             parser.error(f"unknown peer {family!r}: choose from {', '.join(FAMILIES)}")
     if "filterd" not in families:
         families.append("filterd")  # the ratios are against filterd
-    versions, skipped = {}, {}
+    versions: dict[str, str] = {}
+    skipped: dict[str, str] = {}
     for family in families:
         ok, text = ensure(family)
         (versions if ok else skipped)[family] = text
@@ -282,8 +306,15 @@ def main() -> None:
         write_results(args.results, command, versions, skipped, sections, args)
 
 
-def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_file: Path) -> dict:
-    runs: dict[str, list[dict]] = {}
+def run_round_robin(
+    args: argparse.Namespace,
+    corpus: Path,
+    protocol: str,
+    peers: Sequence[Adapter],
+    out: Path,
+    paths_file: Path,
+) -> dict[str, list[RunResult]]:
+    runs: dict[str, list[RunResult]] = {}
     for rep in range(args.repeats):
         for peer in peers:
             if protocol not in peer.protocols:
@@ -339,7 +370,7 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
                 )
                 done.append({"error": error})
                 continue
-            result = json.loads(done_.stdout.strip().splitlines()[-1])
+            result: RunResult = json.loads(done_.stdout.strip().splitlines()[-1])
             result["scores"] = str(scores) if scores else None
             done.append(result)
             print(
@@ -354,7 +385,7 @@ def run_round_robin(args, corpus: Path, protocol: str, peers, out: Path, paths_f
     return runs
 
 
-def peer_limit(args, peer) -> int | None:
+def peer_limit(args: argparse.Namespace, peer: Adapter) -> int | None:
     for item in args.peer_limit:
         name, _, n = item.rpartition("=")
         if name and name in peer.name:
@@ -366,7 +397,14 @@ def slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
 
 
-def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> str:
+def table(
+    name: str,
+    protocol: str,
+    records: Sequence[Record],
+    peers: Sequence[Adapter],
+    runs: dict[str, list[RunResult]],
+    out: Path,
+) -> str:
     from filterd.evaluation.corpus import train_test_split
 
     train, test = train_test_split(records)
@@ -379,7 +417,13 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         )
         + ")\n\n"
     )
-    rows, speeds = [], {}
+    # each peer: its measures, (speed, runs, the runs) and None, or None, None and why not
+    rows: list[
+        tuple[
+            Adapter, dict[str, float] | None, tuple[float, int, list[RunResult]] | None, str | None
+        ]
+    ] = []
+    speeds: dict[str, float] = {}
     for peer in peers:
         done = [r for r in runs.get(peer.name, []) if "error" not in r]
         if protocol not in peer.protocols:
@@ -391,7 +435,7 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         speed = statistics.median(r["messages"] / r["seconds"] for r in done)
         speeds[peer.name] = speed
         rows.append(
-            (peer, measures(Path(done[0]["scores"]), peer.tau), (speed, len(done), done), None)
+            (peer, measures(scores_file(done[0]), peer.tau), (speed, len(done), done), None)
         )
     reference = next(
         (
@@ -407,7 +451,7 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for peer, m, timing, error in rows:
-        if m is None:
+        if m is None or timing is None:
             lines.append(f"| {peer.name} | – | – | – | – | – | – | – | {error} |")
             continue
         speed, count, done = timing
@@ -421,7 +465,7 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
         label = peer.name
         if done[0]["messages"] < len(records) and protocol == "online" and reference:
             ref_done = next(r for r in runs[reference] if r.get("scores"))
-            ref = measures(Path(ref_done["scores"]), 0.0, first=done[0]["messages"])
+            ref = measures(scores_file(ref_done), 0.0, first=done[0]["messages"])
             label += (
                 f" (first {done[0]['messages']:,} messages only; filterd default on them: (1−AUC)% "
                 f"{ref['one_minus_auc_pct']:.3f}, spec@R=1 {ref['spec']:.3f})"
@@ -437,7 +481,15 @@ def table(name: str, protocol: str, records, peers, runs: dict, out: Path) -> st
     return "\n".join(lines) + "\n"
 
 
-def round_ratios(reference: list[dict], peer: list[dict]) -> list[float]:
+def scores_file(result: RunResult) -> Path:
+    """The file of a run's per-message scores (the first repetition of each peer writes one)."""
+    path = result.get("scores")
+    if path is None:
+        raise ValueError("a run without scores")
+    return Path(path)
+
+
+def round_ratios(reference: list[RunResult], peer: list[RunResult]) -> list[float]:
     """The reference's speed over the peer's in each round both ran: repetitions go round-robin,
     so a round's two runs met the same state of the machine."""
     return [
@@ -468,22 +520,23 @@ during the run less its RSS before (VmHWM reset via
 
 
 def write_results(
-    path: Path, command: str, versions: dict, skipped: dict, sections: dict, args
+    path: Path,
+    command: str,
+    versions: dict[str, str],
+    skipped: dict[str, str],
+    sections: dict[str, list[str]],
+    args: argparse.Namespace,
 ) -> None:
     """Replace each corpus's section of RESULTS.md (kept between markers), keep the others."""
     old = path.read_text() if path.exists() else ""
-    kept = {}
+    kept: dict[str, str] = {}
     for chunk in old.split("<!-- corpus: ")[1:]:
         name, _, body = chunk.partition(" -->\n")
         kept[name] = body.split("<!-- end -->")[0]
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
-        platform.machine(),
-    )
+    cpu = cpu_model()
     stamp = datetime.date.today().isoformat()
     for name, tables in sections.items():
-        body = [
+        lines = [
             f"Produced on {stamp} by `{command}`\n"
             f"({os.cpu_count()} cores, {cpu}; other work shared the machine; "
             f"{args.repeats} repetitions, --repeat-budget {args.repeat_budget:g} s"
@@ -493,8 +546,8 @@ def write_results(
             "Versions: " + "; ".join(versions.values()) + ".\n",
         ]
         if skipped:
-            body.append("Skipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()) + ".\n")
-        kept[name] = "\n".join(body) + "\n" + "\n".join(tables)
+            lines.append("Skipped: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()) + ".\n")
+        kept[name] = "\n".join(lines) + "\n" + "\n".join(tables)
     text = [HEADER, NOTES]
     for name, body in kept.items():
         text.append(f"<!-- corpus: {name} -->\n{body.rstrip()}\n<!-- end -->\n")

@@ -226,7 +226,7 @@ class Statistics:
         return out
 
 
-def not_ready(labels: Sequence[str], docs: Sequence[int], min_docs: int = 20) -> str | None:
+def not_ready(labels: Sequence[str], docs: Sequence[int], min_docs: int) -> str | None:
     """Why a model should not decide yet (fewer than two classes, or a class with fewer than
     `min_docs` learned documents), or None when it is ready."""
     if len(labels) < 2:

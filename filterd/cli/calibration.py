@@ -1,8 +1,9 @@
 """`filterd calibrate`: a new threshold version from a window of feedback, with an ROC report.
 
 The command is `filterd.jobs.calibrate.calibrate_classes` from the command line, on one of its
-sources: "adaptive" (the default, as `filterd run`; with no τ yet and too little scored on
-arrival, the first τ comes from the holdout), "prequential" or "holdout". It prints the
+sources: "adaptive" (the default, `calibration.source`, as `filterd run`; with no τ yet and too
+little scored on arrival, the first τ comes from the holdout), "prequential" or "holdout". Its
+options default to the declared settings (`filterd.service.config`). It prints the
 window, the counts, AUC, τ and its recall, specificity (ham kept), precision and expected ham
 misclassification (1 − specificity) beside the previous version's; what the new τ is expected
 to deliver on new traffic like the window, with a 90 % range; the adaptive miss level; and what
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import click
 
+from filterd.cli.common import setting_type
 from filterd.cli.store import (
     db_option,
     delivered_text,
@@ -32,12 +34,12 @@ from filterd.cli.store import (
     store_errors,
 )
 from filterd.evaluation.calibration import Expected
-from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, GuardrailError
-from filterd.jobs.calibrate import SOURCES, STEP, CalibrationReport, calibrate_classes
-from filterd.service.config import parse_duration
+from filterd.evaluation.guardrails import MIN_NEGATIVES, GuardrailError
+from filterd.jobs.calibrate import CalibrationReport, calibrate_classes
+from filterd.service.config import DEFAULTS, parse_duration
 from filterd.service.decide import NotReady
 
-DEFAULT_WINDOW = timedelta(days=14)
+CALIBRATION = DEFAULTS.calibration
 
 
 class Duration(click.ParamType[timedelta, str | timedelta]):
@@ -61,7 +63,7 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
     "--target-class",
     "target_classes",
     multiple=True,
-    default=("spam",),
+    default=(DEFAULTS.decision.target_class,),
     show_default=True,
     help="The class the threshold is for; repeat for several (one-vs-rest).",
 )
@@ -70,15 +72,16 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
 )
 @click.option(
     "--target-recall",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=0.99,
+    type=setting_type("decision.target_recall"),
+    default=DEFAULTS.decision.target_recall,
     show_default=True,
 )
 @click.option(
     "--window",
     type=Duration(),
-    help="The feedback of this long before now, e.g. 14d, 12h, 30m (default: 14d), for every "
-    "source: holdout items by feedback time, prequential scores by the time they were scored.",
+    help="The feedback of this long before now, e.g. 14d, 12h, 30m (default: "
+    f"{CALIBRATION.window}), for every source: holdout items by feedback time, prequential "
+    "scores by the time they were scored.",
 )
 @click.option(
     "--last",
@@ -88,8 +91,8 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
 )
 @click.option(
     "--source",
-    type=click.Choice(SOURCES),
-    default="adaptive",
+    type=setting_type("calibration.source"),
+    default=CALIBRATION.source,
     show_default=True,
     help="holdout: the holdout items re-scored with the current model. prequential: the scores "
     "feedback got when it arrived, before it was learned (recorded by `filterd run`). adaptive "
@@ -99,8 +102,8 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
 )
 @click.option(
     "--step",
-    type=click.FloatRange(0.0, 1.0),
-    default=STEP,
+    type=setting_type("calibration.step"),
+    default=CALIBRATION.step,
     show_default=True,
     help="adaptive: each spam missed lowers the miss level by about step × (1 − R).",
 )
@@ -131,8 +134,8 @@ class Duration(click.ParamType[timedelta, str | timedelta]):
 )
 @click.option(
     "--max-auc-drop",
-    type=click.FloatRange(0.0, 1.0),
-    default=MAX_AUC_DROP,
+    type=setting_type("calibration.max_auc_drop"),
+    default=CALIBRATION.max_auc_drop,
     show_default=True,
     help="Refuse when AUC fell by more than this against the previous version.",
 )
@@ -179,7 +182,7 @@ def calibrate_command(
                 open_model(url, name, writes=not dry_run),
                 None if all_classes else target_classes,
                 target_recall,
-                window=None if last else window or DEFAULT_WINDOW,
+                window=None if last else window or parse_duration(CALIBRATION.window),
                 last=last,
                 conservative=conservative,
                 confidence=confidence,

@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import click
+from msgspec import inspect
 
 from filterd.bayes.estimators import parameters
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.cli.corpus_files import read_corpus
+from filterd.daemon.settings import load_settings
 from filterd.evaluation.corpus import CorpusError, Record
-from filterd.kafka import settings as kafka_settings
-from filterd.service import config
-from filterd.service.config import Config
+from filterd.service.config import Config, ConfigError, declared
 
 
 class OptionError(click.ClickException):
@@ -101,13 +102,35 @@ config_option = click.option(
 def load_config(path: str | None, **overrides: object) -> Config:
     """The configuration (file ← environment ← flags), or a one-line error naming the key."""
     try:
-        loaded = config.load(
+        return load_settings(
             path, overrides={k.replace("__", "."): v for k, v in overrides.items()}
         )
-        kafka_settings.check(loaded)
-        return loaded
-    except config.ConfigError as error:
+    except ConfigError as error:
         raise click.ClickException(f"invalid configuration: {error}") from None
+
+
+def setting_type(key: str) -> click.ParamType[Any, Any]:
+    """The click type of an option for the setting `key` ("section.key"): the range or the
+    choices of its declaration (`filterd.service.config`), so that the flag takes what the
+    configuration takes."""
+    section, _, name = key.partition(".")
+    kind = declared()[section][name]
+    while isinstance(kind, inspect.Metadata):
+        kind = kind.type
+    if isinstance(kind, inspect.LiteralType):
+        return click.Choice([str(value) for value in kind.values])
+    if isinstance(kind, inspect.IntType):
+        return click.IntRange(*_bounds(kind))
+    if isinstance(kind, inspect.FloatType):
+        return click.FloatRange(*_bounds(kind))
+    raise ValueError(f"{key}: its declaration has no range or choices")
+
+
+def _bounds(kind: inspect.IntType | inspect.FloatType) -> tuple[Any, Any, bool, bool]:
+    """A declared range as click's (min, max, min_open, max_open)."""
+    low = kind.ge if kind.ge is not None else kind.gt
+    high = kind.le if kind.le is not None else kind.lt
+    return low, high, kind.gt is not None, kind.lt is not None
 
 
 def confirmed(what: str, yes: bool) -> None:

@@ -15,7 +15,7 @@ import click
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from filterd.cli.common import broker_override, config_option, load_config
+from filterd.cli.common import broker_override, config_option, load_config, setting_type
 from filterd.cli.store import store_errors
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
@@ -43,8 +43,14 @@ create_store_option = click.option(
 metrics_port_override = click.option(
     "--metrics-port",
     "observe__metrics_port",
-    type=click.IntRange(0, 65535),
+    type=setting_type("observe.metrics_port"),
     help="Port of /metrics, /healthz, /readyz (0: off; overrides observe.metrics_port).",
+)
+log_format_override = click.option(
+    "--log-format",
+    "observe__log_format",
+    type=setting_type("observe.log_format"),
+    help="Log lines as JSON or for a terminal (overrides observe.log_format).",
 )
 
 
@@ -61,7 +67,7 @@ metrics_port_override = click.option(
 @model_override
 @broker_override
 @metrics_port_override
-@click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
+@log_format_override
 @create_store_option
 def run_command(
     config_path: str | None, role: str, create_store: bool, **overrides: object

@@ -27,6 +27,7 @@ from typing import TextIO
 import click
 from kafka.errors import KafkaError
 
+from filterd.cli.common import setting_type
 from filterd.cli.corpus_files import read_corpus
 from filterd.demo.broker import BrokerError, free_port
 from filterd.demo.options import (
@@ -41,6 +42,7 @@ from filterd.demo.options import (
 from filterd.demo.runner import Demo, Outcome, Snapshot
 from filterd.demo.stream import labelled_stream
 from filterd.evaluation.corpus import CorpusError
+from filterd.service.config import DEFAULTS
 
 WIDTH = 96  # of the summary's wrapped lines
 INDENT = " " * 11  # where the summary's values begin
@@ -253,12 +255,15 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     help="The label of message i is sent after message i+N.",
 )
 @click.option(
-    "--target", default="spam", show_default=True, help="The class the threshold is calibrated for."
+    "--target",
+    default=DEFAULTS.decision.target_class,
+    show_default=True,
+    help="The class the threshold is calibrated for.",
 )
 @click.option(
     "--target-recall",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=0.99,
+    type=setting_type("decision.target_recall"),
+    default=DEFAULTS.decision.target_recall,
     show_default=True,
     help="Recall the threshold is calibrated for; the first τ needs 1/(1-R) target messages "
     "among the labels the daemon scored before learning them.",
@@ -273,7 +278,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 )
 @click.option(
     "--variant",
-    help="Model variant (overrides model.variant; default: the configuration's, robinson_fisher).",
+    help="Model variant (overrides model.variant; default: the configuration's, "
+    f"{DEFAULTS.model.variant}).",
 )
 @click.option(
     "--select", help="Feature selection (overrides model.select; default: the configuration's)."
@@ -294,7 +300,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(0, 65535),
+    type=setting_type("observe.metrics_port"),
     default=0,
     show_default=True,
     help="Serve the daemon's /metrics, /healthz and /readyz on this port (0: off).",

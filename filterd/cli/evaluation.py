@@ -13,13 +13,14 @@ import click
 
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import FUSION
-from filterd.cli.common import OptionError, model_specs, read_records
+from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
 from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.corpus import Record, relabel, to_records
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda
-from filterd.tokenize import Tokenizer, TokenizerConfig
+from filterd.service.decide import tokenizer_of
+from filterd.tokenize import TokenizerConfig
 
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar  # what click.progressbar returns
@@ -43,7 +44,8 @@ def relabel_option(command: F) -> F:
 
 def tokenizer_options(command: F) -> F:
     """--bigrams, --osb, --char-ngrams, --char-ngram-chars N and --short-body N: the tokenizer's
-    options (`TokenizerConfig`), given to the command as one `tokenizer_config`."""
+    options (`TokenizerConfig`), given to the command as one `tokenizer_config` (its limits are
+    the configuration's: `filterd.service.decide.tokenizer_of`)."""
 
     @functools.wraps(command)
     def with_config(
@@ -142,6 +144,7 @@ def tokenizer_options(command: F) -> F:
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @relabel_option
 @tokenizer_options
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row on stdout.")
 def evaluate_command(
     corpus: str | None,
@@ -153,18 +156,20 @@ def evaluate_command(
     target: str | None,
     relabels: tuple[str, ...],
     tokenizer_config: TokenizerConfig,
+    config_path: str | None,
     as_json: bool,
 ) -> None:
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding
     messages.jsonl[.gz]; see shared/corpora/README.md).
 
     Two labels (or a --target) make a binary task, more labels a multi-class one; --relabel
-    merges labels first, e.g. `--relabel smishing=spam` scores sms-smishing as spam vs ham."""
+    merges labels first, e.g. `--relabel smishing=spam` scores sms-smishing as spam vs ham.
+    Messages are read within the configuration's [limits], as the daemon reads them."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     specs = model_specs(variants, params, selections)
+    tokenizer = tokenizer_of(load_config(config_path), tokenizer_config)
     records = _records(corpus, relabels)
-    tokenizer = Tokenizer(tokenizer_config)
     with _progress(records, "tokenizing") as bar:
         tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
     rows = []
@@ -220,6 +225,7 @@ def evaluate_command(
 )
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @relabel_option
+@config_option
 @click.option("--json", "as_json", is_flag=True)
 def tune_command(
     corpus: str | None,
@@ -231,6 +237,7 @@ def tune_command(
     objective: Objective | None,
     target: str | None,
     relabels: tuple[str, ...],
+    config_path: str | None,
     as_json: bool,
 ) -> None:
     """Choose hyper-parameters on a validation share of the training part, then measure the
@@ -254,8 +261,9 @@ def tune_command(
         raise click.UsageError(
             "give at least one --grid (only unb has a default search: its per-class λ)"
         )
+    tokenizer = tokenizer_of(load_config(config_path))
     records = _records(corpus, relabels)
-    tokenized = Corpus.tokenize(records, Tokenizer())
+    tokenized = Corpus.tokenize(records, tokenizer)
     try:
         stats, batch, truth, target = validation_split(tokenized, target)
         chosen_objective: Objective = objective or (

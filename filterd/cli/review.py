@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import getpass
 import json
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any, cast
 
 import click
+import msgspec
 
 from filterd.cli.common import OptionError, broker_override, config_option, load_config, shown
 from filterd.cli.feedback import as_json_object, render
@@ -25,8 +25,8 @@ from filterd.kafka.producer import PublishError
 from filterd.kafka.publisher import publisher_of
 from filterd.service.config import Config
 from filterd.service.records import Feedback, RecordError, decode, encode
-from filterd.service.review import REASONS
-from filterd.store.review import ORDERS, Order, ReviewEntry
+from filterd.service.review import REASONS, ReviewItem
+from filterd.store.review import ORDERS, Order
 
 LINE_TEXT = 80  # characters of subject or excerpt on a line of `review list`
 
@@ -99,7 +99,7 @@ def review_list(
         click.echo(json.dumps(entry_object(entry)) if as_json else line(entry, include_labelled))
 
 
-def line(entry: ReviewEntry, include_labelled: bool) -> str:
+def line(entry: ReviewItem, include_labelled: bool) -> str:
     """One line of `review list`."""
     cells = [
         str(entry.id),
@@ -139,7 +139,7 @@ def review_show(config_path: str | None, item_id: int, as_json: bool, **override
         click.echo("  " + text)
 
 
-def details(entry: ReviewEntry) -> list[str]:
+def details(entry: ReviewItem) -> list[str]:
     """The item as lines of `review show`: fields, the explanation, the excerpt (indented)."""
     versions = f"model version {entry.model_version}, threshold version {entry.threshold_version}"
     lines = [
@@ -237,7 +237,7 @@ def _login() -> str | None:
         return None
 
 
-def _found(entry: ReviewEntry | None, item_id: int, config: Config) -> ReviewEntry:
+def _found(entry: ReviewItem | None, item_id: int, config: Config) -> ReviewItem:
     if entry is None:
         raise click.ClickException(
             f"no review item {item_id} in the queue of model {config.model.name!r}"
@@ -245,9 +245,10 @@ def _found(entry: ReviewEntry | None, item_id: int, config: Config) -> ReviewEnt
     return entry
 
 
-def entry_object(entry: ReviewEntry) -> dict[str, Any]:
-    """The item as JSON: its fields, times in ISO 8601, tokens only when read."""
-    values = asdict(entry)
+def entry_object(entry: ReviewItem) -> dict[str, Any]:
+    """The item as JSON: its fields as the HTTP API gives them, times in ISO 8601, tokens only
+    when read."""
+    values = msgspec.structs.asdict(entry)
     if values["tokens"] is None:
         del values["tokens"]
     return {

@@ -22,10 +22,12 @@ from filterd.cli.common import (
     load_config,
     model_specs,
     read_records,
+    setting_type,
     shown,
 )
 from filterd.evaluation.corpus import Record
-from filterd.service.config import masked_url
+from filterd.service.config import DEFAULTS, masked_url
+from filterd.service.decide import tokenizer_of
 from filterd.store import database
 from filterd.store.downgrades import Drops
 from filterd.store.errors import (
@@ -42,7 +44,6 @@ from filterd.store.labels import LabelledTokens, Source
 from filterd.store.models import LABEL_TABLES
 from filterd.store.report import ThresholdReport
 from filterd.store.sql import as_utc
-from filterd.tokenize import Tokenizer
 
 if TYPE_CHECKING:
     from filterd.store.drift import Delivered
@@ -104,12 +105,12 @@ def _checked_url(_ctx: click.Context, _param: click.Parameter, url: str | None) 
 DB_HELP = f"Database URL (default: ${database.URL_VARIABLE}, else {database.DEFAULT_URL})."
 db_option = click.option("--db", "url", metavar="URL", help=DB_HELP, callback=_checked_url)
 model_option = click.option(
-    "--model", "name", default="default", show_default=True, help="Model name."
+    "--model", "name", default=DEFAULTS.model.name, show_default=True, help="Model name."
 )
 min_docs_option = click.option(
     "--min-docs",
-    type=click.IntRange(1),
-    default=20,
+    type=setting_type("model.min_docs"),
+    default=DEFAULTS.model.min_docs,
     show_default=True,
     help="Learned documents each class needs before the model decides.",
 )
@@ -226,17 +227,18 @@ def db_current(url: str | None) -> None:
 )
 @click.option(
     "--audit-days",
-    type=click.IntRange(0),
+    type=setting_type("feedback.audit_retention_days"),
     metavar="N",
     help="Delete label events of the audit trail applied more than N days ago; 0 keeps "
-    "them all (default: feedback.audit_retention_days of the configuration, 365).",
+    "them all (default: feedback.audit_retention_days of the configuration, "
+    f"{DEFAULTS.feedback.audit_retention_days}).",
 )
 @click.option(
     "--review-days",
-    type=click.IntRange(0),
+    type=setting_type("review.retention_days"),
     metavar="N",
     help="Delete review queue items queued more than N days ago; 0 keeps them "
-    "(default: review.retention_days of the configuration, 14).",
+    f"(default: review.retention_days of the configuration, {DEFAULTS.review.retention_days}).",
 )
 @config_option  # for the retention settings only: the database is --db's
 @click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
@@ -293,10 +295,9 @@ def kept(days: int) -> str:
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True)
 @click.option(
     "--holdout-fraction",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.1,
-    show_default=True,
-    help="Share of message ids kept for calibration instead of learned.",
+    type=setting_type("model.holdout_fraction"),
+    help="Share of message ids kept for calibration instead of learned (default: "
+    f"model.holdout_fraction of the configuration, {DEFAULTS.model.holdout_fraction}).",
 )
 @click.option(
     "--analyst",
@@ -317,7 +318,7 @@ def learn_command(
     config_path: str | None,
     label_source: Source,
     batch_size: int,
-    holdout_fraction: float,
+    holdout_fraction: float | None,
     analyst: str | None,
     skip_other_labels: bool,
 ) -> None:
@@ -328,7 +329,10 @@ def learn_command(
     Labels outside model.labels (of the configuration, as for the daemon's feedback) refuse the
     corpus, and nothing is learned: one made-up label would add a class and hold every decision
     at `unknown`. --skip-other-labels learns the rest."""
-    labels = load_config(config_path).model.labels
+    config = load_config(config_path)
+    labels = config.model.labels
+    if holdout_fraction is None:
+        holdout_fraction = config.model.holdout_fraction
     records = read_records(corpus)
     if any(len(r.labels) != 1 for r in records):
         raise click.ClickException(f"{corpus}: multi-label records cannot be learned as feedback")
@@ -342,7 +346,7 @@ def learn_command(
             )
         click.echo(f"skipped {which}", err=True)
         records = [r for r in records if r.label in labels]
-    tokenize = Tokenizer()
+    tokenize = tokenizer_of(config)
     totals = dict.fromkeys(
         ("learned", "relabelled", "duplicates", "held_out", "kept_analyst_label"), 0
     )
@@ -482,12 +486,15 @@ def model_create(
 @model_option
 @min_docs_option
 @click.option(
-    "--target-class", default="spam", show_default=True, help="The class of the drift figures."
+    "--target-class",
+    default=DEFAULTS.decision.target_class,
+    show_default=True,
+    help="The class of the drift figures.",
 )
 @click.option(
     "--drift-window",
-    type=click.IntRange(1),
-    default=5000,
+    type=setting_type("drift.window"),
+    default=DEFAULTS.drift.window,
     show_default=True,
     help="Newest feedback records the drift figures cover.",
 )
@@ -580,7 +587,7 @@ def _calibrated(threshold: ThresholdReport) -> str:
 
 
 @model.command(name="show")
-@click.argument("name", default="default")
+@click.argument("name", default=DEFAULTS.model.name)
 @db_option
 @click.option("--json", "as_json", is_flag=True)
 def model_show(name: str, url: str | None, as_json: bool) -> None:

@@ -18,21 +18,22 @@ import click
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from filterd.cli.common import broker_override, config_option, load_config
+from filterd.cli.common import broker_override, config_option, load_config, setting_type
 from filterd.cli.daemon import (
     check_store_file,
     create_store_option,
     db_override,
     loaded_model,
+    log_format_override,
     metrics_port_override,
     model_override,
 )
-from filterd.daemon.model_state import tokenizer_of
 from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import CannotListen, start_observe_server
 from filterd.service.config import Config, masked_url
+from filterd.service.decide import tokenizer_of
 from filterd.service.passwords import SCHEMES, hash_secret
 from filterd.store import database
 from filterd.web.auth import new_token
@@ -52,10 +53,10 @@ SYNC_LOOP, STALL_SECONDS, API = "model sync", 60.0, "http api"
     "--host", "http__host", metavar="ADDRESS", help="Interface to listen on (overrides http.host)."
 )
 @click.option(
-    "--port", "http__port", type=click.IntRange(0, 65535), help="Port (overrides http.port)."
+    "--port", "http__port", type=setting_type("http.port"), help="Port (overrides http.port)."
 )
 @metrics_port_override
-@click.option("--log-format", "observe__log_format", type=click.Choice(["json", "console"]))
+@log_format_override
 @create_store_option
 def serve_command(config_path: str | None, create_store: bool, **overrides: object) -> None:
     """Serve the HTTP API alone (whatever http.enabled says), until SIGTERM or Ctrl-C.

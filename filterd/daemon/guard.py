@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+from filterd.service.config import DEFAULTS
+
 
 class DeadLetterFlood(RuntimeError):
     """Too many records dead-lettered: the daemon stops before committing the batch."""
@@ -18,7 +20,10 @@ class DeadLetterFlood(RuntimeError):
 
 class DeadLetterGuard:
     def __init__(
-        self, max_ratio: float = 0.5, window: int = 1000, max_consecutive: int = 1000
+        self,
+        max_ratio: float = DEFAULTS.dead_letter.max_ratio,
+        window: int = DEFAULTS.dead_letter.window,
+        max_consecutive: int = DEFAULTS.dead_letter.max_consecutive,
     ) -> None:
         self.max_ratio, self.window, self.max_consecutive = max_ratio, window, max_consecutive
         self._recent: deque[bool] = deque(maxlen=window)

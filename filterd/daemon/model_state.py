@@ -22,23 +22,11 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats, progress
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decider, ThresholdSetting, tokenizer_of
 from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
-from filterd.tokenize import Tokenizer, TokenizerConfig
 
 LOAD_PROGRESS_SECONDS = 5.0  # between "loading the model" lines while a large model loads
-
-
-def tokenizer_of(config: Config) -> Tokenizer:
-    limits = config.limits
-    return Tokenizer(
-        TokenizerConfig(
-            max_token_length=limits.max_token_length,
-            max_tokens=limits.max_tokens,
-            max_bytes=limits.max_bytes,
-        )
-    )
 
 
 class ModelState:

@@ -12,6 +12,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from filterd.service.config import DEFAULTS
+
 SEPARATOR = "\x00"
 
 
@@ -20,9 +22,9 @@ class RecentMessages:
 
     def __init__(
         self,
-        max_messages: int = 100_000,
-        max_bytes: int = 64_000_000,
-        ttl_seconds: float = 21_600.0,
+        max_messages: int = DEFAULTS.recent.max_messages,
+        max_bytes: int = DEFAULTS.recent.max_bytes,
+        ttl_seconds: float = DEFAULTS.recent.ttl_seconds,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_messages, self.max_bytes, self.ttl = max_messages, max_bytes, ttl_seconds

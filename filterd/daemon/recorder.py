@@ -30,7 +30,7 @@ from filterd.daemon.loop import Backoff
 from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem
 from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
 
@@ -58,14 +58,14 @@ class Recorder:
         self._rows: list[Decided] = []
         self.tickets = 0  # batches taken (`put`)
         self.recorded = 0  # the last ticket whose batch is written
-        self._items: list[QueuedItem] = []
+        self._items: list[ReviewItem] = []
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing = False
         self._trim_due = time.monotonic() + TRIM_SECONDS
 
-    def put(self, rows: Sequence[Decided], items: Sequence[QueuedItem]) -> int:
+    def put(self, rows: Sequence[Decided], items: Sequence[ReviewItem]) -> int:
         """Take a batch's decided messages and review items, to be written soon; returns the
         batch's ticket, which `recorded` reaches once they are written."""
         with self._wake:

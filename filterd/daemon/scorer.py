@@ -31,7 +31,7 @@ from filterd.kafka.consumer import Batch
 from filterd.service.config import Review
 from filterd.service.decide import Decided, decide_payloads
 from filterd.service.records import encode
-from filterd.service.review import QueuedItem, queued_item, review_reasons
+from filterd.service.review import ReviewItem, queued_item, review_reasons
 
 # At a stop, how long the recorder may take to write what is pending (it is usually caught up).
 RECORDER_STOP_SECONDS = 0.5
@@ -105,7 +105,7 @@ class Scorer(Loop):
         return {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
 
 
-def queue_for_review(result: Decided, queue: Review) -> list[QueuedItem]:
+def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:
     """The review items of a batch's decisions that `queue` takes (`review_reasons`), each of
     those decisions marked `review`; none when the queue is off (no items, or neither a band nor
     a random share)."""

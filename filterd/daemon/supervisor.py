@@ -32,7 +32,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
 from filterd.daemon.loop import STOP_PUBLISH_SECONDS, Loop, LoopSettings
-from filterd.daemon.model_state import ModelState, tokenizer_of
+from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.resolver import Resolver
@@ -44,6 +44,7 @@ from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.observe.server import CannotListen, ObserveServer, start_observe_server
 from filterd.service.config import Config, masked_url
+from filterd.service.decide import tokenizer_of
 from filterd.store import database
 from filterd.store.errors import (
     BadDatabaseURL,

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from filterd.service.config import Config, load
+from filterd.daemon.settings import load_settings
+from filterd.service.config import DEFAULTS, Config
 from filterd.service.passwords import hash_secret
 
 DB_FILE, DAEMON_LOG, BROKER_LOG = "filterd.db", "daemon.log", "broker.log"
@@ -38,8 +40,8 @@ class DemoOptions:
     corpus: Path | None = None
     rate: float = 400.0  # messages per second; 0: as fast as possible
     feedback_delay: int = 300  # message i's label is sent after message i + delay
-    target: str = "spam"
-    target_recall: float = 0.99
+    target: str = DEFAULTS.decision.target_class
+    target_recall: float = DEFAULTS.decision.target_recall
     recalibrate_every: int = 1000  # feedback records applied by the learner
     timeout: float = 60.0  # seconds to wait for the last decisions after the replay
     variant: str | None = None  # model.variant (None: the configuration's)
@@ -58,8 +60,6 @@ class DemoOptions:
             raise DemoError("--spam-share must be between 0 and 1")
         if self.rate < 0 or self.feedback_delay < 0 or self.timeout <= 0:
             raise DemoError("--rate and --feedback-delay must not be negative, --timeout positive")
-        if not 0.0 < self.target_recall <= 1.0:
-            raise DemoError("--target-recall must be in (0, 1]")
         if self.recalibrate_every < 1:
             raise DemoError("--recalibrate-every must be at least 1")
         if self.workbench_port is not None and not 0 < self.workbench_port <= 65535:
@@ -89,7 +89,7 @@ def demo_config(
     """The daemon's configuration: the file's (if any, environment ignored) under the demo's own
     broker, store, target, the stream's `labels` and quick intervals. ConfigError names a bad
     key."""
-    overrides = {
+    overrides: dict[str, Any] = {
         "database.url": f"sqlite:///{workdir / DB_FILE}",
         "observe.metrics_port": options.metrics_port,
         "observe.log_format": "json",
@@ -104,26 +104,23 @@ def demo_config(
         "model.select": options.select,
         "model.labels": sorted(set(labels)),
     }
-    # The environment is ignored so that a FILTERD_DATABASE_URL meant for production is never
-    # touched by a demo; a --config file is an explicit choice.
-    config = load(options.config_path, environ={}, overrides=overrides)
+    if options.workbench_port is not None:
+        # a demo's throwaway password: a cheap hash is enough, and start-up stays quick
+        hashed = hash_secret(options.workbench_password, "pbkdf2_sha256", rounds=10_000)
+        overrides |= {
+            "http.enabled": True,
+            "http.host": "127.0.0.1",
+            "http.port": options.workbench_port,
+            "http.users": {DEMO_ANALYST: hashed},
+            "http.tokens": {},
+        }
     kafka = {
         "bootstrap_servers": bootstrap_servers,
         **FAST_GROUPS,
         "auto_offset_reset": "earliest",
         "enable_idempotence": False,
     }
-    config = replace(config, kafka=kafka)
-    if options.workbench_port is None:
-        return config
-    # a demo's throwaway password: a cheap hash is enough, and start-up stays quick
-    users = {DEMO_ANALYST: hash_secret(options.workbench_password, "pbkdf2_sha256", rounds=10_000)}
-    http = replace(
-        config.http,
-        enabled=True,
-        host="127.0.0.1",
-        port=options.workbench_port,
-        users=users,
-        tokens={},
-    )
-    return replace(config, http=http)
+    # The environment is ignored so that a FILTERD_DATABASE_URL meant for production is never
+    # touched by a demo; a --config file is an explicit choice (but for its [kafka]: the demo
+    # runs its own broker).
+    return load_settings(options.config_path, environ={}, overrides=overrides, kafka=kafka)

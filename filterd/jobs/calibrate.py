@@ -10,7 +10,7 @@ Calibration (`calibrate_model`, `calibrate_classes`) for target class t and reca
    or, with source "prequential", steps 1–2 are the scores every feedback record (learned or
    held out) got from the daemon when it arrived, before it was learned (`store.drift`):
    the scores new traffic really gets, from a model as far behind as the daemon's;
-   source "adaptive" (the default of `filterd run`) takes the same window, and chooses τ for
+   source "adaptive" (the default, `calibration.source`) takes the same window, and chooses τ for
    the recall 1 − α_t instead of R, where the miss level α_t is the previous version's, moved
    by the misses its τ made on the feedback scored since it was written
    (`filterd.evaluation.calibration.adapt_level`, γ = step · (1 − R));
@@ -58,21 +58,13 @@ from filterd.evaluation.calibration import (
     expected_rate,
     expected_recall,
 )
-from filterd.evaluation.guardrails import (
-    MAX_AUC_DROP,
-    MIN_NEGATIVES,
-    GuardrailError,
-    guarded_threshold,
-)
-from filterd.service.config import Config, parse_duration
+from filterd.evaluation.guardrails import MIN_NEGATIVES, GuardrailError, guarded_threshold
+from filterd.service.config import CALIBRATION_SOURCES, DEFAULTS, Config, parse_duration
 from filterd.service.decide import check_ready, decision_scores, scoring_model
 from filterd.store.drift import Delivered
 from filterd.store.handle import ModelStore
 from filterd.store.sql import as_utc
 from filterd.store.thresholds import HoldoutWindow, PrequentialWindow, ThresholdVersion
-
-SOURCES = ("holdout", "prequential", "adaptive")
-STEP = 0.1  # adaptive: γ = STEP · (1 − R), so that one miss moves the level by a tenth of 1 − R
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -212,15 +204,20 @@ def calibrate_model(
 
 
 def calibrate_configured(
-    model: ModelStore, config: Config, created_by: str, dry_run: bool = False
+    model: ModelStore,
+    config: Config,
+    created_by: str,
+    dry_run: bool = False,
+    target_recall: float | None = None,
 ) -> CalibrationReport:
-    """`calibrate_model` for the configured target class and recall, with the `[calibration]`
-    settings: what `filterd run` does every `intervals.calibrate_seconds`."""
+    """`calibrate_model` for the configured model, target class and recall (or `target_recall`),
+    with the `[calibration]` settings: what `filterd run` does every
+    `intervals.calibrate_seconds`, and the workbench when an analyst asks."""
     c = config.calibration
     return calibrate_model(
         model,
         config.decision.target_class,
-        config.decision.target_recall,
+        config.decision.target_recall if target_recall is None else target_recall,
         window=parse_duration(c.window),
         conservative=c.conservative,
         min_positives=c.min_positives or None,
@@ -244,14 +241,14 @@ def calibrate_classes(
     confidence: float = 0.95,
     min_positives: int | None = None,
     min_negatives: int = MIN_NEGATIVES,
-    max_auc_drop: float = MAX_AUC_DROP,
-    min_docs: int = 20,
+    max_auc_drop: float = DEFAULTS.calibration.max_auc_drop,
+    min_docs: int = DEFAULTS.model.min_docs,
     force: bool = False,
     dry_run: bool = False,
     created_by: str = "filterd calibrate",
     now: datetime | None = None,
-    source: str = "holdout",
-    step: float = STEP,
+    source: str = DEFAULTS.calibration.source,
+    step: float = DEFAULTS.calibration.step,
 ) -> list[CalibrationReport]:
     """One report per target class, one-vs-rest (None: every class of the model).
 
@@ -264,8 +261,9 @@ def calibrate_classes(
     if not 0.0 < target_recall <= 1.0:
         raise CalibrationError(f"target recall must be in (0, 1], got {target_recall}")
     now = as_utc(now) or datetime.now(UTC)
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
+    if source not in CALIBRATION_SOURCES:
+        choices = ", ".join(CALIBRATION_SOURCES)
+        raise ValueError(f"source must be one of {choices}, not {source!r}")
     counts = model.class_documents()
     labels_learned, docs = [label for label, _ in counts], [n for _, n in counts]
     spec = model.spec

@@ -6,13 +6,36 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol, get_args
 
+import msgspec
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from filterd.kafka.internals import has_gzip, has_lz4, has_snappy, has_zstd
 from filterd.kafka.rdkafka_settings import librdkafka_settings
-from filterd.service.config import COMPRESSION_TYPES, Config, ConfigError
+from filterd.service.config import DEFAULTS, Config, ConfigError
+
+# The Kafka client libraries filterd runs with (confluent: librdkafka, optional)
+ClientName = Literal["kafka-python", "confluent"]
+# Kafka's record batch codecs (kafka-python's names), in the order of their protocol codes
+Codec = Literal["gzip", "snappy", "lz4", "zstd"]
+
+
+class KafkaKeys(msgspec.Struct, frozen=True, kw_only=True):
+    """The `[kafka]` keys filterd reads itself, each declared once with its type, range and
+    default (`check` holds a configuration to them); the section's other keys pass to the
+    client as they are."""
+
+    # "host:port,…" or a list of them: at least one broker (`Config`'s default)
+    bootstrap_servers: str | list[str] = DEFAULTS.kafka["bootstrap_servers"]
+    client: ClientName = "kafka-python"
+    # what filterd publishes is compressed with (None: not compressed); its library installed
+    compression_type: Codec | None = None
+
+
+KAFKA_DEFAULTS = KafkaKeys()
+KAFKA_CLIENTS: tuple[str, ...] = get_args(ClientName)
+COMPRESSION_TYPES: tuple[str | None, ...] = (None, *get_args(Codec))
 
 # Our choices where kafka-python's defaults do not suit a filter; `[kafka]` settings override them.
 PRODUCER_DEFAULTS = {
@@ -90,33 +113,39 @@ def check_compression(name: str | None) -> None:
 
 def check(config: Config) -> None:
     """ConfigError naming the key unless this installation can use the `[kafka]` settings of
-    `config`: every key is one of kafka-python's clients' (a misspelt one would be left out
-    without a word), the brokers are named by text, and the codec has its library installed.
-    With `client = "confluent"`: confluent-kafka is installed, and every key maps to a setting of
+    `config`: the keys `KafkaKeys` declares within their ranges (a client filterd has, at least
+    one broker named by text, a codec whose library is installed), and every other key one of
+    kafka-python's clients' (a misspelt one would be left out without a word). With
+    `client = "confluent"`: confluent-kafka is installed, and every key maps to a setting of
     librdkafka or is one (dotted)."""
-    if config.kafka.get("client") == "confluent":
+    kafka = config.kafka
+    client = kafka.get("client", KAFKA_DEFAULTS.client)
+    if client not in KAFKA_CLIENTS:
+        raise ConfigError(f"kafka.client: {client!r} is not one of {', '.join(KAFKA_CLIENTS)}")
+    if client == "confluent":
         _check_confluent(config)
     known = {
-        "client",
+        *KafkaKeys.__struct_fields__,
         *KafkaConsumer.DEFAULT_CONFIG,
         *KafkaProducer.DEFAULT_CONFIG,
         *KafkaAdminClient.DEFAULT_CONFIG,
     }
-    for key in config.kafka:
-        if key not in known and not (config.kafka.get("client") == "confluent" and "." in key):
+    for key in kafka:
+        if key not in known and not (client == "confluent" and "." in key):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"kafka.{key}: not a setting of kafka-python's clients{hint}")
-    servers = config.kafka.get("bootstrap_servers")
-    if not (
-        isinstance(servers, str)
-        or (isinstance(servers, list) and all(isinstance(s, str) for s in servers))
-    ):
+    servers = kafka.get("bootstrap_servers")
+    if not servers:
+        raise ConfigError("kafka.bootstrap_servers: must name at least one broker")
+    try:
+        msgspec.convert({"bootstrap_servers": servers}, KafkaKeys)
+    except msgspec.ValidationError:
         raise ConfigError(
             f'kafka.bootstrap_servers: expected "host:port,…" or a list of them, got {servers!r}'
-        )
+        ) from None
     try:
-        check_compression(config.kafka.get("compression_type"))
+        check_compression(kafka.get("compression_type", KAFKA_DEFAULTS.compression_type))
     except ValueError as error:
         raise ConfigError(f"kafka.compression_type: {error}") from None
 

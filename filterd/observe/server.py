@@ -37,12 +37,10 @@ from filterd.observe.connections import Connections, connection_cap
 from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
-from filterd.service.config import Observe
+from filterd.service.config import DEFAULTS, Observe
 from filterd.service.hosts import AllowedHosts
 
 JSON = "application/json"
-MAX_CONNECTIONS = 64
-REQUEST_SECONDS = 5.0
 BACKLOG = 1024  # the kernel's queue of connections not yet accepted: a burst waits there
 # connections accepted in one turn of the loop, at most, and at most half the limit: a
 # connection is read in the turn after its accept, before a burst can count it the oldest waiting
@@ -100,9 +98,9 @@ class ObserveServer:
         metrics: Metrics,
         health: Health,
         port: int,
-        host: str = "127.0.0.1",
-        max_connections: int = MAX_CONNECTIONS,
-        request_seconds: float = REQUEST_SECONDS,
+        host: str = DEFAULTS.observe.metrics_host,
+        max_connections: int = DEFAULTS.observe.metrics_max_connections,
+        request_seconds: float = DEFAULTS.observe.metrics_request_seconds,
         allowed_hosts: Sequence[str] = (),
     ) -> None:
         self.metrics = metrics

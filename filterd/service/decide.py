@@ -18,7 +18,7 @@ alike, and refuse one alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -29,8 +29,9 @@ from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.fusion import DecisionModel, build_model, with_weights
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
+from filterd.service.config import DEFAULTS, Config
 from filterd.service.records import Content, Decision, Message, RecordError, decode
-from filterd.tokenize import Tokenizer, Tokens
+from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens
 from filterd.tokenize.limits import BAD_MESSAGE, INTERNAL_ERROR
 
 UNDECIDED = "unknown"  # the label of decisions taken before the model is ready
@@ -77,7 +78,7 @@ class ThresholdSetting:
 
 
 def scoring_model(
-    stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = 20
+    stats: Statistics, spec: ModelSpec, target_class: str, min_docs: int = DEFAULTS.model.min_docs
 ) -> DecisionModel:
     """The target-vs-rest model the daemon decides with, or NotReady."""
     check_ready(stats.labels, stats.D.tolist(), target_class, min_docs)
@@ -85,7 +86,10 @@ def scoring_model(
 
 
 def check_ready(
-    labels: Sequence[str], docs: Sequence[int], target_class: str, min_docs: int = 20
+    labels: Sequence[str],
+    docs: Sequence[int],
+    target_class: str,
+    min_docs: int = DEFAULTS.model.min_docs,
 ) -> None:
     """NotReady unless every class has `min_docs` learned documents and `target_class` is one."""
     reason = not_ready(labels, docs, min_docs)
@@ -100,6 +104,22 @@ def decision_scores(model: DecisionModel, batch: DocBatch) -> npt.NDArray[np.flo
     return model.score(batch).binary()
 
 
+def tokenizer_of(config: Config, options: TokenizerConfig | None = None) -> Tokenizer:
+    """The tokenizer of every command that tokenizes (the daemon's scorer and learner, `filterd
+    score`, `learn`, `evaluate` and `tune`, the API's checks, the demo): the configured limits
+    over `options` (the evaluation commands' token options; none by default), so that a message
+    gives the same tokens whichever reads it."""
+    limits = config.limits
+    return Tokenizer(
+        replace(
+            options or TokenizerConfig(),
+            max_token_length=limits.max_token_length,
+            max_tokens=limits.max_tokens,
+            max_bytes=limits.max_bytes,
+        )
+    )
+
+
 class Decider:
     """Tokenizes, scores and labels batches of messages; rebuilt model on `update(stats)`."""
 
@@ -107,14 +127,14 @@ class Decider:
         self,
         spec: ModelSpec,
         target_class: str,
-        min_docs: int = 20,
+        min_docs: int = DEFAULTS.model.min_docs,
         tokenizer: Tokenizer | None = None,
         explain_tokens: int = EXPLAIN_TOKENS,
     ) -> None:
         self.spec = spec
         self.target_class = target_class
         self.min_docs = min_docs
-        self.tokenizer = tokenizer or Tokenizer()
+        self.tokenizer = tokenizer or tokenizer_of(DEFAULTS)
         self.explain_tokens = explain_tokens
         self.model: DecisionModel | None = None
         self.model_version = 0

@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from filterd.tokenize import TokenizerConfig
+
 VERSION = 1
 # PostgreSQL text cannot hold NUL: an id or label with one could never be stored, and feedback
 # carrying one would be retried forever instead of dead-lettered.
@@ -173,7 +175,7 @@ class RecordError(ValueError):
         self.reason = reason
 
 
-def decode(data: bytes, kind: type[T], max_bytes: int = 1_000_000) -> T:
+def decode(data: bytes, kind: type[T], max_bytes: int = TokenizerConfig.max_bytes) -> T:
     """Decode and validate one JSON record, or raise RecordError (reasons: oversized,
     invalid_json, invalid_utf8, schema, too_deep)."""
     if len(data) > max_bytes:

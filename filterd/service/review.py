@@ -1,7 +1,7 @@
 """The review queue's rules: which decisions are queued for an analyst's label, and what of each
 message is kept for the analyst to judge it. Pure: the store keeps the items
 (`filterd.store.review`), the scorer decides which (`review_reasons`) and builds them
-(`queued_item`).
+(`queued_item`), one type from the scorer to the HTTP API (`ReviewItem`).
 
 A decision is queued for one of two reasons:
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -99,15 +99,31 @@ def review_reasons(
     ]
 
 
-@dataclass(frozen=True)
-class QueuedItem:
-    """One decision queued for review, as the store keeps it (`filterd.store.review`)."""
+class ReviewItem(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    """A decision queued for an analyst's review: one type from the scorer, which builds it
+    (`queued_item`), through the store, which keeps it (`filterd.store.review`), to
+    `filterd review`, the workbench and GET /v1/review, which read it back.
 
+    What the store adds are keys of this type, empty before: `id` and `queued_at` are null until
+    the item is stored (every item read back has both), `labelled` until a label for its message
+    is learned. `tokens` travel from the scorer to the store and back to `filterd review show`
+    alone: elsewhere they are null, and then left out of the JSON, so the API's answers never
+    hold them. `token_count` and `distance` are the same wherever the item is built.
+    """
+
+    id: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="The item's number in the queue; null only before the item is stored "
+            "(never in the API's answers)."
+        ),
+    ]
     message_id: str
     reason: Reason
     label: str  # the decision's
     score: float
     threshold: float
+    distance: float  # |score − threshold| (`distance_to_tau`): the smaller, the more it teaches
     model_version: int
     threshold_version: int | None
     subject: str | None  # at most SUBJECT_CHARS
@@ -116,17 +132,41 @@ class QueuedItem:
     attributes: dict[str, Any] | None  # None when its JSON exceeds MAX_ATTRIBUTE_BYTES
     explanation: list[tuple[str, float]]  # [(token, contribution), …]
     truncated: bool  # the decision was taken on what a limit let through
-    tokens: Sequence[str]  # the message's tokens, for learning a label given later
+    queued_at: Annotated[
+        datetime | None,
+        msgspec.Meta(
+            description="When the item was queued; null only before the item is stored (never "
+            "in the API's answers)."
+        ),
+    ]
+    token_count: int
+    labelled: str | None  # the label learned since, if any
+    tokens: Annotated[
+        list[str] | None,
+        msgspec.Meta(
+            description="The message's tokens, for learning a label given later: given by "
+            "`filterd review show`, never in the API's answers."
+        ),
+    ] = None
+
+
+def distance_to_tau(score: float, threshold: float) -> float:
+    """|score − τ|, a review item's `distance`: the smaller, the more a label tells the model.
+
+    >>> distance_to_tau(0.25, 0.5)
+    0.25
+    """
+    return abs(score - threshold)
 
 
 def queued_item(
     message: Message, decision: Decision, tokens: Tokens, reason: Reason, excerpt_chars: int
-) -> QueuedItem:
-    """The review item of `message` and its `decision`; `tokens` is the tokenizer's result for
-    the message, whose tokens the item keeps. Raw mail gives what the tokenizer read of it
-    (`Tokens.mail`): the subject and sender of its headers (else the message's own fields) and
-    an excerpt of its first text part (HTML as visible text); text gives its first
-    `excerpt_chars` characters.
+) -> ReviewItem:
+    """The review item of `message` and its `decision`, not yet stored; `tokens` is the
+    tokenizer's result for the message, whose tokens the item keeps (and counts). Raw mail gives
+    what the tokenizer read of it (`Tokens.mail`): the subject and sender of its headers (else
+    the message's own fields) and an excerpt of its first text part (HTML as visible text); text
+    gives its first `excerpt_chars` characters.
 
     >>> from datetime import UTC, datetime
     >>> from filterd.tokenize import tokenize
@@ -139,6 +179,10 @@ def queued_item(
     >>> item = queued_item(Message(id="m-1", text=mail, format="email"), d, tokens, "band", 8)
     >>> item.subject, item.sender, item.excerpt, item.tokens[:2]
     ('You won', 'Eve <eve@example.com>', 'Claim it', ['subject:you', 'subject:won'])
+    >>> item.id, item.queued_at, item.labelled, item.token_count == len(tokens.tokens)
+    (None, None, None, True)
+    >>> round(item.distance, 6)
+    0.01
     >>> text = Message(id="m-1", text="hello there", subject="Hi")
     >>> item = queued_item(text, d, tokenize({"text": "hello there"}), "random", 5)
     >>> item.subject, item.sender, item.excerpt, item.explanation
@@ -152,12 +196,14 @@ def queued_item(
     else:
         # a little more than the excerpt: cleaning may drop a few NULs
         excerpt = _clean((message.text or "")[: excerpt_chars + 64])
-    return QueuedItem(
+    return ReviewItem(
+        id=None,
         message_id=decision.message_id,
         reason=reason,
         label=decision.label,
         score=decision.score,
         threshold=decision.threshold,
+        distance=distance_to_tau(decision.score, decision.threshold),
         model_version=decision.model_version,
         threshold_version=decision.threshold_version,
         subject=_line(subject, SUBJECT_CHARS),
@@ -166,6 +212,9 @@ def queued_item(
         attributes=bounded_attributes(message.attributes),
         explanation=[(_clean(token), float(weight)) for token, weight in decision.explanation],
         truncated=decision.truncated,
+        queued_at=None,
+        token_count=len(tokens.tokens),
+        labelled=None,
         tokens=tokens.tokens,
     )
 

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem
 from filterd.store import (
     audit,
     backup,
@@ -49,7 +49,6 @@ from filterd.store.learning import Applied
 from filterd.store.models import ModelRef, ModelRows
 from filterd.store.parking import Parked
 from filterd.store.report import ModelReport, ModelSummary
-from filterd.store.review import ReviewEntry
 from filterd.store.undecodable import Undecodable
 
 if TYPE_CHECKING:  # scipy's statistics: not imported for a type
@@ -270,12 +269,12 @@ class ModelStore:
 
     # --- the review queue -------------------------------------------------------------------
 
-    def review_items(self, **filters: Unpack[review.Filters]) -> list[ReviewEntry]:
+    def review_items(self, **filters: Unpack[review.Filters]) -> list[ReviewItem]:
         """The queued items `filters` select, in their order (`filterd.store.review.Filters`)."""
         with translated():
             return review.list_items(self._engine, self.id, **filters)
 
-    def review_item(self, item_id: int) -> ReviewEntry | None:
+    def review_item(self, item_id: int) -> ReviewItem | None:
         """Queued item `item_id` with its tokens; None if there is no such item."""
         with translated():
             return review.get_item(self._engine, self.id, item_id)
@@ -507,6 +506,6 @@ class ModelTransaction:
         """Upsert the (message id, partition, offset) of decided messages."""
         decided.record_decided(self._conn, self.ref.id, decided_messages, now)
 
-    def queue_review(self, items: Sequence[QueuedItem], now: datetime) -> None:
+    def queue_review(self, items: Sequence[ReviewItem], now: datetime) -> None:
         """Queue decisions for an analyst's label."""
         review.queue_items(self._conn, self.ref.id, items, now)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict, Unpack
 
@@ -29,10 +28,11 @@ from sqlalchemy import (
     select,
 )
 
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem, distance_to_tau
 from filterd.store.bulk import insert_columns
 from filterd.store.expiry import delete_older
-from filterd.store.schema import FeedbackLedger, Holdout, ReviewItem
+from filterd.store.schema import FeedbackLedger, Holdout
+from filterd.store.schema import ReviewItem as ReviewRow  # the table; ReviewItem: its items
 from filterd.store.sql import among, as_utc, id_chunks
 
 Order = Literal["closest", "newest"]
@@ -64,10 +64,12 @@ def _token_count(data: bytes) -> int:
 
 
 def queue_items(
-    conn: Connection, model_id: int, items: Sequence[QueuedItem], now: datetime
+    conn: Connection, model_id: int, items: Sequence[ReviewItem], now: datetime
 ) -> None:
     """Queue `items` for the model with id `model_id`, queued at `now`, in the caller's
-    transaction: one statement for the batch."""
+    transaction: one statement for the batch. The items are the scorer's (`queued_item`), with
+    their tokens (ValueError without); their `id`, `queued_at` and `labelled` are the store's
+    to give when they are read back, and are not read here."""
     if not items:
         return
     queued = as_utc(now)
@@ -86,19 +88,25 @@ def queue_items(
         "attributes": [i.attributes for i in items],
         "explanation": [[list(pair) for pair in i.explanation] for i in items],
         "truncated": [i.truncated for i in items],
-        "tokens": [pack_tokens(i.tokens) for i in items],
+        "tokens": [_packed(i) for i in items],
         "queued_at": [queued] * len(items),
     }
-    insert_columns(conn, ReviewItem.__table__, columns)
+    insert_columns(conn, ReviewRow.__table__, columns)
+
+
+def _packed(item: ReviewItem) -> bytes:
+    if item.tokens is None:  # an item read back without them: queueing it would lose them
+        raise ValueError(f"review item of message {item.message_id!r} is queued without tokens")
+    return pack_tokens(item.tokens)
 
 
 def _labelled(model_id: int) -> Any:
     """Whether an item's message has a label in the ledger or the holdout of its model."""
     in_ledger = exists().where(
-        FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == ReviewItem.message_id
+        FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == ReviewRow.message_id
     )
     in_holdout = exists().where(
-        Holdout.model_id == model_id, Holdout.message_id == ReviewItem.message_id
+        Holdout.model_id == model_id, Holdout.message_id == ReviewRow.message_id
     )
     return or_(in_ledger, in_holdout)
 
@@ -111,17 +119,17 @@ def trim(engine: Engine, model_id: int, max_items: int) -> int:
         raise ValueError("review max_items must not be negative")
     with engine.begin() as conn:
         count = conn.execute(
-            select(func.count()).select_from(ReviewItem).where(ReviewItem.model_id == model_id)
+            select(func.count()).select_from(ReviewRow).where(ReviewRow.model_id == model_id)
         ).scalar_one()
         excess = count - max_items
         if excess <= 0:
             return 0
-        mine = ReviewItem.model_id == model_id
-        oldest = (ReviewItem.queued_at, ReviewItem.id)
-        labelled = select(ReviewItem.id).where(mine, _labelled(model_id)).order_by(*oldest)
+        mine = ReviewRow.model_id == model_id
+        oldest = (ReviewRow.queued_at, ReviewRow.id)
+        labelled = select(ReviewRow.id).where(mine, _labelled(model_id)).order_by(*oldest)
         deleted = _delete_ids(conn, labelled.limit(excess))
         if deleted < excess:
-            rest = select(ReviewItem.id).where(mine).order_by(*oldest).limit(excess - deleted)
+            rest = select(ReviewRow.id).where(mine).order_by(*oldest).limit(excess - deleted)
             deleted += _delete_ids(conn, rest)
     return deleted
 
@@ -132,7 +140,7 @@ def _delete_ids(conn: Connection, ids: Select[int]) -> int:
     deleted = 0
     for start in range(0, len(found), 500):
         chunk = found[start : start + 500]
-        deleted += conn.execute(delete(ReviewItem).where(ReviewItem.id.in_(chunk))).rowcount
+        deleted += conn.execute(delete(ReviewRow).where(ReviewRow.id.in_(chunk))).rowcount
     return deleted
 
 
@@ -148,69 +156,42 @@ def prune_items(
     """Delete the items of the model with id `model_id` queued more than `days` days ago (0:
     none), CHUNK per transaction (`filterd.store.expiry.delete_older`)."""
     return delete_older(
-        engine, model_id, ReviewItem.queued_at, [ReviewItem.id], days, CHUNK, now, pause, dry_run
+        engine, model_id, ReviewRow.queued_at, [ReviewRow.id], days, CHUNK, now, pause, dry_run
     )
 
 
-@dataclass(frozen=True)
-class ReviewEntry:
-    """A queued item as read back: its columns but the tokens, which are counted (and given by
-    `get_item`), and the label its message has been given since, if any."""
-
-    id: int
-    message_id: str
-    reason: str
-    label: str  # the decision's
-    score: float
-    threshold: float
-    model_version: int
-    threshold_version: int | None
-    subject: str | None
-    excerpt: str | None
-    sender: str | None
-    attributes: dict[str, Any] | None
-    explanation: list[tuple[str, float]]
-    truncated: bool
-    queued_at: datetime
-    token_count: int
-    labelled: str | None  # the label in the ledger or the holdout
-    tokens: list[str] | None = None  # `get_item` only
-
-    @property
-    def distance(self) -> float:
-        """|score − τ|: the smaller, the more a label tells the model."""
-        return abs(self.score - self.threshold)
-
-
-_COLUMNS = [c for c in ReviewItem.__table__.c if c.name not in ("model_id", "tokens", "queued_at")]
+_COLUMNS = [c for c in ReviewRow.__table__.c if c.name not in ("model_id", "tokens", "queued_at")]
 
 
 def _entries(model_id: int) -> Select[Any]:
     """Items of the model with their label, if given (an analyst's in the ledger first)."""
     label = func.coalesce(FeedbackLedger.label, Holdout.label).label("labelled")
     return (
-        select(*_COLUMNS, ReviewItem.queued_at, ReviewItem.tokens, label)
+        select(*_COLUMNS, ReviewRow.queued_at, ReviewRow.tokens, label)
         .outerjoin(
             FeedbackLedger,
             and_(
                 FeedbackLedger.model_id == model_id,
-                FeedbackLedger.message_id == ReviewItem.message_id,
+                FeedbackLedger.message_id == ReviewRow.message_id,
             ),
         )
         .outerjoin(
-            Holdout, and_(Holdout.model_id == model_id, Holdout.message_id == ReviewItem.message_id)
+            Holdout, and_(Holdout.model_id == model_id, Holdout.message_id == ReviewRow.message_id)
         )
-        .where(ReviewItem.model_id == model_id)
+        .where(ReviewRow.model_id == model_id)
     )
 
 
-def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewEntry:
+def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewItem:
+    """An item as read back: its columns, its tokens counted (and given, `with_tokens`), and
+    the label its message has been given since, if any."""
     values = row._asdict()
     tokens = values.pop("tokens")
     values["explanation"] = [(str(token), float(weight)) for token, weight in values["explanation"]]
     values["queued_at"] = as_utc(values["queued_at"])
-    return ReviewEntry(
+    return ReviewItem(
         **values,
+        distance=distance_to_tau(values["score"], values["threshold"]),
         token_count=_token_count(tokens),
         tokens=unpack_tokens(tokens) if with_tokens else None,
     )
@@ -238,7 +219,7 @@ class Filters(TypedDict, total=False):
     model_version: int | None
 
 
-def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> list[ReviewEntry]:
+def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> list[ReviewItem]:
     """The queued items of the model with id `model_id` that `filters` select, in their order."""
     order = filters.get("order", "closest")
     if order not in ORDERS:
@@ -250,43 +231,43 @@ def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> lis
     with engine.connect() as conn:
         # the page's ids first, ordered on narrow rows; then their columns: sorting whole rows
         # (excerpts, tokens) of a full queue would cost more than the page itself
-        query = select(ReviewItem.id).where(ReviewItem.model_id == model_id)
+        query = select(ReviewRow.id).where(ReviewRow.model_id == model_id)
         if reason is not None:
-            query = query.where(ReviewItem.reason == reason)
+            query = query.where(ReviewRow.reason == reason)
         if label is not None:
-            query = query.where(ReviewItem.label == label)
+            query = query.where(ReviewRow.label == label)
         if message_id is not None:
-            query = query.where(ReviewItem.message_id == message_id)
+            query = query.where(ReviewRow.message_id == message_id)
         if min_score is not None:
-            query = query.where(ReviewItem.score >= min_score)
+            query = query.where(ReviewRow.score >= min_score)
         if max_score is not None:
-            query = query.where(ReviewItem.score <= max_score)
+            query = query.where(ReviewRow.score <= max_score)
         if since is not None:
-            query = query.where(ReviewItem.queued_at >= as_utc(since))
+            query = query.where(ReviewRow.queued_at >= as_utc(since))
         if until is not None:
-            query = query.where(ReviewItem.queued_at < as_utc(until))
+            query = query.where(ReviewRow.queued_at < as_utc(until))
         if model_version is not None:
-            query = query.where(ReviewItem.model_version == model_version)
+            query = query.where(ReviewRow.model_version == model_version)
         if not filters.get("include_labelled", False):
             query = query.where(~_labelled(model_id))
         ordering: tuple[Any, ...]
         if order == "closest":
-            ordering = (func.abs(ReviewItem.score - ReviewItem.threshold), ReviewItem.id)
+            ordering = (func.abs(ReviewRow.score - ReviewRow.threshold), ReviewRow.id)
         else:
-            ordering = (ReviewItem.queued_at.desc(), ReviewItem.id.desc())
+            ordering = (ReviewRow.queued_at.desc(), ReviewRow.id.desc())
         limit, offset = filters.get("limit", 50), filters.get("offset", 0)
         page = query.order_by(*ordering).limit(limit).offset(offset or None).subquery()
         rows = conn.execute(
-            _entries(model_id).join(page, page.c.id == ReviewItem.id).order_by(*ordering)
+            _entries(model_id).join(page, page.c.id == ReviewRow.id).order_by(*ordering)
         ).all()
     return [_entry(row) for row in rows]
 
 
-def get_item(engine: Engine, model_id: int, item_id: int) -> ReviewEntry | None:
+def get_item(engine: Engine, model_id: int, item_id: int) -> ReviewItem | None:
     """Item `item_id` of the model with id `model_id`, with its tokens; None if the model has no
     such item."""
     with engine.connect() as conn:
-        query = _entries(model_id).where(ReviewItem.id == item_id)
+        query = _entries(model_id).where(ReviewRow.id == item_id)
         row = conn.execute(query).one_or_none()
     return None if row is None else _entry(row, with_tokens=True)
 
@@ -298,9 +279,9 @@ def tokens_of(conn: Connection, model_id: int, message_ids: Sequence[str]) -> di
     found: dict[str, list[str]] = {}
     for chunk in id_chunks(conn, list(dict.fromkeys(message_ids))):
         rows = conn.execute(
-            select(ReviewItem.message_id, ReviewItem.tokens)
-            .where(ReviewItem.model_id == model_id, among(ReviewItem.message_id, chunk))
-            .order_by(ReviewItem.queued_at, ReviewItem.id)
+            select(ReviewRow.message_id, ReviewRow.tokens)
+            .where(ReviewRow.model_id == model_id, among(ReviewRow.message_id, chunk))
+            .order_by(ReviewRow.queued_at, ReviewRow.id)
         )
         packed = {row[0]: row[1] for row in rows}  # the newest comes last: it stays
         found.update({message_id: unpack_tokens(data) for message_id, data in packed.items()})

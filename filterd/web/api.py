@@ -3,17 +3,19 @@ with them, responses encode from them, and the OpenAPI document (`filterd.web.op
 generated from them with the record types of `schemas/` (`filterd.service.records`).
 
 Messages and decisions are the public records themselves (`Message`, `Decision`): a message
-checked over HTTP is validated exactly as one read from the messages topic.
+checked over HTTP is validated exactly as one read from the messages topic. A review item is the
+one the scorer queued and the store keeps (`filterd.service.review.ReviewItem`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 from filterd.service.records import WITHOUT_NUL, Content, Decision, Id, Label, Message
+from filterd.service.review import ReviewItem
 
 CHECK_BATCH = 100  # messages per POST /v1/check, at most: a check is synchronous
 REVIEW_LIMIT = 500  # items per GET /v1/review, at most
@@ -63,29 +65,6 @@ class FeedbackAccepted(msgspec.Struct, kw_only=True):
     label: str
     analyst: str
     topic: str
-
-
-class ReviewItem(msgspec.Struct, kw_only=True):
-    """A decision queued for review (`filterd review show`), its tokens counted."""
-
-    id: int
-    message_id: str
-    reason: str  # band | random
-    label: str  # the decision's
-    score: float
-    threshold: float
-    distance: float  # |score − threshold|: the smaller, the more a label teaches
-    model_version: int
-    threshold_version: int | None
-    subject: str | None
-    excerpt: str | None
-    sender: str | None
-    attributes: dict[str, Any] | None
-    explanation: list[tuple[str, float]]
-    truncated: bool
-    queued_at: datetime
-    token_count: int
-    labelled: str | None  # the label learned since, if any
 
 
 class ReviewPage(msgspec.Struct, kw_only=True):

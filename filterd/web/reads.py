@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
+from filterd.service.review import ReviewItem
 from filterd.store.drift import Delivered
-from filterd.store.review import ReviewEntry
 from filterd.store.sql import as_utc
 from filterd.store.thresholds import ThresholdVersion
 from filterd.web.api import (
@@ -26,7 +26,6 @@ from filterd.web.api import (
     LabelEvent,
     ModelInfo,
     Provenance,
-    ReviewItem,
     ReviewPage,
     ReviewQuery,
     Scoring,
@@ -60,12 +59,12 @@ def review_query(params: Mapping[str, str]) -> ReviewQuery:
 
 def review_page(context: WebContext, query: ReviewQuery) -> ReviewPage:
     """The review queue of the configured model as `query` filters and orders it."""
-    return ReviewPage(items=[review_item(e) for e in queue_entries(context, query)])
+    return ReviewPage(items=queue_entries(context, query))
 
 
 def queue_entries(
     context: WebContext, query: ReviewQuery, offset: int | None = None, limit: int | None = None
-) -> list[ReviewEntry]:
+) -> list[ReviewItem]:
     """The queue's items as `query` filters and orders them: `limit` of them from `offset`
     (the query's own, unless given)."""
     return context.model.review_items(
@@ -81,11 +80,6 @@ def queue_entries(
         model_version=query.model_version,
         offset=query.offset if offset is None else offset,
     )
-
-
-def review_item(entry: ReviewEntry) -> ReviewItem:
-    values = {k: v for k, v in vars(entry).items() if k != "tokens"}
-    return ReviewItem(**values, distance=entry.distance)
 
 
 def decision_info(context: WebContext, message_id: str) -> DecisionInfo:
@@ -124,7 +118,7 @@ def decision_info(context: WebContext, message_id: str) -> DecisionInfo:
     return DecisionInfo(
         message_id=message_id,
         provenance=provenance,
-        review=[review_item(e) for e in items],
+        review=items,
         labels=labels,
     )
 

@@ -26,11 +26,10 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from filterd.observe.connections import Connections, connection_cap
+from filterd.service.config import DEFAULTS
 
 STOP_SECONDS = 3  # from stop() to the server thread's end, at the most
 START_SECONDS = 10.0
-MAX_CONNECTIONS = 1000
-REQUEST_SECONDS = 10.0
 KEEP_ALIVE_SECONDS = 5
 # connections accepted in one turn of the event loop (and the kernel's queue of connections not
 # yet accepted): a burst of accepts holds file descriptors until the turn ends, and a connection
@@ -116,10 +115,10 @@ class HttpServer:
     def __init__(
         self,
         app: ASGIApp,
-        host: str = "127.0.0.1",
+        host: str = DEFAULTS.http.host,
         port: int = 0,
-        max_connections: int = MAX_CONNECTIONS,
-        request_seconds: float = REQUEST_SECONDS,
+        max_connections: int = DEFAULTS.http.max_connections,
+        request_seconds: float = DEFAULTS.http.request_seconds,
     ) -> None:
         self.app, self.host, self.port = app, host, port
         self.max_connections, self.request_seconds = max_connections, request_seconds

@@ -17,12 +17,11 @@ from datetime import datetime
 from typing import Any
 
 from filterd.evaluation.calibration import CalibrationError
-from filterd.jobs.calibrate import CalibrationReport, calibrate_model
-from filterd.service.config import parse_duration
+from filterd.jobs.calibrate import CalibrationReport, calibrate_configured
 from filterd.service.decide import NotReady
+from filterd.service.review import ReviewItem
 from filterd.store.drift import DriftPoint
 from filterd.store.labels import Event
-from filterd.store.review import ReviewEntry
 from filterd.web import charts
 from filterd.web.api import ModelInfo, ReviewQuery
 from filterd.web.context import WebContext
@@ -35,7 +34,7 @@ SERIES_BUCKETS = 20  # points of the drift charts
 
 @dataclass(frozen=True)
 class QueueRow:
-    entry: ReviewEntry
+    entry: ReviewItem
     position: int  # in the queue as filtered and ordered: for j/k on the message page
 
     @property
@@ -80,7 +79,7 @@ class Neighbours:
 @dataclass(frozen=True)
 class MessageView:
     message_id: str
-    item: ReviewEntry | None  # the newest review item of the message, with its tokens
+    item: ReviewItem | None  # the newest review item of the message, with its tokens
     provenance: tuple[str, int, int] | None  # topic, partition, offset
     events: list[Event]
     labels: list[str]
@@ -102,7 +101,10 @@ def message_view(
     newest = model.review_items(
         limit=1, include_labelled=True, order="newest", message_id=message_id
     )
-    item = model.review_item(newest[0].id) if newest else None
+    item = None
+    if newest:
+        assert newest[0].id is not None  # every item read back has its id
+        item = model.review_item(newest[0].id)
     where = model.where_decided([message_id]).get(message_id)
     events = list(model.events(message_id=message_id, limit=AUDIT_LIMIT))
     if item is None and where is None and not events:
@@ -244,22 +246,13 @@ def calibrate(context: WebContext, target_recall: float, analyst: str | None) ->
     """The configured calibration at `target_recall`: a dry run when `analyst` is None (the
     preview), else a written version created by "workbench:<analyst>". Refusals (guardrails,
     a model not ready, too few labels) are returned, not raised."""
-    config = context.config
-    c = config.calibration
     try:
-        report = calibrate_model(
+        report = calibrate_configured(
             context.model,
-            config.decision.target_class,
-            target_recall,
-            window=parse_duration(c.window),
-            conservative=c.conservative,
-            min_positives=c.min_positives or None,
-            max_auc_drop=c.max_auc_drop,
-            min_docs=config.model.min_docs,
-            source=c.source,
-            step=c.step,
+            context.config,
+            f"workbench:{analyst}",
             dry_run=analyst is None,
-            created_by=f"workbench:{analyst}",
+            target_recall=target_recall,
         )
     except CalibrationError as error:  # the guardrails' refusals among them
         return Calibrated(target_recall, None, "", str(error))

@@ -5,6 +5,7 @@ import re
 import sqlite3
 import sys
 from datetime import UTC, datetime, timedelta
+from inspect import signature
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from click.testing import CliRunner, Result
 from filterd.bayes.model import ModelSpec
 from filterd.cli.calibration import calibrate_command
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.service.config import parse_duration
+from filterd.jobs.calibrate import calibrate_classes
+from filterd.service.config import DEFAULTS, parse_duration
 from filterd.store.drift import Scored
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
@@ -320,3 +322,16 @@ def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refus
     assert line.startswith("Error: refused for 'spam': too few positives: 0 'spam' items")
     assert "recorded by `filterd run`" in line
     assert threshold_in_force(held(db)).version == 1
+
+
+def test_the_command_and_the_job_default_to_the_declared_settings() -> None:
+    """One default per setting: `filterd calibrate`, the calibration job and `filterd run`
+    (the configuration) calibrate alike unless told otherwise."""
+    job = {name: p.default for name, p in signature(calibrate_classes).parameters.items()}
+    command = {p.name: p.default for p in calibrate_command.params}
+    c = DEFAULTS.calibration
+    for key in ("source", "step", "max_auc_drop"):
+        assert job[key] == command[key] == getattr(c, key), key
+    assert job["min_docs"] == command["min_docs"] == DEFAULTS.model.min_docs
+    assert command["target_recall"] == DEFAULTS.decision.target_recall
+    assert command["target_classes"] == (DEFAULTS.decision.target_class,)

@@ -1,6 +1,5 @@
 """`filterd config example` and `filterd config show`."""
 
-import dataclasses
 import json
 import tomllib
 from pathlib import Path
@@ -8,22 +7,24 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from filterd.cli import main
-from filterd.service.config import Config, load
+from filterd.service.config import DEFAULTS
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["config", *args], env=env)
 
 
-def test_the_example_configuration_is_every_default() -> None:
+def test_the_example_configuration_is_every_declared_key_with_its_default() -> None:
     result = run("example")
     assert result.exit_code == 0, result.output
     example = tomllib.loads(result.stdout)
-    assert set(example) == set(Config.__dataclass_fields__)
-    defaults = dataclasses.asdict(load(None, environ={}))
-    for section, values in example.items():
-        for key, value in values.items():
-            assert value == defaults[section][key], f"{section}.{key}"
+    declared = DEFAULTS.sections()
+    assert set(example) == set(declared)
+    for section, keys in declared.items():
+        for key, default in keys.items():
+            assert key in example[section], f"{section}.{key} is missing from the example"
+            assert example[section][key] == default, f"{section}.{key}"
+        assert set(example[section]) == set(keys), f"[{section}] has keys nothing declares"
 
 
 def test_the_shipped_files_are_listed_and_printed() -> None:

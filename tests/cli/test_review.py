@@ -16,16 +16,17 @@ from click.testing import CliRunner, Result
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.service.records import Feedback, decode
-from filterd.service.review import QueuedItem, Reason
+from filterd.service.review import Reason, ReviewItem
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from tests.daemon.conftest import read_all
+from tests.queued import queued
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 class ItemFields(TypedDict, total=False):
-    """The other fields of a `QueuedItem`, given or defaulted by `item`."""
+    """The other fields of a `ReviewItem`, given or defaulted by `item`."""
 
     sender: str
     attributes: dict[str, Any]
@@ -40,13 +41,12 @@ def item(
     subject: str | None = None,
     excerpt: str | None = None,
     **fields: Unpack[ItemFields],
-) -> QueuedItem:
-    return QueuedItem(
-        message_id=message_id,
-        reason=reason,
-        label="spam",
-        score=score,
+) -> ReviewItem:
+    return queued(
+        message_id,
+        score,
         threshold=0.5,
+        reason=reason,
         model_version=4,
         threshold_version=2,
         subject=subject,
@@ -54,7 +54,6 @@ def item(
         sender=fields.get("sender"),
         attributes=fields.get("attributes"),
         explanation=fields.get("explanation", [("win", 1.5)]),
-        truncated=False,
         tokens=fields.get("tokens", ["win", "prize"]),
     )
 
@@ -153,6 +152,12 @@ def test_list_json_has_every_field_but_the_tokens(store: str) -> None:
     assert (first["token_count"], first["labelled"], first["reason"]) == (3, None, "band")
     assert datetime.fromisoformat(first["queued_at"]) == NOW - timedelta(hours=2)
     assert "tokens" not in first
+
+
+def test_list_json_gives_an_item_with_the_keys_of_the_api(store: str) -> None:
+    first = json.loads(lines(run("list", "--db", store, "--json"))[0])
+    assert set(first) == set(ReviewItem.__struct_fields__) - {"tokens"}  # GET /v1/review's
+    assert first["distance"] == pytest.approx(0.02)  # |0.52 − 0.5|
 
 
 def test_show_gives_everything_stored_and_the_label_history(store: str) -> None:

@@ -6,11 +6,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import structlog
 from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.cli.corpus_files import write_corpus
+from filterd.cli.daemon import loaded_model
+from filterd.daemon.settings import load_settings
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.records import Message
 from filterd.store.database import head as database_head
 
 
@@ -218,15 +222,13 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from filterd.service.review import QueuedItem
     from filterd.store.handle import Store
+    from tests.queued import queued
 
     db = learned_store(tmp_path, 50)
     model = Store.open(db).model("default")
     now = datetime.now(UTC)
-    item = QueuedItem(
-        "q", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
-    )
+    item = queued("q", 0.1, 0.0, ["a"])
     with model.transaction() as writing:
         writing.record_decided([("old", 0, 1)], now - timedelta(days=4))
         writing.record_decided([("new", 0, 2)], now - timedelta(days=2))
@@ -577,3 +579,28 @@ def test_on_a_terminal_a_downgrade_asks_first(tmp_path: Path, answer: str, revis
     assert current.stdout.strip() == (
         revision if answer == "n" else "not migrated: run `filterd db upgrade`"
     ), (current.output, current.exception)
+
+
+def test_learn_reads_a_message_into_the_tokens_the_scorer_reads_under_the_same_limits(
+    tmp_path: Path,
+) -> None:
+    """`filterd learn` and the daemon's scorer (the path of `filterd run` and `filterd score`)
+    build their tokenizer from the same settings: a configured [limits] section shapes the
+    tokens each reads from one message alike."""
+    settings = tmp_path / "filterd.toml"
+    settings.write_text("[limits]\nmax_token_length = 6\nmax_tokens = 12\n")
+    db = new_store(tmp_path)
+    text = "an extraordinarily persuasive offer " + " ".join(f"w{i}" for i in range(30))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "m1", "text": text, "label": "spam"}) + "\n")
+    learned = run(
+        "learn", str(corpus), "--db", db, "--config", str(settings), "--holdout-fraction", "0"
+    )
+    assert learned.exit_code == 0, learned.output
+    config = load_settings(settings, environ={}, overrides={"database.url": db})
+    state = loaded_model(config, structlog.get_logger(), create_store=False)
+    assert state.decider is not None  # made by the load
+    (scored,) = state.decider.tokens([Message(id="m1", text=text)])
+    assert len(scored.tokens) == 12 and any(t.startswith("skip:") for t in scored.tokens)
+    stats, _ = state.model.load()
+    assert set(stats.vocab.keys.tolist()) == set(stats.hasher.keys(scored.tokens).tolist())

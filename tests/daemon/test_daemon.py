@@ -386,6 +386,11 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
     )
     written = threshold_in_force(held)
     assert written.weights is not None and written.weights != fusion.INITIAL_WEIGHTS
+    stats, change = held.load()
+    daemon.wait_for(
+        lambda: daemon.metric("filterd_model_version") >= change,
+        what="the scorer synced to the last label",
+    )
 
     fresh = stream[3000:3200]
     produce(kafka_config, topics["messages"], messages_of(fresh))
@@ -393,9 +398,12 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         valid("decision", r.value)
         for r in read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= len(fresh))
     ]
-    in_force = [d for d in decisions if d["threshold_version"] == written.version]
+    in_force = [
+        d
+        for d in decisions
+        if d["threshold_version"] == written.version and d["model_version"] == change
+    ]
     assert len(in_force) > len(fresh) // 2
-    stats, _ = held.load()
     model = fusion.with_weights(scoring_model(stats, fusion_spec(), "spam"), written.weights)
     by_id = {r["id"]: r for r in fresh}
     texts = [by_id[d["message_id"]]["text"].split() for d in in_force]

@@ -16,7 +16,7 @@ from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
-from filterd.service.review import QueuedItem
+from filterd.service.review import ReviewItem
 from tests.service.test_decide import trained
 
 SIZE = 200_000
@@ -35,7 +35,7 @@ READ = {
 }
 
 
-def scorer_path(decider: Decider, payloads: list[bytes]) -> tuple[Decided, list[QueuedItem]]:
+def scorer_path(decider: Decider, payloads: list[bytes]) -> tuple[Decided, list[ReviewItem]]:
     result = decide_payloads(decider, ThresholdSetting(), payloads, max_bytes=1_000_000)
     return result, queue_for_review(result, QUEUE_ALL)
 
@@ -88,4 +88,4 @@ def test_the_review_item_of_a_hostile_mail_keeps_what_a_person_reads(
     assert size <= len(payload) < 1_000_000
     result, (item,) = scorer_path(decider, [payload])
     assert (item.subject, item.sender, item.excerpt) == READ[family]
-    assert list(item.tokens) == result.tokens[0].tokens
+    assert item.tokens == result.tokens[0].tokens

@@ -276,7 +276,7 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config: Confi
 
 
 def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config: Config) -> None:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from filterd.daemon.supervisor import Daemon
     from filterd.kafka.settings import RECORD_OVERHEAD_BYTES
@@ -386,9 +386,7 @@ def test_the_kafka_timestamp_is_when_the_feedback_was_received() -> None:
     assert received_at(SimpleNamespace()) is None
 
 
-def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_its_event_and_its_parking() -> (
-    None
-):
+def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_event_and_parking() -> None:
     from dataclasses import fields
     from types import SimpleNamespace
 

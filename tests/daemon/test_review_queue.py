@@ -6,8 +6,9 @@ when Kafka no longer holds the message."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.service.config import Config, Review

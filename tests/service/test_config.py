@@ -1,8 +1,9 @@
 from pathlib import Path
 
 import pytest
+from msgspec import inspect
 
-from filterd.service.config import Config, ConfigError, load
+from filterd.service.config import Config, ConfigError, declared, load
 
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "filterd.toml"
 
@@ -90,11 +91,6 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         ),
         ("", {"FILTERD_MODEL_PARAMS": "{ s = 0 }"}, "model.params.s: .* 0 (must be a number > 0)"),
         ("[decision\n", {}, "not valid TOML"),
-        (
-            "[kafka]\ncompression_type = 'brotli'\n",
-            {},
-            "kafka.compression_type: 'brotli' is not one of",
-        ),
         ("", {"FILTERD_HTTP_SESSION_SECRET": "short"}, "http.session_secret: must be at least 32"),
         ("[http]\nsession_hours = 0\n", {}, "http.session_hours"),
         ("[http]\nmax_connections = 0\n", {}, "http.max_connections: must be at least 1"),
@@ -185,3 +181,60 @@ def test_a_password_in_the_database_url_never_shows(url: str, shown: str) -> Non
     config = load(None, {"FILTERD_DATABASE_URL": url})
     assert config.public()["database"]["url"] == shown and "hunter2" not in str(config.public())
     assert config.database.url == url  # the driver still gets it
+
+
+def _outside(kind: inspect.IntType | inspect.FloatType) -> float | None:
+    """A value just outside a declared numeric range (None when it has no bound)."""
+    if kind.ge is not None:
+        return kind.ge - 1
+    if kind.gt is not None:
+        return kind.gt
+    if kind.le is not None:
+        return kind.le + 1
+    return kind.lt
+
+
+BOUNDED = [
+    (section, key, _outside(kind))
+    for section, keys in declared().items()
+    for key, declaration in keys.items()
+    for kind in [declaration.type if isinstance(declaration, inspect.Metadata) else declaration]
+    if isinstance(kind, inspect.IntType | inspect.FloatType) and _outside(kind) is not None
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value"), BOUNDED)
+def test_every_declared_range_stops_start_up_with_one_line_naming_the_key(
+    section: str, key: str, value: float
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(None, {}, {f"{section}.{key}": value})
+    assert str(raised.value).startswith(f"{section}.{key}: must ")
+    assert "\n" not in str(raised.value)
+
+
+def test_a_range_message_says_what_a_special_value_means() -> None:
+    with pytest.raises(
+        ConfigError, match=r"^intervals.calibrate_seconds: must not be negative \(0: off\)$"
+    ):
+        load(None, {"FILTERD_INTERVALS_CALIBRATE_SECONDS": "-1"})
+    with pytest.raises(ConfigError, match=r"^observe.log_format: must be console or json$"):
+        load(None, {"FILTERD_OBSERVE_LOG_FORMAT": "xml"})
+
+
+def test_a_value_of_the_wrong_type_names_where_it_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text("[batches]\npoll_records = 2.5\n")
+    with pytest.raises(
+        ConfigError, match=rf"^{path}: batches.poll_records: expected int, got 2.5$"
+    ):
+        load(path, {})
+    with pytest.raises(ConfigError, match=r"^option model.params: expected table, got 'x'$"):
+        load(None, {}, {"model.params": "x"})
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable FILTERD_BATCHES_FEEDBACK \(batches.feedback\): expected int",
+    ):
+        load(None, {"FILTERD_BATCHES_FEEDBACK": "many"})
+    with pytest.raises(ConfigError, match="^model.labels: must be a list of label strings$"):
+        load(None, {"FILTERD_MODEL_LABELS": '["spam", ""]'})

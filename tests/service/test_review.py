@@ -19,8 +19,8 @@ from filterd.service.review import (
     MAX_ATTRIBUTE_BYTES,
     SENDER_CHARS,
     SUBJECT_CHARS,
-    QueuedItem,
     Reason,
+    ReviewItem,
     in_random_share,
     queued_item,
     review_reason,
@@ -60,7 +60,7 @@ def decision(
 
 def item_of(
     message: Message, excerpt_chars: int, reason: Reason = "band", decided: Decision | None = None
-) -> QueuedItem:
+) -> ReviewItem:
     """The review item of `message` as the scorer builds it: from the tokenizer's result."""
     tokens = Tokenizer()(message_fields(message))
     return queued_item(message, decided or decision(), tokens, reason, excerpt_chars)
@@ -162,8 +162,9 @@ def test_text_message_keeps_its_first_characters_and_its_own_fields() -> None:
     )
     assert (item.model_version, item.threshold_version, item.truncated) == (7, 2, False)
     assert item.explanation == [("win", 1.5), ("cash", 0.75)]
-    assert list(item.tokens) == Tokenizer()(message_fields(message)).tokens
-    assert list(item.tokens[:2]) == ["subject:parcel", "from:id:+447700900123"]
+    tokens = Tokenizer()(message_fields(message)).tokens
+    assert item.tokens == tokens
+    assert tokens[:2] == ["subject:parcel", "from:id:+447700900123"]
     assert item_of(Message(id="e", text=""), 20, "random").excerpt is None
 
 

@@ -13,7 +13,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
-from filterd.service.review import QueuedItem
 from filterd.store.drift import Scored
 from filterd.store.errors import (
     ModelExists,
@@ -27,6 +26,7 @@ from filterd.store.errors import (
 from filterd.store.handle import Store
 from filterd.store.labels import Event, LabelledTokens
 from filterd.store.parking import Parked
+from tests.queued import queued, stored_id
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
@@ -57,9 +57,7 @@ def test_a_model_is_looked_up_once_and_every_operation_goes_by_its_id(store: Sto
         LabelledTokens(f"m{i}", "spam" if i % 2 else "ham", ["win", f"w{i}"]) for i in range(8)
     ]
     model.learn(labels, holdout_fraction=0.25, now=T0)
-    item = QueuedItem(
-        "q1", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
-    )
+    item = queued("q1", 0.1, 0.0, ["a"])
     with model.transaction() as writing:
         writing.record_decided([("q1", 0, 7)], T0)
         writing.queue_review([item], T0)
@@ -73,7 +71,7 @@ def test_a_model_is_looked_up_once_and_every_operation_goes_by_its_id(store: Sto
     assert model.sync(stats, seq) == seq
     (entry,) = model.review_items()
     read = [
-        model.review_item(entry.id),
+        model.review_item(stored_id(entry)),
         model.review_tokens(["q1"]),
         model.where_decided(["q1"]),
         list(model.events(message_id="m1")),

@@ -8,7 +8,6 @@ from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
-from filterd.service.review import QueuedItem
 from filterd.store.drift import Scored
 from filterd.store.errors import ModelChanged, UnknownModel
 from filterd.store.handle import ModelStore, Store
@@ -16,6 +15,7 @@ from filterd.store.labels import LabelledTokens
 from filterd.store.models import model_tables
 from filterd.store.parking import Parked
 from filterd.store.schema import ModelRow
+from tests.queued import queued
 
 FEEDBACK = [
     LabelledTokens(f"m{i}", "spam" if i % 3 == 0 else "ham", f"word{i} common w{i % 5}".split())
@@ -35,9 +35,7 @@ def fill(store: Store, name: str) -> ModelStore:
         "test",
     )
     model.record_scores("spam", [Scored("m1", "ham", 0.1, 1)], keep=100)
-    item = QueuedItem(
-        "q1", "band", "spam", 0.1, 0.0, 1, None, None, "text", None, None, [], False, ["a"]
-    )
+    item = queued("q1", 0.1, 0.0, ["a"])
     with model.transaction() as writing:
         writing.record_decided([("m1", 0, 1)], datetime.now(UTC))
         writing.queue_review([item], datetime.now(UTC))

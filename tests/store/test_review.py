@@ -2,8 +2,7 @@
 closest to τ first), read back with their tokens, resolved by message id, trimmed (labelled items
 first, then the oldest) and pruned by age; on SQLite, and the round trip on PostgreSQL too."""
 
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,50 +11,25 @@ import pytest
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
-from filterd.service.review import QueuedItem, Reason
+from filterd.service.review import ReviewItem
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.review import pack_tokens, unpack_tokens
-from filterd.store.schema import ReviewItem
+from filterd.store.schema import ReviewItem as ReviewRow
+from tests.queued import queued as item
+from tests.queued import stored_id
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def item(
-    message_id: str,
-    score: float = 0.5,
-    threshold: float = 0.5,
-    reason: Reason = "band",
-    tokens: Sequence[str] = ("win", "cash"),
-    **fields: Any,
-) -> QueuedItem:
-    defaults = QueuedItem(
-        message_id,
-        reason,
-        "spam",
-        score,
-        threshold,
-        3,
-        1,
-        None,
-        None,
-        None,
-        None,
-        [("win", 1.25)],
-        False,
-        list(tokens),
-    )
-    return replace(defaults, **fields)
-
-
-def queue(model: ModelStore, items: list[QueuedItem], now: datetime = T0) -> None:
+def queue(model: ModelStore, items: list[ReviewItem], now: datetime = T0) -> None:
     with model.transaction() as writing:
         writing.queue_review(items, now)
 
 
 def count(model: ModelStore) -> int:
     with model.store.engine.connect() as conn:
-        return conn.execute(select(func.count()).select_from(ReviewItem)).scalar_one()
+        return conn.execute(select(func.count()).select_from(ReviewRow)).scalar_one()
 
 
 def learn(model: ModelStore, message_id: str, label: str, fraction: float = 0.0) -> None:
@@ -96,7 +70,7 @@ def test_round_trip_on_each_database(store: Store) -> None:
     queue(model, [full, item("m-2", score=0.9, reason="random")], now=T0)
     entries = model.review_items()
     assert [e.message_id for e in entries] == ["m-1", "m-2"]
-    got = model.review_item(entries[0].id)
+    got = model.review_item(stored_id(entries[0]))
     assert got is not None
     assert (got.subject, got.excerpt, got.sender) == (full.subject, full.excerpt, full.sender)
     assert got.attributes == {"channel": "sms", "n": [1, 2]}
@@ -141,9 +115,9 @@ def test_get_item_of_another_model_or_unknown_id_is_none(model: ModelStore) -> N
     other = model.store.create_model("other", ModelSpec("mnb"), seed=2)
     queue(other, [item("a")])
     (entry,) = other.review_items()
-    assert other.review_item(entry.id) is not None
-    assert model.review_item(entry.id) is None
-    assert other.review_item(entry.id + 1000) is None
+    assert other.review_item(stored_id(entry)) is not None
+    assert model.review_item(stored_id(entry)) is None
+    assert other.review_item(stored_id(entry) + 1000) is None
 
 
 def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(
@@ -179,6 +153,15 @@ def test_trim_removes_labelled_items_first_then_the_oldest(model: ModelStore) ->
     still = [e.message_id for e in model.review_items(include_labelled=True)]
     assert sorted(still) == ["b", "c"]  # the other labelled one, then the oldest
     assert model.trim_review(0) == 2 and count(model) == 0
+
+
+def test_an_item_read_back_without_its_tokens_is_not_queued_again(model: ModelStore) -> None:
+    queue(model, [item("a")])
+    (read_back,) = model.review_items()  # tokens counted, not read: None
+    with pytest.raises(ValueError, match="'a' is queued without tokens"):
+        queue(model, [item("b"), read_back])
+    assert [e.message_id for e in model.review_items()] == ["a"]  # the batch wrote nothing
+    assert model.review_tokens(["a"]) == {"a": ["win", "cash"]}
 
 
 def test_trim_counts_only_its_model(model: ModelStore) -> None:

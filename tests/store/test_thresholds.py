@@ -5,6 +5,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TypedDict, Unpack
 
 import numpy as np
@@ -21,7 +22,7 @@ from filterd.evaluation.corpus import Record
 from filterd.evaluation.guardrails import GuardrailError, default_min_positives
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
-from filterd.jobs.calibrate import calibrate_classes, calibrate_model
+from filterd.jobs import calibrate
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.drift import Scored
 from filterd.store.handle import ModelStore, Store
@@ -31,6 +32,9 @@ from filterd.store.schema import Threshold as ThresholdRow
 from filterd.tokenize import Tokenizer
 from tests.store.conftest import threshold_in_force
 
+# The holdout, unless a test names another source (the default is calibration.source's)
+calibrate_model = partial(calibrate.calibrate_model, source="holdout")
+calibrate_classes = partial(calibrate.calibrate_classes, source="holdout")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOLDOUT = 0.2
 # AUC ≈ 0.96: hard enough that τ matters; 3,000 messages leave ≈ 240 spam, 360 ham held out.

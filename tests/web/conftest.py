@@ -11,11 +11,11 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
+from msgspec.structs import replace
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
@@ -130,7 +130,7 @@ def serve() -> Iterator[Serve]:
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
 
-        from filterd.daemon.model_state import tokenizer_of
+        from filterd.service.decide import tokenizer_of
         from filterd.web.serving import Api
 
         api = Api(

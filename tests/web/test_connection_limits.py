@@ -10,10 +10,10 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 import structlog
+from msgspec.structs import replace
 from starlette.types import Receive, Scope, Send
 
 from filterd.daemon.model_state import ModelState

@@ -4,10 +4,10 @@ credentials, across a restart; over HTTPS the cookies are `__Host-` cookies; gue
 from one address never refuses the analyst at another; another site's page cannot post."""
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import pytest
 import structlog
+from msgspec.structs import replace
 
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health

@@ -5,20 +5,21 @@ describes the API's routes of the same table. Real uvicorn over a learned SQLite
 import http.client
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import pytest
 import structlog
+from msgspec.structs import replace
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from filterd.daemon.model_state import ModelState, tokenizer_of
+from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
+from filterd.service.decide import tokenizer_of
 from filterd.store.handle import Store
 from filterd.web.app import OTHER, RouteLabels
 from filterd.web.openapi import document
