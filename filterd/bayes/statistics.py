@@ -26,6 +26,8 @@ from filterd.bayes.matrix import DenseMatrix, SparseMatrix
 from filterd.bayes.vocab import TokenHasher, Vocabulary, next_capacity
 
 T_SCALE = float(1 << 24)
+# `Statistics.canonical()`: label → (D, {token key: (N, DF, T)})
+Canonical = dict[str, tuple[int, dict[int, tuple[int, int, int]]]]
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ class Statistics:
         rows, ids, _ = self.storage.entries(len(self.vocab))
         return len(np.unique(ids[rows != t]))
 
-    def canonical(self) -> dict[str, tuple[int, dict[int, tuple[int, int, int]]]]:
+    def canonical(self) -> Canonical:
         """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
         whatever the order of learning, of first appearance of labels and tokens, or the storage."""
         rows, ids, values = self.storage.entries(len(self.vocab))

@@ -14,6 +14,7 @@ from scipy.stats import chi2, spearmanr
 from filterd.bayes.estimators import (
     ESTIMATORS,
     ParamError,
+    ParamValue,
     check_params,
     likelihood_ratio,
     parameters,
@@ -24,38 +25,38 @@ from filterd.bayes.statistics import Statistics
 
 
 @pytest.fixture
-def tiny():
+def tiny() -> Statistics:
     stats = Statistics()
     for text, label in [("a a b", "spam"), ("a c", "spam"), ("b c", "ham"), ("c d", "ham")]:
         stats.learn(text.split(), label)
     return stats
 
 
-def decision(stats, variant, **params):
+def decision(stats: Statistics, variant: str, **params: ParamValue) -> float:
     model = Model.build(stats, ModelSpec(variant, params), target="spam")
     return float(model.score_tokens([["a", "d"]]).binary()[0])
 
 
-def test_mnb_by_hand(tiny):
+def test_mnb_by_hand(tiny: Statistics) -> None:
     # s_spam = log ½ + log(4/9) + log(1/9);  s_ham = log ½ + log(1/8) + log(2/8)
     assert decision(tiny, "mnb") == pytest.approx(math.log((4 / 81) / (2 / 64)))
 
 
-def test_mnb_lidstone_alpha(tiny):
+def test_mnb_lidstone_alpha(tiny: Statistics) -> None:
     a = 0.1
     spam = math.log((3 + a) / (5 + 4 * a)) + math.log(a / (5 + 4 * a))
     ham = math.log(a / (4 + 4 * a)) + math.log((1 + a) / (4 + 4 * a))
     assert decision(tiny, "mnb", alpha=a) == pytest.approx(spam - ham)
 
 
-def test_cnb_by_hand(tiny):
+def test_cnb_by_hand(tiny: Statistics) -> None:
     # θ̃[spam,·] from ham counts: a 1/8, d 2/8; θ̃[ham,·] from spam counts: a 4/9, d 1/9
     spam = -math.log(1 / 8) - math.log(2 / 8)
     ham = -math.log(4 / 9) - math.log(1 / 9)
     assert decision(tiny, "cnb") == pytest.approx(spam - ham)
 
 
-def test_wcnb_by_hand(tiny):
+def test_wcnb_by_hand(tiny: Statistics) -> None:
     theta_spam = np.array([1, 2, 3, 2]) / 8  # a b c d from ham counts + 1
     theta_ham = np.array([4, 2, 2, 1]) / 9  # from spam counts + 1
     norm_spam, norm_ham = np.abs(np.log(theta_spam)).sum(), np.abs(np.log(theta_ham)).sum()
@@ -64,7 +65,7 @@ def test_wcnb_by_hand(tiny):
     assert decision(tiny, "wcnb") == pytest.approx(spam - ham)
 
 
-def test_unb_by_hand(tiny):
+def test_unb_by_hand(tiny: Statistics) -> None:
     # r̃(a,spam) = (3+1)/(5+2) / ((0+1)/(4+2)) = 24/7; r̃(d,spam) = (1/7)/(2/6) = 3/7; b = log(2/2)
     # r̃(a,ham) = (1/6)/(4/7) = 7/24;                  r̃(d,ham) = (2/6)/(1/7) = 7/3
     expected = math.log(24 / 7 * 3 / 7) - math.log(7 / 24 * 7 / 3)
@@ -72,12 +73,12 @@ def test_unb_by_hand(tiny):
     assert decision(tiny, "unb", lam=0.5) < decision(tiny, "unb")  # λ shrinks the ratios
 
 
-def test_wmnb_by_hand(tiny):
+def test_wmnb_by_hand(tiny: Statistics) -> None:
     # spam: log(3/5) for a, γ/Z_spam = γ/1 for unseen d; ham: γ/1 for a, log(1/4) for d
     assert decision(tiny, "wmnb", gamma=-100.0) == pytest.approx(math.log(0.6) - math.log(0.25))
 
 
-def test_robinson_fisher_by_hand(tiny):
+def test_robinson_fisher_by_hand(tiny: Statistics) -> None:
     s, x = 0.45, 0.5
     f_a = (s * x + 2 * 1.0) / (s + 2)  # p(a) = (2/2)/(2/2 + 0/2) = 1, n = 2
     f_d = (s * x + 1 * 0.0) / (s + 1)  # p(d) = 0, n = 1
@@ -87,7 +88,7 @@ def test_robinson_fisher_by_hand(tiny):
     assert decision(tiny, "robinson_fisher") == pytest.approx(math.log(p / (1 - p)))
 
 
-def test_kikuchi_ozono_table_1():
+def test_kikuchi_ozono_table_1() -> None:
     # the uncorrected estimator with λ = 1e-5 on the paper's Table I rows
     rows = [(100, 1e4, 2000, 1e7, 47.6), (1, 1e4, 20, 1e7, 8.3), (2, 1e4, 20, 1e7, 16.7)]
     for f_nu, n_nu, f_de, n_de, published in rows:
@@ -96,7 +97,7 @@ def test_kikuchi_ozono_table_1():
         )
 
 
-def skewed_stats(rng, sizes=(400, 40)):
+def skewed_stats(rng: np.random.Generator, sizes: tuple[int, int] = (400, 40)) -> Statistics:
     """Two classes of very different length; 'the' is 10% of every class's tokens."""
     stats = Statistics()
     for label, n_docs, words in [("ham", sizes[0], "abcdefgh"), ("spam", sizes[1], "fghijklm")]:
@@ -106,7 +107,7 @@ def skewed_stats(rng, sizes=(400, 40)):
     return stats
 
 
-def test_frank_bouckaert_irrelevant_word_has_odds_ratio_one_under_pcn():
+def test_frank_bouckaert_irrelevant_word_has_odds_ratio_one_under_pcn() -> None:
     stats = skewed_stats(
         np.random.default_rng(0), sizes=(400, 3)
     )  # smoothing bites the short class
@@ -117,7 +118,7 @@ def test_frank_bouckaert_irrelevant_word_has_odds_ratio_one_under_pcn():
     assert abs(plain[0, col] - plain[1, col]) > 0.01
 
 
-def test_pcn_with_a_1_ranks_like_the_l1_centroid():
+def test_pcn_with_a_1_ranks_like_the_l1_centroid() -> None:
     rng = np.random.default_rng(1)
     stats = skewed_stats(rng)
     tests = [list(rng.choice(list("abcdefghijklm"), size=15)) for _ in range(300)]
@@ -130,7 +131,7 @@ def test_pcn_with_a_1_ranks_like_the_l1_centroid():
     assert spearmanr(pcn, l1).statistic > 0.99
 
 
-def test_pcn_min_scales_to_the_shortest_class():
+def test_pcn_min_scales_to_the_shortest_class() -> None:
     stats = skewed_stats(np.random.default_rng(2))
     a_min = Model.build(stats, ModelSpec("pcn", {"A": "min"}), target="spam").weights
     a_value = Model.build(
@@ -139,7 +140,7 @@ def test_pcn_min_scales_to_the_shortest_class():
     assert np.allclose(a_min.W, a_value.W)
 
 
-def test_twcnb_transforms_the_test_document_like_training_documents(tiny):
+def test_twcnb_transforms_the_test_document_like_training_documents(tiny: Statistics) -> None:
     model = Model.build(tiny, ModelSpec("twcnb"), target="spam")
     once = model.score_tokens([["a", "d"]]).class_scores
     repeated = model.score_tokens([["a", "a", "a", "d", "d", "d"]]).class_scores
@@ -148,7 +149,7 @@ def test_twcnb_transforms_the_test_document_like_training_documents(tiny):
 
 
 @pytest.mark.parametrize("smoothing", ["laplace", "absolute", "linear", "witten_bell"])
-def test_pnbc_gives_probabilities(tiny, smoothing):
+def test_pnbc_gives_probabilities(tiny: Statistics, smoothing: str) -> None:
     w = Model.build(tiny, ModelSpec("pnbc", {"smoothing": smoothing})).weights
     p = np.exp(w.W[:, w.known])
     assert ((p > 0) & (p <= 1)).all()
@@ -156,7 +157,7 @@ def test_pnbc_gives_probabilities(tiny, smoothing):
         assert np.allclose(p.sum(axis=1), 1.0)
 
 
-def test_every_estimator_ignores_unknown_tokens(tiny):
+def test_every_estimator_ignores_unknown_tokens(tiny: Statistics) -> None:
     for variant in ESTIMATORS:
         model = Model.build(tiny, ModelSpec(variant), target="spam")
         with_unknown = model.score_tokens([["a", "d", "never-seen", "also-new"]]).class_scores
@@ -164,7 +165,7 @@ def test_every_estimator_ignores_unknown_tokens(tiny):
         assert np.allclose(with_unknown, without), variant
 
 
-def test_parse_params_types_and_errors():
+def test_parse_params_types_and_errors() -> None:
     assert parse_params("unb", {"lam": "1e-5,1e-3"}) == {"lam": [1e-5, 1e-3]}
     assert parse_params("pcn", {"A": "min"}) == {"A": "min"}
     with pytest.raises(ParamError, match=r"mnb has no parameter 'beta' \(parameters: alpha\)"):
@@ -198,13 +199,15 @@ BAD_VALUES = [
 ]
 
 
-def test_the_bad_values_cover_every_parameter_of_every_variant():
+def test_the_bad_values_cover_every_parameter_of_every_variant() -> None:
     covered = {(variant, name) for variant, name, _, _ in BAD_VALUES}
     assert covered == {(v, name) for v in ESTIMATORS for name in parameters(v)}
 
 
 @pytest.mark.parametrize("variant, name, texts, takes", BAD_VALUES)
-def test_a_bad_parameter_value_is_refused_in_one_line_naming_it(variant, name, texts, takes):
+def test_a_bad_parameter_value_is_refused_in_one_line_naming_it(
+    variant: str, name: str, texts: list[str], takes: str
+) -> None:
     for text in texts:
         with pytest.raises(ParamError) as raised:
             parse_params(variant, {name: text})
@@ -214,7 +217,7 @@ def test_a_bad_parameter_value_is_refused_in_one_line_naming_it(variant, name, t
         assert message.endswith(f"(must be {takes})"), message
 
 
-def test_the_message_quotes_text_and_writes_numbers_short():
+def test_the_message_quotes_text_and_writes_numbers_short() -> None:
     with pytest.raises(ParamError, match=r"'alpha': 'abc' \(must be a number > 0\)$"):
         parse_params("mnb", {"alpha": "abc"})
     with pytest.raises(ParamError, match=r"'alpha': -1 \(must"):
@@ -223,7 +226,7 @@ def test_the_message_quotes_text_and_writes_numbers_short():
         parse_params("mnb", {"alpha": "1,2"})
 
 
-def test_every_estimator_declares_its_parameters_and_its_defaults_are_valid():
+def test_every_estimator_declares_its_parameters_and_its_defaults_are_valid() -> None:
     for variant, estimator in ESTIMATORS.items():
         signature = inspect.signature(estimator)
         defaults = {n: p.default for n, p in signature.parameters.items() if n != "c"}
@@ -231,7 +234,7 @@ def test_every_estimator_declares_its_parameters_and_its_defaults_are_valid():
         assert check_params(variant, defaults) == defaults, variant
 
 
-def test_values_typed_by_a_toml_file_or_json_are_checked_too():
+def test_values_typed_by_a_toml_file_or_json_are_checked_too() -> None:
     assert check_params("mnb", {"alpha": 1}) == {"alpha": 1.0}  # an int is a number
     assert check_params("unb", {"lam": (1e-5, 0)}) == {"lam": [1e-5, 0.0]}
     assert check_params("pcn", {"A": "min"}) == {"A": "min"}
@@ -242,7 +245,7 @@ def test_values_typed_by_a_toml_file_or_json_are_checked_too():
         check_params("unb", {"lam": []})
 
 
-def test_a_per_class_parameter_gives_one_value_or_one_per_class(tiny):
+def test_a_per_class_parameter_gives_one_value_or_one_per_class(tiny: Statistics) -> None:
     counts = tiny.counts()  # two classes
     with pytest.raises(
         ParamError, match=r"'lam': 3 values for 2 classes \((spam, ham|ham, spam)\)"

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from filterd.bayes import features
 from filterd.bayes.features import (
+    DocBatch,
     SpeedupsMismatch,
     checked_speedups,
     concat,
@@ -22,7 +23,7 @@ from filterd.bayes.vocab import P1, P2, TokenHasher
 hasher = TokenHasher(0)
 
 
-def test_encode_counts_tokens_per_document():
+def test_encode_counts_tokens_per_document() -> None:
     batch = encode([["a", "b", "a"], [], ["c"]], hasher)
     assert list(batch.indptr) == [0, 2, 2, 3]
     counts = {batch.token(i): int(batch.counts[i]) for i in range(batch.indptr[1])}
@@ -31,14 +32,14 @@ def test_encode_counts_tokens_per_document():
     assert list(batch.doc_of_entry) == [0, 0, 2]
 
 
-def test_keys_are_sorted_within_each_document():
+def test_keys_are_sorted_within_each_document() -> None:
     batch = encode([["z", "y", "x", "y"], ["q", "p"]], hasher)
     for i in range(len(batch)):
         part = batch.keys[batch.indptr[i] : batch.indptr[i + 1]]
         assert (np.diff(part) > 0).all()
 
 
-def test_select_docs_keeps_the_chosen_documents_in_order():
+def test_select_docs_keeps_the_chosen_documents_in_order() -> None:
     batch = encode([["a"], ["b", "b", "c"], ["d"]], hasher)
     sub = select_docs(batch, np.array([2, 1]))
     assert list(sub.indptr) == [0, 1, 3]
@@ -46,7 +47,7 @@ def test_select_docs_keeps_the_chosen_documents_in_order():
     assert list(sub.counts) == [1] + [2 if sub.token(i) == "b" else 1 for i in (1, 2)]
 
 
-def test_repeated_tokens_across_documents_keep_their_first_occurrence():
+def test_repeated_tokens_across_documents_keep_their_first_occurrence() -> None:
     hasher = TokenHasher(seed=3)
     docs = [["b", "a", "b"], [], ["a", "c", "a", "b"]]
     batch = encode(docs, hasher)
@@ -56,6 +57,7 @@ def test_repeated_tokens_across_documents_keep_their_first_occurrence():
         lo, hi = batch.indptr[i], batch.indptr[i + 1]
         by_key = {hasher.key(t): t for t in doc}
         assert batch.keys[lo:hi].tolist() == sorted(by_key)
+        assert batch.token_index is not None
         for entry in range(lo, hi):
             token = batch.token(entry)
             assert hasher.key(token) == batch.keys[entry]
@@ -67,7 +69,7 @@ def test_repeated_tokens_across_documents_keep_their_first_occurrence():
             )
 
 
-def test_concat_equals_encoding_the_documents_together():
+def test_concat_equals_encoding_the_documents_together() -> None:
     docs = [["b", "a", "b"], [], ["a", "c"], ["c", "c", "d"], []]
     whole = encode(docs, hasher)
     for cut in ([2], [0, 3], [1, 2, 4], [5]):
@@ -81,20 +83,20 @@ def test_concat_equals_encoding_the_documents_together():
         ]
 
 
-def assert_same_batch(a, b):
+def assert_same_batch(a: DocBatch, b: DocBatch) -> None:
     for field in ("indptr", "keys", "counts", "token_index"):
         assert getattr(a, field).tolist() == getattr(b, field).tolist(), field
     assert list(a.tokens) == list(b.tokens)
 
 
-def test_the_c_loop_is_built_where_ci_runs():
+def test_the_c_loop_is_built_where_ci_runs() -> None:
     # setup.py builds it optionally, so that a machine without a compiler can still install
     # filterd; CI has one, and must not lose the accelerator unnoticed.
     if os.environ.get("CI") and features._speedups is None:
         pytest.fail("filterd._speedups was not built: encode runs in pure Python")
 
 
-def test_a_c_loop_built_with_other_primes_is_refused_with_a_clear_error():
+def test_a_c_loop_built_with_other_primes_is_refused_with_a_clear_error() -> None:
     assert checked_speedups(same := SimpleNamespace(P1=P1, P2=P2)) is same
     with pytest.raises(SpeedupsMismatch, match=r"filterd\._speedups was built with the primes"):
         checked_speedups(SimpleNamespace(P1=P1, P2=P2 + 2))
@@ -127,12 +129,12 @@ def test_a_c_loop_built_with_other_primes_is_refused_with_a_clear_error():
 )  # NUL hashes as U+FFFD: one key
 @example(docs=[["\ud83d", "ok"]], seed=1)  # a lone surrogate: the pure-Python path
 @example(docs=[[str(i % 50) for i in range(300)]], seed=2)  # past the C loop's insertion sort
-def test_the_c_loop_counts_as_the_reference_does(docs, seed):
+def test_the_c_loop_counts_as_the_reference_does(docs: list[list[str]], seed: int) -> None:
     hasher = TokenHasher(seed)
     assert_same_batch(encode(docs, hasher), encode_python(docs, hasher))
 
 
-def test_counting_alone_leaves_the_strings_out():
+def test_counting_alone_leaves_the_strings_out() -> None:
     docs = [["b", "a", "b"], ["c"]]
     bare = encode(docs, hasher, with_tokens=False)
     whole = encode(docs, hasher)

@@ -38,14 +38,14 @@ CASES = [
 
 
 @pytest.mark.parametrize(("m", "n"), CASES)
-def test_the_tails_match_exact_arithmetic_at_both_ends(m, n):
+def test_the_tails_match_exact_arithmetic_at_both_ends(m: float, n: int) -> None:
     log_q, log_c = chi2_log_tails(np.array([m]), np.array([n]))
     exact_q, exact_c = exact_log_tails(m, n)
     assert log_q[0] == pytest.approx(exact_q, rel=1e-9, abs=1e-12)
     assert log_c[0] == pytest.approx(exact_c, rel=1e-9, abs=1e-12)
 
 
-def test_the_tails_agree_with_scipy_where_it_does_not_underflow():
+def test_the_tails_agree_with_scipy_where_it_does_not_underflow() -> None:
     rng = np.random.default_rng(0)
     n = rng.integers(1, 400, 500)
     m = n * rng.uniform(0.2, 3.0, 500)
@@ -65,7 +65,7 @@ def direct_s_minus_h(f: np.ndarray) -> float:
     return float(s - h)
 
 
-def test_long_documents_keep_distinct_scores_where_s_minus_h_saturates():
+def test_long_documents_keep_distinct_scores_where_s_minus_h_saturates() -> None:
     rng = np.random.default_rng(1)
     docs = [rng.uniform(0.55, 0.99, size) for size in (300, 301, 400, 800)]  # four spammy mails
     docs += [1 - d for d in docs]  # and four hammy ones
@@ -80,7 +80,7 @@ def test_long_documents_keep_distinct_scores_where_s_minus_h_saturates():
     assert np.all(np.isfinite(decision))
 
 
-def test_the_score_is_the_logit_of_p_where_s_minus_h_is_representable():
+def test_the_score_is_the_logit_of_p_where_s_minus_h_is_representable() -> None:
     """A strictly increasing function of S − H: logit((1 + S − H)/2), so decisions at a τ
     carried over by the same map are the same."""
     rng = np.random.default_rng(2)
@@ -92,6 +92,6 @@ def test_the_score_is_the_logit_of_p_where_s_minus_h_is_representable():
     assert np.allclose(decision, np.log((1 + direct) / (1 - direct)), rtol=1e-7, atol=1e-9)
 
 
-def test_a_document_without_clues_scores_zero():
+def test_a_document_without_clues_scores_zero() -> None:
     scores = _fisher(np.array([0.9, 0.8]), np.array([0, 0]), 2)
     assert scores[1].tolist() == [0.0, 0.0] and scores[0, 0] > 0

@@ -4,10 +4,15 @@ import numpy as np
 import pytest
 
 from filterd.bayes import fusion
+from filterd.bayes.arrays import BoolArray, FloatArray
+from filterd.bayes.features import DocBatch
+from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
+from filterd.evaluation.synth import SynthRecord
 
 
-def two_noisy_views(n=6000, seed=0):
+def two_noisy_views(n: int = 6000, seed: int = 0) -> tuple[BoolArray, FloatArray]:
     """Labels, and two components that each see the truth through independent noise."""
     rng = np.random.default_rng(seed)
     y = rng.random(n) < 0.3
@@ -17,7 +22,7 @@ def two_noisy_views(n=6000, seed=0):
     )
 
 
-def test_the_fusion_of_two_independent_views_ranks_better_than_either():
+def test_the_fusion_of_two_independent_views_ranks_better_than_either() -> None:
     y, scores = two_noisy_views()
     fused = fusion.online_fusion(fusion.features(scores), y)
     later = np.arange(len(y)) >= 1000  # once the weights have learned
@@ -26,7 +31,7 @@ def test_the_fusion_of_two_independent_views_ranks_better_than_either():
     assert together < 0.8 * min(alone), (together, alone)
 
 
-def test_each_score_comes_before_its_own_label():
+def test_each_score_comes_before_its_own_label() -> None:
     y, scores = two_noisy_views(n=300)
     x = fusion.features(scores)
     flipped = y.copy()
@@ -35,7 +40,7 @@ def test_each_score_comes_before_its_own_label():
     assert np.array_equal(a[:151], b[:151]) and not np.array_equal(a[151:], b[151:])
 
 
-def test_window_weights_are_a_function_of_the_rows_so_a_relabel_is_exact():
+def test_window_weights_are_a_function_of_the_rows_so_a_relabel_is_exact() -> None:
     y, scores = two_noisy_views(n=500)
     x = fusion.features(scores)
     relabelled = y.copy()
@@ -49,7 +54,7 @@ def test_window_weights_are_a_function_of_the_rows_so_a_relabel_is_exact():
     assert np.isclose(fusion.online_fusion(np.vstack([x, x[:1]]), np.r_[y, False])[-1], x[0] @ w)
 
 
-def test_features_keep_the_order_of_each_component():
+def test_features_keep_the_order_of_each_component() -> None:
     s = np.array([-500.0, -3.0, 0.0, 0.5, 40.0, 900.0])
     g = fusion.features(s[:, None])[:, 1]
     assert np.all(np.diff(g) > 0) and g[2] == 0.0 and np.all(np.isfinite(g))
@@ -58,7 +63,7 @@ def test_features_keep_the_order_of_each_component():
 # --- the fusion as a model -------------------------------------------------------------------
 
 
-def learned_stats(n=600, seed=2):
+def learned_stats(n: int = 600, seed: int = 2) -> tuple[Statistics, DocBatch, list[SynthRecord]]:
     """Statistics of a synthetic spam/ham stream, and fresh messages of it as a batch."""
     from filterd.bayes.features import encode
     from filterd.bayes.statistics import Statistics
@@ -74,7 +79,7 @@ def learned_stats(n=600, seed=2):
     return stats, encode([r["text"].split() for r in fresh], stats.hasher, with_tokens=True), fresh
 
 
-def test_until_weights_are_learned_the_fusion_decides_as_the_default_model():
+def test_until_weights_are_learned_the_fusion_decides_as_the_default_model() -> None:
     from filterd.bayes.model import DEFAULT_SPEC, Model
 
     stats, batch, _ = learned_stats()
@@ -84,22 +89,24 @@ def test_until_weights_are_learned_the_fusion_decides_as_the_default_model():
     assert np.array_equal(np.sign(z), np.sign(s))  # the same Bayes decisions at τ = 0
     assert np.array_equal(np.argsort(z, kind="stable"), np.argsort(s, kind="stable"))
     assert fused.explanations(5) == single.explanations(5)  # the first component's clues
+    assert isinstance(fused, fusion.FusedScores)
     assert fused.components.shape == (len(batch), len(fusion.COMPONENTS))
     assert np.array_equal(fused.components[:, 0], s)
 
 
-def test_weights_combine_the_component_scores():
+def test_weights_combine_the_component_scores() -> None:
     stats, batch, _ = learned_stats()
     model = fusion.build_model(stats, fusion_spec(), "spam")
     w = (0.5, 0.1, 0.2, 0.3, 0.4, 0.5)
     weighted = fusion.with_weights(model, w).score(batch)
+    assert isinstance(weighted, fusion.FusedScores)
     g = np.sign(weighted.components) * np.log1p(np.abs(weighted.components))
     assert np.allclose(weighted.binary(), 0.5 + g @ np.array(w[1:]))
     with pytest.raises(ValueError, match="6 weights for 5 components|weights for"):
         fusion.with_weights(model, (1.0, 2.0))
 
 
-def test_the_fusion_is_a_variant_without_parameters_and_needs_a_target():
+def test_the_fusion_is_a_variant_without_parameters_and_needs_a_target() -> None:
     from filterd.bayes.model import ModelSpec
 
     assert str(fusion_spec()) == "fusion"
@@ -112,7 +119,7 @@ def test_the_fusion_is_a_variant_without_parameters_and_needs_a_target():
         fusion.build_model(stats, fusion_spec())
 
 
-def test_the_online_replay_refits_the_weights_as_the_daemon_would():
+def test_the_online_replay_refits_the_weights_as_the_daemon_would() -> None:
     y, scores = two_noisy_views(n=700)
     x = fusion.features(scores)
     window, every = 300, 50
@@ -130,14 +137,14 @@ def test_the_online_replay_refits_the_weights_as_the_daemon_would():
         assert z[t] == pytest.approx(expected), t
 
 
-def test_fit_weights_reads_the_newest_rows_in_arrival_order():
+def test_fit_weights_reads_the_newest_rows_in_arrival_order() -> None:
     y, scores = two_noisy_views(n=400)
     w = fusion.fit_weights(scores, y, window=100)
     assert np.allclose(w, fusion.window_weights(fusion.features(scores[-100:]), y[-100:]))
     assert fusion.fit_weights(scores[:0], y[:0]) == fusion.initial_weights(2)
 
 
-def fusion_spec():
+def fusion_spec() -> ModelSpec:
     from filterd.bayes.model import ModelSpec
 
     return ModelSpec.parse("fusion")

@@ -5,15 +5,15 @@ from filterd.bayes.matrix import DenseMatrix, SparseMatrix
 
 
 @pytest.fixture(params=[DenseMatrix, SparseMatrix])
-def storage(request):
-    s = request.param()
+def storage(request: pytest.FixtureRequest) -> DenseMatrix | SparseMatrix:
+    s: DenseMatrix | SparseMatrix = request.param()
     for _ in range(3):
         s.add_class()
     s.reserve(10)
     return s
 
 
-def test_increments_add_up_and_columns_read_them_back(storage):
+def test_increments_add_up_and_columns_read_them_back(storage: DenseMatrix | SparseMatrix) -> None:
     rows, ids = np.array([0, 2, 2, 1]), np.array([5, 5, 5, 9])
     storage.add(rows, ids, np.array([[1, 2, 3, 4], [1, 1, 1, 1], [10, 20, 30, 40]]))
     N, DF, T = storage.columns(np.array([5, 9, 0]))
@@ -22,7 +22,7 @@ def test_increments_add_up_and_columns_read_them_back(storage):
     assert T[2, 0] == 50
 
 
-def test_entries_list_the_nonzero_pairs(storage):
+def test_entries_list_the_nonzero_pairs(storage: DenseMatrix | SparseMatrix) -> None:
     storage.add(np.array([1, 0]), np.array([3, 7]), np.array([[2, 1], [1, 1], [5, 5]]))
     storage.add(np.array([0]), np.array([7]), np.array([[-1], [-1], [-5]]))  # back to zero
     rows, ids, values = storage.entries(10)
@@ -30,7 +30,7 @@ def test_entries_list_the_nonzero_pairs(storage):
     assert values[:, 0].tolist() == [2, 1, 5]
 
 
-def test_set_columns_overwrites_and_zeroes(storage):
+def test_set_columns_overwrites_and_zeroes(storage: DenseMatrix | SparseMatrix) -> None:
     storage.add(np.array([0, 1]), np.array([4, 4]), np.array([[3, 3], [1, 1], [1, 1]]))
     storage.set_columns(
         np.array([1, 0]),
@@ -41,7 +41,7 @@ def test_set_columns_overwrites_and_zeroes(storage):
     assert N.tolist() == [[0, 2], [9, 0], [0, 0]] and DF.tolist() == [[0, 1], [1, 0], [0, 0]]
 
 
-def test_sparse_storage_never_stores_pairs_only_to_hold_zeros():
+def test_sparse_storage_never_stores_pairs_only_to_hold_zeros() -> None:
     s = SparseMatrix()
     s.add_class()
     s.add_class()
@@ -49,7 +49,7 @@ def test_sparse_storage_never_stores_pairs_only_to_hold_zeros():
     assert s.n_pairs == 0
 
 
-def test_increments_may_come_as_three_arrays(storage):
+def test_increments_may_come_as_three_arrays(storage: DenseMatrix | SparseMatrix) -> None:
     rows, ids = np.array([0, 2, 2]), np.array([5, 5, 1])
     storage.add(
         rows, ids, (np.array([1, 2, 3]), np.broadcast_to(np.int64(1), (3,)), np.array([7, 8, 9]))

@@ -1,4 +1,7 @@
+from collections.abc import Callable
 from dataclasses import replace
+from random import Random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ HAM = ["meet", "noon", "lunch", "bob", "report", "now"]
 
 
 @pytest.fixture(scope="module")
-def stats():
+def stats() -> Statistics:
     rng = np.random.default_rng(0)
     s = Statistics()
     for _ in range(60):
@@ -30,7 +33,9 @@ documents = st.lists(st.sampled_from(SPAM + HAM + ["unseen", "other"]), min_size
 
 @settings(max_examples=30)
 @given(documents, st.randoms(use_true_random=False), st.sampled_from(list(ESTIMATORS)))
-def test_scores_do_not_depend_on_token_order(stats, doc, random, variant):
+def test_scores_do_not_depend_on_token_order(
+    stats: Statistics, doc: list[str], random: Random, variant: str
+) -> None:
     shuffled = list(doc)
     random.shuffle(shuffled)
     model = Model.build(stats, ModelSpec(variant, selection=Selection("local", 3)), target="spam")
@@ -40,7 +45,9 @@ def test_scores_do_not_depend_on_token_order(stats, doc, random, variant):
 
 @settings(max_examples=30)
 @given(st.lists(documents, min_size=1, max_size=6), st.sampled_from(["none", "local:2:or", "ir"]))
-def test_a_batch_scores_like_its_documents_one_by_one(stats, docs, select):
+def test_a_batch_scores_like_its_documents_one_by_one(
+    stats: Statistics, docs: list[list[str]], select: str
+) -> None:
     model = Model.build(stats, ModelSpec("twcnb", selection=Selection.parse(select)), target="spam")
     together = model.score_tokens(docs).class_scores
     alone = np.vstack([model.score_tokens([d]).class_scores for d in docs])
@@ -48,7 +55,9 @@ def test_a_batch_scores_like_its_documents_one_by_one(stats, docs, select):
 
 
 @given(documents, st.integers(1, 8))
-def test_local_top_n_keeps_min_of_n_and_the_known_tokens(stats, doc, n):
+def test_local_top_n_keeps_min_of_n_and_the_known_tokens(
+    stats: Statistics, doc: list[str], n: int
+) -> None:
     model = Model.build(
         stats, ModelSpec("mnb", selection=Selection("local", n, "alo")), target="spam"
     )
@@ -58,7 +67,7 @@ def test_local_top_n_keeps_min_of_n_and_the_known_tokens(stats, doc, n):
     assert {t for t, _ in explanation} <= known
 
 
-def test_explanation_adds_up_to_the_decision_score(stats):
+def test_explanation_adds_up_to_the_decision_score(stats: Statistics) -> None:
     model = Model.build(stats, ModelSpec("mnb"), target="spam")
     scores = model.score_tokens([["free", "free", "cash", "meet", "unseen"]])
     explanation = scores.explain(0)
@@ -75,7 +84,7 @@ def test_explanation_adds_up_to_the_decision_score(stats):
     assert [t for t, _ in explanation if t == "unseen"] == []
 
 
-def test_local_selection_keeps_the_strongest_evidence(stats):
+def test_local_selection_keeps_the_strongest_evidence(stats: Statistics) -> None:
     everything = Model.build(stats, ModelSpec("mnb"), target="spam")
     top1 = Model.build(
         stats, ModelSpec("mnb", selection=Selection("local", 1, "alo")), target="spam"
@@ -88,13 +97,13 @@ def test_local_selection_keeps_the_strongest_evidence(stats):
     )
 
 
-def test_global_selection_zeroes_the_weaker_tokens(stats):
+def test_global_selection_zeroes_the_weaker_tokens(stats: Statistics) -> None:
     model = Model.build(stats, ModelSpec("mnb", selection=Selection("global", 3)), target="spam")
     assert model.weights.known.sum() == 3
     assert np.count_nonzero(model.weights.W.any(axis=0)) == 3
 
 
-def test_multiclass_model_predicts_and_scores_one_vs_rest():
+def test_multiclass_model_predicts_and_scores_one_vs_rest() -> None:
     s = Statistics()
     for label, words in [
         ("sport", "ball goal team"),
@@ -110,7 +119,7 @@ def test_multiclass_model_predicts_and_scores_one_vs_rest():
     assert scores.binary("food")[1] > 0 > scores.binary("food")[0]
 
 
-def test_selection_without_a_target_is_refused_for_many_classes():
+def test_selection_without_a_target_is_refused_for_many_classes() -> None:
     s = Statistics()
     for label in ("a", "b", "c"):
         s.learn([label], label)
@@ -118,7 +127,7 @@ def test_selection_without_a_target_is_refused_for_many_classes():
         Model.build(s, ModelSpec("mnb", selection=Selection("local", 5)))
 
 
-def test_model_is_frozen_while_statistics_keep_learning(stats):
+def test_model_is_frozen_while_statistics_keep_learning(stats: Statistics) -> None:
     s = Statistics()
     s.learn(["free"], "spam")
     s.learn(["meet"], "ham")
@@ -129,7 +138,7 @@ def test_model_is_frozen_while_statistics_keep_learning(stats):
     assert model.version < s.version
 
 
-def test_spec_names_read_like_the_cli():
+def test_spec_names_read_like_the_cli() -> None:
     assert (
         str(ModelSpec("unb", {"lam": [1e-5, 0.001]}, Selection("local", 6, "or")))
         == "unb(lam=1e-05,0.001)+local:6:or"
@@ -139,20 +148,21 @@ def test_spec_names_read_like_the_cli():
         ModelSpec("svm")
 
 
-def test_a_spec_is_checked_when_it_is_built_however_it_is_built():
-    for build in (
+def test_a_spec_is_checked_when_it_is_built_however_it_is_built() -> None:
+    builds: tuple[Callable[[], object], ...] = (
         lambda: ModelSpec.parse("mnb", {"alpha": "abc"}),
         lambda: ModelSpec.parse("mnb", {"alpha": -1}),  # a value, as the configuration gives it
         lambda: ModelSpec("mnb", {"alpha": "abc"}),
         lambda: replace(ModelSpec("mnb"), params={"alpha": 0.0}),  # tuning's candidates
-    ):
+    )
+    for build in builds:
         with pytest.raises(ParamError, match=r"invalid value for mnb parameter 'alpha'"):
             build()
 
 
-def test_stored_specs_with_valid_parameters_still_load():
+def test_stored_specs_with_valid_parameters_still_load() -> None:
     # as JSON gives them back: ints for whole numbers, lists, words
-    for variant, params in [
+    stored: list[tuple[str, dict[str, Any]]] = [
         ("mnb", {"alpha": 1}),
         ("pcn", {"A": "min"}),
         ("unb", {"lam": [1e-05, 0.001]}),
@@ -160,12 +170,15 @@ def test_stored_specs_with_valid_parameters_still_load():
         ("robinson_fisher", {"s": 0.025, "x": 0.52}),
         ("pnbc", {"smoothing": "linear", "mu": 0.5}),
         ("wmnb", {"gamma": -1000000}),
-    ]:
+    ]
+    for variant, params in stored:
         spec = ModelSpec(variant, params)
         assert spec.params == params and str(spec) == str(ModelSpec.parse(variant, params))
 
 
-def test_per_class_parameters_are_checked_against_the_classes_a_model_is_built_on(stats):
+def test_per_class_parameters_are_checked_against_the_classes_a_model_is_built_on(
+    stats: Statistics,
+) -> None:
     spec = ModelSpec.parse("unb", {"lam": "1e-5,1e-3,1e-2"})  # the classes are not known yet
     with pytest.raises(ParamError, match=r"'lam': 3 values for 2 classes \(spam, not spam\)"):
         Model.build(stats, spec, target="spam")
@@ -179,7 +192,7 @@ LAZY_VARIANTS = [v for v in ESTIMATORS if not ModelSpec(v).needs_whole_vocabular
 
 @pytest.mark.parametrize("variant", LAZY_VARIANTS)
 @pytest.mark.parametrize("select", ["none", "local:3:or", "ir"])
-def test_a_lazy_model_scores_like_a_full_one(stats, variant, select):
+def test_a_lazy_model_scores_like_a_full_one(stats: Statistics, variant: str, select: str) -> None:
     params = {"norm": "l1"} if variant == "centroid" else {}
     spec = ModelSpec(variant, params, Selection.parse(select))
     docs = [
@@ -198,7 +211,7 @@ def test_a_lazy_model_scores_like_a_full_one(stats, variant, select):
     assert full_tokens == lazy_tokens and lazy_values == pytest.approx(full_values)
 
 
-def test_a_lazy_model_refuses_stale_statistics_and_whole_vocabulary_variants():
+def test_a_lazy_model_refuses_stale_statistics_and_whole_vocabulary_variants() -> None:
     s = Statistics()
     s.learn(["a"], "spam")
     s.learn(["b"], "ham")
@@ -210,7 +223,7 @@ def test_a_lazy_model_refuses_stale_statistics_and_whole_vocabulary_variants():
         Model.build(s, ModelSpec("twcnb"), target="spam", lazy=True)
 
 
-def test_sparse_statistics_score_like_dense_ones(stats):
+def test_sparse_statistics_score_like_dense_ones(stats: Statistics) -> None:
     sparse = Statistics(sparse=True)
     sparse.apply_delta(stats.export_delta(0))
     docs = [["free", "cash", "meet"], ["noon", "bob", "unseen"]]
@@ -228,7 +241,7 @@ def test_sparse_statistics_score_like_dense_ones(stats):
 
 
 @pytest.mark.parametrize("variant", ["mnb", "robinson_fisher", "twcnb"])
-def test_batch_explanations_equal_each_documents_explanation(variant):
+def test_batch_explanations_equal_each_documents_explanation(variant: str) -> None:
     stats = Statistics(seed=2)
     for doc, label in [
         ("win cash prize now", "spam"),
@@ -255,7 +268,9 @@ def test_batch_explanations_equal_each_documents_explanation(variant):
     st.sampled_from(["robinson_fisher", "mnb", "unb"]),
     st.booleans(),
 )
-def test_clues_by_threshold_are_those_the_ranking_keeps(stats, docs, select, variant, lazy):
+def test_clues_by_threshold_are_those_the_ranking_keeps(
+    stats: Statistics, docs: list[list[str]], select: str, variant: str, lazy: bool
+) -> None:
     spec = ModelSpec(variant, selection=Selection.parse(select))
     if lazy and spec.needs_whole_vocabulary:
         return

@@ -1,6 +1,7 @@
 """The vectorized online replay gives the scores of the stepwise one (score, then learn)."""
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -8,10 +9,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from filterd.bayes import estimators
-from filterd.bayes.estimators import TOKEN_STATISTICS, reads, reads_of
-from filterd.bayes.features import encode, select_docs
+from filterd.bayes.arrays import BoolArray
+from filterd.bayes.estimators import TOKEN_STATISTICS, Statistic, Weights, reads, reads_of
+from filterd.bayes.features import DocBatch, encode, select_docs
 from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
 from filterd.bayes.replay import (
+    BLOCK_ENTRIES,
     _History,
     online_scores,
     replay_scores,
@@ -19,13 +22,13 @@ from filterd.bayes.replay import (
     stepwise_scores,
 )
 from filterd.bayes.selection import Selection
-from filterd.bayes.statistics import Statistics
+from filterd.bayes.statistics import Counts, Statistics
 from filterd.evaluation.corpus import to_records
 from filterd.evaluation.protocols import Corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.tokenize import Tokenizer
 
-ESTIMATORS = [
+ESTIMATORS: list[tuple[str, dict[str, Any]]] = [
     ("mnb", {}),
     ("mnb", {"alpha": 0.1}),
     ("pcn", {}),
@@ -61,7 +64,7 @@ SOME_SPECS = (
 )
 
 
-def synthetic_stream(n: int, seed: int, spam: float = 0.3):
+def synthetic_stream(n: int, seed: int, spam: float = 0.3) -> tuple[DocBatch, BoolArray]:
     records = to_records(
         generate(
             SynthConfig(
@@ -77,26 +80,32 @@ def synthetic_stream(n: int, seed: int, spam: float = 0.3):
     return corpus.batch, np.array([r.label == "spam" for r in records])
 
 
-def assert_replays_agree(batch, is_target, spec, **blocks):
+def assert_replays_agree(
+    batch: DocBatch, is_target: BoolArray, spec: ModelSpec, block_entries: int = BLOCK_ENTRIES
+) -> None:
     stepwise = stepwise_scores(batch, is_target, spec)
-    replayed = replay_scores(batch, is_target, spec, **blocks)
+    replayed = replay_scores(batch, is_target, spec, block_entries=block_entries)
     np.testing.assert_allclose(replayed, stepwise, rtol=0, atol=1e-9, err_msg=str(spec))
 
 
 @pytest.fixture(scope="module")
-def stream():
+def stream() -> tuple[DocBatch, BoolArray]:
     return synthetic_stream(150, seed=4)
 
 
 @pytest.mark.parametrize("spec", SOME_SPECS, ids=str)
-def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(stream, spec):
+def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(
+    stream: tuple[DocBatch, BoolArray], spec: ModelSpec
+) -> None:
     batch, is_target = stream
     assert_replays_agree(batch, is_target, spec)
 
 
 @pytest.mark.parametrize("block_entries", [1, 7, 100])
 @pytest.mark.parametrize("spec", [DEFAULT_SPEC, *SOME_SPECS[::7]], ids=str)
-def test_a_replay_in_blocks_equals_the_stepwise_replay(stream, spec, block_entries):
+def test_a_replay_in_blocks_equals_the_stepwise_replay(
+    stream: tuple[DocBatch, BoolArray], spec: ModelSpec, block_entries: int
+) -> None:
     # blocks of one document (1 entry), a few and many; the stream has 150 documents of ≈8 tokens
     batch, is_target = stream
     assert_replays_agree(batch, is_target, spec, block_entries=block_entries)
@@ -109,7 +118,9 @@ streams = st.lists(st.tuples(docs, st.booleans()), min_size=0, max_size=25)
 
 @settings(max_examples=40, deadline=None)
 @given(streams, st.sampled_from(LAZY_SPECS), st.integers(1, 40))
-def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_entries):
+def test_replay_equals_the_stepwise_replay_on_small_streams(
+    items: list[tuple[list[str], bool]], spec: ModelSpec, block_entries: int
+) -> None:
     batch = encode([tokens for tokens, _ in items], Statistics().hasher)
     assert_replays_agree(
         batch, np.array([spam for _, spam in items], dtype=bool), spec, block_entries=block_entries
@@ -121,12 +132,14 @@ def test_replay_equals_the_stepwise_replay_on_small_streams(items, spec, block_e
 @example(
     2069, 0.5, ModelSpec("mnb", {}, Selection.parse("local:5:mi"))
 )  # MI ties equal only up to the last bit
-def test_replay_equals_the_stepwise_replay_on_seeded_streams(seed, spam, spec):
+def test_replay_equals_the_stepwise_replay_on_seeded_streams(
+    seed: int, spam: float, spec: ModelSpec
+) -> None:
     batch, is_target = synthetic_stream(60, seed, spam)
     assert_replays_agree(batch, is_target, spec)
 
 
-def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand():
+def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand() -> None:
     batch = encode(
         [["free", "cash"], ["free"], ["noon"], [], ["free", "noon"]], Statistics().hasher
     )
@@ -140,7 +153,7 @@ def test_messages_before_both_classes_score_zero_and_then_mnb_by_hand():
     assert (replay_scores(batch, np.ones(5, dtype=bool), ModelSpec("mnb")) == 0).all()
 
 
-def test_the_replay_is_the_immediate_feedback_protocol():
+def test_the_replay_is_the_immediate_feedback_protocol() -> None:
     """Scoring message i after learning 0..i-1 by hand gives the replay's score."""
     batch, is_target = synthetic_stream(80, seed=1)
     spec = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
@@ -156,7 +169,9 @@ def test_the_replay_is_the_immediate_feedback_protocol():
         assert scores[i] == pytest.approx(alone, abs=1e-9)
 
 
-def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream):
+def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(
+    stream: tuple[DocBatch, BoolArray],
+) -> None:
     batch, is_target = stream
     for spec in (
         ModelSpec("twcnb"),
@@ -175,8 +190,8 @@ def test_specs_that_need_the_whole_vocabulary_replay_step_by_step(stream):
     streams, st.booleans(), st.sampled_from([TOKEN_STATISTICS, {"DF"}, {"N", "DF"}, {"T", "DF"}])
 )
 def test_replay_columns_hold_the_statistics_as_of_before_each_message(
-    items, set_of_words, statistics
-):
+    items: list[tuple[list[str], bool]], set_of_words: bool, statistics: set[Statistic]
+) -> None:
     """Every statistic computed, T included (no lazy estimator reads it), as `Statistics.counts`
     gives it; the others None (N is DF in set-of-words mode)."""
     batch = encode([tokens for tokens, _ in items], Statistics().hasher)
@@ -224,7 +239,9 @@ DECLARED = [
 
 
 @pytest.mark.parametrize("variant, params", DECLARED, ids=str)
-def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, params):
+def test_an_estimator_reads_only_the_statistics_it_declares(
+    stream: tuple[DocBatch, BoolArray], variant: str, params: dict[str, Any]
+) -> None:
     """The weights from the declared statistics alone (the others None) are the weights
     from all; an estimator declares it ranks its own clues exactly when its weights have a
     strength."""
@@ -233,14 +250,16 @@ def test_an_estimator_reads_only_the_statistics_it_declares(stream, variant, par
     stats.update(batch, ["spam" if t else "not spam" for t in is_target])
     counts = stats.counts("spam")
     declared = reads_of(variant)
-    alone = replace(counts, **dict.fromkeys(TOKEN_STATISTICS - declared.statistics))
+    # the statistics it does not declare it reads, None (keywords of `Counts`, typed each)
+    undeclared: dict[str, Any] = dict.fromkeys(TOKEN_STATISTICS - declared.statistics)
+    alone = replace(counts, **undeclared)
     full, partial = (estimators.ESTIMATORS[variant](c, **params) for c in (counts, alone))
     for name in ("W", "b", "known", "idf", "strength"):
         np.testing.assert_array_equal(getattr(partial, name), getattr(full, name), err_msg=name)
     assert declared.ranks_clues == (full.strength is not None)
 
 
-def test_the_replay_computes_only_what_the_spec_reads():
+def test_the_replay_computes_only_what_the_spec_reads() -> None:
     assert statistics_read(DEFAULT_SPEC) == {"DF"}  # Robinson–Fisher ranks its own clues
     assert statistics_read(
         ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))
@@ -254,18 +273,18 @@ def test_the_replay_computes_only_what_the_spec_reads():
 
 
 def test_an_undeclared_estimator_gets_every_statistic_and_a_wrong_declaration_fails(
-    stream, monkeypatch
-):
+    stream: tuple[DocBatch, BoolArray], monkeypatch: pytest.MonkeyPatch
+) -> None:
     batch, is_target = stream
 
     # new functions around the estimators, so that they carry no declaration of their own
-    def undeclared(c):
+    def undeclared(c: Counts) -> Weights:
         return estimators.twcnb(c)
 
-    def wrong(c):
+    def wrong(c: Counts) -> Weights:
         return estimators.mnb(c)
 
-    def unranked(c):
+    def unranked(c: Counts) -> Weights:
         return estimators.robinson_fisher(c)
 
     monkeypatch.setitem(estimators.ESTIMATORS, "undeclared", undeclared)

@@ -2,10 +2,14 @@
 and a document's score is ready once the replay has moved past it (so that the bar of
 `filterd evaluate --protocol online` moves with the replay)."""
 
+from collections.abc import Iterable, Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
-from filterd.bayes.features import encode
+from filterd.bayes.arrays import BoolArray, FloatArray
+from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
@@ -13,7 +17,7 @@ from filterd.bayes.statistics import Statistics
 WORDS = ["free", "win", "cash", "meet", "noon", "bob", "prize", "lunch"]
 
 
-def stream(n: int):
+def stream(n: int) -> tuple[DocBatch, BoolArray]:
     rng = np.random.default_rng(0)
     docs = [list(rng.choice(WORDS, size=4)) for _ in range(n)]
     return encode(docs, Statistics().hasher), rng.random(n) < 0.3
@@ -25,7 +29,7 @@ class Recorder:
     def __init__(self) -> None:
         self.seen: list[int] = []
 
-    def __call__(self, documents):
+    def __call__(self, documents: Iterable[int]) -> Iterator[int]:
         for i in documents:
             self.seen.append(i)
             yield i
@@ -34,7 +38,7 @@ class Recorder:
 # the default (replayed vectorized), a whole-vocabulary spec (stepwise), both with tiny blocks
 @pytest.mark.parametrize("spec", [DEFAULT_SPEC, ModelSpec("mnb"), ModelSpec("wcnb")], ids=str)
 @pytest.mark.parametrize("n", [0, 1, 40])
-def test_the_progress_callable_sees_every_document_in_order(spec, n):
+def test_the_progress_callable_sees_every_document_in_order(spec: ModelSpec, n: int) -> None:
     batch, is_target = stream(n)
     progress = Recorder()
     scores = online_scores(batch, is_target, spec, progress=progress)
@@ -42,14 +46,16 @@ def test_the_progress_callable_sees_every_document_in_order(spec, n):
     np.testing.assert_array_equal(scores, online_scores(batch, is_target, spec))
 
 
-def test_the_vectorized_replay_scores_a_block_as_progress_reaches_it(monkeypatch):
+def test_the_vectorized_replay_scores_a_block_as_progress_reaches_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from filterd.bayes import replay
 
     batch, is_target = stream(30)
     scored_when: list[int] = []
     real = replay._block_scores
 
-    def block_scores(*args):
+    def block_scores(*args: Any) -> FloatArray:
         scored_when.append(len(progress.seen))
         return real(*args)
 

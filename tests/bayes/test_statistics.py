@@ -1,4 +1,5 @@
 import math
+from random import Random
 
 import numpy as np
 import pytest
@@ -6,37 +7,40 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filterd.bayes.features import encode
-from filterd.bayes.statistics import T_SCALE, Statistics
+from filterd.bayes.matrix import SparseMatrix
+from filterd.bayes.statistics import T_SCALE, Canonical, Statistics
 
 words = st.sampled_from(["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5"])
 docs = st.lists(words, min_size=0, max_size=12)
 labelled = st.lists(st.tuples(docs, st.sampled_from(["ham", "spam", "fraud"])), max_size=15)
 
 
-def learned(items, seed=0, sparse=False):
+def learned(items: list[tuple[list[str], str]], seed: int = 0, sparse: bool = False) -> Statistics:
     stats = Statistics(seed=seed, sparse=sparse)
     for tokens, label in items:
         stats.learn(tokens, label)
     return stats
 
 
-def test_statistics_are_those_of_methods_md():
+def test_statistics_are_those_of_methods_md() -> None:
     stats = learned([(["a", "a", "b"], "spam"), (["a", "c"], "spam"), (["b"], "ham")])
     c = stats.counts()
     col = {t: stats.vocab.lookup(stats.hasher.keys([t]))[0] for t in "abc"}
     spam = c.labels.index("spam")
-    assert c.N[spam, col["a"]] == 3 and c.DF[spam, col["a"]] == 2
+    assert c.statistic("N")[spam, col["a"]] == 3 and c.DF[spam, col["a"]] == 2
     assert (
         c.D.tolist() == [[2], [1]] and c.Nc[spam, 0] == 5 and c.V == 3
     )  # aggregates are (C, 1) columns
     # t_dw = log(1+f)/‖log(1+f_d·)‖₂ summed over the class:
     # doc1 a: log3/√(log²3+log²2), doc2 a: 1/√2
     expected = math.log(3) / math.hypot(math.log(3), math.log(2)) + 1 / math.sqrt(2)
-    assert c.T[spam, col["a"]] == pytest.approx(expected, abs=2 / T_SCALE)
+    assert c.statistic("T")[spam, col["a"]] == pytest.approx(expected, abs=2 / T_SCALE)
 
 
 @given(labelled, docs, st.sampled_from(["ham", "spam"]))
-def test_unlearn_is_the_exact_inverse_of_learn(items, doc, label):
+def test_unlearn_is_the_exact_inverse_of_learn(
+    items: list[tuple[list[str], str]], doc: list[str], label: str
+) -> None:
     stats = learned(items)
     before = stats.canonical()
     stats.learn(doc, label)
@@ -48,13 +52,13 @@ def test_unlearn_is_the_exact_inverse_of_learn(items, doc, label):
 
 @settings(max_examples=50)
 @given(labelled, st.randoms(use_true_random=False))
-def test_learning_order_does_not_matter(items, random):
+def test_learning_order_does_not_matter(items: list[tuple[list[str], str]], random: Random) -> None:
     shuffled = list(items)
     random.shuffle(shuffled)
     assert learned(items).canonical() == learned(shuffled).canonical()
 
 
-def test_unlearning_what_was_not_learned_raises_and_changes_nothing():
+def test_unlearning_what_was_not_learned_raises_and_changes_nothing() -> None:
     stats = learned([(["free", "cash"], "spam")])
     before = stats.canonical()
     with pytest.raises(ValueError, match="not learned"):
@@ -69,7 +73,12 @@ def test_unlearning_what_was_not_learned_raises_and_changes_nothing():
 )
 @settings(max_examples=40)
 @given(first=labelled, second=labelled)
-def test_a_copy_synced_by_deltas_equals_the_source(source_sparse, replica_sparse, first, second):
+def test_a_copy_synced_by_deltas_equals_the_source(
+    source_sparse: bool,
+    replica_sparse: bool,
+    first: list[tuple[list[str], str]],
+    second: list[tuple[list[str], str]],
+) -> None:
     source, replica = learned(first, sparse=source_sparse), Statistics(sparse=replica_sparse)
     replica.apply_delta(source.export_delta(0))
     synced_at = source.version
@@ -85,11 +94,11 @@ def test_a_copy_synced_by_deltas_equals_the_source(source_sparse, replica_sparse
     assert kept == (list(replica.Nc), list(replica.DFc), list(replica.U), replica.V)
 
 
-def _nonempty(canonical):
+def _nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def test_delta_names_only_rows_changed_since_the_version():
+def test_delta_names_only_rows_changed_since_the_version() -> None:
     stats = learned([(["old"], "ham")])
     version = stats.version
     stats.learn(["new"], "spam")
@@ -97,37 +106,44 @@ def test_delta_names_only_rows_changed_since_the_version():
     assert list(delta.keys) == [stats.hasher.key("new")]
 
 
-def test_binary_view_sums_the_other_classes():
+def test_binary_view_sums_the_other_classes() -> None:
     stats = learned([(["x"], "spam"), (["x", "y"], "ham"), (["x"], "fraud")])
     view = stats.counts(target="spam")
     assert view.labels == ("spam", "not spam")
     assert view.D.tolist() == [[1], [2]]
     col = stats.vocab.lookup(stats.hasher.keys(["x"]))[0]
-    assert list(view.N[:, col]) == [1, 2]
+    assert list(view.statistic("N")[:, col]) == [1, 2]
     with pytest.raises(KeyError, match="unknown class"):
         stats.counts(target="phishing")
 
 
-def test_set_of_words_view_counts_documents():
+def test_set_of_words_view_counts_documents() -> None:
     stats = learned([(["x", "x", "x"], "spam")])
     view = stats.counts(set_of_words=True)
-    assert view.N.sum() == 1 and view.Nc.sum() == 1 and stats.counts().N.sum() == 3
+    assert (
+        view.statistic("N").sum() == 1
+        and view.Nc.sum() == 1
+        and stats.counts().statistic("N").sum() == 3
+    )
 
 
-def test_a_subset_of_columns_keeps_the_whole_vocabulary_aggregates():
+def test_a_subset_of_columns_keeps_the_whole_vocabulary_aggregates() -> None:
     stats = learned([(["x", "y", "y"], "spam"), (["x", "z"], "ham"), (["w"], "fraud")])
     whole = stats.counts(target="spam")
     cols = stats.vocab.lookup(stats.hasher.keys(["y", "w"]))
     part = stats.counts(target="spam", columns=cols)
     assert not part.full and whole.full
-    assert (whole.N[:, cols] == part.N).all() and (whole.T[:, cols] == part.T).all()
+    assert (whole.statistic("N")[:, cols] == part.statistic("N")).all()
+    assert (whole.statistic("T")[:, cols] == part.statistic("T")).all()
     assert (part.Nc == whole.Nc).all() and (part.U == whole.U).all() and part.V == whole.V == 4
     assert whole.U.tolist() == [[2], [3]] and whole.Nc.tolist() == [[3], [3]]
 
 
 @settings(max_examples=50)
 @given(labelled, st.integers(0, 14))
-def test_maintained_aggregates_equal_a_recount(items, unlearn_first):
+def test_maintained_aggregates_equal_a_recount(
+    items: list[tuple[list[str], str]], unlearn_first: int
+) -> None:
     stats = learned(items)
     for tokens, label in items[:unlearn_first]:
         stats.unlearn(tokens, label)
@@ -139,7 +155,9 @@ def test_maintained_aggregates_equal_a_recount(items, unlearn_first):
 
 @settings(max_examples=60)
 @given(labelled, st.integers(0, 14), st.sampled_from([None, "spam", "ham"]), st.booleans())
-def test_sparse_storage_behaves_like_dense(items, unlearn_first, target, set_of_words):
+def test_sparse_storage_behaves_like_dense(
+    items: list[tuple[list[str], str]], unlearn_first: int, target: str | None, set_of_words: bool
+) -> None:
     dense, sparse = learned(items), learned(items, sparse=True)
     for tokens, label in items[:unlearn_first]:
         dense.unlearn(tokens, label)
@@ -150,11 +168,12 @@ def test_sparse_storage_behaves_like_dense(items, unlearn_first, target, set_of_
         columns = np.arange(0, len(dense.vocab), 2)
         a = dense.counts(target, columns, set_of_words)
         b = sparse.counts(target, columns, set_of_words)
-        assert (a.N == b.N).all() and (a.DF == b.DF).all() and (a.T == b.T).all()
+        assert (a.statistic("N") == b.statistic("N")).all() and (a.DF == b.DF).all()
+        assert (a.statistic("T") == b.statistic("T")).all()
         assert (a.Nc == b.Nc).all() and (a.U == b.U).all() and a.V == b.V
 
 
-def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing():
+def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing() -> None:
     stats = learned([(["free", "cash"], "spam"), (["noon"], "ham")], sparse=True)
     before = stats.canonical()
     with pytest.raises(ValueError, match="not learned"):
@@ -162,18 +181,19 @@ def test_sparse_unlearning_what_was_not_learned_raises_and_changes_nothing():
     assert stats.canonical() == before
 
 
-def test_sparse_storage_keeps_only_the_pairs_that_occur():
+def test_sparse_storage_keeps_only_the_pairs_that_occur() -> None:
     stats = Statistics(sparse=True)
     for c in range(300):
         stats.learn([f"word{c}", f"word{c + 1}", "common"], f"class{c}")
+    assert isinstance(stats.storage, SparseMatrix)
     assert stats.storage.n_pairs == 300 * 3  # dense storage would hold 300 × 302 cells
     view = stats.counts(
         target="class7", columns=stats.vocab.lookup(stats.hasher.keys(["word7", "common"]))
     )
-    assert view.N.tolist() == [[1, 1], [1, 299]]
+    assert view.statistic("N").tolist() == [[1, 1], [1, 299]]
 
 
-def big_corpus(n_docs=400, seed=1):
+def big_corpus(n_docs: int = 400, seed: int = 1) -> list[tuple[list[str], str]]:
     """Documents with ≥ 2¹⁴ entries in all, over a vocabulary of ≥ 2¹⁴ tokens: the batch paths."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(40_000)]
@@ -191,7 +211,7 @@ def big_corpus(n_docs=400, seed=1):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse):
+def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse: bool) -> None:
     items = big_corpus()
     together = Statistics(sparse=sparse)
     together.update(encode([d for d, _ in items], together.hasher), [label for _, label in items])
@@ -208,7 +228,9 @@ def test_a_large_batch_learns_and_unlearns_like_one_document_at_a_time(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_unlearning_a_large_batch_with_one_wrong_document_raises_and_changes_nothing(sparse):
+def test_unlearning_a_large_batch_with_one_wrong_document_raises_and_changes_nothing(
+    sparse: bool,
+) -> None:
     items = big_corpus(200)
     stats = learned(items, sparse=sparse)
     before, aggregates = (

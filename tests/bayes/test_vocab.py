@@ -15,7 +15,7 @@ def reference_key(hasher: TokenHasher, token: str) -> int:
 
 
 @given(st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=30))
-def test_batch_keys_follow_the_formula(tokens):
+def test_batch_keys_follow_the_formula(tokens: list[str]) -> None:
     hasher = TokenHasher(seed=3)
     keys = hasher.keys(tokens)
     assert [int(k) for k in keys] == [
@@ -23,18 +23,18 @@ def test_batch_keys_follow_the_formula(tokens):
     ]
 
 
-def test_keys_are_stable_for_a_seed_and_differ_across_seeds():
+def test_keys_are_stable_for_a_seed_and_differ_across_seeds() -> None:
     tokens = ["free", "money", "€100", "url:example.com", "x" * 500]
     assert (TokenHasher(1).keys(tokens) == TokenHasher(1).keys(tokens)).all()
     assert not (TokenHasher(1).keys(tokens) == TokenHasher(2).keys(tokens)).any()
 
 
-def test_distinct_tokens_get_distinct_keys():
+def test_distinct_tokens_get_distinct_keys() -> None:
     tokens = [f"tok{i}" for i in range(100_000)] + ["ab", "ba", "a", "aa", "aaa"]
     assert len(np.unique(TokenHasher(0).keys(tokens))) == len(tokens)
 
 
-def test_vocabulary_assigns_ids_in_order_of_first_appearance():
+def test_vocabulary_assigns_ids_in_order_of_first_appearance() -> None:
     vocab = Vocabulary()
     assert (vocab.add(np.array([50, 10, 50])) == [0, 1, 0]).all()
     assert (vocab.add(np.array([10, 7])) == [1, 2]).all()
@@ -42,7 +42,7 @@ def test_vocabulary_assigns_ids_in_order_of_first_appearance():
     assert (vocab.keys == [50, 10, 7]).all()
 
 
-def test_snapshot_is_frozen_while_the_vocabulary_grows():
+def test_snapshot_is_frozen_while_the_vocabulary_grows() -> None:
     vocab = Vocabulary()
     vocab.add(np.array([5, 3]))
     snapshot = vocab.snapshot()
@@ -51,7 +51,7 @@ def test_snapshot_is_frozen_while_the_vocabulary_grows():
     assert (vocab.lookup(np.array([4, 1])) == [2, 3]).all()
 
 
-def test_in_ranges_lists_the_keys_of_each_range_in_order():
+def test_in_ranges_lists_the_keys_of_each_range_in_order() -> None:
     vocab = Vocabulary()
     vocab.add(np.array([40, 10, 25, 11, 30]))
     which, keys, ids = vocab.in_ranges(np.array([10, 26, 100]), np.array([26, 41, 200]))
@@ -60,7 +60,7 @@ def test_in_ranges_lists_the_keys_of_each_range_in_order():
     assert ids.tolist() == [1, 3, 2, 4, 0]
 
 
-def reference_ids(batches):
+def reference_ids(batches: list[list[int]]) -> list[list[int]]:
     """Ids by first appearance, one key at a time."""
     ids: dict[int, int] = {}
     return [[ids.setdefault(int(k), len(ids)) for k in batch] for batch in batches]
@@ -77,7 +77,7 @@ keys_with_near_neighbours = st.lists(
 
 
 @given(st.lists(keys_with_near_neighbours, max_size=4))
-def test_ids_follow_first_appearance_for_any_int64_keys(batches):
+def test_ids_follow_first_appearance_for_any_int64_keys(batches: list[list[int]]) -> None:
     # keys that differ in their low bits only (and negative ones) take the exact sort's path
     vocab = Vocabulary()
     got = [vocab.add(np.array(b, dtype=np.int64)).tolist() for b in batches]
@@ -86,7 +86,7 @@ def test_ids_follow_first_appearance_for_any_int64_keys(batches):
     assert vocab.keys.tolist() == list(dict.fromkeys(everything))
 
 
-def test_large_batches_add_and_look_up_like_small_ones():
+def test_large_batches_add_and_look_up_like_small_ones() -> None:
     # ≥ 2¹⁴ keys into a vocabulary of ≥ 2¹⁴: the sorted lookups; pair-like keys (id·2²⁰ + class)
     rng = np.random.default_rng(5)
     tokens = rng.integers(0, 1 << 62, size=30_000)
@@ -104,13 +104,13 @@ def test_large_batches_add_and_look_up_like_small_ones():
 
 
 @given(keys_with_near_neighbours)
-def test_exact_key_runs_are_the_stable_argsort(keys):
-    keys = np.array(keys, dtype=np.int64)
-    order, ordered, starts = key_runs(keys, exact=True)
+def test_exact_key_runs_are_the_stable_argsort(keys: list[int]) -> None:
+    array = np.array(keys, dtype=np.int64)
+    order, ordered, starts = key_runs(array, exact=True)
     assert (
-        order.tolist() == np.argsort(keys, kind="stable").tolist()
-        and ordered.tolist() == keys[order].tolist()
+        order.tolist() == np.argsort(array, kind="stable").tolist()
+        and ordered.tolist() == array[order].tolist()
     )
     assert starts.tolist() == [
-        i for i in range(len(keys)) if i == 0 or ordered[i] != ordered[i - 1]
+        i for i in range(len(array)) if i == 0 or ordered[i] != ordered[i - 1]
     ]

@@ -6,28 +6,30 @@ import sqlite3
 import sys
 from datetime import UTC, datetime, timedelta
 from inspect import signature
+from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
-from filterd.cli.calibration import calibrate_command, parse_duration
+from filterd.cli.calibration import calibrate_command
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.jobs.calibrate import calibrate_classes
-from filterd.service.config import DEFAULTS
+from filterd.service.config import DEFAULTS, parse_duration
 from filterd.store.drift import Scored
-from filterd.store.handle import Store
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
+from tests.store.conftest import threshold_in_force
 
 
-def held(db):
+def held(db: str) -> ModelStore:
     """Model "default" of the store at URL `db`."""
     return Store.open(db).model("default")
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory):
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store that learned 3,000 synthetic messages (20 % held out, fed just now), built once."""
     path = tmp_path_factory.mktemp("template") / "store.db"
     url = f"sqlite:///{path}"
@@ -56,7 +58,7 @@ def template(tmp_path_factory):
 
 
 @pytest.fixture
-def db(template, tmp_path):
+def db(template: Path, tmp_path: Path) -> str:
     path = tmp_path / "store.db"
     with sqlite3.connect(template) as source, sqlite3.connect(path) as copy:
         source.backup(copy)  # WAL-safe copy
@@ -66,11 +68,11 @@ def db(template, tmp_path):
 HOLDOUT = ("--source", "holdout")  # the template store has holdout items, no prequential scores
 
 
-def run(*args):
+def run(*args: str) -> Result:
     return CliRunner().invoke(calibrate_command, list(args))
 
 
-def error_line(result):
+def error_line(result: Result) -> str:
     """The last line of the output, once it is known to be a clean click error."""
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -80,7 +82,7 @@ def error_line(result):
     return lines[-1]
 
 
-def test_a_report_then_one_beside_the_previous_version(db):
+def test_a_report_then_one_beside_the_previous_version(db: str) -> None:
     first = run("--db", db, *HOLDOUT)
     assert first.exit_code == 0, first.output
     assert "recall ≥ 0.99 (exact)" in first.output and "wrote threshold version 1" in first.output
@@ -103,11 +105,11 @@ def test_a_report_then_one_beside_the_previous_version(db):
         and "dry run: nothing written" in text
     )
     model = held(db)
-    assert model.latest_threshold("spam").version == 2
+    assert threshold_in_force(model).version == 2
     assert model.threshold_history()[0].created_by.startswith("filterd calibrate")
 
 
-def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db):
+def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db: str) -> None:
     refused = run("--db", db, *HOLDOUT, "--last", "100")
     assert refused.exit_code == 1
     assert error_line(refused).startswith("Error: refused for 'spam': too few positives")
@@ -115,14 +117,14 @@ def test_a_guardrail_refusal_is_one_line_and_exit_1_and_force_is_recorded(db):
     assert held(db).latest_threshold("spam") is None
     forced = run("--db", db, *HOLDOUT, "--last", "100", "--force", "--json")
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
-    assert held(db).latest_threshold("spam").forced
+    assert threshold_in_force(held(db)).forced
     conservative = run(
         "--db", db, *HOLDOUT, "--conservative", "--force"
     )  # ≈ 240 positives; 0.99 needs 299
     assert conservative.exit_code == 1 and "cannot override" in error_line(conservative)
 
 
-def test_a_dry_run_writes_nothing(db):
+def test_a_dry_run_writes_nothing(db: str) -> None:
     result = run("--db", db, *HOLDOUT, "--dry-run", "--window", "12h")
     assert (
         result.exit_code == 0
@@ -143,12 +145,12 @@ def test_a_dry_run_writes_nothing(db):
         (["--source", "guess"], "--source"),
     ],
 )
-def test_bad_arguments_are_usage_errors(db, args, message):
+def test_bad_arguments_are_usage_errors(db: str, args: list[str], message: str) -> None:
     result = run("--db", db, *args)
     assert result.exit_code == 2 and message in error_line(result)
 
 
-def test_store_problems_are_one_line_errors(db, tmp_path):
+def test_store_problems_are_one_line_errors(db: str, tmp_path: Path) -> None:
     assert (
         error_line(run("--db", db, "--model", "nope"))
         == "Error: no model named 'nope' in the store (its models: 'default'); "
@@ -162,7 +164,7 @@ def test_store_problems_are_one_line_errors(db, tmp_path):
     assert empty.exit_code == 1 and "filterd db upgrade" in error_line(empty)
 
 
-def test_durations():
+def test_durations() -> None:
     assert parse_duration("14d") == timedelta(days=14) and parse_duration("1d12h") == timedelta(
         hours=36
     )
@@ -174,13 +176,13 @@ def test_durations():
             parse_duration(bad)
 
 
-def test_every_class_one_vs_rest(db):
+def test_every_class_one_vs_rest(db: str) -> None:
     result = run("--db", db, *HOLDOUT, "--all-classes", "--target-recall", "0.95", "--json")
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["target_class"], r["version"]) for r in reports] == [("ham", 1), ("spam", 2)]
 
 
-def test_the_plot_is_a_png(db, tmp_path):
+def test_the_plot_is_a_png(db: str, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     path = tmp_path / "roc.png"
     run("--db", db, *HOLDOUT, "--target-recall", "0.95")
@@ -189,7 +191,9 @@ def test_the_plot_is_a_png(db, tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
 
 
-def test_without_matplotlib_the_plot_says_what_to_install(db, tmp_path, monkeypatch):
+def test_without_matplotlib_the_plot_says_what_to_install(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     result = run("--db", db, "--plot", str(tmp_path / "roc.png"))
     assert (
@@ -206,7 +210,9 @@ def test_without_matplotlib_the_plot_says_what_to_install(db, tmp_path, monkeypa
         ("missing/roc.png", "cannot write to directory"),
     ],
 )
-def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(db, tmp_path, name, message):
+def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(
+    db: str, tmp_path: Path, name: str, message: str
+) -> None:
     pytest.importorskip("matplotlib")
     result = run("--db", db, "--plot", str(tmp_path / name))
     assert result.exit_code == 1 and message in error_line(result)
@@ -216,7 +222,7 @@ def test_a_plot_path_it_cannot_draw_to_is_refused_before_writing(db, tmp_path, n
 # --- the adaptive source (the default): the prequential scores --------------------------------
 
 
-def record(db, scored, now, prefix):
+def record(db: str, scored: list[tuple[str, float]], now: datetime, prefix: str) -> None:
     """Record (label, score) pairs as feedback scored at `now` before it was learned."""
     model = held(db)
     items = [
@@ -226,7 +232,7 @@ def record(db, scored, now, prefix):
     model.store.close()
 
 
-def separable(rng, n_spam, n_ham):
+def separable(rng: np.random.Generator, n_spam: int, n_ham: int) -> list[tuple[str, float]]:
     return [("spam", s) for s in rng.normal(3, 1, n_spam)] + [
         ("ham", s) for s in rng.normal(-3, 1, n_ham)
     ]
@@ -239,19 +245,21 @@ EXPECTED = re.compile(
 )
 
 
-def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
+def test_adaptive_by_default_then_the_level_moves_by_the_misses(db: str) -> None:
     rng = np.random.default_rng(0)
     record(db, separable(rng, 300, 700), datetime.now(UTC) - timedelta(hours=1), "a")
     first = run("--db", db)
     assert first.exit_code == 0, first.output
-    v1 = held(db).latest_threshold("spam")
+    v1 = threshold_in_force(held(db))
     alpha = 1 - 0.99
     assert (v1.version, v1.source, v1.level) == (1, "adaptive", alpha)  # no misses seen yet: α
     assert "window (adaptive) " in first.output and ": 300 positives, 700 negatives" in first.output
     assert (
         "adaptive level: τ chosen for recall 99.00 % (miss level 0.01; target 0.99)" in first.output
     )
-    mean, low, high = map(float, EXPECTED.search(first.output).groups())
+    expected = EXPECTED.search(first.output)
+    assert expected is not None, first.output
+    mean, low, high = map(float, expected.groups())
     assert low < mean < high and mean == pytest.approx(100 * 297 / 301, abs=0.005)  # k/(P+1)
     assert "since it was written" not in first.output
 
@@ -269,14 +277,14 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
         f"specificity {100 * passed / 200:.2f} % of 200"
     ) in dry.output
     assert "(miss level 0.008; target 0.99)" in dry.output
-    assert held(db).latest_threshold("spam").version == 1
+    assert threshold_in_force(held(db)).version == 1
 
     second = run("--db", db, "--json")
     assert second.exit_code == 0, second.output
     report = json.loads(second.stdout)
     level = alpha + 0.1 * alpha * (100 * alpha - 3)  # α + γ (n α − m), γ = step · α
     assert report["level"] == level == pytest.approx(0.008)
-    v2 = held(db).latest_threshold("spam")
+    v2 = threshold_in_force(held(db))
     assert (v2.version, v2.source, v2.level) == (2, "adaptive", level) and v2.tau < v1.tau
     assert report["source"] == "adaptive" and report["in_force"] == {
         "n_pos": 100,
@@ -300,7 +308,7 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db):
     )
 
 
-def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refused(db):
+def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refused(db: str) -> None:
     first = run("--db", db)  # a store bootstrapped by `filterd learn`: nothing scored on arrival
     assert first.exit_code == 0, first.output
     assert "window (holdout) " in first.output and "wrote threshold version 1" in first.output
@@ -313,10 +321,10 @@ def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refus
     line = error_line(again)
     assert line.startswith("Error: refused for 'spam': too few positives: 0 'spam' items")
     assert "recorded by `filterd run`" in line
-    assert held(db).latest_threshold("spam").version == 1
+    assert threshold_in_force(held(db)).version == 1
 
 
-def test_the_command_and_the_job_default_to_the_declared_settings():
+def test_the_command_and_the_job_default_to_the_declared_settings() -> None:
     """One default per setting: `filterd calibrate`, the calibration job and `filterd run`
     (the configuration) calibrate alike unless told otherwise."""
     job = {name: p.default for name, p in signature(calibrate_classes).parameters.items()}

@@ -2,18 +2,19 @@
 
 import json
 import tomllib
+from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.service.config import DEFAULTS
 
 
-def run(*args, env=None):
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["config", *args], env=env)
 
 
-def test_the_example_configuration_is_every_declared_key_with_its_default():
+def test_the_example_configuration_is_every_declared_key_with_its_default() -> None:
     result = run("example")
     assert result.exit_code == 0, result.output
     example = tomllib.loads(result.stdout)
@@ -26,7 +27,7 @@ def test_the_example_configuration_is_every_declared_key_with_its_default():
         assert set(example[section]) == set(keys), f"[{section}] has keys nothing declares"
 
 
-def test_the_shipped_files_are_listed_and_printed():
+def test_the_shipped_files_are_listed_and_printed() -> None:
     listed = run("example", "--list").stdout.split()
     assert "filterd.toml" in listed and "__init__.py" not in listed
     for name in listed:
@@ -37,7 +38,7 @@ def test_the_shipped_files_are_listed_and_printed():
     ]
 
 
-def test_show_masks_secrets_and_names_a_bad_key(tmp_path):
+def test_show_masks_secrets_and_names_a_bad_key(tmp_path: Path) -> None:
     path = tmp_path / "filterd.toml"
     path.write_text('[kafka]\nsasl_plain_password = "hunter2"\n[limits]\nmax_tokens = 7\n')
     shown = json.loads(run("show", "--config", str(path)).stdout)

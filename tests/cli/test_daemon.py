@@ -7,11 +7,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.cli.corpus_files import write_corpus
+from filterd.demo.broker import LocalBroker
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.database import head
 from tests.daemon.conftest import valid
@@ -19,11 +22,11 @@ from tests.daemon.conftest import valid
 STREAM = generate(SynthConfig(n_messages=1200, seed=5))
 
 
-def run(*args, env=None, input=None):
+def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, input=input)
 
 
-def test_score_decides_stdin_like_the_daemon(tmp_path):
+def test_score_decides_stdin_like_the_daemon(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "train.jsonl"
     write_corpus(STREAM[:1000], corpus)
@@ -70,7 +73,7 @@ def test_score_decides_stdin_like_the_daemon(tmp_path):
     )
 
 
-def test_score_writes_only_decisions_to_stdout_and_fails_on_garbage(tmp_path):
+def test_score_writes_only_decisions_to_stdout_and_fails_on_garbage(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "train.jsonl"
     write_corpus(STREAM[:300], corpus)
@@ -106,7 +109,7 @@ def test_score_writes_only_decisions_to_stdout_and_fails_on_garbage(tmp_path):
     )
 
 
-def test_topics_create_is_idempotent(broker):
+def test_topics_create_is_idempotent(broker: LocalBroker) -> None:
     env = {
         "FILTERD_TOPICS_MESSAGES": "cli-messages",
         "FILTERD_TOPICS_DECISIONS": "cli-decisions",
@@ -120,7 +123,7 @@ def test_topics_create_is_idempotent(broker):
     assert second.stdout.count("exists") == 4
 
 
-def test_topics_create_without_a_broker_fails_within_seconds_naming_it():
+def test_topics_create_without_a_broker_fails_within_seconds_naming_it() -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -148,7 +151,7 @@ def test_topics_create_without_a_broker_fails_within_seconds_naming_it():
     assert took < 25  # kafka-python's own wait is 30 s
 
 
-def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_path):
+def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[decision]\ntarget_recall = 1.5\n")
     result = subprocess.run(
@@ -171,7 +174,7 @@ def test_a_bad_configuration_stops_start_up_with_one_line_naming_the_key(tmp_pat
     assert typo.exit_code != 0 and "cannot read the configuration" in typo.output
 
 
-def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path):
+def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path: Path) -> None:
     corrupt = tmp_path / "filterd.db"
     corrupt.write_bytes(b"this is not an SQLite file " * 100)
     result = subprocess.run(
@@ -185,7 +188,7 @@ def test_run_refuses_a_store_that_is_not_a_database_at_once(tmp_path):
     assert result.stderr.splitlines() == [f"Error: {corrupt}: not a SQLite database file"]
 
 
-def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path):
+def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path: Path) -> None:
     """Not an outage to wait for: `run`, `serve` and `db upgrade` say so alike, in one line."""
     for command in (["run"], ["serve"], ["db", "upgrade"], ["run", "--create-store"]):
         started = time.monotonic()
@@ -203,7 +206,7 @@ def test_run_refuses_a_folder_as_its_sqlite_file_at_once_naming_it(tmp_path):
         assert time.monotonic() - started < 30
 
 
-def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
+def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path: Path) -> None:
     cases = {
         "bootstrap_server = '127.0.0.1:9092'": "kafka.bootstrap_server: not a setting of "
         "kafka-python's clients (did you mean 'bootstrap_servers'?)",
@@ -228,7 +231,7 @@ def test_a_misspelt_or_mistyped_kafka_setting_is_one_line_naming_it(tmp_path):
         assert result.stderr.splitlines() == [f"Error: invalid configuration: {expected}"], setting
 
 
-def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path):
+def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
     refused = run("score", "--db", f"sqlite:///{missing}", input="")
     assert refused.exit_code == 1 and "Traceback" not in refused.output
@@ -251,7 +254,7 @@ def test_score_refuses_a_store_without_schema_unless_told_to_create_it(tmp_path)
     assert json.loads(created.stdout.splitlines()[-1])["label"] == "unknown"
 
 
-def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path):
+def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'old.db'}"
     assert run("db", "upgrade", "--db", db, "0002").exit_code == 0
     started = time.monotonic()
@@ -264,7 +267,7 @@ def test_score_against_an_older_schema_says_to_upgrade_at_once(tmp_path):
     assert time.monotonic() - started < 5  # nobody is migrating it: no reason to wait
 
 
-def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path):
+def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path: Path) -> None:
     for command in ("run", "score"):
         for url, expected in [
             (
@@ -283,7 +286,7 @@ def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path):
             assert expected in line
 
 
-def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path):
+def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     assert run("db", "upgrade", "--db", f"sqlite:///{path}").exit_code == 0
     with sqlite3.connect(path) as conn:  # as a later filterd would leave it
@@ -296,10 +299,11 @@ def test_score_against_a_newer_schema_says_to_upgrade_filterd(tmp_path):
     )
 
 
-def test_run_and_serve_refuse_a_model_the_store_lacks_naming_those_it_holds(tmp_path):
+def test_run_and_serve_refuse_a_model_the_store_lacks_naming_those_it_holds(tmp_path: Path) -> None:
     """A mistyped --model starts no empty model: `run` creates one only in a store that holds
     none (its first start), `serve` never."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
+    command: Sequence[str]
     for command in (("db", "upgrade"), ("model", "create", "default")):
         assert run(*command, "--db", db).exit_code == 0
     env = {**os.environ, "FILTERD_OBSERVE_METRICS_PORT": "0"}

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli.demo import demo_command, render
 from filterd.demo.options import DemoOptions
@@ -44,12 +44,14 @@ needs_broker = pytest.mark.skipif(
 )
 
 
-def run(*args):
+def run(*args: object) -> Result:
     return CliRunner().invoke(demo_command, [str(a) for a in args])
 
 
 def broker_port(output: str) -> str:
-    return re.search(r"broker 127\.0\.0\.1:(\d+)", output).group(1)
+    found = re.search(r"broker 127\.0\.0\.1:(\d+)", output)
+    assert found is not None, output
+    return found.group(1)
 
 
 def running(port: str) -> list[str]:
@@ -74,14 +76,16 @@ def children() -> set[int]:
     return out
 
 
-def one_line_error(result, code: int) -> str:
+def one_line_error(result: Result, code: int) -> str:
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     return result.output.strip().splitlines()[-1]
 
 
 @needs_broker
-def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_running(tmp_path):
+def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
     workdir = tmp_path / "demo"
     # every ready decision queued for review, with the threshold version it was taken with: the
     # store's record of the decisions the summary's "delivered" line is about
@@ -97,7 +101,9 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
     # the model became ready and ranks well on what it decided once ready
     decisions = re.search(r"decisions  ham ([\d,]+) · spam ([\d,]+)", out)
     assert decisions, out
-    auc = float(re.search(r"ranking    AUC (\d\.\d+)", out).group(1))
+    ranking = re.search(r"ranking    AUC (\d\.\d+)", out)
+    assert ranking is not None, out
+    auc = float(ranking.group(1))
     assert auc > 0.95
     # a threshold was written to the store, and the summary shows the latest
     with sqlite3.connect(workdir / "filterd.db") as db:
@@ -133,7 +139,7 @@ def test_demo_decides_every_message_writes_a_threshold_and_leaves_nothing_runnin
 
 
 @needs_broker
-def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_path):
+def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     process = subprocess.Popen(
         [
@@ -157,6 +163,7 @@ def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_pat
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            assert process.stdout is not None
             lines.append(process.stdout.readline())
             if "the daemon is deciding" in lines[-1]:
                 break
@@ -174,33 +181,33 @@ def test_ctrl_c_stops_everything_cleanly_keeps_the_workdir_and_exits_130(tmp_pat
     assert not running(broker_port("".join(lines)))
 
 
-def test_a_missing_corpus_is_a_one_line_error(tmp_path):
+def test_a_missing_corpus_is_a_one_line_error(tmp_path: Path) -> None:
     line = one_line_error(run("--corpus", tmp_path / "missing.jsonl.gz"), 1)
     assert line == f"Error: {tmp_path / 'missing.jsonl.gz'}: no such file"
 
 
-def test_a_negative_rate_is_refused():
+def test_a_negative_rate_is_refused() -> None:
     line = one_line_error(run("--rate", "-1"), 2)
     assert line.startswith("Error: Invalid value for '--rate'")
 
 
-def test_synthetic_options_are_refused_with_a_corpus(tmp_path):
+def test_synthetic_options_are_refused_with_a_corpus(tmp_path: Path) -> None:
     line = one_line_error(run("--corpus", tmp_path / "c.jsonl", "--spam-share", "0.3"), 2)
     assert "--spam-share is for the synthetic stream" in line
 
 
-def test_a_target_class_absent_from_the_stream_is_refused():
+def test_a_target_class_absent_from_the_stream_is_refused() -> None:
     line = one_line_error(run("--messages", "50", "--target", "phishing"), 1)
     assert line == "Error: target class 'phishing' does not occur in the stream (labels: ham, spam)"
 
 
-def test_a_used_workdir_is_refused_before_anything_starts(tmp_path):
+def test_a_used_workdir_is_refused_before_anything_starts(tmp_path: Path) -> None:
     (tmp_path / "filterd.db").write_bytes(b"")
     line = one_line_error(run("--messages", "50", "--workdir", tmp_path), 1)
     assert "filterd.db exists: the demo needs a fresh store" in line
 
 
-def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_path):
+def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_path: Path) -> None:
     line = one_line_error(run("--messages", "50", "--workdir", "/proc/nope"), 1)
     assert line == "Error: --workdir /proc/nope: cannot write there (No such file or directory)"
     made = tmp_path / "new" / "deeper"  # a workdir that does not exist yet is created
@@ -208,7 +215,7 @@ def test_a_workdir_that_cannot_be_written_is_refused_before_anything_starts(tmp_
     assert made.is_dir()
 
 
-def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decisions():
+def test_the_scoreboard_counts_a_redelivered_decision_once_and_ranks_ready_decisions() -> None:
     items = [Item(f"m{i}", "spam" if i % 2 else "ham", b"") for i in range(6)]
     board = Scoreboard(items, "spam", 0.99)
     board.decision({"message_id": "m0", "label": "unknown", "score": 0.0})
@@ -255,7 +262,7 @@ def snapshot(quality: Quality) -> Snapshot:
     )
 
 
-def test_the_summary_shows_the_recall_delivered_against_the_target():
+def test_the_summary_shows_the_recall_delivered_against_the_target() -> None:
     with_tau = render(snapshot(Quality(10, 0.99, 0.8, 8, 0.75, 0.5)))
     assert (
         "delivered  spam caught 75.0 % against the target 0.99 · ham kept 50.0 % · over 8 "
@@ -266,7 +273,7 @@ def test_the_summary_shows_the_recall_delivered_against_the_target():
 
 
 @needs_broker
-def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
+def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
@@ -284,6 +291,7 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
         deadline = time.monotonic() + 120
         while not any("the workbench stays up" in line for line in lines):
             assert time.monotonic() < deadline and demo.poll() is None, "".join(lines)
+            assert demo.stdout is not None
             lines.append(demo.stdout.readline())
         found = re.search(
             r"workbench http://127\.0\.0\.1:(\d+)/ · log in as demo, password (\S+)", "".join(lines)
@@ -304,7 +312,7 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path):
 
 
 @needs_broker
-def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path):
+def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path: Path) -> None:
     result = subprocess.run(
         [
             sys.executable,
@@ -325,6 +333,8 @@ def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path)
     )
     assert result.returncode == 1, result.stderr
     error = result.stderr.strip().splitlines()[-1]
-    log = Path(re.search(r"\(see (\S+/daemon\.log)\)$", error).group(1))
+    see = re.search(r"\(see (\S+/daemon\.log)\)$", error)
+    assert see is not None, error
+    log = Path(see.group(1))
     assert log.parent.parent == tmp_path and log.stat().st_size > 0
     assert f"kept in {log.parent}: filterd.db, daemon.log, broker.log" in result.stdout

@@ -3,6 +3,7 @@ with a non-zero exit and no traceback: bad estimator parameters, files that cann
 written, database URLs and migrations that cannot work."""
 
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 from filterd.cli import main
 
 
-def one_line_error(*args, env=None):
+def one_line_error(*args: str, env: dict[str, str] | None = None) -> str:
     """The one line a failing command prints on stderr."""
     result = CliRunner().invoke(main, list(args), env=env)
     assert result.exit_code != 0, result.output
@@ -22,7 +23,7 @@ def one_line_error(*args, env=None):
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A migrated SQLite store with a model 'default' (created empty)."""
     path = tmp_path_factory.mktemp("store") / "store.db"
     url = f"sqlite:///{path}"
@@ -57,26 +58,28 @@ PARAMETER_ERRORS = [
 
 
 @pytest.mark.parametrize("options, says", PARAMETER_ERRORS)
-def test_bad_model_options_of_model_create_and_evaluate(db, options, says):
+def test_bad_model_options_of_model_create_and_evaluate(
+    db: str, options: tuple[str, ...], says: str
+) -> None:
     assert says in one_line_error("model", "create", "x", "--db", db, *options)
     assert says in one_line_error("evaluate", "--demo", *options)
 
 
-def test_per_class_parameters_must_fit_the_classes(db):
+def test_per_class_parameters_must_fit_the_classes(db: str) -> None:
     # the store's models decide target vs rest: one λ or two
     assert "'lam': 3 values for 2 classes (the target, the rest)" in one_line_error(
         "model", "create", "x", "--db", db, "--variant", "unb", "--param", "lam=1,2,3"
     )
 
 
-def test_bad_grid_values_of_tune():
+def test_bad_grid_values_of_tune() -> None:
     assert "invalid value for mnb parameter 'alpha': 'a'" in one_line_error(
         "tune", "--demo", "--variant", "mnb", "--grid", "alpha=a,b"
     )
     assert "is not KEY=V1,V2" in one_line_error("tune", "--demo", "--grid", "alpha")
 
 
-def test_a_bad_model_section_in_the_configuration(tmp_path):
+def test_a_bad_model_section_in_the_configuration(tmp_path: Path) -> None:
     config = tmp_path / "filterd.toml"
     config.write_text('[model]\nvariant = "mnb"\nparams = {alpha = "abc"}\n')
     assert one_line_error("score", "--config", str(config)) == (
@@ -85,7 +88,7 @@ def test_a_bad_model_section_in_the_configuration(tmp_path):
     )
 
 
-def test_export_and_import_files(db, tmp_path):
+def test_export_and_import_files(db: str, tmp_path: Path) -> None:
     assert "nonexistent.gz: No such file or directory" in one_line_error(
         "model", "import", str(tmp_path / "nonexistent.gz"), "--db", db
     )
@@ -110,7 +113,7 @@ def test_export_and_import_files(db, tmp_path):
     assert not unknown.exists()  # no partial export left behind
 
 
-def test_database_urls_and_migrations(db, monkeypatch):
+def test_database_urls_and_migrations(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "No such file or directory" in one_line_error(
         "db", "upgrade", "--db", "sqlite:////proc/nope/x.db"
     )
@@ -127,7 +130,7 @@ def test_database_urls_and_migrations(db, monkeypatch):
         assert "pip install 'filterd[postgres]'" in line, line
 
 
-def test_model_show_and_delete(db):
+def test_model_show_and_delete(db: str) -> None:
     assert "no model named 'nope'" in one_line_error("model", "show", "nope", "--db", db)
     assert "no model named 'nope'" in one_line_error("model", "delete", "nope", "--yes", "--db", db)
     assert "add --yes" in one_line_error("model", "delete", "default", "--db", db)

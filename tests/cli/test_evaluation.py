@@ -1,11 +1,19 @@
 import io
 import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
-from click.testing import CliRunner
+import pytest
+from click import progressbar
+from click._termui_impl import ProgressBar
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
+
+T = TypeVar("T")
 
 REQUIRED = {
     "variant",
@@ -25,11 +33,11 @@ REQUIRED = {
 }
 
 
-def run(*args):
+def run(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
-def test_evaluate_demo_as_json_gives_one_object_per_variant_and_selection():
+def test_evaluate_demo_as_json_gives_one_object_per_variant_and_selection() -> None:
     result = run(
         "evaluate",
         "--demo",
@@ -54,7 +62,7 @@ def test_evaluate_demo_as_json_gives_one_object_per_variant_and_selection():
     assert all(set(r) >= REQUIRED for r in rows)
 
 
-def test_evaluate_a_corpus_file_prints_a_table(tmp_path):
+def test_evaluate_a_corpus_file_prints_a_table(tmp_path: Path) -> None:
     assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
     result = run(
         "evaluate", str(tmp_path / "c.jsonl.gz"), "--variant", "unb", "--param", "lam=1e-5"
@@ -65,14 +73,14 @@ def test_evaluate_a_corpus_file_prints_a_table(tmp_path):
     assert row.startswith("unb(lam=1e-05)")
 
 
-def test_evaluate_a_corpus_folder_reads_its_messages_file(tmp_path):
+def test_evaluate_a_corpus_folder_reads_its_messages_file(tmp_path: Path) -> None:
     assert run("synth", str(tmp_path / "messages.jsonl.gz"), "--messages", "400").exit_code == 0
     by_folder = json.loads(run("evaluate", str(tmp_path), "--json").stdout)
     by_file = json.loads(run("evaluate", str(tmp_path / "messages.jsonl.gz"), "--json").stdout)
     assert (by_folder["n_train"], by_folder["auc"]) == (by_file["n_train"], by_file["auc"])
 
 
-def test_without_variant_the_default_model_is_evaluated(tmp_path):
+def test_without_variant_the_default_model_is_evaluated(tmp_path: Path) -> None:
     assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
     (row,) = [
         json.loads(line)
@@ -97,14 +105,14 @@ def test_without_variant_the_default_model_is_evaluated(tmp_path):
     assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.45,x=0.52)", "none")
 
 
-def one_line_error(result, code):
+def one_line_error(result: Result, code: int) -> str:
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     return result.output.strip().splitlines()[-1]
 
 
-def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path):
+def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path: Path) -> None:
     assert "bad selection" in one_line_error(run("evaluate", "--demo", "--select", "local:x"), 2)
     assert "no parameter" in one_line_error(
         run("evaluate", "--demo", "--variant", "mnb", "--param", "mnb.beta=1"), 2
@@ -119,11 +127,11 @@ def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path):
     assert "--protocol" in one_line_error(run("evaluate", "--demo", "--protocol", "sideways"), 2)
 
 
-def test_target_must_be_a_label(tmp_path):
+def test_target_must_be_a_label(tmp_path: Path) -> None:
     assert "not a label" in one_line_error(run("evaluate", "--demo", "--target", "fraud"), 1)
 
 
-def test_tune_grid_reports_every_candidate_and_measures_the_choice_on_the_test_part():
+def test_tune_grid_reports_every_candidate_and_measures_the_choice_on_the_test_part() -> None:
     result = run("tune", "--demo", "--variant", "wmnb", "--grid", "gamma=-1,-1e6", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -131,27 +139,29 @@ def test_tune_grid_reports_every_candidate_and_measures_the_choice_on_the_test_p
     assert report["test_after"]["auc"] > report["test_before"]["auc"] - 1e-9
 
 
-def test_tune_unb_lambda_by_differential_evolution():
+def test_tune_unb_lambda_by_differential_evolution() -> None:
     result = run("tune", "--demo", "--variant", "unb", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["objective"] == "macro_f1" and len(report["params"]["lam"]) == 2
 
 
-def test_tune_needs_something_to_search():
+def test_tune_needs_something_to_search() -> None:
     assert "--grid" in one_line_error(run("tune", "--demo", "--variant", "mnb"), 2)
     assert "no parameter" in one_line_error(
         run("tune", "--demo", "--variant", "mnb", "--grid", "gamma=1,2"), 2
     )
 
 
-def test_the_online_replay_moves_its_progress_bar_to_the_end(tmp_path, monkeypatch):
+def test_the_online_replay_moves_its_progress_bar_to_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from filterd.cli import evaluation
 
     bars = {}
 
-    def recording(items, label, enabled=True):
-        bars[label] = evaluation.click.progressbar(items, label=label, file=io.StringIO())
+    def recording(items: Sequence[T], label: str, enabled: bool = True) -> ProgressBar[T]:
+        bars[label] = progressbar(items, label=label, file=io.StringIO())
         return bars[label]
 
     monkeypatch.setattr(evaluation, "_progress", recording)
@@ -173,19 +183,19 @@ def test_the_online_replay_moves_its_progress_bar_to_the_end(tmp_path, monkeypat
     ] * 2
 
 
-def three_class_corpus(path, labels=("a", "b", "c")):
+def three_class_corpus(path: Path, labels: tuple[str, ...] = ("a", "b", "c")) -> str:
     """A small synthetic corpus of three classes."""
     priors = dict(zip(labels, (0.6, 0.25, 0.15)))
     write_corpus(generate(SynthConfig(n_messages=300, class_priors=priors, seed=3)), path)
     return str(path)
 
 
-def rows(result):
+def rows(result: Result) -> list[dict[str, Any]]:
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
-def test_relabel_merges_classes_before_evaluating(tmp_path):
+def test_relabel_merges_classes_before_evaluating(tmp_path: Path) -> None:
     corpus = three_class_corpus(tmp_path / "abc.jsonl.gz")
     (three,) = rows(run("evaluate", corpus, "--variant", "mnb", "--json"))
     assert (three["task"], sorted(three["per_class"])) == ("multiclass", ["a", "b", "c"])
@@ -201,7 +211,7 @@ def test_relabel_merges_classes_before_evaluating(tmp_path):
     assert "at least two labels" in line
 
 
-def test_relabel_gives_the_binary_view_of_a_smishing_corpus(tmp_path):
+def test_relabel_gives_the_binary_view_of_a_smishing_corpus(tmp_path: Path) -> None:
     corpus = three_class_corpus(tmp_path / "sms.jsonl", labels=("ham", "spam", "smishing"))
     result = run("evaluate", corpus, "--relabel", "smishing=spam")
     assert result.exit_code == 0, result.output
@@ -212,7 +222,7 @@ def test_relabel_gives_the_binary_view_of_a_smishing_corpus(tmp_path):
     assert (binary["task"], binary["target"]) == ("binary", "spam")
 
 
-def test_tune_reads_the_corpus_relabelled(tmp_path):
+def test_tune_reads_the_corpus_relabelled(tmp_path: Path) -> None:
     corpus = three_class_corpus(tmp_path / "abc.jsonl")
     result = run(
         "tune",
@@ -231,7 +241,7 @@ def test_tune_reads_the_corpus_relabelled(tmp_path):
     assert json.loads(result.stdout)["test_after"]["task"] == "binary"
 
 
-def test_bad_relabel_values_get_one_line_and_a_nonzero_exit(tmp_path):
+def test_bad_relabel_values_get_one_line_and_a_nonzero_exit(tmp_path: Path) -> None:
     corpus = three_class_corpus(tmp_path / "abc.jsonl")
     for value in ("c", "=b", "c=", "="):
         line = one_line_error(run("evaluate", corpus, "--relabel", value), 2)
@@ -245,7 +255,7 @@ def test_bad_relabel_values_get_one_line_and_a_nonzero_exit(tmp_path):
     )
 
 
-def test_the_fusion_is_evaluated_on_two_classes_and_has_nothing_to_tune(tmp_path):
+def test_the_fusion_is_evaluated_on_two_classes_and_has_nothing_to_tune(tmp_path: Path) -> None:
     assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "600").exit_code == 0
     for protocol in ("split", "online"):
         result = run(
@@ -268,13 +278,13 @@ def test_the_fusion_is_evaluated_on_two_classes_and_has_nothing_to_tune(tmp_path
     assert result.exit_code != 0 and "fusion has nothing to tune" in result.output
 
 
-def test_short_body_is_a_tokenizer_option_of_evaluate():
+def test_short_body_is_a_tokenizer_option_of_evaluate() -> None:
     assert run("evaluate", "--demo", "--short-body", "0", "--json").exit_code == 0
     result = run("evaluate", "--demo", "--short-body", "-1")
     assert result.exit_code == 2 and "--short-body" in result.output
 
 
-def test_synthetic_corpora_of_other_options_have_other_ids(tmp_path):
+def test_synthetic_corpora_of_other_options_have_other_ids(tmp_path: Path) -> None:
     """Two corpora learned into one store do not relabel each other's messages."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
     assert run("db", "upgrade", "--db", db).exit_code == 0
@@ -294,7 +304,7 @@ def test_synthetic_corpora_of_other_options_have_other_ids(tmp_path):
     assert [json.loads(line)["id"] for line in again.read_text().splitlines()] == first
 
 
-def test_synth_to_a_path_it_cannot_write_is_one_line(tmp_path):
+def test_synth_to_a_path_it_cannot_write_is_one_line(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     for path, says in ((blocker / "c.jsonl", "Not a directory"), (tmp_path, "Is a directory")):

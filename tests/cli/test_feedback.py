@@ -3,9 +3,10 @@ forms, and its errors as one line."""
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
@@ -15,12 +16,12 @@ from filterd.store.labels import LabelledTokens
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def run(*args, env=None):
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["feedback", "log", *args], env=env)
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store whose model 'default' has five label events, three days apart (the last today)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
     store = Store.open(url)
@@ -49,12 +50,12 @@ def db(tmp_path_factory):
     return url
 
 
-def lines(result):
+def lines(result: Result) -> list[str]:
     assert result.exit_code == 0, result.output
     return result.stdout.splitlines()
 
 
-def test_one_readable_line_per_event_newest_first(db):
+def test_one_readable_line_per_event_newest_first(db: str) -> None:
     shown = lines(run("--db", db))
     assert [line.split()[2] for line in shown] == ["m3", "m1", "m1", "m2", "m1"]
     stamp = f"{NOW:%Y-%m-%d %H:%M:%S}Z"
@@ -75,8 +76,8 @@ def test_one_readable_line_per_event_newest_first(db):
     assert len({line.index("→") for line in shown}) == 1  # aligned columns
 
 
-def test_filters_and_limit(db):
-    def ids(*args):
+def test_filters_and_limit(db: str) -> None:
+    def ids(*args: str) -> list[str]:
         return [line.split()[2] for line in lines(run("--db", db, *args))]
 
     assert ids("--message", "m1") == ["m1"] * 3
@@ -89,7 +90,7 @@ def test_filters_and_limit(db):
     assert ids("--analyst", "nobody") == []
 
 
-def test_json_lines_carry_every_field(db):
+def test_json_lines_carry_every_field(db: str) -> None:
     events = [json.loads(line) for line in lines(run("--db", db, "--json", "--analyst", "alice"))]
     assert [e["message_id"] for e in events] == ["m3", "m1"]
     assert events[0] | {"applied_at": None, "received_at": None} == {
@@ -118,7 +119,7 @@ def test_json_lines_carry_every_field(db):
         (["--limit", "-1"], "Invalid value for '--limit'"),
     ],
 )
-def test_mistakes_are_one_line_errors(db, args, message):
+def test_mistakes_are_one_line_errors(db: str, args: list[str], message: str) -> None:
     result = run("--db", db, *args)
     assert result.exit_code in (1, 2) and "Traceback" not in result.output
     assert message in result.stderr.splitlines()[-1]
@@ -126,7 +127,7 @@ def test_mistakes_are_one_line_errors(db, args, message):
         assert len(result.stderr.splitlines()) == 1
 
 
-def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path):
+def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path: Path) -> None:
     empty, old = f"sqlite:///{tmp_path / 'empty.db'}", f"sqlite:///{tmp_path / 'old.db'}"
     (tmp_path / "empty.db").touch()  # an empty file is an empty SQLite database
     older = Store.open(old)

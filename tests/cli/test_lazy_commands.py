@@ -5,6 +5,7 @@ when the command is invoked, or asked for its help)."""
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -35,7 +36,7 @@ print(" ".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stder
 
 
 @pytest.mark.parametrize("option", ["--help", "--version"])
-def test_help_and_version_import_no_heavy_library(option):
+def test_help_and_version_import_no_heavy_library(option: str) -> None:
     probe = PROBE.format(option=option, heavy=HEAVY)
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
@@ -44,18 +45,18 @@ def test_help_and_version_import_no_heavy_library(option):
     assert result.stdout.strip()  # it did print the help, or the version
 
 
-def test_the_help_lists_every_command_and_each_command_gives_its_own():
+def test_the_help_lists_every_command_and_each_command_gives_its_own() -> None:
     listed = CliRunner().invoke(main, ["--help"]).stdout
     for name, (_, summary) in COMMANDS.items():
         assert f"  {name} " in listed and summary in listed
-        command = main.get_command(None, name)
-        assert command.name == name
+        command = main.get_command(click.Context(main), name)
+        assert command is not None and command.name == name
         own = CliRunner().invoke(main, [name, "--help"])
         assert own.exit_code == 0 and own.stdout.startswith(f"Usage: main {name} ")
     assert CliRunner().invoke(main, ["nope"]).exit_code == 2
 
 
-def test_the_daemon_the_api_and_the_topics_commands_start_without_scipy_stats():
+def test_the_daemon_the_api_and_the_topics_commands_start_without_scipy_stats() -> None:
     """scipy.stats, the slowest of their imports, is imported when a confidence bound or a rank
     is first computed, not when `filterd run`, `serve` or `topics` start."""
     probe = (

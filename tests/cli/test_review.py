@@ -5,15 +5,18 @@ error as one line with a non-zero exit."""
 import json
 import socket
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.service.records import Feedback, decode
-from filterd.service.review import ReviewItem
+from filterd.service.review import Reason, ReviewItem
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from tests.daemon.conftest import read_all
@@ -22,7 +25,23 @@ from tests.queued import queued
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def item(message_id, score, reason="band", subject=None, excerpt=None, **fields):
+class ItemFields(TypedDict, total=False):
+    """The other fields of a `ReviewItem`, given or defaulted by `item`."""
+
+    sender: str
+    attributes: dict[str, Any]
+    explanation: list[tuple[str, float]]
+    tokens: list[str]
+
+
+def item(
+    message_id: str,
+    score: float,
+    reason: Reason = "band",
+    subject: str | None = None,
+    excerpt: str | None = None,
+    **fields: Unpack[ItemFields],
+) -> ReviewItem:
     return queued(
         message_id,
         score,
@@ -40,7 +59,7 @@ def item(message_id, score, reason="band", subject=None, excerpt=None, **fields)
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store whose model 'default' has three queued items; the message of "m-c" was labelled
     ham by alice since."""
     directory = tmp_path_factory.mktemp("store")
@@ -70,22 +89,22 @@ def store(tmp_path_factory):
     return url
 
 
-def ids(url, *args):
+def ids(url: str, *args: str) -> dict[str, int]:
     """{message id: item id} of the queue, labelled items included."""
     result = run("list", "--db", url, "--all", "--json", *args)
     return {json.loads(line)["message_id"]: json.loads(line)["id"] for line in lines(result)}
 
 
-def run(*args, env=None):
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["review", *args], env=env)
 
 
-def lines(result):
+def lines(result: Result) -> list[str]:
     assert result.exit_code == 0, result.output
     return result.stdout.splitlines()
 
 
-def one_line_error(result, *fragments, code=1):
+def one_line_error(result: Result, *fragments: str, code: int = 1) -> str:
     assert result.exit_code == code, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     error = result.stderr.strip()
@@ -99,7 +118,7 @@ def one_line_error(result, *fragments, code=1):
 # --- list and show -------------------------------------------------------------------------------
 
 
-def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store):
+def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store: str) -> None:
     shown = lines(run("list", "--db", store))
     assert [line.split()[0] for line in shown] == [str(ids(store)["m-a"]), str(ids(store)["m-b"])]
     first = shown[0]
@@ -111,7 +130,7 @@ def test_list_shows_unlabelled_items_closest_to_tau_first_escaped(store):
     assert shown[1].endswith("Hello Bob, lunch tomorrow? Alice")  # the excerpt, on one line
 
 
-def test_list_all_order_reason_and_limit(store):
+def test_list_all_order_reason_and_limit(store: str) -> None:
     every = lines(run("list", "--db", store, "--all"))
     assert [line.split()[0] for line in every] == [
         str(ids(store)[m]) for m in ("m-a", "m-c", "m-b")
@@ -125,7 +144,7 @@ def test_list_all_order_reason_and_limit(store):
     assert len(lines(run("list", "--db", store, "--limit", "1"))) == 1
 
 
-def test_list_json_has_every_field_but_the_tokens(store):
+def test_list_json_has_every_field_but_the_tokens(store: str) -> None:
     (first, second) = [json.loads(line) for line in lines(run("list", "--db", store, "--json"))]
     assert first["message_id"] == "m-a" and second["message_id"] == "m-b"
     assert first["subject"] == "Win a prize\x1b[31m now"
@@ -135,13 +154,13 @@ def test_list_json_has_every_field_but_the_tokens(store):
     assert "tokens" not in first
 
 
-def test_list_json_gives_an_item_with_the_keys_of_the_api(store):
+def test_list_json_gives_an_item_with_the_keys_of_the_api(store: str) -> None:
     first = json.loads(lines(run("list", "--db", store, "--json"))[0])
     assert set(first) == set(ReviewItem.__struct_fields__) - {"tokens"}  # GET /v1/review's
     assert first["distance"] == pytest.approx(0.02)  # |0.52 − 0.5|
 
 
-def test_show_gives_everything_stored_and_the_label_history(store):
+def test_show_gives_everything_stored_and_the_label_history(store: str) -> None:
     item_id = ids(store)["m-c"]
     text = lines(run("show", str(item_id), "--db", store))
     fields = {
@@ -169,7 +188,7 @@ def test_show_gives_everything_stored_and_the_label_history(store):
     ]
 
 
-def test_show_json_has_the_tokens_and_history(store):
+def test_show_json_has_the_tokens_and_history(store: str) -> None:
     result = run("show", str(ids(store)["m-a"]), "--db", store, "--json")
     shown = json.loads(result.stdout)
     assert shown["tokens"] == ["win", "prize", "now"] and shown["token_count"] == 3
@@ -183,7 +202,13 @@ def test_show_json_has_the_tokens_and_history(store):
 # --- label ---------------------------------------------------------------------------------------
 
 
-def config_file(tmp_path, store, servers, feedback_topic, labels=("ham", "spam")):
+def config_file(
+    tmp_path: Path,
+    store: str,
+    servers: str,
+    feedback_topic: str,
+    labels: Sequence[str] = ("ham", "spam"),
+) -> str:
     path = tmp_path / "filterd.toml"
     path.write_text(
         f'[database]\nurl = "{store}"\n[kafka]\nbootstrap_servers = "{servers}"\n'
@@ -192,7 +217,9 @@ def config_file(tmp_path, store, servers, feedback_topic, labels=("ham", "spam")
     return str(path)
 
 
-def test_label_publishes_feedback_naming_the_message(store, tmp_path, kafka_config, topics):
+def test_label_publishes_feedback_naming_the_message(
+    store: str, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     config = config_file(tmp_path, store, kafka_config["bootstrap_servers"], topics["feedback"])
     item_id = ids(store)["m-a"]
     result = run(
@@ -220,7 +247,7 @@ def test_label_publishes_feedback_naming_the_message(store, tmp_path, kafka_conf
     assert decode(records[-1].value, Feedback).analyst == "dave"
 
 
-def test_label_errors_are_one_line(store, tmp_path):
+def test_label_errors_are_one_line(store: str, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -240,7 +267,7 @@ def test_label_errors_are_one_line(store, tmp_path):
     assert "could not publish" in error
 
 
-def test_store_errors_are_one_line(store, tmp_path):
+def test_store_errors_are_one_line(store: str, tmp_path: Path) -> None:
     one_line_error(run("show", "999999", "--db", store), "no review item 999999", "'default'")
     one_line_error(run("list", "--db", store, "--model", "nope"), "no model named 'nope'")
     one_line_error(run("show", "1", "--db", store, "--model", "nope"), "no model named 'nope'")
@@ -251,7 +278,7 @@ def test_store_errors_are_one_line(store, tmp_path):
     assert run("list", "--db", store, "--reason", "other").exit_code == 2
 
 
-def test_an_empty_queue_says_so(store, tmp_path):
+def test_an_empty_queue_says_so(store: str, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     empty = Store.open(url)
     empty.upgrade()
@@ -266,7 +293,9 @@ def test_an_empty_queue_says_so(store, tmp_path):
     assert len(random_only) == 1  # a queue with items prints them, and nothing else
 
 
-def test_a_label_without_a_broker_fails_within_seconds_naming_it(store, tmp_path):
+def test_a_label_without_a_broker_fails_within_seconds_naming_it(
+    store: str, tmp_path: Path
+) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -3,10 +3,11 @@ import os
 import pty
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import structlog
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from filterd.cli import main
 from filterd.cli.corpus_files import write_corpus
@@ -17,11 +18,11 @@ from filterd.service.records import Message
 from filterd.store.database import head as database_head
 
 
-def run(*args, env=None, input=None):
+def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, input=input)
 
 
-def new_store(tmp_path):
+def new_store(tmp_path: Path) -> str:
     """The URL of a migrated SQLite store with an empty model 'default'."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
     assert run("db", "upgrade", "--db", db).exit_code == 0
@@ -29,7 +30,7 @@ def new_store(tmp_path):
     return db
 
 
-def learned_store(tmp_path, messages):
+def learned_store(tmp_path: Path, messages: int) -> str:
     """The URL of a migrated SQLite store that learned a synthetic corpus into model 'default'."""
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
@@ -38,7 +39,7 @@ def learned_store(tmp_path, messages):
     return db
 
 
-def test_upgrade_learn_twice_stats_export_import(tmp_path):
+def test_upgrade_learn_twice_stats_export_import(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300)), corpus)
@@ -60,13 +61,13 @@ def test_upgrade_learn_twice_stats_export_import(tmp_path):
     assert copy["classes"] == report["classes"]
 
 
-def test_the_url_can_come_from_the_environment(tmp_path):
+def test_the_url_can_come_from_the_environment(tmp_path: Path) -> None:
     env = {"FILTERD_DATABASE_URL": f"sqlite:///{tmp_path / 'env.db'}"}
     assert run("db", "upgrade", env=env).exit_code == 0
     assert run("db", "current", env=env).stdout.strip() == database_head()
 
 
-def test_store_errors_are_one_line(tmp_path):
+def test_store_errors_are_one_line(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     result = run("model", "stats", "--db", db)
     assert (
@@ -80,7 +81,7 @@ def test_store_errors_are_one_line(tmp_path):
     assert run("model", "create", "x", "--db", db, "--variant", "svm").exit_code == 2
 
 
-def test_prune_from_the_command_line(tmp_path):
+def test_prune_from_the_command_line(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 200)
     before = json.loads(run("model", "stats", "--db", db, "--json").stdout)["distinct_tokens"]
     dry = run(
@@ -105,7 +106,9 @@ def test_prune_from_the_command_line(tmp_path):
     assert run("db", "prune", "--db", db, "--unseen-days", "-1", "--max-count", "1").exit_code == 2
 
 
-def test_a_relative_sqlite_path_is_shown_absolute(tmp_path, monkeypatch):
+def test_a_relative_sqlite_path_is_shown_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from filterd.cli import main
@@ -117,7 +120,7 @@ def test_a_relative_sqlite_path_is_shown_absolute(tmp_path, monkeypatch):
     assert (tmp_path / "stores" / "filterd.db").exists()
 
 
-def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
+def test_model_show_then_delete_with_its_labels_exported_first(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 200)
     shown = run("model", "show", "default", "--db", db)
     assert shown.exit_code == 0, shown.output
@@ -157,7 +160,7 @@ def test_model_show_then_delete_with_its_labels_exported_first(tmp_path):
     assert run("model", "delete", "empty", "--yes", "--db", db).stdout == "deleted model 'empty'\n"
 
 
-def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
+def test_prune_deletes_label_events_past_the_configured_retention(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
     from filterd.store.handle import Store
@@ -168,7 +171,7 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
     model = Store.open(db).model("default")
     model.learn([LabelledTokens("old", "spam", ["x"])], now=long_ago)
 
-    def prune(*args, env=None):
+    def prune(*args: str, env: dict[str, str] | None = None) -> str:
         result = run(
             "db",
             "prune",
@@ -214,7 +217,9 @@ def test_prune_deletes_label_events_past_the_configured_retention(tmp_path):
     ]
 
 
-def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tmp_path):
+def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
+    tmp_path: Path,
+) -> None:
     from datetime import UTC, datetime, timedelta
 
     from filterd.store.handle import Store
@@ -229,7 +234,7 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tm
         writing.record_decided([("new", 0, 2)], now - timedelta(days=2))
         writing.queue_review([item], now - timedelta(days=20))
 
-    def prune(*args):
+    def prune(*args: str) -> list[str]:
         result = run(
             "db",
             "prune",
@@ -258,7 +263,7 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(tm
     assert prune()[0] == "deleted 1 review items (older than 14 days)"
 
 
-def test_learn_records_who_gave_the_labels(tmp_path):
+def test_learn_records_who_gave_the_labels(tmp_path: Path) -> None:
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=40)), corpus)
@@ -278,7 +283,7 @@ def test_learn_records_who_gave_the_labels(tmp_path):
     ]
 
 
-def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
+def test_model_stats_shows_what_the_thresholds_delivered(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
     from filterd.evaluation.calibration import Threshold
@@ -289,11 +294,11 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
     model = Store.open(db).model("default")
     t0 = datetime.now(UTC) - timedelta(hours=1)
 
-    def scored(at, prefix, pairs):
+    def scored(at: datetime, prefix: str, pairs: list[tuple[str, float]]) -> None:
         items = [Scored(f"{prefix}{i}", label, score, 1) for i, (label, score) in enumerate(pairs)]
         model.record_scores("spam", items, keep=5000, now=at)
 
-    def threshold(at, tau, source, level):
+    def threshold(at: datetime, tau: float, source: str, level: float | None) -> None:
         figures = Threshold(tau, 0.99, 1.0, 1.0, 1.0, 100, 100, False, None)
         model.write_threshold(
             "spam",
@@ -366,7 +371,7 @@ def test_model_stats_shows_what_the_thresholds_delivered(tmp_path):
 # --- an operator's mistakes -----------------------------------------------------------------------
 
 
-def with_labels(path, changes):
+def with_labels(path: Path, changes: dict[int, str]) -> None:
     """Rewrite the corpus at `path` with the labels of `changes` ({line number: label})."""
     lines = path.read_text().splitlines()
     for number, label in changes.items():
@@ -375,7 +380,7 @@ def with_labels(path, changes):
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path):
+def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path: Path) -> None:
     db = new_store(tmp_path)
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=100)), corpus)
@@ -412,10 +417,13 @@ def test_learn_refuses_labels_outside_model_labels_and_learns_nothing(tmp_path):
     # model.labels comes from the configuration, as for the daemon's feedback
     wider = tmp_path / "filterd.toml"
     wider.write_text('[model]\nlabels = ["ham", "spam", "phish"]\n')
-    assert "'Spam' × 1 (line 12)" in run("learn", str(corpus), "--db", db, "--config", wider).stderr
+    assert (
+        "'Spam' × 1 (line 12)"
+        in run("learn", str(corpus), "--db", db, "--config", str(wider)).stderr
+    )
 
 
-def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
+def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 100)
     refused = run("db", "downgrade", "base", "--db", db)
     assert refused.exit_code == 1
@@ -447,7 +455,7 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path):
     assert done.stdout == f"{db}: at revision base\n"
 
 
-def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path):
+def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "c.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300)), corpus)
@@ -502,7 +510,7 @@ def test_only_model_create_makes_a_model_and_a_typo_is_told_the_models(tmp_path)
     )
 
 
-def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path):
+def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path: Path) -> None:
     db = learned_store(tmp_path, 60)
     shown = run("model", "show", "--db", db)
     assert shown.exit_code == 0, shown.output
@@ -510,7 +518,7 @@ def test_model_show_defaults_to_the_default_model_as_stats_does(tmp_path):
     assert shown.stdout.startswith("model 'default'\n")
 
 
-def test_read_only_commands_create_nothing_and_name_the_path(tmp_path):
+def test_read_only_commands_create_nothing_and_name_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "typo" / "store.db"
     url = f"sqlite:///{missing}"
     corpus, export = tmp_path / "c.jsonl", tmp_path / "x.jsonl.gz"
@@ -550,7 +558,7 @@ def test_read_only_commands_create_nothing_and_name_the_path(tmp_path):
 
 
 @pytest.mark.parametrize("answer, revision", [("n", database_head()), ("y", "base")])
-def test_on_a_terminal_a_downgrade_asks_first(tmp_path, answer, revision):
+def test_on_a_terminal_a_downgrade_asks_first(tmp_path: Path, answer: str, revision: str) -> None:
     db = learned_store(tmp_path, 40)
     main_side, terminal = pty.openpty()
     with subprocess.Popen(
@@ -573,7 +581,9 @@ def test_on_a_terminal_a_downgrade_asks_first(tmp_path, answer, revision):
     ), (current.output, current.exception)
 
 
-def test_learn_reads_a_message_into_the_tokens_the_scorer_reads_under_the_same_limits(tmp_path):
+def test_learn_reads_a_message_into_the_tokens_the_scorer_reads_under_the_same_limits(
+    tmp_path: Path,
+) -> None:
     """`filterd learn` and the daemon's scorer (the path of `filterd run` and `filterd score`)
     build their tokenizer from the same settings: a configured [limits] section shapes the
     tokens each reads from one message alike."""
@@ -589,6 +599,7 @@ def test_learn_reads_a_message_into_the_tokens_the_scorer_reads_under_the_same_l
     assert learned.exit_code == 0, learned.output
     config = load_settings(settings, environ={}, overrides={"database.url": db})
     state = loaded_model(config, structlog.get_logger(), create_store=False)
+    assert state.decider is not None  # made by the load
     (scored,) = state.decider.tokens([Message(id="m1", text=text)])
     assert len(scored.tokens) == 12 and any(t.startswith("skip:") for t in scored.tokens)
     stats, _ = state.model.load()

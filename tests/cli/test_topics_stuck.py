@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -33,7 +34,7 @@ def reported(tmp_path: Path, bootstrap: str, **batch: object) -> Path:
     configuration file naming it and `bootstrap`."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     upgrade(url)
-    fields: dict = {
+    fields: dict[str, Any] = {
         "consumer_group": "g",
         "topic": "t",
         "kafka_partition": 1,
@@ -52,7 +53,7 @@ def reported(tmp_path: Path, bootstrap: str, **batch: object) -> Path:
 
 
 def test_a_held_batch_shows_as_read_once_its_group_commits_past_it(
-    kafka_config: dict, topics: dict[str, str], tmp_path: Path
+    kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path
 ) -> None:
     topic, group = topics["messages"], f"stuck-{topics['messages']}"
     bootstrap = kafka_config["bootstrap_servers"]

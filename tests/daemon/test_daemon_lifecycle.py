@@ -10,13 +10,15 @@ import os
 import signal
 import time
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
 from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
 from tests.conftest import fresh_postgres
-from tests.daemon.conftest import ids_of, message, produce, read_all
+from tests.daemon.conftest import DaemonProcess, StartDaemon, ids_of, message, produce, read_all
 from tests.daemon.test_daemon import (
     STREAM,
     counts,
@@ -27,7 +29,9 @@ from tests.daemon.test_daemon import (
 )
 
 
-def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics, sqlite_url):
+def test_sigterm_finishes_commits_and_exits_0(
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["messages"], messages_of(STREAM[:1000]))
     daemon = start_daemon(sqlite_url)
     read_all(kafka_config, topics["decisions"], until=lambda rs: len(rs) >= 1000)
@@ -63,8 +67,8 @@ def test_sigterm_finishes_commits_and_exits_0(start_daemon, kafka_config, topics
 
 
 def test_sigkill_and_restart_loses_nothing_and_learns_once(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["feedback"], feedback_of(STREAM))
     produce(kafka_config, topics["messages"], messages_of(STREAM) * 3)
     daemon = start_daemon(sqlite_url, batches={"poll_records": 100, "feedback": 200})
@@ -86,7 +90,9 @@ def test_sigkill_and_restart_loses_nothing_and_learns_once(
     assert int(stats.D.sum()) == ledger  # each message learned exactly once
 
 
-def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topics, sqlite_url):
+def test_the_dead_letter_guard_stops_the_daemon(
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     produce(kafka_config, topics["messages"], [b"garbage"] * 50, keys=["k"] * 50)
     daemon = start_daemon(sqlite_url, dead_letter={"max_consecutive": 20, "window": 1000})
     assert daemon.wait(60) == 3
@@ -101,15 +107,19 @@ def test_the_dead_letter_guard_stops_the_daemon(start_daemon, kafka_config, topi
 
 
 def test_two_daemons_share_the_partitions_and_one_takes_over(
-    start_daemon, kafka_config, topics, postgres_server
-):
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    postgres_server: str,
+) -> None:
     url = fresh_postgres(postgres_server)
     first, second = start_daemon(url), start_daemon(url)
     for daemon in (first, second):
-        daemon.wait_for(
-            lambda d=daemon: '"role": "scorer"' in d.log() and "group joined" in d.log(),
-            what="an assignment",
-        )
+
+        def joined(d: DaemonProcess = daemon) -> bool:
+            return '"role": "scorer"' in d.log() and "group joined" in d.log()
+
+        daemon.wait_for(joined, what="an assignment")
     first.wait_for(
         lambda: _scorer_partitions(first) + _scorer_partitions(second) == 4, what="a split"
     )
@@ -138,7 +148,7 @@ def test_two_daemons_share_the_partitions_and_one_takes_over(
     assert second.metric("filterd_messages_total", outcome="decided") >= len(STREAM) - 2000
 
 
-def _scorer_partitions(daemon) -> int:
+def _scorer_partitions(daemon: DaemonProcess) -> int:
     """Partitions of the messages topic the daemon holds, by its last assignment log line."""
     held = 0
     for line in daemon.log().splitlines():
@@ -150,15 +160,21 @@ def _scorer_partitions(daemon) -> int:
 
 
 def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgresql(
-    start_daemon, kafka_config, topics, postgres_server
-):
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    postgres_server: str,
+) -> None:
     """Scorer and learner as separate processes sharing one PostgreSQL; the feedback comes first
     (the learner runs ahead of the scorer), by id only; each process is killed mid-stream in
     turn. Every label is applied exactly once and nothing is dead-lettered."""
     url = fresh_postgres(postgres_server)
     stream = STREAM[:2400]
-    fast = {"feedback": {"retry_seconds": 0.5}, "batches": {"poll_records": 100, "feedback": 200}}
-    learner = start_daemon(url, role="learner", **fast)
+    fast: dict[str, dict[str, Any]] = {
+        "feedback": {"retry_seconds": 0.5},
+        "batches": {"poll_records": 100, "feedback": 200},
+    }
+    learner = start_daemon(url, role="learner", feedback=fast["feedback"], batches=fast["batches"])
     produce(
         kafka_config,
         topics["feedback"],
@@ -168,7 +184,9 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
     learner.wait_for(
         lambda: learner.metric("filterd_feedback_total", outcome="parked") >= 200, what="parking"
     )
-    scorer = start_daemon(url, role="scorer", create_store=False, **fast)
+    scorer = start_daemon(
+        url, role="scorer", create_store=False, feedback=fast["feedback"], batches=fast["batches"]
+    )
     produce(kafka_config, topics["messages"], messages_of(stream), keys=[r["id"] for r in stream])
     scorer.wait_for(
         lambda: scorer.metric("filterd_messages_total", outcome="decided") >= 300, what="a start"
@@ -193,8 +211,8 @@ def test_labels_by_id_survive_kill_9_of_the_scorer_and_of_the_learner_on_postgre
 
 
 def test_a_stop_during_the_group_join_is_quick_and_quiet(
-    start_daemon, kafka_config, topics, sqlite_url
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     # a long join (Tansu holds one for about session_timeout_ms / 2): the LeaveGroup a consumer
     # sends when it closes would wait behind its own JoinGroup and time out
     slow = {**kafka_config, "session_timeout_ms": 30000, "max_poll_interval_ms": 30000}
@@ -208,7 +226,9 @@ def test_a_stop_during_the_group_join_is_quick_and_quiet(
     assert daemon.log().count("stopped during a group join") == 2
 
 
-def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlite_url):
+def test_a_second_signal_exits_at_once(
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], sqlite_url: str
+) -> None:
     daemon = start_daemon(sqlite_url)
     daemon.wait_for(lambda: "group joined" in daemon.log(), what="start-up")
     # The second signal must come while the first is being honoured, however fast the clean stop:
@@ -223,8 +243,12 @@ def test_a_second_signal_exits_at_once(start_daemon, kafka_config, topics, sqlit
 
 
 def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_hang_not_waited_out(
-    start_daemon, kafka_config, topics, sqlite_url, tmp_path
-):
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    sqlite_url: str,
+    tmp_path: Path,
+) -> None:
     from filterd.demo.broker import LocalBroker, free_port
     from filterd.kafka.admin import create_topics
 
@@ -256,6 +280,7 @@ def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_han
         # hung: connections stay open and nothing is answered, so every wait of the stop runs to
         # its bound (a broker that is down refuses at once)
         produce(offline, topics["messages"], [message(i) for i in range(100, 2100)])
+        assert late._process is not None
         os.kill(late._process.pid, signal.SIGSTOP)
         started = time.monotonic()
         daemon.signal(signal.SIGTERM)

@@ -12,10 +12,10 @@ import tracemalloc
 import pytest
 
 from filterd.bayes.model import ModelSpec
-from filterd.daemon.scorer import Decided, decide_payloads, queue_for_review
+from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.service.config import Review
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.service.review import ReviewItem
 from tests.service.test_decide import trained
 
@@ -41,7 +41,7 @@ def scorer_path(decider: Decider, payloads: list[bytes]) -> tuple[Decided, list[
 
 
 @pytest.fixture(scope="module")
-def decider():
+def decider() -> Decider:
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=5)
     decider.update(trained(), version=1)
     return decider
@@ -49,8 +49,8 @@ def decider():
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_decided(
-    decider, family
-):
+    decider: Decider, family: str
+) -> None:
     payload = record(family, SIZE)
     started = time.process_time()
     result, _ = scorer_path(decider, [payload, NORMAL])
@@ -66,7 +66,9 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(decider, family):
+def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
+    decider: Decider, family: str
+) -> None:
     payload = record(family, 900_000)
     tracemalloc.start()
     try:
@@ -79,9 +81,11 @@ def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(decider, fam
 
 @pytest.mark.parametrize("size", [20_000, SIZE, 990_000])
 @pytest.mark.parametrize("family", sorted(READ))
-def test_the_review_item_of_a_hostile_mail_keeps_what_a_person_reads(decider, family, size):
+def test_the_review_item_of_a_hostile_mail_keeps_what_a_person_reads(
+    decider: Decider, family: str, size: int
+) -> None:
     payload = record(family, size)
     assert size <= len(payload) < 1_000_000
     result, (item,) = scorer_path(decider, [payload])
     assert (item.subject, item.sender, item.excerpt) == READ[family]
-    assert list(item.tokens) == result.tokens[0].tokens
+    assert item.tokens == result.tokens[0].tokens

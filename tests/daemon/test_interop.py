@@ -10,12 +10,17 @@ each case runs once per client.
 import json
 import time
 import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError, Message, Producer
+
 from filterd.kafka.batches import batch_at
 from filterd.store.handle import Store
-from tests.daemon.conftest import valid
+from tests.daemon.conftest import StartDaemon, valid
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 TopicPartition = pytest.importorskip("kafka").TopicPartition
@@ -27,18 +32,26 @@ TEXT = "Congratulations, you have won a prize: claim it today at our office. " *
 
 
 @pytest.fixture(params=sorted(FILTERD_CLIENTS))
-def client_settings(request) -> dict:
+def client_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
     return FILTERD_CLIENTS[request.param]
 
 
-def producer(kafka_config: dict, **settings) -> "confluent_kafka.Producer":
-    return confluent_kafka.Producer(
+def producer(kafka_config: dict[str, Any], **settings: object) -> "Producer":
+    made: Producer = confluent_kafka.Producer(
         {"bootstrap.servers": kafka_config["bootstrap_servers"], **settings}
     )
+    return made
 
 
 def record(message_id: str, text: str = TEXT) -> bytes:
     return json.dumps({"id": message_id, "text": f"{text} ({message_id})"}).encode()
+
+
+def value_of(message: "Message") -> bytes:
+    """The value of a record that has one (all of these tests' records)."""
+    value = message.value()
+    assert value is not None, message
+    return value
 
 
 class Delivered:
@@ -48,14 +61,21 @@ class Delivered:
         self.at: dict[str, tuple[int, int]] = {}  # message id → (partition, offset)
         self.errors: list[str] = []
 
-    def __call__(self, error, message) -> None:
+    def __call__(self, error: "KafkaError | None", message: "Message") -> None:
         if error is not None:
             self.errors.append(str(error))
         else:
-            self.at[json.loads(message.value())["id"]] = (message.partition(), message.offset())
+            partition, offset = message.partition(), message.offset()
+            assert partition is not None and offset is not None
+            self.at[json.loads(value_of(message))["id"]] = (partition, offset)
 
 
-def consume(kafka_config: dict, topic: str, until, timeout: float = 60.0) -> list:
+def consume(
+    kafka_config: dict[str, Any],
+    topic: str,
+    until: Callable[[list["Message"]], bool],
+    timeout: float = 60.0,
+) -> list["Message"]:
     """Every record of `topic` from the start, read by librdkafka until `until(records)`."""
     consumer = confluent_kafka.Consumer(
         {
@@ -69,7 +89,7 @@ def consume(kafka_config: dict, topic: str, until, timeout: float = 60.0) -> lis
         }
     )
     consumer.subscribe([topic])
-    records: list = []
+    records: list[Message] = []
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline and not until(records):
@@ -82,8 +102,12 @@ def consume(kafka_config: dict, topic: str, until, timeout: float = 60.0) -> lis
 
 
 def test_librdkafka_producers_of_every_kind_are_decided_and_read_back(
-    client_settings, start_daemon, kafka_config, topics, sqlite_url
-):
+    client_settings: dict[str, Any],
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    sqlite_url: str,
+) -> None:
     daemon = start_daemon(sqlite_url, **client_settings)
     messages, delivered, sent = topics["messages"], Delivered(), []
     for codec in CODECS:  # idempotent where compressed, a header on every record
@@ -139,19 +163,21 @@ def test_librdkafka_producers_of_every_kind_are_decided_and_read_back(
     # each codec went over the wire as such, and the bulk batch holds thousands of records
     for codec in CODECS:
         partition, offset = delivered.at[f"{codec}-0"]
-        assert batch_at(kafka_config, TopicPartition(messages, partition), offset).codec == codec
+        batch = batch_at(kafka_config, TopicPartition(messages, partition), offset)
+        assert batch is not None and batch.codec == codec
     partition, offset = delivered.at["bulk-0"]
-    assert batch_at(kafka_config, TopicPartition(messages, partition), offset).records >= 1000
+    bulk = batch_at(kafka_config, TopicPartition(messages, partition), offset)
+    assert bulk is not None and bulk.records >= 1000
 
     decisions = consume(kafka_config, topics["decisions"], lambda rs: len(rs) >= len(sent))
-    decided = [valid("decision", m.value()) for m in decisions]
+    decided = [valid("decision", value_of(m)) for m in decisions]
     assert sorted(d["message_id"] for d in decided) == sorted(sent)  # each once
-    assert all(m.key().decode() == d["message_id"] for m, d in zip(decisions, decided))
+    assert all(m.key() == d["message_id"].encode() for m, d in zip(decisions, decided))
     for d in decided:
         assert (d["partition"], d["offset"]) == delivered.at[d["message_id"]]
     letters = consume(kafka_config, topics["dead_letter"], lambda rs: len(rs) >= 3)
     assert (
-        sorted(valid("dead-letter", m.value())["reason"] for m in letters) == ["invalid_json"] * 3
+        sorted(valid("dead-letter", value_of(m))["reason"] for m in letters) == ["invalid_json"] * 3
     )
 
     # feedback by librdkafka, compressed, with headers and without keys, reaches the store

@@ -54,7 +54,12 @@ def settings(
     }
 
 
-def scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher, guard=None) -> Scorer:
+def scorer(
+    config: Config,
+    broker: MemoryBroker,
+    publisher: MemoryPublisher,
+    guard: DeadLetterGuard | None = None,
+) -> Scorer:
     model = Store.open(config.database.url).model(config.model.name)
     state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
     return Scorer(
@@ -88,7 +93,9 @@ def committed_everything(broker: MemoryBroker, group: str, topic: str) -> bool:
     )
 
 
-def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_is_committed(config):
+def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_is_committed(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 60, bad={5: b"{not json", 17: b'{"text": "no id"}'})
     publisher = MemoryPublisher(broker)
@@ -102,7 +109,7 @@ def test_every_record_gets_one_decision_or_one_dead_letter_and_then_its_offset_i
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config):
+def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     loop = scorer(config, broker, MemoryPublisher(broker))
@@ -114,12 +121,14 @@ def test_a_decision_is_keyed_by_its_message_id_on_kafkas_partition(config):
     assert all(by_id[r.key] == r.partition for r in broker.read("decisions"))
 
 
-def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(config):
+def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succeeds(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 20)
     publisher = MemoryPublisher(broker)
     publisher.fail_flushes = 3
-    committed_while_failing: list[dict] = []
+    committed_while_failing: list[dict[tuple[str, TopicPartition], int]] = []
     flush = publisher.flush
 
     def observed_flush() -> None:
@@ -136,7 +145,7 @@ def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succe
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config):
+def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(30):
         broker.produce("messages", None, b"garbage %d" % i, partition=0)
@@ -147,7 +156,7 @@ def test_a_dead_letter_flood_stops_the_loop_before_its_batch_is_committed(config
     assert broker.committed == {} and broker.read("dead-letter") == []
 
 
-def test_content_senders_control_cannot_trip_the_guard(config):
+def test_content_senders_control_cannot_trip_the_guard(config: Config) -> None:
     """Long messages are decided (flagged truncated), oversized ones dead-lettered: neither is
     the sign of a bad deploy that the guard stops the daemon for."""
     broker = MemoryBroker(dict(TOPICS))
@@ -173,7 +182,7 @@ def test_content_senders_control_cannot_trip_the_guard(config):
     assert committed_everything(broker, "messages-group", "messages")
 
 
-def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config):
+def test_the_learner_applies_feedback_once_however_often_it_is_delivered(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     feedback = [
         json.dumps({"message_id": f"f{i}", "label": r["label"], "text": r["text"]}).encode()
@@ -228,7 +237,7 @@ def learner_of(
     )
 
 
-def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
+def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config: Config) -> None:
     assert config.model.labels == ["ham", "spam"]  # the shipped default
     broker = MemoryBroker(dict(TOPICS))
     for i, r in enumerate(generate(SynthConfig(n_messages=10, seed=4))):
@@ -244,7 +253,7 @@ def test_a_made_up_label_is_dead_lettered_and_no_new_class_appears(config):
     assert sorted(stats.labels) == ["ham", "spam"]
 
 
-def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
+def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config: Config) -> None:
     from msgspec.structs import replace
 
     from filterd.daemon.supervisor import Daemon
@@ -259,7 +268,7 @@ def test_the_consumers_fetch_no_more_than_the_record_limit_allows(config):
     assert {loop.kafka["fetch_max_bytes"] for loop in Daemon(told)._loops(model)} == {123_456}
 
 
-def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config):
+def test_dead_letters_of_one_reason_are_one_warning_and_a_count(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(40):
         payload = {"message_id": f"p{i}", "label": "free-money", "text": "win cash"}
@@ -286,7 +295,9 @@ def lag_gauge(metrics: Metrics) -> dict[int, float]:
     }
 
 
-def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch):
+def test_the_lag_gauge_counts_the_records_past_the_position(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     messages(broker, 30)
     sizes = {p: len(broker.records[TopicPartition("messages", p)]) for p in range(3)}
@@ -303,7 +314,9 @@ def test_the_lag_gauge_counts_the_records_past_the_position(config, monkeypatch)
     )
 
 
-def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(config):
+def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinates(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     payload = {
         "message_id": "f1",
@@ -327,7 +340,7 @@ def test_a_label_reaches_the_audit_trail_with_its_analyst_comment_and_coordinate
     assert event.received_at == event.applied_at  # the in-memory broker's records have no time
 
 
-def test_the_kafka_timestamp_is_when_the_feedback_was_received():
+def test_the_kafka_timestamp_is_when_the_feedback_was_received() -> None:
     from types import SimpleNamespace
 
     from filterd.daemon.learner import received_at
@@ -339,7 +352,7 @@ def test_the_kafka_timestamp_is_when_the_feedback_was_received():
     assert received_at(SimpleNamespace()) is None
 
 
-def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_its_event_and_its_parking():
+def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_event_and_parking() -> None:
     from dataclasses import fields
     from types import SimpleNamespace
 

@@ -2,6 +2,7 @@
 stream."""
 
 import gc
+from pathlib import Path
 
 import structlog
 
@@ -14,7 +15,7 @@ from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 
 
-def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_path):
+def test_the_first_load_freezes_the_loaded_objects_and_collects_less_often(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     store = Store.open(url)
     store.upgrade()

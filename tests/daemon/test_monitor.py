@@ -2,6 +2,7 @@
 calibration."""
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import structlog
@@ -12,25 +13,28 @@ from filterd.bayes.model import ModelSpec
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
 from filterd.evaluation.calibration import Threshold
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.service.config import load
-from filterd.store.handle import Store
+from filterd.service.config import Config, load
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.schema import Prequential
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.tokenize import Tokenizer
+from tests.store.conftest import threshold_in_force
 
 
 class Clock:
     now = 0.0
 
-    def __call__(self):
+    def __call__(self) -> float:
         return self.now
 
 
-def monitored_store(tmp_path, **overrides):
+def monitored_store(
+    tmp_path: Path, **overrides: object
+) -> tuple[ModelStore, Config, Monitor, Metrics, Clock]:
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     store = Store.open(url)
     store.upgrade()
@@ -49,12 +53,14 @@ def monitored_store(tmp_path, **overrides):
     )
 
 
-def feedback(records):
+def feedback(records: list[SynthRecord]) -> list[LabelledTokens]:
     tokenize = Tokenizer()
     return [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in records]
 
 
-def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recall_warning(tmp_path):
+def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recall_warning(
+    tmp_path: Path,
+) -> None:
     model, _config, monitor, metrics, clock = monitored_store(
         tmp_path, **{"drift.min_positives": 5}
     )
@@ -95,7 +101,7 @@ def test_scores_before_learning_become_rolling_and_delivered_figures_and_a_recal
     assert warning["missed"] == spam_after
 
 
-def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_path):
+def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_path: Path) -> None:
     model, config, monitor, _metrics, clock = monitored_store(
         tmp_path, **{"intervals.calibrate_seconds": 60.0, "decision.target_recall": 0.9}
     )
@@ -109,10 +115,10 @@ def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_
     monitor.on_idle()
     first = model.latest_threshold("spam")
     assert first is not None and first.version == 1 and first.created_by == "filterd run"
-    assert (first.source, first.level) == ("adaptive", pytest.approx(0.1))  # α = 1 − R to start
+    assert first.source == "adaptive" and first.level == pytest.approx(0.1)  # α = 1 − R to start
     clock.now = 122.0
     monitor.on_idle()  # the newest version is younger than the interval (wall clock): no new one
-    assert model.latest_threshold("spam").version == 1
+    assert threshold_in_force(model).version == 1
     # older than the interval, but nothing labelled since it was written: still no new one
     with model.store.engine.begin() as conn:
         hour_ago = datetime.now(UTC) - timedelta(hours=1)
@@ -120,10 +126,10 @@ def test_scheduled_calibration_writes_a_version_then_waits_for_the_interval(tmp_
         conn.execute(update(ThresholdRow).values(created_at=hour_ago))
     clock.now = 183.0
     monitor.on_idle()
-    assert model.latest_threshold("spam").version == 1
+    assert threshold_in_force(model).version == 1
     # new feedback scored since: a new version, its level moved by what the first τ missed
     monitor.record(monitor.score(later[:500]))
     clock.now = 244.0
     monitor.on_idle()
-    second = model.latest_threshold("spam")
+    second = threshold_in_force(model)
     assert second.version == 2 and second.source == "adaptive"

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
+from filterd.service.config import Config
 from filterd.store.parking import Parked
 from filterd.store.schema import FeedbackLedger, Holdout
 from tests.daemon.conftest import run_until
@@ -30,14 +31,14 @@ def by_id(message_id: str, label: str, **fields: str) -> bytes:
     return json.dumps({"message_id": message_id, "label": label, **fields}).encode()
 
 
-def labels_in_store(engine) -> dict[str, str]:
+def labels_in_store(engine: Engine) -> dict[str, str]:
     with engine.connect() as conn:
-        rows = conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all()
+        rows = list(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
         rows += conn.execute(select(Holdout.message_id, Holdout.label)).all()
     return dict(rows)
 
 
-def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config):
+def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = [f"m{i}" for i in range(20)]
     for i, message_id in enumerate(ids):
@@ -66,7 +67,9 @@ def test_feedback_that_arrives_before_its_message_is_parked_then_applied(config)
     assert learner.metrics.feedback.labels(outcome="parked")._value.get() == 20
 
 
-def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(config):
+def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     for i in range(8):
         broker.produce("feedback", b"k", by_id(f"ghost{i}", "spam"))
@@ -94,7 +97,9 @@ def test_feedback_for_a_message_never_decided_expires_to_the_dead_letter_topic(c
     assert learner.metrics.feedback.labels(outcome="unresolved")._value.get() == 8
 
 
-def test_a_newer_label_replaces_the_parked_one_and_feedback_with_the_message_settles_it(config):
+def test_a_newer_label_replaces_the_parked_one_and_feedback_with_the_message_settles_it(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     broker.produce("feedback", b"x", by_id("x", "ham"))
     broker.produce("feedback", b"x", by_id("x", "spam"))
@@ -108,7 +113,7 @@ def test_a_newer_label_replaces_the_parked_one_and_feedback_with_the_message_set
     assert learner.retry_parked(datetime.now(UTC) + LATER) == {}  # nothing left to apply later
 
 
-def test_an_id_and_its_message_in_one_batch_resolve_each_other(config):
+def test_an_id_and_its_message_in_one_batch_resolve_each_other(config: Config) -> None:
     broker = MemoryBroker(dict(TOPICS))
     broker.produce("feedback", b"y", by_id("y", "spam", analyst="bo"))
     broker.produce("feedback", b"y", by_id("y", "spam", text="claim your prize now"))
@@ -128,7 +133,9 @@ def test_an_id_and_its_message_in_one_batch_resolve_each_other(config):
         )
 
 
-def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for_ever(config):
+def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for_ever(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     learner = learner_of(config, broker, retry_seconds=1000)
     now = datetime.now(UTC)
@@ -140,7 +147,9 @@ def test_a_parked_record_that_no_longer_decodes_is_dead_lettered_not_retried_for
     assert learner.model.count_parked() == 0
 
 
-def test_labels_resolved_from_parking_are_scored_on_arrival_for_the_calibration_window(config):
+def test_labels_resolved_from_parking_are_scored_on_arrival_for_the_calibration_window(
+    config: Config,
+) -> None:
     broker = MemoryBroker(dict(TOPICS))
     ids = [f"m{i}" for i in range(20)]
     for i, message_id in enumerate(ids):

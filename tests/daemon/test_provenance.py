@@ -49,7 +49,7 @@ def trained_scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublis
     )
 
 
-def test_every_decision_names_the_partition_and_offset_of_its_message(config):
+def test_every_decision_names_the_partition_and_offset_of_its_message(config: Config) -> None:
     broker = MemoryBroker({"messages": 3, "decisions": 2, "dead-letter": 1})
     read_from: dict[str, tuple[str, int, int]] = {}  # message id → where the scorer reads it
     bad = []

@@ -4,14 +4,14 @@ from filterd.daemon.recent import RecentMessages
 
 
 class Clock:
-    def __init__(self):
+    def __init__(self) -> None:
         self.now = 0.0
 
-    def __call__(self):
+    def __call__(self) -> float:
         return self.now
 
 
-def test_tokens_come_back_by_id():
+def test_tokens_come_back_by_id() -> None:
     recent = RecentMessages()
     recent.put(["a", "b"], [["win", "cash", "win"], []])
     assert recent.get("a") == ["win", "cash", "win"]
@@ -19,7 +19,7 @@ def test_tokens_come_back_by_id():
     assert recent.get("c") is None
 
 
-def test_the_oldest_go_first_when_over_count_or_bytes():
+def test_the_oldest_go_first_when_over_count_or_bytes() -> None:
     recent = RecentMessages(max_messages=2)
     recent.put(["a", "b", "c"], [["x"], ["y"], ["z"]])
     assert recent.get("a") is None and recent.get("c") == ["z"]
@@ -28,7 +28,7 @@ def test_the_oldest_go_first_when_over_count_or_bytes():
     assert by_bytes.get("a") is None and by_bytes.get("b") == ["1234567"]
 
 
-def test_entries_expire():
+def test_entries_expire() -> None:
     clock = Clock()
     recent = RecentMessages(ttl_seconds=60, clock=clock)
     recent.put(["a"], [["x"]])
@@ -38,7 +38,7 @@ def test_entries_expire():
     assert recent.get("a") is None and recent.get("b") == ["y"]
 
 
-def test_a_message_scored_again_is_renewed():
+def test_a_message_scored_again_is_renewed() -> None:
     clock = Clock()
     recent = RecentMessages(ttl_seconds=60, clock=clock)
     recent.put(["a"], [["old"]])

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
 
+import pytest
 import structlog
 from kafka import TopicPartition
+from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
 from filterd.daemon import recorder as recorder_module
@@ -16,13 +20,14 @@ from filterd.daemon.recorder import Recorder
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.store import decided
 from filterd.store.handle import Store
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, messages, scorer
 
 
-class CommitLog(dict):
+class CommitLog(dict[tuple[str, TopicPartition], int]):
     """A MemoryBroker's committed offsets that keep every offset each (group, partition) was
     given, in order (`history`)."""
 
@@ -39,28 +44,32 @@ class CommitLog(dict):
         return {key: offsets for key, offsets in self.history.items() if offsets != sorted(offsets)}
 
 
-def failing_store(monkeypatch) -> threading.Event:
+def failing_store(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Makes the recorder's writes fail with "database is locked" while the event is set (it
     is, at first)."""
     failing = threading.Event()
     failing.set()
     real = decided.record_decided
 
-    def record_decided(*args, **kwargs):
+    def record_decided(
+        conn: Connection, model_id: int, rows: Sequence[tuple[str, int, int]], now: datetime
+    ) -> None:
         if failing.is_set():
             raise OperationalError("INSERT", {}, Exception("database is locked"))
-        return real(*args, **kwargs)
+        return real(conn, model_id, rows, now)
 
     monkeypatch.setattr(decided, "record_decided", record_decided)
     return failing
 
 
-def recorded_everything(config, ids: list[str]) -> bool:
+def recorded_everything(config: Config, ids: list[str]) -> bool:
     found = Store.open(config.database.url).model("default").where_decided(ids)
     return sorted(found) == sorted(ids)
 
 
-def test_offsets_wait_for_the_coordinates_and_decisions_do_not(config, monkeypatch):
+def test_offsets_wait_for_the_coordinates_and_decisions_do_not(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     failing = failing_store(monkeypatch)
     broker = MemoryBroker(dict(TOPICS), committed=CommitLog())
     ids = messages(broker, 60)
@@ -78,10 +87,12 @@ def test_offsets_wait_for_the_coordinates_and_decisions_do_not(config, monkeypat
     run_until(decider, lambda: committed_everything(broker, "messages-group", "messages"))
     assert recorded_everything(config, ids)
     # the batches its first consumer read are not committed after the new consumer's
-    assert broker.committed.moved_back() == {}
+    assert isinstance(broker.committed, CommitLog) and broker.committed.moved_back() == {}
 
 
-def test_batches_read_before_a_rebalance_never_move_an_offset_back_after_it(config, monkeypatch):
+def test_batches_read_before_a_rebalance_never_move_an_offset_back_after_it(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The store fails while every batch is read; a rebalance gives the partitions back, to be
     read again from the committed offsets; then the store comes back. Only the batches read
     after the rebalance are committed, each partition's offset only going forward."""
@@ -117,10 +128,12 @@ def test_batches_read_before_a_rebalance_never_move_an_offset_back_after_it(conf
     run_until(decider, rebalanced_then_committed)
     assert len(consumers) == 1 and consumers[0].rebalances == 0
     assert recorded_everything(config, ids)
-    assert broker.committed.moved_back() == {}
+    assert isinstance(broker.committed, CommitLog) and broker.committed.moved_back() == {}
 
 
-def test_pending_rows_are_bounded_oldest_first(config, monkeypatch):
+def test_pending_rows_are_bounded_oldest_first(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(recorder_module, "MAX_PENDING_ROWS", 5)
     model = Store.open(config.database.url).model("default")
     recorder = Recorder(model, 100, Health(), Metrics(), structlog.get_logger())

@@ -6,11 +6,12 @@ when Kafka no longer holds the message."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from msgspec.structs import replace
 
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
-from filterd.service.config import Review
+from filterd.service.config import Config, Review
 from filterd.service.review import in_random_share
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, learner_of, messages, scorer
@@ -18,7 +19,9 @@ from tests.daemon.test_loop import TOPICS, committed_everything, learner_of, mes
 BAND, SHARE = 1.0, 0.1
 
 
-def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_kafka(config):
+def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_kafka(
+    config: Config,
+) -> None:
     config = replace(config, review=Review(band=BAND, random_share=SHARE))
     broker = MemoryBroker(dict(TOPICS))
     ids = messages(broker, 400)
@@ -29,7 +32,7 @@ def test_the_band_and_the_random_share_are_queued_and_a_queued_label_outlives_ka
     }
     assert sorted(decisions) == sorted(ids)
 
-    def expected(d: dict) -> str | None:
+    def expected(d: dict[str, Any]) -> str | None:
         if abs(d["score"] - d["threshold"]) <= BAND:
             return "band"
         return "random" if in_random_share(d["message_id"], SHARE) else None

@@ -8,14 +8,15 @@ import pytest
 from filterd.bayes.model import ModelSpec
 from filterd.kafka.memory import MemoryRecord
 from filterd.service.decide import Decider, Position, ThresholdSetting
+from filterd.service.records import Decision
 from filterd.tokenize import Tokenizer, TokenizerConfig
 from tests.service.test_decide import trained
 
 GOOD = json.dumps({"id": "ok", "text": "win cash now"}).encode()
 
 
-def nested(depth):
-    value = "x"
+def nested(depth: int) -> object:
+    value: object = "x"
     for _ in range(depth):
         value = {"k": value}
     return value
@@ -38,7 +39,7 @@ LONG = {
 
 
 @pytest.fixture(scope="module")
-def decider():
+def decider() -> Decider:
     decider = Decider(
         ModelSpec("mnb"),
         "spam",
@@ -50,8 +51,8 @@ def decider():
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
-    from filterd.daemon.scorer import decide_payloads
+def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider: Decider, kind: str) -> None:
+    from filterd.service.decide import decide_payloads
 
     result = decide_payloads(
         decider, ThresholdSetting(), [GOOD, HOSTILE[kind], GOOD], max_bytes=1_000_000
@@ -62,8 +63,8 @@ def test_a_bad_record_gets_a_reason_and_the_rest_are_decided(decider, kind):
     assert position == 1 and reason == EXPECTED_REASON.get(kind, kind) and error
 
 
-def test_decisions_keep_the_order_of_the_records(decider):
-    from filterd.daemon.scorer import decide_payloads
+def test_decisions_keep_the_order_of_the_records(decider: Decider) -> None:
+    from filterd.service.decide import decide_payloads
 
     payloads = [
         json.dumps({"id": f"m{i}", "text": t}).encode()
@@ -76,8 +77,8 @@ def test_decisions_keep_the_order_of_the_records(decider):
 
 
 @pytest.mark.parametrize("kind", sorted(LONG))
-def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider, kind):
-    from filterd.daemon.scorer import decide_payloads
+def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider: Decider, kind: str) -> None:
+    from filterd.service.decide import decide_payloads
 
     result = decide_payloads(
         decider, ThresholdSetting(), [GOOD, LONG[kind], GOOD], max_bytes=1_000_000
@@ -87,16 +88,18 @@ def test_a_message_cut_short_by_a_limit_is_decided_and_flagged(decider, kind):
     assert result.failures == [] and result.undecodable == [False, False, False]
 
 
-def source(record):
+def source(record: MemoryRecord) -> tuple[str, int, int]:
     return record.topic, record.partition, record.offset
 
 
-def coordinates(decision):
+def coordinates(decision: Decision) -> tuple[str, int, int]:
     return decision.source_topic, decision.partition, decision.offset
 
 
-def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(decider):
-    from filterd.daemon.scorer import decide_payloads
+def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(
+    decider: Decider,
+) -> None:
+    from filterd.service.decide import decide_payloads
 
     good = [json.dumps({"id": f"m{i}", "text": "win cash"}).encode() for i in range(3)]
     payloads = [
@@ -109,7 +112,7 @@ def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(d
     ]
     # a poll's records: partition by partition, offsets not from 0
     records = [
-        MemoryRecord("filterd.messages", i // 3, 40 + i % 3, None, p)
+        MemoryRecord("filterd.messages", i // 3, 40 + i % 3, None, p or b"")
         for i, p in enumerate(payloads)
     ]
     result = decide_payloads(decider, ThresholdSetting(), payloads, 1_000_000, records)
@@ -119,8 +122,8 @@ def test_each_decision_carries_the_coordinates_of_its_record_past_dead_letters(d
     assert {d.review for d in result.decisions} == {False}
 
 
-def test_decisions_of_payloads_handed_over_directly_carry_their_position(decider):
-    from filterd.daemon.scorer import decide_payloads
+def test_decisions_of_payloads_handed_over_directly_carry_their_position(decider: Decider) -> None:
+    from filterd.service.decide import decide_payloads
 
     result = decide_payloads(decider, ThresholdSetting(), [b"{", GOOD, GOOD], 1_000_000)
     assert [coordinates(d) for d in result.decisions] == [("", 0, 1), ("", 0, 2)]

@@ -28,14 +28,14 @@ PACKAGE = ROOT / "filterd"
         ("FILTERD_KAFKA_CLIENT", "1", "kafka.client: 1 is not one of"),
     ],
 )
-def test_the_kafka_settings_are_checked_by_the_loader(variable, value, said):
+def test_the_kafka_settings_are_checked_by_the_loader(variable: str, value: str, said: str) -> None:
     load(None, {variable: value})  # the service layer knows no Kafka: the key passes through
     with pytest.raises(ConfigError) as raised:
         load_settings(None, {variable: value})
     assert str(raised.value).startswith(said) and "\n" not in str(raised.value)
 
 
-def test_the_demo_runs_its_own_kafka_section_through_the_same_loader(tmp_path):
+def test_the_demo_runs_its_own_kafka_section_through_the_same_loader(tmp_path: Path) -> None:
     path = tmp_path / "filterd.toml"
     path.write_text("[kafka]\nbootstrap_server = 'typo:9092'\n[review]\nband = 0.5\n")
     options = DemoOptions(config_path=path, workbench_port=18108, workbench_password="pw")
@@ -52,10 +52,10 @@ def test_the_demo_runs_its_own_kafka_section_through_the_same_loader(tmp_path):
         demo_config(options, tmp_path, "127.0.0.1:1234", ["ham", "spam"])
 
 
-def test_no_command_loads_the_configuration_but_through_load_settings():
+def test_no_command_loads_the_configuration_but_through_load_settings() -> None:
     """The service loader is called by `load_settings` alone: a command that called it directly
     would skip the `[kafka]` checks."""
-    callers = []
+    callers: list[str] = []
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -68,7 +68,7 @@ def test_no_command_loads_the_configuration_but_through_load_settings():
     assert callers == ["daemon/settings.py"]
 
 
-def test_the_kafka_keys_filterd_reads_take_their_declared_range_and_default():
+def test_the_kafka_keys_filterd_reads_take_their_declared_range_and_default() -> None:
     """`[kafka] client`, `compression_type` and `bootstrap_servers` are declared once
     (`KafkaKeys`): the loader takes every value of their ranges and the defaults, and the
     defaults are those a configuration without the keys runs with."""
@@ -82,7 +82,7 @@ def test_the_kafka_keys_filterd_reads_take_their_declared_range_and_default():
             assert load_settings(None, {}, kafka=kafka).kafka[key] == value
 
 
-def test_every_declared_key_is_in_the_reference_and_the_example():
+def test_every_declared_key_is_in_the_reference_and_the_example() -> None:
     """operations.md's configuration reference has a row for every key a struct declares, the
     `[kafka]` keys filterd reads included, and the shipped example names each `[kafka]` one."""
     text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")

@@ -4,21 +4,23 @@
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import structlog
 
 from filterd.daemon.supervisor import StartupError, prepare_store
+from filterd.service.config import Config
 from filterd.service.config import load as load_config
 from filterd.store.errors import UnknownModel
 from filterd.store.handle import Store
 
 
-def config_for(url: str):
+def config_for(url: str) -> Config:
     return load_config(None, environ={}, overrides={"database.url": url})
 
 
-def test_a_database_without_the_schema_is_refused_and_nothing_is_created(tmp_path):
+def test_a_database_without_the_schema_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
     path = tmp_path / "mistyped" / "filterd.db"
     with pytest.raises(StartupError) as refused:
         prepare_store(config_for(f"sqlite:///{path}"), structlog.get_logger())
@@ -29,7 +31,9 @@ def test_a_database_without_the_schema_is_refused_and_nothing_is_created(tmp_pat
     assert not path.exists() and not path.parent.exists()
 
 
-def test_create_makes_the_store_and_the_model_and_a_second_start_needs_no_flag(tmp_path):
+def test_create_makes_the_store_and_the_model_and_a_second_start_needs_no_flag(
+    tmp_path: Path,
+) -> None:
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     with structlog.testing.capture_logs() as logged:
         prepare_store(
@@ -42,7 +46,9 @@ def test_create_makes_the_store_and_the_model_and_a_second_start_needs_no_flag(t
     assert logged[-1]["revision"] == Store.head()
 
 
-def test_only_the_first_start_creates_the_model_and_a_typo_is_told_the_models(tmp_path):
+def test_only_the_first_start_creates_the_model_and_a_typo_is_told_the_models(
+    tmp_path: Path,
+) -> None:
     """`filterd run` creates model.name in a store that holds no model yet; a store that holds
     others refuses a name it lacks, listing them; `score` and `serve` create none."""
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
@@ -60,7 +66,7 @@ def test_only_the_first_start_creates_the_model_and_a_typo_is_told_the_models(tm
     assert Store.open(url).model_names() == ["default"]
 
 
-def test_a_metrics_port_in_use_is_one_line_without_a_traceback(tmp_path):
+def test_a_metrics_port_in_use_is_one_line_without_a_traceback(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'filterd.db'}"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

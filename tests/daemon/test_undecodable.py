@@ -9,25 +9,27 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, Unpack
 
 import pytest
 import structlog
 from kafka import KafkaConsumer, TopicPartition
 
 from filterd.daemon.guard import DeadLetterGuard
-from filterd.daemon.loop import Loop
+from filterd.daemon.loop import Loop, LoopSettings
 from filterd.kafka.batches import batch_at
-from filterd.kafka.consumer import Batch
+from filterd.kafka.consumer import Batch, ConsumedRecord, Consumer
 from filterd.kafka.internals import DefaultRecordBatchBuilder
-from filterd.kafka.memory import MemoryPublisher
+from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.kafka.processor import Processed
 from filterd.kafka.producer import BatchProducer
 from filterd.kafka.settings import CODEC_INSTALLED
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.store.handle import Store
-from tests.daemon.conftest import ids_of, message, read_all
+from tests.daemon.conftest import StartDaemon, ids_of, message, read_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +58,7 @@ class Reading(Loop):
 
     role = "scorer"
 
-    def __init__(self, **settings) -> None:
+    def __init__(self, **settings: Unpack[LoopSettings]) -> None:
         super().__init__(**settings)
         self.read: dict[int, list[int]] = {}
 
@@ -69,30 +71,33 @@ class Reading(Loop):
 class CountingPolls:
     """A consumer whose polls are counted."""
 
-    def __init__(self, consumer) -> None:
+    def __init__(self, consumer: Consumer) -> None:
         self.consumer, self.polls = consumer, 0
 
-    def poll(self, *args, **kwargs):
+    def poll(self, *args: Any, **kwargs: Any) -> Mapping[TopicPartition, Sequence[ConsumedRecord]]:
         self.polls += 1
         return self.consumer.poll(*args, **kwargs)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.consumer, name)
 
 
-def committed(kafka_config: dict, group: str, tp: TopicPartition) -> int | None:
+def committed(kafka_config: dict[str, Any], group: str, tp: TopicPartition) -> int | None:
     consumer = KafkaConsumer(
         bootstrap_servers=kafka_config["bootstrap_servers"],
         group_id=group,
         enable_auto_commit=False,
     )
     try:
-        return consumer.committed(tp)
+        offset: int | None = consumer.committed(tp)
+        return offset
     finally:
         consumer.close()
 
 
-def wait_until(condition, timeout: float = 30.0, what: str = "condition") -> None:
+def wait_until(
+    condition: Callable[[], object], timeout: float = 30.0, what: str = "condition"
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -113,8 +118,15 @@ CORRUPT = "corrupt: its CRC does not match its bytes"
     ],
 )
 def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
-    broken, codec, problem, client, kafka_config, topics, tmp_path, monkeypatch
-):
+    broken: Callable[[list[bytes]], bytes],
+    codec: str,
+    problem: str,
+    client: str,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("filterd.daemon.stuck.CHECK_SECONDS", 0.2)
     topic, group = topics["messages"], f"stuck-{topics['messages']}"
     stuck_at = TopicPartition(topic, 2)
@@ -132,7 +144,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
     if codec == "snappy":  # as a consumer without the library: kafka-python looks at each read
         monkeypatch.setattr("kafka.codec.has_snappy", lambda: False)
         monkeypatch.setitem(CODEC_INSTALLED, "snappy", lambda: False)
-    assert batch_at(kafka_config, stuck_at, 5).problem == problem  # as the broker keeps it
+    held = batch_at(kafka_config, stuck_at, 5)
+    assert held is not None and held.problem == problem  # as the broker keeps it
     url = f"sqlite:///{tmp_path / 'store.db'}"
     store = Store.open(url)
     store.upgrade()
@@ -144,7 +157,7 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         topic=topic,
         group=group,
         max_records=100,
-        publisher=MemoryPublisher(None),
+        publisher=MemoryPublisher(MemoryBroker({})),  # the loop publishes nothing
         guard=DeadLetterGuard(),
         dead_letter_topic="unused",
         payload_limit=100,
@@ -154,9 +167,12 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
         store=store,
     )
     consumer: list[CountingPolls] = []
-    loop.processor.connect = lambda: (
-        consumer.append(CountingPolls(loop.processor.subscribe())) or consumer[-1]
-    )
+
+    def counted() -> Consumer:
+        consumer.append(CountingPolls(loop.processor.subscribe()))
+        return consumer[-1]
+
+    loop.processor.connect = counted
     with structlog.testing.capture_logs() as logged:
         thread = threading.Thread(target=loop.run, args=(stop,))
         thread.start()
@@ -235,8 +251,8 @@ def test_an_undecodable_batch_holds_its_partition_until_an_operator_skips_it(
 
 
 def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_skip_moves_it_on(
-    start_daemon, kafka_config, topics, tmp_path
-):
+    start_daemon: StartDaemon, kafka_config: dict[str, Any], topics: dict[str, str], tmp_path: Path
+) -> None:
     """A producer on librdkafka compresses with snappy, and filterd's environment lacks the
     library. Readiness names the codec, topic and partition, the alert's gauge is 1, the
     other partitions are decided, the log does not fill, and `filterd topics skip` (audited)
@@ -339,7 +355,7 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     assert row["status"].startswith("skipped at")
 
 
-def filterd(*args: str) -> subprocess.CompletedProcess:
+def filterd(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "filterd", *args],
         capture_output=True,

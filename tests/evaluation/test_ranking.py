@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.ranking import (
     accuracy,
     auc,
@@ -25,7 +26,7 @@ SCORES = np.array([0.9, 0.8, 0.8, 0.5, 0.3])
 LABELS = np.array([True, True, False, True, False])
 
 
-def scored_items(max_size: int = 40):
+def scored_items(max_size: int = 40) -> st.SearchStrategy[tuple[FloatArray, BoolArray]]:
     """Hypothesis: (scores, labels) with many ties and both classes present."""
     pair = st.tuples(st.integers(0, 6), st.booleans())
     # The first two items are forced to one positive and one negative.
@@ -36,7 +37,7 @@ def scored_items(max_size: int = 40):
     )
 
 
-def brute_force_auc(scores, labels) -> float:
+def brute_force_auc(scores: FloatArray, labels: BoolArray) -> float:
     pos, neg = scores[labels], scores[~labels]
     wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in itertools.product(pos, neg))
     return wins / (pos.size * neg.size)
@@ -45,7 +46,7 @@ def brute_force_auc(scores, labels) -> float:
 # --- ROC and AUC -----------------------------------------------------------------------
 
 
-def test_roc_curve_small_case():
+def test_roc_curve_small_case() -> None:
     # tau = +inf: nothing flagged                    -> (0, 0)
     # tau = 0.9: tp = 1, fp = 0                      -> (0, 1/3)
     # tau = 0.8: tp = 2, fp = 1 (the tie enters whole) -> (1/2, 2/3)
@@ -57,29 +58,29 @@ def test_roc_curve_small_case():
     np.testing.assert_allclose(tpr, [0, 1 / 3, 2 / 3, 1, 1])
 
 
-def test_auc_small_case_with_tie():
+def test_auc_small_case_with_tie() -> None:
     # pos x neg pairs: (0.9,0.8)=1 (0.9,0.3)=1 (0.8,0.8)=1/2 (0.8,0.3)=1 (0.5,0.8)=0 (0.5,0.3)=1
     # -> 4.5 / 6 = 0.75
     assert auc(SCORES, LABELS) == pytest.approx(0.75)
     assert one_minus_auc_pct(SCORES, LABELS) == pytest.approx(25.0)
 
 
-def test_auc_all_scores_equal_is_one_half():
+def test_auc_all_scores_equal_is_one_half() -> None:
     assert auc(np.zeros(7), np.array([1, 0, 1, 0, 0, 1, 0], dtype=bool)) == 0.5
 
 
-def test_auc_perfect_and_reversed():
+def test_auc_perfect_and_reversed() -> None:
     labels = np.array([True, True, False, False])
     assert auc(np.array([4.0, 3.0, 2.0, 1.0]), labels) == 1.0
     assert auc(np.array([1.0, 2.0, 3.0, 4.0]), labels) == 0.0
 
 
-def test_auc_needs_both_classes():
+def test_auc_needs_both_classes() -> None:
     with pytest.raises(ValueError, match="both classes"):
         auc(np.array([0.1, 0.2]), np.array([True, True]))
 
 
-def test_binary_functions_reject_bad_input():
+def test_binary_functions_reject_bad_input() -> None:
     with pytest.raises(ValueError, match="NaN"):
         auc(np.array([0.1, np.nan]), np.array([True, False]))
     with pytest.raises(ValueError, match="length"):
@@ -88,14 +89,14 @@ def test_binary_functions_reject_bad_input():
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items())
-def test_auc_matches_pairwise_count(data):
+def test_auc_matches_pairwise_count(data: tuple[FloatArray, BoolArray]) -> None:
     scores, labels = data
     assert auc(scores, labels) == pytest.approx(brute_force_auc(scores, labels))
 
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items())
-def test_roc_monotone_ends_at_one_one_and_area_is_auc(data):
+def test_roc_monotone_ends_at_one_one_and_area_is_auc(data: tuple[FloatArray, BoolArray]) -> None:
     scores, labels = data
     fpr, tpr, thr = roc_curve(scores, labels)
     assert (fpr[0], tpr[0], thr[0]) == (0.0, 0.0, np.inf)
@@ -111,7 +112,7 @@ def test_roc_monotone_ends_at_one_one_and_area_is_auc(data):
 # --- operating points ------------------------------------------------------------------
 
 
-def test_specificity_at_recall_small_case():
+def test_specificity_at_recall_small_case() -> None:
     # recall 1   -> tau = lowest positive 0.5; negatives below: {0.3}        -> 1/2
     # recall 2/3 -> tau = 2nd largest positive 0.8; negatives below: {0.3}   -> 1/2
     # recall 1/3 -> tau = 0.9; negatives below: {0.8, 0.3}                    -> 1
@@ -121,7 +122,7 @@ def test_specificity_at_recall_small_case():
     assert specificity_at_recall(SCORES, LABELS, 1 / 3) == 1.0
 
 
-def test_specificity_at_recall_float_noise():
+def test_specificity_at_recall_float_noise() -> None:
     # positives 1..100, one negative at 1.5
     scores = np.r_[np.arange(1.0, 101.0), 1.5]
     labels = np.r_[np.ones(100, bool), False]
@@ -133,7 +134,7 @@ def test_specificity_at_recall_float_noise():
     assert specificity_at_recall(scores, labels, 0.07) == 1.0
 
 
-def test_recall_at_fpr_small_case():
+def test_recall_at_fpr_small_case() -> None:
     # FPR <= 0   : tau must exceed the top negative 0.8 -> positives caught {0.9}   -> 1/3
     # FPR <= 1/2 : tau may flag one negative (0.8), not 0.3 -> {0.9, 0.8, 0.5}      -> 1
     assert recall_at_fpr(SCORES, LABELS, 0.0) == pytest.approx(1 / 3)
@@ -144,7 +145,9 @@ def test_recall_at_fpr_small_case():
 
 @settings(max_examples=100, deadline=None)
 @given(scored_items(), st.floats(0.0, 1.0))
-def test_recall_at_fpr_is_best_roc_point_within_budget(data, max_fpr):
+def test_recall_at_fpr_is_best_roc_point_within_budget(
+    data: tuple[FloatArray, BoolArray], max_fpr: float
+) -> None:
     scores, labels = data
     fpr, tpr, _ = roc_curve(scores, labels)
     n_neg = np.count_nonzero(~labels)
@@ -155,7 +158,7 @@ def test_recall_at_fpr_is_best_roc_point_within_budget(data, max_fpr):
 # --- TREC lam ----------------------------------------------------------------------------
 
 
-def test_lam_known_rates():
+def test_lam_known_rates() -> None:
     assert lam(0.1, 0.1) == pytest.approx(0.1)  # equal rates: lam is that rate
     assert lam(0.2, 0.5) == pytest.approx(1 / 3)  # odds 1/4 and 1 -> geometric mean 1/2 -> 1/3
     assert lam(0.1, 0.9) == pytest.approx(0.5)  # logits cancel
@@ -163,7 +166,7 @@ def test_lam_known_rates():
         lam(0.0, 0.1)
 
 
-def test_lam_pct_uses_the_half_count_correction():
+def test_lam_pct_uses_the_half_count_correction() -> None:
     # one spam, one ham, both right at tau = 0: sm = hm = 0.5 / 2 = 0.25 -> lam% = 25
     assert lam_pct(np.array([1.0, -1.0]), np.array([True, False]), 0.0) == pytest.approx(25.0)
     # both wrong: sm = hm = 1.5 / 2 = 0.75 -> 75
@@ -174,7 +177,7 @@ def test_lam_pct_uses_the_half_count_correction():
     assert lam_pct(scores, labels, 0.0) == pytest.approx(5.0)
 
 
-def test_lam_pct_tie_at_tau_is_target():
+def test_lam_pct_tie_at_tau_is_target() -> None:
     # a ham scored exactly tau is flagged: FP = 1 of 1 -> hm = 1.5 / 2; the spam is kept right
     # -> sm = 0.5 / 2; odds 3 and 1/3 -> lam = 1/2
     assert lam_pct(np.array([2.0, 0.0]), np.array([True, False]), 0.0) == pytest.approx(50.0)
@@ -183,7 +186,7 @@ def test_lam_pct_tie_at_tau_is_target():
 # --- multi-class ---------------------------------------------------------------------------
 
 
-def test_accuracy():
+def test_accuracy() -> None:
     assert accuracy([0, 1, 2, 2], [0, 2, 2, 2]) == 0.75
     assert accuracy(["spam", "ham"], ["spam", "spam"]) == 0.5
     with pytest.raises(ValueError):
@@ -197,18 +200,18 @@ Y_TRUE = ["a", "a", "a", "b", "b", "c"]
 Y_PRED = ["a", "a", "b", "b", "c", "c"]
 
 
-def test_macro_f1_three_classes():
+def test_macro_f1_three_classes() -> None:
     assert macro_f1(Y_TRUE, Y_PRED) == pytest.approx((4 / 5 + 1 / 2 + 2 / 3) / 3)
 
 
-def test_macro_f1_integer_labels():
+def test_macro_f1_integer_labels() -> None:
     to_int = {"a": 0, "b": 1, "c": 2}
     y_true = np.array([to_int[c] for c in Y_TRUE])
     y_pred = np.array([to_int[c] for c in Y_PRED])
     assert macro_f1(y_true, y_pred) == pytest.approx((4 / 5 + 1 / 2 + 2 / 3) / 3)
 
 
-def test_macro_f1_explicit_labels():
+def test_macro_f1_explicit_labels() -> None:
     # a listed class that never occurs counts F1 = 0
     assert macro_f1(Y_TRUE, Y_PRED, labels=["a", "b", "c", "d"]) == pytest.approx(
         (4 / 5 + 1 / 2 + 2 / 3 + 0) / 4
@@ -217,7 +220,7 @@ def test_macro_f1_explicit_labels():
     assert macro_f1(Y_TRUE, Y_PRED, labels=["a", "b"]) == pytest.approx((4 / 5 + 1 / 2) / 2)
 
 
-def test_macro_f1_class_only_predicted_counts_zero_by_default():
+def test_macro_f1_class_only_predicted_counts_zero_by_default() -> None:
     # "x" is predicted once but never true: F1_x = 0, F1_a = 2*1/(2*1+0+1) = 2/3
     assert macro_f1(["a", "a"], ["a", "x"]) == pytest.approx((2 / 3 + 0) / 2)
 
@@ -225,7 +228,7 @@ def test_macro_f1_class_only_predicted_counts_zero_by_default():
 # --- summary -------------------------------------------------------------------------------
 
 
-def test_binary_summary_small_case():
+def test_binary_summary_small_case() -> None:
     summary = binary_summary(SCORES, LABELS, tau=0.8)
     assert summary["auc"] == pytest.approx(0.75)
     assert summary["one_minus_auc_pct"] == pytest.approx(25.0)
@@ -236,7 +239,7 @@ def test_binary_summary_small_case():
     assert (summary["n_pos"], summary["n_neg"], summary["tau"]) == (3, 2, 0.8)
 
 
-def test_binary_summary_default_tau_is_zero():
+def test_binary_summary_default_tau_is_zero() -> None:
     scores = np.array([2.0, 0.5, -0.5, -3.0])
     labels = np.array([True, False, True, False])
     assert binary_summary(scores, labels)["lam_pct"] == lam_pct(scores, labels, 0.0)

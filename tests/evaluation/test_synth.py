@@ -5,20 +5,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import islice
+from typing import Any
 
 import pytest
 
-from filterd.evaluation.synth import SynthConfig, generate, indicative_words, stream
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate, indicative_words, stream
 
 
-def indicative_rate(records: list[dict], words: set[str]) -> float:
+def indicative_rate(records: list[SynthRecord], words: set[str]) -> float:
     """Fraction of the word occurrences in these records that are in `words`."""
     tokens = [w for r in records for w in r["text"].split()]
     return sum(w in words for w in tokens) / len(tokens)
 
 
-def by_label(records: list[dict]) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
+def by_label(records: list[SynthRecord]) -> dict[str, list[SynthRecord]]:
+    groups: dict[str, list[SynthRecord]] = {}
     for r in records:
         groups.setdefault(r["label"], []).append(r)
     return groups
@@ -124,6 +125,6 @@ def test_drift_replaces_indicative_words_over_the_stream() -> None:
         {"vocab_size": 100, "class_vocab_fraction": 0.6},  # classes' word sets cannot be disjoint
     ],
 )
-def test_invalid_configs_are_rejected(changes: dict) -> None:
+def test_invalid_configs_are_rejected(changes: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         SynthConfig(**changes)

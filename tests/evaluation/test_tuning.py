@@ -1,13 +1,15 @@
 import pytest
 
-from filterd.bayes.features import encode
+from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import Model, ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import LAMBDA_GRID, grid_search, objective_value, tune_unb_lambda
 
 
-def split_stream(priors, n=3000, seed=0, signal=0.3):
+def split_stream(
+    priors: dict[str, float], n: int = 3000, seed: int = 0, signal: float = 0.3
+) -> tuple[Statistics, DocBatch, list[str]]:
     records = generate(SynthConfig(n_messages=n, class_priors=priors, seed=seed, signal=signal))
     stats = Statistics()
     train, valid = records[: n * 2 // 3], records[n * 2 // 3 :]
@@ -18,7 +20,7 @@ def split_stream(priors, n=3000, seed=0, signal=0.3):
     return stats, batch, [r["label"] for r in valid]
 
 
-def test_grid_search_avoids_a_gamma_that_breaks_wmnb():
+def test_grid_search_avoids_a_gamma_that_breaks_wmnb() -> None:
     stats, batch, truth = split_stream({"ham": 0.8, "spam": 0.2})
     tuned = grid_search(
         stats, batch, truth, ModelSpec("wmnb"), {"gamma": [-1.0, -1e6]}, "auc", target="spam"
@@ -28,7 +30,7 @@ def test_grid_search_avoids_a_gamma_that_breaks_wmnb():
     assert values[-1e6] > values[-1.0] + 0.05  # γ = −1 makes unseen words evidence *for* a class
 
 
-def test_grid_search_over_local_selection_reports_every_candidate():
+def test_grid_search_over_local_selection_reports_every_candidate() -> None:
     stats, batch, truth = split_stream({"ham": 0.8, "spam": 0.2})
     grid = {"select": ["local:2:or", "local:8:or", "local:8:alo"]}
     tuned = grid_search(
@@ -42,13 +44,13 @@ def test_grid_search_over_local_selection_reports_every_candidate():
     )
 
 
-def test_multiclass_objective_must_be_macro_f1():
+def test_multiclass_objective_must_be_macro_f1() -> None:
     stats, batch, truth = split_stream({"a": 0.5, "b": 0.3, "c": 0.2})
     with pytest.raises(ValueError, match="needs a target"):
         grid_search(stats, batch, truth, ModelSpec("mnb"), {"alpha": [1.0]}, "auc")
 
 
-def test_tuned_lambdas_beat_plain_unb_with_an_extreme_minority_class():
+def test_tuned_lambdas_beat_plain_unb_with_an_extreme_minority_class() -> None:
     stats, batch, truth = split_stream({"big": 0.6, "mid": 0.34, "tiny": 0.06}, n=3000, signal=0.15)
     plain = objective_value(Model.build(stats, ModelSpec("unb")), batch, truth, "macro_f1")
     tuned = tune_unb_lambda(stats, batch, truth, generations=15, population=12)

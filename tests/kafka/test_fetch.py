@@ -1,11 +1,13 @@
 """Reading records back by their coordinates, from the real broker."""
 
+from typing import Any
+
 from kafka import KafkaProducer
 
 from filterd.kafka.fetch import READ_AHEAD, KafkaFetcher
 
 
-def produce(kafka_config, topic, n):
+def produce(kafka_config: dict[str, Any], topic: str, n: int) -> dict[tuple[int, int], bytes]:
     """n records spread over the topic's partitions; their coordinates → values."""
     producer = KafkaProducer(
         bootstrap_servers=kafka_config["bootstrap_servers"], enable_idempotence=False
@@ -15,7 +17,7 @@ def produce(kafka_config, topic, n):
         for i in range(n)
     }
     producer.flush()
-    coordinates = {}
+    coordinates: dict[tuple[int, int], bytes] = {}
     for value, future in futures.items():
         meta = future.get(timeout=10)
         coordinates[(meta.partition, meta.offset)] = value
@@ -23,9 +25,11 @@ def produce(kafka_config, topic, n):
     return coordinates
 
 
-def test_records_are_read_back_by_partition_and_offset(kafka_config, topics):
+def test_records_are_read_back_by_partition_and_offset(
+    kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     written = produce(kafka_config, topics["messages"], READ_AHEAD + 200)
-    by_partition = {}
+    by_partition: dict[int, list[int]] = {}
     for p, o in written:
         by_partition.setdefault(p, []).append(o)
     far = max(by_partition, key=lambda p: len(by_partition[p]))

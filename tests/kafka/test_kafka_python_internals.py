@@ -6,6 +6,8 @@ reader of undecodable batches misbehaves. pyproject.toml pins the versions these
 import inspect
 import time
 import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -21,10 +23,14 @@ from filterd.kafka.internals import (
     MemoryRecords,
 )
 from filterd.kafka.producer import BatchProducer, Deadline, probe_request
+from tests.daemon.conftest import Consumed
 
 # (key, value, headers) of the records each batch of these tests holds: a key and none, an empty
 # value, headers none, one and two (one of them empty)
-RECORDS = [
+Record = tuple[bytes | None, bytes, list[tuple[str, bytes]]]  # (key, value, headers)
+# (offset, timestamp, key, value, headers)
+Read = tuple[int, int, bytes | None, bytes, list[tuple[str, bytes]]]
+RECORDS: list[Record] = [
     (b"k0", b"spam and eggs " * 40, [("trace", b"t-0")]),
     (None, b"", []),
     (b"k2", "ünïcode".encode() * 30, [("a", b""), ("b", b"2")]),
@@ -32,17 +38,17 @@ RECORDS = [
 TIMESTAMP = 1_700_000_000_000  # ms; each record one ms after the previous
 
 
-def servers(kafka_config) -> dict[str, str]:
+def servers(kafka_config: dict[str, Any]) -> dict[str, str]:
     return {"bootstrap_servers": kafka_config["bootstrap_servers"]}
 
 
-def new_topic(kafka_config, partitions: int = 1) -> str:
+def new_topic(kafka_config: dict[str, Any], partitions: int = 1) -> str:
     name = f"internals-{uuid.uuid4().hex[:10]}"
     create_topics(kafka_config, [name], partitions=partitions)
     return name
 
 
-def built(codec: str, records=RECORDS) -> bytes:
+def built(codec: str, records: list[Record] = RECORDS) -> bytes:
     """`records` in one batch compressed with `codec`, built as the publisher builds batches,
     at offsets 0, 1, …"""
     builder = DefaultRecordBatchBuilder(
@@ -59,24 +65,24 @@ def built(codec: str, records=RECORDS) -> bytes:
     return bytes(builder.build())
 
 
-def as_read(records) -> list[tuple]:
+def as_read(records: Iterable[Consumed]) -> list[Read]:
     """(offset, timestamp, key, value, headers) of records read back."""
     return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in records]
 
 
-def as_written(base_offset: int = 0, records=RECORDS) -> list[tuple]:
+def as_written(base_offset: int = 0, records: list[Record] = RECORDS) -> list[Read]:
     return [
         (base_offset + i, TIMESTAMP + i, key, value, headers)
         for i, (key, value, headers) in enumerate(records)
     ]
 
 
-def consumed(bootstrap_servers: str, tp: TopicPartition, n: int) -> list:
+def consumed(bootstrap_servers: str, tp: TopicPartition, n: int) -> list[Consumed]:
     """The first `n` records of `tp`, read by a KafkaConsumer (no group)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False)
     consumer.assign([tp])
     consumer.seek_to_beginning(tp)
-    records: list = []
+    records: list[Consumed] = []
     deadline = time.monotonic() + 10
     while len(records) < n and time.monotonic() < deadline:
         records += consumer.poll(timeout_ms=200).get(tp, [])
@@ -95,12 +101,12 @@ def leader_of(client: KafkaNetClient, tp: TopicPartition) -> int:
     return leader
 
 
-def test_the_record_builder_and_network_client_take_the_arguments_filterd_passes():
+def test_the_record_builder_and_network_client_take_the_arguments_filterd_passes() -> None:
     """Fails when kafka-python renames or reorders a parameter filterd passes to the record
     builder (by keyword in filterd.kafka.producer, by position in tests and docstrings), or to
     the network client's send, poll, send_and_receive and close."""
 
-    def parameters(function) -> list[str]:
+    def parameters(function: Callable[..., object]) -> list[str]:
         return list(inspect.signature(function).parameters)
 
     assert parameters(DefaultRecordBatchBuilder.__init__)[:8] == [
@@ -133,7 +139,7 @@ def test_the_record_builder_and_network_client_take_the_arguments_filterd_passes
     assert isinstance(inspect.getattr_static(KafkaNetClient, "cluster"), property)
 
 
-def test_a_future_tells_done_failed_value_and_exception_as_filterd_reads_them():
+def test_a_future_tells_done_failed_value_and_exception_as_filterd_reads_them() -> None:
     """Fails when kafka-python's Future (what the network client's send returns) changes
     `is_done`, `failed()`, `value` or `exception`, which the publisher reads of each request."""
     pending, succeeded, failed = Future(), Future(), Future()
@@ -145,7 +151,7 @@ def test_a_future_tells_done_failed_value_and_exception_as_filterd_reads_them():
     assert (failed.is_done, failed.failed(), failed.exception) == (True, True, error)
 
 
-def test_the_clients_default_settings_name_the_settings_filterd_reads():
+def test_the_clients_default_settings_name_the_settings_filterd_reads() -> None:
     """Fails when kafka-python drops a client's `DEFAULT_CONFIG` (filterd.kafka.settings checks
     `[kafka]` keys against them) or a setting in it that the publisher or the batch reader
     reads."""
@@ -164,7 +170,9 @@ def test_the_clients_default_settings_name_the_settings_filterd_reads():
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
-def test_the_codec_probes_are_what_kafka_python_decodes_by(codec, monkeypatch):
+def test_the_codec_probes_are_what_kafka_python_decodes_by(
+    codec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fails when kafka-python's codec probe (`has_<codec>`, filterd.kafka.settings's
     CODEC_INSTALLED) says a library filterd installs is missing, or no longer decides whether
     kafka-python decodes a batch: filterd names a batch undecodable by it."""
@@ -176,7 +184,7 @@ def test_the_codec_probes_are_what_kafka_python_decodes_by(codec, monkeypatch):
         list(MemoryRecords(data).next_batch())
 
 
-def test_a_full_batch_refuses_a_record_and_a_fresh_one_takes_any():
+def test_a_full_batch_refuses_a_record_and_a_fresh_one_takes_any() -> None:
     """Fails when the record builder stops answering None to a record that does not fit (the
     publisher then starts a new batch), or refuses the first record of a fresh batch, however
     large (the publisher would lose it)."""
@@ -193,7 +201,9 @@ def test_a_full_batch_refuses_a_record_and_a_fresh_one_takes_any():
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_a_built_batch_reads_back_whole_through_memory_records_and_a_consumer(codec, kafka_config):
+def test_a_built_batch_reads_back_whole_through_memory_records_and_a_consumer(
+    codec: str, kafka_config: dict[str, Any]
+) -> None:
     """Fails when what kafka-python's record builder writes (with each codec) is not read back
     with its offsets, timestamps, keys, values and headers intact, by kafka-python's own batch
     reader (MemoryRecords) and, once on the broker, by a KafkaConsumer; or when the batch
@@ -211,8 +221,8 @@ def test_a_built_batch_reads_back_whole_through_memory_records_and_a_consumer(co
 
 @pytest.mark.parametrize("acks", ["all", 0])
 def test_the_network_client_bootstraps_answers_a_probe_and_acknowledges_produce_requests(
-    acks, kafka_config
-):
+    acks: str | int, kafka_config: dict[str, Any]
+) -> None:
     """Fails when kafka-python's network client no longer bootstraps from the producer's
     settings, keeps the cluster metadata the publisher reads (partitions, available ones,
     leaders), completes the future of a metadata request (the publisher's probe) or of a
@@ -249,7 +259,9 @@ def test_the_network_client_bootstraps_answers_a_probe_and_acknowledges_produce_
     ] == [as_written(), as_written(records=RECORDS[:1])]
 
 
-def test_a_raw_fetch_gives_the_batch_headers_the_batch_reader_reads(kafka_config):
+def test_a_raw_fetch_gives_the_batch_headers_the_batch_reader_reads(
+    kafka_config: dict[str, Any],
+) -> None:
     """Fails when kafka-python's network client (with the consumer's settings) no longer sends
     the Fetch request filterd.kafka.batches builds and returns its response (`responses[].topic`,
     `partitions[].partition_index`, `error_code`, `records`), or when MemoryRecords no longer

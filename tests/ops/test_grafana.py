@@ -4,7 +4,9 @@ variable, and every metric its panels query one that filterd exports."""
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,11 +14,12 @@ DASHBOARD = Path(__file__).resolve().parents[2] / "config" / "grafana" / "filter
 
 
 @pytest.fixture(scope="module")
-def dashboard() -> dict:
-    return json.loads(DASHBOARD.read_text(encoding="utf-8"))
+def dashboard() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return loaded
 
 
-def queries(dashboard: dict) -> list[tuple[str, str]]:
+def queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
     """(panel title, expr) of every query of every panel."""
     return [
         (panel["title"], target["expr"])
@@ -25,7 +28,7 @@ def queries(dashboard: dict) -> list[tuple[str, str]]:
     ]
 
 
-def test_the_data_source_is_a_variable(dashboard):
+def test_the_data_source_is_a_variable(dashboard: dict[str, Any]) -> None:
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["DS_PROMETHEUS"]["type"] == "datasource"
     assert variables["DS_PROMETHEUS"]["query"] == "prometheus"
@@ -38,7 +41,7 @@ def test_the_data_source_is_a_variable(dashboard):
         ]
 
 
-def test_panels_are_well_formed(dashboard):
+def test_panels_are_well_formed(dashboard: dict[str, Any]) -> None:
     panels = dashboard["panels"]
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids)), "panel ids must be unique"
@@ -53,7 +56,7 @@ def test_panels_are_well_formed(dashboard):
         assert len(refs) == len(set(refs)), panel["title"]
         assert all(t["expr"].strip() for t in panel["targets"]), panel["title"]
     # no two panels overlap
-    cells = set()
+    cells: set[tuple[int, int]] = set()
     for panel in panels:
         g = panel["gridPos"]
         cell = {
@@ -63,12 +66,18 @@ def test_panels_are_well_formed(dashboard):
         cells |= cell
 
 
-def test_every_queried_metric_is_exported(dashboard, metric_names, assert_exported):
+def test_every_queried_metric_is_exported(
+    dashboard: dict[str, Any],
+    metric_names: Callable[[str], set[str]],
+    assert_exported: Callable[[set[str], str], None],
+) -> None:
     used = set().union(*(metric_names(expr) for _title, expr in queries(dashboard)))
     assert_exported(used, "the Grafana dashboard")
 
 
-def test_every_exported_metric_has_a_panel(dashboard, metric_names, exported_metrics):
+def test_every_exported_metric_has_a_panel(
+    dashboard: dict[str, Any], metric_names: Callable[[str], set[str]], exported_metrics: set[str]
+) -> None:
     used = set().union(*(metric_names(expr) for _title, expr in queries(dashboard)))
     families = {
         name.removesuffix("_bucket") for name in exported_metrics if name.endswith("_bucket")
@@ -81,7 +90,9 @@ def test_every_exported_metric_has_a_panel(dashboard, metric_names, exported_met
     assert not exported_metrics - shown, f"no panel shows {sorted(exported_metrics - shown)}"
 
 
-def test_the_metric_check_can_fail(metric_names, exported_metrics):
+def test_the_metric_check_can_fail(
+    metric_names: Callable[[str], set[str]], exported_metrics: set[str]
+) -> None:
     used = metric_names(
         'sum by (outcome) (rate(filterd_mesages_total{job=~"$job"}[$__rate_interval]))'
     )
@@ -90,7 +101,7 @@ def test_the_metric_check_can_fail(metric_names, exported_metrics):
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
-def test_every_query_is_valid_promql(dashboard, tmp_path):
+def test_every_query_is_valid_promql(dashboard: dict[str, Any], tmp_path: Path) -> None:
     """promtool parses each query, as a recording rule, with Grafana's variables filled in."""
     variables = {"$__rate_interval": "5m", "$job": ".*", "$instance": ".*"}
     rules = []

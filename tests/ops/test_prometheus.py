@@ -6,6 +6,7 @@ package (.ci/run installs it)."""
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ needs_promtool = pytest.mark.skipif(
 )
 
 
-def promtool(*args: str | Path) -> subprocess.CompletedProcess:
+def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["promtool", *map(str, args)], capture_output=True, text=True, timeout=60)
 
 
@@ -48,21 +49,21 @@ def expressions(text: str) -> list[str]:
 
 
 @needs_promtool
-def test_promtool_checks_the_rules():
+def test_promtool_checks_the_rules() -> None:
     result = promtool("check", "rules", RULES)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(alerts(RULES.read_text()))} rules found" in result.stdout
 
 
 @needs_promtool
-def test_the_rules_unit_tests_pass():
+def test_the_rules_unit_tests_pass() -> None:
     result = promtool("test", "rules", RULE_TESTS)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
 
 @needs_promtool
-def test_the_unit_tests_catch_a_broken_rule(tmp_path):
+def test_the_unit_tests_catch_a_broken_rule(tmp_path: Path) -> None:
     """A staleness alert at 6,000 s instead of 600 s no longer fires where the tests expect it."""
     text = RULES.read_text()
     assert "filterd_model_staleness_seconds > 600\n" in text
@@ -75,7 +76,7 @@ def test_the_unit_tests_catch_a_broken_rule(tmp_path):
     assert "FilterdModelStale" in result.stdout + result.stderr
 
 
-def test_every_alert_is_tested_firing_and_quiet():
+def test_every_alert_is_tested_firing_and_quiet() -> None:
     tests = RULE_TESTS.read_text()
     names = alerts(RULES.read_text())
     assert len(names) == len(set(names)) >= 7
@@ -85,7 +86,9 @@ def test_every_alert_is_tested_firing_and_quiet():
         assert "" in cases, f"no test that {name} fires"
 
 
-def test_every_metric_the_rules_read_is_exported(metric_names, assert_exported):
+def test_every_metric_the_rules_read_is_exported(
+    metric_names: Callable[[str], set[str]], assert_exported: Callable[[set[str], str], None]
+) -> None:
     text = RULES.read_text()
     exprs = expressions(text)
     assert len(exprs) == len(alerts(text))

@@ -85,7 +85,7 @@ def verify(*paths: Path) -> str:
 
 
 @pytest.fixture
-def units(tmp_path) -> Path:
+def units(tmp_path: Path) -> Path:
     """The shipped units in a directory of their own, calling this environment's filterd."""
     assert FILTERD.exists(), f"{FILTERD}: install filterd into the environment running the tests"
     shutil.copytree(UNITS, tmp_path, dirs_exist_ok=True)
@@ -100,7 +100,7 @@ def shipped(suffix: str) -> list[Path]:
 
 
 @needs_systemd_analyze
-def test_systemd_analyze_verifies_every_unit(units):
+def test_systemd_analyze_verifies_every_unit(units: Path) -> None:
     files = [units / p.name for p in (*shipped("service"), *shipped("timer"))]
     instances = [units / f"filterd@{role}.service" for role in ROLES]
     assert len(files) >= 6  # filterd@, migrate, prune and export services, two timers
@@ -108,7 +108,7 @@ def test_systemd_analyze_verifies_every_unit(units):
 
 
 @needs_systemd_analyze
-def test_verify_rejects_a_broken_unit(units):
+def test_verify_rejects_a_broken_unit(units: Path) -> None:
     """The check above can fail: a misspelt key, and an executable that does not exist."""
     text = (units / "filterd@.service").read_text()
     (units / "filterd@.service").write_text(text.replace("PrivateTmp=", "PrivateTemp="))
@@ -118,7 +118,7 @@ def test_verify_rejects_a_broken_unit(units):
 
 
 @needs_systemd_analyze
-def test_security_exposure_is_low(units):
+def test_security_exposure_is_low(units: Path) -> None:
     """`systemd-analyze security` scores exposure from 0 (sandboxed) to 10 (exposed)."""
     result = subprocess.run(
         ["systemd-analyze", "security", "--offline=yes", str(units / "filterd@scorer.service")],
@@ -136,7 +136,7 @@ def test_security_exposure_is_low(units):
 
 
 @pytest.mark.parametrize("path", shipped("service"), ids=lambda p: p.name)
-def test_service_is_sandboxed(path):
+def test_service_is_sandboxed(path: Path) -> None:
     found = settings(path)
     for key, value in HARDENING.items():
         assert value in found.get(key, []), f"{path.name}: {key}={value} missing"
@@ -145,14 +145,14 @@ def test_service_is_sandboxed(path):
 
 
 @pytest.mark.parametrize("path", shipped("service"), ids=lambda p: p.name)
-def test_service_can_open_enough_files(path):
+def test_service_can_open_enough_files(path: Path) -> None:
     """A limit far above systemd's default soft limit of 1,024: the daemon's servers keep at
     most a quarter of it in connections each (docs/operations.md)."""
     (limit,) = settings(path)["LimitNOFILE"]
     assert limit.isdigit() and 16384 <= int(limit) <= 1048576, limit
 
 
-def test_daemon_unit_restarts_except_after_the_dead_letter_guard():
+def test_daemon_unit_restarts_except_after_the_dead_letter_guard() -> None:
     found = settings(UNITS / "filterd@.service")
     assert found["ExecStart"] == [f"{INSTALLED} run --role %i"]
     assert found["Restart"] == ["on-failure"]
@@ -168,7 +168,7 @@ def test_daemon_unit_restarts_except_after_the_dead_letter_guard():
     assert [x for x in learner if not x.startswith("#")] == ["FILTERD_OBSERVE_METRICS_PORT=9109"]
 
 
-def test_every_timer_starts_its_service():
+def test_every_timer_starts_its_service() -> None:
     timers = shipped("timer")
     assert {t.stem for t in timers} == {"filterd-prune", "filterd-export"}
     for timer in timers:
@@ -209,12 +209,12 @@ def parse(args: list[str]) -> click.Command:
 @pytest.mark.parametrize(
     "unit,args", filterd_commands(), ids=lambda x: x if isinstance(x, str) else ""
 )
-def test_command_lines_are_valid_filterd_commands(unit, args):
+def test_command_lines_are_valid_filterd_commands(unit: str, args: list[str]) -> None:
     """Each filterd command line parses with the real CLI: its commands and options exist."""
     assert parse(args).name == args[1 if args[0] in ("db", "model", "topics") else 0]
 
 
-def test_the_command_line_check_can_fail():
+def test_the_command_line_check_can_fail() -> None:
     with pytest.raises(click.UsageError, match="--unseen-day"):
         parse(["db", "prune", "--unseen-day", "90", "--max-count", "1"])
     with pytest.raises(click.UsageError, match="is not one of"):
@@ -235,7 +235,7 @@ def mdwe_prefix() -> list[str]:
     return [sys.executable, "-c", script]
 
 
-def test_backup_unit_writes_a_dated_export_that_imports(tmp_path):
+def test_backup_unit_writes_a_dated_export_that_imports(tmp_path: Path) -> None:
     """filterd-export.service's ExecStart and ExecStartPost, run as written (paths moved to
     tmp_path; under MDWE where the kernel has it): a dated gzip export of the model appears, a
     15-day-old one goes, and the export restores into another database."""
@@ -280,10 +280,10 @@ def test_backup_unit_writes_a_dated_export_that_imports(tmp_path):
     assert gzip.decompress((state / "backups" / backups[0]).read_bytes())
     restored = f"sqlite:///{tmp_path / 'restored.db'}"
     assert runner.invoke(main, ["db", "upgrade", "--db", restored]).exit_code == 0
-    result = runner.invoke(
+    imported = runner.invoke(
         main, ["model", "import", str(state / "backups" / backups[0]), "--db", restored]
     )
-    assert result.exit_code == 0, result.output
+    assert imported.exit_code == 0, imported.output
     stats = [
         json.loads(runner.invoke(main, ["model", "stats", "--json", "--db", db]).stdout)
         for db in (url, restored)

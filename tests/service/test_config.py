@@ -8,11 +8,11 @@ from filterd.service.config import Config, ConfigError, declared, load
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "filterd.toml"
 
 
-def test_the_shipped_file_documents_exactly_the_defaults():
+def test_the_shipped_file_documents_exactly_the_defaults() -> None:
     assert load(SHIPPED, environ={}) == Config()
 
 
-def test_file_then_environment_then_flags(tmp_path):
+def test_file_then_environment_then_flags(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text(
         '[decision]\ntarget_recall = 0.95\n[model]\nvariant = "twcnb"\nparams = { alpha = 0.5 }\n'
@@ -34,7 +34,7 @@ def test_file_then_environment_then_flags(tmp_path):
     assert config.kafka == {"bootstrap_servers": "127.0.0.1:9092", "sasl_mechanism": "PLAIN"}
 
 
-def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
+def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text('[model]\nvariant = "mnb"\n')
     assert load(path, environ={}).model.params == {}
@@ -42,7 +42,7 @@ def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path):
     assert load(None, {}).model.params == Config().model.params != {}
 
 
-def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selection():
+def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selection() -> None:
     config = load(None, {"FILTERD_MODEL_VARIANT": "fusion"})
     assert (config.model.params, config.model.select, str(config.model.spec)) == (
         {},
@@ -102,7 +102,9 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         ("[http]\npublish_seconds = 0\n", {}, "http.publish_seconds"),
     ],
 )
-def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
+def test_an_invalid_configuration_names_the_key(
+    tmp_path: Path, text: str, env: dict[str, str], named: str
+) -> None:
     path = tmp_path / "f.toml"
     path.write_text(text)
     pattern = named.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
@@ -110,7 +112,7 @@ def test_an_invalid_configuration_names_the_key(tmp_path, text, env, named):
         load(path, env)
 
 
-def test_secrets_are_masked_in_what_gets_logged():
+def test_secrets_are_masked_in_what_gets_logged() -> None:
     config = load(
         None,
         {
@@ -124,7 +126,7 @@ def test_secrets_are_masked_in_what_gets_logged():
     assert config.kafka["sasl_plain_password"] == "hunter2"  # the client still gets it
 
 
-def test_secrets_are_keys_that_name_one_not_keys_about_one():
+def test_secrets_are_keys_that_name_one_not_keys_about_one() -> None:
     config = load(
         None,
         {
@@ -141,7 +143,7 @@ def test_secrets_are_keys_that_name_one_not_keys_about_one():
     assert "hunter2" not in str(shown) and "t0k" not in str(shown)
 
 
-def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like():
+def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like() -> None:
     config = load(
         None,
         {"FILTERD_KAFKA_SASL_PLAIN_PASSWORD": "123456", "FILTERD_KAFKA_REQUEST_TIMEOUT_MS": "5000"},
@@ -150,7 +152,7 @@ def test_a_secret_from_the_environment_stays_text_whatever_it_looks_like():
     assert config.kafka["request_timeout_ms"] == 5000  # other keys as TOML reads them
 
 
-def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path):
+def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text("[model]\nvariant = 'unb'\nparams = { lam = [1e-5, 1e-3] }\n")
     assert load(path, {}).model.spec.params == {"lam": [1e-5, 1e-3]}  # λ of the target, the rest
@@ -158,7 +160,7 @@ def test_valid_model_parameters_load_as_the_model_takes_them(tmp_path):
     assert str(load(path, {}).model.spec).startswith("mnb(alpha=1)")
 
 
-def test_a_missing_file_is_a_clear_error(tmp_path):
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "nope.toml", {})
 
@@ -175,13 +177,13 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
         ("sqlite:///var/filterd.db", "sqlite:///var/filterd.db"),
     ],
 )
-def test_a_password_in_the_database_url_never_shows(url, shown):
+def test_a_password_in_the_database_url_never_shows(url: str, shown: str) -> None:
     config = load(None, {"FILTERD_DATABASE_URL": url})
     assert config.public()["database"]["url"] == shown and "hunter2" not in str(config.public())
     assert config.database.url == url  # the driver still gets it
 
 
-def _outside(kind):
+def _outside(kind: inspect.IntType | inspect.FloatType) -> float | None:
     """A value just outside a declared numeric range (None when it has no bound)."""
     if kind.ge is not None:
         return kind.ge - 1
@@ -202,14 +204,16 @@ BOUNDED = [
 
 
 @pytest.mark.parametrize(("section", "key", "value"), BOUNDED)
-def test_every_declared_range_stops_start_up_with_one_line_naming_the_key(section, key, value):
+def test_every_declared_range_stops_start_up_with_one_line_naming_the_key(
+    section: str, key: str, value: float
+) -> None:
     with pytest.raises(ConfigError) as raised:
         load(None, {}, {f"{section}.{key}": value})
     assert str(raised.value).startswith(f"{section}.{key}: must ")
     assert "\n" not in str(raised.value)
 
 
-def test_a_range_message_says_what_a_special_value_means():
+def test_a_range_message_says_what_a_special_value_means() -> None:
     with pytest.raises(
         ConfigError, match=r"^intervals.calibrate_seconds: must not be negative \(0: off\)$"
     ):
@@ -218,7 +222,7 @@ def test_a_range_message_says_what_a_special_value_means():
         load(None, {"FILTERD_OBSERVE_LOG_FORMAT": "xml"})
 
 
-def test_a_value_of_the_wrong_type_names_where_it_came_from(tmp_path):
+def test_a_value_of_the_wrong_type_names_where_it_came_from(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text("[batches]\npoll_records = 2.5\n")
     with pytest.raises(

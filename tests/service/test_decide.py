@@ -21,7 +21,7 @@ SPAM = ["win cash now", "free prize win", "cash prize claim now"] * 10
 HAM = ["lunch at noon", "see you at the meeting", "noon meeting moved"] * 10
 
 
-def trained(spam=SPAM, ham=HAM, seed=3):
+def trained(spam: list[str] = SPAM, ham: list[str] = HAM, seed: int = 3) -> Statistics:
     stats = Statistics(seed=seed)
     for text in spam:
         stats.learn(text.split(), "spam")
@@ -30,11 +30,11 @@ def trained(spam=SPAM, ham=HAM, seed=3):
     return stats
 
 
-def messages(*texts):
+def messages(*texts: str) -> list[Message]:
     return [Message(id=f"m{i}", text=t) for i, t in enumerate(texts)]
 
 
-def test_spam_is_labelled_spam_and_ham_the_other_class():
+def test_spam_is_labelled_spam_and_ham_the_other_class() -> None:
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=5)
     decider.update(trained(), version=7)
     out = decider.decide(
@@ -46,7 +46,7 @@ def test_spam_is_labelled_spam_and_ham_the_other_class():
     assert out[0].message_id == "m0" and out[0].target_recall == 0.99
 
 
-def test_the_threshold_moves_the_decision():
+def test_the_threshold_moves_the_decision() -> None:
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=5)
     decider.update(trained(), version=1)
     (low,) = decider.decide(messages("claim your cash prize"), ThresholdSetting(0.0))
@@ -54,7 +54,7 @@ def test_the_threshold_moves_the_decision():
     assert low.label == "spam" and high.label == "ham" and high.score == low.score
 
 
-def test_the_explanation_is_the_selected_tokens_with_signed_contributions():
+def test_the_explanation_is_the_selected_tokens_with_signed_contributions() -> None:
     decider = Decider(
         ModelSpec("mnb", selection=Selection.parse("local:2:alo")), "spam", min_docs=5
     )
@@ -66,21 +66,21 @@ def test_the_explanation_is_the_selected_tokens_with_signed_contributions():
     assert {t for t, _ in d.explanation} <= {"win", "cash", "at", "noon"}
 
 
-def test_before_the_model_is_ready_decisions_say_unknown():
+def test_before_the_model_is_ready_decisions_say_unknown() -> None:
     decider = Decider(ModelSpec("mnb"), "spam", min_docs=50)
     decider.update(trained(), version=2)
-    assert "needs 50 learned documents" in decider.not_ready
+    assert decider.not_ready is not None and "needs 50 learned documents" in decider.not_ready
     (d,) = decider.decide(messages("win cash"), ThresholdSetting())
     assert d.label == UNDECIDED and d.explanation == [] and d.model_version == 2
 
 
-def test_a_model_without_the_target_class_is_not_ready():
+def test_a_model_without_the_target_class_is_not_ready() -> None:
     stats = trained()
     with pytest.raises(NotReady, match="no class 'fraud'"):
         scoring_model(stats, ModelSpec("mnb"), "fraud", min_docs=5)
 
 
-def test_more_than_two_classes_decide_target_versus_the_rest():
+def test_more_than_two_classes_decide_target_versus_the_rest() -> None:
     stats = trained()
     for _ in range(10):
         stats.learn(["invoice", "payment", "due"], "billing")
@@ -93,7 +93,7 @@ def test_more_than_two_classes_decide_target_versus_the_rest():
     assert labels == ["spam", "not spam"]
 
 
-def test_decision_scores_equal_the_deciders_scores():
+def test_decision_scores_equal_the_deciders_scores() -> None:
     stats = trained()
     decider = Decider(ModelSpec("twcnb"), "spam", min_docs=5)
     decider.update(stats, version=1)
@@ -104,7 +104,7 @@ def test_decision_scores_equal_the_deciders_scores():
     np.testing.assert_allclose(decided, direct)
 
 
-def test_without_a_threshold_a_message_without_evidence_is_not_flagged():
+def test_without_a_threshold_a_message_without_evidence_is_not_flagged() -> None:
     from filterd.bayes.model import DEFAULT_SPEC
 
     decider = Decider(DEFAULT_SPEC, "spam", min_docs=5)

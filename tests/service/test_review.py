@@ -8,6 +8,7 @@ import math
 import random
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,8 @@ from filterd.service.review import (
     MAX_ATTRIBUTE_BYTES,
     SENDER_CHARS,
     SUBJECT_CHARS,
+    Reason,
+    ReviewItem,
     in_random_share,
     queued_item,
     review_reason,
@@ -31,8 +34,14 @@ N = 200_000
 SIGMAS = 5  # binomial tolerance: a correct implementation fails about once in 1.7 million runs
 
 
-def decision(message_id="m-1", score=0.41, threshold=0.4, label="spam", **fields):
-    values = {
+def decision(
+    message_id: str = "m-1",
+    score: float = 0.41,
+    threshold: float = 0.4,
+    label: str = "spam",
+    **fields: Any,  # other fields of `Decision`, of their own types
+) -> Decision:
+    values: dict[str, Any] = {
         "message_id": message_id,
         "label": label,
         "score": score,
@@ -49,13 +58,15 @@ def decision(message_id="m-1", score=0.41, threshold=0.4, label="spam", **fields
     return Decision(**(values | fields))
 
 
-def item_of(message, excerpt_chars, reason="band", decided=None):
+def item_of(
+    message: Message, excerpt_chars: int, reason: Reason = "band", decided: Decision | None = None
+) -> ReviewItem:
     """The review item of `message` as the scorer builds it: from the tokenizer's result."""
     tokens = Tokenizer()(message_fields(message))
     return queued_item(message, decided or decision(), tokens, reason, excerpt_chars)
 
 
-def within(hits, n, share):
+def within(hits: int, n: int, share: float) -> bool:
     """Whether `hits` of `n` draws is within SIGMAS standard deviations of n × share."""
     sd = math.sqrt(n * share * (1 - share))
     return abs(hits - n * share) <= SIGMAS * sd
@@ -64,7 +75,7 @@ def within(hits, n, share):
 # --- which decisions -----------------------------------------------------------------------------
 
 
-def test_band_is_inclusive_around_tau_and_zero_means_none():
+def test_band_is_inclusive_around_tau_and_zero_means_none() -> None:
     # values exact in binary: the band's edges are in it
     assert review_reason("a", 0.25, 0.5, 0.25, 0.0) == "band"
     assert review_reason("a", 0.75, 0.5, 0.25, 0.0) == "band"
@@ -75,14 +86,14 @@ def test_band_is_inclusive_around_tau_and_zero_means_none():
     assert review_reason("a", 0.5, 0.5, 0.0, 0.0) is None
 
 
-def test_band_wins_over_random_and_share_one_takes_every_other_id():
+def test_band_wins_over_random_and_share_one_takes_every_other_id() -> None:
     assert review_reason("a", 0.5, 0.5, 0.05, 1.0) == "band"
     assert review_reason("a", 5.0, 0.5, 0.05, 1.0) == "random"
     assert not any(in_random_share(f"m-{i}", 0.0) for i in range(1000))
     assert all(in_random_share(f"m-{i}", 1.0) for i in range(1000))
 
 
-def test_random_share_is_deterministic_by_id():
+def test_random_share_is_deterministic_by_id() -> None:
     ids = [f"id-{i}" for i in range(2000)]
     first = [in_random_share(i, 0.3) for i in ids]
     assert first == [in_random_share(i, 0.3) for i in ids]
@@ -91,7 +102,7 @@ def test_random_share_is_deterministic_by_id():
     assert all(in_random_share(i, 0.5) for i, hit in zip(ids, first) if hit)
 
 
-def test_undecided_decisions_are_never_queued():
+def test_undecided_decisions_are_never_queued() -> None:
     batch = [decision("a", 0.0, 0.0, label="unknown"), decision("b", 0.41, 0.4)]
     assert review_reasons(batch, band=0.05, random_share=1.0) == [None, "band"]
     far = decision("c", 0.9, 0.4)
@@ -100,7 +111,9 @@ def test_undecided_decisions_are_never_queued():
 
 
 @pytest.mark.parametrize("share", [0.002, 0.05])
-def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdout(share):
+def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdout(
+    share: float,
+) -> None:
     rng = random.Random(share)
     tau, band, holdout = 0.3, 0.05, 0.1
     ids = [f"msg-{rng.getrandbits(64):016x}" for _ in range(N)]
@@ -124,7 +137,7 @@ def test_band_is_exact_and_the_random_share_uniform_and_independent_of_the_holdo
 # --- what is kept --------------------------------------------------------------------------------
 
 
-def test_text_message_keeps_its_first_characters_and_its_own_fields():
+def test_text_message_keeps_its_first_characters_and_its_own_fields() -> None:
     text = "Dear customer, your parcel is waiting: " + "x" * 1000
     message = Message(
         id="m-1",
@@ -149,12 +162,13 @@ def test_text_message_keeps_its_first_characters_and_its_own_fields():
     )
     assert (item.model_version, item.threshold_version, item.truncated) == (7, 2, False)
     assert item.explanation == [("win", 1.5), ("cash", 0.75)]
-    assert list(item.tokens) == Tokenizer()(message_fields(message)).tokens
-    assert list(item.tokens[:2]) == ["subject:parcel", "from:id:+447700900123"]
+    tokens = Tokenizer()(message_fields(message)).tokens
+    assert item.tokens == tokens
+    assert tokens[:2] == ["subject:parcel", "from:id:+447700900123"]
     assert item_of(Message(id="e", text=""), 20, "random").excerpt is None
 
 
-def test_raw_mail_gives_subject_sender_and_the_first_text_part():
+def test_raw_mail_gives_subject_sender_and_the_first_text_part() -> None:
     body = base64.b64encode("Bonjour, réclamez votre prix dès maintenant.".encode()).decode()
     raw = (
         "Received: from relay.example\r\n"
@@ -178,7 +192,7 @@ def test_raw_mail_gives_subject_sender_and_the_first_text_part():
     assert item.excerpt == "Bonjour, réclamez votre p"
 
 
-def test_raw_mail_html_only_and_fallbacks():
+def test_raw_mail_html_only_and_fallbacks() -> None:
     html = "Content-Type: text/html\n\n<html><style>p{}</style><p>Click&nbsp;<a href=x>HERE</a></p>"
     item = item_of(
         Message(id="m", text=html, format="email", subject="own subject", sender="own@example.com"),
@@ -190,7 +204,7 @@ def test_raw_mail_html_only_and_fallbacks():
     assert (empty.subject, empty.sender, empty.excerpt) == (None, None, None)
 
 
-def test_raw_mail_is_read_by_the_tokenizer_alone():
+def test_raw_mail_is_read_by_the_tokenizer_alone() -> None:
     # the item keeps what the tokenizer read (Tokens.mail): the mail is not parsed again
     message = Message(id="m", text="Subject: in the text\n\nbody", format="email")
     read = MailFields("read subject", "read@example.com", "<p>read <b>text</b></p>", html=True)
@@ -203,13 +217,13 @@ def test_raw_mail_is_read_by_the_tokenizer_alone():
     )
 
 
-def test_raw_mail_in_8bit_keeps_its_characters():
+def test_raw_mail_in_8bit_keeps_its_characters() -> None:
     raw = "Subject: Prix\nContent-Type: text/plain; charset=utf-8\n\nréclamez 100 € dès maintenant"
     item = item_of(Message(id="m", text=raw, format="email"), 100)
     assert item.excerpt == "réclamez 100 € dès maintenant"
 
 
-def test_an_html_excerpt_is_read_from_a_bounded_start_without_a_tag_cut_in_two():
+def test_an_html_excerpt_is_read_from_a_bounded_start_without_a_tag_cut_in_two() -> None:
     head = "Content-Type: text/html\n\n"
     filler = "<b>" * (EXCERPT_SOURCE_CHARS // 3 + 1)
     late = item_of(Message(id="m", text=head + filler + "late words", format="email"), 100)
@@ -224,7 +238,7 @@ def test_an_html_excerpt_is_read_from_a_bounded_start_without_a_tag_cut_in_two()
         assert item.excerpt == "early words", extra
 
 
-def test_nul_and_lone_surrogates_are_not_kept():
+def test_nul_and_lone_surrogates_are_not_kept() -> None:
     raw = "Subject: a\x00b\nFrom: x\x00@y\n\nbo\x00dy"
     item = item_of(Message(id="m", text=raw, format="email"), 100)
     assert (item.subject, item.sender, item.excerpt) == ("ab", "x@y", "body")
@@ -235,22 +249,24 @@ def test_nul_and_lone_surrogates_are_not_kept():
     assert (item.excerpt, item.subject) == ("a\ufffdb", "s\ufffd")
     assert item.attributes == {"k\ufffd": "v\ufffd"}
     assert item.explanation == [("t", 1.0)]
+    assert item.excerpt is not None and item.subject is not None
     for value in (item.excerpt, item.subject, json.dumps(item.attributes)):
         assert "\x00" not in value
         value.encode("utf-8")  # no lone surrogate left
 
 
-def test_subject_sender_and_excerpt_are_bounded_and_on_one_line():
+def test_subject_sender_and_excerpt_are_bounded_and_on_one_line() -> None:
     long = "word " * 10_000
     message = Message(id="m", text=long, subject="a\n\tb " + long, sender="c\r\nd " + long)
     item = item_of(message, excerpt_chars=500)
+    assert item.subject is not None and item.sender is not None and item.excerpt is not None
     assert len(item.subject) == SUBJECT_CHARS and item.subject.startswith("a b word")
     assert len(item.sender) == SENDER_CHARS and item.sender.startswith("c d word")
     assert len(item.excerpt) == 500
 
 
-def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped():
-    def kept(attributes):
+def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped() -> None:
+    def kept(attributes: dict[str, Any] | None) -> dict[str, Any] | None:
         return item_of(Message(id="m", text="t", attributes=attributes), 10).attributes
 
     ascii_fits = {"k": "a" * (MAX_ATTRIBUTE_BYTES - 20)}
@@ -279,7 +295,7 @@ def test_attributes_larger_than_the_bound_in_encoded_bytes_are_dropped():
     ],
     ids=["encoded-words", "many-headers", "folded", "delimiters", "nesting", "markup", "params"],
 )
-def test_hostile_mails_of_megabytes_stay_cheap(raw):
+def test_hostile_mails_of_megabytes_stay_cheap(raw: str) -> None:
     assert len(raw) > 2_000_000
     started = time.perf_counter()
     # read by the tokenizer (the first limits.max_bytes of it), then kept

@@ -2,35 +2,62 @@
 did and the label before, written in the batch's transaction; read back filtered, newest first;
 pruned by age in chunks."""
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
+from typing import TypedDict, Unpack
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store import audit, expiry
 from filterd.store.errors import UnknownModel
-from filterd.store.labels import Event, LabelledTokens
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import Event, LabelledTokens, Outcome, Source
 from filterd.store.schema import FeedbackLedger, LabelEvent
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WORDS = ["cheap", "pills", "now"]
 
 
-def label(message_id, value, source="analyst", analyst=None, **extra):
+class Extra(TypedDict, total=False):
+    """The other keywords of `Origin`, for the audit trail."""
+
+    comment: str
+    received_at: datetime
+    kafka_topic: str
+    kafka_partition: int
+    kafka_offset: int
+
+
+def label(
+    message_id: str,
+    value: str,
+    source: Source = "analyst",
+    analyst: str | None = None,
+    **extra: Unpack[Extra],
+) -> LabelledTokens:
     return LabelledTokens(message_id, value, WORDS, source, analyst=analyst, **extra)
 
 
-def trail(model, **filters):
+class Filters(TypedDict, total=False):
+    """`ModelStore.events`' choice of events."""
+
+    message_id: str
+    analyst: str
+    since: datetime
+
+
+def trail(model: ModelStore, **filters: Unpack[Filters]) -> list[Event]:
     return list(model.events(limit=None, **filters))
 
 
 @pytest.fixture
-def model(store):
+def model(store: Store) -> ModelStore:
     return store.create_model("default", ModelSpec("mnb"), seed=1)
 
 
-def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(model):
+def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(model: ModelStore) -> None:
     received = T0 - timedelta(minutes=5)
     steps = [  # (item, holdout fraction, outcome, previous label)
         (
@@ -81,7 +108,7 @@ def test_each_outcome_is_one_event_with_the_label_before_and_who_gave_it(model):
     assert events[1].kafka_topic is None and events[1].comment is None
 
 
-def test_one_batch_writes_one_event_per_item_in_order(model):
+def test_one_batch_writes_one_event_per_item_in_order(model: ModelStore) -> None:
     items = [label("a", "spam"), label("b", "ham"), label("a", "ham"), label("a", "ham")]
     applied = model.learn(items, holdout_fraction=0, now=T0)
     assert (applied.learned, applied.relabelled, applied.duplicates) == (2, 1, 1)
@@ -95,11 +122,20 @@ def test_one_batch_writes_one_event_per_item_in_order(model):
     ]
 
 
-def test_a_batch_that_fails_leaves_no_event_and_no_label(model, monkeypatch):
-    written = []
+def test_a_batch_that_fails_leaves_no_event_and_no_label(
+    model: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[Event | LabelledTokens] = []
 
-    def insert_then_fail(conn, model_id, labels, *rest):
-        audit.insert_events(conn, model_id, labels, *rest)
+    def insert_then_fail(
+        conn: Connection,
+        model_id: int,
+        labels: Sequence[Event | LabelledTokens],
+        outcomes: Sequence[Outcome],
+        previous: Sequence[str | None],
+        now: datetime,
+    ) -> None:
+        audit.insert_events(conn, model_id, labels, outcomes, previous, now)
         written.extend(labels)
         raise RuntimeError("the store went away")
 
@@ -112,7 +148,7 @@ def test_a_batch_that_fails_leaves_no_event_and_no_label(model, monkeypatch):
             assert conn.execute(select(func.count()).select_from(table)).scalar_one() == 0
 
 
-def test_the_log_filters_by_message_analyst_and_time_newest_first(model):
+def test_the_log_filters_by_message_analyst_and_time_newest_first(model: ModelStore) -> None:
     for day in range(5):
         items = [label(f"m{day}", "spam", analyst="alice" if day % 2 else "bob")]
         model.learn(items, holdout_fraction=0, now=T0 + timedelta(days=day))
@@ -133,7 +169,7 @@ def test_the_log_filters_by_message_analyst_and_time_newest_first(model):
         model.store.model("nope")
 
 
-def test_record_events_appends_in_the_transaction(model):
+def test_record_events_appends_in_the_transaction(model: ModelStore) -> None:
     with model.transaction() as writing:
         writing.record_events([Event("p1", "spam", "parked", analyst="alice")], now=T0)
     with pytest.raises(RuntimeError), model.transaction() as writing:
@@ -146,13 +182,15 @@ def test_record_events_appends_in_the_transaction(model):
         w.record_events([Event("p3", "spam", "lost")])  # type: ignore[arg-type]
 
 
-def test_a_comment_with_nul_is_stored_with_a_replacement_character(model):
+def test_a_comment_with_nul_is_stored_with_a_replacement_character(model: ModelStore) -> None:
     # PostgreSQL text cannot hold NUL: the feedback would be retried for ever
     model.learn([label("m1", "spam", comment="a\x00b")], now=T0)
     assert trail(model)[0].comment == "a\N{REPLACEMENT CHARACTER}b"
 
 
-def test_prune_deletes_events_older_than_the_retention_in_chunks(model, monkeypatch):
+def test_prune_deletes_events_older_than_the_retention_in_chunks(
+    model: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = model.store.create_model("other", ModelSpec("mnb"), seed=2)
     old = [label(f"old{i}", "spam") for i in range(5)]
     for each in (model, other):

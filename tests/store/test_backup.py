@@ -1,21 +1,26 @@
 import io
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Canonical
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.errors import ModelExists
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_database):
+def test_a_model_moves_from_sqlite_to_postgresql_intact(
+    tmp_path: Path, new_postgres_database: Callable[[], str]
+) -> None:
     source_url, target_url = f"sqlite:///{tmp_path / 'a.db'}", new_postgres_database()
     source, target = Store.open(source_url), Store.open(target_url)
     for store in (source, target):
@@ -49,7 +54,7 @@ def test_a_model_moves_from_sqlite_to_postgresql_intact(tmp_path, new_postgres_d
     assert again.learned == 0 and again.duplicates == 400
 
 
-def test_import_refuses_what_is_not_an_export_and_existing_names(store):
+def test_import_refuses_what_is_not_an_export_and_existing_names(store: Store) -> None:
     with pytest.raises(ValueError, match="not a filterd model export"):
         store.import_model(io.StringIO('{"hello": 1}\n'))
     store.create_model("taken", ModelSpec("mnb"))

@@ -3,10 +3,11 @@ given."""
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 
 from filterd.bayes.model import ModelSpec
 from filterd.store.bulk import insert_rows
+from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Prequential
 
 AWKWARD_IDS = [
@@ -23,7 +24,7 @@ AWKWARD_IDS = [
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
-def test_rows_with_awkward_values_round_trip(store, engine):
+def test_rows_with_awkward_values_round_trip(store: Store, engine: Engine) -> None:
     model_id = store.create_model("m", ModelSpec("mnb")).id
     rows = [
         {
@@ -55,10 +56,12 @@ def test_rows_with_awkward_values_round_trip(store, engine):
     assert as_read == {r["message_id"]: (r["label"], r["tokens"], r["learned_at"]) for r in rows}
 
 
-def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(store, engine):
+def test_an_upsert_replaces_only_the_named_columns_of_existing_rows(
+    store: Store, engine: Engine
+) -> None:
     model_id = store.create_model("m", ModelSpec("mnb")).id
 
-    def row(message_id, label, score, version):
+    def row(message_id: str, label: str, score: float, version: int) -> dict[str, object]:
         return {
             "model_id": model_id,
             "message_id": message_id,

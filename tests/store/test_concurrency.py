@@ -1,9 +1,11 @@
 import subprocess
 import sys
+from collections.abc import Callable
 
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Canonical
 from filterd.store.handle import Store
 from filterd.store.schema import Holdout
 
@@ -25,17 +27,17 @@ for i in range(0, len(records), 100):
 )
 
 
-def learner(url: str, start: int, stop: int) -> subprocess.Popen:
+def learner(url: str, start: int, stop: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", LEARNER, url, str(start), str(stop)])
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
 def test_two_learner_processes_with_overlapping_feedback_equal_sequential_learning(
-    new_postgres_database,
-):
+    new_postgres_database: Callable[[], str],
+) -> None:
     concurrent_url, sequential_url = new_postgres_database(), new_postgres_database()
     stores = [Store.open(url) for url in (concurrent_url, sequential_url)]
     for store in stores:

@@ -7,18 +7,19 @@ import pytest
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored
+from filterd.store.handle import ModelStore, Store
 
 
 @pytest.fixture
-def model(store):
+def model(store: Store) -> ModelStore:
     return store.create_model("default", ModelSpec("mnb"), seed=1)
 
 
-def scored(pairs, prefix="m"):
+def scored(pairs: list[tuple[str, float]], prefix: str = "m") -> list[Scored]:
     return [Scored(f"{prefix}{i}", label, score, 3) for i, (label, score) in enumerate(pairs)]
 
 
-def test_rolling_auc_recall_and_specificity_at_the_threshold(model):
+def test_rolling_auc_recall_and_specificity_at_the_threshold(model: ModelStore) -> None:
     model.record_scores(
         "spam",
         scored([("spam", 2.0), ("spam", 0.5), ("spam", -1.0), ("ham", -2.0), ("ham", 1.0)]),
@@ -42,7 +43,7 @@ def test_rolling_auc_recall_and_specificity_at_the_threshold(model):
     assert moved.recall == 1.0 and moved.specificity == 0.5
 
 
-def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(model):
+def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(model: ModelStore) -> None:
     model.record_scores("spam", scored([("ham", -1.0)] * 10), keep=12)
     model.record_scores("spam", scored([("spam", 1.0)] * 5, prefix="n"), keep=12)
     report = model.drift_report("spam")
@@ -52,15 +53,17 @@ def test_only_the_newest_are_kept_and_a_relabel_corrects_the_row(model):
     assert model.drift_report("spam", window=3).n == 3
 
 
-def test_no_scores_yet(model):
+def test_no_scores_yet(model: ModelStore) -> None:
     empty = model.drift_report("spam")
     assert empty.n == 0 and empty.auc is None and empty.recall is None
 
 
-def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(model):
+def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(
+    model: ModelStore,
+) -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-    def version(tau, at):
+    def version(tau: float, at: datetime) -> None:
         model.write_threshold(
             "spam",
             Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
@@ -71,7 +74,7 @@ def test_each_record_is_judged_at_the_threshold_in_force_when_it_was_scored(mode
             now=at,
         )
 
-    def feed(pairs, prefix, at):
+    def feed(pairs: list[tuple[str, float]], prefix: str, at: datetime) -> None:
         model.record_scores("spam", scored(pairs, prefix), keep=100, now=at)
 
     feed([("spam", -5.0), ("ham", 3.0)], "before", t0)  # before any τ: not judged

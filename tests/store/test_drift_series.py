@@ -8,6 +8,7 @@ import pytest
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import DriftPoint, Scored
+from filterd.store.handle import ModelStore, Store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 GOOD = [("spam", 2.0), ("spam", 1.0), ("ham", -1.0), ("ham", -2.0)]  # AUC 1
@@ -16,16 +17,16 @@ WORSE = [("spam", -2.0), ("spam", 1.0), ("ham", 1.5), ("ham", -2.0)]
 
 
 @pytest.fixture
-def model(store):
+def model(store: Store) -> ModelStore:
     return store.create_model("default", ModelSpec("mnb"), seed=1)
 
 
-def feed(model, pairs, prefix, at):
+def feed(model: ModelStore, pairs: list[tuple[str, float]], prefix: str, at: datetime) -> None:
     scored = [Scored(f"{prefix}{i}", label, score, 3) for i, (label, score) in enumerate(pairs)]
     model.record_scores("spam", scored, keep=1000, now=at)
 
 
-def version(model, tau, at):
+def version(model: ModelStore, tau: float, at: datetime) -> None:
     model.write_threshold(
         "spam",
         Threshold(tau, 0.99, 1, 1, 1, 1, 1, False, None),
@@ -37,7 +38,7 @@ def version(model, tau, at):
     )
 
 
-def test_a_group_where_the_model_got_worse_shows_a_lower_auc(model):
+def test_a_group_where_the_model_got_worse_shows_a_lower_auc(model: ModelStore) -> None:
     feed(model, GOOD, "a", T0)
     feed(model, GOOD, "b", T0 + timedelta(minutes=1))
     feed(model, WORSE, "c", T0 + timedelta(minutes=2))
@@ -49,7 +50,7 @@ def test_a_group_where_the_model_got_worse_shows_a_lower_auc(model):
     assert all(isinstance(p, DriftPoint) for p in points)
 
 
-def test_each_row_is_judged_at_the_threshold_in_force_when_it_was_scored(model):
+def test_each_row_is_judged_at_the_threshold_in_force_when_it_was_scored(model: ModelStore) -> None:
     feed(model, GOOD, "a", T0)  # before any τ: not judged
     version(model, 0.0, T0 + timedelta(seconds=30))
     feed(model, GOOD, "b", T0 + timedelta(minutes=1))
@@ -70,7 +71,7 @@ def test_each_row_is_judged_at_the_threshold_in_force_when_it_was_scored(model):
     assert whole.end == report.last
 
 
-def test_the_newest_window_in_nearly_equal_groups(model):
+def test_the_newest_window_in_nearly_equal_groups(model: ModelStore) -> None:
     feed(model, GOOD, "a", T0)
     feed(model, GOOD, "b", T0 + timedelta(minutes=1))
     feed(model, WORSE, "c", T0 + timedelta(minutes=2))
@@ -85,7 +86,7 @@ def test_the_newest_window_in_nearly_equal_groups(model):
     assert len(singles) == 12 and all(p.n == 1 and p.auc is None for p in singles)
 
 
-def test_no_rows_and_bad_arguments(model):
+def test_no_rows_and_bad_arguments(model: ModelStore) -> None:
     assert model.drift_series("spam") == []
     with pytest.raises(ValueError, match="buckets"):
         model.drift_series("spam", buckets=0)

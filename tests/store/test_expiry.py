@@ -1,9 +1,11 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Canonical
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.schema import ClassStats, TokenStats
 
@@ -11,11 +13,11 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = T0 + timedelta(days=30)
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: (d, rows) for label, (d, rows) in canonical.items() if d or rows}
 
 
-def tokens_of(model):
+def tokens_of(model: ModelStore) -> set[str]:
     stats, _ = model.load()
     keys = {
         stats.hasher.key(t): t for t in ["rare", "old", "common", "fresh", "ham1", "spam1", "again"]
@@ -25,7 +27,7 @@ def tokens_of(model):
     }
 
 
-def consistent(engine) -> bool:
+def consistent(engine: Engine) -> bool:
     """Class totals are the sums of the token rows, and nothing is negative."""
     with engine.connect() as conn:
         sums = dict(
@@ -43,7 +45,7 @@ def consistent(engine) -> bool:
 
 
 @pytest.fixture
-def model(store):
+def model(store: Store) -> ModelStore:
     model = store.create_model("default", ModelSpec("mnb"), seed=1)
     model.learn(
         [
@@ -61,7 +63,9 @@ def model(store):
     return model
 
 
-def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(model, engine):
+def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(
+    model: ModelStore, engine: Engine
+) -> None:
     result = model.prune_tokens(unseen_days=10, max_count=1, now=LATER)
     # rare (1, old day) and ham1 (1, old day) go; old (2) is too frequent; common, fresh, spam1
     # were seen lately
@@ -70,20 +74,22 @@ def test_prune_drops_rare_tokens_unseen_for_long_and_keeps_totals_consistent(mod
     assert consistent(engine)
 
 
-def test_a_dry_run_changes_nothing(model):
+def test_a_dry_run_changes_nothing(model: ModelStore) -> None:
     before = nonempty(model.load()[0].canonical())
     assert model.prune_tokens(unseen_days=10, max_count=1, now=LATER, dry_run=True).tokens == 2
     assert nonempty(model.load()[0].canonical()) == before
 
 
-def test_a_scorer_synced_before_the_prune_catches_up_exactly(model):
+def test_a_scorer_synced_before_the_prune_catches_up_exactly(model: ModelStore) -> None:
     scorer, since = model.load()
     model.prune_tokens(unseen_days=10, max_count=5, now=LATER)
     model.sync(scorer, since)
     assert nonempty(scorer.canonical()) == nonempty(model.load()[0].canonical())
 
 
-def test_relabelling_a_message_whose_tokens_expired_stays_consistent(model, engine):
+def test_relabelling_a_message_whose_tokens_expired_stays_consistent(
+    model: ModelStore, engine: Engine
+) -> None:
     model.prune_tokens(unseen_days=10, max_count=1, now=LATER)
     model.learn([LabelledTokens("d", "ham", ["rare"])], holdout_fraction=0, now=LATER)  # re-learned
     result = model.learn(

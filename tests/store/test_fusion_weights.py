@@ -1,6 +1,7 @@
 """A fusion model's weights in the store: learned by the calibration job from the component
 scores feedback got on arrival, written with the τ chosen for them, on SQLite and PostgreSQL."""
 
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -10,11 +11,11 @@ from filterd.bayes import fusion
 from filterd.bayes.features import encode
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import recall_threshold
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.service.decide import scoring_model
 from filterd.store.drift import Scored
-from filterd.store.handle import Store
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from tests.conftest import fresh_postgres
 
@@ -27,7 +28,9 @@ STREAM = generate(
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def fused_store(request, tmp_path_factory):
+def fused_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ModelStore]:
     """A fusion model that learned the first 1,000 messages (a tenth held out)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fused') / 'store.db'}"
@@ -42,7 +45,9 @@ def fused_store(request, tmp_path_factory):
     store.close()
 
 
-def scored_on_arrival(fused_store, records, weights):
+def scored_on_arrival(
+    fused_store: ModelStore, records: list[SynthRecord], weights: Sequence[float] | None
+) -> list[Scored]:
     """What the learner records: each record's component scores and their combination with
     the weights in force."""
     stats, _ = fused_store.load()
@@ -55,7 +60,9 @@ def scored_on_arrival(fused_store, records, weights):
     ]
 
 
-def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(fused_store):
+def test_the_weights_are_learned_from_the_window_and_written_with_their_threshold(
+    fused_store: ModelStore,
+) -> None:
     first_rows = scored_on_arrival(fused_store, STREAM[1000:2000], None)
     fused_store.record_scores("spam", first_rows, keep=5000, now=T0 + timedelta(minutes=30))
     first = calibrate_model(
@@ -73,9 +80,11 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     assert first.weights != fusion.INITIAL_WEIGHTS
     assert first.tau == recall_threshold(fusion.combine(components, expected), spam, 0.95).tau
     written = fused_store.latest_threshold("spam")
+    assert written is not None
     assert written.weights == pytest.approx(first.weights)  # through the JSON column
     from filterd.cli.calibration import render
 
+    assert first.weights is not None
     assert f"bias {first.weights[0]:.3g}, components" in render(first)
     window = fused_store.prequential_window("spam", now=T0 + timedelta(hours=1))
     assert window.components is not None and window.components.shape == (
@@ -104,6 +113,7 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     truth = np.array([r.label == "spam" for r in rows])
     assert second.weights == pytest.approx(fusion.fit_weights(everything, truth))
     previously = fusion.combine(everything, first.weights)  # the rows as the previous τ saw them
+    assert second.previous_here is not None
     assert second.previous_here.recall == pytest.approx(np.mean(previously[truth] >= first.tau))
     assert second.in_force.n_pos == sum(r.label == "spam" for r in later_rows)
 

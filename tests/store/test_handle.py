@@ -5,6 +5,7 @@ database or driver raised; an unknown or deleted model is a clear error."""
 import socket
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event
@@ -25,28 +26,28 @@ from filterd.store.errors import (
 from filterd.store.handle import Store
 from filterd.store.labels import Event, LabelledTokens
 from filterd.store.parking import Parked
-from tests.queued import queued
+from tests.queued import queued, stored_id
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
-def statements(store):
+def statements(store: Store) -> list[str]:
     """Every SQL statement the store's engine runs from now on, as a list that fills."""
-    seen = []
+    seen: list[str] = []
 
     @event.listens_for(store.engine, "before_cursor_execute")
-    def record(_conn, _cursor, statement, *_):
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         seen.append(" ".join(statement.split()).lower())
 
     return seen
 
 
-def by_name(seen):
+def by_name(seen: list[str]) -> list[str]:
     """The statements that look a model up by its name."""
     return [s for s in seen if "from models" in s and "models.name =" in s]
 
 
-def test_a_model_is_looked_up_once_and_every_operation_goes_by_its_id(store):
+def test_a_model_is_looked_up_once_and_every_operation_goes_by_its_id(store: Store) -> None:
     store.create_model("other", ModelSpec("mnb"), seed=2)
     store.create_model("default", ModelSpec("mnb"), seed=1)
     seen = statements(store)
@@ -70,7 +71,7 @@ def test_a_model_is_looked_up_once_and_every_operation_goes_by_its_id(store):
     assert model.sync(stats, seq) == seq
     (entry,) = model.review_items()
     read = [
-        model.review_item(entry.id),
+        model.review_item(stored_id(entry)),
         model.review_tokens(["q1"]),
         model.where_decided(["q1"]),
         list(model.events(message_id="m1")),
@@ -98,7 +99,9 @@ def test_a_model_is_looked_up_once_and_every_operation_goes_by_its_id(store):
     assert len(seen) > len(read)  # the listener did hear the operations
 
 
-def test_an_unknown_model_names_those_the_store_holds_and_a_name_is_taken_once(store):
+def test_an_unknown_model_names_those_the_store_holds_and_a_name_is_taken_once(
+    store: Store,
+) -> None:
     with pytest.raises(UnknownModel, match="which holds none yet: `filterd model create x`"):
         store.model("x")
     store.create_model("default", ModelSpec("mnb"))
@@ -109,7 +112,9 @@ def test_an_unknown_model_names_those_the_store_holds_and_a_name_is_taken_once(s
     assert store.model_names() == ["default"]
 
 
-def test_a_model_deleted_under_its_handle_is_an_unknown_model_not_another_one(store):
+def test_a_model_deleted_under_its_handle_is_an_unknown_model_not_another_one(
+    store: Store,
+) -> None:
     model = store.create_model("default", ModelSpec("mnb"), seed=1)
     model.learn([LabelledTokens("m1", "spam", ["win"])], holdout_fraction=0)
     model.delete(model.rows().seq)
@@ -126,7 +131,7 @@ def test_a_model_deleted_under_its_handle_is_an_unknown_model_not_another_one(st
     assert again.rows().labels == 0  # nothing went to the new model
 
 
-def test_an_unreachable_database_is_a_store_error_saying_so():
+def test_an_unreachable_database_is_a_store_error_saying_so() -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -138,14 +143,14 @@ def test_an_unreachable_database_is_a_store_error_saying_so():
     assert "connection" in str(caught.value).lower() and "\n" not in str(caught.value)
 
 
-def test_a_database_without_the_schema_says_so(tmp_path):
+def test_a_database_without_the_schema_says_so(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'empty.db'}")
     with pytest.raises(SchemaMissing, match="no such table"):
         store.model_names()
     assert store.revision() is None
 
 
-def test_the_drivers_own_errors_are_the_stores_too():
+def test_the_drivers_own_errors_are_the_stores_too() -> None:
     """The bulk writes go through the driver's cursor, whose errors SQLAlchemy never sees."""
     for raised, kind in (
         (sqlite3.OperationalError("database is locked"), StoreUnavailable),

@@ -1,16 +1,18 @@
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import insert, text
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
-from filterd.bayes.statistics import Statistics
+from filterd.bayes.statistics import Canonical, Statistics
 from filterd.store.errors import UnknownModel
-from filterd.store.labels import LabelledTokens
+from filterd.store.handle import ModelStore, Store
+from filterd.store.labels import LabelledTokens, Source
 from filterd.store.ledger import in_holdout
 from filterd.store.schema import TokenStats
 
@@ -26,31 +28,31 @@ DOCS = {
 }  # h3, h4: in a 30 % holdout share
 
 
-def fb(message_id, label, source="analyst"):
+def fb(message_id: str, label: str, source: Source = "analyst") -> LabelledTokens:
     return LabelledTokens(message_id, label, DOCS[message_id].split(), source)
 
 
-def learned_directly(pairs):
+def learned_directly(pairs: list[tuple[str, str]]) -> Canonical:
     stats = Statistics(seed=SEED)
     for message_id, label in pairs:
         stats.learn(DOCS[message_id].split(), label)
     return nonempty(stats.canonical())
 
 
-def nonempty(canonical):
+def nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 
 
-def store_statistics(model):
+def store_statistics(model: ModelStore) -> Canonical:
     return nonempty(model.load()[0].canonical())
 
 
 @pytest.fixture
-def model(store):
+def model(store: Store) -> ModelStore:
     return store.create_model("default", ModelSpec("mnb"), seed=SEED)
 
 
-def test_learning_then_redelivery_changes_nothing(model):
+def test_learning_then_redelivery_changes_nothing(model: ModelStore) -> None:
     first = model.learn([fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
     assert (first.learned, first.duplicates) == (2, 0)
     before = store_statistics(model)
@@ -59,7 +61,7 @@ def test_learning_then_redelivery_changes_nothing(model):
     assert store_statistics(model) == before == learned_directly([("m1", "spam"), ("m2", "ham")])
 
 
-def test_a_relabel_unlearns_the_old_label_and_learns_the_new(model):
+def test_a_relabel_unlearns_the_old_label_and_learns_the_new(model: ModelStore) -> None:
     model.learn([fb("m1", "spam"), fb("m3", "spam"), fb("m2", "ham")], holdout_fraction=0)
     result = model.learn([fb("m3", "ham")], holdout_fraction=0)
     assert result.relabelled == 1
@@ -68,14 +70,14 @@ def test_a_relabel_unlearns_the_old_label_and_learns_the_new(model):
     )
 
 
-def test_an_automatic_label_never_overrides_an_analyst(model):
+def test_an_automatic_label_never_overrides_an_analyst(model: ModelStore) -> None:
     model.learn([fb("m1", "ham", "analyst"), fb("m2", "spam", "auto")], holdout_fraction=0)
     result = model.learn([fb("m1", "spam", "auto"), fb("m2", "ham", "analyst")], holdout_fraction=0)
     assert (result.kept_analyst_label, result.relabelled) == (1, 1)
     assert store_statistics(model) == learned_directly([("m1", "ham"), ("m2", "ham")])
 
 
-def test_the_holdout_share_is_kept_out_of_learning(model):
+def test_the_holdout_share_is_kept_out_of_learning(model: ModelStore) -> None:
     ids = [f"id-{i}" for i in range(2000)]
     share = np.mean([in_holdout(i, 0.1) for i in ids])
     assert 0.08 < share < 0.12 and in_holdout("id-7", 0.1) == in_holdout("id-7", 0.1)
@@ -91,7 +93,7 @@ def test_the_holdout_share_is_kept_out_of_learning(model):
     assert store_statistics(model) == nonempty(stats.canonical())
 
 
-def test_counts_can_never_go_below_zero(model, engine):
+def test_counts_can_never_go_below_zero(model: ModelStore, engine: Engine) -> None:
     with pytest.raises(IntegrityError):
         with engine.begin() as conn:
             conn.execute(
@@ -108,11 +110,12 @@ def test_counts_can_never_go_below_zero(model, engine):
             )
 
 
-def test_unknown_model_and_bad_source_are_refused(store, model):
+def test_unknown_model_and_bad_source_are_refused(store: Store, model: ModelStore) -> None:
     with pytest.raises(UnknownModel, match="'nope'.*its models: 'default'"):
         store.model("nope")
+    robot: Any = "robot"  # not a source: as an untyped feedback record may give it
     with pytest.raises(ValueError, match="source"):
-        model.learn([LabelledTokens("m1", "spam", ["x"], source="robot")])
+        model.learn([LabelledTokens("m1", "spam", ["x"], source=robot)])
 
 
 feedback = st.lists(
@@ -130,7 +133,9 @@ feedback = st.lists(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(batches=st.lists(feedback, min_size=1, max_size=4))
-def test_any_feedback_sequence_equals_learning_each_final_label_once(store, batches):
+def test_any_feedback_sequence_equals_learning_each_final_label_once(
+    store: Store, batches: list[list[tuple[str, str, Source]]]
+) -> None:
     model = store.create_model(f"model-{uuid.uuid4().hex}", ModelSpec("mnb"), seed=SEED)
     replica, synced = Statistics(seed=SEED), None
     final: dict[str, tuple[str, str]] = {}
@@ -150,7 +155,7 @@ def test_any_feedback_sequence_equals_learning_each_final_label_once(store, batc
     assert nonempty(replica.canonical()) == expected  # incremental sync = full load
 
 
-def test_loading_reports_the_token_rows_read_so_far(model, engine):
+def test_loading_reports_the_token_rows_read_so_far(model: ModelStore, engine: Engine) -> None:
     model.learn([fb("m1", "spam"), fb("m2", "ham")], holdout_fraction=0)
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM token_stats")).scalar_one()

@@ -23,11 +23,11 @@ TABLES = {
 }
 
 
-def tables(url):
+def tables(url: str) -> set[str]:
     return set(inspect(connect(url)).get_table_names()) - {"alembic_version"}
 
 
-def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url):
+def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url: str) -> None:
     store = Store.open(empty_url)
     assert store.revision() is None
     store.upgrade()
@@ -38,14 +38,14 @@ def test_upgrade_from_empty_then_down_to_base_and_up_again(empty_url):
     assert tables(empty_url) == TABLES
 
 
-def test_models_match_the_migrations(empty_url):
+def test_models_match_the_migrations(empty_url: str) -> None:
     Store.open(empty_url).upgrade()
     with connect(empty_url).connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert differences == []
 
 
-def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
+def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> None:
     """0007: a robinson_fisher model's stored τ, scores on arrival and review-queue scores go
     from S − H to logit((1 + S − H)/2); another model's stay; the downgrade restores them."""
     import math
@@ -87,7 +87,7 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
                 {"m": model_id, "now": now, "tokens": b""},
             )
 
-    def stored(model_id):
+    def stored(model_id: int) -> tuple[float, float, tuple[float, ...]]:
         with engine.connect() as conn:
             return (
                 conn.execute(
@@ -113,6 +113,6 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url):
     assert stored(other) == (-0.5, 1.0, (0.25, -0.5))
     store.downgrade("0006")
     back = stored(fisher)
-    assert back[0] == pytest.approx(-0.5) and back[2] == (pytest.approx(0.25), pytest.approx(-0.5))
+    assert back[0] == pytest.approx(-0.5) and back[2] == pytest.approx((0.25, -0.5))
     assert back[1] == pytest.approx(1.0)
     store.close()

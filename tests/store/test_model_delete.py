@@ -10,6 +10,7 @@ from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored
 from filterd.store.errors import ModelChanged, UnknownModel
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.models import model_tables
 from filterd.store.parking import Parked
@@ -22,7 +23,7 @@ FEEDBACK = [
 ]
 
 
-def fill(store, name):
+def fill(store: Store, name: str) -> ModelStore:
     model = store.create_model(name, ModelSpec("mnb"))
     model.learn(FEEDBACK, holdout_fraction=0.3)
     model.write_threshold(
@@ -42,7 +43,7 @@ def fill(store, name):
     return model
 
 
-def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(store):
+def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(store: Store) -> None:
     doomed = fill(store, "doomed")
     kept = fill(store, "kept")
     held = doomed.rows()
@@ -59,7 +60,7 @@ def test_every_table_of_the_model_is_emptied_and_other_models_keep_theirs(store)
         assert conn.execute(select(func.count()).select_from(ModelRow)).scalar_one() == 1
 
 
-def test_a_learner_writing_meanwhile_stops_the_deletion(store):
+def test_a_learner_writing_meanwhile_stops_the_deletion(store: Store) -> None:
     busy = fill(store, "busy")
     held = busy.rows()
     store.model("busy").learn([LabelledTokens("late", "spam", ["late", "label"])])

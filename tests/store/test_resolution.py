@@ -7,17 +7,18 @@ import pytest
 
 from filterd.bayes.model import ModelSpec
 from filterd.store import decided
+from filterd.store.handle import ModelStore, Store
 from filterd.store.parking import Parked
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def model(store):
+def model(store: Store) -> ModelStore:
     return store.create_model("default", ModelSpec("mnb"), seed=1)
 
 
-def test_a_decided_message_keeps_its_latest_coordinates(model):
+def test_a_decided_message_keeps_its_latest_coordinates(model: ModelStore) -> None:
     with model.transaction() as writing:
         writing.record_decided([("a", 0, 10), ("b", 1, 11), ("a", 2, 12)], T0)
     with model.transaction() as writing:  # decided again later (a batch read again, an id twice)
@@ -25,7 +26,9 @@ def test_a_decided_message_keeps_its_latest_coordinates(model):
     assert model.where_decided(["a", "b", "c"]) == {"a": (2, 12), "b": (1, 99)}
 
 
-def test_decided_messages_older_than_the_cutoff_are_pruned_in_chunks(model, monkeypatch):
+def test_decided_messages_older_than_the_cutoff_are_pruned_in_chunks(
+    model: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(decided, "PRUNE_CHUNK", 7)
     with model.transaction() as writing:
         writing.record_decided([(f"old{i}", 0, i) for i in range(30)], T0)
@@ -36,12 +39,12 @@ def test_decided_messages_older_than_the_cutoff_are_pruned_in_chunks(model, monk
     assert model.where_decided([f"old{i}" for i in range(30)] + ["new"]) == {"new": (0, 99)}
 
 
-def park(model, *parked, now=T0, due=T0):
+def park(model: ModelStore, *parked: Parked, now: datetime = T0, due: datetime = T0) -> None:
     with model.transaction() as writing:
         writing.park(list(parked), now, due)
 
 
-def test_parked_feedback_is_claimed_when_due_and_once(model):
+def test_parked_feedback_is_claimed_when_due_and_once(model: ModelStore) -> None:
     park(
         model,
         Parked("m1", b'{"label": "spam"}', "fb", 0, 5),
@@ -61,7 +64,9 @@ def test_parked_feedback_is_claimed_when_due_and_once(model):
     assert model.count_parked() == 2
 
 
-def test_a_newer_label_replaces_the_parked_one_and_is_not_released_with_it(model):
+def test_a_newer_label_replaces_the_parked_one_and_is_not_released_with_it(
+    model: ModelStore,
+) -> None:
     park(model, Parked("m1", b"old"))
     (claimed,) = model.claim_parked(T0, T0 + timedelta(seconds=30), 10)
     park(model, Parked("m1", b"new"), now=T0 + timedelta(seconds=1))  # meanwhile, a newer label
@@ -74,7 +79,7 @@ def test_a_newer_label_replaces_the_parked_one_and_is_not_released_with_it(model
     assert model.count_parked() == 0
 
 
-def test_unpark_deletes_what_newer_feedback_settled(model):
+def test_unpark_deletes_what_newer_feedback_settled(model: ModelStore) -> None:
     park(model, Parked("m1", b"a"), Parked("m2", b"b"))
     with model.transaction() as writing:
         assert writing.unpark(["m1", "m3"]) == 1

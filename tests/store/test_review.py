@@ -2,55 +2,56 @@
 closest to τ first), read back with their tokens, resolved by message id, trimmed (labelled items
 first, then the oldest) and pruned by age; on SQLite, and the round trip on PostgreSQL too."""
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
-from filterd.store.handle import Store
+from filterd.service.review import ReviewItem
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.review import pack_tokens, unpack_tokens
-from filterd.store.schema import ReviewItem
-from tests.queued import queued
+from filterd.store.schema import ReviewItem as ReviewRow
+from tests.queued import queued as item
+from tests.queued import stored_id
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def item(message_id, **fields):
-    return queued(message_id, **fields)
-
-
-def queue(model, items, now=T0):
+def queue(model: ModelStore, items: list[ReviewItem], now: datetime = T0) -> None:
     with model.transaction() as writing:
         writing.queue_review(items, now)
 
 
-def count(model):
+def count(model: ModelStore) -> int:
     with model.store.engine.connect() as conn:
-        return conn.execute(select(func.count()).select_from(ReviewItem)).scalar_one()
+        return conn.execute(select(func.count()).select_from(ReviewRow)).scalar_one()
 
 
-def learn(model, message_id, label, fraction=0.0):
+def learn(model: ModelStore, message_id: str, label: str, fraction: float = 0.0) -> None:
     model.learn([LabelledTokens(message_id, label, ["x"])], holdout_fraction=fraction)
 
 
 @pytest.fixture
-def model(tmp_path):
+def model(tmp_path: Path) -> Iterator[ModelStore]:
     store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
     store.upgrade()
     yield store.create_model("default", ModelSpec("mnb"), seed=1)
     store.close()
 
 
-def test_tokens_pack_round_trip_and_compress():
+def test_tokens_pack_round_trip_and_compress() -> None:
     tokens = ["subject:free", "win", "£1000", "url:example.com", "a b"] * 200
     packed = pack_tokens(tokens)
     assert unpack_tokens(packed) == tokens
     assert len(packed) < len("\x00".join(tokens)) / 10
 
 
-def test_round_trip_on_each_database(store):
+def test_round_trip_on_each_database(store: Store) -> None:
     """Every column comes back as queued, on SQLite and PostgreSQL (JSON, booleans, times)."""
     model = store.create_model("default", ModelSpec("mnb"), seed=1)
     full = item(
@@ -69,7 +70,7 @@ def test_round_trip_on_each_database(store):
     queue(model, [full, item("m-2", score=0.9, reason="random")], now=T0)
     entries = model.review_items()
     assert [e.message_id for e in entries] == ["m-1", "m-2"]
-    got = model.review_item(entries[0].id)
+    got = model.review_item(stored_id(entries[0]))
     assert got is not None
     assert (got.subject, got.excerpt, got.sender) == (full.subject, full.excerpt, full.sender)
     assert got.attributes == {"channel": "sms", "n": [1, 2]}
@@ -84,7 +85,9 @@ def test_round_trip_on_each_database(store):
     }
 
 
-def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(model):
+def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(
+    model: ModelStore,
+) -> None:
     queue(model, [item("far", score=0.9), item("near", score=0.51)], now=T0)
     queue(model, [item("mid", score=0.4, reason="random")], now=T0 + timedelta(hours=1))
     assert [e.message_id for e in model.review_items()] == ["near", "mid", "far"]
@@ -94,11 +97,12 @@ def test_list_is_closest_to_tau_first_or_newest_first_and_filters_by_reason(mode
     assert [e.message_id for e in model.review_items(limit=1)] == ["near"]
     assert model.review_items()[0].tokens is None  # counted, not read
     assert model.review_items()[0].token_count == 2
+    oldest: Any = "oldest"  # not an order: as untyped input may give it
     with pytest.raises(ValueError, match="unknown order"):
-        model.review_items(order="oldest")
+        model.review_items(order=oldest)
 
 
-def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(model):
+def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(model: ModelStore) -> None:
     queue(model, [item("a", score=0.5), item("b", score=0.6), item("c", score=0.7)])
     learn(model, "a", "ham")  # the ledger
     learn(model, "b", "spam", fraction=1.0)  # the holdout
@@ -107,16 +111,18 @@ def test_labelled_items_leave_the_list_unless_asked_for_with_their_label(model):
     assert [(e.message_id, e.labelled) for e in every] == [("a", "ham"), ("b", "spam"), ("c", None)]
 
 
-def test_get_item_of_another_model_or_unknown_id_is_none(model):
+def test_get_item_of_another_model_or_unknown_id_is_none(model: ModelStore) -> None:
     other = model.store.create_model("other", ModelSpec("mnb"), seed=2)
     queue(other, [item("a")])
     (entry,) = other.review_items()
-    assert other.review_item(entry.id) is not None
-    assert model.review_item(entry.id) is None
-    assert other.review_item(entry.id + 1000) is None
+    assert other.review_item(stored_id(entry)) is not None
+    assert model.review_item(stored_id(entry)) is None
+    assert other.review_item(stored_id(entry) + 1000) is None
 
 
-def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(model):
+def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(
+    model: ModelStore,
+) -> None:
     queue(model, [item("m", tokens=["old"])], now=T0)
     queue(model, [item("m", tokens=["new", "er"])], now=T0 + timedelta(minutes=1))
     many = [item(f"x{i}", tokens=[f"t{i}"]) for i in range(1200)]  # more than one IN (...) list
@@ -127,14 +133,14 @@ def test_tokens_of_gives_the_newest_item_of_a_message_and_works_in_chunks(model)
     assert model.review_tokens([]) == {}
 
 
-def test_queue_is_in_the_callers_transaction(model):
+def test_queue_is_in_the_callers_transaction(model: ModelStore) -> None:
     with pytest.raises(RuntimeError), model.transaction() as writing:
         writing.queue_review([item("a")], T0)
         raise RuntimeError("the scorer's batch failed")
     assert count(model) == 0
 
 
-def test_trim_removes_labelled_items_first_then_the_oldest(model):
+def test_trim_removes_labelled_items_first_then_the_oldest(model: ModelStore) -> None:
     for n, message_id in enumerate(["a", "b", "c", "d", "e"]):
         queue(model, [item(message_id)], now=T0 + timedelta(minutes=n))
     learn(model, "d", "spam")
@@ -144,12 +150,12 @@ def test_trim_removes_labelled_items_first_then_the_oldest(model):
     left = {e.message_id for e in model.review_items(include_labelled=True)}
     assert left == {"a", "b", "c", "e"}  # the older labelled one went first
     assert model.trim_review(2) == 2
-    left = [e.message_id for e in model.review_items(include_labelled=True)]
-    assert sorted(left) == ["b", "c"]  # the other labelled one, then the oldest
+    still = [e.message_id for e in model.review_items(include_labelled=True)]
+    assert sorted(still) == ["b", "c"]  # the other labelled one, then the oldest
     assert model.trim_review(0) == 2 and count(model) == 0
 
 
-def test_an_item_read_back_without_its_tokens_is_not_queued_again(model):
+def test_an_item_read_back_without_its_tokens_is_not_queued_again(model: ModelStore) -> None:
     queue(model, [item("a")])
     (read_back,) = model.review_items()  # tokens counted, not read: None
     with pytest.raises(ValueError, match="'a' is queued without tokens"):
@@ -158,7 +164,7 @@ def test_an_item_read_back_without_its_tokens_is_not_queued_again(model):
     assert model.review_tokens(["a"]) == {"a": ["win", "cash"]}
 
 
-def test_trim_counts_only_its_model(model):
+def test_trim_counts_only_its_model(model: ModelStore) -> None:
     other = model.store.create_model("other", ModelSpec("mnb"), seed=2)
     queue(other, [item("a"), item("b")])
     queue(model, [item("c")])
@@ -167,7 +173,7 @@ def test_trim_counts_only_its_model(model):
     assert count(model) == 2
 
 
-def test_prune_deletes_items_older_than_the_retention(model):
+def test_prune_deletes_items_older_than_the_retention(model: ModelStore) -> None:
     for days in (20, 15, 13, 1):
         queue(model, [item(f"d{days}")], now=T0 - timedelta(days=days))
     assert model.prune_review(14, now=T0, dry_run=True) == 2
@@ -179,7 +185,7 @@ def test_prune_deletes_items_older_than_the_retention(model):
         model.prune_review(-1)
 
 
-def test_prune_works_in_chunks(model, monkeypatch):
+def test_prune_works_in_chunks(model: ModelStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from filterd.store import review
 
     monkeypatch.setattr(review, "CHUNK", 3)

@@ -2,15 +2,18 @@
 
 import math
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from typing import TypedDict, Unpack
 
 import numpy as np
 import pytest
 from sqlalchemy import create_engine, delete, func, select, text
 from sqlalchemy.engine import make_url
 
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import encode
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation import ranking
@@ -18,14 +21,16 @@ from filterd.evaluation.calibration import Threshold, recall_threshold
 from filterd.evaluation.corpus import Record
 from filterd.evaluation.guardrails import GuardrailError, default_min_positives
 from filterd.evaluation.protocols import Corpus, evaluate
-from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs import calibrate
 from filterd.service.decide import NotReady, decision_scores, scoring_model
-from filterd.store.handle import Store
+from filterd.store.drift import Scored
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.store.ledger import in_holdout
 from filterd.store.schema import Threshold as ThresholdRow
 from filterd.tokenize import Tokenizer
+from tests.store.conftest import threshold_in_force
 
 # The holdout, unless a test names another source (the default is calibration.source's)
 calibrate_model = partial(calibrate.calibrate_model, source="holdout")
@@ -39,17 +44,21 @@ CONFIG = SynthConfig(
 RECORDS = generate(CONFIG)
 
 
-def feedback(records):
+def feedback(records: list[SynthRecord]) -> list[LabelledTokens]:
     return [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in records]
 
 
-def learn(model, records, fraction=HOLDOUT, now=T0):
+def learn(
+    model: ModelStore, records: list[SynthRecord], fraction: float = HOLDOUT, now: datetime = T0
+) -> None:
     for start in range(0, len(records), 2000):
         model.learn(feedback(records[start : start + 2000]), fraction, now=now)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def learned(request, tmp_path_factory):
+def learned(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ModelStore]:
     """A store that learned RECORDS, once per module and database kind (learning is slow)."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('learned') / 'store.db'}"
@@ -70,19 +79,19 @@ def learned(request, tmp_path_factory):
 
 
 @pytest.fixture
-def model(learned):
+def model(learned: ModelStore) -> Iterator[ModelStore]:
     """The learned model without threshold versions."""
     yield learned
     with learned.store.engine.begin() as conn:
         conn.execute(delete(ThresholdRow))
 
 
-def count_versions(model):
+def count_versions(model: ModelStore) -> int:
     with model.store.engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(ThresholdRow)).scalar_one()
 
 
-def threshold(tau, recall=0.99):
+def threshold(tau: float, recall: float = 0.99) -> Threshold:
     return Threshold(
         tau=tau,
         target_recall=0.99,
@@ -96,7 +105,16 @@ def threshold(tau, recall=0.99):
     )
 
 
-def rescored(model, target="spam", **window):
+class Window(TypedDict, total=False):
+    """`holdout_window`'s choice of items: a time window or the last items."""
+
+    window: timedelta
+    last: int
+
+
+def rescored(
+    model: ModelStore, target: str = "spam", **window: Unpack[Window]
+) -> tuple[FloatArray, BoolArray]:
     """The window's scores through the daemon's own path, independently of calibrate_model."""
     items = model.holdout_window(now=T0, **window)
     stats, _ = model.load()
@@ -108,7 +126,7 @@ def rescored(model, target="spam", **window):
 # --- versions --------------------------------------------------------------------------------
 
 
-def test_versions_increase_per_model_and_the_latest_is_per_class(store):
+def test_versions_increase_per_model_and_the_latest_is_per_class(store: Store) -> None:
     model = store.create_model("default", ModelSpec("mnb"))
     other = store.create_model("other", ModelSpec("mnb"))
     assert model.latest_threshold("spam") is None
@@ -121,16 +139,21 @@ def test_versions_increase_per_model_and_the_latest_is_per_class(store):
     assert [first.version, fraud.version, second.version, elsewhere.version] == [1, 2, 3, 1]
     latest = model.latest_threshold("spam")
     assert latest == second and latest.forced and latest.auc is None and latest.tau == -2.0
-    assert model.latest_threshold("fraud").tau == 0.5
+    assert threshold_in_force(model, "fraud").tau == 0.5
     assert [v.version for v in model.threshold_history()] == [3, 2, 1]
     again = model.threshold_history()[-1]
-    assert again.window_start == T0 and again.window_end.tzinfo is not None and again == first
+    assert (
+        again.window_start == T0
+        and again.window_end is not None
+        and again.window_end.tzinfo is not None
+        and again == first
+    )
 
 
-def test_concurrent_writers_never_share_a_version(store):
+def test_concurrent_writers_never_share_a_version(store: Store) -> None:
     model = store.create_model("default", ModelSpec("mnb"))
 
-    def writer(tau):
+    def writer(tau: float) -> None:
         for i in range(6):
             model.write_threshold("spam", threshold(tau + i), None, None, None, "test")
 
@@ -144,7 +167,7 @@ def test_concurrent_writers_never_share_a_version(store):
 # --- the holdout window ---------------------------------------------------------------------
 
 
-def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(store):
+def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(store: Store) -> None:
     model = store.create_model("default", ModelSpec("mnb"), seed=0)
     learn(model, RECORDS[:1000], fraction=0.5, now=T0)
     learn(model, RECORDS[1000:2000], fraction=0.5, now=T0 + timedelta(days=10))
@@ -165,7 +188,9 @@ def test_the_window_selects_by_feedback_time_and_last_takes_the_newest(store):
 # --- calibration ---------------------------------------------------------------------------
 
 
-def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_figures(model):
+def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_figures(
+    model: ModelStore,
+) -> None:
     report = calibrate_model(model, "spam", 0.99, now=T0)
     scores, positives = rescored(model)
     assert (
@@ -179,7 +204,7 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     assert report.auc == ranking.auc(scores, positives)
     for ours, theirs in zip(report.roc, ranking.roc_curve(scores, positives)):
         np.testing.assert_array_equal(ours, theirs)
-    stored = model.latest_threshold("spam")
+    stored = threshold_in_force(model, "spam")
     assert (stored.version, stored.tau, stored.auc, stored.n_pos, stored.forced) == (
         1,
         report.tau,
@@ -192,10 +217,11 @@ def test_calibration_reaches_the_target_on_the_holdout_and_reports_the_metrics_f
     )  # the whole holdout
     second = calibrate_model(model, "spam", 0.95, now=T0)
     assert second.version == 2 and second.previous == stored and second.tau >= report.tau
+    assert second.previous_here is not None
     assert second.previous_here.tau == report.tau and second.previous_here.recall == report.recall
 
 
-def test_the_report_equals_filterd_evaluate_on_the_same_items(store):
+def test_the_report_equals_filterd_evaluate_on_the_same_items(store: Store) -> None:
     """Learn the train part through the store, hold out the test part; R = 1 gives spec@R=1."""
     model = store.create_model(
         "default", ModelSpec("mnb"), seed=0
@@ -221,12 +247,12 @@ def test_the_report_equals_filterd_evaluate_on_the_same_items(store):
     assert report.specificity == pytest.approx(evaluation.spec_at_full_recall, abs=1e-12)
 
 
-def test_a_dry_run_writes_nothing(model):
+def test_a_dry_run_writes_nothing(model: ModelStore) -> None:
     report = calibrate_model(model, "spam", 0.99, dry_run=True, now=T0)
     assert report.version is None and count_versions(model) == 0
 
 
-def test_too_few_positives_is_refused_and_force_is_recorded(model):
+def test_too_few_positives_is_refused_and_force_is_recorded(model: ModelStore) -> None:
     assert default_min_positives(0.99) == 100 and default_min_positives(0.9) == 10
     assert default_min_positives(1.0) == 100
     with pytest.raises(GuardrailError, match="needs at least 100") as refused:
@@ -235,19 +261,19 @@ def test_too_few_positives_is_refused_and_force_is_recorded(model):
     assert count_versions(model) == 0
     report = calibrate_model(model, "spam", 0.99, last=150, min_negatives=10, force=True, now=T0)
     assert report.forced and "too few positives" in report.overridden[0]
-    assert model.latest_threshold("spam").forced
+    assert threshold_in_force(model, "spam").forced
     unforced = calibrate_model(model, "spam", 0.99, force=True, now=T0)  # nothing to override
-    assert not unforced.forced and not model.latest_threshold("spam").forced
+    assert not unforced.forced and not threshold_in_force(model, "spam").forced
 
 
-def test_too_few_negatives_is_refused(model):
+def test_too_few_negatives_is_refused(model: ModelStore) -> None:
     with pytest.raises(GuardrailError, match="at least 100000 needed") as refused:
         calibrate_model(model, "spam", 0.99, min_negatives=100_000, now=T0)
     assert refused.value.reasons == ("too_few_negatives",)
     assert calibrate_model(model, "spam", 0.99, min_negatives=100_000, force=True, now=T0).forced
 
 
-def test_an_auc_drop_is_refused(model):
+def test_an_auc_drop_is_refused(model: ModelStore) -> None:
     model.write_threshold("spam", threshold(0.0), 0.999, None, None, "test", source="holdout")
     with pytest.raises(GuardrailError, match=r"AUC fell from 0.9990 \(version 1\)") as refused:
         calibrate_model(model, "spam", 0.99, now=T0)
@@ -261,7 +287,7 @@ def test_an_auc_drop_is_refused(model):
     assert not calibrate_model(model, "spam", 0.99, now=T0).forced
 
 
-def test_an_unreachable_target_is_refused_even_when_forced(model):
+def test_an_unreachable_target_is_refused_even_when_forced(model: ModelStore) -> None:
     n_pos = calibrate_model(model, "spam", 0.99, dry_run=True, now=T0).n_pos
     assert n_pos < 299  # what the conservative 95 % bound needs for 0.99
     with pytest.raises(GuardrailError, match="needs at least 299") as refused:
@@ -283,15 +309,16 @@ def test_an_unreachable_target_is_refused_even_when_forced(model):
         )
     assert count_versions(model) == 0
     conservative = calibrate_model(model, "spam", 0.95, conservative=True, now=T0)
+    assert conservative.recall_lower_bound is not None
     assert conservative.recall_lower_bound >= 0.95 and conservative.recall >= 0.95
 
 
-def test_a_model_not_ready_is_an_error(model):
+def test_a_model_not_ready_is_an_error(model: ModelStore) -> None:
     with pytest.raises(NotReady, match="needs 100000 learned documents"):
         calibrate_model(model, "spam", 0.99, min_docs=100_000, now=T0)
 
 
-def test_many_classes_get_one_threshold_each_or_none(store):
+def test_many_classes_get_one_threshold_each_or_none(store: Store) -> None:
     model = store.create_model("default", ModelSpec("mnb"), seed=0)
     config = SynthConfig(
         n_messages=2000, class_priors={"a": 0.5, "b": 0.3, "c": 0.2}, signal=0.2, seed=2
@@ -305,14 +332,16 @@ def test_many_classes_get_one_threshold_each_or_none(store):
     for r in reports:
         scores, positives = rescored(model, r.target_class)
         assert r.recall >= 0.95 and r.auc == ranking.auc(scores, positives)
-        assert model.latest_threshold(r.target_class).tau == r.tau
+        assert threshold_in_force(model, r.target_class).tau == r.tau
 
 
 # --- on fresh data from the same distribution (SQLite only: no database behaviour here) -----
 
 
 @pytest.fixture(scope="module")
-def windows(tmp_path_factory):
+def windows(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ModelStore, int, FloatArray]]:
     """A model learned from 2,000 messages, 30 holdout windows of 250 (≈ 100 spam each, one per
     hour), and the decision scores of 5,000 fresh messages of the same stationary stream."""
     url = f"sqlite:///{tmp_path_factory.mktemp('windows') / 'store.db'}"
@@ -341,7 +370,9 @@ def windows(tmp_path_factory):
     store.close()
 
 
-def fresh_recalls(windows, target, conservative):
+def fresh_recalls(
+    windows: tuple[ModelStore, int, FloatArray], target: float, conservative: bool
+) -> tuple[FloatArray, Int64Array]:
     model, k, fresh_positive_scores = windows
     reports = [
         calibrate_model(
@@ -362,7 +393,9 @@ def fresh_recalls(windows, target, conservative):
     return recalls, np.array([r.n_pos for r in reports])
 
 
-def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows):
+def test_exact_mode_reaches_the_target_on_fresh_data_on_average(
+    windows: tuple[ModelStore, int, FloatArray],
+) -> None:
     """τ is the k-th largest of P positive scores, k = ⌈R·P⌉; a new positive scores at least
     that with probability k/(P+1), so the average falls short of R by at most ≈ 1/(P+1)."""
     target = 0.95
@@ -373,7 +406,9 @@ def test_exact_mode_reaches_the_target_on_fresh_data_on_average(windows):
     assert recalls.mean() >= target - 1 / (n_pos.mean() + 1) - 3 * se
 
 
-def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(windows):
+def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(
+    windows: tuple[ModelStore, int, FloatArray],
+) -> None:
     target = 0.95
     recalls, _ = fresh_recalls(windows, target, conservative=True)
     coverage = np.mean(recalls >= target)
@@ -381,7 +416,7 @@ def test_conservative_mode_reaches_the_target_at_about_the_stated_confidence(win
     assert recalls.mean() > target
 
 
-def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(model):
+def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(model: ModelStore) -> None:
     from filterd.store.drift import Scored
     from filterd.store.schema import Prequential
 
@@ -408,10 +443,10 @@ def test_the_prequential_source_uses_the_scores_feedback_got_on_arrival(model):
             conn.execute(delete(Prequential))
 
 
-def scored_on_arrival(rng, n, spam_share, prefix, shift=0.0):
+def scored_on_arrival(
+    rng: np.random.Generator, n: int, spam_share: float, prefix: str, shift: float = 0.0
+) -> list[Scored]:
     """`n` prequential records: spam ~ N(2 − shift, 1), ham ~ N(−2, 1)."""
-    from filterd.store.drift import Scored
-
     labels = np.where(rng.random(n) < spam_share, "spam", "ham")
     scores = np.where(labels == "spam", rng.normal(2 - shift, 1, n), rng.normal(-2, 1, n))
     return [
@@ -420,7 +455,9 @@ def scored_on_arrival(rng, n, spam_share, prefix, shift=0.0):
     ]
 
 
-def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(model):
+def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(
+    model: ModelStore,
+) -> None:
     from filterd.evaluation.calibration import adapt_level
     from filterd.store.schema import Prequential
 
@@ -432,7 +469,7 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(mode
         first = calibrate_model(
             model, "spam", 0.99, source="adaptive", now=t1, window=timedelta(days=1)
         )
-        assert (first.source, first.level) == ("adaptive", pytest.approx(0.01))  # starts at α
+        assert first.source == "adaptive" and first.level == pytest.approx(0.01)  # starts at α
         scores = np.array([s.score for s in first_window])
         positives = np.array([s.label == "spam" for s in first_window])
         assert first.tau == recall_threshold(scores, positives, 0.99).tau
@@ -448,14 +485,11 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(mode
         assert (second.in_force.n_pos, second.in_force.missed) == (len(spam), missed)
         assert missed > 0.01 * len(spam)
         assert second.level == pytest.approx(adapt_level(0.01, 0.01, len(spam), missed, 0.001))
-        assert second.level < 0.01  # aims higher than R now
+        assert second.level is not None and second.level < 0.01  # aims higher than R now
         assert second.recall >= 1 - second.level  # τ chosen for 1 − level on the window
-        written = model.latest_threshold("spam")
-        assert (written.version, written.source, written.level) == (
-            second.version,
-            "adaptive",
-            pytest.approx(second.level),
-        )
+        written = threshold_in_force(model, "spam")
+        assert (written.version, written.source) == (second.version, "adaptive")
+        assert written.level == pytest.approx(second.level)
         e = second.expected_recall
         assert e.low < e.mean < e.high and e.mean == pytest.approx(
             round(second.recall * second.n_pos) / (second.n_pos + 1)
@@ -465,12 +499,14 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(mode
             conn.execute(delete(Prequential))
 
 
-def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(model):
+def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(
+    model: ModelStore,
+) -> None:
     from filterd.store.schema import Prequential
 
     first = calibrate_model(model, "spam", 0.9, source="adaptive", now=T0)
     assert (first.source, first.level) == ("holdout", None)
-    assert model.latest_threshold("spam").source == "holdout"
+    assert threshold_in_force(model, "spam").source == "holdout"
     # once a τ exists, a window too small is a refusal that keeps it, not a fallback
     with pytest.raises(GuardrailError, match="too few positives") as refused:
         calibrate_model(model, "spam", 0.9, source="adaptive", now=T0)

@@ -21,7 +21,7 @@ body words
 """
 
 
-def test_received_hosts_give_parent_domains_and_addresses_their_networks():
+def test_received_hosts_give_parent_domains_and_addresses_their_networks() -> None:
     tokens = received_tokens("from mx1.mail.example.com ([66.35.250.206]) by relay.example.org", 40)
     assert tokens == [
         "received:example.com",
@@ -35,7 +35,7 @@ def test_received_hosts_give_parent_domains_and_addresses_their_networks():
     ]
 
 
-def test_received_words_dates_and_queue_ids_give_no_tokens():
+def test_received_words_dates_and_queue_ids_give_no_tokens() -> None:
     assert (
         received_tokens(
             "from localhost with ESMTP id gASEAQW10714; Thu, 28 Nov 2002 14:10:26 GMT", 40
@@ -44,11 +44,11 @@ def test_received_words_dates_and_queue_ids_give_no_tokens():
     )
 
 
-def test_received_ignores_dotted_numbers_that_are_not_addresses():
+def test_received_ignores_dotted_numbers_that_are_not_addresses() -> None:
     assert received_tokens("(8.11.6/8.11.6) version 1.2.3.4.5", 40) == []
 
 
-def test_mail_reads_relays_and_client_headers():
+def test_mail_reads_relays_and_client_headers() -> None:
     tokens = tokenize({"id": "m", "text": RELAYED, "format": "email"}).tokens
     assert {"received:example.com", "received:66.35.250", "received:relay.example.org"} <= set(
         tokens
@@ -61,13 +61,13 @@ def test_mail_reads_relays_and_client_headers():
     assert "subject:hello" in tokens and "body" in tokens
 
 
-def test_list_and_delivery_header_names_are_left_out():
+def test_list_and_delivery_header_names_are_left_out() -> None:
     tokens = tokenize({"id": "m", "text": RELAYED, "format": "email"}).tokens
     names = {t for t in tokens if t.startswith("header:")}
     assert names == {"header:received", "header:message-id", "header:x-mailer", "header:subject"}
 
 
-def test_header_names_are_distinct_casefolded_and_well_formed():
+def test_header_names_are_distinct_casefolded_and_well_formed() -> None:
     names = [
         "X-Mailer",
         "x-mailer",
@@ -109,7 +109,8 @@ RECEIVED_TEXT = st.lists(
 @pytest.mark.skipif(headers.c_received is None, reason="filterd._speedups not built")
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(RECEIVED_TEXT, st.text(st.characters(max_codepoint=127))), st.integers(1, 60))
-def test_the_c_received_scan_gives_the_regex_tokens(value, max_length):
+def test_the_c_received_scan_gives_the_regex_tokens(value: str, max_length: int) -> None:
+    assert headers.c_received is not None
     tokens = headers.c_received(value, max_length)
     if not value.isascii():
         assert tokens is None  # the regexes alone read non-ASCII letters
@@ -127,7 +128,8 @@ def test_the_c_received_scan_gives_the_regex_tokens(value, max_length):
         "1.2.3.4 1.2.3.4.5 .1.2.3.4 1.2.3.4. 1.2.3 12.345.6.7.8.9 1.2.3.4x",
     ],
 )
-def test_the_c_received_scan_agrees_on_label_and_octet_edges(value):
+def test_the_c_received_scan_agrees_on_label_and_octet_edges(value: str) -> None:
+    assert headers.c_received is not None
     for max_length in (5, 40):
         assert headers.c_received(value, max_length) == headers.python_received_tokens(
             value, max_length

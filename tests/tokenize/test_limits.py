@@ -4,6 +4,8 @@ The hostile inputs are ~1 MB: a quadratic pass over one of them would take minut
 regression hangs the suite instead of passing quietly.
 """
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,13 +14,13 @@ from filterd.tokenize import Tokenizer, TokenizerConfig, tokenize
 from filterd.tokenize.limits import truncate_utf8
 
 
-def test_max_bytes_cuts_the_text_and_flags_it():
+def test_max_bytes_cuts_the_text_and_flags_it() -> None:
     result = tokenize({"text": "word " * 1000}, TokenizerConfig(max_bytes=100))
     assert result.tokens == ["word"] * 20
     assert result.truncated and result.flags == {"max_bytes"}
 
 
-def test_max_bytes_counts_utf8_bytes_and_cuts_at_a_character_boundary():
+def test_max_bytes_counts_utf8_bytes_and_cuts_at_a_character_boundary() -> None:
     assert truncate_utf8("é" * 10, 5) == ("éé", True)
     assert truncate_utf8("€" * 3, 9) == ("€€€", False)
     assert truncate_utf8("a\ud800b", 4) == ("a\ud800", True)  # a lone surrogate counts 3 bytes
@@ -26,7 +28,7 @@ def test_max_bytes_counts_utf8_bytes_and_cuts_at_a_character_boundary():
     assert result.tokens == ["日", "本", "日"] and result.flags == {"max_bytes"}
 
 
-def test_max_tokens_cuts_the_list_and_flags_it():
+def test_max_tokens_cuts_the_list_and_flags_it() -> None:
     result = tokenize({"text": "spam " * 50, "subject": "hi"}, TokenizerConfig(max_tokens=10))
     assert result.tokens == ["subject:hi"] + ["spam"] * 9
     assert result.truncated and result.flags == {"max_tokens"}
@@ -69,8 +71,8 @@ MANY_TOKENS = st.lists(
     st.sampled_from([None, "hello there"]),
 )
 def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
-    text, format_, limit, bigrams, subject
-):
+    text: str, format_: str, limit: int, bigrams: bool, subject: str | None
+) -> None:
     # The tokenizer stops reading text once past max_tokens; what it keeps and flags must be
     # what cutting the whole list gives.
     message = {"text": text, "format": format_, "subject": subject}
@@ -82,7 +84,7 @@ def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
     assert Tokenizer(TokenizerConfig(max_tokens=limit)).text(text) == Tokenizer().text(text)[:limit]
 
 
-def test_parts_past_max_tokens_are_still_checked_for_defects():
+def test_parts_past_max_tokens_are_still_checked_for_defects() -> None:
     raw = (
         "Content-Type: multipart/mixed; boundary=b\n\n--b\n\n" + "word " * 50 + "\n--b\n"
         "Content-Transfer-Encoding: base64\n\nQUJD=\n--b--\n"  # bad base64 padding
@@ -91,18 +93,18 @@ def test_parts_past_max_tokens_are_still_checked_for_defects():
     assert {"max_tokens", "mime_defect"} <= result.flags
 
 
-def test_limits_apply_to_the_text_fast_path_without_a_report():
+def test_limits_apply_to_the_text_fast_path_without_a_report() -> None:
     tokenizer = Tokenizer(TokenizerConfig(max_tokens=3, max_bytes=1000))
     assert tokenizer.text("a b c d e") == ["a", "b", "c"]
     assert len(Tokenizer(TokenizerConfig(max_bytes=10)).text("abcd " * 100)) == 2
 
 
-def test_within_limits_nothing_is_flagged():
+def test_within_limits_nothing_is_flagged() -> None:
     result = tokenize({"text": "word " * 100}, TokenizerConfig(max_tokens=100, max_bytes=500))
     assert len(result.tokens) == 100 and not result.truncated and result.flags == frozenset()
 
 
-def test_config_rejects_nonsense():
+def test_config_rejects_nonsense() -> None:
     for bad in ({"max_tokens": 0}, {"max_bytes": -1}, {"max_token_length": "40"}, {"bigrams": 1}):
         with pytest.raises(ValueError):
             TokenizerConfig(**bad)
@@ -150,21 +152,21 @@ HOSTILE_MAIL = {
 
 
 @pytest.mark.parametrize("text", HOSTILE_TEXT.values(), ids=HOSTILE_TEXT.keys())
-def test_hostile_text_completes(text):
+def test_hostile_text_completes(text: str) -> None:
     result = tokenize({"text": text})
     assert len(result.tokens) <= 10_000
     assert all(result.tokens)
 
 
 @pytest.mark.parametrize("raw", HOSTILE_MAIL.values(), ids=HOSTILE_MAIL.keys())
-def test_hostile_mail_completes(raw):
+def test_hostile_mail_completes(raw: str) -> None:
     result = tokenize({"text": raw, "format": "email"})
     assert len(result.tokens) <= 10_000
     assert "internal_error" not in result.flags
 
 
-def test_hostile_attributes_complete():
-    deep: dict = {}
+def test_hostile_attributes_complete() -> None:
+    deep: dict[str, Any] = {}
     node = deep
     for _ in range(100_000):
         node["k"] = {}

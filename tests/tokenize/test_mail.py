@@ -13,7 +13,7 @@ def mail(raw: str) -> Tokens:
     return tokenize({"id": "m", "text": raw, "format": "email"})
 
 
-def test_headers_give_prefixed_tokens():
+def test_headers_give_prefixed_tokens() -> None:
     m = EmailMessage()
     m["From"] = '"PayPal Security" <Service@PayPal.com.evil.ru>'
     m["Reply-To"] = "collect@drop.example"
@@ -40,12 +40,12 @@ def test_headers_give_prefixed_tokens():
     assert result.flags == frozenset()
 
 
-def test_encoded_word_subject_is_decoded():
+def test_encoded_word_subject_is_decoded() -> None:
     raw = "Subject: =?utf-8?q?Caf=C3=A9_gratuit?= =?iso-8859-1?b?6XTp?=\n\nbody\n"
     assert mail(raw).tokens[:2] == ["subject:café", "subject:gratuitété"]
 
 
-def test_multipart_alternative_reads_both_parts():
+def test_multipart_alternative_reads_both_parts() -> None:
     m = EmailMessage()
     m["Subject"] = "offer"
     m.set_content("plain cheap pills\n")
@@ -58,7 +58,7 @@ def test_multipart_alternative_reads_both_parts():
     assert tokens.count("cheap") == 2
 
 
-def test_base64_body_is_decoded():
+def test_base64_body_is_decoded() -> None:
     part = MIMEText("Gewinnen Sie jetzt Geld, schnell und einfach", "plain", "utf-8")
     assert part["Content-Transfer-Encoding"] == "base64"
     tokens = mail(part.as_string()).tokens
@@ -72,7 +72,7 @@ def test_base64_body_is_decoded():
     assert not any("R2V3" in t for t in tokens)  # no base64 text
 
 
-def test_quoted_printable_body_is_decoded():
+def test_quoted_printable_body_is_decoded() -> None:
     raw = (
         "Content-Type: text/plain; charset=iso-8859-1\n"
         "Content-Transfer-Encoding: quoted-printable\n\n"
@@ -82,7 +82,7 @@ def test_quoted_printable_body_is_decoded():
     assert {"très", "bon", "marché", "softbreak"} <= set(tokens)
 
 
-def test_html_only_mail_gives_visible_text_and_link_hosts():
+def test_html_only_mail_gives_visible_text_and_link_hosts() -> None:
     html = (
         "<html><head><style>.x{color:red}</style><script>var hidden='secret';</script></head>"
         '<body><div class="promo">Claim your <b>PRIZE</b> &amp; more&nbsp;today'
@@ -112,13 +112,13 @@ def test_html_only_mail_gives_visible_text_and_link_hosts():
     assert not any("<" in t or ">" in t or "&" in t for t in tokens)
 
 
-def test_mailto_links_give_address_tokens():
+def test_mailto_links_give_address_tokens() -> None:
     html = '<p>write <a href="MAILTO:Boss@Example.com?subject=hi">me</a></p>'
     tokens = mail(MIMEText(html, "html").as_string()).tokens
     assert {"email:boss", "email:example.com"} <= set(tokens)
 
 
-def test_unknown_charset_with_8bit_bytes_still_gives_tokens():
+def test_unknown_charset_with_8bit_bytes_still_gives_tokens() -> None:
     raw = (
         'Content-Type: text/plain; charset="x-unknown"\n'
         "Content-Transfer-Encoding: 8bit\n\n"
@@ -127,7 +127,7 @@ def test_unknown_charset_with_8bit_bytes_still_gives_tokens():
     assert {"achetez", "maintenant", "café", "crème", "charset:x-unknown"} <= set(mail(raw).tokens)
 
 
-def test_unknown_charset_with_base64_bytes_falls_back():
+def test_unknown_charset_with_base64_bytes_falls_back() -> None:
     raw = (
         'Content-Type: text/plain; charset="x-unknown"\n'
         "Content-Transfer-Encoding: base64\n\n"
@@ -136,7 +136,7 @@ def test_unknown_charset_with_base64_bytes_falls_back():
     assert {"achetez", "café", "maintenant"} <= set(mail(raw).tokens)
 
 
-def test_lying_and_bogus_charsets_do_not_raise():
+def test_lying_and_bogus_charsets_do_not_raise() -> None:
     for charset in ("utf-8", "base64", "rot13", "punycode", "utf-16", "\x00"):
         raw = (
             f'Content-Type: text/plain; charset="{charset}"\n'
@@ -146,17 +146,17 @@ def test_lying_and_bogus_charsets_do_not_raise():
         assert "content-type:text/plain" in result.tokens
 
 
-def test_mail_without_body():
+def test_mail_without_body() -> None:
     result = mail("From: someone@example.com\nSubject: empty\n")
     assert result.tokens[:3] == ["subject:empty", "from:example.com", "from:local:someone"]
     assert "content-type:text/plain" in result.tokens
 
 
-def test_empty_mail():
+def test_empty_mail() -> None:
     assert mail("").tokens == ["content-type:text/plain"]
 
 
-def test_huge_subject_is_cut_at_max_tokens():
+def test_huge_subject_is_cut_at_max_tokens() -> None:
     raw = "Subject: " + "free money " * 100_000 + "\n\nbody\n"  # 1.1 MB
     result = mail(raw)
     assert result.tokens[:2] == ["subject:free", "subject:money"]
@@ -164,7 +164,7 @@ def test_huge_subject_is_cut_at_max_tokens():
     assert result.truncated and {"max_bytes", "max_tokens"} <= result.flags
 
 
-def test_attachment_gives_type_size_and_extension():
+def test_attachment_gives_type_size_and_extension() -> None:
     m = MIMEMultipart()
     m["Subject"] = "invoice"
     m.attach(MIMEText("see attached"))
@@ -178,7 +178,7 @@ def test_attachment_gives_type_size_and_extension():
     assert "content-type:multipart/mixed" in tokens
 
 
-def test_text_attachment_is_read_and_marked():
+def test_text_attachment_is_read_and_marked() -> None:
     m = MIMEMultipart()
     note = MIMEText("secret plans")
     note.add_header("Content-Disposition", "attachment", filename="plans.txt")
@@ -187,7 +187,7 @@ def test_text_attachment_is_read_and_marked():
     assert {"secret", "plans", "attach:text/plain", "attachsize:1k", "attachext:txt"} <= set(tokens)
 
 
-def test_malformed_boundary_is_flagged_and_still_tokenized():
+def test_malformed_boundary_is_flagged_and_still_tokenized() -> None:
     raw = (
         'Content-Type: multipart/mixed; boundary="XYZ"\n\n'
         "preamble words\n"
@@ -201,20 +201,20 @@ def test_malformed_boundary_is_flagged_and_still_tokenized():
     assert {"lost", "boundary", "body"} <= set(result.tokens)
 
 
-def test_broken_base64_is_flagged():
+def test_broken_base64_is_flagged() -> None:
     raw = "Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\naGVsbG8gd29ybGQ\n"
     result = mail(raw)
     assert "mime_defect" in result.flags
     assert "hello" in result.tokens
 
 
-def test_text_that_is_not_mail_is_read_as_body():
+def test_text_that_is_not_mail_is_read_as_body() -> None:
     result = mail("just some words, no headers at all")
     assert {"just", "some", "words", "headers"} <= set(result.tokens)
     assert "mime_defect" in result.flags
 
 
-def test_deep_nesting_is_read_as_headers_and_text():
+def test_deep_nesting_is_read_as_headers_and_text() -> None:
     depth = 3000  # the stdlib parser recurses per level: this would raise RecursionError
     raw = "Subject: nest\n"
     for i in range(depth):
@@ -225,7 +225,7 @@ def test_deep_nesting_is_read_as_headers_and_text():
     assert result.truncated and "max_parts" in result.flags
 
 
-def test_nested_message_parts_are_walked():
+def test_nested_message_parts_are_walked() -> None:
     inner = EmailMessage()
     inner["Subject"] = "inner"
     inner.set_content("forwarded lottery text")
@@ -240,7 +240,7 @@ def test_nested_message_parts_are_walked():
 # --- what a person reads of a mail (Tokens.mail), from the same parse -------------------------
 
 
-def test_mail_fields_are_the_first_subject_and_from_and_the_first_text_part():
+def test_mail_fields_are_the_first_subject_and_from_and_the_first_text_part() -> None:
     raw = (
         "From: =?utf-8?b?w4l2ZQ==?= <eve@example.com>\n"
         "From: second@example.com\n"
@@ -259,7 +259,7 @@ def test_mail_fields_are_the_first_subject_and_from_and_the_first_text_part():
     assert "attached" in result.tokens  # tokenized, but not what a person reads first
 
 
-def test_mail_fields_of_html_only_of_8bit_text_and_of_a_mail_without_text():
+def test_mail_fields_of_html_only_of_8bit_text_and_of_a_mail_without_text() -> None:
     html = mail("Subject: s\nContent-Type: text/html\n\n<P>Bonjour</P>")
     assert html.mail == MailFields("s", None, "<P>Bonjour</P>", html=True)
     # text that arrived as text: read as it is, whatever the charset says
@@ -270,7 +270,7 @@ def test_mail_fields_of_html_only_of_8bit_text_and_of_a_mail_without_text():
     assert tokenize({"text": "not mail"}).mail is None  # text has none
 
 
-def test_mail_fields_come_from_what_the_limits_let_through():
+def test_mail_fields_come_from_what_the_limits_let_through() -> None:
     # a mail with more delimiter lines than MAX_MIME_PARTS is read as headers and a body: its
     # multipart body is no text part
     raw = 'Subject: many\nContent-Type: multipart/mixed; boundary="b"\n\n' + "--b\n" * 2000

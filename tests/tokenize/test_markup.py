@@ -34,7 +34,7 @@ MARKUP = st.lists(
 ).map("".join)
 
 
-def test_tags_become_spaces_and_links_are_their_unescaped_targets():
+def test_tags_become_spaces_and_links_are_their_unescaped_targets() -> None:
     visible, links = html_text(
         '<P>Hi <A HREF="http://x.example.com/?a=1&amp;b=2">there</a><img src=y.png></p>'
     )
@@ -45,7 +45,8 @@ def test_tags_become_spaces_and_links_are_their_unescaped_targets():
 @pytest.mark.skipif(markup.c_markup is None, reason="filterd._speedups not built")
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(MARKUP, st.text()))
-def test_the_c_scan_gives_the_regex_text_and_links(text):
+def test_the_c_scan_gives_the_regex_text_and_links(text: str) -> None:
+    assert markup.c_markup is not None
     assert markup.c_markup(text) == python_markup(text)
 
 
@@ -61,7 +62,8 @@ def test_the_c_scan_gives_the_regex_text_and_links(text):
         "<",
     ],
 )
-def test_the_c_scan_agrees_on_unclosed_values_and_tags(text):
+def test_the_c_scan_agrees_on_unclosed_values_and_tags(text: str) -> None:
+    assert markup.c_markup is not None
     visible, links = markup.c_markup(text)
     assert (visible, links) == python_markup(text)
     assert type(visible) is str and visible.isascii() == python_markup(text)[0].isascii()

@@ -3,6 +3,7 @@
 import email
 import email.policy
 from email.message import Message
+from typing import TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,13 +14,13 @@ from filterd.tokenize.limits import MAX_MIME_DEPTH, MAX_PARTS
 from filterd.tokenize.mime import MimeTooDeep, content_type_of, split_mail
 
 
-def tree(message: Message) -> tuple:
+def tree(message: Message) -> tuple[object, ...]:
     """Everything the feed parser sets on a message, its parts' included."""
-    payload = message._payload
+    payload = vars(message)["_payload"]
     if isinstance(payload, list):
         payload = [tree(part) for part in payload]
     return (
-        message._headers,
+        vars(message)["_headers"],
         message.get_unixfrom(),
         payload,
         message.preamble,
@@ -60,12 +61,31 @@ LEAF_TYPES = st.sampled_from(
 MULTIPART_TYPES = st.sampled_from(["mixed", "alternative", "digest", "related"])
 
 
+class Part(TypedDict, total=False):
+    """A drawn MIME part, as `render` writes it: a leaf (body), a message (inner) or a
+    multipart (the rest)."""
+
+    headers: list[tuple[str, str, list[str]]]  # (name, value, continuation lines)
+    type: str | None
+    cte: str | None
+    separator: bool
+    body: list[str]
+    inner: "Part"
+    boundary: str
+    preamble: list[str]
+    parts: list["Part"]
+    epilogue: list[str]
+    repeat: bool
+    close: bool
+    padding: str
+
+
 @st.composite
-def parts(draw, depth: int = 0) -> dict:
+def parts(draw: st.DrawFn, depth: int = 0) -> Part:
     kinds = ["leaf", "leaf", "multipart", "message"] if depth < 3 else ["leaf"]
     kind = draw(st.sampled_from(kinds))
     headers = draw(st.lists(HEADER, max_size=3))
-    part: dict = {"headers": headers}
+    part: Part = {"headers": headers}
     if kind == "leaf":
         part["type"] = draw(LEAF_TYPES)
         part["body"] = draw(st.lists(BODY_LINE, max_size=4))
@@ -90,7 +110,7 @@ def parts(draw, depth: int = 0) -> dict:
     return part
 
 
-def render(part: dict, ending: str, envelope: bool) -> list[str]:
+def render(part: Part, ending: str, envelope: bool) -> list[str]:
     lines = ["From someone@example.com Mon Jan 1"] if envelope else []
     for name, value, continuations in part["headers"]:
         lines += [f"{name}: {value}", *continuations]
@@ -115,7 +135,7 @@ def render(part: dict, ending: str, envelope: bool) -> list[str]:
 
 
 @st.composite
-def mails(draw) -> str:
+def mails(draw: st.DrawFn) -> str:
     ending = draw(ENDINGS)
     lines = render(draw(parts()), ending, draw(st.booleans()))
     text = ending.join(lines)
@@ -159,23 +179,23 @@ SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[Hea
 
 @SETTINGS
 @given(mails())
-def test_structured_mails_agree_with_the_stdlib(raw):
+def test_structured_mails_agree_with_the_stdlib(raw: str) -> None:
     agrees(raw)
 
 
 @SETTINGS
 @given(SOUP)
-def test_fragment_soup_agrees_with_the_stdlib(raw):
+def test_fragment_soup_agrees_with_the_stdlib(raw: str) -> None:
     agrees(raw)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text())
-def test_any_text_agrees_with_the_stdlib(raw):
+def test_any_text_agrees_with_the_stdlib(raw: str) -> None:
     agrees(raw)
 
 
-def test_common_mails_are_not_refused():
+def test_common_mails_are_not_refused() -> None:
     crlf = "From: a@example.com\r\nSubject: hi\r\n\r\nbody\r\n"
     assert agrees(crlf)
     nested = (
@@ -187,19 +207,20 @@ def test_common_mails_are_not_refused():
     assert agrees(nested)
     unclosed = "Content-Type: multipart/mixed; boundary=b\n\n--b\n\ntext\n"
     assert agrees(unclosed)
-    assert split_mail(unclosed).defects
+    split = split_mail(unclosed)
+    assert split is not None and split.defects
     no_separator = "not: a header\nbody line\n"
     assert agrees(no_separator)
 
 
-def test_unusual_mails_are_refused():
+def test_unusual_mails_are_refused() -> None:
     assert split_mail("Content-Type: multipart/mixed\n\nno boundary\n") is None
     assert split_mail("Content-Type: message/delivery-status\n\nA: b\n\nC: d\n") is None
     assert split_mail("Subject: a\nFrom someone\nX: y\n\nbody\n") is None
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
-def test_nesting_deeper_than_the_limit_is_read_as_headers_and_text(eol):
+def test_nesting_deeper_than_the_limit_is_read_as_headers_and_text(eol: str) -> None:
     deep = f"Content-Type: message/rfc822{eol}{eol}" * (MAX_MIME_DEPTH + 1) + f"body{eol}"
     with pytest.raises(MimeTooDeep):
         split_mail(deep)
@@ -238,9 +259,11 @@ CONTENT_TYPE = st.lists(
     ),
     st.booleans(),
 )
-def test_content_type_of_is_the_stdlib_content_type(headers, digest_part):
+def test_content_type_of_is_the_stdlib_content_type(
+    headers: list[tuple[str, str]], digest_part: bool
+) -> None:
     message = Message()
     if digest_part:
         message.set_default_type("message/rfc822")
-    message._headers = headers
+    vars(message)["_headers"] = headers
     assert content_type_of(message) == message.get_content_type()

@@ -1,6 +1,8 @@
 """Tokenizer options beyond words: orthogonal sparse bigrams (`osb`) and character 4-grams
 (`char_ngrams`): their exact tokens, their bounds, linear cost, and defaults left unchanged."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,7 @@ from filterd.tokenize.text import char_ngram_tokens, with_pairs
 OSB = TokenizerConfig(osb=True)
 
 
-def tokens(text: str, **config) -> list[str]:
+def tokens(text: str, **config: Any) -> list[str]:  # TokenizerConfig's keywords, of any type
     return Tokenizer(TokenizerConfig(**config)).text(text)
 
 
@@ -22,7 +24,7 @@ def grams(text: str, chars: int = 3000) -> list[str]:
 
 # --- defaults ---------------------------------------------------------------------------------
 
-SAMPLES = [
+SAMPLES: list[dict[str, Any]] = [
     {
         "id": "1",
         "text": "WIN £1000 now!! http://win.example.com/claim café ＦＲＥＥ",
@@ -37,7 +39,7 @@ SAMPLES = [
 ]
 
 
-def test_options_are_off_by_default_and_leave_the_default_tokens_unchanged():
+def test_options_are_off_by_default_and_leave_the_default_tokens_unchanged() -> None:
     config = TokenizerConfig()
     assert (config.osb, config.char_ngrams, config.char_ngram_chars, config.pairs) == (
         False,
@@ -52,7 +54,7 @@ def test_options_are_off_by_default_and_leave_the_default_tokens_unchanged():
         assert not any(t.startswith("c4:") or " " in t for t in tokenize(message).tokens)
 
 
-def test_pairs_of_one_are_the_bigrams():
+def test_pairs_of_one_are_the_bigrams() -> None:
     words = ["free", "cash", "!", "now", "skip:z:50", "me", "too"]
     assert with_pairs(words, 1) == [
         "free",
@@ -72,7 +74,7 @@ def test_pairs_of_one_are_the_bigrams():
 # --- orthogonal sparse bigrams ----------------------------------------------------------------
 
 
-def test_osb_pairs_each_word_with_the_four_before_it_nearest_first():
+def test_osb_pairs_each_word_with_the_four_before_it_nearest_first() -> None:
     assert tokens("a b c d e f", osb=True) == [
         "a",
         "b",
@@ -97,14 +99,14 @@ def test_osb_pairs_each_word_with_the_four_before_it_nearest_first():
     ]
 
 
-def test_osb_includes_the_bigrams():
+def test_osb_includes_the_bigrams() -> None:
     text = "Win cash now, click here"
     pairs = [t for t in tokens(text, osb=True) if " " in t and "~" not in t]
     assert pairs == [t for t in tokens(text, bigrams=True) if " " in t]
     assert tokens(text, osb=True) == tokens(text, osb=True, bigrams=True)
 
 
-def test_osb_does_not_cross_links_exclamations_emoji_or_skip_markers():
+def test_osb_does_not_cross_links_exclamations_emoji_or_skip_markers() -> None:
     text = "win big cash! now go http://x.com see it 🔥 to me " + "z" * 50 + " you"
     assert tokens(text, osb=True) == [
         "win",
@@ -132,7 +134,7 @@ def test_osb_does_not_cross_links_exclamations_emoji_or_skip_markers():
     ]
 
 
-def test_osb_reads_mail_body_text_but_not_headers():
+def test_osb_reads_mail_body_text_but_not_headers() -> None:
     raw = "Subject: cheap pills now\nContent-Type: text/html\n\n<p>Buy <b>NOW</b> cheap</p>"
     assert tokenize({"text": raw, "format": "email"}, OSB).tokens == [
         "subject:cheap",
@@ -151,7 +153,7 @@ def test_osb_reads_mail_body_text_but_not_headers():
     ]
 
 
-def test_osb_adds_at_most_four_tokens_per_word_and_scales_linearly():
+def test_osb_adds_at_most_four_tokens_per_word_and_scales_linearly() -> None:
     """n words in one run give n + (n−1) + (n−2) + (n−3) + (n−4) = 5n − 10 tokens: the count
     on ten times the input is ten times the count, less the constant."""
     for n in (10, 100, 1000):
@@ -160,7 +162,7 @@ def test_osb_adds_at_most_four_tokens_per_word_and_scales_linearly():
     assert len(with_pairs(["w"] * 3, 4)) == 3 + 2 + 1
 
 
-def test_osb_stops_pairing_past_max_tokens():
+def test_osb_stops_pairing_past_max_tokens() -> None:
     """A long text is paired only as far as max_tokens keeps: the list is cut where the words
     alone would be, not built whole (about 5 tokens per word) and then cut."""
     text = "word " * 100_000
@@ -172,7 +174,7 @@ def test_osb_stops_pairing_past_max_tokens():
 # --- character 4-grams ------------------------------------------------------------------------
 
 
-def test_char_ngrams_are_the_distinct_4_grams_of_the_first_n_characters():
+def test_char_ngrams_are_the_distinct_4_grams_of_the_first_n_characters() -> None:
     # "free_cash!_now" cut to 12 characters: 12 − 3 grams
     assert tokens("Free  cash! now", char_ngrams=True, char_ngram_chars=12) == [
         "free",
@@ -195,7 +197,7 @@ def test_char_ngrams_are_the_distinct_4_grams_of_the_first_n_characters():
     assert grams("abcd", 4) == ["c4:abcd"]
 
 
-def test_char_ngrams_read_normalized_text_with_breaks_as_one_underscore():
+def test_char_ngrams_read_normalized_text_with_breaks_as_one_underscore() -> None:
     # white space, control characters and lone surrogates: one "_"; none leads or trails
     assert grams("  \t\nab\x00\ud800cd\r\n ") == ["c4:ab_c", "c4:b_cd"]
     assert grams("ＦＲＥＥ") == grams("FREE") == grams("fr\u200bee") == ["c4:free"]
@@ -204,7 +206,7 @@ def test_char_ngrams_read_normalized_text_with_breaks_as_one_underscore():
     assert grams("ab\u2028cd") == ["c4:ab_c", "c4:b_cd"]
 
 
-def test_char_ngrams_read_subject_and_body_text_of_mail_and_come_after_its_tokens():
+def test_char_ngrams_read_subject_and_body_text_of_mail_and_come_after_its_tokens() -> None:
     raw = (
         "Subject: offer\nFrom: a@b.com\n"
         'Content-Type: multipart/mixed; boundary="b"\n\n'
@@ -223,7 +225,7 @@ def test_char_ngrams_read_subject_and_body_text_of_mail_and_come_after_its_token
     assert result.tokens == plain.tokens[:-1] + grams_ + ["k=v"]
 
 
-def test_char_ngrams_read_the_subject_field_first():
+def test_char_ngrams_read_the_subject_field_first() -> None:
     config = TokenizerConfig(char_ngrams=True, char_ngram_chars=8)
     result = tokenize({"text": "cash now", "subject": "WIN", "sender": "a@b.c"}, config)
     assert result.tokens == [
@@ -239,14 +241,14 @@ def test_char_ngrams_read_the_subject_field_first():
     assert tokenize({"text": "cash now", "subject": ""}, config).tokens[2:] == grams("cash now", 8)
 
 
-def test_text_path_matches_message_path_with_both_options():
+def test_text_path_matches_message_path_with_both_options() -> None:
     tokenizer = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=40))
     text = "Urgent: verify your account at http://bank.example.com today!"
     assert tokenizer({"id": 1, "text": text}).tokens == tokenizer.text(text)
     assert tokenizer({"id": 1, "text": text, "format": "odd"}).tokens == tokenizer.text(text)
 
 
-def test_char_ngrams_read_only_a_prefix_of_the_text(monkeypatch):
+def test_char_ngrams_read_only_a_prefix_of_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scan is counted, not timed: the characters read are those of a few prefixes of
     the text up to what fills the first N characters, whatever follows (1,000 words or
     1,000,000); a run of white space before them is read in prefixes that double, in all
@@ -254,7 +256,7 @@ def test_char_ngrams_read_only_a_prefix_of_the_text(monkeypatch):
     read: list[int] = []
     original = text_module._joined_runs
 
-    def counting(text, separator):
+    def counting(text: str, separator: str) -> str:
         read.append(len(text))
         return original(text, separator)
 
@@ -283,7 +285,9 @@ def reference_grams(texts: list[str], chars: int) -> list[str]:
     st.lists(st.text("ab c\t\n\x00\x1f\x7f\x85\u2028\u3000\ud800_éĀ", max_size=40), max_size=4),
     st.integers(4, 50),
 )
-def test_char_ngrams_read_as_far_as_needed_give_the_grams_of_the_whole(texts, chars):
+def test_char_ngrams_read_as_far_as_needed_give_the_grams_of_the_whole(
+    texts: list[str], chars: int
+) -> None:
     """Reading only the first runs (or all at once when they fit) gives what the definition
     gives on all of the text, for text whose normalization keeps its length."""
     assert char_ngram_tokens(texts, chars) == reference_grams(texts, chars)
@@ -296,7 +300,7 @@ TEXT = st.text(st.characters(exclude_categories=()))
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT, st.integers(4, 64))
-def test_char_ngrams_are_bounded_by_their_characters(text, chars):
+def test_char_ngrams_are_bounded_by_their_characters(text: str, chars: int) -> None:
     out = grams(text, chars)
     assert len(out) <= chars - 3
     assert len(out) == len(set(out))
@@ -335,9 +339,11 @@ def test_char_ngrams_are_bounded_by_their_characters(text, chars):
     st.sampled_from([(True, False), (False, True), (True, True)]),
     st.integers(4, 30),
 )
-def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(text, format_, limit, options, chars):
+def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(
+    text: str, format_: str, limit: int, options: tuple[bool, bool], chars: int
+) -> None:
     osb, char_ngrams = options
-    config = {"osb": osb, "char_ngrams": char_ngrams, "char_ngram_chars": chars}
+    config: dict[str, Any] = {"osb": osb, "char_ngrams": char_ngrams, "char_ngram_chars": chars}
     message = {"text": text, "format": format_, "attributes": {"k": 1}}
     whole = Tokenizer(TokenizerConfig(max_tokens=1_000_000, **config))(message)
     cut = Tokenizer(TokenizerConfig(max_tokens=limit, **config))(message)
@@ -366,7 +372,7 @@ def test_max_tokens_keeps_the_first_tokens_of_the_whole_list(text, format_, limi
         ({"char_ngram_chars": True}, "char_ngram_chars must be an int >= 4"),
     ],
 )
-def test_config_rejects_nonsense(bad, message):
+def test_config_rejects_nonsense(bad: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         TokenizerConfig(**bad)
 
@@ -387,7 +393,7 @@ HOSTILE_MAIL = {
 
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
-def test_hostile_text_completes_within_the_bounds(text):
+def test_hostile_text_completes_within_the_bounds(text: str) -> None:
     config = TokenizerConfig(osb=True, char_ngrams=True)
     result = tokenize({"text": text}, config)
     assert len(result.tokens) <= config.max_tokens
@@ -396,7 +402,7 @@ def test_hostile_text_completes_within_the_bounds(text):
 
 
 @pytest.mark.parametrize("raw", HOSTILE_MAIL.values(), ids=HOSTILE_MAIL.keys())
-def test_hostile_mail_completes_within_the_bounds(raw):
+def test_hostile_mail_completes_within_the_bounds(raw: str) -> None:
     config = TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=100)
     result = tokenize({"text": raw, "format": "email"}, config)
     assert len(result.tokens) <= config.max_tokens
@@ -406,7 +412,8 @@ def test_hostile_mail_completes_within_the_bounds(raw):
 def reference_pairs(tokens: list[str], pairs: int) -> list[str]:
     """with_pairs written plainly: each plain word, then its pair with each of the up to
     `pairs` plain words before it in its run, nearest first."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[str] = []
     for token in tokens:
         plain = ":" not in token and (token[0].isalnum() or token[0] in text_module._PAIRABLE_START)
         if not plain:
@@ -425,5 +432,5 @@ def reference_pairs(tokens: list[str], pairs: int) -> list[str]:
     st.lists(st.sampled_from(["a", "bb", "c3", "_x", "!!", "skip:w:40", "€5", "d"]), max_size=40),
     st.sampled_from([1, 4]),
 )
-def test_with_pairs_agrees_with_the_plain_reference(tokens, pairs):
+def test_with_pairs_agrees_with_the_plain_reference(tokens: list[str], pairs: int) -> None:
     assert with_pairs(tokens, pairs) == reference_pairs(tokens, pairs)

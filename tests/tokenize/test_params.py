@@ -5,6 +5,7 @@ import email
 import email.message
 import email.policy
 import time
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,20 +24,22 @@ NAMES = st.sampled_from(["boundary", "filename", "name", "charset", "x", "filena
 
 
 @given(HEADER)
-def test_the_pieces_are_the_standard_librarys(value):
+def test_the_pieces_are_the_standard_librarys(value: str) -> None:
     expected = email.message._parseparam(value)  # type: ignore[attr-defined]
     if len(expected) <= MAX_PARAMS:
         assert split_params(value) == expected
 
 
-def message(cls, content_type: str, disposition: str) -> email.message.Message:
+def message(
+    cls: type[email.message.Message], content_type: str, disposition: str
+) -> email.message.Message:
     m = cls()
     m["Content-Type"] = content_type
     m["Content-Disposition"] = disposition
     return m
 
 
-def outcome(call):
+def outcome(call: Callable[[], object]) -> object:
     try:
         return call()
     except Exception as error:  # noqa: BLE001 - the same error type is part of the answer
@@ -45,7 +48,9 @@ def outcome(call):
 
 @settings(max_examples=300)
 @given(HEADER, HEADER, NAMES)
-def test_parameter_lookups_answer_as_the_standard_library_does(content_type, disposition, name):
+def test_parameter_lookups_answer_as_the_standard_library_does(
+    content_type: str, disposition: str, name: str
+) -> None:
     ours = message(LinearMessage, "multipart/mixed; " + content_type, disposition)
     theirs = message(email.message.Message, "multipart/mixed; " + content_type, disposition)
     assert outcome(lambda: ours.get_param(name)) == outcome(lambda: theirs.get_param(name))
@@ -57,7 +62,7 @@ def test_parameter_lookups_answer_as_the_standard_library_does(content_type, dis
         assert outcome(ours.get_boundary) == boundary
 
 
-def test_a_boundary_longer_than_the_limit_is_none():
+def test_a_boundary_longer_than_the_limit_is_none() -> None:
     short, long = "b" * MAX_BOUNDARY_LENGTH, "b" * (MAX_BOUNDARY_LENGTH + 1)
     assert (
         message(LinearMessage, f'multipart/mixed; boundary="{short}"', "").get_boundary() == short
@@ -65,7 +70,7 @@ def test_a_boundary_longer_than_the_limit_is_none():
     assert message(LinearMessage, f'multipart/mixed; boundary="{long}"', "").get_boundary() is None
 
 
-def mail(header: str, value: str) -> dict:
+def mail(header: str, value: str) -> dict[str, str]:
     text = f"From: a@example.com\nSubject: hi\n{header}: {value}\n\nthe body of the message\n"
     return {"id": "m", "format": "email", "text": text}
 
@@ -80,7 +85,7 @@ HOSTILE_HEADERS = {
 }
 
 
-def test_a_header_written_to_be_expensive_costs_what_any_400_kb_of_text_costs():
+def test_a_header_written_to_be_expensive_costs_what_any_400_kb_of_text_costs() -> None:
     """The standard library spends minutes on some of these (its cost grows with the square of
     the header); the bound here is ten times the 50 ms per 100 KB the harness holds to."""
     tokenize = Tokenizer()

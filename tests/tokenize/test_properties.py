@@ -2,6 +2,7 @@
 
 import re
 import time
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -75,7 +76,7 @@ def check(tokens: list[str], pairs: int) -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(MESSAGE)
-def test_any_message_gives_clean_tokens(message):
+def test_any_message_gives_clean_tokens(message: dict[str, Any]) -> None:
     for tokenizer in TOKENIZERS:
         result = tokenizer(message)
         assert "internal_error" not in result.flags
@@ -88,7 +89,7 @@ def test_any_message_gives_clean_tokens(message):
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT)
-def test_any_text_gives_clean_tokens(text):
+def test_any_text_gives_clean_tokens(text: str) -> None:
     for tokenizer in TOKENIZERS:
         check(tokenizer.text(text), tokenizer.config.pairs)
         result = tokenizer({"id": "x", "text": text, "format": "email"})
@@ -102,7 +103,7 @@ def test_any_text_gives_clean_tokens(text):
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(SPECIAL_TEXT.filter(bool), st.sampled_from(["text", "email"]))
-def test_a_pattern_repeated_to_100_kb_costs_what_its_length_allows(unit, fmt):
+def test_a_pattern_repeated_to_100_kb_costs_what_its_length_allows(unit: str, fmt: str) -> None:
     """A super-linear scan shows when its trigger repeats: 100 KB of any repeated unit must stay
     within ten times the harness's 50 ms per 100 KB (bench/hostile.py holds the real bound)."""
     text = (unit * (100_000 // len(unit) + 1))[:100_000]
@@ -115,7 +116,7 @@ def test_a_pattern_repeated_to_100_kb_costs_what_its_length_allows(unit, fmt):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(SPECIAL_TEXT, min_size=1, max_size=30).map(" ".join), st.integers(8, 64))
-def test_long_text_read_piece_by_piece_gives_the_same_tokens(text, size):
+def test_long_text_read_piece_by_piece_gives_the_same_tokens(text: str, size: int) -> None:
     """Pieces are cut at white space, which no token spans: the same tokens as one pass (the
     reference), only `CHUNK` made small so that any text is long."""
     from filterd.tokenize import text as text_module

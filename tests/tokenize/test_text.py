@@ -2,6 +2,8 @@
 
 import re
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -13,15 +15,15 @@ from filterd.tokenize import text as text_module
 from filterd.tokenize.links import FIND_LINKS, find_links, url_tokens
 
 
-def tokens(text: str, **config) -> list[str]:
+def tokens(text: str, **config: Any) -> list[str]:  # TokenizerConfig's keywords, of any type
     return Tokenizer(TokenizerConfig(**config)).text(text)
 
 
-def test_words_are_casefolded_in_order_with_repeats():
+def test_words_are_casefolded_in_order_with_repeats() -> None:
     assert tokens("Hello hello WORLD Straße") == ["hello", "hello", "world", "strasse"]
 
 
-def test_inner_apostrophes_and_hyphens_stay_in_the_word():
+def test_inner_apostrophes_and_hyphens_stay_in_the_word() -> None:
     assert tokens("Don't x-ray rock'n'roll 'quoted' dash- -dash") == [
         "don't",
         "x-ray",
@@ -32,27 +34,27 @@ def test_inner_apostrophes_and_hyphens_stay_in_the_word():
     ]
 
 
-def test_typographic_apostrophe_reads_as_ascii():
+def test_typographic_apostrophe_reads_as_ascii() -> None:
     assert tokens("don\u2019t") == ["don't"]
 
 
-def test_nfkc_folds_fullwidth_and_ligatures():
+def test_nfkc_folds_fullwidth_and_ligatures() -> None:
     assert tokens("ＦＲＥＥ ﬁnance Ｗｉｎ！！") == ["free", "finance", "win", "!!"]
 
 
-def test_invisible_characters_do_not_split_words():
+def test_invisible_characters_do_not_split_words() -> None:
     assert tokens("fr\u200bee mo\u00adney") == ["free", "money"]
 
 
-def test_single_characters_are_kept_and_punctuation_dropped():
+def test_single_characters_are_kept_and_punctuation_dropped() -> None:
     assert tokens("u r 2 good 4 me ; - ... ?? ()") == ["u", "r", "2", "good", "4", "me"]
 
 
-def test_exclamation_runs_are_one_two_or_three():
+def test_exclamation_runs_are_one_two_or_three() -> None:
     assert tokens("win! win!! win!!!!!!") == ["win", "!", "win", "!!", "win", "!!!"]
 
 
-def test_money_and_percent_keep_their_sign():
+def test_money_and_percent_keep_their_sign() -> None:
     assert tokens("Only $100, £5.99 or 100€; 50% off, 3.14 and 1,000 and 100k $2.5m") == [
         "only",
         "$100",
@@ -70,7 +72,7 @@ def test_money_and_percent_keep_their_sign():
     ]
 
 
-def test_sentence_punctuation_is_not_part_of_a_number():
+def test_sentence_punctuation_is_not_part_of_a_number() -> None:
     assert tokens("Call 0800-123-456 now. Costs 100.") == [
         "call",
         "0800-123-456",
@@ -80,15 +82,15 @@ def test_sentence_punctuation_is_not_part_of_a_number():
     ]
 
 
-def test_han_and_kana_are_one_token_per_character():
+def test_han_and_kana_are_one_token_per_character() -> None:
     assert tokens("免费 ゲーム win") == ["免", "费", "ゲ", "ー", "ム", "win"]
 
 
-def test_emoji_are_tokens():
+def test_emoji_are_tokens() -> None:
     assert tokens("hot🔥deal 💰") == ["hot", "🔥", "deal", "💰"]
 
 
-def test_url_becomes_host_suffix_port_and_path_tokens():
+def test_url_becomes_host_suffix_port_and_path_tokens() -> None:
     assert tokens("Go to HTTPS://Login.Example.com:8443/Secure/verify.php?acct=1.") == [
         "go",
         "to",
@@ -104,7 +106,7 @@ def test_url_becomes_host_suffix_port_and_path_tokens():
     ]
 
 
-def test_www_url_without_scheme_and_trailing_punctuation():
+def test_www_url_without_scheme_and_trailing_punctuation() -> None:
     assert tokens("see www.win.co.uk!!") == [
         "see",
         "url:www.win.co.uk",
@@ -115,11 +117,11 @@ def test_www_url_without_scheme_and_trailing_punctuation():
     ]
 
 
-def test_url_with_ip_host_and_userinfo():
+def test_url_with_ip_host_and_userinfo() -> None:
     assert tokens("http://user:pw@192.168.0.1/x") == ["proto:http", "url:192.168.0.1", "url:ip"]
 
 
-def test_deep_host_gives_at_most_four_suffixes():
+def test_deep_host_gives_at_most_four_suffixes() -> None:
     found = tokens("http://a.b.c.d.e.f.example.com")
     assert found == [
         "proto:http",
@@ -131,7 +133,7 @@ def test_deep_host_gives_at_most_four_suffixes():
     ]
 
 
-def test_email_address_becomes_local_and_domain():
+def test_email_address_becomes_local_and_domain() -> None:
     assert tokens("write John.Doe+x@Mail.Example.org today") == [
         "write",
         "email:john.doe+x",
@@ -140,7 +142,7 @@ def test_email_address_becomes_local_and_domain():
     ]
 
 
-def test_long_token_becomes_skip_marker():
+def test_long_token_becomes_skip_marker() -> None:
     assert tokens("a" * 45 + " ok " + "b" * 40) == ["skip:a:40", "ok", "b" * 40]
     assert tokens("x" * 12, max_token_length=10) == ["skip:x:10"]
     assert tokens("http://" + "h" * 60 + ".com/" + "p" * 99) == [
@@ -151,7 +153,7 @@ def test_long_token_becomes_skip_marker():
     ]
 
 
-def test_bigrams_are_off_by_default_and_pair_adjacent_words():
+def test_bigrams_are_off_by_default_and_pair_adjacent_words() -> None:
     assert tokens("free cash now") == ["free", "cash", "now"]
     assert tokens("free cash now", bigrams=True) == [
         "free",
@@ -162,7 +164,7 @@ def test_bigrams_are_off_by_default_and_pair_adjacent_words():
     ]
 
 
-def test_bigrams_do_not_cross_links_exclamations_or_skip_markers():
+def test_bigrams_do_not_cross_links_exclamations_or_skip_markers() -> None:
     text = "click here! now http://x.com see " + "z" * 50 + " me"
     assert tokens(text, bigrams=True) == [
         "click",
@@ -179,7 +181,7 @@ def test_bigrams_do_not_cross_links_exclamations_or_skip_markers():
     ]
 
 
-def test_tokenize_is_deterministic():
+def test_tokenize_is_deterministic() -> None:
     message = {"id": "1", "text": "WIN £1000 now!! http://win.example.com/claim café ＦＲＥＥ"}
     first = tokenize(message)
     assert all(tokenize(message) == first for _ in range(3))
@@ -187,7 +189,7 @@ def test_tokenize_is_deterministic():
     assert first.truncated is False and first.flags == frozenset()
 
 
-def test_text_path_matches_message_path():
+def test_text_path_matches_message_path() -> None:
     tokenizer = Tokenizer(TokenizerConfig(bigrams=True))
     text = "Urgent: verify your account at http://bank.example.com today!"
     assert tokenizer({"id": 1, "text": text}).tokens == tokenizer.text(text)
@@ -226,20 +228,20 @@ LINKY_TEXT = st.lists(
 ).map("".join)
 
 
-def spans(matches):
+def spans(matches: Iterable[re.Match[str]]) -> list[tuple[tuple[int, int], str | None, str | None]]:
     return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
 
 
 @settings(max_examples=2000, deadline=None)
 @given(st.one_of(LINKY_TEXT, st.text()))
-def test_find_links_gives_the_matches_of_the_links_pattern(text):
+def test_find_links_gives_the_matches_of_the_links_pattern(text: str) -> None:
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
 
 
 @pytest.mark.parametrize(
     "text", ["@www." * 50, "a@www.b@c.d www.e@f.g", "x@y.z@www.q", "@@www.a@b.c", "www.a@b.c@d.e"]
 )
-def test_find_links_agrees_where_addresses_and_urls_overlap(text):
+def test_find_links_agrees_where_addresses_and_urls_overlap(text: str) -> None:
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
 
 
@@ -280,7 +282,7 @@ PLAIN_TOKEN = re.compile(
 
 @settings(max_examples=1500, deadline=None)
 @given(st.one_of(WORDY_TEXT, st.text()))
-def test_word_patterns_match_their_plain_form(text):
+def test_word_patterns_match_their_plain_form(text: str) -> None:
     assert text_module._ASCII_TOKEN.findall(text) == PLAIN_ASCII_TOKEN.findall(text)
     assert text_module._TOKEN.findall(text) == PLAIN_TOKEN.findall(text)
 
@@ -292,7 +294,8 @@ def test_word_patterns_match_their_plain_form(text):
 @given(
     st.one_of(WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()), st.integers(1, 12)
 )
-def test_the_c_scan_gives_the_regex_tokens(text, max_length):
+def test_the_c_scan_gives_the_regex_tokens(text: str, max_length: int) -> None:
+    assert text_module.c_words is not None
     assert text_module.c_words(text, max_length) == text_module.regex_tokens(text, max_length)
 
 
@@ -332,8 +335,9 @@ FOLDABLE_TEXT = st.lists(
 )
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(FOLDABLE_TEXT, st.text()))
-def test_the_c_fold_gives_the_reference_text(text):
+def test_the_c_fold_gives_the_reference_text(text: str) -> None:
     expected = text_module.nfkc_casefold(text)
+    assert text_module.c_folded is not None
     assert text_module.c_folded(text, text_module.nfkc_casefold) == expected
     with pytest.MonkeyPatch.context() as m:
         normalized = text_module.normalize(text)
@@ -341,7 +345,7 @@ def test_the_c_fold_gives_the_reference_text(text):
         assert text_module.normalize(text) == normalized
 
 
-def test_find_links_agrees_where_addresses_outrun_urls():
+def test_find_links_agrees_where_addresses_outrun_urls() -> None:
     # Each address ends before the URL after its "@" does: the URL is looked for again after
     # every address (bench/hostile.py's url_behind_addresses times it at full size).
     text = "q@b.cwww./" * 200
@@ -357,8 +361,11 @@ def test_find_links_agrees_where_addresses_outrun_urls():
     st.integers(1, 12),
     st.one_of(st.integers(-1, 8), st.just(sys.maxsize)),
 )
-def test_the_c_link_scan_gives_the_reference_tokens(text, max_length, enough):
+def test_the_c_link_scan_gives_the_reference_tokens(
+    text: str, max_length: int, enough: int
+) -> None:
     expected = text_module.linked_tokens(text, max_length, 0, enough)
+    assert text_module.c_linked_words is not None
     assert text_module.c_linked_words(text, max_length, enough, url_tokens) == expected
     with pytest.MonkeyPatch.context() as m:  # the reference on the regex word scan alone
         m.setattr(text_module, "c_words", None)
@@ -381,7 +388,8 @@ def test_the_c_link_scan_gives_the_reference_tokens(text, max_length, enough):
         "x" * 50 + "@" + "y" * 50 + ".com",
     ],
 )
-def test_the_c_link_scan_agrees_where_links_overlap(text):
+def test_the_c_link_scan_agrees_where_links_overlap(text: str) -> None:
+    assert text_module.c_linked_words is not None
     for max_length in (3, 40):
         expected = text_module.linked_tokens(text, max_length)
         assert text_module.c_linked_words(text, max_length, sys.maxsize, url_tokens) == expected
@@ -418,6 +426,7 @@ URL_TEXT = st.lists(
 @pytest.mark.skipif(links_module.c_url_tokens is None, reason="filterd._speedups not built")
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(URL_TEXT, st.text()), st.integers(1, 50))
-def test_the_c_url_reading_gives_the_regex_tokens(url, max_length):
+def test_the_c_url_reading_gives_the_regex_tokens(url: str, max_length: int) -> None:
     expected = links_module.python_url_tokens(url, max_length)
+    assert links_module.c_url_tokens is not None
     assert links_module.c_url_tokens(url, max_length) == expected

@@ -14,8 +14,14 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+T = TypeVar("T")
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -43,7 +49,7 @@ def available() -> bool:
 
 
 @pytest.fixture
-def browser(tmp_path) -> Iterator:
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
     """A headless chromium session (selenium's WebDriver), closed at the end."""
     if not available():
         if os.environ.get("REQUIRE_BROWSER_TESTS"):
@@ -66,7 +72,7 @@ def browser(tmp_path) -> Iterator:
         driver.quit()
 
 
-def wait_until(condition: Callable[[], object], timeout: float = 30.0, what: str = "condition"):
+def wait_until(condition: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
     """`condition()`'s first truthy value, polled until `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -78,7 +84,7 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0, what: str
         time.sleep(0.1)
 
 
-def screenshot(driver, name: str) -> Path:
+def screenshot(driver: WebDriver, name: str) -> Path:
     """The page as a PNG in SCREENSHOTS/`name`.png."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -4,21 +4,33 @@ import html
 import http.client
 import re
 import urllib.parse
+from collections.abc import Mapping, Sequence
 
 from tests.web.conftest import PASSWORD
+
+# a form's fields: {name: value or values} or [(name, value), ...], as urlencode takes them
+Form = Mapping[str, str | Sequence[str]] | Sequence[tuple[str, str]]
+Answer = tuple[int, str, http.client.HTTPMessage]  # (status, body, headers)
 
 
 class Client:
     """One browser's worth of HTTP: cookies kept, redirects not followed."""
 
-    def __init__(self, port: int, address: str = "127.0.0.1", headers: dict | None = None) -> None:
+    def __init__(
+        self, port: int, address: str = "127.0.0.1", headers: dict[str, str] | None = None
+    ) -> None:
         """A browser at the local `address` (all of 127/8 is this machine), sending `headers`
         with every request."""
-        self.port, self.cookies, self.address, self.headers = port, {}, address, headers or {}
+        self.cookies: dict[str, str] = {}
+        self.port, self.address, self.headers = port, address, headers or {}
 
     def request(
-        self, method: str, path: str, form: dict | list | None = None, headers: dict | None = None
-    ) -> tuple[int, str, http.client.HTTPMessage]:
+        self,
+        method: str,
+        path: str,
+        form: Form | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
         connection = http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=30, source_address=(self.address, 0)
         )
@@ -42,13 +54,13 @@ class Client:
         connection.close()
         return response.status, text, response.headers
 
-    def get(self, path: str):
+    def get(self, path: str) -> Answer:
         return self.request("GET", path)
 
-    def post(self, path: str, form, headers: dict | None = None):
+    def post(self, path: str, form: Form | None, headers: dict[str, str] | None = None) -> Answer:
         return self.request("POST", path, form, headers)
 
-    def log_in(self, name: str = "dana", password: str = PASSWORD, next: str = "/queue"):
+    def log_in(self, name: str = "dana", password: str = PASSWORD, next: str = "/queue") -> Answer:
         """Log in through the login form, as a browser does; the answer to the form's POST."""
         _, page, _ = self.get("/login")
         return self.post(
@@ -57,7 +69,9 @@ class Client:
 
 
 def csrf_of(page: str) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found is not None, "the page has no CSRF field"
+    return found.group(1)
 
 
 def as_browser_sends(href: str) -> str:

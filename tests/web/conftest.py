@@ -4,20 +4,24 @@ api = serve(config, kafka_config)         # an `Api` over a learned SQLite store
 status, body, headers = call(api.port, "POST", "/v1/check", {...}, auth=BASIC)
 """
 
+from __future__ import annotations
+
 import base64
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 from msgspec.structs import replace
 
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.service.config import load
+from filterd.service.config import Config, load
 from filterd.service.passwords import hash_secret
-from filterd.store.handle import Store
+from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import new_token
@@ -28,6 +32,12 @@ from tests.daemon.conftest import sqlite_url, start_daemon  # noqa: F401
 
 # a headless chromium (Selenium) for the workbench's browser tests
 from tests.web.browser import browser  # noqa: F401
+
+if TYPE_CHECKING:  # imported where they are used, as the fixtures start them
+    from filterd.daemon.model_state import ModelState
+    from filterd.service.records import Decision
+    from filterd.web.context import Scoring
+    from filterd.web.serving import Api
 
 PASSWORD = "correct horse battery staple"
 ERIN_TOKEN = new_token("erin")
@@ -50,7 +60,7 @@ def learned_store(url: str) -> None:
     store.close()
 
 
-def learned_config_of(url: str):
+def learned_config_of(url: str) -> Config:
     """The configuration of a `learned_store` at `url`."""
     learned_store(url)
     overrides = {"database.url": url, "model.variant": "mnb", "model.min_docs": 5}
@@ -58,13 +68,16 @@ def learned_config_of(url: str):
 
 
 @pytest.fixture
-def learned_config(sqlite_url):  # noqa: F811 - the fixture imported above
+def learned_config(sqlite_url: str) -> Config:  # noqa: F811 - the fixture imported above
     """The configuration of a `learned_store` in this test's SQLite file."""
     return learned_config_of(sqlite_url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def learned_config_any(request, sqlite_url):  # noqa: F811 - the fixture imported above
+def learned_config_any(
+    request: pytest.FixtureRequest,
+    sqlite_url: str,  # noqa: F811 - the fixture imported above
+) -> Config:
     """The configuration of a `learned_store` in SQLite, then in a fresh PostgreSQL database."""
     if request.param == "sqlite":
         return learned_config_of(sqlite_url)
@@ -79,13 +92,13 @@ def call(
     port: int,
     method: str,
     path: str,
-    body=None,
+    body: object = None,
     auth: str | None = None,
     raw: bytes | None = None,
-    headers: dict | None = None,
-) -> tuple[int, dict | list | None, dict]:
-    """(status, JSON body or None, headers) of one request to 127.0.0.1:`port` (a JSON body,
-    unless `headers` say otherwise)."""
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any, dict[str, str]]:
+    """(status, JSON body (any JSON value) or None, headers) of one request to
+    127.0.0.1:`port` (a JSON body, unless `headers` say otherwise)."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
     request.add_header("Content-Type", "application/json")
@@ -101,12 +114,18 @@ def call(
     return status, json.loads(text) if text else None, headers
 
 
+class Serve(Protocol):
+    """`serve(config, model, scoring)`: an `Api` listening on a free port."""
+
+    def __call__(self, settings: Config, model: ModelStore, scoring: Scoring) -> Api: ...
+
+
 @pytest.fixture
-def serve():
+def serve() -> Iterator[Serve]:
     """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
     started = []
 
-    def start(settings, model, scoring):
+    def start(settings: Config, model: ModelStore, scoring: Scoring) -> Api:
         import structlog
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
@@ -125,7 +144,13 @@ def serve():
         api.stop()
 
 
-def queue_messages(config, state, messages: list[dict], queued_at=None, start: int = 0) -> list:
+def queue_messages(
+    config: Config,
+    state: ModelState,
+    messages: list[dict[str, Any]],
+    queued_at: datetime | None = None,
+    start: int = 0,
+) -> list[Decision]:
     """`messages` (message records) decided by `state`'s model and queued for review in
     `config`'s store at `queued_at` (now by default), the i-th as a random pick when i + `start`
     is a multiple of 3 (the others as band picks); their decisions."""
@@ -134,6 +159,7 @@ def queue_messages(config, state, messages: list[dict], queued_at=None, start: i
     from filterd.service.decide import decide_payloads
     from filterd.service.review import queued_item
 
+    assert state.decider is not None, "the model state has no model"
     payloads = [msgspec.json.encode(m) for m in messages]
     decided = decide_payloads(state.decider, state.threshold, payloads, 20_000)
     picks = zip(decided.messages, decided.decisions, decided.tokens, strict=True)
@@ -148,8 +174,21 @@ def queue_messages(config, state, messages: list[dict], queued_at=None, start: i
     return decided.decisions
 
 
+class WorkbenchOf(Protocol):
+    """`workbench_of(learned)`: the workbench served over `learned`, and its model state."""
+
+    def __call__(
+        self,
+        learned: Config,
+        kafka: dict[str, Any] | None = None,
+        topic_names: dict[str, str] | None = None,
+    ) -> tuple[Api, ModelState]: ...
+
+
 @pytest.fixture
-def workbench_of(serve, kafka_config, topics):
+def workbench_of(
+    serve: Serve, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> Iterator[WorkbenchOf]:
     """Serves the workbench over a learned configuration: `workbench_of(learned)` → (the `Api`,
     its model state); users dana (password) and erin (API token `ERIN_TOKEN`), labels to this
     test's feedback topic (or to those of `kafka` and `topic_names`, given)."""
@@ -161,7 +200,11 @@ def workbench_of(serve, kafka_config, topics):
 
     stores = []
 
-    def start(learned, kafka: dict | None = None, topic_names: dict | None = None):
+    def start(
+        learned: Config,
+        kafka: dict[str, Any] | None = None,
+        topic_names: dict[str, str] | None = None,
+    ) -> tuple[Api, ModelState]:
         users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
         tokens = {"erin": hash_secret(ERIN_TOKEN, "pbkdf2_sha256", rounds=ROUNDS)}
         http = replace(learned.http, users=users, tokens=tokens)

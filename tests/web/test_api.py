@@ -3,7 +3,9 @@ over HTTP: authentication, checks, bad input, the reads and the OpenAPI document
 
 import http.client
 import logging
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import NoReturn
 
 import jsonschema
 import msgspec
@@ -18,7 +20,7 @@ from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
-from filterd.service.config import Review
+from filterd.service.config import Config, Review
 from filterd.service.decide import decide_payloads
 from filterd.service.passwords import hash_secret
 from filterd.service.records import Decision, Message
@@ -26,11 +28,13 @@ from filterd.service.review import ReviewItem, queued_item
 from filterd.store.handle import Store
 from filterd.web.api import CHECK_BATCH
 from filterd.web.auth import FAILURES
+from filterd.web.context import WebContext
+from filterd.web.serving import Api
 from tests.conftest import fresh_postgres
 from tests.daemon.conftest import valid
 from tests.web.browser import wait_until
 from tests.web.client import Client
-from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_config_of
+from tests.web.conftest import PASSWORD, ROUNDS, Serve, basic, call, learned_config_of
 
 DANA = basic("dana", PASSWORD)
 # messages like those the store learned (filterd.evaluation.synth, seed 1): their words are known
@@ -48,7 +52,7 @@ PROTECTED = [
 ]
 
 
-def serve_learned(learned, serve):
+def serve_learned(learned: Config, serve: Serve) -> Iterator[Api]:
     """The API over the learned store of configuration `learned`, analyst dana with PASSWORD,
     a small body limit; its store is closed at the end."""
     users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
@@ -64,25 +68,25 @@ def serve_learned(learned, serve):
 
 
 @pytest.fixture
-def api(learned_config, serve):
+def api(learned_config: Config, serve: Serve) -> Iterator[Api]:
     """The API over a learned SQLite store (`serve_learned`)."""
     yield from serve_learned(learned_config, serve)
 
 
 @pytest.fixture
-def api_any(learned_config_any, serve):
+def api_any(learned_config_any: Config, serve: Serve) -> Iterator[Api]:
     """The API over a learned store on SQLite, then on PostgreSQL (`serve_learned`)."""
     yield from serve_learned(learned_config_any, serve)
 
 
-def conforms(port: int, name: str, value) -> None:
+def conforms(port: int, name: str, value: object) -> None:
     """`value` is valid against component `name` of the API's own OpenAPI document."""
     _, document, _ = call(port, "GET", "/v1/openapi.json")
     schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
     jsonschema.Draft202012Validator(schema).validate(value)
 
 
-def test_every_endpoint_that_reads_or_writes_needs_a_credential(api):
+def test_every_endpoint_that_reads_or_writes_needs_a_credential(api: Api) -> None:
     for method, path in PROTECTED:
         for auth in (None, basic("dana", "wrong"), basic("mallory", PASSWORD), "Bearer dana.x"):
             status, body, headers = call(api.port, method, path, {"id": "m1"}, auth=auth)
@@ -95,7 +99,7 @@ def test_every_endpoint_that_reads_or_writes_needs_a_credential(api):
     assert status == 200 and document["openapi"].startswith("3.1")
 
 
-def test_the_openapi_document_is_generated_from_the_record_types(api):
+def test_the_openapi_document_is_generated_from_the_record_types(api: Api) -> None:
     _, document, _ = call(api.port, "GET", "/v1/openapi.json")
     components = document["components"]["schemas"]
     for kind in (Message, Decision):
@@ -112,7 +116,7 @@ def test_the_openapi_document_is_generated_from_the_record_types(api):
     assert {p["name"] for p in review} >= {"label", "reason", "min_score", "max_score", "limit"}
 
 
-def test_a_check_decides_as_the_scorer_decides(api):
+def test_a_check_decides_as_the_scorer_decides(api: Api) -> None:
     one = {"id": "c1", "text": SPAMMY}
     status, body, _ = call(api.port, "POST", "/v1/check", one, auth=DANA)
     assert status == 200 and body["not_ready"] is None
@@ -126,6 +130,7 @@ def test_a_check_decides_as_the_scorer_decides(api):
     assert status == 200 and [d["message_id"] for d in body["decisions"]] == ["c0", "c1", "c2"]
     # the scorer's path on the same records, with the same model and threshold
     context = api.context
+    assert context.scoring.decider is not None
     expected = decide_payloads(
         context.scoring.decider,
         context.scoring.threshold,
@@ -138,7 +143,7 @@ def test_a_check_decides_as_the_scorer_decides(api):
     assert body["decisions"][0]["score"] == decision["score"] and decision["label"] == "spam"
 
 
-def test_a_large_check_decides_as_a_small_one(api):
+def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
     # a body over INLINE_BYTES is checked in the thread pool, a smaller one on the event loop
     from filterd.web.check import INLINE_BYTES
 
@@ -196,7 +201,9 @@ def test_a_large_check_decides_as_a_small_one(api):
         ("DELETE", "/v1/model", None, 405, None),
     ],
 )
-def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, field):
+def test_bad_input_is_a_4xx_naming_the_field(
+    api: Api, method: str, path: str, body: bytes | None, status: int, field: str | None
+) -> None:
     got, answer, _ = call(api.port, method, path, auth=DANA, raw=body)
     assert got == status, answer
     conforms(api.port, "ApiError", answer)
@@ -220,7 +227,9 @@ def test_bad_input_is_a_4xx_naming_the_field(api, method, path, body, status, fi
         ("/v1/decisions/?id=a%00b", "id"),
     ],
 )
-def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(api_any, caplog, path, field):
+def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(
+    api_any: Api, caplog: pytest.LogCaptureFixture, path: str, field: str
+) -> None:
     with structlog.testing.capture_logs() as events:
         status, answer, _ = call(api_any.port, "GET", path, auth=DANA)
         wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")
@@ -231,9 +240,11 @@ def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(api_any, capl
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # nor the server
 
 
-def test_a_fault_is_one_500_logged_once(api, caplog, monkeypatch):
+def test_a_fault_is_one_500_logged_once(
+    api: Api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a fault of filterd's own, not of the request: a read that fails as a bug would
-    def broken(*_args):
+    def broken(*_args: object) -> NoReturn:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("filterd.web.reads.decision_info", broken)
@@ -248,14 +259,16 @@ def test_a_fault_is_one_500_logged_once(api, caplog, monkeypatch):
 
 
 @pytest.fixture
-def api_postgresql(postgres_server, serve):
+def api_postgresql(postgres_server: str, serve: Serve) -> Iterator[Api]:
     """The API over a learned store in a fresh PostgreSQL database (`serve_learned`)."""
     yield from serve_learned(learned_config_of(fresh_postgres(postgres_server)), serve)
 
 
-def test_a_value_the_store_refuses_is_a_fault_not_an_outage(api_postgresql, caplog, monkeypatch):
+def test_a_value_the_store_refuses_is_a_fault_not_an_outage(
+    api_postgresql: Api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a check missing before the store: PostgreSQL refuses the value itself (a DataError)
-    def unchecked(context, _message_id):
+    def unchecked(context: WebContext, _message_id: str) -> None:
         context.model.review_items(message_id="a\x00b")
 
     monkeypatch.setattr("filterd.web.reads.decision_info", unchecked)
@@ -268,12 +281,12 @@ def test_a_value_the_store_refuses_is_a_fault_not_an_outage(api_postgresql, capl
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-def test_a_request_never_looks_the_model_up_again(api):
+def test_a_request_never_looks_the_model_up_again(api: Api) -> None:
     """The model's id was found when the API was made: the reads go by it."""
     seen = []
 
     @event.listens_for(api.context.model.store.engine, "before_cursor_execute")
-    def record(_conn, _cursor, statement, *_):
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         seen.append(" ".join(statement.split()).lower())
 
     for path in ("/v1/review", "/v1/decisions/m1", "/v1/model", "/v1/review?order=newest"):
@@ -282,9 +295,10 @@ def test_a_request_never_looks_the_model_up_again(api):
     assert [s for s in seen if "models.name" in s] == []
 
 
-def test_the_reads_answer_from_the_store(api):
+def test_the_reads_answer_from_the_store(api: Api) -> None:
     config, held = api.context.config, api.context.model
     decider, threshold = api.context.scoring.decider, api.context.scoring.threshold
+    assert decider is not None
     texts = {f"q{i}": r["text"] for i, r in enumerate(SYNTH[:4], start=1)}
     payloads = [msgspec.json.encode({"id": i, "text": t}) for i, t in texts.items()]
     decided = decide_payloads(decider, threshold, payloads, 20_000)
@@ -327,7 +341,7 @@ def test_the_reads_answer_from_the_store(api):
     assert model["scoring"]["loaded"] and model["threshold"] is None and model["thresholds"] == []
 
 
-def test_an_item_the_scorer_queues_is_what_the_store_and_the_api_give_back(api):
+def test_an_item_the_scorer_queues_is_what_the_store_and_the_api_give_back(api: Api) -> None:
     """One type from the scorer to the API: an item queued on the scorer's path (decided,
     `queue_for_review`, written by the recorder) comes back from the store and from GET
     /v1/review field by field as the scorer built it, but for the facts the store gives (`id`,
@@ -343,6 +357,7 @@ def test_an_item_the_scorer_queues_is_what_the_store_and_the_api_give_back(api):
         },
     ]
     payloads = [msgspec.json.encode(r) for r in records]
+    assert context.scoring.decider is not None
     decided = decide_payloads(context.scoring.decider, context.scoring.threshold, payloads, 20_000)
     built = queue_for_review(decided, Review(random_share=1.0))  # every decision queued
     assert [i.message_id for i in built] == ["s1", "s2", "s3"]
@@ -379,7 +394,7 @@ def test_an_item_the_scorer_queues_is_what_the_store_and_the_api_give_back(api):
         "application/jsonx",
     ],
 )
-def test_a_request_that_decides_or_labels_takes_json_only(api, kind):
+def test_a_request_that_decides_or_labels_takes_json_only(api: Api, kind: str) -> None:
     # what an HTML form on any page can send without the browser asking the server first
     for path, body in (
         ("/v1/check", {"id": "c1", "text": SPAMMY}),
@@ -400,7 +415,7 @@ def test_a_request_that_decides_or_labels_takes_json_only(api, kind):
     assert status == 200, answer
 
 
-def test_every_api_answer_is_nosniff_and_no_store(api):
+def test_every_api_answer_is_nosniff_and_no_store(api: Api) -> None:
     for method, path, body, auth in (
         ("POST", "/v1/check", {"id": "c1"}, DANA),
         ("GET", "/v1/model", None, DANA),
@@ -415,7 +430,7 @@ def test_every_api_answer_is_nosniff_and_no_store(api):
         assert headers.get("cache-control") == "no-store", (path, status)
 
 
-def test_a_host_not_the_servers_is_refused(api):
+def test_a_host_not_the_servers_is_refused(api: Api) -> None:
     # a name rebound to this address (DNS rebinding): the browser sends the attacker's name
     for host in ("evil.example", f"evil.example:{api.port}", "localhost.evil.example", "a b"):
         for method, path, auth in (("GET", "/v1/openapi.json", None), ("GET", "/v1/model", DANA)):
@@ -426,7 +441,7 @@ def test_a_host_not_the_servers_is_refused(api):
         assert call(api.port, "GET", "/v1/model", auth=DANA, headers={"Host": host})[0] == 200
 
 
-def test_only_the_configured_hosts_are_answered(api, serve):
+def test_only_the_configured_hosts_are_answered(api: Api, serve: Serve) -> None:
     context = api.context
     config = replace(
         context.config, http=replace(context.config.http, allowed_hosts=["filterd.example.net"])
@@ -453,7 +468,9 @@ def test_only_the_configured_hosts_are_answered(api, serve):
         {"Origin": "null"},  # a sandboxed frame, a page from a file
     ],
 )
-def test_a_browsers_request_from_another_sites_page_is_refused(api, headers):
+def test_a_browsers_request_from_another_sites_page_is_refused(
+    api: Api, headers: dict[str, str]
+) -> None:
     for method, path, body in (
         ("POST", "/v1/feedback", {"message_id": "m1", "label": "spam"}),
         ("POST", "/v1/check", {"id": "c1"}),
@@ -463,14 +480,14 @@ def test_a_browsers_request_from_another_sites_page_is_refused(api, headers):
         assert status == 403 and "another site" in answer["error"], (path, answer)
 
 
-def test_the_servers_own_pages_and_programs_are_not_refused(api):
+def test_the_servers_own_pages_and_programs_are_not_refused(api: Api) -> None:
     own = {"Sec-Fetch-Site": "same-origin", "Origin": f"http://127.0.0.1:{api.port}"}
     for headers in (own, {"Sec-Fetch-Site": "none"}, {}):
         status, _, _ = call(api.port, "POST", "/v1/check", {"id": "c1"}, auth=DANA, headers=headers)
         assert status == 200, headers
 
 
-def test_guessing_from_one_address_never_refuses_the_analyst_at_another(api):
+def test_guessing_from_one_address_never_refuses_the_analyst_at_another(api: Api) -> None:
     # another address on this machine: all of 127/8 is loopback
     for i in range(FAILURES):
         assert call_from("127.0.0.2", api.port, "/v1/model", basic("dana", f"guess-{i}"))[0] == 401
@@ -480,7 +497,7 @@ def test_guessing_from_one_address_never_refuses_the_analyst_at_another(api):
     assert call_from("127.0.0.1", api.port, "/v1/model", DANA)[0] == 200
 
 
-def call_from(address: str, port: int, path: str, auth: str) -> tuple[int, dict]:
+def call_from(address: str, port: int, path: str, auth: str) -> tuple[int, dict[str, str]]:
     """(status, headers) of a GET to 127.0.0.1:`port` from the local `address`."""
     connection = http.client.HTTPConnection(
         "127.0.0.1", port, timeout=30, source_address=(address, 0)

@@ -40,7 +40,7 @@ def texts(root: ET.Element) -> list[str]:
     return [t.text or "" for t in root.iter(f"{NS}text")]
 
 
-def test_every_chart_escapes_a_hostile_label():
+def test_every_chart_escapes_a_hostile_label() -> None:
     times = [T0, T0 + timedelta(hours=1)]
     for svg in (
         roc_svg([0, 0.5, 1], [0, 0.9, 1], tau_point=(0.5, 0.9), label=HOSTILE),
@@ -56,7 +56,7 @@ def test_every_chart_escapes_a_hostile_label():
         assert clean in (root.get("aria-label") or "")
 
 
-def test_the_roc_curve_is_thinned_to_a_small_monotone_polyline():
+def test_the_roc_curve_is_thinned_to_a_small_monotone_polyline() -> None:
     rng = np.random.default_rng(7)
     labels = rng.random(100_000) < 0.2
     scores = rng.normal(0.0, 1.0, labels.size) + 2.0 * labels
@@ -74,7 +74,7 @@ def test_the_roc_curve_is_thinned_to_a_small_monotone_polyline():
     assert max(math.dist(p, q) for p, q in zip(line, line[1:])) < 5.0
 
 
-def test_thin_keeps_the_ends_and_the_order():
+def test_thin_keeps_the_ends_and_the_order() -> None:
     x = np.linspace(0.0, 1.0, 1001) ** 3
     y = np.sqrt(np.linspace(0.0, 1.0, 1001))
     picked = thin(x, y, max_points=50)
@@ -84,12 +84,12 @@ def test_thin_keeps_the_ends_and_the_order():
         thin(x, y, max_points=1)
 
 
-def test_the_operating_points_sit_at_their_coordinates():
+def test_the_operating_points_sit_at_their_coordinates() -> None:
     # a two-point curve gives the plot box: (0, 0) and (1, 1) in pixels
     root = parse(roc_svg([0.0, 1.0], [0.0, 1.0], tau_point=(0.25, 0.5), previous_point=(0.5, 0.75)))
     ((x0, y0), (x1, y1)) = path_points(root)[0]
 
-    def px(fx, ty):
+    def px(fx: float, ty: float) -> tuple[float, float]:
         return x0 + fx * (x1 - x0), y0 + ty * (y1 - y0)
 
     circles = [(float(c.get("cx", "")), float(c.get("cy", ""))) for c in root.iter(f"{NS}circle")]
@@ -108,7 +108,7 @@ def test_the_operating_points_sit_at_their_coordinates():
     assert "previous τ" not in alone and 'width="7.0"' not in alone
 
 
-def test_nan_and_infinite_points_are_left_out():
+def test_nan_and_infinite_points_are_left_out() -> None:
     root = parse(
         roc_svg(
             [0.0, math.nan, 0.2, 1.0],
@@ -126,7 +126,7 @@ def test_nan_and_infinite_points_are_left_out():
     assert len(list(root.iter(f"{NS}circle"))) == 2
 
 
-def test_a_series_with_gaps_a_target_and_utc_time_labels():
+def test_a_series_with_gaps_a_target_and_utc_time_labels() -> None:
     times = [T0 + timedelta(days=d) for d in range(6)]
     values = [0.97, 0.98, None, None, 0.99, 0.995]
     svg = series_svg(times, values, label="recall", y_range=(0.9, 1.0), target=0.99)
@@ -147,7 +147,7 @@ def test_a_series_with_gaps_a_target_and_utc_time_labels():
     assert series_svg(shifted, values[::-1], label="recall", y_range=(0.9, 1.0), target=0.99) == svg
 
 
-def test_no_data_yet():
+def test_no_data_yet() -> None:
     for svg in (
         series_svg([], [], label="AUC"),
         series_svg([T0, T0], [None, math.nan], label="AUC"),
@@ -157,7 +157,7 @@ def test_no_data_yet():
         assert "no data yet" in texts(parse(svg))
 
 
-def test_tau_over_its_versions_is_a_step_chart():
+def test_tau_over_its_versions_is_a_step_chart() -> None:
     times = [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=3)]
     root = parse(steps_svg(times, [-5.0, -6.0, -5.5], label="τ", until=T0 + timedelta(hours=4)))
     (line,) = path_points(root)
@@ -170,7 +170,7 @@ def test_tau_over_its_versions_is_a_step_chart():
     assert "2026-11-01 10:30Z" in texts(root)  # the axis runs to `until`
 
 
-def test_bad_arguments():
+def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="length"):
         roc_svg([0.0, 1.0], [0.0])
     with pytest.raises(ValueError, match="length"):

@@ -9,26 +9,29 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 import structlog
 from msgspec.structs import replace
+from starlette.types import Receive, Scope, Send
 
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.service.passwords import hash_secret
 from filterd.store.handle import Store
 from filterd.web.server import HttpServer
 from tests.sockets import DRIP_SECONDS, connected, is_open, seconds_until_closed
-from tests.web.conftest import PASSWORD, ROUNDS, basic, call
+from tests.web.conftest import PASSWORD, ROUNDS, Serve, basic, call
 
 DEADLINE = 1.0
 GET = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 release = threading.Event()  # lets the `held` app answer
 
 
-async def answer(scope, receive, send) -> None:
+async def answer(scope: Scope, receive: Receive, send: Send) -> None:
     """Reads the whole body, answers 200 with its length; at /held, only once `release` is set."""
     if scope["type"] != "http":
         return
@@ -48,7 +51,7 @@ async def answer(scope, receive, send) -> None:
 
 
 @pytest.fixture
-def server():
+def server() -> Iterator[HttpServer]:
     release.clear()
     with HttpServer(answer, max_connections=8, request_seconds=DEADLINE) as started:
         yield started
@@ -56,7 +59,7 @@ def server():
 
 
 @pytest.fixture
-def patient():
+def patient() -> Iterator[HttpServer]:
     """A server whose deadline the test does not reach: only the limit closes connections."""
     release.clear()
     with HttpServer(answer, max_connections=8, request_seconds=60) as started:
@@ -76,14 +79,16 @@ def read_answer(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def test_a_trickled_request_head_is_closed_at_its_deadline(server):
+def test_a_trickled_request_head_is_closed_at_its_deadline(server: HttpServer) -> None:
     sock = connected(server.port)
     header = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 1000
     assert DEADLINE - 0.1 < seconds_until_closed(sock, header) < DEADLINE + 0.8
 
 
 @pytest.mark.parametrize("drip", [b"", GET], ids=["idle", "trickling"])
-def test_a_kept_alive_connection_without_its_next_request_is_closed(server, drip):
+def test_a_kept_alive_connection_without_its_next_request_is_closed(
+    server: HttpServer, drip: bytes
+) -> None:
     sock = connected(server.port)
     sock.settimeout(5)
     sock.sendall(GET)
@@ -93,7 +98,7 @@ def test_a_kept_alive_connection_without_its_next_request_is_closed(server, drip
     assert DEADLINE - 0.1 < seconds_until_closed(sock, drip) < DEADLINE + 0.8
 
 
-def test_at_the_limit_the_connection_that_waited_longest_is_closed(patient):
+def test_at_the_limit_the_connection_that_waited_longest_is_closed(patient: HttpServer) -> None:
     server = patient
     idle = [connected(server.port) for _ in range(8)]
     time.sleep(0.2)
@@ -106,7 +111,9 @@ def test_at_the_limit_the_connection_that_waited_longest_is_closed(patient):
         sock.close()
 
 
-def test_at_the_limit_with_every_request_in_progress_a_new_one_is_refused(patient):
+def test_at_the_limit_with_every_request_in_progress_a_new_one_is_refused(
+    patient: HttpServer,
+) -> None:
     server = patient
     held = [connected(server.port) for _ in range(8)]
     for sock in held:
@@ -130,7 +137,9 @@ def test_at_the_limit_with_every_request_in_progress_a_new_one_is_refused(patien
     assert call(server.port, "GET", "/")[0] == 200
 
 
-def test_a_trickled_body_is_closed_at_the_deadline_without_an_error(learned_config, serve, caplog):
+def test_a_trickled_body_is_closed_at_the_deadline_without_an_error(
+    learned_config: Config, serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
     """The real app reading a body that trickles in: the connection is closed at the deadline,
     nothing is logged above INFO, and the API answers the next client."""
     users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}

@@ -3,14 +3,18 @@
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypedDict, TypeVar
 
 import pytest
 from click.testing import CliRunner
 
 from filterd.cli import main
+from filterd.service import passwords
 from filterd.service.config import ConfigError, load
-from filterd.service.passwords import hash_secret, parse_hash, verify
+from filterd.service.passwords import Hashed, hash_secret, parse_hash, verify
 from filterd.web.auth import (
     CLIENT_FAILURES,
     FAILURE_WINDOW,
@@ -23,10 +27,12 @@ from filterd.web.auth import (
 from filterd.web.errors import Problem
 from tests.web.conftest import PASSWORD, ROUNDS, basic
 
+T = TypeVar("T")
+
 HERE, THERE = "127.0.0.1", "192.0.2.66"  # the analyst's address, a guesser's
 
 
-def test_a_hash_verifies_its_secret_only():
+def test_a_hash_verifies_its_secret_only() -> None:
     for scheme in ("scrypt", "pbkdf2_sha256"):
         hashed = parse_hash(hash_secret(PASSWORD, scheme, rounds=ROUNDS))
         assert verify(PASSWORD, hashed) and not verify(PASSWORD + " ", hashed)
@@ -51,14 +57,14 @@ def test_a_hash_verifies_its_secret_only():
         ),
     ],
 )
-def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value, said):
+def test_a_bad_hash_is_one_line_naming_the_key_and_never_quoting_it(value: str, said: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load(None, {"FILTERD_HTTP_USERS": "{dana = %s}" % value})
     assert str(raised.value).startswith(said) and "\n" not in str(raised.value)
     assert "hunter2" not in str(raised.value)
 
 
-def test_a_bad_http_setting_names_the_key(tmp_path):
+def test_a_bad_http_setting_names_the_key(tmp_path: Path) -> None:
     path = tmp_path / "f.toml"
     path.write_text("[http]\nport = 70000\n")
     with pytest.raises(ConfigError, match=r"http.port: must be a port number"):
@@ -82,7 +88,7 @@ def test_a_bad_http_setting_names_the_key(tmp_path):
     ]
 
 
-def test_credentials_come_from_the_environment_and_never_show():
+def test_credentials_come_from_the_environment_and_never_show() -> None:
     hashed = hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
     config = load(
         None, {"FILTERD_HTTP_USERS": '{dana = "%s"}' % hashed, "FILTERD_HTTP_ENABLED": "true"}
@@ -92,7 +98,7 @@ def test_credentials_come_from_the_environment_and_never_show():
     assert shown["users"] == {"dana": "***"} and hashed not in str(config.public())
 
 
-def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
+def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody() -> None:
     token = "dana.s3cr3t-token"
     auth = Authenticator(
         {"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)},
@@ -115,7 +121,7 @@ def test_a_token_names_its_analyst_and_a_wrong_one_names_nobody():
         assert auth.identify(wrong, HERE) is None, wrong
 
 
-def test_only_a_verified_header_is_remembered_and_never_in_clear():
+def test_only_a_verified_header_is_remembered_and_never_in_clear() -> None:
     token = "dana.s3cr3t-token"
     auth = Authenticator({"dana": hash_secret(token, "pbkdf2_sha256", rounds=ROUNDS)}, {})
     assert auth.remembered(f"Bearer {token}") is None  # not verified yet: identify hashes it
@@ -129,7 +135,7 @@ def test_only_a_verified_header_is_remembered_and_never_in_clear():
     assert not any(token.encode() in key or "s3cr3t" in str(key) for key in auth._verified)
 
 
-def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out():
+def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out() -> None:
     now = [0.0]
     auth = Authenticator(
         {}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}, clock=lambda: now[0]
@@ -139,6 +145,7 @@ def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out():
     with pytest.raises(Throttled) as throttled:  # refused unhashed, right or wrong
         auth.identify(basic("lee", PASSWORD), THERE)
     assert throttled.value.status == 429
+    assert throttled.value.headers is not None
     wait = int(throttled.value.headers["Retry-After"])
     assert 0 < wait <= FAILURE_WINDOW / FAILURES + 1
     # lee at her own desk, never verified before, is not refused
@@ -156,7 +163,7 @@ def test_guessing_at_a_name_slows_that_address_down_and_never_locks_her_out():
         assert auth.identify(basic("lee", PASSWORD) + " " * k, HERE) == "lee"
 
 
-def test_one_address_guessing_at_many_names_is_slowed_down_too():
+def test_one_address_guessing_at_many_names_is_slowed_down_too() -> None:
     now = [0.0]
     auth = Authenticator(
         {}, {"lee": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}, clock=lambda: now[0]
@@ -168,15 +175,24 @@ def test_one_address_guessing_at_many_names_is_slowed_down_too():
     assert auth.login("lee", PASSWORD, HERE) == "lee"
 
 
-def counting(monkeypatch) -> dict:
+class Seen(TypedDict):
+    """What `counting` saw: hashes run, running now, the most at once, the threads."""
+
+    runs: int
+    now: int
+    most: int
+    threads: set[str]
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> Seen:
     """Counts the slow hashes `filterd.web.auth` runs, the most at once, and the threads that
     ran them."""
     import filterd.web.auth as module
 
-    real, lock = module.verify, threading.Lock()
-    seen = {"runs": 0, "now": 0, "most": 0, "threads": set()}
+    real, lock = passwords.verify, threading.Lock()
+    seen: Seen = {"runs": 0, "now": 0, "most": 0, "threads": set()}
 
-    def verify(secret, hashed):
+    def verify(secret: str, hashed: Hashed) -> bool:
         with lock:
             seen["runs"] += 1
             seen["threads"].add(threading.current_thread().name)
@@ -192,11 +208,11 @@ def counting(monkeypatch) -> dict:
     return seen
 
 
-def at_once(n: int, check) -> list:
+def at_once(n: int, check: Callable[[int], T]) -> list[T | Problem]:
     """`check(i)` in n threads started together: each one's result or exception."""
     barrier = threading.Barrier(n)
 
-    def run(i: int):
+    def run(i: int) -> T | Problem:
         barrier.wait()
         try:
             return check(i)
@@ -207,7 +223,7 @@ def at_once(n: int, check) -> list:
         return list(pool.map(run, range(n)))
 
 
-def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch):
+def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = counting(monkeypatch)
     token = hash_secret("dana.right", "pbkdf2_sha256", rounds=50_000)  # ~25 ms a check
     auth = Authenticator({"dana": token}, {}, slots=100)  # the budget alone bounds them here
@@ -217,12 +233,14 @@ def test_concurrent_guesses_cannot_overrun_the_budget(monkeypatch):
     assert all(isinstance(o, Throttled) for o in outcomes if o is not None)
 
 
-def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(monkeypatch):
+def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen = counting(monkeypatch)
     users = {f"u{i}": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=200_000) for i in range(3)}
     auth = Authenticator({}, users)
 
-    def timed(i: int):
+    def timed(i: int) -> tuple[str, float]:
         started = time.perf_counter()
         try:
             auth.identify(basic(f"u{i % 3}", f"wrong-{i}"), f"10.0.0.{i}")  # one budget each
@@ -231,24 +249,26 @@ def test_at_most_hash_slots_hashes_run_at_once_and_the_rest_are_refused_at_once(
         return "checked", time.perf_counter() - started
 
     outcomes = at_once(40, timed)
+    timings = [o for o in outcomes if not isinstance(o, Problem)]
+    assert len(timings) == len(outcomes)  # `timed` answers its refusals itself
     assert seen["most"] <= HASH_SLOTS
     # in threads of their own, whichever thread asked: the memory a hash leaves in its thread's
     # allocator stays within HASH_SLOTS threads, however many ask over time
     assert len(seen["threads"]) <= HASH_SLOTS
     assert all(name.startswith("filterd-hash") for name in seen["threads"])
-    checked = [t for what, t in outcomes if what == "checked"]
-    busy = [t for what, t in outcomes if what == "busy"]
+    checked = [t for what, t in timings if what == "checked"]
+    busy = [t for what, t in timings if what == "busy"]
     assert busy and checked and len(checked) + len(busy) == 40
     # refused without waiting for a slot: well within one hash's time
     assert statistics.median(busy) < 0.5 * statistics.median(checked)
 
 
-def test_an_unknown_name_costs_as_long_as_a_known_one():
+def test_an_unknown_name_costs_as_long_as_a_known_one() -> None:
     hashed = hash_secret(PASSWORD, "pbkdf2_sha256", rounds=100_000)
     token = hash_secret("erin.right", "pbkdf2_sha256", rounds=100_000)
     auth = Authenticator({"erin": token}, {"dana": hashed}, slots=100)
 
-    def took(check) -> float:
+    def took(check: Callable[[int], object]) -> float:
         times = []
         for i in range(5):
             started = time.perf_counter()
@@ -267,7 +287,7 @@ def test_an_unknown_name_costs_as_long_as_a_known_one():
     assert unknown >= 0.5 * known, (unknown, known)
 
 
-def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
+def test_hash_password_reads_stdin_and_prints_a_hash_that_loads() -> None:
     result = CliRunner().invoke(
         main, ["http", "hash-password", "--scheme", "pbkdf2_sha256"], input=PASSWORD + "\n"
     )
@@ -277,7 +297,7 @@ def test_hash_password_reads_stdin_and_prints_a_hash_that_loads():
     assert load(None, {"FILTERD_HTTP_USERS": '{dana = "%s"}' % hashed}).http.users["dana"] == hashed
 
 
-def test_new_token_prints_a_token_and_the_hash_that_admits_it():
+def test_new_token_prints_a_token_and_the_hash_that_admits_it() -> None:
     result = CliRunner().invoke(main, ["http", "new-token", "dana"])
     assert result.exit_code == 0, result.output
     token = result.output.splitlines()[0].removeprefix("token: ")

@@ -5,12 +5,15 @@ post a label from another site's page — nothing reaches the feedback topic."""
 
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from filterd.demo.broker import free_port
-from tests.daemon.conftest import read_all, valid
+from tests.daemon.conftest import StartDaemon, read_all, valid
 from tests.web.browser import wait_until
 from tests.web.conftest import PASSWORD, basic, call
 from tests.web.test_workbench_browser import workbench
@@ -26,7 +29,7 @@ ATTACK = """<!doctype html><title>cats</title>
 
 
 @pytest.fixture
-def other_site():
+def other_site() -> Iterator[tuple[str, dict[str, str]]]:
     """Serves a page at http://localhost:PORT/: another site than http://127.0.0.1 to a
     browser (sites are told by their host names); its base URL. `page` holds the page."""
     page = {"html": ""}
@@ -40,7 +43,7 @@ def other_site():
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
@@ -52,8 +55,14 @@ def other_site():
 
 
 def test_another_sites_page_cannot_label_as_the_analyst(
-    browser, other_site, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser: WebDriver,
+    other_site: tuple[str, dict[str, str]],
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch)
     api = f"http://127.0.0.1:{port}"
 

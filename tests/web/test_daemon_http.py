@@ -8,7 +8,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from filterd.demo.broker import free_port
@@ -16,14 +19,19 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.passwords import hash_secret
 from filterd.store.database import connect
 from filterd.store.schema import FeedbackLedger, LabelEvent
-from tests.daemon.conftest import produce, read_all, valid
+from tests.daemon.conftest import StartDaemon, produce, read_all, valid
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 from tests.web.test_workbench_browser import workbench
 
 
 def test_http_checks_like_kafka_and_its_labels_are_learned(
-    sqlite_url, start_daemon, kafka_config, topics, monkeypatch, tmp_path
-):
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     learned_store(sqlite_url)
     # the credential from the environment, as an operator keeps it
     users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
@@ -143,12 +151,16 @@ def test_http_checks_like_kafka_and_its_labels_are_learned(
         serving.send_signal(signal.SIGTERM)
         assert serving.wait(15) == 0, log.read_text()
     daemon.stop()
-    assert daemon.process.returncode == 0
+    assert daemon.started().returncode == 0
 
 
 def test_kafka_filterd_score_and_http_decide_alike_and_refuse_alike(
-    sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, role="scorer")
     synth = generate(SynthConfig(n_messages=200, seed=1))  # as the store learned them
     spam, ham = (next(r["text"] for r in synth if r["label"] == label) for label in ("spam", "ham"))
@@ -156,7 +168,7 @@ def test_kafka_filterd_score_and_http_decide_alike_and_refuse_alike(
         "From: Prize Desk <desk@prize.example>\nSubject: =?utf-8?q?You_won?=\n"
         "Content-Type: text/html\n\n<p>Claim your <b>prize</b> at http://win.example/now</p>"
     )
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"id": "t1", "text": spam},
         {"id": "t2", "text": ham, "subject": "lunch?", "attributes": {"channel": "sms"}},
         {"id": "t3", "text": ""},

@@ -7,14 +7,17 @@ import html
 import re
 import unicodedata
 import urllib.parse
+from typing import Any
 
 import pytest
 
+from filterd.service.config import Config
 from filterd.store.labels import LabelledTokens
+from filterd.web.serving import Api
 from filterd.web.visible import visible
 from tests.daemon.conftest import read_all, valid
 from tests.web.client import Client, as_browser_sends, csrf_of
-from tests.web.conftest import queue_messages
+from tests.web.conftest import WorkbenchOf, queue_messages
 
 # ids a sender may choose (any string of 1 to 256 characters without NUL is a message id)
 IDS = [
@@ -44,8 +47,8 @@ def rows(page: str) -> list[tuple[str, str, str]]:
     """(message id, the link that opens it, the URL its label buttons post to) of each row."""
     found = []
     for row in page.split('<tr class="item"')[1:]:
-        message_id = html.unescape(re.search(r'data-message-id="([^"]*)"', row).group(1))
-        opened = re.search(r'<a class="open" href="([^"]*)"', row).group(1)
+        message_id = html.unescape(link(row, r'data-message-id="([^"]*)"'))
+        opened = link(row, r'<a class="open" href="([^"]*)"')
         posted = set(re.findall(r'hx-post="([^"]*)"', row))
         assert len(posted) == 1  # every button of the row posts to the same URL
         found.append((message_id, opened, posted.pop()))
@@ -53,15 +56,18 @@ def rows(page: str) -> list[tuple[str, str, str]]:
 
 
 def shown_id(page: str) -> str:
-    return re.search(r'<code id="message-id">(.*?)</code>', page).group(1)
+    return link(page, r'<code id="message-id">(.*?)</code>')
 
 
 def link(page: str, pattern: str) -> str:
-    return re.search(pattern, page).group(1)
+    """The first group of `pattern`'s first match in `page`, which must have one."""
+    found = re.search(pattern, page)
+    assert found is not None, pattern
+    return found.group(1)
 
 
 @pytest.fixture
-def hostile(learned_config, workbench_of):
+def hostile(learned_config: Config, workbench_of: WorkbenchOf) -> tuple[Api, Client]:
     """The workbench with one queued message for each of IDS; a client logged in as dana, and
     the queue's ids in their order."""
     api, state = workbench_of(learned_config)
@@ -75,7 +81,9 @@ def hostile(learned_config, workbench_of):
     return api, client
 
 
-def test_every_link_form_and_button_reaches_the_message_it_is_for(hostile, kafka_config, topics):
+def test_every_link_form_and_button_reaches_the_message_it_is_for(
+    hostile: tuple[Api, Client], kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     api, client = hostile
     status, page, _ = client.get("/queue?limit=500")
     assert status == 200
@@ -156,9 +164,11 @@ def invisible_in_text(page: str) -> set[str]:
     )
 
 
-def test_invisible_characters_are_shown_not_obeyed(learned_config, workbench_of):
+def test_invisible_characters_are_shown_not_obeyed(
+    learned_config: Config, workbench_of: WorkbenchOf
+) -> None:
     api, state = workbench_of(learned_config)
-    message = {
+    message: dict[str, Any] = {
         "id": "bidi\u2066id",
         "sender": SPOOF,
         "subject": "Invoice \u202egpj.exe",

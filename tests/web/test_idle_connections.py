@@ -15,10 +15,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from filterd.demo.broker import free_port
+from filterd.demo.broker import LocalBroker, free_port
 from filterd.service.passwords import hash_secret
 from tests.conftest import kafka_settings, new_topics
 from tests.daemon.conftest import write_config
@@ -118,7 +121,9 @@ def timed_get(url: str, data: bytes | None = None, auth: str | None = None) -> t
 class Daemon:
     """`filterd run` with the HTTP API, at OPEN_FILES open files, its log in a file."""
 
-    def __init__(self, tmp_path, kafka_config, topics) -> None:
+    def __init__(
+        self, tmp_path: Path, kafka_config: dict[str, Any], topics: dict[str, str]
+    ) -> None:
         url = f"sqlite:///{tmp_path / 'filterd.db'}"
         learned_store(url)
         users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
@@ -163,7 +168,7 @@ class Daemon:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory, broker):
+def daemon(tmp_path_factory: pytest.TempPathFactory, broker: LocalBroker) -> Iterator[Daemon]:
     """One daemon for the module: each test floods one of its ports, and checks the answers,
     the log and the connections of its own flood."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -215,7 +220,9 @@ def is_warning(line: str) -> bool:
 
 
 @pytest.mark.parametrize("flooded", ["http_port", "observe_port"])
-def test_every_endpoint_answers_within_a_second_while_a_port_is_flooded(daemon, flooded):
+def test_every_endpoint_answers_within_a_second_while_a_port_is_flooded(
+    daemon: Daemon, flooded: str
+) -> None:
     """The API's port, then the observe port: the other endpoints and the flooded port's own
     answer within ANSWER_SECONDS, the log stays quiet, the daemon lives."""
     answers, noise, closed = attacked(daemon, getattr(daemon, flooded))

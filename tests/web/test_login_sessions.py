@@ -3,6 +3,8 @@ store): a session ends at logout even for a saved copy of its cookie, and with t
 credentials, across a restart; over HTTPS the cookies are `__Host-` cookies; guessing at a name
 from one address never refuses the analyst at another; another site's page cannot post."""
 
+from collections.abc import Callable, Iterator
+
 import pytest
 import structlog
 from msgspec.structs import replace
@@ -10,18 +12,20 @@ from msgspec.structs import replace
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.service.passwords import hash_secret
 from filterd.store.handle import Store
 from filterd.web.auth import FAILURES
+from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
 from tests.web.client import Client, csrf_of
-from tests.web.conftest import PASSWORD, ROUNDS
+from tests.web.conftest import PASSWORD, ROUNDS, Serve
 
 SECRET = "a session secret of at least 32 characters"
 
 
 @pytest.fixture
-def start(learned_config, serve):
+def start(learned_config: Config, serve: Serve) -> Iterator[Callable[[dict[str, str]], Api]]:
     """Starts the app over the learned store with `users` (name → password), sessions signed
     with SECRET: a restart of the same deployment, with its credentials as they are now."""
     store = Store.open(learned_config.database.url)
@@ -31,7 +35,7 @@ def start(learned_config, serve):
 
     hashes: dict[str, str] = {}  # password → its hash, as the configuration keeps it
 
-    def started(users: dict[str, str]):
+    def started(users: dict[str, str]) -> Api:
         for password in users.values():
             hashes.setdefault(password, hash_secret(password, "pbkdf2_sha256", rounds=ROUNDS))
         hashed = {name: hashes[password] for name, password in users.items()}
@@ -42,7 +46,9 @@ def start(learned_config, serve):
     store.close()
 
 
-def test_a_cookie_saved_before_logout_is_refused_after_it(start):
+def test_a_cookie_saved_before_logout_is_refused_after_it(
+    start: Callable[[dict[str, str]], Api],
+) -> None:
     api = start({"dana": PASSWORD})
     client = Client(api.port)
     assert client.log_in()[0] == 303
@@ -58,7 +64,9 @@ def test_a_cookie_saved_before_logout_is_refused_after_it(start):
     assert client.log_in()[0] == 303 and client.get("/audit")[0] == 200
 
 
-def test_a_session_ends_with_the_credentials_it_was_issued_under(start):
+def test_a_session_ends_with_the_credentials_it_was_issued_under(
+    start: Callable[[dict[str, str]], Api],
+) -> None:
     client = Client(start({"dana": PASSWORD, "lee": PASSWORD}).port)
     assert client.log_in()[0] == 303
     cookie = client.cookies[SESSION_COOKIE]
@@ -74,13 +82,15 @@ def test_a_session_ends_with_the_credentials_it_was_issued_under(start):
     assert not works_after_restart({"lee": PASSWORD})  # dana removed from [http] users
 
 
-def test_over_https_the_session_is_a_host_only_secure_cookie(start):
+def test_over_https_the_session_is_a_host_only_secure_cookie(
+    start: Callable[[dict[str, str]], Api],
+) -> None:
     api = start({"dana": PASSWORD})
     # as a TLS proxy on this host sends them on (uvicorn trusts its forwarded headers)
     browser = Client(api.port, headers={"X-Forwarded-Proto": "https"})
     status, _, headers = browser.log_in()
     assert status == 303
-    cookies = {c.split("=")[0]: c.lower() for c in headers.get_all("set-cookie")}
+    cookies = {c.split("=")[0]: c.lower() for c in headers.get_all("set-cookie", [])}
     session = cookies["__Host-" + SESSION_COOKIE]
     assert "secure" in session and "path=/" in session and "domain" not in session
     assert "httponly" in session and "samesite=strict" in session
@@ -94,7 +104,9 @@ def test_over_https_the_session_is_a_host_only_secure_cookie(start):
     assert plain.log_in()[0] == 303 and SESSION_COOKIE in plain.cookies
 
 
-def test_guessing_at_the_login_form_never_refuses_the_analyst_at_another_address(start):
+def test_guessing_at_the_login_form_never_refuses_the_analyst_at_another_address(
+    start: Callable[[dict[str, str]], Api],
+) -> None:
     api = start({"dana": PASSWORD})
     guesser = Client(api.port, address="127.0.0.2")
     for i in range(FAILURES):
@@ -104,7 +116,9 @@ def test_guessing_at_the_login_form_never_refuses_the_analyst_at_another_address
     assert Client(api.port).log_in()[0] == 303  # dana at her desk
 
 
-def test_another_sites_page_cannot_post_even_with_the_forms_token(start):
+def test_another_sites_page_cannot_post_even_with_the_forms_token(
+    start: Callable[[dict[str, str]], Api],
+) -> None:
     api = start({"dana": PASSWORD})
     client = Client(api.port)
     client.log_in()

@@ -6,16 +6,20 @@ The browser tests (test_workbench_browser.py) drive the same pages with the keyb
 import logging
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import structlog
 
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import Config
+from filterd.service.records import Decision
+from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
 from tests.daemon.conftest import read_all, valid
 from tests.web.browser import wait_until
 from tests.web.client import Client, csrf_of
-from tests.web.conftest import ERIN_TOKEN, PASSWORD, queue_messages
+from tests.web.conftest import ERIN_TOKEN, PASSWORD, WorkbenchOf, queue_messages
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 
@@ -25,7 +29,7 @@ def rows_of(page: str) -> list[str]:
 
 
 @pytest.fixture
-def workbench(learned_config, workbench_of):
+def workbench(learned_config: Config, workbench_of: WorkbenchOf) -> tuple[Api, list[Decision]]:
     """The app over a learned store with 30 queued decisions (q0 has a hostile subject), users
     dana (password) and erin (API token), labels to the session's feedback topic."""
     api, state = workbench_of(learned_config)
@@ -40,7 +44,9 @@ def workbench(learned_config, workbench_of):
     return api, decisions
 
 
-def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
+def test_pages_need_a_session_and_state_changes_its_csrf_token(
+    workbench: tuple[Api, list[Decision]],
+) -> None:
     api, _ = workbench
     client = Client(api.port)
     status, _, headers = client.get("/queue?label=spam")
@@ -55,7 +61,7 @@ def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
     assert client.log_in(password="wrong")[0] == 401
     status, _, headers = client.log_in(next="//evil.example/")
     assert status == 303 and headers["location"] == "/queue"  # never off the site
-    cookie = next(c for c in headers.get_all("set-cookie") if c.startswith(SESSION_COOKIE))
+    cookie = next(c for c in headers.get_all("set-cookie", []) if c.startswith(SESSION_COOKIE))
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
     assert PASSWORD not in cookie
 
@@ -85,7 +91,7 @@ def test_pages_need_a_session_and_state_changes_its_csrf_token(workbench):
     assert client.get("/queue")[0] == 303
 
 
-def test_the_queue_filters_orders_and_escapes(workbench):
+def test_the_queue_filters_orders_and_escapes(workbench: tuple[Api, list[Decision]]) -> None:
     api, decisions = workbench
     client = Client(api.port)
     client.log_in()
@@ -140,8 +146,8 @@ def test_the_queue_filters_orders_and_escapes(workbench):
 
 
 def test_labels_from_the_pages_are_published_as_the_sessions_analyst(
-    workbench, kafka_config, topics
-):
+    workbench: tuple[Api, list[Decision]], kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
     api, _ = workbench
     client = Client(api.port)
     client.log_in()
@@ -186,7 +192,9 @@ def test_labels_from_the_pages_are_published_as_the_sessions_analyst(
     assert records["q3"]["comment"] == "phish" and records["q3"]["source"] == "analyst"
 
 
-def test_the_model_page_previews_and_the_guardrails_refuse(workbench):
+def test_the_model_page_previews_and_the_guardrails_refuse(
+    workbench: tuple[Api, list[Decision]],
+) -> None:
     api, _ = workbench
     client = Client(api.port)
     client.log_in(next="/model")
@@ -206,7 +214,7 @@ def test_the_model_page_previews_and_the_guardrails_refuse(workbench):
 
 
 @pytest.fixture
-def workbench_any(learned_config_any, workbench_of):
+def workbench_any(learned_config_any: Config, workbench_of: WorkbenchOf) -> Client:
     """The workbench over a learned store with one queued message, q1: on SQLite, then on
     PostgreSQL; a client logged in as dana."""
     api, state = workbench_of(learned_config_any)
@@ -232,7 +240,9 @@ def workbench_any(learned_config_any, workbench_of):
         ("/audit?analyst=d%00na", "analyst"),
     ],
 )
-def test_bad_input_on_the_pages_is_a_4xx_naming_it(workbench_any, caplog, path, field):
+def test_bad_input_on_the_pages_is_a_4xx_naming_it(
+    workbench_any: Client, caplog: pytest.LogCaptureFixture, path: str, field: str
+) -> None:
     with structlog.testing.capture_logs() as events:
         status, page, _ = workbench_any.get(path)
         wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")

@@ -4,17 +4,21 @@ describes the API's routes of the same table. Real uvicorn over a learned SQLite
 
 import http.client
 import re
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pytest
 import structlog
 from msgspec.structs import replace
+from starlette.applications import Starlette
 from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from filterd.daemon.model_state import ModelState
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
+from filterd.service.config import Config
 from filterd.service.decide import tokenizer_of
 from filterd.store.handle import Store
 from filterd.web.app import OTHER, RouteLabels
@@ -24,7 +28,7 @@ from tests.web.browser import wait_until
 
 
 @pytest.fixture
-def served(learned_config):
+def served(learned_config: Config) -> Iterator[tuple[Api, Metrics]]:
     """(the `Api` over a learned store, listening on a free port; the metrics it counts in)."""
     config = replace(learned_config, http=replace(learned_config.http, port=0))
     store = Store.open(config.database.url)
@@ -50,17 +54,22 @@ def status_of(port: int, method: str, path: str) -> int:
         connection.close()
 
 
-def asked(route) -> tuple[str, str]:
+def asked(route: Route | Mount) -> tuple[str, str]:
     """(a method, a path) that `route` answers: its parameters filled in, a mount's first file."""
     if isinstance(route, Mount):
-        first = min(p.name for p in Path(route.app.directory).iterdir() if p.is_file())
+        assert isinstance(route.app, StaticFiles)
+        first = min(p.name for p in Path(str(route.app.directory)).iterdir() if p.is_file())
         return "GET", f"{route.path}/{first}"
+    assert route.methods is not None
     return min(route.methods - {"HEAD"}), re.sub(r"\{[^}]*\}", "m-1", route.path)
 
 
-def test_every_route_answered_is_counted_under_its_own_label_and_every_label_is_a_route(served):
+def test_every_route_answered_is_counted_under_its_own_label_and_every_label_is_a_route(
+    served: tuple[Api, Metrics],
+) -> None:
     api, metrics = served
     app = api.server.app
+    assert isinstance(app, Starlette)
     labels = RouteLabels(app.routes)
 
     def count(label: str, status: int) -> float:

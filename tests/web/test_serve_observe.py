@@ -11,6 +11,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,7 @@ from filterd.service.passwords import hash_secret
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 
 
-def serve(config) -> list[str]:
+def serve(config: Path) -> list[str]:
     return [sys.executable, "-m", "filterd", "serve", "--config", str(config)]
 
 
@@ -31,7 +33,13 @@ def get(port: int, path: str) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
-def wait_for(condition, process: subprocess.Popen, log, what: str, seconds: float = 30) -> None:
+def wait_for(
+    condition: Callable[[], object],
+    process: subprocess.Popen[bytes],
+    log: Path,
+    what: str,
+    seconds: float = 30,
+) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -45,7 +53,7 @@ def wait_for(condition, process: subprocess.Popen, log, what: str, seconds: floa
 
 
 @pytest.fixture
-def serve_config(tmp_path, monkeypatch):
+def serve_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, int, int]:
     """A configuration file for `filterd serve` over a learned SQLite store: (path, database
     file, HTTP port, metrics port). No broker: serve needs one only to send labels."""
     database = tmp_path / "filterd.db"
@@ -74,7 +82,9 @@ metrics_port = {metrics_port}
     return path, database, http_port, metrics_port
 
 
-def test_serve_answers_health_readiness_and_metrics(serve_config, tmp_path):
+def test_serve_answers_health_readiness_and_metrics(
+    serve_config: tuple[Path, Path, int, int], tmp_path: Path
+) -> None:
     path, database, http_port, metrics_port = serve_config
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
@@ -107,7 +117,9 @@ def test_serve_answers_health_readiness_and_metrics(serve_config, tmp_path):
         socket.create_connection(("127.0.0.1", metrics_port), timeout=2)
 
 
-def test_serve_with_its_metrics_port_taken_says_so_in_one_line(serve_config):
+def test_serve_with_its_metrics_port_taken_says_so_in_one_line(
+    serve_config: tuple[Path, Path, int, int],
+) -> None:
     path, _, _, metrics_port = serve_config
     with socket.create_server(("127.0.0.1", metrics_port)):
         result = subprocess.run(serve(path), capture_output=True, text=True, timeout=60)

