@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine, Row, delete, select
 
 from filterd.bayes.arrays import BoolArray, FloatArray
+from filterd.evaluation import ranking
 from filterd.service.decide import DEFAULT_TAU
 from filterd.store.bulk import insert_rows
 from filterd.store.schema import Prequential
@@ -176,8 +177,6 @@ def drift_report(
     engine: Engine, model_id: int, target_class: str, window: int = 5000
 ) -> DriftReport:
     """The rolling figures over the newest `window` scored feedback records."""
-    from filterd.evaluation import ranking  # scipy's statistics: imported when needed
-
     with engine.connect() as conn:
         rows = _newest(conn, model_id, target_class, window)
         times = [as_utc(r.scored_at) for r in rows]
@@ -236,8 +235,6 @@ def drift_series(
     """The newest `window` scored feedback records (those `drift_report` reads), in the order they
     were scored, cut into `buckets` consecutive groups of sizes differing by at most one (fewer
     groups when there are fewer records): one `DriftPoint` per group, oldest first."""
-    from filterd.evaluation import ranking  # scipy's statistics: imported when needed
-
     if buckets < 1:
         raise ValueError(f"buckets must be at least 1, got {buckets}")
     with engine.connect() as conn:

@@ -9,6 +9,7 @@ from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.ranking import (
     accuracy,
     auc,
+    average_ranks,
     binary_summary,
     lam,
     lam_pct,
@@ -92,6 +93,19 @@ def test_binary_functions_reject_bad_input() -> None:
 def test_auc_matches_pairwise_count(data: tuple[FloatArray, BoolArray]) -> None:
     scores, labels = data
     assert auc(scores, labels) == pytest.approx(brute_force_auc(scores, labels))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([-1.0, 0.0, 0.25, 0.5, 3.0]) | st.floats(-1e6, 1e6), min_size=1, max_size=60
+    )
+)
+def test_average_ranks_are_scipys_rankdata(values: list[float]) -> None:
+    from scipy.stats import rankdata
+
+    array = np.array(values)
+    assert average_ranks(array).tolist() == rankdata(array).tolist()
 
 
 @settings(max_examples=100, deadline=None)
