@@ -192,7 +192,8 @@ class Demo:
             logging.getLogger().level,
             logging.getLogger("kafka").level,
         )
-        self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115 - closed in _stop_parts()
+        # closed in _stop_parts()
+        self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115
         configure_logging("json", stream=self._log_file)
         self.daemon = Daemon(self.config, role="all", create_store=True)
         self._daemon_thread = threading.Thread(

@@ -276,7 +276,8 @@ def _header_values(message: Message) -> dict[str, list[str]]:
 
 def _raw_headers(message: Message) -> list[tuple[str, str]]:
     """What `message.raw_items()` gives, without its copy and generator (read once a part)."""
-    headers: list[tuple[str, str]] = message._headers  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+    # compat32's private attribute, not in typeshed
+    headers: list[tuple[str, str]] = message._headers  # type: ignore[attr-defined]
     return headers
 
 
@@ -306,7 +307,8 @@ def _part_tokens(
             fields = _part_fields(part)
             # What get_payload() returns (the raw mail holds no surrogates), without its
             # second scan of the headers
-            payload: object = part._payload  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+            # compat32's private attribute, not in typeshed
+            payload: object = part._payload  # type: ignore[attr-defined]
             if isinstance(payload, list):
                 out.append("content-type:" + _content_type(part, fields))
                 stack.extend(p for p in reversed(payload) if isinstance(p, Message))

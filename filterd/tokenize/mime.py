@@ -63,7 +63,8 @@ def split_mail(raw: str) -> Message | None:
         return _Splitter(raw).root()
     except MimeTooDeep:
         raise
-    except Exception:  # noqa: BLE001 - _Refused, or an error the stdlib parse will meet (or not) itself
+    except Exception:  # noqa: BLE001
+        # _Refused, or an error the stdlib parse will meet (or not) itself
         return None
 
 
@@ -101,7 +102,8 @@ def content_type_of(message: Message) -> str:
     """`message.get_content_type()`, read from its headers directly: Message.get lowercases
     every header name and passes the value through the policy, several times the cost. A
     value that is not ASCII may hold surrogates, which the policy wraps: the stdlib reads it."""
-    headers: list[tuple[str, str]] = message._headers  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+    # compat32's private attribute, not in typeshed
+    headers: list[tuple[str, str]] = message._headers  # type: ignore[attr-defined]
     for name, value in headers:
         if len(name) == 12 and name.lower() == "content-type":  # most names: no lower() copy
             if not (type(value) is str and value.isascii()):
@@ -256,7 +258,8 @@ class _Splitter:
         if self.has_cr:  # the value less its last line ending, as header_source_parse
             headers = [(name, value.rstrip("\r\n")) for name, value in headers]
         # _HEADER_LF leaves the last "\n" out already
-        message._headers = headers  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+        # compat32's private attribute, not in typeshed
+        message._headers = headers  # type: ignore[attr-defined]
         self.pos = end
         if end < len(text) and text[end] in "\r\n":
             self.pos = self.line_end(end)  # the blank line after the headers: consumed
@@ -327,6 +330,8 @@ class _Splitter:
             elif last.epilogue is not None:
                 last.epilogue = _without_line_ending(last.epilogue)
         else:  # as the feed parser: get_payload() may decode
-            payload: object = last._payload  # type: ignore[attr-defined]  # compat32's private attribute, not in typeshed
+            # compat32's private attribute, not in typeshed
+            payload: object = last._payload  # type: ignore[attr-defined]
             if isinstance(payload, str):
-                last._payload = _without_line_ending(payload)  # type: ignore[attr-defined]  # as above
+                # compat32's private attribute, as above
+                last._payload = _without_line_ending(payload)  # type: ignore[attr-defined]

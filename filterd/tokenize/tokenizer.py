@@ -92,7 +92,8 @@ class Tokenizer:
         """The tokens of one message record. Never raises."""
         try:
             return self._tokens(message)
-        except Exception:  # noqa: BLE001 - a bug must not stop the stream; the flag makes it visible
+        except Exception:  # noqa: BLE001
+            # a bug must not stop the stream; the flag makes it visible
             return Tokens([], True, frozenset({INTERNAL_ERROR}))
 
     def text(self, text: str) -> list[str]:

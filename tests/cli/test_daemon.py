@@ -272,7 +272,8 @@ def test_a_database_filterd_cannot_use_is_one_line_before_start_up(tmp_path: Pat
         for url, expected in [
             (
                 "mysql://u@h/x",
-                "unsupported database URL scheme 'mysql': filterd supports sqlite:// and postgresql://",
+                "unsupported database URL scheme 'mysql': "
+                "filterd supports sqlite:// and postgresql://",
             ),
             (
                 f"sqlite:///{tmp_path}/file/x.db",
