@@ -93,10 +93,8 @@ from endtoend.options import parse
 from endtoend.report import print_report
 from endtoend.results import Report
 from endtoend.runs import run_all, run_clients, run_latency_only
-from filterd.bayes.estimators import parse_params
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
-from filterd.bayes.selection import Selection
 from filterd.demo.broker import LocalBroker
+from filterd.service.config import load
 from harness import load_average
 
 
@@ -104,12 +102,10 @@ def main() -> None:
     options = parse(None, __doc__.splitlines()[0])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
-    params = (
-        dict(DEFAULT_SPEC.params)
-        if options.variant == DEFAULT_SPEC.variant
-        else parse_params(options.variant, {})
-    )
-    spec = ModelSpec(options.variant, params, Selection.parse(options.select))
+    # as `filterd run` reads [model]: another variant takes its own parameters, the fusion no
+    # selection of its own
+    overrides = {"model.variant": options.variant, "model.select": options.select}
+    spec = load(environ={}, overrides=overrides).model.spec
     train, test, source = sms_parts()
     report = Report(spec=str(spec), source=source, load_start=load_average())
     with tempfile.TemporaryDirectory(prefix="filterd-e2e-") as name:
