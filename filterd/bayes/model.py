@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import gammainc, gammaincc, gammaln
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.estimators import (
@@ -382,6 +381,9 @@ def chi2_log_tails(m: FloatArray, n: Int64Array) -> tuple[FloatArray, FloatArray
     >>> round(float(log_q[1]), 3), float(log_c[1])  # Q ≈ e^−851.6: chi2.logsf says −inf
     (-851.57, 0.0)
     """
+    # scipy.special on first use: the commands that score no Fisher model start without it
+    from scipy.special import gammainc, gammaincc, gammaln
+
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.int64)
     with np.errstate(divide="ignore"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 from structlog.typing import FilteringBoundLogger
@@ -55,7 +56,9 @@ from filterd.store.errors import (
     UnknownModel,
 )
 from filterd.store.handle import ModelStore, Store
-from filterd.web.serving import Api
+
+if TYPE_CHECKING:  # the workbench's routes and pages: imported only with `[http] enabled`
+    from filterd.web.serving import Api
 
 ROLES = ("all", "scorer", "learner")
 EXIT_OK, EXIT_FAILED, EXIT_FLOOD = 0, 1, 3
@@ -165,6 +168,8 @@ class Daemon:
         http = self.config.http
         if not http.enabled or self.state is None:
             return None
+        from filterd.web.serving import Api
+
         api = Api(self.config, model, self.state, tokenizer_of(self.config), self.log, self.metrics)
         try:
             return api.start()

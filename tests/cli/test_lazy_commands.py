@@ -67,3 +67,18 @@ def test_the_daemon_the_api_and_the_topics_commands_start_without_scipy_stats() 
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def test_the_daemon_and_the_topics_commands_start_without_scipy_or_the_workbench() -> None:
+    """scipy (a Fisher model's χ² tails) is imported when a Fisher model first scores, and the
+    workbench's routes and pages when `[http] enabled` makes them: `filterd run` is ready
+    sooner, and `filterd topics` needs neither."""
+    probe = (
+        "import sys, filterd.cli.daemon, filterd.cli.topics\n"
+        "print(' '.join(m for m in sys.modules"
+        " if m.split('.')[0] in ('scipy', 'jinja2') or m.startswith('filterd.web.app')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == ""
