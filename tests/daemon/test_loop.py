@@ -136,6 +136,7 @@ def test_a_failed_publish_is_read_again_and_nothing_is_committed_before_it_succe
             committed_while_failing.append(dict(broker.committed))
         flush()
 
+    # the real publisher, its flush observed: what was committed while it failed
     publisher.flush = observed_flush  # type: ignore[method-assign]
     loop = scorer(config, broker, publisher)
     run_until(loop, lambda: len(broker.read("decisions")) >= 20)

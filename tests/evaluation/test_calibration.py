@@ -142,6 +142,7 @@ def test_conservative_tau_bound_holds_is_largest_and_below_exact(
     exact = recall_threshold(scores, labels, target)
     assert cons.tau <= exact.tau
     assert cons.recall_lower_bound is not None and cons.recall_lower_bound >= target
+    # a one-line count, read where it is used
     hits: Callable[[float], int] = lambda tau: int(  # noqa: E731
         np.count_nonzero(scores[labels] >= tau)
     )

@@ -179,6 +179,7 @@ def test_record_events_appends_in_the_transaction(model: ModelStore) -> None:
         ("p1", "parked", "alice")
     ]
     with pytest.raises(ValueError, match="unknown label event outcome"), model.transaction() as w:
+        # an outcome the type does not allow: what the store does with it at run time
         w.record_events([Event("p3", "spam", "lost")])  # type: ignore[arg-type]
 
 

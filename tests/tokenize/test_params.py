@@ -25,6 +25,7 @@ NAMES = st.sampled_from(["boundary", "filename", "name", "charset", "x", "filena
 
 @given(HEADER)
 def test_the_pieces_are_the_standard_librarys(value: str) -> None:
+    # the standard library's private parser, not in typeshed: the reference
     expected = email.message._parseparam(value)  # type: ignore[attr-defined]
     if len(expected) <= MAX_PARAMS:
         assert split_params(value) == expected
