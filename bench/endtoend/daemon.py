@@ -18,7 +18,7 @@ from pathlib import Path
 from endtoend.metrics import METRICS_EVERY, Samples, parse_samples
 from endtoend.options import KafkaSettings
 from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
-from filterd.demo.broker import free_port
+from filterd.demo.broker import die_with_parent, free_port
 
 # Shorter group timeouts than the defaults, so that a group forms in seconds: Tansu makes a join
 # wait about session_timeout_ms / 2.
@@ -71,16 +71,6 @@ class Topics:
 
     def names(self) -> list[str]:
         return [self.messages, self.decisions, self.feedback, self.dead_letter]
-
-
-def _die_with_parent() -> Callable[[], object] | None:
-    """A preexec_fn: the child is killed if this process dies (Linux), so no daemon outlives us."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return lambda: prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -170,7 +160,7 @@ class Daemon:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                preexec_fn=_die_with_parent(),  # noqa: PLW1509 (only prctl, in the child)
+                preexec_fn=die_with_parent(),  # noqa: PLW1509 (only prctl, in the child)
             )
         self.started_at = time.time()
         return self

@@ -99,8 +99,9 @@ def _ephemeral_low() -> int:
         return 0
 
 
-def _die_with_parent() -> Callable[[], object] | None:
-    """A preexec_fn that makes the broker die with us (Linux), so a killed test run leaves none."""
+def die_with_parent() -> Callable[[], object] | None:
+    """A preexec_fn that makes a child process die with us (Linux): the broker here, the
+    benchmarks' daemons, so that a killed run leaves none."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -182,7 +183,7 @@ class LocalBroker:
                     env=env,
                     start_new_session=True,
                     # Safe with threads here: it only calls one pre-resolved C function.
-                    preexec_fn=_die_with_parent(),  # noqa: PLW1509
+                    preexec_fn=die_with_parent(),  # noqa: PLW1509
                 )
             except OSError as e:
                 raise BrokerError(f"cannot run {binary}: {e}") from e

@@ -28,6 +28,7 @@ from filterd.demo.broker import free_port
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config
 from filterd.service.config import load as load_config
+from filterd.service.decide import Source
 from filterd.service.records import schemas
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
@@ -39,15 +40,10 @@ VALIDATORS = {
 }
 
 
-class Consumed(Protocol):
-    """A record read back from a topic (kafka-python's ConsumerRecord, which is untyped)."""
+class Consumed(Source, Protocol):
+    """A record read back from a topic (kafka-python's ConsumerRecord, which is untyped): where
+    it was read (`Source`) and what it holds."""
 
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def offset(self) -> int: ...
     @property
     def timestamp(self) -> int: ...
     @property
