@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/fusion.py [--corpus enron-spam ...] [--limit N]
 
-Each spam corpus of ../shared/corpora (smishing counted as spam), tokenized once by the default
-tokenizer. Online: every component of `filterd.bayes.fusion.COMPONENTS` replays the stream
+Each spam corpus of ../shared/corpora (smishing counted as spam), tokenized once by the
+tokenizer of the fusion (`tokenizer_of`: words, character 4-grams and word pairs). Online:
+every component of `filterd.bayes.fusion.COMPONENTS` replays the stream
 (`replay_components`: each message scored by everything learned before it), and the fusion
 combines them as `filterd evaluate --variant fusion --protocol online` does
 (`fusion.replay_fused`: the weights of one pass over the newest 5,000 rows before each
@@ -25,22 +26,17 @@ import time
 import numpy as np
 
 from filterd.bayes import fusion
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import relabel
 from filterd.evaluation.protocols import Corpus, evaluate
-from filterd.tokenize import Tokenizer
+from filterd.service.config import DEFAULTS
+from filterd.service.decide import tokenizer_of
 from harness import CORPORA
 
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
-NAMES = (
-    "default",
-    "rf, clues ≥ 0.1",
-    "rf s=0.1, clues ≥ 0.3",
-    "rf s=0.45, top 15",
-    "pnbc+local:6:alo",
-)  # fusion.COMPONENTS, in order
+NAMES = tuple(str(spec) for spec in fusion.COMPONENTS)
 BURN_IN = 500
 
 
@@ -62,7 +58,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()
     t_start = time.perf_counter()
-    tokenizer = Tokenizer()
+    tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
     for name in args.corpus or ALL:
         path = CORPORA / name / "messages.jsonl.gz"
         if not path.exists():
@@ -81,8 +77,13 @@ def main() -> None:
                 f"{ranking.one_minus_auc_pct(v[later], y[later]):.3f} |"
             )
         print("\nsplit protocol\n\n| model | AUC | (1−AUC)% | spec@R=1 |\n|---|---|---|---|")
-        for label, spec in (("default", DEFAULT_SPEC), ("fusion", ModelSpec.parse("fusion"))):
-            e = evaluate(corpus, spec, "split", "spam")
+        # the default reads the default tokenizer's tokens, as `filterd evaluate` gives it
+        words = Corpus.tokenize(records, tokenizer_of(DEFAULTS, specs=[DEFAULT_SPEC]))
+        for label, spec, tokenized in (
+            ("default", DEFAULT_SPEC, words),
+            ("fusion", ModelSpec(FUSION), corpus),
+        ):
+            e = evaluate(tokenized, spec, "split", "spam")
             print(
                 f"| {label} | {e.auc:.4f} | {e.one_minus_auc_pct:.3f} "
                 f"| {e.spec_at_full_recall:.3f} |"

@@ -21,8 +21,9 @@
 
    docs is a list of lists of str. Each token's key is TokenHasher's (filterd/vocab.py):
        h_p(t) = sum_i (b_i + 1) * B_p^i  mod p      (b_i the UTF-8 bytes of t)
-       key(t) = h_P1(t) * 2^31 + h_P2(t)
-   with a NUL character hashed as U+FFFD, as TokenHasher does. Per document, equal keys
+       key(t) = v(t) * 2^62 + h_P1(t) * 2^31 + h_P2(t)      (as int64)
+   with v(t) the token's view (token_view, vocab.view_of_token) and a NUL character hashed as
+   U+FFFD, as TokenHasher does. Per document, equal keys
    are one entry: keys sorted, counts summed, token_index the position (in the documents'
    tokens laid end to end) of the key's first occurrence. The four results are bytearrays
    of native int64 for numpy.frombuffer. None when a document is not a list or a token
@@ -69,6 +70,18 @@ powers_of(uint64_t base, uint64_t p)
     h = (h * w.b4 + ((uint64_t)s[i + 3] + 1) * w.b3 + ((uint64_t)s[i + 2] + 1) * w.b2 \
          + ((uint64_t)s[i + 1] + 1) * w.b + ((uint64_t)s[i] + 1)) % p
 
+/* vocab.view_of_token: 1 for "c4:..." (a character 4-gram), 2 for a word pair (a space and no
+   ':'), else 0 (words). */
+static inline uint64_t
+token_view(const unsigned char *s, Py_ssize_t n)
+{
+    if (n >= 3 && s[0] == 'c' && s[1] == '4' && s[2] == ':')
+        return 1;
+    if (memchr(s, ' ', n) != NULL && memchr(s, ':', n) == NULL)
+        return 2;
+    return 0;
+}
+
 static inline int64_t
 token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *w2)
 {
@@ -82,7 +95,7 @@ token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *
                 h2 = (h2 * w2->b + c) % P2;
             }
         }
-        return (int64_t)((h1 << 31) | h2);
+        return (int64_t)((token_view(s, n) << 62) | (h1 << 31) | h2);
     }
     Py_ssize_t i = n;
     while (i % 4) { /* the last n mod 4 bytes come first */
@@ -95,7 +108,7 @@ token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *
         STEP4(h1, (*w1), P1, s, i);
         STEP4(h2, (*w2), P2, s, i);
     }
-    return (int64_t)((h1 << 31) | h2);
+    return (int64_t)((token_view(s, n) << 62) | (h1 << 31) | h2);
 }
 
 static inline int

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from filterd.bayes.arrays import Int64Array
-from filterd.bayes.vocab import P1, P2, TokenHasher
+from filterd.bayes.arrays import BoolArray, Int64Array
+from filterd.bayes.vocab import P1, P2, TokenHasher, views_of
 
 
 class _Speedups(Protocol):
@@ -140,6 +140,23 @@ def concat(batches: Sequence[DocBatch]) -> DocBatch:
     return DocBatch(
         indptr, keys, counts, list(chain.from_iterable(b.tokens for b in batches)), token_index
     )
+
+
+def select_entries(batch: DocBatch, keep: BoolArray) -> DocBatch:
+    """The batch of the same documents with the entries where `keep` (nnz,) alone; `batch`
+    itself when every entry is kept."""
+    if keep.all():
+        return batch
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)  # entries kept before each entry
+    np.cumsum(keep, out=kept_before[1:])
+    indptr = kept_before[batch.indptr]
+    token_index = None if batch.token_index is None else batch.token_index[keep]
+    return DocBatch(indptr, batch.keys[keep], batch.counts[keep], batch.tokens, token_index)
+
+
+def only_view(batch: DocBatch, view: int) -> DocBatch:
+    """The batch with the tokens of `view` (`filterd.bayes.vocab.VIEWS`) alone."""
+    return select_entries(batch, views_of(batch.keys) == view)
 
 
 def select_docs(batch: DocBatch, docs: Int64Array) -> DocBatch:

@@ -25,7 +25,7 @@ decision is the first component's clues.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,15 +40,40 @@ RATE = 0.02
 WINDOW = 5000  # rows the weights are learned from (the newest), as `drift.window` keeps
 REFIT_EVERY = 100  # the online protocol, once the window is full: messages between two fits
 
-# Diverse views of the same statistics (bench/fusion.py, docs/benchmarks.md): Robinson–Fisher
-# with fewer or more clues and other prior strengths, SpamBayes' 15 strongest clues, and PNBC.
+# Estimators reading the token views of one statistics table (`filterd.bayes.vocab.VIEWS`):
+# over words, Robinson–Fisher with fewer or more clues and other prior strengths, SpamBayes' 15
+# strongest clues, and PNBC over the 6 strongest; over character 4-grams and over word pairs,
+# Robinson–Fisher and PNBC over the 6 strongest; and PNBC over every token of each view. The
+# first, the default model over words, scores alone until the first weights. The set was chosen
+# by leaving one corpus out (bench/loo.py; docs/benchmarks.md, "Which components?").
+_RF = "robinson_fisher"
 COMPONENTS: tuple[ModelSpec, ...] = (
-    DEFAULT_SPEC,
-    ModelSpec("robinson_fisher", {"s": 0.025, "x": 0.52}, Selection.parse("local:1000000:alo:0.1")),
-    ModelSpec("robinson_fisher", {"s": 0.1, "x": 0.5}, Selection.parse("local:1000000:alo:0.3")),
-    ModelSpec("robinson_fisher", {"s": 0.45, "x": 0.5}, Selection.parse("local:15:alo")),
-    ModelSpec("pnbc", selection=Selection.parse("local:6:alo")),
+    replace(DEFAULT_SPEC, view="words"),
+    ModelSpec(_RF, {"s": 0.025, "x": 0.52}, Selection.parse("local:1000000:alo:0.1"), view="words"),
+    ModelSpec(_RF, {"s": 0.1, "x": 0.5}, Selection.parse("local:1000000:alo:0.3"), view="words"),
+    ModelSpec(_RF, {"s": 0.45, "x": 0.5}, Selection.parse("local:15:alo"), view="words"),
+    ModelSpec("pnbc", selection=Selection.parse("local:6:alo"), view="words"),
+    replace(DEFAULT_SPEC, view="chars"),
+    ModelSpec("pnbc", selection=Selection.parse("local:6:alo"), view="chars"),
+    replace(DEFAULT_SPEC, view="pairs"),
+    ModelSpec("pnbc", selection=Selection.parse("local:6:alo"), view="pairs"),
+    ModelSpec("pnbc", view="words"),
+    ModelSpec("pnbc", view="chars"),
+    ModelSpec("pnbc", view="pairs"),
 )
+
+
+def views_read(spec: ModelSpec) -> frozenset[str]:
+    """The token views a model of `spec` reads on their own: its view, or its components' for
+    the fusion (the tokenizer must make them: `filterd.service.decide.tokenizer_of`).
+
+    >>> sorted(views_read(ModelSpec(FUSION)))
+    ['chars', 'pairs', 'words']
+    >>> views_read(DEFAULT_SPEC)
+    frozenset()
+    """
+    specs = COMPONENTS if spec.variant == FUSION else (spec,)
+    return frozenset(s.view for s in specs if s.view is not None)
 
 
 def initial_weights(k: int) -> tuple[float, ...]:
@@ -218,8 +243,12 @@ class FusionModel:
         return self.labels[0]
 
     def with_weights(self, weights: Sequence[float] | None) -> FusionModel:
-        """The same components combined with `weights` (None: `INITIAL_WEIGHTS`)."""
-        return FusionModel(self.components, INITIAL_WEIGHTS if weights is None else weights)
+        """The same components combined with `weights`: `INITIAL_WEIGHTS` for None, and for
+        weights of another number of components (an older release's, until the next
+        calibration learns them anew)."""
+        if weights is None or len(weights) != len(self.components) + 1:
+            weights = INITIAL_WEIGHTS
+        return FusionModel(self.components, weights)
 
     def score(self, batch: DocBatch) -> FusedScores:
         per_component = [model.score(batch) for model in self.components]

@@ -28,10 +28,10 @@ from filterd.bayes.estimators import (
     idf,
     parse_value,
 )
-from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.features import DocBatch, encode, only_view
 from filterd.bayes.selection import STRENGTH_DECIMALS, Selection, global_top, local_top, strength
 from filterd.bayes.statistics import Counts, Statistics
-from filterd.bayes.vocab import Vocabulary, VocabularySnapshot
+from filterd.bayes.vocab import VIEWS, Vocabulary, VocabularySnapshot
 
 # Not an estimator: a logistic combination of several (`filterd.bayes.fusion`), a variant to
 # every interface that names one.
@@ -54,15 +54,18 @@ class ModelSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     selection: Selection = field(default_factory=Selection)
     set_of_words: bool = False
+    view: str | None = None  # the tokens of one view alone (`VIEWS`), or None: every token
 
     def __post_init__(self) -> None:
         if self.variant == FUSION:
-            if self.params or self.selection.kind != "none" or self.set_of_words:
+            if self.params or self.selection.kind != "none" or self.set_of_words or self.view:
                 raise ValueError(
-                    "fusion takes no parameters, selection or +sow: it combines fixed "
+                    "fusion takes no parameters, selection, +sow or view: it combines fixed "
                     "components (filterd.bayes.fusion.COMPONENTS)"
                 )
             return
+        if self.view is not None and self.view not in VIEWS:
+            raise ValueError(f"unknown view {self.view!r}: the views are {', '.join(VIEWS)}")
         # the values as the estimator takes them (numbers as floats); raises for an unknown variant
         object.__setattr__(self, "params", check_params(self.variant, self.params))
 
@@ -71,7 +74,13 @@ class ModelSpec:
         name = (
             self.variant + (f"({params})" if params else "") + ("+sow" if self.set_of_words else "")
         )
-        return name if self.selection.kind == "none" else f"{name}+{self.selection}"
+        name = name if self.selection.kind == "none" else f"{name}+{self.selection}"
+        return name if self.view is None else f"{name}@{self.view}"
+
+    @property
+    def view_id(self) -> int | None:
+        """The number of the view in token keys (`filterd.bayes.vocab.views_of`), or None."""
+        return None if self.view is None else VIEWS.index(self.view)
 
     @classmethod
     def parse(
@@ -210,10 +219,15 @@ class Model:
             self._compiled = None
             self.labels = (target, f"not {target}") if target is not None else tuple(stats.labels)
         else:
-            self._vocab = stats.vocab.snapshot()
-            keys = stats.vocab.keys.copy()
+            view = spec.view_id
+            self._vocab = stats.vocab.snapshot(view)
+            keys = (
+                stats.vocab.keys.copy()
+                if view is None
+                else stats.vocab.keys[stats.view_columns(view)]
+            )
             self._compiled = compile_weights(
-                stats.counts(target, None, spec.set_of_words), spec, keys
+                stats.counts(target, None, spec.set_of_words, view), spec, keys
             )
             self.labels = self._compiled.weights.labels
 
@@ -243,7 +257,11 @@ class Model:
         return self.score(encode(docs, self.hasher))
 
     def score(self, batch: DocBatch) -> Scores:
-        """Class scores of every document of `batch`, with what each decision rested on."""
+        """Class scores of every document of `batch`, with what each decision rested on (the
+        tokens of the spec's view alone, if it names one)."""
+        view = self.spec.view_id
+        if view is not None:
+            batch = only_view(batch, view)
         ids = self._vocab.lookup(batch.keys)
         compiled = self._compiled
         if compiled is None:  # a lazy model
@@ -252,7 +270,7 @@ class Model:
                     "the statistics changed since this lazy model was built: build a new one"
                 )
             columns, ids[ids >= 0] = np.unique(ids[ids >= 0], return_inverse=True)
-            counts = self._stats.counts(self.target_class, columns, self.spec.set_of_words)
+            counts = self._stats.counts(self.target_class, columns, self.spec.set_of_words, view)
             compiled = compile_weights(counts, self.spec, self._stats.vocab.keys[columns])
         return score_columns(compiled, self.spec.selection, self.labels, batch, ids)
 

@@ -23,7 +23,7 @@ import numpy as np
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array, IntArray
 from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.matrix import DenseMatrix, SparseMatrix
-from filterd.bayes.vocab import TokenHasher, Vocabulary, next_capacity
+from filterd.bayes.vocab import VIEWS, TokenHasher, Vocabulary, next_capacity, views_of
 
 T_SCALE = float(1 << 24)
 # `Statistics.canonical()`: label → (D, {token key: (N, DF, T)})
@@ -57,11 +57,13 @@ class Statistics:
         self.labels: list[str] = []
         self._label_ids: dict[str, int] = {}
         self.D: Int64Array = np.zeros(0, dtype=np.int64)
-        # whole-vocabulary aggregates, kept up to date so that views of a few columns stay cheap
-        self.Nc: Int64Array = np.zeros(0, dtype=np.int64)  # Σ_w N[c,w]
-        self.DFc: Int64Array = np.zeros(0, dtype=np.int64)  # Σ_w DF[c,w]
-        self.U: Int64Array = np.zeros(0, dtype=np.int64)  # distinct tokens of each class
-        self.V = 0  # distinct tokens with any statistic > 0
+        # Aggregates over each view's tokens (`filterd.bayes.vocab.VIEWS`), kept up to date so
+        # that a few columns stay cheap to read; (views, C) and (views,)
+        self.Nc_of_view: Int64Array = np.zeros((len(VIEWS), 0), dtype=np.int64)  # Σ_w N[c,w]
+        self.DFc_of_view: Int64Array = np.zeros((len(VIEWS), 0), dtype=np.int64)  # Σ_w DF[c,w]
+        self.U_of_view: Int64Array = np.zeros((len(VIEWS), 0), dtype=np.int64)  # distinct, per c
+        self.V_of_view: Int64Array = np.zeros(len(VIEWS), dtype=np.int64)  # distinct, any class
+        self._total()
         self.version = 0
         # per token: the version of its last change
         self._changed_at: Int64Array = np.zeros(0, dtype=np.int64)
@@ -112,17 +114,30 @@ class Statistics:
             self.storage.add(rows, ids, increments)
             raise ValueError("cannot unlearn documents that were not learned with these labels")
         self.D += sign * docs
-        self._account(before, after)
+        self._account(before, after, views_of(self.vocab.keys[touched]))
         self.version += 1
         self._changed_at[touched] = self.version
 
-    def _account(self, before: Int64Array, after: Int64Array) -> None:
-        """Move the aggregates by the change of some columns, (3, C, m) values before and after."""
-        self.Nc += after[0].sum(axis=1) - before[0].sum(axis=1)
-        self.DFc += after[1].sum(axis=1) - before[1].sum(axis=1)
+    # --- aggregates -----------------------------------------------------------------------
+
+    def _account(self, before: Int64Array, after: Int64Array, views: Int64Array) -> None:
+        """Move the aggregates by the change of some columns, (3, C, m) values before and after,
+        the columns of `views` (m,)."""
+        self.Nc_of_view += _by_view(after[0] - before[0], views)
+        self.DFc_of_view += _by_view(after[1] - before[1], views)
         seen_before, seen_after = before[1] > 0, after[1] > 0
-        self.U += seen_after.sum(axis=1) - seen_before.sum(axis=1)
-        self.V += int(seen_after.any(axis=0).sum() - seen_before.any(axis=0).sum())
+        seen = seen_after.astype(np.int64) - seen_before
+        self.U_of_view += _by_view(seen, views)
+        any_seen = seen_after.any(axis=0).astype(np.int64) - seen_before.any(axis=0)
+        self.V_of_view += _by_view(any_seen[None, :], views)[:, 0]
+        self._total()
+
+    def _total(self) -> None:
+        """The aggregates over every token: the sums of the views'."""
+        self.Nc: Int64Array = self.Nc_of_view.sum(axis=0)  # Σ_w N[c,w]
+        self.DFc: Int64Array = self.DFc_of_view.sum(axis=0)  # Σ_w DF[c,w]
+        self.U: Int64Array = self.U_of_view.sum(axis=0)  # distinct tokens of each class
+        self.V = int(self.V_of_view.sum())  # distinct tokens with any statistic > 0
 
     # --- classes and capacity -------------------------------------------------------------
 
@@ -134,9 +149,12 @@ class Statistics:
             self.storage.add_class()
             self.labels.append(label)
             self._label_ids[label] = cid
-            self.D, self.Nc, self.DFc, self.U = (
-                np.append(a, 0) for a in (self.D, self.Nc, self.DFc, self.U)
+            self.D = np.append(self.D, 0)
+            self.Nc_of_view, self.DFc_of_view, self.U_of_view = (
+                np.pad(a, ((0, 0), (0, 1)))
+                for a in (self.Nc_of_view, self.DFc_of_view, self.U_of_view)
             )
+            self._total()
         return cid
 
     def _reserve(self, size: int) -> None:
@@ -162,7 +180,7 @@ class Statistics:
         self._reserve(len(self.vocab))
         before = self.storage.columns(ids)
         self.storage.set_columns(rows, ids, np.stack([delta.N, delta.DF, delta.T]))
-        self._account(before, self.storage.columns(ids))
+        self._account(before, self.storage.columns(ids), views_of(delta.keys))
         self.D[rows] = delta.D
         self.version = max(self.version + 1, delta.version)
         self._changed_at[ids] = self.version
@@ -170,10 +188,19 @@ class Statistics:
     def _recount(self) -> None:
         rows, ids, values = self.storage.entries(len(self.vocab))
         C = len(self.labels)
-        self.Nc = np.bincount(rows, weights=values[0], minlength=C).astype(np.int64)
-        self.DFc = np.bincount(rows, weights=values[1], minlength=C).astype(np.int64)
-        self.U = np.bincount(rows, minlength=C)
-        self.V = len(np.unique(ids))
+        cell = views_of(self.vocab.keys[ids]) * C + rows  # (view, class) of each entry
+
+        def per_view(weights: Int64Array | None) -> Int64Array:
+            sums = np.bincount(cell, weights=weights, minlength=len(VIEWS) * C)
+            return sums.astype(np.int64).reshape(len(VIEWS), C)
+
+        self.Nc_of_view, self.DFc_of_view = per_view(values[0]), per_view(values[1])
+        self.U_of_view = per_view(None)
+        distinct = np.unique(ids)
+        self.V_of_view = np.bincount(
+            views_of(self.vocab.keys[distinct]), minlength=len(VIEWS)
+        ).astype(np.int64)
+        self._total()
 
     # --- reading --------------------------------------------------------------------------
 
@@ -182,36 +209,57 @@ class Statistics:
         target: str | None = None,
         columns: Int64Array | None = None,
         set_of_words: bool = False,
+        view: int | None = None,
     ) -> Counts:
         """The statistics as the estimators read them.
 
         target        rows [target, the rest together] instead of one row per class
-        columns       only these vocabulary ids (class aggregates still cover the whole vocabulary)
+        columns       only these vocabulary ids (class aggregates still cover the whole vocabulary,
+                      or the whole view)
         set_of_words  Kołcz's mode: a document is the set of its tokens, so N becomes DF
+        view          the tokens of one view alone (`filterd.bayes.vocab.VIEWS`): the aggregates
+                      are the view's, and without `columns` the columns are its tokens
+                      (`view_columns`), in vocabulary order
         """
+        whole = columns is None
+        if view is not None:
+            aggregates = (
+                self.D,
+                self.Nc_of_view[view],
+                self.DFc_of_view[view],
+                self.U_of_view[view],
+            )
+            V: int = int(self.V_of_view[view])
+            columns = self.view_columns(view) if columns is None else columns
+        else:
+            aggregates, V = (self.D, self.Nc, self.DFc, self.U), self.V
         cols = slice(0, len(self.vocab)) if columns is None else columns
         N, DF, T = self.storage.columns(cols)
-        D, Nc, DFc, U = (
-            aggregate.reshape(-1, 1) for aggregate in (self.D, self.Nc, self.DFc, self.U)
-        )
+        D, Nc, DFc, U = (aggregate.reshape(-1, 1) for aggregate in aggregates)
         labels = tuple(self.labels)
         if target is not None:
             if target not in self._label_ids:
                 raise KeyError(f"unknown class {target!r}; classes are {', '.join(self.labels)}")
             t = self._label_ids[target]
             N, DF, T, D, Nc, DFc = (_target_and_rest(a, t) for a in (N, DF, T, D, Nc, DFc))
-            U = np.array([[U[t, 0]], [self._distinct_outside(t)]])
+            U = np.array([[U[t, 0]], [self._distinct_outside(t, view)]])
             labels = (target, f"not {target}")
-        return Counts.from_integers(
-            labels, N, DF, T, D, Nc, DFc, U, self.V, set_of_words, full=columns is None
-        )
+        return Counts.from_integers(labels, N, DF, T, D, Nc, DFc, U, V, set_of_words, full=whole)
 
-    def _distinct_outside(self, t: int) -> int:
-        """Distinct tokens of all classes but t together."""
+    def view_columns(self, view: int) -> Int64Array:
+        """The vocabulary ids of the tokens of `view`, ascending."""
+        return np.flatnonzero(views_of(self.vocab.keys) == view)
+
+    def _distinct_outside(self, t: int, view: int | None = None) -> int:
+        """Distinct tokens (of `view`, or every token) of all classes but t together."""
         if len(self.labels) == 2:
-            return int(self.U[1 - t])
+            U = self.U if view is None else self.U_of_view[view]
+            return int(U[1 - t])
         rows, ids, _ = self.storage.entries(len(self.vocab))
-        return len(np.unique(ids[rows != t]))
+        outside = ids[rows != t]
+        if view is not None:
+            outside = outside[views_of(self.vocab.keys[outside]) == view]
+        return len(np.unique(outside))
 
     def canonical(self) -> Canonical:
         """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
@@ -324,6 +372,14 @@ class Counts:
     def require_full(self, what: str) -> None:
         if not self.full:
             raise ValueError(f"{what} needs the whole vocabulary, not a subset of columns")
+
+
+def _by_view(a: Int64Array, views: Int64Array) -> Int64Array:
+    """(views, C) the sums of the (C, m) columns `a` over the columns of each view."""
+    C = len(a)
+    cell = (views[None, :] * C + np.arange(C)[:, None]).ravel()
+    sums = np.bincount(cell, weights=a.ravel(), minlength=len(VIEWS) * C)
+    return np.rint(sums).astype(np.int64).reshape(len(VIEWS), C)
 
 
 def _target_and_rest(a: Int64Array, t: int) -> Int64Array:

@@ -8,7 +8,13 @@ vocabulary is a pair of sorted numpy arrays (key → column id), ≈20 bytes a t
 The key is two polynomial hashes modulo 31-bit primes, with bases drawn from a seed:
 
     h_p(t) = Σ_i (b_i + 1) · B_p^i  mod p      (b_i the UTF-8 bytes of t)
-    key(t) = h_P1(t) · 2^31 + h_P2(t)
+    key(t) = v(t) · 2^62 + h_P1(t) · 2^31 + h_P2(t)      (as a signed 64-bit integer)
+
+v(t) is the token's view, its family, read from its form (`view_of_token`): 0 for words and
+every other token, 1 for character 4-grams ("c4:…"), 2 for word pairs ("w1 w2", "w1 ~w3": a
+space and no ":"). In the key's top bits, the view goes wherever the key goes (statistics,
+store, deltas), so one vocabulary and one statistics table hold every family and a model can
+read one of them alone (`views_of`). Keys of view 2 are negative.
 
 For two distinct tokens of at most L bytes the chance that they collide is at most
 (L/P1)·(L/P2) over the choice of bases, so a model keeps its own random seed (an attacker
@@ -27,6 +33,11 @@ from filterd.bayes.arrays import BoolArray, Int64Array, UInt64Array
 P1 = 2_147_483_647  # 2**31 - 1
 P2 = 2_147_483_629  # the largest prime below 2**31 - 1
 _SEPARATOR = "\x00"
+# The views (`view_of_token`), by the number in a key's top two bits
+WORDS, CHARS, PAIRS = 0, 1, 2
+VIEWS = ("words", "chars", "pairs")
+CHAR_GRAM_PREFIX = "c4:"  # filterd.tokenize.text.GRAM_PREFIX (a test checks they agree)
+_VIEW_SHIFT = 62
 # lookups of this many keys in a vocabulary at least as large sort them first
 _SORT_NEEDLES_FROM = 1 << 14
 
@@ -37,8 +48,34 @@ def next_capacity(needed: int, current: int) -> int:
     return max(needed, current + current // 4, 1024)
 
 
+def view_of_token(token: str) -> int:
+    """The view of a token: `CHARS` for a character 4-gram, `PAIRS` for a word pair (a space and
+    no ":", which no word and no prefixed token of a pair's form holds), else `WORDS`.
+
+    >>> [VIEWS[view_of_token(t)] for t in ("free", "c4:fre_", "free ~money", "subject:a b")]
+    ['words', 'chars', 'pairs', 'words']
+    """
+    if token.startswith(CHAR_GRAM_PREFIX):
+        return CHARS
+    if " " in token and ":" not in token:
+        return PAIRS
+    return WORDS
+
+
+def views_of(keys: Int64Array) -> Int64Array:
+    """(n,) the view of each key (its top two bits).
+
+    >>> hasher = TokenHasher(7)
+    >>> views_of(hasher.keys(["free", "c4:free", "free money"])).tolist()
+    [0, 1, 2]
+    """
+    views: Int64Array = (np.asarray(keys, dtype=np.int64) >> _VIEW_SHIFT) & 3
+    return views
+
+
 class TokenHasher:
-    """Maps token strings to stable 62-bit integer keys, a batch at a time."""
+    """Maps token strings to stable 64-bit integer keys (the view and a 62-bit hash), a batch
+    at a time."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = int(seed)
@@ -55,7 +92,7 @@ class TokenHasher:
         return self._bases
 
     def keys(self, tokens: Sequence[str]) -> Int64Array:
-        """Keys of `tokens` (int64, ≥ 0), one per token, in order."""
+        """Keys of `tokens` (int64), one per token, in order."""
         n = len(tokens)
         if n == 0:
             return np.empty(0, dtype=np.int64)
@@ -73,7 +110,8 @@ class TokenHasher:
         coefficient[ends] = 0  # separators add nothing
         h1 = self._hash(coefficient, position, starts, 0)
         h2 = self._hash(coefficient, position, starts, 1)
-        return ((h1 << np.uint64(31)) | h2).astype(np.int64)
+        views = np.fromiter(map(view_of_token, tokens), dtype=np.uint64, count=n)
+        return ((views << np.uint64(_VIEW_SHIFT)) | (h1 << np.uint64(31)) | h2).astype(np.int64)
 
     def key(self, token: str) -> int:
         """The key of one token."""
@@ -167,9 +205,17 @@ class Vocabulary:
         positions = np.repeat(start - offsets, lengths) + np.arange(int(lengths.sum()))
         return which, self._sorted_keys[positions], self._sorted_ids[positions]
 
-    def snapshot(self) -> VocabularySnapshot:
-        """A frozen key → id map of the vocabulary as it is now."""
-        return VocabularySnapshot(self._sorted_keys, self._sorted_ids, self._size)
+    def snapshot(self, view: int | None = None) -> VocabularySnapshot:
+        """A frozen key → id map of the vocabulary as it is now; with `view`, of that view's keys
+        alone, each mapped to its rank among the view's ids (the columns of
+        `Statistics.counts(view=view)`, which are that view's ids in ascending order)."""
+        if view is None:
+            return VocabularySnapshot(self._sorted_keys, self._sorted_ids, self._size)
+        in_view = views_of(self._sorted_keys) == view
+        ids = self._sorted_ids[in_view]
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[np.argsort(ids)] = np.arange(len(ids))
+        return VocabularySnapshot(self._sorted_keys[in_view], rank, len(ids))
 
     def _append(self, new_keys: Int64Array) -> None:
         end = self._size + len(new_keys)

@@ -168,12 +168,18 @@ def evaluate_command(
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
     specs = model_specs(variants, params, selections)
-    tokenizer = tokenizer_of(load_config(config_path), tokenizer_config)
+    config = load_config(config_path)
     records = _records(corpus, relabels)
-    with _progress(records, "tokenizing") as bar:
-        tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
+    # each spec reads the tokens its views need (`tokenizer_of`): one tokenization per set
+    by_tokenizer: dict[TokenizerConfig, Corpus] = {}
     rows = []
     for spec in specs:
+        tokenizer = tokenizer_of(config, tokenizer_config, [spec])
+        tokenized = by_tokenizer.get(tokenizer.config)
+        if tokenized is None:
+            with _progress(records, "tokenizing") as bar:
+                tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
+            by_tokenizer[tokenizer.config] = tokenized
         try:
             with _progress(
                 range(len(records)), f"{spec} {protocol}", enabled=protocol == "online"
@@ -261,7 +267,7 @@ def tune_command(
         raise click.UsageError(
             "give at least one --grid (only unb has a default search: its per-class λ)"
         )
-    tokenizer = tokenizer_of(load_config(config_path))
+    tokenizer = tokenizer_of(load_config(config_path), specs=[spec])
     records = _records(corpus, relabels)
     tokenized = Corpus.tokenize(records, tokenizer)
     try:

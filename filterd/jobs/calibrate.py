@@ -364,11 +364,13 @@ def _fused_window(
 ) -> _Window:
     """A fusion model's window: its weights learned from the rows in arrival order
     (`fusion.fit_weights`), every row re-scored with them."""
-    components = found.components
-    if components is None:
-        components = np.zeros((0, len(COMPONENTS)))
+    components, k = found.components, len(COMPONENTS)
+    if components is None or components.shape[1] != k:  # none, or another release's components
+        components = np.full((len(found.labels), k), np.nan)
     keep = ~np.isnan(components).any(axis=1)  # rows scored without components take no part
     components, labels = components[keep], found.labels[keep]
+    if in_force is not None and len(in_force) != k + 1:
+        in_force = None  # another release's weights: the scorers combine with the initial ones
     oldest_first = slice(None, None, -1)
     weights = fit_weights(components[oldest_first], (labels == target)[oldest_first])
     return _Window(

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from filterd.bayes.features import DocBatch, encode
-from filterd.bayes.fusion import DecisionModel, build_model, with_weights
+from filterd.bayes.fusion import DecisionModel, build_model, views_read, with_weights
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
 from filterd.service.config import DEFAULTS, Config
@@ -104,15 +104,27 @@ def decision_scores(model: DecisionModel, batch: DocBatch) -> npt.NDArray[np.flo
     return model.score(batch).binary()
 
 
-def tokenizer_of(config: Config, options: TokenizerConfig | None = None) -> Tokenizer:
+def tokenizer_of(
+    config: Config,
+    options: TokenizerConfig | None = None,
+    specs: Sequence[ModelSpec] | None = None,
+) -> Tokenizer:
     """The tokenizer of every command that tokenizes (the daemon's scorer and learner, `filterd
     score`, `learn`, `evaluate` and `tune`, the API's checks, the demo): the configured limits
-    over `options` (the evaluation commands' token options; none by default), so that a message
-    gives the same tokens whichever reads it."""
+    over `options` (the evaluation commands' token options; none by default), with the token
+    views that models of `specs` (default: the configured model's) read on their own
+    (`filterd.bayes.fusion.views_read`: character 4-grams, word pairs), so that a message gives
+    the same tokens whichever reads it."""
     limits = config.limits
+    options = options or TokenizerConfig()
+    views: set[str] = set()
+    for spec in (config.model.spec,) if specs is None else specs:
+        views |= views_read(spec)
     return Tokenizer(
         replace(
-            options or TokenizerConfig(),
+            options,
+            char_ngrams=options.char_ngrams or "chars" in views,
+            osb=options.osb or "pairs" in views,
             max_token_length=limits.max_token_length,
             max_tokens=limits.max_tokens,
             max_bytes=limits.max_bytes,
@@ -134,7 +146,7 @@ class Decider:
         self.spec = spec
         self.target_class = target_class
         self.min_docs = min_docs
-        self.tokenizer = tokenizer or tokenizer_of(DEFAULTS)
+        self.tokenizer = tokenizer or tokenizer_of(DEFAULTS, specs=[spec])
         self.explain_tokens = explain_tokens
         self.model: DecisionModel | None = None
         self.model_version = 0

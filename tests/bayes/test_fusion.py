@@ -1,13 +1,16 @@
 """The online logistic fusion of estimators' scores (filterd.bayes.fusion)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from filterd.bayes import fusion
 from filterd.bayes.arrays import BoolArray, FloatArray
-from filterd.bayes.features import DocBatch
+from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
+from filterd.bayes.vocab import view_of_token
 from filterd.evaluation import ranking
 from filterd.evaluation.synth import SynthRecord
 
@@ -97,13 +100,49 @@ def test_until_weights_are_learned_the_fusion_decides_as_the_default_model() -> 
 def test_weights_combine_the_component_scores() -> None:
     stats, batch, _ = learned_stats()
     model = fusion.build_model(stats, fusion_spec(), "spam")
-    w = (0.5, 0.1, 0.2, 0.3, 0.4, 0.5)
+    k = len(fusion.COMPONENTS)
+    w = (0.5, *np.linspace(0.1, 0.5, k).tolist())
     weighted = fusion.with_weights(model, w).score(batch)
     assert isinstance(weighted, fusion.FusedScores)
     g = np.sign(weighted.components) * np.log1p(np.abs(weighted.components))
     assert np.allclose(weighted.binary(), 0.5 + g @ np.array(w[1:]))
-    with pytest.raises(ValueError, match="6 weights for 5 components|weights for"):
-        fusion.with_weights(model, (1.0, 2.0))
+    assert isinstance(model, fusion.FusionModel)
+    with pytest.raises(ValueError, match=f"2 weights for {k} components"):
+        fusion.FusionModel(model.components, (1.0, 2.0))
+    # weights of another set of components (an older release's): the initial ones until the
+    # next calibration
+    assert fusion.with_weights(model, (1.0, 2.0)).score(batch).weights == fusion.INITIAL_WEIGHTS
+
+
+def test_each_component_reads_its_view_and_the_first_is_the_default_model_on_words() -> None:
+    from filterd.bayes.model import DEFAULT_SPEC, Model
+    from filterd.bayes.vocab import VIEWS, views_of
+    from filterd.evaluation.synth import SynthConfig, generate
+    from filterd.tokenize import Tokenizer, TokenizerConfig
+
+    records = generate(SynthConfig(n_messages=500, seed=3))
+    every_view = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=80))
+    tokens = [list(every_view({"text": r["text"]}).tokens) for r in records]
+    stats, words = Statistics(seed=1), Statistics(seed=1)
+    stats.update(encode(tokens[:400], stats.hasher), [r["label"] for r in records[:400]])
+    just_words = [[t for t in doc if view_of_token(t) == 0] for doc in tokens]
+    words.update(encode(just_words[:400], words.hasher), [r["label"] for r in records[:400]])
+    assert {VIEWS[v] for v in views_of(stats.vocab.keys).tolist()} == set(VIEWS)
+    model = fusion.build_model(stats, fusion_spec(), "spam")
+    fused = model.score(encode(tokens[400:], stats.hasher))
+    default_model = Model.build(words, DEFAULT_SPEC, "spam")
+    default = default_model.score(encode(just_words[400:], words.hasher))
+    assert isinstance(fused, fusion.FusedScores)
+    np.testing.assert_array_equal(fused.components[:, 0], default.binary())
+    assert fused.explanations(5) == default.explanations(5)
+    for i, spec in enumerate(fusion.COMPONENTS):
+        alone = Statistics(seed=1)
+        view = VIEWS.index(str(spec.view))
+        of_view = [[t for t in doc if view_of_token(t) == view] for doc in tokens]
+        alone.update(encode(of_view[:400], alone.hasher), [r["label"] for r in records[:400]])
+        plain = Model.build(alone, replace(spec, view=None), "spam")
+        expected = plain.score(encode(of_view[400:], alone.hasher)).binary()
+        np.testing.assert_allclose(fused.components[:, i], expected, rtol=1e-12, err_msg=str(spec))
 
 
 def test_the_fusion_is_a_variant_without_parameters_and_needs_a_target() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from filterd.bayes import estimators
 from filterd.bayes.arrays import BoolArray
 from filterd.bayes.estimators import TOKEN_STATISTICS, Statistic, Weights, reads, reads_of
-from filterd.bayes.features import DocBatch, encode, select_docs
+from filterd.bayes.features import DocBatch, encode, select_docs, select_entries
 from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
 from filterd.bayes.replay import (
     BLOCK_ENTRIES,
@@ -23,10 +23,11 @@ from filterd.bayes.replay import (
 )
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Counts, Statistics
+from filterd.bayes.vocab import VIEWS, views_of
 from filterd.evaluation.corpus import to_records
 from filterd.evaluation.protocols import Corpus
 from filterd.evaluation.synth import SynthConfig, generate
-from filterd.tokenize import Tokenizer
+from filterd.tokenize import Tokenizer, TokenizerConfig
 
 ESTIMATORS: list[tuple[str, dict[str, Any]]] = [
     ("mnb", {}),
@@ -64,7 +65,9 @@ SOME_SPECS = (
 )
 
 
-def synthetic_stream(n: int, seed: int, spam: float = 0.3) -> tuple[DocBatch, BoolArray]:
+def synthetic_stream(
+    n: int, seed: int, spam: float = 0.3, tokenizer: Tokenizer | None = None
+) -> tuple[DocBatch, BoolArray]:
     records = to_records(
         generate(
             SynthConfig(
@@ -76,7 +79,7 @@ def synthetic_stream(n: int, seed: int, spam: float = 0.3) -> tuple[DocBatch, Bo
             )
         )
     )
-    corpus = Corpus.tokenize(records, Tokenizer())
+    corpus = Corpus.tokenize(records, tokenizer or Tokenizer())
     return corpus.batch, np.array([r.label == "spam" for r in records])
 
 
@@ -99,6 +102,30 @@ def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(
 ) -> None:
     batch, is_target = stream
     assert_replays_agree(batch, is_target, spec)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        replace(spec, view=view)
+        for spec in (DEFAULT_SPEC, ModelSpec("pnbc"), ModelSpec("mnb"))
+        for view in VIEWS
+    ],
+    ids=str,
+)
+def test_the_replay_of_a_view_equals_the_stepwise_replay_and_reads_that_view_alone(
+    spec: ModelSpec,
+) -> None:
+    tokenizer = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=60))
+    batch, is_target = synthetic_stream(60, seed=9, tokenizer=tokenizer)
+    assert_replays_agree(batch, is_target, spec)
+    view = VIEWS.index(str(spec.view))
+    alone = select_entries(batch, views_of(batch.keys) == view)
+    assert len(alone.keys) < len(batch.keys)
+    np.testing.assert_array_equal(
+        replay_scores(batch, is_target, spec),
+        replay_scores(alone, is_target, replace(spec, view=None)),
+    )
 
 
 @pytest.mark.parametrize("block_entries", [1, 7, 100])

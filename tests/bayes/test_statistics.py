@@ -9,8 +9,11 @@ from hypothesis import strategies as st
 from filterd.bayes.features import encode
 from filterd.bayes.matrix import SparseMatrix
 from filterd.bayes.statistics import T_SCALE, Canonical, Statistics
+from filterd.bayes.vocab import VIEWS, view_of_token
 
-words = st.sampled_from(["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5"])
+# words and tokens of the other views: character 4-grams and word pairs
+WORDS = ["free", "win", "cash", "meet", "noon", "bob", "the", "a", "€5", "subject:a b"]
+words = st.sampled_from([*WORDS, "c4:free", "c4:_win", "free cash", "win ~cash"])
 docs = st.lists(words, min_size=0, max_size=12)
 labelled = st.lists(st.tuples(docs, st.sampled_from(["ham", "spam", "fraud"])), max_size=15)
 
@@ -151,6 +154,38 @@ def test_maintained_aggregates_equal_a_recount(
     stats._recount()
     assert [list(a) for a in kept[:3]] == [list(stats.Nc), list(stats.DFc), list(stats.U)]
     assert kept[3] == stats.V
+
+
+@settings(max_examples=50)
+@given(labelled, st.integers(0, 14), st.sampled_from([None, "spam"]), st.sampled_from(VIEWS))
+def test_a_view_reads_as_the_statistics_of_its_tokens_alone(
+    items: list[tuple[list[str], str]], unlearn_first: int, target: str | None, view: str
+) -> None:
+    v = VIEWS.index(view)
+    stats, alone = learned(items), Statistics()
+    for tokens, label in items:
+        alone.learn([t for t in tokens if view_of_token(t) == v], label)
+    for tokens, label in items[:unlearn_first]:
+        stats.unlearn(tokens, label)
+        alone.unlearn([t for t in tokens if view_of_token(t) == v], label)
+    if target is not None and target not in stats.labels:
+        return
+    of_view, of_alone = stats.counts(target, view=v), alone.counts(target)
+    keys = stats.vocab.keys[stats.view_columns(v)]
+    order = np.argsort(keys)
+    assert (keys[order] == np.sort(alone.vocab.keys)).all()
+    alone_order = np.argsort(alone.vocab.keys)
+    # the classes in one order: `alone` met them in another where a document had no token of v
+    rows = [of_alone.labels.index(label) for label in of_view.labels]
+    for name in ("DF", "D", "Nc", "U"):
+        np.testing.assert_array_equal(
+            getattr(of_view, name)[:, order] if name == "DF" else getattr(of_view, name),
+            getattr(of_alone, name)[rows][:, alone_order]
+            if name == "DF"
+            else getattr(of_alone, name)[rows],
+            err_msg=name,
+        )
+    assert of_view.V == of_alone.V
 
 
 @settings(max_examples=60)

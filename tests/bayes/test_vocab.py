@@ -2,7 +2,18 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from filterd.bayes.vocab import P1, P2, TokenHasher, Vocabulary, key_runs
+from filterd.bayes.vocab import (
+    CHAR_GRAM_PREFIX,
+    P1,
+    P2,
+    VIEWS,
+    TokenHasher,
+    Vocabulary,
+    key_runs,
+    views_of,
+)
+from filterd.tokenize import Tokenizer, TokenizerConfig
+from filterd.tokenize.text import GRAM_PREFIX
 
 
 def reference_key(hasher: TokenHasher, token: str) -> int:
@@ -11,16 +22,37 @@ def reference_key(hasher: TokenHasher, token: str) -> int:
     data = token.encode("utf-8", "surrogatepass")
     h1 = sum((byte + 1) * pow(b1, i, P1) for i, byte in enumerate(data)) % P1
     h2 = sum((byte + 1) * pow(b2, i, P2) for i, byte in enumerate(data)) % P2
-    return (h1 << 31) | h2
+    view = 1 if token[:3] == "c4:" else 2 if " " in token and ":" not in token else 0
+    unsigned = (view << 62) | (h1 << 31) | h2
+    return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
 
 
-@given(st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=30))
+# every view: plain text, "c4:" grams and pairs (a space, with and without a ":")
+TOKENS = st.one_of(
+    st.text(min_size=1, max_size=60),
+    st.text(max_size=8).map(lambda t: "c4:" + t),
+    st.tuples(st.text(max_size=8), st.text(max_size=8)).map(" ".join),
+)
+
+
+@given(st.lists(TOKENS, min_size=1, max_size=30))
 def test_batch_keys_follow_the_formula(tokens: list[str]) -> None:
     hasher = TokenHasher(seed=3)
     keys = hasher.keys(tokens)
     assert [int(k) for k in keys] == [
         reference_key(hasher, t.replace("\x00", "\ufffd")) for t in tokens
     ]
+
+
+def test_each_token_family_of_the_tokenizer_has_its_own_view() -> None:
+    assert GRAM_PREFIX == CHAR_GRAM_PREFIX
+    tokenize = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True))
+    tokens = list(tokenize({"subject": "Win cash", "text": "claim your free prize now"}).tokens)
+    views = [VIEWS[v] for v in views_of(TokenHasher(5).keys(tokens))]
+    by_view = {view: [t for t, v in zip(tokens, views) if v == view] for view in VIEWS}
+    assert by_view["chars"] == [t for t in tokens if t.startswith("c4:")] != []
+    assert by_view["pairs"] == [t for t in tokens if " " in t] != []
+    assert "free" in by_view["words"] and "subject:win" in by_view["words"]
 
 
 def test_keys_are_stable_for_a_seed_and_differ_across_seeds() -> None:

@@ -356,7 +356,8 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
 ) -> None:
     from filterd.bayes import fusion
     from filterd.bayes.features import encode
-    from filterd.service.decide import scoring_model
+    from filterd.service.config import DEFAULTS
+    from filterd.service.decide import scoring_model, tokenizer_of
     from filterd.store.schema import Prequential
 
     stream = generate(SynthConfig(n_messages=3200, seed=13, class_priors={"ham": 0.7, "spam": 0.3}))
@@ -403,11 +404,16 @@ def test_a_fusion_model_decides_with_the_weights_its_calibration_learned(
         for d in decisions
         if d["threshold_version"] == written.version and d["model_version"] == change
     ]
-    assert len(in_force) > len(fresh) // 2
+    assert len(in_force) > len(fresh) // 2, (
+        written.version,
+        change,
+        {(d["threshold_version"], d["model_version"]) for d in decisions},
+    )
     model = fusion.with_weights(scoring_model(stats, fusion_spec(), "spam"), written.weights)
     by_id = {r["id"]: r for r in fresh}
-    texts = [by_id[d["message_id"]]["text"].split() for d in in_force]
-    expected = model.score(encode(texts, model.hasher)).binary()
+    tokenize = tokenizer_of(DEFAULTS, specs=[fusion_spec()])  # words, 4-grams and pairs
+    tokens = [list(tokenize(by_id[d["message_id"]]).tokens) for d in in_force]
+    expected = model.score(encode(tokens, model.hasher)).binary()
     for d, z in zip(in_force, expected):
         assert d["score"] == pytest.approx(z, rel=1e-9, abs=1e-9)
         assert d["threshold"] == written.tau

@@ -2,7 +2,9 @@
 scores feedback got on arrival, written with the τ chosen for them, on SQLite and PostgreSQL."""
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from filterd.bayes import fusion
 from filterd.bayes.features import encode
 from filterd.bayes.model import ModelSpec
 from filterd.evaluation.calibration import recall_threshold
+from filterd.evaluation.guardrails import GuardrailError
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs.calibrate import calibrate_model
 from filterd.service.decide import scoring_model
@@ -127,3 +130,25 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
         force=True,
     )
     assert from_holdout.weights == pytest.approx(second.weights)
+
+
+def test_rows_scored_by_another_release_s_components_take_no_part(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
+    store.upgrade()
+    model = store.create_model("default", ModelSpec.parse("fusion"), seed=0)
+    model.learn([LabelledTokens(r["id"], r["label"], r["text"].split()) for r in STREAM[:500]])
+    rows = scored_on_arrival(model, STREAM[500:1000], None)
+    shorter = [replace(r, components=r.components[:5] if r.components else None) for r in rows]
+    model.record_scores("spam", shorter, keep=5000, now=T0 + timedelta(minutes=30))
+    # the rows' 5 scores cannot be combined by today's weights: none is used, so a first τ
+    # waits for rows scored by today's components
+    with pytest.raises(GuardrailError, match="0 'spam' items in the window"):
+        calibrate_model(
+            model,
+            "spam",
+            0.95,
+            source="adaptive",
+            now=T0 + timedelta(hours=1),
+            window=timedelta(days=1),
+        )
+    store.close()
