@@ -383,6 +383,7 @@ def pnbc(
     absolute     max(N−δ,0)/N_c + δ·U_c/N_c·p_bg      (U_c = distinct tokens of c)
     linear       (1−μ)·N/N_c + μ·p_bg                 (Jelinek–Mercer)
     witten_bell  (N + U_c·p_bg)/(N_c + U_c)
+    and p_bg for a class c without tokens (N_c = 0).
     """
     if smoothing == "laplace":
         return mnb(c, alpha)
@@ -398,6 +399,9 @@ def pnbc(
         raise ValueError(
             f"smoothing must be laplace, absolute, linear or witten_bell, not {smoothing!r}"
         )
+    # a class without tokens (documents without any token of a view) has no estimate of its
+    # own: the background, which is the limit of every smoothing as N_c → 0, not log 0
+    p = np.where(Nc > 0, p, p_bg)
     return _weights(c, _log(p), _log_prior(c))
 
 

@@ -157,6 +157,19 @@ def test_pnbc_gives_probabilities(tiny: Statistics, smoothing: str) -> None:
         assert np.allclose(p.sum(axis=1), 1.0)
 
 
+@pytest.mark.parametrize("smoothing", ["absolute", "linear", "witten_bell"])
+def test_pnbc_reads_a_class_without_tokens_as_the_background(smoothing: str) -> None:
+    stats = Statistics()
+    stats.learn(["a", "b", "a"], "spam")
+    stats.learn([], "ham")  # a document without a token (of the view a model reads)
+    model = Model.build(stats, ModelSpec("pnbc", {"smoothing": smoothing}), target="spam")
+    w = model.weights
+    assert np.isfinite(w.W).all()
+    # ham reads the background, spam's tokens: a 2/3, b 1/3 (ids in order of first appearance)
+    assert np.allclose(np.exp(w.W[1]), [2 / 3, 1 / 3])
+    assert np.isfinite(model.score_tokens([["a", "b"]]).binary()).all()
+
+
 def test_every_estimator_ignores_unknown_tokens(tiny: Statistics) -> None:
     for variant in ESTIMATORS:
         model = Model.build(tiny, ModelSpec(variant), target="spam")
