@@ -107,7 +107,7 @@ RECEIVED_TEXT = st.lists(
 
 
 @pytest.mark.skipif(headers.c_received is None, reason="filterd._speedups not built")
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.one_of(RECEIVED_TEXT, st.text(st.characters(max_codepoint=127))), st.integers(1, 60))
 def test_the_c_received_scan_gives_the_regex_tokens(value: str, max_length: int) -> None:
     assert headers.c_received is not None

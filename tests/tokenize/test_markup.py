@@ -43,7 +43,7 @@ def test_tags_become_spaces_and_links_are_their_unescaped_targets() -> None:
 
 
 @pytest.mark.skipif(markup.c_markup is None, reason="filterd._speedups not built")
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.one_of(MARKUP, st.text()))
 def test_the_c_scan_gives_the_regex_text_and_links(text: str) -> None:
     assert markup.c_markup is not None

@@ -174,7 +174,7 @@ SOUP = st.lists(
     max_size=40,
 ).map("".join)
 
-SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

@@ -232,7 +232,7 @@ def spans(matches: Iterable[re.Match[str]]) -> list[tuple[tuple[int, int], str |
     return [(m.span(), m.group("url"), m.groupdict().get("local")) for m in matches]
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.one_of(LINKY_TEXT, st.text()))
 def test_find_links_gives_the_matches_of_the_links_pattern(text: str) -> None:
     assert spans(find_links(text)) == spans(FIND_LINKS.finditer(text))
@@ -290,7 +290,7 @@ def test_word_patterns_match_their_plain_form(text: str) -> None:
 @pytest.mark.skipif(
     text_module.c_words is None, reason="filterd._speedups not built (no C compiler)"
 )
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
     st.one_of(WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()), st.integers(1, 12)
 )
@@ -333,7 +333,7 @@ FOLDABLE_TEXT = st.lists(
 @pytest.mark.skipif(
     text_module.c_folded is None, reason="filterd._speedups not built (no C compiler)"
 )
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.one_of(FOLDABLE_TEXT, st.text()))
 def test_the_c_fold_gives_the_reference_text(text: str) -> None:
     expected = text_module.nfkc_casefold(text)
@@ -355,7 +355,7 @@ def test_find_links_agrees_where_addresses_outrun_urls() -> None:
 @pytest.mark.skipif(
     text_module.c_linked_words is None, reason="filterd._speedups not built (no C compiler)"
 )
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
     st.one_of(LINKY_TEXT, WORDY_TEXT, st.text(st.characters(max_codepoint=127)), st.text()),
     st.integers(1, 12),
@@ -424,7 +424,7 @@ URL_TEXT = st.lists(
 
 
 @pytest.mark.skipif(links_module.c_url_tokens is None, reason="filterd._speedups not built")
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.one_of(URL_TEXT, st.text()), st.integers(1, 50))
 def test_the_c_url_reading_gives_the_regex_tokens(url: str, max_length: int) -> None:
     expected = links_module.python_url_tokens(url, max_length)

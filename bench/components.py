@@ -1,0 +1,129 @@
+"""Which estimators over which token views should the fusion combine? Leave one corpus out.
+
+    .venv/bin/python bench/components.py [--corpus sms-spam ...]
+
+Each binary corpus of ../shared/corpora is tokenized once by the fusion's tokenizer (words,
+character 4-grams, OSB word pairs: `filterd.service.decide.tokenizer_of`): SMS, SpamAssassin,
+Enron-Spam, SMS phishing (smishing counted as spam) and the deceptive hotel reviews (deceptive
+counted as spam, truthful as ham). Every estimator of the pool replays the stream online
+(`filterd.bayes.replay.online_scores`, each message scored by everything learned before it),
+and each candidate set of components is combined as `filterd evaluate --variant fusion
+--protocol online` combines `filterd.bayes.fusion.COMPONENTS` (`fusion.replay_fused`). The
+figure is (1−AUC)% over the whole stream. For each corpus in turn, the set with the lowest
+geometric mean over the *other* corpora is chosen and measured on the one left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from filterd.bayes import fusion
+from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
+from filterd.bayes.replay import online_scores
+from filterd.bayes.selection import Selection
+from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation import ranking
+from filterd.evaluation.corpus import relabel
+from filterd.evaluation.protocols import Corpus
+from filterd.service.config import DEFAULTS
+from filterd.service.decide import tokenizer_of
+from harness import CORPORA, cpu_model
+
+# corpus → how its labels read as spam and ham
+CORPUS_LABELS = {
+    "sms-spam": {},
+    "spamassassin": {},
+    "enron-spam": {},
+    "sms-smishing": {"smishing": "spam"},
+    "deceptive-reviews": {"deceptive": "spam", "truthful": "ham"},
+}
+VIEWS = ("words", "chars", "pairs")
+
+
+def pool() -> dict[str, ModelSpec]:
+    """Every estimator a candidate set may take: the fusion's and MNB over each view."""
+    specs = {str(spec): spec for spec in fusion.COMPONENTS}
+    for view in VIEWS:
+        spec = ModelSpec("mnb", view=view)
+        specs[str(spec)] = spec
+    return specs
+
+
+def candidate_sets() -> dict[str, list[str]]:
+    """Named sets of pool members (by their spec's text)."""
+    words_rf = [str(s) for s in fusion.COMPONENTS[:5]]  # the five over words, first the default
+
+    def on(view: str, *specs: ModelSpec) -> list[str]:
+        return [str(replace(s, view=view)) for s in specs]
+
+    rf = replace(DEFAULT_SPEC, view=None)
+    pnbc6 = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
+    pnbc, mnb = ModelSpec("pnbc"), ModelSpec("mnb")
+    views9 = words_rf + on("chars", rf, pnbc6) + on("pairs", rf, pnbc6)
+    return {
+        "the default alone": [str(fusion.COMPONENTS[0])],
+        "five over words (the fusion before views)": words_rf,
+        "Robinson–Fisher over each view": [s for v in VIEWS for s in on(v, rf)],
+        "Robinson–Fisher and pnbc:6 over each view": [s for v in VIEWS for s in on(v, rf, pnbc6)],
+        "five over words, two over 4-grams": words_rf + on("chars", rf, pnbc6),
+        "five over words, two over 4-grams, PNBC over words and 4-grams": words_rf
+        + on("chars", rf, pnbc6)
+        + on("words", pnbc)
+        + on("chars", pnbc),
+        "nine over three views": views9,
+        "nine, and PNBC over each view (fusion.COMPONENTS)": views9
+        + [s for v in VIEWS for s in on(v, pnbc)],
+        "nine, and MNB over each view": views9 + [s for v in VIEWS for s in on(v, mnb)],
+    }
+
+
+def geometric_mean(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", action="append", choices=list(CORPUS_LABELS))
+    args = parser.parse_args()
+    t_start = time.perf_counter()
+    tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
+    specs, sets = pool(), candidate_sets()
+    figures: dict[str, dict[str, float]] = {name: {} for name in sets}
+    for corpus in args.corpus or list(CORPUS_LABELS):
+        path = CORPORA / corpus / "messages.jsonl.gz"
+        if not path.exists():
+            continue
+        records = relabel(read_corpus(path), CORPUS_LABELS[corpus])
+        tokenized = Corpus.tokenize(records, tokenizer)
+        stream = sorted(tokenized.records, key=lambda r: r.order)
+        y = np.array([r.label == "spam" for r in stream])
+        batch = tokenized.batch_of(stream)
+        scores = {name: online_scores(batch, y, spec) for name, spec in specs.items()}
+        for name, members in sets.items():
+            combined = np.column_stack([scores[m] for m in members])
+            z = combined[:, 0] if len(members) == 1 else fusion.replay_fused(combined, y)
+            figures[name][corpus] = ranking.one_minus_auc_pct(z, y)
+    corpora = [c for c in CORPUS_LABELS if c in figures["the default alone"]]
+    print(
+        f"Produced by `python bench/components.py` on {time.strftime('%Y-%m-%d')}, "
+        f"{cpu_model()} ({time.perf_counter() - t_start:.0f} s); online (1−AUC)%.\n"
+    )
+    print("| components | " + " | ".join(corpora) + " |\n|---|" + "---|" * len(corpora))
+    for name in sets:
+        print(f"| {name} | " + " | ".join(f"{figures[name][c]:.3f}" for c in corpora) + " |")
+    print("\n| left out | chosen on the others | held out | the default alone |\n|---|---|---|---|")
+    for out in corpora:
+        rest = [c for c in corpora if c != out]
+        chosen = min(sets, key=lambda n: geometric_mean([figures[n][c] for c in rest]))
+        print(
+            f"| {out} | {chosen} | {figures[chosen][out]:.3f} "
+            f"| {figures['the default alone'][out]:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
