@@ -13,6 +13,8 @@
                 filterd.tokenize.markup.python_markup)
    folded       NFKC and casefolding of mostly ASCII text (reference:
                 filterd.tokenize.text.nfkc_casefold)
+   grams        the distinct character n-grams of a text (reference:
+                filterd.tokenize.text.python_grams)
 
    Every scan here is linear in its input, as its reference: message content is written by
    adversaries (filterd/evaluation/hostile.py has a family for each).
@@ -1411,7 +1413,101 @@ done:
     return result;
 }
 
+/* grams(text, n, prefix) -> [prefix + each distinct n-character substring of text], in order
+   of first appearance: the last step of text.char_ngram_tokens (reference: text.python_grams).
+   One pass: each substring is looked up in an open-addressing table of first positions, by a
+   hash keyed per process (gram_seed, drawn from Python's randomized str hash), so that text
+   written to collide cannot make the probes long. */
+static uint64_t gram_seed;
+
+static inline uint64_t
+mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static PyObject *
+grams(PyObject *self, PyObject *args)
+{
+    PyObject *text, *prefix;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "UnU", &text, &n, &prefix))
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "n must be at least 1");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t count = PyUnicode_GET_LENGTH(text) - n + 1, plen = PyUnicode_GET_LENGTH(prefix);
+    Py_UCS4 prefix_max = PyUnicode_MAX_CHAR_VALUE(prefix);
+    PyObject *out = PyList_New(0);
+    if (out == NULL || count <= 0)
+        return out;
+    size_t size = 1;
+    while (size < (size_t)count * 2)
+        size <<= 1;
+    Py_ssize_t *slots = PyMem_Calloc(size, sizeof(Py_ssize_t)); /* 1 + first position */
+    if (slots == NULL) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint64_t h = gram_seed;
+        Py_UCS4 most = prefix_max;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i + j);
+            h = mix64(h ^ c);
+            if (c > most)
+                most = c;
+        }
+        size_t slot = (size_t)h & (size - 1);
+        int known = 0;
+        while (slots[slot] != 0) {
+            Py_ssize_t at = slots[slot] - 1, j = 0;
+            while (j < n && PyUnicode_READ(kind, data, at + j) == PyUnicode_READ(kind, data, i + j))
+                j++;
+            if (j == n) {
+                known = 1;
+                break;
+            }
+            slot = (slot + 1) & (size - 1);
+        }
+        if (known)
+            continue;
+        slots[slot] = i + 1;
+        /* the exact largest character, so that the str is in its canonical (smallest) kind */
+        PyObject *token = PyUnicode_New(plen + n, most);
+        if (token != NULL) { /* written a character at a time: CopyCharacters checks the
+                                largest character of the whole text, not of the gram */
+            int token_kind = PyUnicode_KIND(token);
+            void *token_data = PyUnicode_DATA(token);
+            for (Py_ssize_t j = 0; j < plen; j++)
+                PyUnicode_WRITE(token_kind, token_data, j, PyUnicode_READ_CHAR(prefix, j));
+            for (Py_ssize_t j = 0; j < n; j++)
+                PyUnicode_WRITE(token_kind, token_data, plen + j,
+                                PyUnicode_READ(kind, data, i + j));
+        }
+        if (token == NULL || PyList_Append(out, token) < 0) {
+            Py_XDECREF(token);
+            PyMem_Free(slots);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(token);
+    }
+    PyMem_Free(slots);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"grams", grams, METH_VARARGS,
+     "grams(text, n, prefix) -> prefix + each distinct n-character substring: text.python_grams."},
     {"markup", markup, METH_VARARGS,
      "markup(text) -> (text with tags as spaces, link values): markup.python_markup."},
     {"url_tokens", url_tokens, METH_VARARGS,
@@ -1439,6 +1535,12 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     init_ascii_class();
+    PyObject *key = PyUnicode_FromString("filterd._speedups.grams");
+    Py_hash_t seed = key == NULL ? -1 : PyObject_Hash(key); /* randomized per process */
+    Py_XDECREF(key);
+    if (seed == -1 && PyErr_Occurred())
+        return NULL;
+    gram_seed = mix64((uint64_t)seed);
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

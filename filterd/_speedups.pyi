@@ -34,3 +34,6 @@ def markup(text: str, /) -> tuple[str, list[str]]:
 
 def folded(text: str, fold: Callable[[str], str], /) -> str:
     """`fold(text)` for `fold` = `filterd.tokenize.text.nfkc_casefold`, in pieces."""
+
+def grams(text: str, n: int, prefix: str, /) -> list[str]:
+    """`filterd.tokenize.text.python_grams(text, n, prefix)`."""

@@ -113,6 +113,11 @@ FAMILIES: dict[str, Family] = {
     # a non-ASCII character every 33: one NFKC call per run for the C scan that normalizes only
     # the non-ASCII runs (filterd/_speedups.c `folded`), the most it makes
     "nonascii_sparse_runs": lambda n: _message(("\u00e9" + "a" * 32) * (n // 34)),
+    # distinct Han characters, unspaced: every character 4-gram of the text is new, for the
+    # table of the C loop that finds them (filterd/_speedups.c `grams`; the fusion's tokens)
+    "char_grams_distinct": lambda n: _message(
+        "".join(chr(0x4E00 + i % 20_000) for i in range(n // 3))
+    ),
     # a mail written in its Subject alone: every subject word is read twice
     # (TokenizerConfig.short_body)
     "subject_only_huge": lambda n: _mail("Subject: " + "w " * (n // 2), ""),

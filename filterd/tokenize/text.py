@@ -42,12 +42,14 @@ from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_li
 c_words: Callable[[str, int], list[str]] | None
 c_linked_words: Callable[[str, int, int, Callable[[str, int], Sequence[str]]], list[str]] | None
 c_folded: Callable[[str, Callable[[str], str]], str] | None
+c_grams: Callable[[str, int, str], list[str]] | None
 try:  # the word and link scans and case folding in C, built where a compiler was at hand (setup.py)
     from filterd._speedups import folded as c_folded
+    from filterd._speedups import grams as c_grams
     from filterd._speedups import linked_words as c_linked_words
     from filterd._speedups import words as c_words
 except ImportError:  # pragma: no cover - depends on the build
-    c_words = c_linked_words = c_folded = None
+    c_words = c_linked_words = c_folded = c_grams = None
 
 # Text longer than this is tokenized piece by piece (`text_tokens`)
 CHUNK = 1 << 16
@@ -286,8 +288,20 @@ def char_ngram_tokens(texts: Sequence[str], chars: int) -> list[str]:
                 break
     # NFKC may bring white space (U+FDFA is 18 characters, 3 of them spaces) or take some away
     text = _joined_runs(normalize(" ".join(pieces), spaced=False), "_")[:chars]
-    grams = dict.fromkeys(text[i : i + CHAR_NGRAM] for i in range(len(text) - CHAR_NGRAM + 1))
-    return [GRAM_PREFIX + gram for gram in grams]
+    if c_grams is not None:
+        return c_grams(text, CHAR_NGRAM, GRAM_PREFIX)
+    return python_grams(text, CHAR_NGRAM, GRAM_PREFIX)
+
+
+def python_grams(text: str, n: int, prefix: str) -> list[str]:
+    """`prefix` + each distinct `n`-character substring of `text`, in order of first appearance
+    (the reference of the C loop `grams`).
+
+    >>> python_grams("abcabc", 3, "c3:")
+    ['c3:abc', 'c3:bca', 'c3:cab']
+    """
+    grams = dict.fromkeys(text[i : i + n] for i in range(len(text) - n + 1))
+    return [prefix + gram for gram in grams]
 
 
 def _first_chars(text: str, size: int) -> str:

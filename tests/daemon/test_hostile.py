@@ -11,13 +11,14 @@ import tracemalloc
 
 import pytest
 
-from filterd.bayes.model import ModelSpec
+from filterd.bayes.model import FUSION, ModelSpec
+from filterd.bayes.statistics import Statistics
 from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.service.review import ReviewItem
-from tests.service.test_decide import trained
+from tests.service.test_decide import HAM, SPAM, trained
 
 SIZE = 200_000
 # The harness's bound is 50 ms of CPU per 100 KB (bench/hostile.py reports the real ratio); a
@@ -47,10 +48,24 @@ def decider() -> Decider:
     return decider
 
 
+@pytest.fixture(scope="module")
+def fusion_decider() -> Decider:
+    """The fusion, whose tokenizer also makes character 4-grams and word pairs."""
+    decider = Decider(ModelSpec(FUSION), "spam", min_docs=5)
+    stats = Statistics(seed=3)
+    for texts, label in ((SPAM, "spam"), (HAM, "ham")):
+        for text in texts:
+            stats.learn(list(decider.tokenizer({"text": text}).tokens), label)
+    decider.update(stats, version=1)
+    return decider
+
+
+@pytest.mark.parametrize("model", ["mnb", FUSION])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_decided(
-    decider: Decider, family: str
+    request: pytest.FixtureRequest, family: str, model: str
 ) -> None:
+    decider: Decider = request.getfixturevalue("fusion_decider" if model == FUSION else "decider")
     payload = record(family, SIZE)
     started = time.process_time()
     result, _ = scorer_path(decider, [payload, NORMAL])

@@ -345,6 +345,22 @@ def test_the_c_fold_gives_the_reference_text(text: str) -> None:
         assert text_module.normalize(text) == normalized
 
 
+@pytest.mark.skipif(
+    text_module.c_grams is None, reason="filterd._speedups not built (no C compiler)"
+)
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="ab_é\U0001f600\x00", max_size=40) | st.text(), st.integers(1, 5))
+def test_the_c_grams_are_the_reference_grams(text: str, n: int) -> None:
+    assert text_module.c_grams is not None
+    expected = text_module.python_grams(text, n, "c4:")
+    assert text_module.c_grams(text, n, "c4:") == expected
+    assert (
+        len(set(expected))
+        == len(expected)
+        == len({text[i : i + n] for i in range(len(text) - n + 1)})
+    )
+
+
 def test_find_links_agrees_where_addresses_outrun_urls() -> None:
     # Each address ends before the URL after its "@" does: the URL is looked for again after
     # every address (bench/hostile.py's url_behind_addresses times it at full size).
