@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from filterd.bayes.arrays import BoolArray, FloatArray
-from filterd.bayes.features import DocBatch
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
+from filterd.bayes.features import DocBatch, only_view
 from filterd.bayes.model import DEFAULT_SPEC, FUSION, Model, ModelSpec, Scores
 from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.selection import Selection
@@ -236,7 +236,17 @@ class FusionModel:
 
     @classmethod
     def build(cls, stats: Statistics, target: str, lazy: bool = False) -> FusionModel:
-        return cls([Model.build(stats, spec, target, lazy=lazy) for spec in COMPONENTS])
+        """The components on `stats`; those of one view share its vocabulary snapshot."""
+        snapshots = {
+            view: None if lazy else stats.vocab.snapshot(view)
+            for view in {spec.view_id for spec in COMPONENTS}
+        }
+        return cls(
+            [
+                Model.build(stats, spec, target, lazy=lazy, vocab=snapshots[spec.view_id])
+                for spec in COMPONENTS
+            ]
+        )
 
     @property
     def target(self) -> str:
@@ -251,7 +261,16 @@ class FusionModel:
         return FusionModel(self.components, weights)
 
     def score(self, batch: DocBatch) -> FusedScores:
-        per_component = [model.score(batch) for model in self.components]
+        """Every component's scores: the batch is split into views, and each view's entries are
+        looked up once, for all the components that read it."""
+        looked_up: dict[int | None, tuple[DocBatch, Int64Array]] = {}
+        per_component = []
+        for model in self.components:
+            view = model.spec.view_id
+            if view not in looked_up:
+                of_view = batch if view is None else only_view(batch, view)
+                looked_up[view] = of_view, model.columns_of(of_view)
+            per_component.append(model.score_columns_of(*looked_up[view]))
         scores = np.column_stack([s.binary() for s in per_component])
         return FusedScores(scores, per_component[0], self.weights)
 

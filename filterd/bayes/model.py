@@ -201,7 +201,14 @@ class Model:
     score once its statistics have changed.
     """
 
-    def __init__(self, spec: ModelSpec, target: str | None, stats: Statistics, lazy: bool) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        target: str | None,
+        stats: Statistics,
+        lazy: bool,
+        vocab: VocabularySnapshot | None = None,
+    ) -> None:
         self.spec = spec
         self.target_class = target
         self.hasher = stats.hasher
@@ -220,7 +227,7 @@ class Model:
             self.labels = (target, f"not {target}") if target is not None else tuple(stats.labels)
         else:
             view = spec.view_id
-            self._vocab = stats.vocab.snapshot(view)
+            self._vocab = stats.vocab.snapshot(view) if vocab is None else vocab
             keys = (
                 stats.vocab.keys.copy()
                 if view is None
@@ -233,10 +240,16 @@ class Model:
 
     @classmethod
     def build(
-        cls, stats: Statistics, spec: ModelSpec, target: str | None = None, lazy: bool = False
+        cls,
+        stats: Statistics,
+        spec: ModelSpec,
+        target: str | None = None,
+        lazy: bool = False,
+        vocab: VocabularySnapshot | None = None,
     ) -> Model:
-        """A model of `spec` on `stats`; with `target`, on the target-vs-rest view."""
-        return cls(spec, target, stats, lazy)
+        """A model of `spec` on `stats`; with `target`, on the target-vs-rest view. `vocab`:
+        `stats.vocab.snapshot(spec.view_id)` where models of one view share it (full models)."""
+        return cls(spec, target, stats, lazy, vocab)
 
     @property
     def weights(self) -> Weights:
@@ -262,15 +275,27 @@ class Model:
         view = self.spec.view_id
         if view is not None:
             batch = only_view(batch, view)
-        ids = self._vocab.lookup(batch.keys)
+        return self.score_columns_of(batch, self.columns_of(batch))
+
+    def columns_of(self, batch: DocBatch) -> Int64Array:
+        """The column of each entry of `batch` (−1: none), as `score_columns_of` takes them; the
+        same for every full model of one view and statistics version."""
+        return self._vocab.lookup(batch.keys)
+
+    def score_columns_of(self, batch: DocBatch, ids: Int64Array) -> Scores:
+        """`score(batch)` of a batch of this model's view whose entries' columns are `ids`
+        (`columns_of`): one lookup serves the models that share a view."""
         compiled = self._compiled
         if compiled is None:  # a lazy model
+            ids = ids.copy()
             if self._stats.version != self.version:
                 raise ValueError(
                     "the statistics changed since this lazy model was built: build a new one"
                 )
             columns, ids[ids >= 0] = np.unique(ids[ids >= 0], return_inverse=True)
-            counts = self._stats.counts(self.target_class, columns, self.spec.set_of_words, view)
+            counts = self._stats.counts(
+                self.target_class, columns, self.spec.set_of_words, self.spec.view_id
+            )
             compiled = compile_weights(counts, self.spec, self._stats.vocab.keys[columns])
         return score_columns(compiled, self.spec.selection, self.labels, batch, ids)
 
