@@ -1,6 +1,6 @@
 """Which estimators over which token views should the fusion combine? Leave one corpus out.
 
-    .venv/bin/python bench/components.py [--corpus sms-spam ...]
+    .venv/bin/python bench/components.py [--corpus sms-spam ...] [--sizes]
 
 Each binary corpus of ../shared/corpora is tokenized once by the fusion's tokenizer (words,
 character 4-grams, OSB word pairs: `filterd.service.decide.tokenizer_of`): SMS, SpamAssassin,
@@ -11,6 +11,9 @@ and each candidate set of components is combined as `filterd evaluate --variant 
 --protocol online` combines `filterd.bayes.fusion.COMPONENTS` (`fusion.replay_fused`). The
 figure is (1−AUC)% over the whole stream. For each corpus in turn, the set with the lowest
 geometric mean over the *other* corpora is chosen and measured on the one left out.
+
+--sizes prints instead the model's size: the distinct tokens of each view once the whole corpus
+is learned, against those of the default's tokenizer (words alone).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from filterd.bayes import fusion
 from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
 from filterd.bayes.replay import online_scores
 from filterd.bayes.selection import Selection
+from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import relabel
@@ -81,6 +85,26 @@ def candidate_sets() -> dict[str, list[str]]:
     }
 
 
+def sizes(corpora: list[str]) -> None:
+    """Distinct tokens per view of the statistics of each whole corpus (module docstring)."""
+    print("| corpus | words alone | words | 4-grams | pairs | ratio |\n|---|---|---|---|---|---|")
+    for corpus in corpora:
+        records = relabel(
+            read_corpus(CORPORA / corpus / "messages.jsonl.gz"), CORPUS_LABELS[corpus]
+        )
+        distinct = []
+        for spec in (DEFAULT_SPEC, ModelSpec(FUSION)):
+            tokenized = Corpus.tokenize(records, tokenizer_of(DEFAULTS, specs=[spec]))
+            stats = Statistics(["spam", "ham"])
+            stats.update(tokenized.batch, [r.label for r in tokenized.records])
+            distinct.append(stats.V_of_view.tolist())
+        alone, (words, grams, pairs) = distinct[0][0], distinct[1]
+        print(
+            f"| {corpus} | {alone:,} | {words:,} | {grams:,} | {pairs:,} "
+            f"| ×{(words + grams + pairs) / alone:.1f} |"
+        )
+
+
 def geometric_mean(values: list[float]) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
@@ -88,7 +112,11 @@ def geometric_mean(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--corpus", action="append", choices=list(CORPUS_LABELS))
+    parser.add_argument("--sizes", action="store_true", help="the model's size instead")
     args = parser.parse_args()
+    if args.sizes:
+        sizes([c for c in args.corpus or CORPUS_LABELS if (CORPORA / c).exists()])
+        return
     t_start = time.perf_counter()
     tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
     specs, sets = pool(), candidate_sets()

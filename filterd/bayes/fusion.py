@@ -45,7 +45,8 @@ REFIT_EVERY = 100  # the online protocol, once the window is full: messages betw
 # strongest clues, and PNBC over the 6 strongest; over character 4-grams and over word pairs,
 # Robinson–Fisher and PNBC over the 6 strongest; and PNBC over every token of each view. The
 # first, the default model over words, scores alone until the first weights. The set was chosen
-# by leaving one corpus out (bench/loo.py; docs/benchmarks.md, "Which components?").
+# by leaving one corpus out (bench/components.py; docs/benchmarks.md, "Which components does
+# the fusion combine?").
 _RF = "robinson_fisher"
 COMPONENTS: tuple[ModelSpec, ...] = (
     replace(DEFAULT_SPEC, view="words"),
