@@ -12,9 +12,10 @@ from filterd.bayes.model import ModelSpec
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.corpus import train_test_split
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.service.config import DEFAULTS
+from filterd.service.decide import tokenizer_of
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
-from filterd.tokenize import Tokenizer
 from harness import CORPORA
 from store import synthetic_token_feedback
 
@@ -96,7 +97,7 @@ def learn_sms_model(url: str, model: str, spec: ModelSpec, train: list[Sms]) -> 
     store = Store.open(url)
     store.upgrade()
     held = store.create_model(model, spec)
-    tokenize = Tokenizer()
+    tokenize = tokenizer_of(DEFAULTS, specs=[spec])  # the views the daemon's model reads
     items = [LabelledTokens(r.id, r.label, tokenize({"text": r.text}).tokens) for r in train]
     for i in range(0, len(items), 2000):
         held.learn(items[i : i + 2000], holdout_fraction=0)
