@@ -154,9 +154,10 @@ def select_entries(batch: DocBatch, keep: BoolArray) -> DocBatch:
     return DocBatch(indptr, batch.keys[keep], batch.counts[keep], batch.tokens, token_index)
 
 
-def only_view(batch: DocBatch, view: int) -> DocBatch:
-    """The batch with the tokens of `view` (`filterd.bayes.vocab.VIEWS`) alone."""
-    return select_entries(batch, views_of(batch.keys) == view)
+def only_view(batch: DocBatch, view: int | None) -> DocBatch:
+    """The batch with the tokens of `view` (`filterd.bayes.vocab.VIEWS`) alone; `batch` itself
+    for None (every token)."""
+    return batch if view is None else select_entries(batch, views_of(batch.keys) == view)
 
 
 def select_docs(batch: DocBatch, docs: Int64Array) -> DocBatch:

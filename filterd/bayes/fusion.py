@@ -89,6 +89,19 @@ def initial_weights(k: int) -> tuple[float, ...]:
 INITIAL_WEIGHTS = initial_weights(len(COMPONENTS))
 
 
+def weights_or_initial(weights: Sequence[float] | None, k: int) -> tuple[float, ...]:
+    """`weights` if they combine `k` components (1 + k entries), else `initial_weights(k)`:
+    for None, and for the weights of another set of components (an older release's, until
+    the next calibration learns them anew).
+
+    >>> weights_or_initial((0.5, 1.0, 2.0), 2), weights_or_initial((0.5, 1.0), 2)
+    ((0.5, 1.0, 2.0), (0.0, 1.0, 0.0))
+    """
+    if weights is None or len(weights) != k + 1:
+        return initial_weights(k)
+    return tuple(float(w) for w in weights)
+
+
 def features(scores: FloatArray) -> FloatArray:
     """(n, 1 + k): a bias column and g(s) of the (n, k) component scores.
 
@@ -254,12 +267,8 @@ class FusionModel:
         return self.labels[0]
 
     def with_weights(self, weights: Sequence[float] | None) -> FusionModel:
-        """The same components combined with `weights`: `INITIAL_WEIGHTS` for None, and for
-        weights of another number of components (an older release's, until the next
-        calibration learns them anew)."""
-        if weights is None or len(weights) != len(self.components) + 1:
-            weights = INITIAL_WEIGHTS
-        return FusionModel(self.components, weights)
+        """The same components combined with `weights` (`weights_or_initial`)."""
+        return FusionModel(self.components, weights_or_initial(weights, len(self.components)))
 
     def score(self, batch: DocBatch) -> FusedScores:
         """Every component's scores: the batch is split into views, and each view's entries are
@@ -269,7 +278,7 @@ class FusionModel:
         for model in self.components:
             view = model.spec.view_id
             if view not in looked_up:
-                of_view = batch if view is None else only_view(batch, view)
+                of_view = only_view(batch, view)
                 looked_up[view] = of_view, model.columns_of(of_view)
             per_component.append(model.score_columns_of(*looked_up[view]))
         scores = np.column_stack([s.binary() for s in per_component])

@@ -272,9 +272,7 @@ class Model:
     def score(self, batch: DocBatch) -> Scores:
         """Class scores of every document of `batch`, with what each decision rested on (the
         tokens of the spec's view alone, if it names one)."""
-        view = self.spec.view_id
-        if view is not None:
-            batch = only_view(batch, view)
+        batch = only_view(batch, self.spec.view_id)
         return self.score_columns_of(batch, self.columns_of(batch))
 
     def columns_of(self, batch: DocBatch) -> Int64Array:

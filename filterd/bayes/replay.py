@@ -66,7 +66,7 @@ def stepwise_scores(
     progress: Progress = iter,
 ) -> FloatArray:
     """The replay as it reads: score document i with a model of everything learned, learn it."""
-    batch = _of_view(batch, spec)
+    batch = only_view(batch, spec.view_id)
     labels = [target if t else f"not {target}" for t in is_target]
     # learns keys from `batch`: the hasher's seed plays no part
     stats = Statistics([target, f"not {target}"])
@@ -93,7 +93,7 @@ def replay_scores(
     document."""
     if spec.needs_whole_vocabulary:
         raise ValueError(f"{spec} needs the whole vocabulary: replay it with stepwise_scores")
-    batch = _of_view(batch, spec)
+    batch = only_view(batch, spec.view_id)
     scores = np.zeros(len(batch))
     y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target
     in_class = (np.arange(2).reshape(-1, 1) == y).astype(np.int64)  # (2, n) one-hot
@@ -109,12 +109,6 @@ def replay_scores(
             assert history is not None  # made whenever there are blocks
             scores[docs] = _block_scores(batch, history, labels, spec, docs)
     return scores
-
-
-def _of_view(batch: DocBatch, spec: ModelSpec) -> DocBatch:
-    """The tokens of `batch` that a model of `spec` reads: its view's, or all (no view)."""
-    view = spec.view_id
-    return batch if view is None else only_view(batch, view)
 
 
 def statistics_read(spec: ModelSpec) -> frozenset[Statistic]:

@@ -41,10 +41,10 @@ import numpy.typing as npt
 
 from filterd.bayes.fusion import (
     COMPONENTS,
-    INITIAL_WEIGHTS,
     FusionModel,
     combine,
     fit_weights,
+    weights_or_initial,
     with_weights,
 )
 from filterd.bayes.model import FUSION
@@ -369,8 +369,6 @@ def _fused_window(
         components = np.full((len(found.labels), k), np.nan)
     keep = ~np.isnan(components).any(axis=1)  # rows scored without components take no part
     components, labels = components[keep], found.labels[keep]
-    if in_force is not None and len(in_force) != k + 1:
-        in_force = None  # another release's weights: the scorers combine with the initial ones
     oldest_first = slice(None, None, -1)
     weights = fit_weights(components[oldest_first], (labels == target)[oldest_first])
     return _Window(
@@ -378,7 +376,7 @@ def _fused_window(
         labels,
         (found.start, found.end),
         weights,
-        combine(components, in_force or INITIAL_WEIGHTS),
+        combine(components, weights_or_initial(in_force, k)),  # as the scorers combine them
     )
 
 
