@@ -49,11 +49,12 @@ VIEWS = ("words", "chars", "pairs")
 
 
 def pool() -> dict[str, ModelSpec]:
-    """Every estimator a candidate set may take: the fusion's and MNB over each view."""
+    """Every estimator a candidate set may take: the fusion's, and PNBC and MNB over each view."""
     specs = {str(spec): spec for spec in fusion.COMPONENTS}
     for view in VIEWS:
-        spec = ModelSpec("mnb", view=view)
-        specs[str(spec)] = spec
+        for variant in ("pnbc", "mnb"):
+            spec = ModelSpec(variant, view=view)
+            specs[str(spec)] = spec
     return specs
 
 
@@ -79,9 +80,9 @@ def candidate_sets() -> dict[str, list[str]]:
         + on("words", pnbc)
         + on("chars", pnbc),
         "nine over three views": views9,
-        "nine, and PNBC over each view (fusion.COMPONENTS)": views9
-        + [s for v in VIEWS for s in on(v, pnbc)],
-        "nine, and MNB over each view": views9 + [s for v in VIEWS for s in on(v, mnb)],
+        "nine, and PNBC over each view": views9 + [s for v in VIEWS for s in on(v, pnbc)],
+        "nine, and MNB over each view (fusion.COMPONENTS)": views9
+        + [s for v in VIEWS for s in on(v, mnb)],
     }
 
 

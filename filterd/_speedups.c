@@ -2,6 +2,8 @@
    same results on every input and is used where this module is not built or declines.
 
    count_keys   the per-token loop of filterd.bayes.features.encode (reference: encode_python)
+   local_top    the per-document top-N of filterd.bayes.selection.local_top (reference:
+                local_top_python)
    words        the words of filterd.tokenize.text.plain_tokens (reference: its regexes
                 and cap_all, regex_tokens)
    linked_words the words and links of a text with URLs or addresses (reference:
@@ -19,13 +21,14 @@
    Every scan here is linear in its input, as its reference: message content is written by
    adversaries (filterd/evaluation/hostile.py has a family for each).
 
-   count_keys(docs, base1, base2) -> (indptr, keys, counts, token_index) | None
+   count_keys(docs, base1, base2, mask0, mask1, mask2)
+       -> (indptr, keys, counts, token_index) | None
 
-   docs is a list of lists of str. Each token's key is TokenHasher's (filterd/vocab.py):
+   docs is a list of lists of str. Each token's key is TokenHasher's (filterd/bayes/vocab.py):
        h_p(t) = sum_i (b_i + 1) * B_p^i  mod p      (b_i the UTF-8 bytes of t)
-       key(t) = v(t) * 2^62 + h_P1(t) * 2^31 + h_P2(t)      (as int64)
-   with v(t) the token's view (token_view, vocab.view_of_token) and a NUL character hashed as
-   U+FFFD, as TokenHasher does. Per document, equal keys
+       key(t) = v(t) * 2^62 + ((h_P1(t) * 2^31 + h_P2(t)) & mask_v(t))      (as int64)
+   with v(t) the token's view (token_view, vocab.view_of_token), mask_v = 2^b_v - 1
+   (vocab.BUCKET_BITS) and a NUL character hashed as U+FFFD, as TokenHasher does. Per document, equal keys
    are one entry: keys sorted, counts summed, token_index the position (in the documents'
    tokens laid end to end) of the key's first occurrence. The four results are bytearrays
    of native int64 for numpy.frombuffer. None when a document is not a list or a token
@@ -85,7 +88,14 @@ token_view(const unsigned char *s, Py_ssize_t n)
 }
 
 static inline int64_t
-token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *w2)
+view_key(uint64_t view, uint64_t h1, uint64_t h2, const uint64_t *masks)
+{
+    return (int64_t)((view << 62) | (((h1 << 31) | h2) & masks[view]));
+}
+
+static inline int64_t
+token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *w2,
+          const uint64_t *masks)
 {
     uint64_t h1 = 0, h2 = 0;
     if (memchr(s, 0, n) != NULL) { /* TokenHasher hashes NUL as U+FFFD: a byte at a time */
@@ -97,7 +107,7 @@ token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *
                 h2 = (h2 * w2->b + c) % P2;
             }
         }
-        return (int64_t)((token_view(s, n) << 62) | (h1 << 31) | h2);
+        return view_key(token_view(s, n), h1, h2, masks);
     }
     Py_ssize_t i = n;
     while (i % 4) { /* the last n mod 4 bytes come first */
@@ -110,7 +120,7 @@ token_key(const unsigned char *s, Py_ssize_t n, const Powers *w1, const Powers *
         STEP4(h1, (*w1), P1, s, i);
         STEP4(h2, (*w2), P2, s, i);
     }
-    return (int64_t)((token_view(s, n) << 62) | (h1 << 31) | h2);
+    return view_key(token_view(s, n), h1, h2, masks);
 }
 
 static inline int
@@ -168,9 +178,12 @@ static PyObject *
 count_keys(PyObject *self, PyObject *args)
 {
     PyObject *docs;
-    unsigned long long base1, base2;
-    if (!PyArg_ParseTuple(args, "O!KK", &PyList_Type, &docs, &base1, &base2))
+    unsigned long long base1, base2, mask0, mask1, mask2;
+    if (!PyArg_ParseTuple(args, "O!KKKKK", &PyList_Type, &docs, &base1, &base2, &mask0, &mask1,
+                          &mask2))
         return NULL;
+    /* view 3 is never made: its mask is never read */
+    const uint64_t masks[4] = {mask0, mask1, mask2, 0};
     if (base1 >= P1 || base2 >= P2) {
         PyErr_SetString(PyExc_ValueError, "bases must be below the primes");
         return NULL;
@@ -226,7 +239,7 @@ count_keys(PyObject *self, PyObject *args)
                 PyErr_Clear();
                 goto fallback;
             }
-            int64_t key = token_key((const unsigned char *)utf8, length, &w1, &w2);
+            int64_t key = token_key((const unsigned char *)utf8, length, &w1, &w2, masks);
             Py_ssize_t slot = shift < 64 ? (Py_ssize_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> shift) : 0;
             while (slots[slot] != 0 && entries[slots[slot] - 1].key != key)
                 slot = (slot + 1) & (size - 1);
@@ -1505,7 +1518,121 @@ grams(PyObject *self, PyObject *args)
     return out;
 }
 
+/* local_top(doc, strength, tiebreak, n, min_strength) -> int64 bytearray | None
+   filterd.bayes.selection.local_top (its reference: local_top_python) for documents in
+   order: per document, the positions of its n strongest entries with strength >= min_strength,
+   ties by the smaller tiebreak, all positions ascending. doc, tiebreak: int64 buffers; strength:
+   float64; equal lengths. None when doc is not non-decreasing. For m candidates of a document,
+   O(m n) for n <= TOP_BY_INSERTION (mostly one comparison each), else one sort, O(m log m). */
+#define TOP_BY_INSERTION 32
+typedef struct {
+    double strength;
+    int64_t tiebreak;
+    int64_t position;
+} Clue;
+
+static int
+stronger_first(const void *a, const void *b)
+{
+    const Clue *x = a, *y = b;
+    if (x->strength != y->strength)
+        return x->strength > y->strength ? -1 : 1;
+    return (x->tiebreak > y->tiebreak) - (x->tiebreak < y->tiebreak);
+}
+
+static int
+position_order(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static PyObject *
+local_top(PyObject *self, PyObject *args)
+{
+    Py_buffer doc_buf, strength_buf, tiebreak_buf;
+    Py_ssize_t n;
+    double min_strength;
+    if (!PyArg_ParseTuple(args, "y*y*y*nd", &doc_buf, &strength_buf, &tiebreak_buf, &n,
+                          &min_strength))
+        return NULL;
+    PyObject *result = NULL, *out = NULL;
+    Clue *clues = NULL;
+    Py_ssize_t m = doc_buf.len / (Py_ssize_t)sizeof(int64_t);
+    if (strength_buf.len != m * (Py_ssize_t)sizeof(double) ||
+        tiebreak_buf.len != m * (Py_ssize_t)sizeof(int64_t) || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "doc, strength and tiebreak differ in length, or n < 0");
+        goto done;
+    }
+    const int64_t *doc = doc_buf.buf, *tiebreak = tiebreak_buf.buf;
+    const double *strength = strength_buf.buf;
+    for (Py_ssize_t i = 1; i < m; i++) {
+        if (doc[i] < doc[i - 1]) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+    }
+    int64_t *keep = NULL;
+    out = new_int64s(m, &keep);
+    clues = PyMem_Malloc((m > 0 ? m : 1) * sizeof(Clue));
+    if (out == NULL || clues == NULL) {
+        if (clues == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t start = 0, end; start < m; start = end) {
+        Py_ssize_t candidates = 0;
+        for (end = start; end < m && doc[end] == doc[start]; end++) {
+            if (strength[end] >= min_strength) /* false for NaN, as in the reference */
+                clues[candidates++] = (Clue){strength[end], tiebreak[end], end};
+        }
+        if (candidates <= n) {
+            for (Py_ssize_t i = 0; i < candidates; i++)
+                keep[kept++] = clues[i].position;
+            continue;
+        }
+        if (n <= TOP_BY_INSERTION) {
+            /* clues[0..n) holds the n strongest so far, strongest first: a candidate weaker
+               than the n-th is one comparison */
+            qsort(clues, n, sizeof(Clue), stronger_first);
+            for (Py_ssize_t i = n; i < candidates; i++) {
+                if (n == 0 || stronger_first(&clues[i], &clues[n - 1]) >= 0)
+                    continue;
+                Clue c = clues[i];
+                Py_ssize_t j = n - 1;
+                while (j > 0 && stronger_first(&c, &clues[j - 1]) < 0) {
+                    clues[j] = clues[j - 1];
+                    j--;
+                }
+                clues[j] = c;
+            }
+        } else {
+            qsort(clues, candidates, sizeof(Clue), stronger_first);
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            keep[kept + i] = clues[i].position;
+        qsort(keep + kept, n, sizeof(int64_t), position_order);
+        kept += n;
+    }
+    if (PyByteArray_Resize(out, kept * (Py_ssize_t)sizeof(int64_t)) < 0)
+        goto done;
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    PyMem_Free(clues);
+    PyBuffer_Release(&doc_buf);
+    PyBuffer_Release(&strength_buf);
+    PyBuffer_Release(&tiebreak_buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"local_top", local_top, METH_VARARGS,
+     "local_top(doc, strength, tiebreak, n, min_strength) -> the entries kept, as int64 bytes: "
+     "selection.local_top_python."},
     {"grams", grams, METH_VARARGS,
      "grams(text, n, prefix) -> prefix + each distinct n-character substring: text.python_grams."},
     {"markup", markup, METH_VARARGS,
@@ -1520,7 +1647,7 @@ static PyMethodDef methods[] = {
      "folded(text, fold) -> fold(text) for fold = text.nfkc_casefold, the ASCII lowercased here."},
     {"words", words, METH_VARARGS, "words(text, max_length) -> the words of plain_tokens (see text.py)."},
     {"count_keys", count_keys, METH_VARARGS,
-     "count_keys(docs, base1, base2) -> (indptr, keys, counts, token_index) as int64 bytearrays, "
+     "count_keys(docs, base1, base2, mask0, mask1, mask2) -> (indptr, keys, counts, token_index) as int64 bytearrays, "
      "or None for input only the pure-Python encode handles."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,12 +1,22 @@
-"""Types of the optional C loops in _speedups.c (filterd.bayes.features, filterd.tokenize)."""
+"""Types of the optional C loops in _speedups.c (filterd.bayes.features and .selection,
+filterd.tokenize)."""
 
 from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 P1: int
 P2: int
 
 def count_keys(
-    docs: list[Sequence[str]], base1: int, base2: int, /
+    docs: list[Sequence[str]],
+    base1: int,
+    base2: int,
+    mask0: int,
+    mask1: int,
+    mask2: int,
+    /,
 ) -> tuple[bytearray, bytearray, bytearray, bytearray] | None:
     """(indptr, keys, counts, token_index) as int64 bytearrays, or None for input only the
     pure-Python encode handles."""
@@ -37,3 +47,14 @@ def folded(text: str, fold: Callable[[str], str], /) -> str:
 
 def grams(text: str, n: int, prefix: str, /) -> list[str]:
     """`filterd.tokenize.text.python_grams(text, n, prefix)`."""
+
+def local_top(
+    doc: npt.NDArray[np.int64],
+    strength: npt.NDArray[np.float64],
+    tiebreak: npt.NDArray[np.int64],
+    n: int,
+    min_strength: float,
+    /,
+) -> bytearray | None:
+    """The entries kept by selection.local_top_python, as int64 bytes; None if doc is not in
+    order."""

@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from filterd.bayes.arrays import BoolArray, Int64Array
-from filterd.bayes.vocab import P1, P2, TokenHasher, views_of
+from filterd.bayes.vocab import BUCKET_MASKS, P1, P2, TokenHasher, views_of
 
 
 class _Speedups(Protocol):
@@ -25,7 +25,14 @@ class _Speedups(Protocol):
     P2: int
 
     def count_keys(
-        self, docs: list[Sequence[str]], base1: int, base2: int, /
+        self,
+        docs: list[Sequence[str]],
+        base1: int,
+        base2: int,
+        mask0: int,
+        mask1: int,
+        mask2: int,
+        /,
     ) -> tuple[bytearray, bytearray, bytearray, bytearray] | None: ...
 
 
@@ -90,7 +97,7 @@ def encode(
     With filterd._speedups, one C loop over the tokens (faster than numpy and Python). Otherwise,
     and for the input it declines, `encode_python`, its reference."""
     if _speedups is not None and type(docs) is list:
-        arrays = _speedups.count_keys(docs, *hasher.bases)
+        arrays = _speedups.count_keys(docs, *hasher.bases, *BUCKET_MASKS)
         if arrays is not None:
             indptr, keys, counts, token_index = (np.frombuffer(a, dtype=np.int64) for a in arrays)
             if not with_tokens:

@@ -8,13 +8,18 @@ vocabulary is a pair of sorted numpy arrays (key → column id), ≈20 bytes a t
 The key is two polynomial hashes modulo 31-bit primes, with bases drawn from a seed:
 
     h_p(t) = Σ_i (b_i + 1) · B_p^i  mod p      (b_i the UTF-8 bytes of t)
-    key(t) = v(t) · 2^62 + h_P1(t) · 2^31 + h_P2(t)      (as a signed 64-bit integer)
+    key(t) = v(t) · 2^62 + (h_P1(t) · 2^31 + h_P2(t)) mod 2^b_v(t)     (as a signed 64-bit integer)
 
 v(t) is the token's view, its family, read from its form (`view_of_token`): 0 for words and
 every other token, 1 for character 4-grams ("c4:…"), 2 for word pairs ("w1 w2", "w1 ~w3": a
 space and no ":"). In the key's top bits, the view goes wherever the key goes (statistics,
 store, deltas), so one vocabulary and one statistics table hold every family and a model can
 read one of them alone (`views_of`). Keys of view 2 are negative.
+
+b_v (`BUCKET_BITS`) bounds a view's distinct keys to 2^b_v. Words keep the whole hash (b = 62);
+the 4-grams and the pairs, which outnumber a corpus's words 4 to 40 times, share 2^14 and 2^13
+buckets (the hashing trick: tokens of one bucket add up), so they add at most 24,576 keys to
+a model whatever it learns. Two tokens of one message in one bucket are one entry (`encode`).
 
 For two distinct tokens of at most L bytes the chance that they collide is at most
 (L/P1)·(L/P2) over the choice of bases, so a model keeps its own random seed (an attacker
@@ -38,6 +43,14 @@ WORDS, CHARS, PAIRS = 0, 1, 2
 VIEWS = ("words", "chars", "pairs")
 CHAR_GRAM_PREFIX = "c4:"  # filterd.tokenize.text.GRAM_PREFIX (a test checks they agree)
 _VIEW_SHIFT = 62
+# b_v: the hash bits a key of each view keeps (docs/benchmarks.md, "How large is the fusion's
+# model?", for the choice)
+BUCKET_BITS = (62, 14, 13)
+BUCKET_MASKS = tuple((1 << bits) - 1 for bits in BUCKET_BITS)  # 2^b_v − 1
+_BUCKET_MASKS = np.array(BUCKET_MASKS, dtype=np.uint64)
+_HASH_MASK = (1 << _VIEW_SHIFT) - 1  # a key without its view
+# a view of at most 2^_DENSE_BITS buckets is looked up in a table of them (`VocabularySnapshot`)
+_DENSE_BITS = 20
 # lookups of this many keys in a vocabulary at least as large sort them first
 _SORT_NEEDLES_FROM = 1 << 14
 
@@ -111,7 +124,8 @@ class TokenHasher:
         h1 = self._hash(coefficient, position, starts, 0)
         h2 = self._hash(coefficient, position, starts, 1)
         views = np.fromiter(map(view_of_token, tokens), dtype=np.uint64, count=n)
-        return ((views << np.uint64(_VIEW_SHIFT)) | (h1 << np.uint64(31)) | h2).astype(np.int64)
+        hashes = ((h1 << np.uint64(31)) | h2) & _BUCKET_MASKS[views]
+        return ((views << np.uint64(_VIEW_SHIFT)) | hashes).astype(np.int64)
 
     def key(self, token: str) -> int:
         """The key of one token."""
@@ -215,7 +229,7 @@ class Vocabulary:
         ids = self._sorted_ids[in_view]
         rank = np.empty(len(ids), dtype=np.int64)
         rank[np.argsort(ids)] = np.arange(len(ids))
-        return VocabularySnapshot(self._sorted_keys[in_view], rank, len(ids))
+        return VocabularySnapshot(self._sorted_keys[in_view], rank, len(ids), view)
 
     def _append(self, new_keys: Int64Array) -> None:
         end = self._size + len(new_keys)
@@ -228,15 +242,42 @@ class Vocabulary:
 
 
 class VocabularySnapshot:
-    """Read-only key → id map with the ids that existed when it was taken (`size` of them)."""
+    """Read-only key → id map with the ids that existed when it was taken (`size` of them).
 
-    def __init__(self, sorted_keys: Int64Array, sorted_ids: Int64Array, size: int) -> None:
+    The snapshot of one bucketed view (`BUCKET_BITS` up to `_DENSE_BITS`) is also a table of
+    its 2^b buckets, so that a lookup is one index instead of a binary search: the same ids
+    (`lookup_sorted`, its reference); keys of the view past its buckets (learned by a release
+    before them) are searched.
+    """
+
+    def __init__(
+        self, sorted_keys: Int64Array, sorted_ids: Int64Array, size: int, view: int | None = None
+    ) -> None:
         self._sorted_keys = sorted_keys
         self._sorted_ids = sorted_ids
         self.size = size
+        self._view = view
+        self._dense: Int64Array | None = None
+        if view is not None and BUCKET_BITS[view] <= _DENSE_BITS:
+            mask = BUCKET_MASKS[view]
+            bucketed = (sorted_keys & _HASH_MASK) <= mask
+            self._dense = np.full(mask + 1, -1, dtype=np.int64)
+            self._dense[sorted_keys[bucketed] & mask] = sorted_ids[bucketed]
 
     def lookup(self, keys: Int64Array) -> Int64Array:
         """Ids of `keys`, −1 where a key was not in the vocabulary when the snapshot was taken."""
+        if self._dense is None or self._view is None:
+            return self.lookup_sorted(keys)
+        mask = BUCKET_MASKS[self._view]
+        hashes = keys & _HASH_MASK
+        ids: Int64Array = self._dense[hashes & mask]
+        ids[views_of(keys) != self._view] = -1
+        past = np.flatnonzero(hashes > mask)  # none from this release's hasher
+        ids[past] = self.lookup_sorted(keys[past])
+        return ids
+
+    def lookup_sorted(self, keys: Int64Array) -> Int64Array:
+        """`lookup` by binary search in the sorted keys."""
         return _lookup(self._sorted_keys, self._sorted_ids, keys)
 
 

@@ -119,6 +119,8 @@ def test_a_c_loop_built_with_other_primes_is_refused_with_a_clear_error() -> Non
         st.lists(
             st.text(min_size=1, max_size=12)
             | st.sampled_from(["a", "é", "a\x00", "\ud800", "x" * 41])
+            | st.text(max_size=6).map(lambda t: "c4:" + t)  # the bucketed views
+            | st.tuples(st.text(max_size=6), st.text(max_size=6)).map(" ".join)
         ),
         max_size=6,
     ),
@@ -132,6 +134,20 @@ def test_a_c_loop_built_with_other_primes_is_refused_with_a_clear_error() -> Non
 def test_the_c_loop_counts_as_the_reference_does(docs: list[list[str]], seed: int) -> None:
     hasher = TokenHasher(seed)
     assert_same_batch(encode(docs, hasher), encode_python(docs, hasher))
+
+
+def test_tokens_of_one_bucket_in_one_message_are_one_entry() -> None:
+    by_key: dict[int, str] = {}
+    for i in range(1 << 14):  # 2^13 buckets for pairs: a collision comes long before
+        pair = f"w{i} v{i}"
+        key = hasher.key(pair)
+        if key in by_key:
+            break
+        by_key[key] = pair
+    doc = [by_key[key], pair, "word", by_key[key]]
+    for batch in (encode([doc], hasher), encode_python([doc], hasher)):
+        assert sorted(batch.counts.tolist()) == [1, 3]
+        assert batch.token_index is not None and 0 in batch.token_index.tolist()
 
 
 def test_counting_alone_leaves_the_strings_out() -> None:

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from filterd.bayes import selection
 from filterd.bayes.arrays import Int64Array
-from filterd.bayes.selection import Selection, global_top, local_top, strength
+from filterd.bayes.selection import Selection, global_top, local_top, local_top_python, strength
 from filterd.bayes.statistics import Counts, Statistics
 
 
@@ -66,6 +67,31 @@ def test_local_top_keeps_the_n_strongest_of_each_document(
         dropped = np.setdiff1d(mine, kept)
         if len(dropped):
             assert s[kept].min() >= s[dropped].max()
+
+
+@pytest.mark.skipif(selection.c_local_top is None, reason="filterd._speedups not built")
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.integers(0, 2),
+            # ties, signed zeros, NaN and infinities: the C loop orders them as numpy does
+            st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.5, math.nan, math.inf, -math.inf]),
+        ),
+        max_size=90,
+    ),
+    n=st.sampled_from([0, 1, 2, 3, 6, 15, 33]),  # 33: past the C loop's insertion
+    min_strength=st.sampled_from([0.0, 0.7, -math.inf]),
+    seed=st.integers(0, 1000),
+)
+def test_the_c_loop_keeps_what_the_reference_keeps(
+    entries: list[tuple[int, float]], n: int, min_strength: float, seed: int
+) -> None:
+    entries.sort(key=lambda e: e[0])  # the scorer's documents come in order
+    doc = np.array([d for d, _ in entries], dtype=np.int64)
+    s = np.array([v for _, v in entries], dtype=np.float64)
+    tiebreak = np.random.default_rng(seed).permutation(len(doc)).astype(np.int64) - 30
+    kept = local_top(doc, s, tiebreak, n, min_strength)
+    assert kept.tolist() == local_top_python(doc, s, tiebreak, n, min_strength).tolist()
 
 
 @pytest.mark.parametrize("n", [3, 1_000_000])  # ranked, and N above every document's length

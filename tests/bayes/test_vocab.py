@@ -23,7 +23,8 @@ def reference_key(hasher: TokenHasher, token: str) -> int:
     h1 = sum((byte + 1) * pow(b1, i, P1) for i, byte in enumerate(data)) % P1
     h2 = sum((byte + 1) * pow(b2, i, P2) for i, byte in enumerate(data)) % P2
     view = 1 if token[:3] == "c4:" else 2 if " " in token and ":" not in token else 0
-    unsigned = (view << 62) | (h1 << 31) | h2
+    bits = {0: 62, 1: 14, 2: 13}[view]  # words keep the hash; 2^14 and 2^13 buckets
+    unsigned = (view << 62) | (((h1 << 31) | h2) % (1 << bits))
     return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
 
 
@@ -64,6 +65,15 @@ def test_keys_are_stable_for_a_seed_and_differ_across_seeds() -> None:
 def test_distinct_tokens_get_distinct_keys() -> None:
     tokens = [f"tok{i}" for i in range(100_000)] + ["ab", "ba", "a", "aa", "aaa"]
     assert len(np.unique(TokenHasher(0).keys(tokens))) == len(tokens)
+
+
+def test_the_extra_views_fill_their_buckets_and_no_more() -> None:
+    hasher = TokenHasher(0)
+    grams = hasher.keys([f"c4:{i:05d}" for i in range(100_000)])
+    pairs = hasher.keys([f"w{i} v{i}" for i in range(100_000)])
+    assert 0.99 * (1 << 14) <= len(np.unique(grams)) <= 1 << 14
+    assert 0.99 * (1 << 13) <= len(np.unique(pairs)) <= 1 << 13
+    assert set(views_of(grams)) == {1} and set(views_of(pairs)) == {2}
 
 
 def test_vocabulary_assigns_ids_in_order_of_first_appearance() -> None:
@@ -146,3 +156,22 @@ def test_exact_key_runs_are_the_stable_argsort(keys: list[int]) -> None:
     assert starts.tolist() == [
         i for i in range(len(array)) if i == 0 or ordered[i] != ordered[i - 1]
     ]
+
+
+@given(
+    learned=st.lists(TOKENS, max_size=40),
+    asked=st.lists(TOKENS, max_size=40),
+    old=st.lists(st.integers(1 << 14, (1 << 62) - 1), max_size=5),
+)
+def test_a_bucketed_view_is_looked_up_by_its_table_as_by_search(
+    learned: list[str], asked: list[str], old: list[int]
+) -> None:
+    hasher = TokenHasher(11)
+    vocab = Vocabulary()
+    # keys of the 4-gram view past its buckets, as a release before them learned
+    unbucketed = np.array([(1 << 62) | k for k in old], dtype=np.int64)
+    vocab.add(np.concatenate([hasher.keys(learned), unbucketed]))
+    needles = np.concatenate([hasher.keys(asked + learned), unbucketed, unbucketed & 0x3FFF])
+    for view in range(len(VIEWS)):
+        snapshot = vocab.snapshot(view)
+        assert snapshot.lookup(needles).tolist() == snapshot.lookup_sorted(needles).tolist()
