@@ -69,10 +69,12 @@ class Filterd:
         return ModelSpec.parse(self.variant, self.raw_params, self.select)
 
     def tokenizer(self) -> Tokenizer:
-        from filterd.tokenize import Tokenizer
+        """The tokenizer the product gives this spec (the fusion's adds its views)."""
+        from filterd.service.config import DEFAULTS
+        from filterd.service.decide import tokenizer_of
         from filterd.tokenize.limits import TokenizerConfig
 
-        return Tokenizer(TokenizerConfig(bigrams=self.bigrams))
+        return tokenizer_of(DEFAULTS, TokenizerConfig(bigrams=self.bigrams), [self.spec()])
 
     def corpus(self, records: Sequence[Record]) -> Corpus:
         from filterd.evaluation.protocols import Corpus
