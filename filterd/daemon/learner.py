@@ -49,9 +49,6 @@ OUTCOMES = {
     "kept_analyst_label": "kept_analyst_label",
 }
 UNRESOLVED = "unresolved_message"
-# Feedback records per batch while the model is not ready: it becomes ready, and the first τ can
-# come, once min_docs labels of each class are learned, not after the whole backlog they are in.
-NOT_READY_RECORDS = 100
 RETRY_ROUND_SECONDS = 2.0  # a retry round claims again while it finds more due, this long at most
 
 
@@ -92,14 +89,6 @@ class Learner(Loop):
         )
         self.resolve_within, self.retry_seconds = resolve_within, retry_seconds
         self._retry_due = time.monotonic() + retry_seconds
-        self._size_batches()
-
-    def _size_batches(self) -> None:
-        """Small batches until the model is ready (`NOT_READY_RECORDS`), then `max_records`."""
-        ready = self.monitor.state.ready
-        self.processor.max_records = (
-            self.max_records if ready else min(self.max_records, NOT_READY_RECORDS)
-        )
 
     def process(self, batch: Batch) -> Processed:
         failures, dead = [], []
@@ -155,7 +144,6 @@ class Learner(Loop):
 
     def on_idle(self) -> None:
         self.monitor.on_idle()
-        self._size_batches()
         if time.monotonic() >= self._retry_due:
             try:
                 self.retry_parked()

@@ -60,11 +60,6 @@ class ModelState:
     def loaded(self) -> bool:
         return self.decider is not None
 
-    @property
-    def ready(self) -> bool:
-        """The statistics last synced decide: each class has `min_docs` learned documents."""
-        return self.decider is not None and self.decider.not_ready is None
-
     def refresh(self, force: bool = False) -> None:
         """Load or sync the statistics and reload the threshold when due; never raises for
         store errors (they turn readiness false and are retried at the next interval)."""

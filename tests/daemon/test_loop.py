@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import structlog
@@ -386,29 +385,3 @@ def test_a_labels_origin_is_built_once_and_carried_alike_by_its_item_event_and_p
         41,
     )
     assert (waiting.received_at, waiting.payload) == (sent, b"{}")
-
-
-def test_the_learner_takes_small_batches_until_the_model_is_ready(tmp_path: Path) -> None:
-    from msgspec.structs import replace
-
-    from filterd.daemon.learner import NOT_READY_RECORDS
-
-    url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    store = Store.open(url)
-    store.upgrade()
-    fresh = replace(Config(), database=replace(Config().database, url=url))
-    store.create_model("default", fresh.model.spec, seed=1)
-    broker = MemoryBroker(dict(TOPICS))
-    records = list(generate(SynthConfig(n_messages=300, seed=5)))
-    for i, r in enumerate(records):
-        payload = {"message_id": f"n{i}", "label": r["label"], "text": r["text"]}
-        broker.produce("feedback", f"n{i}".encode(), json.dumps(payload).encode())
-    learner = learner_of(fresh, broker)
-    learner.max_records = 1000
-    learner.on_idle()
-    assert not learner.monitor.state.ready
-    assert learner.processor.max_records == NOT_READY_RECORDS
-    run_until(learner, lambda: committed_everything(broker, "feedback-group", "feedback"))
-    learner.monitor.state.refresh(force=True)
-    learner.on_idle()
-    assert learner.monitor.state.ready and learner.processor.max_records == 1000
