@@ -17,6 +17,7 @@
                 filterd.tokenize.text.nfkc_casefold)
    grams        the distinct character n-grams of a text (reference:
                 filterd.tokenize.text.python_grams)
+   pairs        a token list with its word pairs (reference: filterd.tokenize.text.with_pairs)
 
    Every scan here is linear in its input, as its reference: message content is written by
    adversaries (filterd/evaluation/hostile.py has a family for each).
@@ -1518,6 +1519,129 @@ grams(PyObject *self, PyObject *args)
     return out;
 }
 
+/* pairs(tokens, window, enough) -> list[str]
+   filterd.tokenize.text.with_pairs (its reference): the tokens with, after each plain word,
+   its pairs with each of the `window` plain words before it in its run, nearest first:
+   "w1 w2", "w1 ~w3", "w1 ~~w4", ... A token holding ":" or starting with neither a letter
+   or digit (str.isalnum) nor "_" or a currency sign ends a run and is kept as it is. As the
+   reference, a run adds only as many words as it takes to pass `enough` tokens, and the list
+   ends after the first run that passes them. */
+#define MAX_PAIR_WINDOW 15 /* text._PAIR_SEPARATORS: distances 1..16 */
+
+static inline int
+pairable(PyObject *token)
+{
+    Py_UCS4 c = PyUnicode_READ_CHAR(token, 0);
+    if (!(c == '_' || is_currency(c) || Py_UNICODE_ISALNUM(c)))
+        return 0;
+    return PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1) == -1;
+}
+
+/* w1 + " " + "~" * (d - 1) + w2 */
+static PyObject *
+pair_token(PyObject *w1, PyObject *w2, Py_ssize_t d)
+{
+    Py_ssize_t n1 = PyUnicode_GET_LENGTH(w1), n2 = PyUnicode_GET_LENGTH(w2);
+    Py_UCS4 most = PyUnicode_MAX_CHAR_VALUE(w1);
+    if (PyUnicode_MAX_CHAR_VALUE(w2) > most)
+        most = PyUnicode_MAX_CHAR_VALUE(w2);
+    PyObject *out = PyUnicode_New(n1 + d + n2, most);
+    if (out == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(out);
+    void *data = PyUnicode_DATA(out);
+    if (PyUnicode_KIND(w1) == kind && PyUnicode_KIND(w2) == kind) {
+        memcpy(data, PyUnicode_DATA(w1), n1 * kind);
+        memcpy((char *)data + (n1 + d) * kind, PyUnicode_DATA(w2), n2 * kind);
+    } else {
+        for (Py_ssize_t j = 0; j < n1; j++)
+            PyUnicode_WRITE(kind, data, j, PyUnicode_READ_CHAR(w1, j));
+        for (Py_ssize_t j = 0; j < n2; j++)
+            PyUnicode_WRITE(kind, data, n1 + d + j, PyUnicode_READ_CHAR(w2, j));
+    }
+    PyUnicode_WRITE(kind, data, n1, ' ');
+    for (Py_ssize_t j = 1; j < d; j++)
+        PyUnicode_WRITE(kind, data, n1 + j, '~');
+    return out;
+}
+
+static int
+append_new(PyObject *out, PyObject *item)
+{
+    if (item == NULL)
+        return -1;
+    int failed = PyList_Append(out, item);
+    Py_DECREF(item);
+    return failed;
+}
+
+/* text._add_run for tokens[start:end] */
+static int
+add_run(PyObject *out, PyObject *tokens, Py_ssize_t start, Py_ssize_t end, Py_ssize_t window,
+        Py_ssize_t enough)
+{
+    Py_ssize_t left = enough - PyList_GET_SIZE(out); /* enough may be sys.maxsize */
+    Py_ssize_t room = left >= PY_SSIZE_T_MAX - 1 ? PY_SSIZE_T_MAX : left + 1;
+    Py_ssize_t n = window + (room > 1 ? room : 1) / (window + 1) + 1;
+    if (n > end - start)
+        n = end - start;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *word = PyList_GET_ITEM(tokens, start + j);
+        if (PyList_Append(out, word) < 0)
+            return -1;
+        for (Py_ssize_t d = 1; d <= window && d <= j; d++) {
+            if (append_new(out, pair_token(PyList_GET_ITEM(tokens, start + j - d), word, d)) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+pairs(PyObject *self, PyObject *args)
+{
+    PyObject *tokens;
+    Py_ssize_t window, enough;
+    if (!PyArg_ParseTuple(args, "O!nn", &PyList_Type, &tokens, &window, &enough))
+        return NULL;
+    if (window < 1 || window > MAX_PAIR_WINDOW) {
+        PyErr_SetString(PyExc_ValueError, "window must be 1 to 15");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(tokens);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        if (!PyUnicode_Check(token) || PyUnicode_GET_LENGTH(token) == 0) {
+            PyErr_SetString(PyExc_ValueError, "tokens must be non-empty str");
+            return NULL;
+        }
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        if (pairable(token))
+            continue;
+        if (i > start) {
+            if (add_run(out, tokens, start, i, window, enough) < 0)
+                goto error;
+            if (PyList_GET_SIZE(out) > enough)
+                return out;
+        }
+        if (PyList_Append(out, token) < 0)
+            goto error;
+        start = i + 1;
+    }
+    if (start < count && add_run(out, tokens, start, count, window, enough) < 0)
+        goto error;
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* local_top(doc, strength, tiebreak, n, min_strength) -> int64 bytearray | None
    filterd.bayes.selection.local_top (its reference: local_top_python) for documents in
    order: per document, the positions of its n strongest entries with strength >= min_strength,
@@ -1633,6 +1757,8 @@ static PyMethodDef methods[] = {
     {"local_top", local_top, METH_VARARGS,
      "local_top(doc, strength, tiebreak, n, min_strength) -> the entries kept, as int64 bytes: "
      "selection.local_top_python."},
+    {"pairs", pairs, METH_VARARGS,
+     "pairs(tokens, window, enough) -> the tokens with their word pairs: text.with_pairs."},
     {"grams", grams, METH_VARARGS,
      "grams(text, n, prefix) -> prefix + each distinct n-character substring: text.python_grams."},
     {"markup", markup, METH_VARARGS,

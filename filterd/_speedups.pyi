@@ -48,6 +48,9 @@ def folded(text: str, fold: Callable[[str], str], /) -> str:
 def grams(text: str, n: int, prefix: str, /) -> list[str]:
     """`filterd.tokenize.text.python_grams(text, n, prefix)`."""
 
+def pairs(tokens: list[str], window: int, enough: int, /) -> list[str]:
+    """`filterd.tokenize.text.python_with_pairs(tokens, window, enough)`."""
+
 def local_top(
     doc: npt.NDArray[np.int64],
     strength: npt.NDArray[np.float64],

@@ -29,12 +29,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
+from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, only_view
 from filterd.bayes.model import DEFAULT_SPEC, FUSION, Model, ModelSpec, Scores
 from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
+from filterd.bayes.view_scores import ViewScores, supports
 
 RATE = 0.02
 WINDOW = 5000  # rows the weights are learned from (the newest), as `drift.window` keeps
@@ -236,7 +237,10 @@ class FusionModel:
     weights that combine them."""
 
     def __init__(
-        self, components: Sequence[Model], weights: Sequence[float] = INITIAL_WEIGHTS
+        self,
+        components: Sequence[Model],
+        weights: Sequence[float] = INITIAL_WEIGHTS,
+        tables: Sequence[_ViewTable] | None = None,
     ) -> None:
         if len(weights) != len(components) + 1:
             raise ValueError(
@@ -247,6 +251,7 @@ class FusionModel:
         first = self.components[0]
         self.spec = ModelSpec(FUSION)
         self.hasher, self.version, self.labels = first.hasher, first.version, first.labels
+        self._tables = tuple(_view_tables(self.components) if tables is None else tables)
 
     @classmethod
     def build(cls, stats: Statistics, target: str, lazy: bool = False) -> FusionModel:
@@ -268,21 +273,56 @@ class FusionModel:
 
     def with_weights(self, weights: Sequence[float] | None) -> FusionModel:
         """The same components combined with `weights` (`weights_or_initial`)."""
-        return FusionModel(self.components, weights_or_initial(weights, len(self.components)))
+        return FusionModel(
+            self.components, weights_or_initial(weights, len(self.components)), self._tables
+        )
 
     def score(self, batch: DocBatch) -> FusedScores:
-        """Every component's scores: the batch is split into views, and each view's entries are
-        looked up once, for all the components that read it."""
-        looked_up: dict[int | None, tuple[DocBatch, Int64Array]] = {}
-        per_component = []
-        for model in self.components:
-            view = model.spec.view_id
-            if view not in looked_up:
-                of_view = only_view(batch, view)
-                looked_up[view] = of_view, model.columns_of(of_view)
-            per_component.append(model.score_columns_of(*looked_up[view]))
-        scores = np.column_stack([s.binary() for s in per_component])
-        return FusedScores(scores, per_component[0], self.weights)
+        """Every component's scores: the batch is split into views, each view's entries are
+        looked up once, and the components of a view scored together (`ViewScores`); the
+        first, whose clues explain the decisions, and any a table cannot take, on their own."""
+        scores = np.zeros((len(batch), len(self.components)))
+        first: Scores | None = None
+        for table in self._tables:
+            of_view = only_view(batch, table.view)
+            ids = self.components[table.own[0] if table.own else table.shared[0]].columns_of(
+                of_view
+            )
+            for i in table.own:
+                own = self.components[i].score_columns_of(of_view, ids)
+                scores[:, i] = own.binary()
+                first = own if i == 0 else first
+            if table.scores is not None:
+                scores[:, table.shared] = table.scores.scores(of_view, ids)
+        assert first is not None  # the first component is always scored on its own
+        return FusedScores(scores, first, self.weights)
+
+    def score_each(self, batch: DocBatch) -> FloatArray:
+        """(n, k) every component's decision scores, each on its own path: the reference of
+        `score`'s."""
+        return np.column_stack([model.score(batch).binary() for model in self.components])
+
+
+@dataclass(frozen=True)
+class _ViewTable:
+    """How the fusion scores one view: the components it scores on their own (`own`: the
+    first, and any `view_scores.supports` refuses) and those it scores together (`shared`)."""
+
+    view: int | None
+    own: tuple[int, ...]
+    shared: list[int]
+    scores: ViewScores | None
+
+
+def _view_tables(components: Sequence[Model]) -> list[_ViewTable]:
+    tables = []
+    for view in dict.fromkeys(model.spec.view_id for model in components):
+        mine = [i for i, model in enumerate(components) if model.spec.view_id == view]
+        shared = [i for i in mine if i > 0 and supports(components[i])]
+        own = tuple(i for i in mine if i not in shared)
+        together = ViewScores([components[i] for i in shared]) if shared else None
+        tables.append(_ViewTable(view, own, shared, together))
+    return tables
 
 
 DecisionModel = Model | FusionModel

@@ -254,9 +254,14 @@ class Model:
     @property
     def weights(self) -> Weights:
         """The weights of the whole vocabulary (full models only)."""
+        return self.compiled.weights
+
+    @property
+    def compiled(self) -> Compiled:
+        """The weights and token strength of the whole vocabulary (full models only)."""
         if self._compiled is None:
             raise ValueError("a lazy model computes weights per batch")
-        return self._compiled.weights
+        return self._compiled
 
     @property
     def target(self) -> str:
@@ -388,16 +393,27 @@ def _fisher(f: FloatArray, doc: Int64Array, n_docs: int) -> FloatArray:
     distinct values where S − H itself rounds to ±1. A document without clues scores 0."""
     f = np.clip(f, 1e-12, 1 - 1e-12)
     n = np.bincount(doc, minlength=n_docs)
-    half_spam = -np.bincount(doc, weights=np.log1p(-f), minlength=n_docs).astype(
-        np.float64
-    )  # x_s/2
-    half_ham = -np.bincount(doc, weights=np.log(f), minlength=n_docs).astype(np.float64)  # x_h/2
+    half_spam = -np.bincount(doc, weights=np.log1p(-f), minlength=n_docs).astype(np.float64)
+    half_ham = -np.bincount(doc, weights=np.log(f), minlength=n_docs).astype(np.float64)
+    logit = fisher_logit(n, half_spam, half_ham)
+    return np.stack([logit / 2, -logit / 2], axis=1)
+
+
+def fisher_logit(n: Int64Array, half_spam: FloatArray, half_ham: FloatArray) -> FloatArray:
+    """L = logit p of documents with n clues and x_s/2 = −Σ ln(1 − f), x_h/2 = −Σ ln f over
+    them (see `_fisher`); 0 for a document without clues.
+
+    >>> f = 0.9  # one clue: p = f
+    >>> logit = fisher_logit(np.array([0, 1]), -np.log1p(-np.array([f, f])), -np.log([f, f]))
+    >>> logit.round(4).tolist(), round(float(np.log(f / (1 - f))), 4)
+    ([0.0, 2.1972], 2.1972)
+    """
     some = n > 0
     log_q_s, log_c_s = chi2_log_tails(half_spam[some], n[some])
     log_q_h, log_c_h = chi2_log_tails(half_ham[some], n[some])
-    logit = np.zeros(n_docs)
+    logit = np.zeros(len(n))
     logit[some] = np.logaddexp(log_c_s, log_q_h) - np.logaddexp(log_q_s, log_c_h)
-    return np.stack([logit / 2, -logit / 2], axis=1)
+    return logit
 
 
 _UNDERFLOW = -600.0  # below e^−600 ≈ 1e−261 a tail is summed in log space, not taken from scipy

@@ -43,13 +43,15 @@ c_words: Callable[[str, int], list[str]] | None
 c_linked_words: Callable[[str, int, int, Callable[[str, int], Sequence[str]]], list[str]] | None
 c_folded: Callable[[str, Callable[[str], str]], str] | None
 c_grams: Callable[[str, int, str], list[str]] | None
+c_pairs: Callable[[list[str], int, int], list[str]] | None
 try:  # the word and link scans and case folding in C, built where a compiler was at hand (setup.py)
     from filterd._speedups import folded as c_folded
     from filterd._speedups import grams as c_grams
     from filterd._speedups import linked_words as c_linked_words
+    from filterd._speedups import pairs as c_pairs
     from filterd._speedups import words as c_words
 except ImportError:  # pragma: no cover - depends on the build
-    c_words = c_linked_words = c_folded = c_grams = None
+    c_words = c_linked_words = c_folded = c_grams = c_pairs = None
 
 # Text longer than this is tokenized piece by piece (`text_tokens`)
 CHUNK = 1 << 16
@@ -228,7 +230,17 @@ def with_pairs(tokens: list[str], pairs: int = 1, enough: int = sys.maxsize) -> 
     "!" runs, emoji and skip markers (the only tokens here with a ":") end a run of plain
     words: no pair spans them. At most `pairs` tokens are added per word, and the list ends
     early once it holds more than `enough` (see text_tokens).
+
+    >>> with_pairs(["free", "cash", "now", "!!", "call"], 4)
+    ['free', 'cash', 'free cash', 'now', 'cash now', 'free ~now', '!!', 'call']
     """
+    if c_pairs is not None and 1 <= pairs < len(_PAIR_SEPARATORS):
+        return c_pairs(tokens, pairs, enough)
+    return python_with_pairs(tokens, pairs, enough)
+
+
+def python_with_pairs(tokens: list[str], pairs: int = 1, enough: int = sys.maxsize) -> list[str]:
+    """`with_pairs` in Python: the reference of the C loop `c_pairs`."""
     out: list[str] = []
     start = 0
     for i, token in enumerate(tokens):

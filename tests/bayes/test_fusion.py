@@ -142,7 +142,10 @@ def test_each_component_reads_its_view_and_the_first_is_the_default_model_on_wor
         alone.update(encode(of_view[:400], alone.hasher), [r["label"] for r in records[:400]])
         plain = Model.build(alone, replace(spec, view=None), "spam")
         expected = plain.score(encode(of_view[400:], alone.hasher)).binary()
-        np.testing.assert_allclose(fused.components[:, i], expected, rtol=1e-12, err_msg=str(spec))
+        # to rounding: the components of a view are summed together (filterd.bayes.view_scores)
+        np.testing.assert_allclose(
+            fused.components[:, i], expected, rtol=1e-9, atol=1e-12, err_msg=str(spec)
+        )
 
 
 def test_the_fusion_is_a_variant_without_parameters_and_needs_a_target() -> None:

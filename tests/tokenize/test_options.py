@@ -434,3 +434,23 @@ def reference_pairs(tokens: list[str], pairs: int) -> list[str]:
 )
 def test_with_pairs_agrees_with_the_plain_reference(tokens: list[str], pairs: int) -> None:
     assert with_pairs(tokens, pairs) == reference_pairs(tokens, pairs)
+
+
+@pytest.mark.skipif(
+    text_module.c_pairs is None, reason="filterd._speedups not built (no C compiler)"
+)
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "bb", "c3", "_x", "!!", "skip:w:40", "€5", "d", "é", "\U0001f600"])
+        | st.text(min_size=1, max_size=3),
+        max_size=40,
+    ),
+    st.integers(1, 15),
+    st.integers(0, 200),
+)
+def test_the_c_pairs_are_the_reference_pairs(tokens: list[str], pairs: int, enough: int) -> None:
+    assert text_module.c_pairs is not None
+    expected = text_module.python_with_pairs(tokens, pairs, enough)
+    assert text_module.c_pairs(tokens, pairs, enough) == expected
+    assert with_pairs(tokens, pairs, enough) == expected
