@@ -32,7 +32,7 @@ import numpy as np
 from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, only_view
 from filterd.bayes.model import DEFAULT_SPEC, FUSION, Model, ModelSpec, Scores
-from filterd.bayes.replay import Progress, online_scores
+from filterd.bayes.replay import Progress, replay_many
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.bayes.view_scores import ViewScores, supports
@@ -192,14 +192,10 @@ def replay_fused(
 def replay_components(
     batch: DocBatch, is_target: BoolArray, target: str = "spam", progress: Progress = iter
 ) -> FloatArray:
-    """(n, k) every component's scores in the online replay of `batch` (`online_scores`);
-    `progress` sees the first component's pass."""
-    return np.column_stack(
-        [
-            online_scores(batch, is_target, spec, target, progress if i == 0 else iter)
-            for i, spec in enumerate(COMPONENTS)
-        ]
-    )
+    """(n, k) every component's scores in the online replay of `batch` (`online_scores`, the
+    components of a view from one history: `replay_many`); `progress` sees the first
+    component's pass."""
+    return replay_many(batch, is_target, COMPONENTS, target, progress)
 
 
 @dataclass(frozen=True)

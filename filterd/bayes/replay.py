@@ -21,7 +21,7 @@ alone); the others are None, on which an estimator that reads them fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -93,22 +93,74 @@ def replay_scores(
     document."""
     if spec.needs_whole_vocabulary:
         raise ValueError(f"{spec} needs the whole vocabulary: replay it with stepwise_scores")
-    batch = only_view(batch, spec.view_id)
-    scores = np.zeros(len(batch))
-    y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target
-    in_class = (np.arange(2).reshape(-1, 1) == y).astype(np.int64)  # (2, n) one-hot
-    ready = np.flatnonzero(_before(in_class).min(axis=0) > 0)  # both classes seen: a suffix
-    blocks = (
-        {int(docs[-1]): docs for docs in _blocks(batch, ready, block_entries)} if len(ready) else {}
+    view = _ViewReplay.of(
+        only_view(batch, spec.view_id), is_target, statistics_read(spec), block_entries
     )
-    history = _History.of(batch, in_class, statistics_read(spec)) if blocks else None
-    labels = (target, f"not {target}")
-    for i in progress(range(len(batch))):
-        docs = blocks.get(i)
-        if docs is not None:
-            assert history is not None  # made whenever there are blocks
-            scores[docs] = _block_scores(batch, history, labels, spec, docs)
-    return scores
+    return view.scores(spec, target, progress)
+
+
+def replay_many(
+    batch: DocBatch,
+    is_target: BoolArray,
+    specs: Sequence[ModelSpec],
+    target: str = "spam",
+    progress: Progress = iter,
+) -> FloatArray:
+    """(n, k) `online_scores` of each of `specs` (`progress` sees the first one's pass): the
+    vectorized specs of one view share the history of its entries, sorted by token once."""
+    out = np.zeros((len(batch), len(specs)))
+    by_view: dict[int | None, list[int]] = {}
+    for i, spec in enumerate(specs):
+        seen_by = progress if i == 0 else iter
+        if spec.needs_whole_vocabulary:
+            out[:, i] = stepwise_scores(batch, is_target, spec, target, seen_by)
+        else:
+            by_view.setdefault(spec.view_id, []).append(i)
+    for view, members in by_view.items():
+        read = frozenset().union(*(statistics_read(specs[i]) for i in members))
+        replay = _ViewReplay.of(only_view(batch, view), is_target, read)
+        for i in members:
+            out[:, i] = replay.scores(specs[i], target, progress if i == 0 else iter)
+    return out
+
+
+@dataclass(frozen=True)
+class _ViewReplay:
+    """The documents of one view, cut into blocks, and their history: what every vectorized
+    spec of the view replays from."""
+
+    batch: DocBatch
+    blocks: dict[int, Int64Array]  # the documents of a block, by its last one
+    history: _History | None  # None without blocks (one class never seen)
+
+    @classmethod
+    def of(
+        cls,
+        batch: DocBatch,
+        is_target: BoolArray,
+        statistics: Collection[Statistic],
+        block_entries: int = BLOCK_ENTRIES,
+    ) -> _ViewReplay:
+        y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target
+        in_class = (np.arange(2).reshape(-1, 1) == y).astype(np.int64)  # (2, n) one-hot
+        ready = np.flatnonzero(_before(in_class).min(axis=0) > 0)  # both classes seen: a suffix
+        blocks = (
+            {int(docs[-1]): docs for docs in _blocks(batch, ready, block_entries)}
+            if len(ready)
+            else {}
+        )
+        return cls(batch, blocks, _History.of(batch, in_class, statistics) if blocks else None)
+
+    def scores(self, spec: ModelSpec, target: str, progress: Progress) -> FloatArray:
+        """(n,) the replay of `spec` (its statistics among the history's)."""
+        scores = np.zeros(len(self.batch))
+        labels = (target, f"not {target}")
+        for i in progress(range(len(self.batch))):
+            docs = self.blocks.get(i)
+            if docs is not None:
+                assert self.history is not None  # made whenever there are blocks
+                scores[docs] = _block_scores(self.batch, self.history, labels, spec, docs)
+        return scores
 
 
 def statistics_read(spec: ModelSpec) -> frozenset[Statistic]:

@@ -1,5 +1,6 @@
 """The vectorized online replay gives the scores of the stepwise one (score, then learn)."""
 
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +18,7 @@ from filterd.bayes.replay import (
     BLOCK_ENTRIES,
     _History,
     online_scores,
+    replay_many,
     replay_scores,
     statistics_read,
     stepwise_scores,
@@ -328,3 +330,27 @@ def test_an_undeclared_estimator_gets_every_statistic_and_a_wrong_declaration_fa
         "N",
         "DF",
     }
+
+
+def test_replaying_many_specs_gives_each_ones_own_replay() -> None:
+    tokenizer = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=60))
+    batch, is_target = synthetic_stream(80, seed=4, tokenizer=tokenizer)
+    specs = [
+        DEFAULT_SPEC,
+        replace(DEFAULT_SPEC, view="chars"),
+        ModelSpec("pnbc", selection=Selection.parse("local:3:alo"), view="chars"),
+        ModelSpec("mnb", set_of_words=True, view="pairs"),
+        ModelSpec("twcnb"),  # the whole vocabulary: stepwise
+        ModelSpec("mnb", view="chars"),
+    ]
+    seen: list[int] = []
+
+    def progress(docs: Iterable[int]) -> Iterator[int]:
+        for i in docs:
+            seen.append(i)
+            yield i
+
+    together = replay_many(batch, is_target, specs, progress=progress)
+    assert seen == list(range(len(batch)))  # the first spec's pass alone
+    for i, spec in enumerate(specs):
+        np.testing.assert_array_equal(together[:, i], online_scores(batch, is_target, spec))
