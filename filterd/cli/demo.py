@@ -1,4 +1,4 @@
-"""`filterd demo`: broker, store and daemon in one process, a labelled stream replayed through
+"""`filterd demo`: a local broker, a store and the daemon, a labelled stream replayed through
 them, and a live one-screen summary (`filterd.demo.runner` does the work; this is the screen).
 
 On a terminal the summary is redrawn in place about once a second, with notable moments (model

@@ -1,4 +1,4 @@
-"""`filterd demo`: the whole product in one process, on a labelled stream, with a live score.
+"""`filterd demo`: the whole product on this machine, on a labelled stream, with a live score.
 
     items, source = labelled_stream(options, records)  # records: options.corpus's, or None
     demo = Demo(options, workdir, items, source, on_tick=show_snapshot, on_event=show_line)
@@ -6,7 +6,8 @@
 
 What `run` does, in order: start a local Kafka-protocol broker (`LocalBroker`, Tansu, memory
 storage; its output in WORKDIR/broker.log); create the topics; start the daemon (`Daemon`, role
-"all", store `sqlite:///WORKDIR/filterd.db`, its logs in WORKDIR/daemon.log) in a thread; send
+"all", store `sqlite:///WORKDIR/filterd.db`, its logs in WORKDIR/daemon.log) in a process of its
+own (`DaemonProcess`); send
 the first message and wait for its decision, then its label and wait until the learner has
 applied it (each of the daemon's consumer-group joins waits about half the session timeout on
 Tansu; the replay clock starts after them); replay the rest of the labelled stream as
@@ -43,11 +44,10 @@ from typing import IO, Any
 
 import structlog
 from kafka import KafkaProducer
-from prometheus_client import CollectorRegistry
 
-from filterd.daemon.supervisor import Daemon
 from filterd.demo.broker import LocalBroker
 from filterd.demo.calibrator import Calibrator, ThresholdInfo
+from filterd.demo.daemon_process import DaemonProcess
 from filterd.demo.options import (
     BROKER_LOG,
     DAEMON_LOG,
@@ -133,10 +133,7 @@ class Demo:
             )
         except ConfigError as error:
             raise DemoError(f"invalid configuration: {error}") from None
-        self.daemon: Daemon | None = None
-        self._daemon_thread: threading.Thread | None = None
-        self._daemon_status: int | None = None
-        self._daemon_error: BaseException | None = None
+        self.daemon: DaemonProcess | None = None
         self._collector: Collector | None = None
         self._calibrator: Calibrator | None = None
         self._producer: KafkaProducer | None = None
@@ -195,24 +192,13 @@ class Demo:
         # closed in _stop_parts()
         self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115
         configure_logging("json", stream=self._log_file)
-        self.daemon = Daemon(self.config, role="all", create_store=True)
-        self._daemon_thread = threading.Thread(
-            target=self._run_daemon, name="filterd-demo-daemon", daemon=True
-        )
-        self._daemon_thread.start()
+        self.daemon = DaemonProcess(self.config, self.workdir / DAEMON_LOG)
+        self.daemon.start()
         self._collector = Collector(kafka, self.config, self.board).start()
         self._calibrator = Calibrator(
             self.config, self.options.recalibrate_every, self._feedback_applied, self.on_event
         ).start()
         self._producer = KafkaProducer(**client_settings(kafka, KafkaProducer))
-
-    def _run_daemon(self) -> None:
-        assert self.daemon is not None
-        try:
-            self._daemon_status = self.daemon.run()
-        except BaseException as error:  # noqa: BLE001 - reported by the demo
-            self._daemon_error = error
-            self._daemon_status = 1
 
     def _warm_up(self) -> str:
         """Send the first message and wait for its decision, then its label and wait until the
@@ -357,14 +343,7 @@ class Demo:
         return sum(self._feedback_outcomes().values())
 
     def _feedback_outcomes(self) -> dict[str, int]:
-        if self.daemon is None:
-            return {}
-        out: dict[str, int] = {}
-        for metric in self.daemon.metrics.registry.collect():
-            for sample in metric.samples:
-                if sample.name == "filterd_feedback_total" and sample.value:
-                    out[sample.labels["outcome"]] = int(sample.value)
-        return out
+        return {} if self.daemon is None else dict(self.daemon.report().feedback)
 
     def _drained(self) -> bool:
         """Every message decided or dead-lettered, every label sent and applied."""
@@ -387,10 +366,11 @@ class Demo:
         )
 
     def _failure(self) -> str:
-        if self._daemon_thread is not None and not self._daemon_thread.is_alive():
-            why = f": {self._daemon_error}" if self._daemon_error else ""
+        if self.daemon is not None and not self.daemon.alive:
+            error = self.daemon.report().error
+            why = f": {error}" if error else ""
             return (
-                f"the daemon stopped with status {self._daemon_status}{why} "
+                f"the daemon stopped with status {self.daemon.exitcode}{why} "
                 f"(see {self.workdir / DAEMON_LOG})"
             )
         if self._collector is not None and not self._collector.alive:
@@ -411,8 +391,6 @@ class Demo:
             self._calibrator.stop()
         if self.daemon is not None:
             self.daemon.stop()
-        if self._daemon_thread is not None and self._daemon_thread.is_alive():
-            self._daemon_thread.join(30.0)
         if self._collector is not None:
             self._collector.stop()
         # Tansu can be slow to exit on SIGTERM while a group join it holds is pending (a stop
@@ -475,22 +453,13 @@ class Demo:
     def _model_state(self) -> tuple[bool, str]:
         if self.daemon is None:
             return False, "starting"
-        ok, body = self.daemon.health.ready()
-        version = _gauge(self.daemon.metrics.registry, "filterd_model_version")
+        report = self.daemon.report()
+        ok, body, version = report.ready, report.readiness, report.model_version
         if ok:
             return True, f"statistics version {int(version or 0):,} (store changes synced)"
         failing = body.get("failing") or {}
         why = failing.get("model") or "; ".join(f"{k}: {v}" for k, v in failing.items())
         return False, why or body.get("detail", "starting")
-
-
-def _gauge(registry: CollectorRegistry, name: str) -> float | None:
-    for metric in registry.collect():
-        for sample in metric.samples:
-            if sample.name == name:
-                value: float = sample.value
-                return value
-    return None
 
 
 @contextlib.contextmanager
