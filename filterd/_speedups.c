@@ -1565,16 +1565,6 @@ pair_token(PyObject *w1, PyObject *w2, Py_ssize_t d)
     return out;
 }
 
-static int
-append_new(PyObject *out, PyObject *item)
-{
-    if (item == NULL)
-        return -1;
-    int failed = PyList_Append(out, item);
-    Py_DECREF(item);
-    return failed;
-}
-
 /* text._add_run for tokens[start:end] */
 static int
 add_run(PyObject *out, PyObject *tokens, Py_ssize_t start, Py_ssize_t end, Py_ssize_t window,
@@ -1590,7 +1580,7 @@ add_run(PyObject *out, PyObject *tokens, Py_ssize_t start, Py_ssize_t end, Py_ss
         if (PyList_Append(out, word) < 0)
             return -1;
         for (Py_ssize_t d = 1; d <= window && d <= j; d++) {
-            if (append_new(out, pair_token(PyList_GET_ITEM(tokens, start + j - d), word, d)) < 0)
+            if (append_owned(out, pair_token(PyList_GET_ITEM(tokens, start + j - d), word, d)) < 0)
                 return -1;
         }
     }

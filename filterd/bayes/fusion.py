@@ -281,9 +281,7 @@ class FusionModel:
         first: Scores | None = None
         for table in self._tables:
             of_view = only_view(batch, table.view)
-            ids = self.components[table.own[0] if table.own else table.shared[0]].columns_of(
-                of_view
-            )
+            ids = self.components[table.reader].columns_of(of_view)
             for i in table.own:
                 own = self.components[i].score_columns_of(of_view, ids)
                 scores[:, i] = own.binary()
@@ -305,6 +303,7 @@ class _ViewTable:
     first, and any `view_scores.supports` refuses) and those it scores together (`shared`)."""
 
     view: int | None
+    reader: int  # a component whose `columns_of` serves every one of the view (one snapshot)
     own: tuple[int, ...]
     shared: list[int]
     scores: ViewScores | None
@@ -317,7 +316,7 @@ def _view_tables(components: Sequence[Model]) -> list[_ViewTable]:
         shared = [i for i in mine if i > 0 and supports(components[i])]
         own = tuple(i for i in mine if i not in shared)
         together = ViewScores([components[i] for i in shared]) if shared else None
-        tables.append(_ViewTable(view, own, shared, together))
+        tables.append(_ViewTable(view, mine[0], own, shared, together))
     return tables
 
 

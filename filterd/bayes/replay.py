@@ -108,19 +108,19 @@ def replay_many(
 ) -> FloatArray:
     """(n, k) `online_scores` of each of `specs` (`progress` sees the first one's pass): the
     vectorized specs of one view share the history of its entries, sorted by token once."""
+    seen_by = [progress if i == 0 else iter for i in range(len(specs))]
     out = np.zeros((len(batch), len(specs)))
     by_view: dict[int | None, list[int]] = {}
     for i, spec in enumerate(specs):
-        seen_by = progress if i == 0 else iter
         if spec.needs_whole_vocabulary:
-            out[:, i] = stepwise_scores(batch, is_target, spec, target, seen_by)
+            out[:, i] = stepwise_scores(batch, is_target, spec, target, seen_by[i])
         else:
             by_view.setdefault(spec.view_id, []).append(i)
     for view, members in by_view.items():
         read = frozenset().union(*(statistics_read(specs[i]) for i in members))
         replay = _ViewReplay.of(only_view(batch, view), is_target, read)
         for i in members:
-            out[:, i] = replay.scores(specs[i], target, progress if i == 0 else iter)
+            out[:, i] = replay.scores(specs[i], target, seen_by[i])
     return out
 
 

@@ -124,9 +124,6 @@ class ViewScores:
         out = np.zeros((n_docs, len(self._parts)))
         if self._table is None:
             return out
-        if len(ids) == 0:
-            self._finish(np.zeros((n_docs, len(self._table))), out)
-            return out
         rows = np.where(ids >= 0, ids, self._table.shape[1] - 1)
         values = np.take(self._table, rows, axis=1)
         longest = int(np.diff(batch.indptr).max(initial=0))
