@@ -28,7 +28,8 @@ skips operators ask for); the daemon implements both (`filterd.daemon.loop`).
 
 Logged along the way: "joining group", "group joined" (the partitions, the seconds it took),
 then "partitions assigned" / "partitions revoked" at each rebalance, "batches" (counts, every
-10 s at most) and "stopped".
+10 s at most), "smaller batches" (a batch took more than a quarter of max_poll_interval_ms: the
+next polls ask for fewer records, `BatchSize`) and "stopped".
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ CLOSE_SECONDS = 1.0
 # completes (Tansu holds a join for about session_timeout_ms / 2): not worth waiting for, as the
 # broker drops the member after session_timeout_ms anyway.
 LEAVE_WHILE_JOINING_MS = 100
+# A batch must be processed well within the consumer's max_poll_interval_ms: past it, the group
+# drops this member and hands its partitions, the batch's records included, to a reader that
+# processes them again. Polls ask for fewer records after a batch that took longer than this
+# share of the interval (`BatchSize`).
+BATCH_TIME_SHARE = 0.25
+MAX_POLL_INTERVAL_MS = 300_000  # kafka-python's default, and librdkafka's
 LAG_SECONDS = 5.0  # between updates of the consumer lag gauge
 SUMMARY_SECONDS = 10.0  # between "batches" log lines
 
@@ -189,6 +196,28 @@ class NoneHeld:
         pass
 
 
+class BatchSize:
+    """How many records the next poll asks for: `most` at first; after a batch of n records that
+    took t > `budget` seconds, n · budget / t (at least 1); after a batch of as many as asked
+    for that took less than half the budget, twice as many (at most `most`).
+
+    >>> size = BatchSize(most=1000, budget=2.0)
+    >>> size.after(1000, 8.0), size.after(250, 0.5), size.after(500, 0.9), size.after(7, 0.01)
+    (250, 500, 1000, 1000)
+    """
+
+    def __init__(self, most: int, budget: float) -> None:
+        self.most, self.budget = most, budget
+        self.records = most
+
+    def after(self, records: int, seconds: float) -> int:
+        if seconds > self.budget:
+            self.records = max(1, int(records * self.budget / seconds))
+        elif records >= self.records and seconds < self.budget / 2:
+            self.records = min(self.most, 2 * self.records)
+        return self.records
+
+
 class Processor:
     """One consumer group member running `strategy` on the batches of `topic`."""
 
@@ -234,6 +263,8 @@ class Processor:
             self.hooks.stopped()
             return
         retry, unreachable = Backoff(), Backoff()
+        interval = self.kafka.get("max_poll_interval_ms", MAX_POLL_INTERVAL_MS) / 1000
+        size = BatchSize(self.max_records, BATCH_TIME_SHARE * interval)
         try:
             while not stop.is_set():
                 self.hooks.beat()
@@ -248,7 +279,7 @@ class Processor:
                     self._join_started = time.monotonic()
                     self.log.info("joining group", topic=self.topic, group=self.group)
                 try:
-                    batch = Batch.poll(consumer, POLL_TIMEOUT_MS, self.max_records)
+                    batch = Batch.poll(consumer, POLL_TIMEOUT_MS, size.records)
                 except DECODING_ERRORS as error:
                     if isinstance(error, KafkaError) and not isinstance(error, UNDECODABLE_ERRORS):
                         # kafka-python lets some errors of an outage out of poll() (a coordinator
@@ -278,8 +309,18 @@ class Processor:
                 retry.reset()
                 self._awaiting.append((processed.pending, batch.offsets()))
                 self._commit_completed(consumer)
-                self.hooks.processed(time.perf_counter() - started)
+                seconds = time.perf_counter() - started
+                self.hooks.processed(seconds)
                 self._summarize(processed.counts)
+                asked = size.records
+                if size.after(len(batch), seconds) < asked:
+                    self.log.info(
+                        "smaller batches",
+                        records=len(batch),
+                        seconds=round(seconds, 2),
+                        next_poll_records=size.records,
+                        max_poll_interval_ms=int(interval * 1000),
+                    )
         finally:
             self.hooks.stopped()
             self._close(consumer)

@@ -483,3 +483,31 @@ def test_the_join_the_lag_and_a_quiet_close(
     assert hooks.lags[TopicPartition(backend.topic, 1)] == 100 - read
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert [line for line in log.lines if line[0] != "info"] == [] and hooks.warnings == []
+
+
+class Slow(Recording):
+    """A strategy that takes `seconds_per_record` for each record of a batch."""
+
+    def __init__(self, seconds_per_record: float) -> None:
+        super().__init__()
+        self.seconds_per_record = seconds_per_record
+        self.sizes: list[int] = []
+
+    def process(self, batch: Batch) -> Processed:
+        self.sizes.append(len(batch))
+        time.sleep(self.seconds_per_record * len(batch))
+        return super().process(batch)
+
+
+def test_a_batch_that_takes_too_long_makes_the_next_polls_ask_for_fewer_records() -> None:
+    # past max_poll_interval_ms the group would drop the member and its batch be read again
+    backend = InMemory()
+    backend.kafka = {"max_poll_interval_ms": 800}  # a batch should take at most 0.2 s
+    backend.produce(dict.fromkeys(range(PARTITIONS), 10))
+    strategy, log = Slow(seconds_per_record=0.05), Log()
+    with running(backend.processor(strategy, max_records=20, log=log)):
+        wait_until(lambda: len(strategy.read) == 4 * 10, "every record read")
+    slow = next(i for i, n in enumerate(strategy.sizes) if n * 0.05 > 0.2)
+    assert strategy.sizes[slow + 1 :] and max(strategy.sizes[slow + 1 :]) <= 4, strategy.sizes
+    assert log.last("smaller batches")["next_poll_records"] <= 4
+    assert sorted(strategy.read) == [(p, o) for p in range(PARTITIONS) for o in range(10)]
