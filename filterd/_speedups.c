@@ -18,6 +18,8 @@
    grams        the distinct character n-grams of a text (reference:
                 filterd.tokenize.text.python_grams)
    pairs        a token list with its word pairs (reference: filterd.tokenize.text.with_pairs)
+   logistic_pass one pass of online logistic regression over the rows of a window (reference:
+                filterd.bayes.fusion.logistic_pass_python)
 
    Every scan here is linear in its input, as its reference: message content is written by
    adversaries (filterd/evaluation/hostile.py has a family for each).
@@ -42,6 +44,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 #define P1 2147483647ULL /* 2**31 - 1, vocab.P1 */
 #define P2 2147483629ULL /* vocab.P2 */
@@ -1743,7 +1746,53 @@ done:
     return result;
 }
 
+/* logistic_pass(x, y, rate, target_rate, k) -> the k weights as float64 bytes.
+
+   x holds n rows of k float64 (C order), y n bytes (0 or not). From w = 0, for each row in
+   order: z = x.w, p = sigma(z) = (1 + tanh(z / 2)) / 2, w += r (y - p) x, with r = target_rate
+   for a row with y, else rate. Linear in n k. */
+static PyObject *
+logistic_pass(PyObject *self, PyObject *args)
+{
+    Py_buffer x_buf, y_buf;
+    double rate, target_rate;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*y*ddn", &x_buf, &y_buf, &rate, &target_rate, &k))
+        return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = y_buf.len;
+    if (k < 1 || x_buf.len != n * k * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "x must hold len(y) rows of k float64, k >= 1");
+        goto done;
+    }
+    out = PyByteArray_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(double));
+    if (out == NULL)
+        goto done;
+    double *w = (double *)PyByteArray_AS_STRING(out);
+    const double *x = x_buf.buf;
+    const unsigned char *y = y_buf.buf;
+    for (Py_ssize_t j = 0; j < k; j++)
+        w[j] = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double *row = x + i * k;
+        double z = 0.0;
+        for (Py_ssize_t j = 0; j < k; j++)
+            z += row[j] * w[j];
+        double p = 0.5 * (1.0 + tanh(z / 2.0));
+        double g = y[i] ? target_rate * (1.0 - p) : rate * (0.0 - p);
+        for (Py_ssize_t j = 0; j < k; j++)
+            w[j] += g * row[j];
+    }
+done:
+    PyBuffer_Release(&x_buf);
+    PyBuffer_Release(&y_buf);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"logistic_pass", logistic_pass, METH_VARARGS,
+     "logistic_pass(x, y, rate, target_rate, k) -> the weights of one pass, as float64 bytes: "
+     "fusion.logistic_pass_python."},
     {"local_top", local_top, METH_VARARGS,
      "local_top(doc, strength, tiebreak, n, min_strength) -> the entries kept, as int64 bytes: "
      "selection.local_top_python."},

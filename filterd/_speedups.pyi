@@ -61,3 +61,13 @@ def local_top(
 ) -> bytearray | None:
     """The entries kept by selection.local_top_python, as int64 bytes; None if doc is not in
     order."""
+
+def logistic_pass(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.bool_],
+    rate: float,
+    target_rate: float,
+    k: int,
+    /,
+) -> bytearray:
+    """The weights of `filterd.bayes.fusion.logistic_pass_python`, as float64 bytes."""

@@ -12,11 +12,13 @@ regression, one gradient step per message (Lynam & Cormack, SIGIR 2006):
     w ← w + η (y − σ(w·x)) x,      x = (1, g(s_1), …, g(s_k)),   y ∈ {0, 1}
 
 The daemon keeps the window form: `window_weights` is one such pass from w = 0 over the newest
-rows of (component scores on arrival, label), so the weights are a function of stored rows and a
-relabel is exact — correct the row. The calibration job computes them with each threshold
-version (the τ is chosen on the window re-scored with them), and scorers load the two together.
-Until the first version the weights are `INITIAL_WEIGHTS`: the first component alone, whose
-order and sign (z > 0 iff s_1 > 0) are those of the default model.
+rows of (component scores on arrival, label), each step of a target row counting
+`target_weight` times (a minority target weighs as much as the rest), so the weights are a
+function of stored rows and a relabel is exact — correct the row. The calibration job computes
+them with each threshold version (the τ is chosen on the window re-scored with them), and
+scorers load the two together. Until the first version the weights are `INITIAL_WEIGHTS`: the
+first component alone, whose order and sign (z > 0 iff s_1 > 0) are those of the default
+model.
 
 A `FusionModel` scores a batch with every component (`FusedScores`); the explanation of a
 decision is the first component's clues.
@@ -24,7 +26,8 @@ decision is the first component's clues.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -36,6 +39,12 @@ from filterd.bayes.replay import Progress, replay_many
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.bayes.view_scores import ViewScores, supports
+
+c_logistic_pass: Callable[[FloatArray, BoolArray, float, float, int], bytearray] | None
+try:
+    from filterd._speedups import logistic_pass as c_logistic_pass
+except ImportError:  # pragma: no cover - depends on the build
+    c_logistic_pass = None
 
 RATE = 0.02
 WINDOW = 5000  # rows the weights are learned from (the newest), as `drift.window` keeps
@@ -133,8 +142,23 @@ def _step(w: FloatArray, x: FloatArray, y: bool, rate: float) -> None:
     w += rate * (float(y) - p) * x
 
 
+def target_weight(y: BoolArray) -> float:
+    """How many times a target row's step counts in a pass over rows labelled `y`: n_rest /
+    n_target, and at least 1. The decision is recall-targeted, its threshold set by the target's
+    lowest scores, so a target class that is a minority weighs as much as the rest, and never
+    less.
+
+    >>> target_weight(np.array([True, False, False, False])), target_weight(np.array([1, 1, 0]))
+    (3.0, 1.0)
+    """
+    y = np.asarray(y, dtype=bool)
+    targets = int(np.count_nonzero(y))
+    return max(1.0, (len(y) - targets) / targets) if targets else 1.0
+
+
 def online_fusion(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArray:
-    """(n,) z of each row with the weights learned from the rows before it (prequential)."""
+    """(n,) z of each row with the weights learned from the rows before it (prequential; Lynam &
+    Cormack's form, every row's step counting once)."""
     w = np.zeros(x.shape[1])
     out = np.zeros(len(y))
     for t in range(len(y)):
@@ -144,17 +168,38 @@ def online_fusion(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArray
 
 
 def window_weights(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArray:
-    """The weights of one pass from w = 0 over the rows in order.
+    """The weights of one pass from w = 0 over the rows in order, the step of a target row
+    `target_weight(y)` times as large.
 
     >>> x = features(np.array([[3.0], [-2.0]] * 200))
     >>> w = window_weights(x, np.array([True, False] * 200))
     >>> bool(w[1] > 0)  # the component's score points the right way
     True
     """
-    w = np.zeros(x.shape[1])
-    for t in range(len(y)):
-        _step(w, x[t], bool(y[t]), rate)
-    return w
+    y = np.ascontiguousarray(y, dtype=bool)
+    target_rate = rate * target_weight(y)
+    if c_logistic_pass is None:
+        return logistic_pass_python(x, y, rate, target_rate)
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    weights = c_logistic_pass(x, y, rate, target_rate, x.shape[1])
+    return np.frombuffer(weights, dtype=np.float64).copy()
+
+
+def logistic_pass_python(
+    x: FloatArray, y: BoolArray, rate: float, target_rate: float
+) -> FloatArray:
+    """One pass from w = 0 over the rows in order, a step of `target_rate` for a row with y,
+    of `rate` for the others (the reference of the C loop `logistic_pass`, which sums and
+    rounds in the same order)."""
+    w = [0.0] * np.shape(x)[1]
+    for row, target in zip(np.asarray(x, dtype=np.float64).tolist(), np.asarray(y).tolist()):
+        z = 0.0
+        for a, b in zip(row, w):
+            z += a * b
+        p = 0.5 * (1.0 + math.tanh(z / 2.0))  # σ(z) without overflow
+        step = target_rate * (1.0 - p) if target else rate * (0.0 - p)
+        w = [b + step * a for a, b in zip(row, w)]
+    return np.array(w)
 
 
 def fit_weights(scores: FloatArray, y: BoolArray, window: int = WINDOW) -> tuple[float, ...]:
@@ -171,21 +216,16 @@ def replay_fused(
 ) -> FloatArray:
     """(n,) z of the online protocol: message t is combined with the weights of one pass over
     the newest `window` rows before it (`fit_weights`, the daemon's formula), recomputed before
-    every message while the rows fit the window (the pass then simply goes on: one step a
-    message) and every `refit_every` messages after; `initial_weights` for the first."""
+    every message while the rows fit the window and every `refit_every` messages after;
+    `initial_weights` for the first."""
     x = features(scores)
     y = np.asarray(y, dtype=bool)
     out = np.zeros(len(y))
     w = np.array(initial_weights(x.shape[1] - 1))
-    growing = np.zeros(x.shape[1])  # the pass over rows [0, t)
     for t in range(len(y)):
-        if 0 < t <= window:
-            w = growing.copy()
-        elif t > window and (t - window) % refit_every == 0:
-            w = window_weights(x[t - window : t], y[t - window : t])
+        if 0 < t <= window or (t > window and (t - window) % refit_every == 0):
+            w = window_weights(x[max(0, t - window) : t], y[max(0, t - window) : t])
         out[t] = float(x[t] @ w)
-        if t < window:
-            _step(growing, x[t], bool(y[t]), RATE)
     return out
 
 

@@ -4,6 +4,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from filterd.bayes import fusion
 from filterd.bayes.arrays import BoolArray, FloatArray
@@ -52,9 +54,16 @@ def test_window_weights_are_a_function_of_the_rows_so_a_relabel_is_exact() -> No
     corrected[10] = y[10]  # the row corrected back: the same weights as if never wrong
     assert np.array_equal(fusion.window_weights(x, corrected), fusion.window_weights(x, y))
     assert not np.array_equal(fusion.window_weights(x, relabelled), fusion.window_weights(x, y))
-    # the pass the online fusion makes ends at the window's weights
-    w = fusion.window_weights(x, y)
-    assert np.isclose(fusion.online_fusion(np.vstack([x, x[:1]]), np.r_[y, False])[-1], x[0] @ w)
+
+
+def test_a_minority_target_weighs_as_much_as_the_rest() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.random(5000) < 0.1
+    x = fusion.features(rng.normal(0, 1, (5000, 1)))  # a component that knows nothing
+    # the bias of the weighted pass finds the classes even (σ(w_0) ≈ ½), not the 10 % of targets
+    # an unweighted pass would (w_0 ≈ ln(1/9) ≈ −2.2)
+    assert abs(fusion.window_weights(x, y)[0]) < 0.5
+    assert fusion.window_weights(x, ~y)[0] > 1.5  # a majority target is not weighed down
 
 
 def test_features_keep_the_order_of_each_component() -> None:
@@ -169,14 +178,39 @@ def test_the_online_replay_refits_the_weights_as_the_daemon_would() -> None:
     # the first message: the initial weights; while the rows fit the window, the pass over all of
     # them
     assert z[0] == pytest.approx(fusion.combine(scores[:1], fusion.initial_weights(2))[0])
-    for t in (1, 120, window, window + every - 1):  # the pass goes on until the window is full
-        seen = min(t, window)
-        assert z[t] == pytest.approx(x[t] @ fusion.window_weights(x[:seen], y[:seen])), t
+    for t in (1, 120, window, window + every - 1):
+        rows = slice(0, min(t, window))
+        assert z[t] == pytest.approx(x[t] @ fusion.window_weights(x[rows], y[rows])), t
     # then the newest `window` rows, refitted every `every` messages
     for t in (window + every, window + every + 1, 699):
         r = window + (t - window) // every * every
         expected = x[t] @ fusion.window_weights(x[r - window : r], y[r - window : r])
         assert z[t] == pytest.approx(expected), t
+
+
+@pytest.mark.skipif(fusion.c_logistic_pass is None, reason="filterd._speedups not built")
+@given(
+    st.integers(0, 400),
+    st.integers(1, 6),
+    st.floats(0.05, 0.95),
+    st.floats(0.001, 0.5),
+    st.floats(1.0, 20.0),
+    st.integers(0, 2**32 - 1),
+)
+@settings(max_examples=100, deadline=None)
+def test_the_c_pass_agrees_with_its_reference(
+    n: int, k: int, share: float, rate: float, weight: float, seed: int
+) -> None:
+    assert fusion.c_logistic_pass is not None
+    rng = np.random.default_rng(seed)
+    x = fusion.features(rng.normal(0, 30, (n, k)))  # (n, k + 1): a bias column first
+    y = rng.random(n) < share
+    passed = fusion.c_logistic_pass(x, y, rate, rate * weight, k + 1)
+    expected = fusion.logistic_pass_python(x, y, rate, rate * weight)
+    assert np.array_equal(np.frombuffer(passed), expected)  # the same sums in the same order
+    # window_weights is the pass with the window's own target weight
+    reference = fusion.logistic_pass_python(x, y, rate, rate * fusion.target_weight(y))
+    assert np.array_equal(fusion.window_weights(x, y, rate), reference)
 
 
 def test_fit_weights_reads_the_newest_rows_in_arrival_order() -> None:
