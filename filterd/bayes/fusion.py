@@ -136,10 +136,17 @@ def combine(scores: FloatArray, weights: Sequence[float]) -> FloatArray:
     return z
 
 
-def _step(w: FloatArray, x: FloatArray, y: bool, rate: float) -> None:
-    z = float(x @ w)
-    p = 0.5 * (1.0 + np.tanh(z / 2.0))  # σ(z) without overflow
-    w += rate * (float(y) - p) * x
+def _step(
+    w: list[float], row: list[float], target: bool, rate: float, target_rate: float
+) -> tuple[float, list[float]]:
+    """(z, w'): z = w·x, then w' = w + r (y − σ(z)) x, r = `target_rate` for a target row, else
+    `rate` (summed and rounded in the order of the C loop `logistic_pass`)."""
+    z = 0.0
+    for a, b in zip(row, w):
+        z += a * b
+    p = 0.5 * (1.0 + math.tanh(z / 2.0))  # σ(z) without overflow
+    step = target_rate * (1.0 - p) if target else rate * (0.0 - p)
+    return z, [b + step * a for a, b in zip(row, w)]
 
 
 def target_weight(y: BoolArray) -> float:
@@ -159,11 +166,10 @@ def target_weight(y: BoolArray) -> float:
 def online_fusion(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArray:
     """(n,) z of each row with the weights learned from the rows before it (prequential; Lynam &
     Cormack's form, every row's step counting once)."""
-    w = np.zeros(x.shape[1])
+    w = [0.0] * np.shape(x)[1]
     out = np.zeros(len(y))
-    for t in range(len(y)):
-        out[t] = float(x[t] @ w)
-        _step(w, x[t], bool(y[t]), rate)
+    for t, (row, target) in enumerate(zip(np.asarray(x).tolist(), np.asarray(y).tolist())):
+        out[t], w = _step(w, row, bool(target), rate, rate)
     return out
 
 
@@ -193,12 +199,7 @@ def logistic_pass_python(
     rounds in the same order)."""
     w = [0.0] * np.shape(x)[1]
     for row, target in zip(np.asarray(x, dtype=np.float64).tolist(), np.asarray(y).tolist()):
-        z = 0.0
-        for a, b in zip(row, w):
-            z += a * b
-        p = 0.5 * (1.0 + math.tanh(z / 2.0))  # σ(z) without overflow
-        step = target_rate * (1.0 - p) if target else rate * (0.0 - p)
-        w = [b + step * a for a, b in zip(row, w)]
+        _, w = _step(w, row, bool(target), rate, target_rate)
     return np.array(w)
 
 
@@ -224,7 +225,8 @@ def replay_fused(
     w = np.array(initial_weights(x.shape[1] - 1))
     for t in range(len(y)):
         if 0 < t <= window or (t > window and (t - window) % refit_every == 0):
-            w = window_weights(x[max(0, t - window) : t], y[max(0, t - window) : t])
+            rows = slice(max(0, t - window), t)
+            w = window_weights(x[rows], y[rows])
         out[t] = float(x[t] @ w)
     return out
 
