@@ -68,6 +68,10 @@ LEAVE_WHILE_JOINING_MS = 100
 BATCH_TIME_SHARE = 0.25
 MAX_POLL_INTERVAL_MS = 300_000  # kafka-python's default, and librdkafka's
 LAG_SECONDS = 5.0  # between updates of the consumer lag gauge
+# between two asynchronous commits: each is a request to the group coordinator, and kafka-python
+# fails at once those beyond its in-flight limit, which batches of a few records a few
+# milliseconds apart reached ("offsets not committed", Node paused: max_in_flight)
+COMMIT_SECONDS = 0.5
 SUMMARY_SECONDS = 10.0  # between "batches" log lines
 
 
@@ -250,8 +254,11 @@ class Processor:
         self._lag_due = 0.0
         self._last_summary = 0.0
         self._summary: dict[str, int] = {}
-        # partition → offset committed asynchronously, not yet confirmed
+        # partition → offset of the completed batches, not confirmed committed yet
         self._uncommitted: dict[TopicPartition, OffsetAndMetadata] = {}
+        # those of them not sent in a commit yet, and when the next commit may be sent
+        self._unsent: dict[TopicPartition, OffsetAndMetadata] = {}
+        self._commit_due = 0.0
         # (pending, offsets) of the batches processed but not complete yet, in order
         self._awaiting: deque[tuple[Pending | None, dict[TopicPartition, OffsetAndMetadata]]]
         self._awaiting = deque()
@@ -342,6 +349,7 @@ class Processor:
             # not commit are read again, and committed by this one (committing the old ones too
             # would move a partition back, to where this one has read)
             self._awaiting.clear()
+            self._unsent.clear()
             self._consumer = consumer
             return consumer
         return None
@@ -366,6 +374,7 @@ class Processor:
             )
             return consumer
         self._uncommitted.clear()
+        self._unsent.clear()
         self.held.skipped(skips)
         consumer.close(autocommit=False, timeout_ms=LEAVE_WHILE_JOINING_MS)
         self.held.forget()
@@ -384,7 +393,7 @@ class Processor:
             error=repr(error),
             retry_seconds=delay,
         )
-        self._commit_completed(consumer)
+        self._commit_completed(consumer, at_once=True)
         consumer.close(autocommit=False, timeout_ms=LEAVE_WHILE_JOINING_MS)
         self.held.forget()
         self._in_group, self._join_started = False, None
@@ -455,6 +464,7 @@ class Processor:
                 offsets.pop(tp, None)
         for tp in partitions:
             self._uncommitted.pop(tp, None)
+            self._unsent.pop(tp, None)
 
     def _polled(self, consumer: Consumer) -> None:
         """After each poll: notice the first assignment of a consumer without a rebalance
@@ -480,15 +490,22 @@ class Processor:
                 lags[tp] = max(0, end - position)
         self.hooks.lag(lags)
 
-    def _commit_completed(self, consumer: Consumer) -> None:
-        """Commit, in order, the offsets of the batches whose pending work is done. Without
-        waiting: their effects are durable already, so a commit that is lost only means reading
-        the batch again. The last ones are committed synchronously on close."""
+    def _commit_completed(self, consumer: Consumer, at_once: bool = False) -> None:
+        """Commit the offsets of the batches whose pending work is done, in order, at most one
+        commit every COMMIT_SECONDS (unless `at_once`): the newest offset of each partition.
+        Without waiting: their effects are durable already, so a commit that is lost or late
+        only means reading the batch again. The last ones are committed synchronously on
+        close."""
         while self._awaiting and _done(self._awaiting[0][0]):
             _, offsets = self._awaiting.popleft()
-            if offsets:  # none when its partitions were revoked meanwhile
-                self._uncommitted.update(offsets)
-                consumer.commit_async(offsets, callback=self._committed)
+            # none when its partitions were revoked meanwhile
+            self._uncommitted.update(offsets)
+            self._unsent.update(offsets)
+        now = time.monotonic()
+        if self._unsent and (at_once or now >= self._commit_due):
+            self._commit_due = now + COMMIT_SECONDS
+            offsets, self._unsent = self._unsent, {}
+            consumer.commit_async(offsets, callback=self._committed)
 
     def _committed(
         self,

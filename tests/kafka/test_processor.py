@@ -27,7 +27,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.kafka import processor as processor_module
 from filterd.kafka.consumer import Batch, CommitCallback, Consumer
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer
-from filterd.kafka.processor import CLOSE_SECONDS, Processed, Processor, Retry
+from filterd.kafka.processor import CLOSE_SECONDS, COMMIT_SECONDS, Processed, Processor, Retry
 from filterd.kafka.producer import PublishError
 
 PARTITIONS = 4  # as the session broker's topics (tests/conftest.py)
@@ -445,6 +445,25 @@ def test_offsets_held_for_revoked_partitions_are_dropped_and_no_offset_moves_bac
     assert {p for _, p, _ in held.commits} <= mine
     # what was committed was read after the rebalance: the offsets held before it were dropped
     assert {(p, o) for _, p, o in held.commits} <= {(p, o + 1) for p, o in held.read[before:]}
+
+
+def test_quick_batches_are_committed_together_once_per_commit_interval(backend: Backend) -> None:
+    """A commit is a request to the group coordinator: batches a few milliseconds apart do not
+    each send one (kafka-python fails those beyond its in-flight limit at once), and the newest
+    offsets still go out."""
+    backend.produce(dict.fromkeys(range(PARTITIONS), 30))  # 40 batches of 3
+    strategy = Recording()
+    started = time.monotonic()
+    with running(backend.processor(strategy, max_records=3)):
+        wait_until(lambda: len(strategy.read) == 30 * PARTITIONS, "every record read")
+        reading = time.monotonic() - started
+        wait_until(
+            lambda: asked(strategy.commits) == dict.fromkeys(range(PARTITIONS), 30), "the commits"
+        )
+        requests = {n for n, _, _ in strategy.commits or []}
+    # the first batch's commit goes at once, then one per interval
+    assert len(requests) <= 2 + reading / COMMIT_SECONDS
+    assert backend.committed() == dict.fromkeys(range(PARTITIONS), 30)
 
 
 def test_a_stop_finishes_the_batch_in_flight_and_commits_it_within_bounds(
