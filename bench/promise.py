@@ -73,8 +73,10 @@ def one_run(corpus: str, args: argparse.Namespace) -> float | None:
             command += ["--variant", args.variant]
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     found = DELIVERED.findall(done.stdout)
-    if done.returncode != 0 or not found:
+    if done.returncode != 0:
         print(f"  {corpus}: exit {done.returncode}; {done.stderr.strip()[-300:]}", file=sys.stderr)
+    elif not found:
+        print(f"  {corpus}: no threshold before the last message", file=sys.stderr)
     return float(found[-1]) / 100 if found else None
 
 
