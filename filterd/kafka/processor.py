@@ -442,10 +442,14 @@ class Processor:
             self.held.assigned(self._consumer, partitions)
 
     def revoked(self, partitions: set[TopicPartition]) -> None:
-        """A rebalance took `partitions` from this member: none of their held offsets is
-        committed."""
+        """A rebalance took `partitions` from this member: the completed batches' offsets not
+        sent yet are sent now (before this member rejoins, so before the next holder reads), and
+        none of their held offsets is committed after."""
         self._in_group = False
         self.held.revoked(partitions)
+        leaving = {tp: self._unsent.pop(tp) for tp in partitions if tp in self._unsent}
+        if leaving and self._consumer is not None:
+            self._consumer.commit_async(leaving, callback=self._committed)
         self._forget(partitions)
         if partitions:
             self.log.info(

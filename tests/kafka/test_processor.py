@@ -466,6 +466,24 @@ def test_quick_batches_are_committed_together_once_per_commit_interval(backend: 
     assert backend.committed() == dict.fromkeys(range(PARTITIONS), 30)
 
 
+def test_a_rebalance_right_after_quick_batches_commits_them_before_the_partitions_go(
+    backend: Backend,
+) -> None:
+    """Offsets waiting for the next commit interval are sent when their partitions are revoked:
+    whoever holds the partitions next (here this member again, on the in-memory consumer) does
+    not read the completed batches again."""
+    backend.produce({0: 6, 1: 6})
+    everything = [(p, o) for p in (0, 1) for o in range(6)]
+    strategy, log = Recording(), Log()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(running(backend.processor(strategy, max_records=3, log=log)))
+        wait_until(lambda: sorted(strategy.read) == everything, "every record read")
+        backend.rebalance(stack)
+        wait_until(lambda: "partitions revoked" in log.events(), "the revocation")
+        wait_until(lambda: backend.committed() == {0: 6, 1: 6}, "the commits")
+    assert sorted(strategy.read) == everything  # none read twice
+
+
 def test_a_stop_finishes_the_batch_in_flight_and_commits_it_within_bounds(
     backend: Backend,
 ) -> None:
