@@ -447,9 +447,8 @@ class Processor:
         none of their held offsets is committed after."""
         self._in_group = False
         self.held.revoked(partitions)
-        leaving = {tp: self._unsent.pop(tp) for tp in partitions if tp in self._unsent}
-        if leaving and self._consumer is not None:
-            self._consumer.commit_async(leaving, callback=self._committed)
+        if self._consumer is not None:
+            self._commit_completed(self._consumer, at_once=True)
         self._forget(partitions)
         if partitions:
             self.log.info(
@@ -501,8 +500,7 @@ class Processor:
         only means reading the batch again. The last ones are committed synchronously on
         close."""
         while self._awaiting and _done(self._awaiting[0][0]):
-            _, offsets = self._awaiting.popleft()
-            # none when its partitions were revoked meanwhile
+            _, offsets = self._awaiting.popleft()  # {} if its partitions were revoked meanwhile
             self._uncommitted.update(offsets)
             self._unsent.update(offsets)
         now = time.monotonic()
