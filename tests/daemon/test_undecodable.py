@@ -5,8 +5,6 @@ the store, moves the partition on."""
 
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,8 +13,10 @@ from typing import Any, Unpack
 
 import pytest
 import structlog
+from click.testing import CliRunner, Result
 from kafka import KafkaConsumer, TopicPartition
 
+from filterd.cli import main
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.kafka.batches import batch_at
@@ -316,11 +316,11 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     refused = filterd(
         "topics", "skip", topic, str(stuck_at), "6", "--config", config, "--reason", "typo"
     )
-    assert refused.returncode != 0 and "reported there: offset 5" in refused.stderr
+    assert refused.exit_code != 0 and "reported there: offset 5" in refused.stderr
     unconfirmed = filterd(
         "topics", "skip", topic, str(stuck_at), "5", "--config", config, "--reason", "r"
     )
-    assert unconfirmed.returncode != 0 and "passes over 20 records" in unconfirmed.stderr
+    assert unconfirmed.exit_code != 0 and "passes over 20 records" in unconfirmed.stderr
     assert "add --yes" in unconfirmed.stderr
     skipped = filterd(
         "topics",
@@ -336,7 +336,7 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
         "snappy library missing; batch re-sent",
         "--yes",
     )
-    assert skipped.returncode == 0 and "skip requested" in skipped.stdout, skipped.stderr
+    assert skipped.exit_code == 0 and "skip requested" in skipped.stdout, skipped.stderr
     decided = read_all(kafka_config, topics["decisions"], until=lambda r: len(r) >= 50)
     assert sorted(ids_of(decided)) == sorted(f"m{i}" for i in [*range(45), *range(65, 70)])
     daemon.wait_for(
@@ -355,12 +355,6 @@ def test_filterd_run_without_the_snappy_library_holds_the_partition_and_topics_s
     assert row["status"].startswith("skipped at")
 
 
-def filterd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "filterd", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        cwd=ROOT,
-    )
+def filterd(*args: str) -> Result:
+    """The command line in this process (the daemon it talks to is a process of its own)."""
+    return CliRunner().invoke(main, args)
