@@ -48,7 +48,8 @@ Protocol (printed with the table):
     moves by the misses of the τ in force among the n spam decided since the previous one:
     α_t ← clip(α_t + g (α − misses/n), α/2, 2α), g = min(γ n, ½), γ = step · α (adaptive
     conformal inference, Gibbs & Candès, NeurIPS 2021, one batched step;
-    `calibration.adapt_level`, the job's code; `--step`, default the product's 0.1).
+    `calibration.adapt_level`, the job's code; `--step`, default the product's 0.1). The first
+    τ is chosen with the conservative bound, as the job chooses a first adaptive version.
   Learning skips the holdout items whatever the source, so the models and the decision scores
   are the same for both; only τ differs.
 - Guardrails as in `filterd calibrate` (`evaluation.guardrails`), for either source: a new τ is
@@ -263,9 +264,8 @@ def replay(
     tau, k_over, last_auc = 0.0, 0.0, None
     alpha = level = 1.0 - target_recall
     since = [0, 0]  # spam decided and missed since the last recalibration (after the first τ)
-    min_pos = default_min_positives(target_recall)
-    if conservative:
-        min_pos = max(min_pos, positives_needed(target_recall, CONFIDENCE) or 0)
+    exact_pos = default_min_positives(target_recall)
+    bound_pos = max(exact_pos, positives_needed(target_recall, CONFIDENCE) or 0)
     for b, block in enumerate(trace.blocks):
         if block.scores is None:
             out.unknown += len(block.y)
@@ -296,14 +296,15 @@ def replay(
             out.kept["not_ready"] += 1
             continue
         p, n = int(w.y.sum()), int((~w.y).sum())
+        # as the job does: a first adaptive τ with the conservative bound
+        cautious = conservative or (source == "adaptive" and out.first_tau_at is None)
+        min_pos = bound_pos if cautious else exact_pos
         if not forced and (p < min_pos or n < MIN_NEGATIVES):
             out.kept["too_few_positives" if p < min_pos else "too_few_negatives"] += 1
             continue
         aim = 1.0 - level if source == "adaptive" else target_recall
         try:
-            th = recall_threshold(
-                w.scores, w.y, aim, conservative=conservative, confidence=CONFIDENCE
-            )
+            th = recall_threshold(w.scores, w.y, aim, conservative=cautious, confidence=CONFIDENCE)
         except CalibrationError:
             out.kept["unreachable"] += 1
             continue

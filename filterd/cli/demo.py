@@ -274,7 +274,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     default=1000,
     show_default=True,
     metavar="K",
-    help="Recalibrate after every K feedback records applied.",
+    help="Recalibrate after every K feedback records applied (every K/10 until a first τ).",
 )
 @click.option(
     "--variant",

@@ -18,6 +18,20 @@ from filterd.store.handle import ModelStore, Store
 CREATED_BY = "filterd demo"
 
 
+def next_attempt(applied: int, every: int, have_tau: bool) -> int:
+    """The count of applied labels at which to calibrate next: the next multiple of `every`, or
+    of `every // 10` while no τ has been written (the daemon's own schedule tries every
+    minute until one is: a demo's stream lasts minutes).
+
+    >>> next_attempt(1000, 1000, have_tau=True), next_attempt(1000, 1000, have_tau=False)
+    (2000, 1100)
+    >>> next_attempt(1234, 1000, have_tau=False), next_attempt(5, 5, have_tau=False)
+    (1300, 6)
+    """
+    step = every if have_tau else max(1, every // 10)
+    return (applied // step + 1) * step
+
+
 @dataclass(frozen=True)
 class ThresholdInfo:
     """The threshold version the demo's last successful calibration wrote."""
@@ -32,8 +46,9 @@ class ThresholdInfo:
 
 
 class Calibrator:
-    """Runs `calibrate_configured` in a thread every `every` feedback records the learner applied,
-    and once more on request at the end. Refusals (too small a window, model not ready) are
+    """Runs `calibrate_configured` in a thread every `every` feedback records the learner applied
+    (every `every // 10` from the first attempt until a τ is written), and once more on request
+    at the end. Refusals (too small a window, model not ready) are
     kept as `note`; they are the normal state early in the stream."""
 
     def __init__(
@@ -69,7 +84,7 @@ class Calibrator:
                 applied = self.applied()
                 if applied >= self.next_at:
                     self._attempt(applied)
-                    self.next_at = (applied // self.every + 1) * self.every
+                    self.next_at = next_attempt(applied, self.every, self.threshold is not None)
                 elif self._final.is_set() and not self._final_done.is_set():
                     if applied > self.last_at:
                         self._attempt(applied)

@@ -301,12 +301,18 @@ def calibrate_classes(
             else model.delivered_since(target, previous.created_at, previous.tau)
         )
         level = None
+        # A target's first adaptive version is chosen with the conservative bound: its window was
+        # scored by the youngest model the deployment will have, whose scale still moves with
+        # every batch learned, and no miss has yet shown how far those scores are from the ones
+        # to come. From the next version on, the level follows the misses.
+        cautious = conservative
         if source == "adaptive":
             alpha = 1.0 - target_recall
             start = alpha  # a new target, or no adaptive version yet: start at α
             if previous is not None and previous.target_recall == target_recall:
                 start = alpha if previous.level is None else previous.level
             level = adapt_level(start, alpha, in_force.n_pos, in_force.missed, step * alpha)
+            cautious = conservative or previous is None
         check = partial(
             _check,
             model.name,
@@ -314,7 +320,6 @@ def calibrate_classes(
             target_recall=target_recall,
             previous=previous,
             in_force=in_force,
-            conservative=conservative,
             confidence=confidence,
             min_positives=min_positives,
             min_negatives=min_negatives,
@@ -322,15 +327,17 @@ def calibrate_classes(
             force=force,
         )
         try:
-            checked.append(check(window_of(source, target, previous), source=source, level=level))
+            scored = window_of(source, target, previous)
+            checked.append(check(scored, source=source, level=level, conservative=cautious))
         except GuardrailError as refused:
             # No τ yet and too little scored on arrival (a store bootstrapped by `filterd learn`):
             # the first τ may come from the holdout; the adaptive level starts from the next.
             if source != "adaptive" or previous is not None or "auc_drop" in refused.reasons:
                 raise
             try:
+                rescored = window_of("holdout", target, previous)
                 checked.append(
-                    check(window_of("holdout", target, previous), source="holdout", level=None)
+                    check(rescored, source="holdout", level=None, conservative=conservative)
                 )
             except GuardrailError as also:
                 raise GuardrailError(

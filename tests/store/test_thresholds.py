@@ -23,6 +23,7 @@ from filterd.evaluation.guardrails import GuardrailError, default_min_positives
 from filterd.evaluation.protocols import Corpus, evaluate
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate
 from filterd.jobs import calibrate
+from filterd.service.config import DEFAULTS
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.drift import Scored
 from filterd.store.handle import ModelStore, Store
@@ -472,7 +473,10 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(
         assert first.source == "adaptive" and first.level == pytest.approx(0.01)  # starts at α
         scores = np.array([s.score for s in first_window])
         positives = np.array([s.label == "spam" for s in first_window])
-        assert first.tau == recall_threshold(scores, positives, 0.99).tau
+        # the first version, before any miss was seen, with the conservative bound
+        assert first.conservative and not DEFAULTS.calibration.conservative
+        cautious = recall_threshold(scores, positives, 0.99, conservative=True)
+        assert first.tau == cautious.tau < recall_threshold(scores, positives, 0.99).tau
         assert first.in_force.n_pos == 0  # nothing before it
         # spam drifts toward the ham: the τ in force misses more than 1 % of what follows
         after = scored_on_arrival(rng, 2000, 0.3, "b", shift=1.5)
@@ -485,6 +489,7 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(
         assert (second.in_force.n_pos, second.in_force.missed) == (len(spam), missed)
         assert missed > 0.01 * len(spam)
         assert second.level == pytest.approx(adapt_level(0.01, 0.01, len(spam), missed, 0.001))
+        assert not second.conservative  # from the second version on: the level alone
         assert second.level is not None and second.level < 0.01  # aims higher than R now
         assert second.recall >= 1 - second.level  # τ chosen for 1 − level on the window
         written = threshold_in_force(model, "spam")
