@@ -297,7 +297,8 @@ def replay(
             continue
         p, n = int(w.y.sum()), int((~w.y).sum())
         # as the job does: a first adaptive τ with the conservative bound
-        cautious = conservative or (source == "adaptive" and out.first_tau_at is None)
+        first = source == "adaptive" and out.first_tau_at is None and target_recall < 1.0
+        cautious = conservative or first
         min_pos = bound_pos if cautious else exact_pos
         if not forced and (p < min_pos or n < MIN_NEGATIVES):
             out.kept["too_few_positives" if p < min_pos else "too_few_negatives"] += 1

@@ -312,7 +312,8 @@ def calibrate_classes(
             if previous is not None and previous.target_recall == target_recall:
                 start = alpha if previous.level is None else previous.level
             level = adapt_level(start, alpha, in_force.n_pos, in_force.missed, step * alpha)
-            cautious = conservative or previous is None
+            # (at R = 1 the exact τ is the lowest positive already; no bound can certify it)
+            cautious = conservative or (previous is None and target_recall < 1.0)
         check = partial(
             _check,
             model.name,

@@ -504,6 +504,24 @@ def test_the_adaptive_level_moves_with_the_misses_of_the_threshold_in_force(
             conn.execute(delete(Prequential))
 
 
+def test_a_first_adaptive_threshold_for_recall_1_is_the_lowest_positive_not_a_bound(
+    model: ModelStore,
+) -> None:
+    """No finite window certifies recall 1 with the conservative bound; the exact τ, the lowest
+    positive score, is already the cautious one."""
+    from filterd.store.schema import Prequential
+
+    window = scored_on_arrival(np.random.default_rng(6), 1000, 0.3, "r1")
+    model.record_scores("spam", window, keep=5000, now=T0 - timedelta(minutes=1))
+    try:
+        first = calibrate_model(model, "spam", 1.0, source="adaptive", now=T0)
+        assert (first.source, first.conservative) == ("adaptive", False)
+        assert first.tau == min(s.score for s in window if s.label == "spam")
+    finally:
+        with model.store.engine.begin() as conn:
+            conn.execute(delete(Prequential))
+
+
 def test_without_scores_on_arrival_the_first_adaptive_threshold_comes_from_the_holdout(
     model: ModelStore,
 ) -> None:
