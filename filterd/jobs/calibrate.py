@@ -13,7 +13,8 @@ Calibration (`calibrate_model`, `calibrate_classes`) for target class t and reca
    source "adaptive" (the default, `calibration.source`) takes the same window, and chooses τ for
    the recall 1 − α_t instead of R, where the miss level α_t is the previous version's, moved
    by the misses its τ made on the feedback scored since it was written
-   (`filterd.evaluation.calibration.adapt_level`, γ = step · (1 − R));
+   (`filterd.evaluation.calibration.adapt_level`, γ = step · (1 − R)); a target's first
+   adaptive version (R < 1) is chosen in conservative mode, whatever the setting;
 3. ROC and AUC (`filterd.evaluation.ranking`); τ by
    `filterd.evaluation.calibration.recall_threshold`: exact mode, the
    k-th largest positive score with k = ⌈R·P⌉; conservative mode, the smallest k whose
