@@ -81,7 +81,10 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     expected = fusion.fit_weights(components, spam)  # in arrival order
     assert first.weights == pytest.approx(expected)
     assert first.weights != fusion.INITIAL_WEIGHTS
-    assert first.tau == recall_threshold(fusion.combine(components, expected), spam, 0.95).tau
+    combined = fusion.combine(components, expected)
+    # a first adaptive version: with the conservative bound
+    assert first.conservative
+    assert first.tau == recall_threshold(combined, spam, 0.95, conservative=True).tau
     written = fused_store.latest_threshold("spam")
     assert written is not None
     assert written.weights == pytest.approx(first.weights)  # through the JSON column
