@@ -101,6 +101,7 @@ from filterd.evaluation.calibration import (
     recall_threshold,
 )
 from filterd.evaluation.guardrails import MAX_AUC_DROP, MIN_NEGATIVES, default_min_positives
+from filterd.jobs.calibrate import takes_the_bound
 from filterd.service.config import CALIBRATION_SOURCES, DEFAULTS
 from filterd.service.decide import NotReady, decision_scores, scoring_model
 from filterd.store.ledger import in_holdout
@@ -296,9 +297,7 @@ def replay(
             out.kept["not_ready"] += 1
             continue
         p, n = int(w.y.sum()), int((~w.y).sum())
-        # as the job does: a first adaptive τ with the conservative bound
-        first = source == "adaptive" and out.first_tau_at is None and target_recall < 1.0
-        cautious = conservative or first
+        cautious = takes_the_bound(source, out.first_tau_at is None, target_recall, conservative)
         min_pos = bound_pos if cautious else exact_pos
         if not forced and (p < min_pos or n < MIN_NEGATIVES):
             out.kept["too_few_positives" if p < min_pos else "too_few_negatives"] += 1

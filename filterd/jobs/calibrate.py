@@ -191,6 +191,25 @@ class CalibrationOptions(TypedDict, total=False):
     step: float
 
 
+def takes_the_bound(source: str, first: bool, target_recall: float, conservative: bool) -> bool:
+    """Whether τ is chosen with the conservative bound: when configured, and for a target's
+    `first` adaptive version below R = 1, whose window was scored by the youngest model the
+    deployment will have (its scale still moves with every batch learned) and no miss has yet
+    shown how far those scores are from the ones to come. At R = 1 the exact τ is the lowest
+    positive already, and no bound can certify it.
+
+    >>> takes_the_bound("adaptive", True, 0.99, False)  # a first version
+    True
+    >>> takes_the_bound("adaptive", False, 0.99, False)  # a later version
+    False
+    >>> takes_the_bound("adaptive", True, 1.0, False)  # R = 1
+    False
+    >>> takes_the_bound("holdout", False, 0.99, True)  # as configured
+    True
+    """
+    return conservative or (source == "adaptive" and first and target_recall < 1.0)
+
+
 def calibrate_model(
     model: ModelStore,
     target_class: str,
@@ -302,19 +321,13 @@ def calibrate_classes(
             else model.delivered_since(target, previous.created_at, previous.tau)
         )
         level = None
-        # A target's first adaptive version is chosen with the conservative bound: its window was
-        # scored by the youngest model the deployment will have, whose scale still moves with
-        # every batch learned, and no miss has yet shown how far those scores are from the ones
-        # to come. From the next version on, the level follows the misses.
-        cautious = conservative
+        cautious = takes_the_bound(source, previous is None, target_recall, conservative)
         if source == "adaptive":
             alpha = 1.0 - target_recall
             start = alpha  # a new target, or no adaptive version yet: start at α
             if previous is not None and previous.target_recall == target_recall:
                 start = alpha if previous.level is None else previous.level
             level = adapt_level(start, alpha, in_force.n_pos, in_force.missed, step * alpha)
-            # (at R = 1 the exact τ is the lowest positive already; no bound can certify it)
-            cautious = conservative or (previous is None and target_recall < 1.0)
         check = partial(
             _check,
             model.name,

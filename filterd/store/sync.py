@@ -91,7 +91,7 @@ def sync(
                     else None
                 )
         else:
-            # sqlite3's own cursor: SQLAlchemy's Row objects cost about a third of a sync
+            # sqlite3's own cursor: SQLAlchemy's Row objects cost about a quarter of a sync
             rows = driver_cursor(conn)
             if since is None or expired_since:
                 rows.execute(_ALL_ROWS.text, {"model": model_id})
