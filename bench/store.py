@@ -5,7 +5,9 @@
 Prints, for each backend: feedback learned per second (median of 3 runs; SMS-size messages,
 batches of `--batch`, tokenized beforehand, one process), the same for SpamAssassin e-mail in
 batches of `--mail-batch` (what a learner takes at a few hundred mails a second; skipped
-without ../shared), the time of an incremental sync of
+without ../shared), the first `--busy-mail-messages` of them again beside a thread that runs
+Python all along (as the daemon's scorer beside its learner, one process: how much the writes
+lose to the GIL), the time of an incremental sync of
 ≈100,000 changed token rows, the time of a full load of a model of `--tokens` distinct tokens
 × 2 classes, and the database size per distinct token.
 """
@@ -14,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -75,11 +80,31 @@ def synthetic_token_feedback(n_tokens: int, per_doc: int = 200) -> list[Labelled
     return docs
 
 
-def learn_rates(store: Store, feedback: list[LabelledTokens], batch: int) -> list[float]:
-    """Feedback learned per second, `REPEATS` times into a fresh model each (the machine is
+@contextmanager
+def busy_thread() -> Iterator[None]:
+    """A thread of this process that runs Python until the block ends."""
+    done = threading.Event()
+
+    def spin() -> None:
+        while not done.is_set():
+            sum(range(1000))
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def learn_rates(
+    store: Store, feedback: list[LabelledTokens], batch: int, repeats: int = REPEATS
+) -> list[float]:
+    """Feedback learned per second, `repeats` times into a fresh model each (the machine is
     noisy: the median is reported)."""
     rates = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         model = store.create_model(f"bench{len(store.model_names())}", ModelSpec("mnb"), seed=1)
         started = time.perf_counter()
         for i in range(0, len(feedback), batch):
@@ -90,7 +115,8 @@ def learn_rates(store: Store, feedback: list[LabelledTokens], batch: int) -> lis
 
 def rate_line(what: str, rates: list[float], batch: int) -> str:
     return (
-        f"{what} {float(np.median(rates)):>8,.0f} msg/s (median of {REPEATS}, batches of {batch}; "
+        f"{what} {float(np.median(rates)):>8,.0f} msg/s (median of {len(rates)}, batches of "
+        f"{batch}; "
         f"runs {', '.join(f'{r:,.0f}' for r in rates)})"
     )
 
@@ -102,6 +128,7 @@ def measure(
     big: list[LabelledTokens],
     batch: int,
     mail_batch: int,
+    busy_mail: int,
 ) -> None:
     store = Store.open(url)
     store.upgrade()
@@ -133,8 +160,15 @@ def measure(
         else:
             size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
     tokens = stats.V
-    mail_rates = learn_rates(store, mail, mail_batch) if mail else []  # after the size: not in it
-    mail_part = f"{rate_line('learn e-mail', mail_rates, mail_batch)} | " if mail else ""
+    mail_part = ""
+    if mail:  # after the size: not in it
+        mail_rates = learn_rates(store, mail, mail_batch)
+        with busy_thread():
+            busy_rates = learn_rates(store, mail[:busy_mail], mail_batch, repeats=1)
+        mail_part = (
+            f"{rate_line('learn e-mail', mail_rates, mail_batch)} | "
+            f"{rate_line('beside a busy thread', busy_rates, mail_batch)} | "
+        )
     print(
         f"{engine.dialect.name:10s} {rate_line('learn', rates, batch)} | {mail_part}"
         f"full load of {tokens:,} tokens {full:5.2f} s | "
@@ -149,10 +183,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000, help="feedback records per transaction")
     parser.add_argument("--mail-messages", type=int, default=3000)
     parser.add_argument("--mail-batch", type=int, default=100)
+    parser.add_argument("--busy-mail-messages", type=int, default=1000)
     args = parser.parse_args()
     feedback, big = sms_feedback(args.messages), synthetic_token_feedback(args.tokens)
     mail = mail_feedback(args.mail_messages)
-    batches = (args.batch, args.mail_batch)
+    batches = (args.batch, args.mail_batch, args.busy_mail_messages)
     with tempfile.TemporaryDirectory() as tmp:
         measure(f"sqlite:///{tmp}/bench.db", feedback, mail, big, *batches)
         if not postgresql_available():

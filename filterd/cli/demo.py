@@ -318,7 +318,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     type=click.FloatRange(0, min_open=True),
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the last decisions after the replay.",
+    help="After the replay, give up once the daemon has decided no message and applied no "
+    "label for this many seconds.",
 )
 def demo_command(
     workdir: Path | None,

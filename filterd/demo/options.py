@@ -43,7 +43,7 @@ class DemoOptions:
     target: str = DEFAULTS.decision.target_class
     target_recall: float = DEFAULTS.decision.target_recall
     recalibrate_every: int = 1000  # feedback records applied by the learner
-    timeout: float = 60.0  # seconds to wait for the last decisions after the replay
+    timeout: float = 60.0  # after the replay: give up once the daemon made no progress this long
     variant: str | None = None  # model.variant (None: the configuration's)
     select: str | None = None  # model.select
     config_path: Path | None = None  # a filterd.toml for everything else

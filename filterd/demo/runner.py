@@ -107,6 +107,30 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)  # start-up, replay, drain, shutdown
 
 
+class Watchdog:
+    """Says a run is stalled once its progress (any comparable value) has not changed for
+    `timeout` seconds: a daemon that keeps deciding and learning, however far behind, is waited
+    for.
+
+    >>> dog = Watchdog(timeout=10.0, now=0.0)
+    >>> [dog.stalled(progress, now) for progress, now in [(1, 5.0), (2, 14.0), (3, 23.0)]]
+    [False, False, False]
+    >>> dog.stalled(3, 33.0), dog.stalled(3, 33.5)
+    (False, True)
+    """
+
+    def __init__(self, timeout: float, now: float) -> None:
+        self.timeout = timeout
+        self._progress: object = None
+        self._since = now
+
+    def stalled(self, progress: object, now: float) -> bool:
+        if progress != self._progress:
+            self._progress, self._since = progress, now
+            return False
+        return now - self._since > self.timeout
+
+
 class Demo:
     """One run of the demo (see the module docstring). `on_tick(snapshot)` is called about
     every `tick` seconds from the calling thread; `on_event(line)` for notable moments (model
@@ -278,7 +302,7 @@ class Demo:
         topics, rate, n = self.config.topics, self.options.rate, len(self.items)
         started = self._last_tick = self._replay_started = time.monotonic()
         first = self._sent
-        replayed_at: float | None = None
+        watchdog: Watchdog | None = None  # from the end of the replay
         while True:
             now = time.monotonic()
             if self._sent < n:
@@ -292,19 +316,20 @@ class Demo:
             if now - self._last_tick >= self.tick:
                 self._last_tick = now
                 self.on_tick(self.snapshot())
-            if self._sent == n and replayed_at is None:
+            if self._sent == n and watchdog is None:
                 self._producer.flush()
-                replayed_at = time.monotonic()
+                watchdog = Watchdog(self.options.timeout, time.monotonic())
             failure = self._failure()
             if failure:
                 return "daemon stopped", failure
-            if replayed_at is not None:
+            if watchdog is not None:
                 if self._drained():
                     assert self._calibrator is not None
-                    left = self.options.timeout - (now - replayed_at)
-                    self._calibrator.finish(timeout=max(1.0, left))
+                    self._calibrator.finish(timeout=self.options.timeout)
                     return "done", ""
-                if now - replayed_at > self.options.timeout:
+                # A busy machine may leave the daemon far behind the replay: wait while it
+                # catches up.
+                if watchdog.stalled((self.board.counts(), self._feedback_applied()), now):
                     return "timeout", self._missing()
             if self._sent < n and rate == 0:
                 continue
@@ -360,7 +385,7 @@ class Demo:
         missing = len(self.items) - decided - dead
         unapplied = self._feedback_sent - self._feedback_applied()
         return (
-            f"after {self.options.timeout:g} s: {max(0, missing):,} messages without a "
+            f"no progress for {self.options.timeout:g} s: {max(0, missing):,} messages without a "
             "decision, "
             f"{len(self._pending) + max(0, unapplied):,} labels not applied"
         )

@@ -193,10 +193,11 @@ class CalibrationOptions(TypedDict, total=False):
 
 def takes_the_bound(source: str, first: bool, target_recall: float, conservative: bool) -> bool:
     """Whether τ is chosen with the conservative bound: when configured, and for a target's
-    `first` adaptive version below R = 1, whose window was scored by the youngest model the
-    deployment will have (its scale still moves with every batch learned) and no miss has yet
-    shown how far those scores are from the ones to come. At R = 1 the exact τ is the lowest
-    positive already, and no bound can certify it.
+    `first` adaptive version below R = 1 (also when it comes from the holdout, for want of scores
+    on arrival), whose window was scored by the youngest model the deployment will have (its
+    scale still moves with every batch learned) and no miss has yet shown how far those scores
+    are from the ones to come. At R = 1 the exact τ is the lowest positive already, and no bound
+    can certify it.
 
     >>> takes_the_bound("adaptive", True, 0.99, False)  # a first version
     True
@@ -351,9 +352,7 @@ def calibrate_classes(
                 raise
             try:
                 rescored = window_of("holdout", target, previous)
-                checked.append(
-                    check(rescored, source="holdout", level=None, conservative=conservative)
-                )
+                checked.append(check(rescored, source="holdout", level=None, conservative=cautious))
             except GuardrailError as also:
                 raise GuardrailError(
                     f"{refused}; nor from the holdout, for a first τ: {also}",

@@ -6,19 +6,22 @@ rows go as one array per column in one statement,
 
     INSERT INTO t (a, b, …) SELECT * FROM unnest(%b::A[], %b::B[], …) [ON CONFLICT (…) DO UPDATE …]
 
-instead of SQLAlchemy's executemany, which runs one INSERT per row on the server. Elsewhere
-(SQLite, in process) executemany is cheap, but SQLAlchemy's own preparation of each row's
-parameters cost as much as SQLite's work: the rows go to the driver's executemany as tuples,
-converted column by column with the column types' own bind processors (SQLite keeps times as
-text, in the format SQLAlchemy reads back; JSON as its text, encoded by the JSON type's own
-processor there and here for PostgreSQL, which would take a list for an array). Either way
-column defaults are not applied: rows give every column they fill.
+instead of SQLAlchemy's executemany, which runs one INSERT per row on the server. On SQLite they
+go as VALUES lists of up to `sqlite_rows_per_statement` rows (`execute_rows`), not executemany:
+sqlite3 releases the GIL around every statement's step, and in a daemon each release can hand
+the GIL to a busy thread for a whole switch interval (a batch of token rows took several times
+longer there than alone). The values are converted column by column with the column types' own
+bind processors (SQLite keeps times as text, in the format SQLAlchemy reads back; JSON as its
+text, encoded by the JSON type's own processor there and here for PostgreSQL, which would take a
+list for an array). Either way column defaults are not applied: rows give every column they
+fill.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import JSON, Connection, Table
@@ -84,7 +87,65 @@ def insert_columns(
     for name, column in columns.items():
         process = table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
         values.append(column if process is None else _processed(column, process))
-    cursor.executemany(f"{head}VALUES ({', '.join('?' * len(names))}){tail}", list(zip(*values)))
+    flat = list(chain.from_iterable(zip(*values)))
+    execute_rows(cursor, f"{head}SELECT * FROM {{rows}} WHERE true{tail}", names, flat)
+
+
+def execute_rows(
+    cursor: DBAPICursor,
+    sql: str,
+    names: Sequence[str],
+    flat: Sequence[Any],
+    before: Sequence[Any] = (),
+    after: Sequence[Any] = (),
+) -> int:
+    """SQLite: run `sql`, in which `{rows}` stands for a table of the columns `names` (its rows
+    given one after another in `flat`), once per chunk of rows bound as one VALUES list, with
+    the parameters `before` and `after` those of `sql` around `{rows}`; returns the number of
+    rows the statements changed.
+
+    >>> import sqlite3
+    >>> cursor = sqlite3.connect(":memory:").cursor()
+    >>> _ = cursor.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+    >>> execute_rows(cursor, "INSERT INTO t SELECT a + ?, b FROM {rows}", ["a", "b"],
+    ...              [1, "x", 2, "y", 3, "z"], before=[10])
+    3
+    >>> cursor.execute("SELECT a, b FROM t").fetchall()
+    [(11, 'x'), (12, 'y'), (13, 'z')]
+    """
+    width = len(names)
+    columns = ", ".join(f"column{i + 1} AS {name}" for i, name in enumerate(names))
+    row = f"({', '.join('?' * width)})"
+    changed = start = 0
+    for size in chunk_sizes(len(flat) // width, width, len(before) + len(after)):
+        rows = f"(SELECT {columns} FROM (VALUES {', '.join([row] * size)})) AS u"
+        chunk = flat[start * width : (start + size) * width]
+        cursor.execute(sql.format(rows=rows), (*before, *chunk, *after))
+        changed += cursor.rowcount
+        start += size
+    return changed
+
+
+# SQLite's default limit on a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER, since 3.32)
+SQLITE_VARIABLES = 32_766
+
+
+def chunk_sizes(rows: int, width: int, others: int = 0) -> list[int]:
+    """Statement sizes, in rows, for `rows` rows of `width` values besides `others` parameters:
+    powers of two, largest first, each as large as SQLite's parameter limit allows, so that a
+    few statement shapes recur and sqlite3's statement cache saves preparing them again.
+
+    >>> chunk_sizes(10_000, 5, 3)
+    [4096, 4096, 1024, 512, 256, 16]
+    """
+    size = 1 << ((SQLITE_VARIABLES - others) // width).bit_length() - 1
+    sizes = []
+    while rows:
+        while size > rows:
+            size //= 2
+        sizes.append(size)
+        rows -= size
+    return sizes
 
 
 def _json_text(column: Sequence[Any]) -> list[str | None]:

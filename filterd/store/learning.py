@@ -26,7 +26,7 @@ from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
 from filterd.store.audit import insert_events
-from filterd.store.bulk import driver_cursor
+from filterd.store.bulk import driver_cursor, execute_rows
 from filterd.store.labels import SOURCES, LabelledTokens, Outcome
 from filterd.store.ledger import Contribution, IntArray, Plan, write_ledger
 from filterd.store.models import ModelRef
@@ -136,8 +136,7 @@ def _write_statistics(
     growing = live & (n >= 0) & (df >= 0) & (tf >= 0)
     shrinking = np.flatnonzero(live & ~growing)
     day = int(now.timestamp() // 86400)
-    write = _write_postgresql if conn.dialect.name == "postgresql" else _write_sqlite
-    write(conn, model_id, seq, day, *(a[growing] for a in (key, cid, n, df, tf)), insert=True)
+    _write_rows(conn, model_id, seq, day, *(a[growing] for a in (key, cid, n, df, tf)), insert=True)
     applied_tokens = np.bincount(cid[growing], weights=n[growing], minlength=len(class_ids) + 1)
     if len(shrinking):
         # Tokens expired by `prune` may be gone, or re-learned from fewer documents since:
@@ -145,7 +144,7 @@ def _write_statistics(
         present, current = _current_values(conn, model_id, key[shrinking], cid[shrinking])
         rows = shrinking[present]
         applied = [np.maximum(v[rows], -current[i][present]) for i, v in enumerate((n, df, tf))]
-        write(conn, model_id, seq, day, key[rows], cid[rows], *applied, insert=False)
+        _write_rows(conn, model_id, seq, day, key[rows], cid[rows], *applied, insert=False)
         applied_tokens += np.bincount(cid[rows], weights=applied[0], minlength=len(class_ids) + 1)
     docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
     for class_id in class_ids.values():
@@ -192,10 +191,16 @@ _UPSERT_SET = (
     "doc_freq = token_stats.doc_freq + excluded.doc_freq, "
     "tfn = token_stats.tfn + excluded.tfn, seq = excluded.seq, last_seen = excluded.last_seen"
 )
-_SHRINK_SET = "count = count + {n}, doc_freq = doc_freq + {df}, tfn = tfn + {tf}, seq = {seq}"
+_SHRINK_SET = "count = count + u.n, doc_freq = doc_freq + u.df, tfn = tfn + u.tf, seq = {p}"
+# The rows u(k, c, n, df, tf) of a statement: on PostgreSQL one array per column, unnested; on
+# SQLite VALUES lists (`filterd.store.bulk.execute_rows`, which says why not executemany).
+_UNNESTED = (
+    "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+    "AS u(k, c, n, df, tf)"
+)
 
 
-def _write_sqlite(
+def _write_rows(
     conn: Connection,
     model_id: int,
     seq: int,
@@ -208,72 +213,33 @@ def _write_sqlite(
     *,
     insert: bool,
 ) -> int:
-    """Additive upsert (insert=True) or update of existing rows, one executemany of tuples."""
-    rows: list[tuple[int, ...]]  # the statement's parameters, one tuple per row
-    if insert:
-        sql = (
-            "INSERT INTO token_stats "
-            "(model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-            f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
-        )
-        rows = [
-            (model_id, *r, seq, day)
-            for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())
-        ]
-    else:
-        sql = (
-            f"UPDATE token_stats SET {_SHRINK_SET.format(n='?', df='?', tf='?', seq=seq)} "
-            "WHERE model_id = ? AND token_key = ? AND class_id = ?"
-        )
-        rows = [
-            (*r[2:], model_id, r[0], r[1])
-            for r in zip(key.tolist(), cid.tolist(), n.tolist(), df.tolist(), tf.tolist())
-        ]
-    if not rows:
-        return 0
-    cursor = driver_cursor(conn)
-    cursor.executemany(sql, rows)
-    return cursor.rowcount
-
-
-def _write_postgresql(
-    conn: Connection,
-    model_id: int,
-    seq: int,
-    day: int,
-    key: IntArray,
-    cid: IntArray,
-    n: IntArray,
-    df: IntArray,
-    tf: IntArray,
-    *,
-    insert: bool,
-) -> int:
-    """The same as one statement over arrays (INSERT … SELECT FROM unnest), rows in key order."""
+    """Additive upsert (insert=True) or update of existing rows, rows in key order, in one
+    statement (PostgreSQL) or a few (SQLite); returns the number of rows written."""
     if not len(key):
         return 0
-    arrays = (
-        "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) "
-        "AS u(k, c, n, df, tf)"
-    )
-    params: tuple[int, ...]  # those before the arrays
+    postgresql = conn.dialect.name == "postgresql"
+    p = "%s" if postgresql else "?"
     if insert:
         sql = (
             "INSERT INTO token_stats "
             "(model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
-            f"SELECT %s, k, c, n, df, tf, %s, %s FROM {arrays} "
+            f"SELECT {p}, k, c, n, df, tf, {p}, {p} FROM {{rows}} WHERE true "
             f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
         )
-        params = (model_id, seq, day)
+        before: tuple[int, ...] = (model_id, seq, day)
+        after: tuple[int, ...] = ()
     else:
         sql = (
-            f"UPDATE token_stats SET {_SHRINK_SET.format(n='u.n', df='u.df', tf='u.tf', seq='%s')} "
-            f"FROM {arrays} WHERE model_id = %s AND token_key = u.k AND class_id = u.c"
+            f"UPDATE token_stats SET {_SHRINK_SET.format(p=p)} "
+            f"FROM {{rows}} WHERE model_id = {p} AND token_key = u.k AND class_id = u.c"
         )
-        params = (seq,)
-    # as array literals: psycopg would dump a list element by element in Python, which is slower
-    columns = tuple("{" + ",".join(map(str, a.tolist())) + "}" for a in (key, cid, n, df, tf))
+        before, after = (seq,), (model_id,)
+    arrays = (key, cid, n, df, tf)
     cursor = driver_cursor(conn)
-    cursor.execute(sql, params + columns if insert else params + columns + (model_id,))
-    return cursor.rowcount
+    if not postgresql:
+        flat = np.column_stack(arrays).ravel().tolist()
+        return execute_rows(cursor, sql, ("k", "c", "n", "df", "tf"), flat, before, after)
+    # as array literals: psycopg would dump a list element by element in Python, slower
+    columns = tuple("{" + ",".join(map(str, a.tolist())) + "}" for a in arrays)
+    cursor.execute(sql.format(rows=_UNNESTED), before + columns + after)
+    return int(cursor.rowcount)

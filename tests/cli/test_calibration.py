@@ -312,8 +312,11 @@ def test_adaptive_by_default_then_the_level_moves_by_the_misses(db: str) -> None
 
 
 def test_without_prequential_scores_the_first_tau_is_from_the_holdout_then_refused(db: str) -> None:
-    first = run("--db", db)  # a store bootstrapped by `filterd learn`: nothing scored on arrival
+    # a store bootstrapped by `filterd learn`: nothing scored on arrival. A first τ takes the
+    # conservative bound, from the holdout too: R = 0.95 needs 59 positives, R = 0.99 299.
+    first = run("--db", db, "--target-recall", "0.95")
     assert first.exit_code == 0, first.output
+    assert "recall ≥ 0.95 (conservative, 95% lower bound)" in first.output
     assert "window (holdout) " in first.output and "wrote threshold version 1" in first.output
     assert "the first τ is from the holdout; the adaptive level starts from the next" in (
         first.output

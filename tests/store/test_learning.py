@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, insert, text
+from sqlalchemy import Engine, event, insert, text
 from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
@@ -162,3 +162,36 @@ def test_loading_reports_the_token_rows_read_so_far(model: ModelStore, engine: E
     heard: list[int] = []
     model.load(on_rows=heard.append)
     assert rows > 0 and heard == [rows]  # one chunk of 50,000 rows holds them all
+
+
+def test_a_large_batch_is_written_in_a_few_statements_not_one_per_row(tmp_path: Any) -> None:
+    """SQLite: the token rows of a batch go as a few VALUES lists, not executemany (sqlite3
+    releases the GIL around each statement's step; one per row lets a busy thread of the daemon
+    take it thousands of times a batch), and they add up as learning them one by one does."""
+    store = Store.open(f"sqlite:///{tmp_path / 'filterd.db'}")
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"), seed=SEED)
+    statements: list[str] = []
+
+    @event.listens_for(store.engine, "connect")
+    def trace(connection: Any, _: Any) -> None:
+        connection.set_trace_callback(statements.append)
+
+    store.engine.dispose()  # new connections, traced
+    words = [f"w{i}" for i in range(6_000)]
+    docs = [
+        LabelledTokens(f"d{i}", "spam" if i % 2 else "ham", words[i * 100 : (i + 1) * 100 + 50])
+        for i in range(59)
+    ]
+    model.learn(docs, holdout_fraction=0)
+    token_writes = [s for s in statements if s.startswith("INSERT INTO token_stats")]
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT count(*) FROM token_stats")).scalar_one()
+    assert rows > 8_000
+    # lists of 4,096 rows, then one of each power of two that the rest needs
+    assert 1 <= len(token_writes) <= rows // 4096 + 12
+    expected = Statistics(seed=SEED)
+    for doc in docs:
+        expected.learn(doc.tokens, doc.label)
+    assert store_statistics(model) == nonempty(expected.canonical())
+    store.close()
