@@ -18,17 +18,13 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, Row, select, text
+from sqlalchemy.engine.interfaces import DBAPICursor
 
 from filterd.bayes.statistics import Delta, Statistics
 from filterd.store.bulk import driver_cursor
 from filterd.store.models import ModelRef
 from filterd.store.schema import ClassStats, ModelRow
 
-_CHANGED_ROWS = text(
-    "SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
-    "WHERE model_id = :model AND token_key IN "
-    "(SELECT token_key FROM token_stats WHERE model_id = :model AND seq > :since)"
-)
 # PostgreSQL: changed keys by the (model_id, seq) index, then their rows by primary key, a plan
 # that does not depend on table statistics (on a fresh, unanalyzed table the planner chose a far
 # slower semi-join)
@@ -91,12 +87,9 @@ def sync(
                     else None
                 )
         else:
-            # sqlite3's own cursor: SQLAlchemy's Row objects cost about a quarter of a sync
-            rows = driver_cursor(conn)
-            if since is None or expired_since:
-                rows.execute(_ALL_ROWS.text, {"model": model_id})
-            else:
-                rows.execute(_CHANGED_ROWS.text, {"model": model_id, "since": since})
+            rows = _SQLiteRows(
+                driver_cursor(conn), model_id, None if since is None or expired_since else since
+            )
         values = _values(rows, on_rows)
     delta = _delta(seq, classes, values)
     del values  # before the statistics grow: on a full load it holds 40 bytes per token row
@@ -126,7 +119,53 @@ def _with_zeros_for(delta: Delta, keys: npt.NDArray[np.int64]) -> Delta:
 class Rows(Protocol):
     """What `_values` reads: a SQLAlchemy `Result` or a driver's cursor."""
 
-    def fetchmany(self, size: int, /) -> Sequence[Sequence[int]]: ...
+    def fetchmany(self, size: int, /) -> Sequence[Sequence[int]] | npt.NDArray[np.int64]: ...
+
+
+# SQLite: rows as one text of comma-separated numbers, aggregated by SQLite: one statement step
+# for many rows (sqlite3 releases the GIL around each step, and in the daemon one step per row
+# let a busy thread take the GIL once per row, for up to a switch interval each time)
+_AS_TEXT = (
+    "group_concat(token_key || ',' || class_id || ',' || count || ',' || doc_freq || ',' || tfn, "
+    "',')"
+)
+_PAGE_AS_TEXT = (
+    f"SELECT {_AS_TEXT} FROM (SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
+    "WHERE model_id = :model "
+    "AND (token_key, class_id) > (:key, :class) ORDER BY token_key, class_id LIMIT :chunk)"
+)
+_CHANGED_AS_TEXT = (
+    f"SELECT {_AS_TEXT} FROM token_stats WHERE model_id = :model AND token_key IN "
+    "(SELECT token_key FROM token_stats WHERE model_id = :model AND seq > :since)"
+)
+
+
+class _SQLiteRows:
+    """`Rows` of a SQLite store, as arrays parsed from SQLite's aggregated text: every row of the
+    model a page at a time in key order (`since` None), or the rows of the tokens changed after
+    `since` all at once."""
+
+    def __init__(self, cursor: DBAPICursor, model_id: int, since: int | None) -> None:
+        self._cursor, self._model, self._since = cursor, model_id, since
+        self._after: tuple[int, int] | None = (-(2**63), -1)  # None: all read
+
+    def fetchmany(self, size: int, /) -> npt.NDArray[np.int64]:
+        if self._after is None:
+            return np.zeros((0, 5), dtype=np.int64)
+        if self._since is not None:
+            self._cursor.execute(_CHANGED_AS_TEXT, {"model": self._model, "since": self._since})
+        else:
+            key, class_id = self._after
+            page = {"model": self._model, "key": key, "class": class_id, "chunk": size}
+            self._cursor.execute(_PAGE_AS_TEXT, page)
+        row = self._cursor.fetchone()
+        text = None if row is None else row[0]
+        values = np.fromstring(text or "", dtype=np.int64, sep=",").reshape(-1, 5)
+        self._after = None
+        if self._since is None and len(values) == size:  # a full page: there may be more
+            last = values[np.lexsort((values[:, 1], values[:, 0]))[-1]]
+            self._after = (int(last[0]), int(last[1]))
+        return values
 
 
 def _values(
@@ -138,14 +177,18 @@ def _values(
     that a full load never holds millions of Row objects at once."""
     values = np.zeros((0, 5), dtype=np.int64)
     filled = 0
-    while result is not None and (rows := result.fetchmany(chunk)):
+    while result is not None and len(rows := result.fetchmany(chunk)):
         if filled + len(rows) > len(values):  # grow by half: no copy of the whole per chunk
             values = np.resize(values, (max(filled + len(rows), len(values) * 3 // 2), 5))
         # fromiter over the flattened rows: np.array() probes every Row for the array protocol
         # (slow)
-        values[filled : filled + len(rows)] = np.fromiter(
-            chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)
-        ).reshape(-1, 5)
+        values[filled : filled + len(rows)] = (
+            rows
+            if isinstance(rows, np.ndarray)
+            else np.fromiter(
+                chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)
+            ).reshape(-1, 5)
+        )
         filled += len(rows)
         if on_rows is not None:
             on_rows(filled)
