@@ -7,7 +7,7 @@ rows go as one array per column in one statement,
     INSERT INTO t (a, b, …) SELECT * FROM unnest(%b::A[], %b::B[], …) [ON CONFLICT (…) DO UPDATE …]
 
 instead of SQLAlchemy's executemany, which runs one INSERT per row on the server. On SQLite they
-go as VALUES lists of up to `sqlite_rows_per_statement` rows (`execute_rows`), not executemany:
+go as VALUES lists of up to 4,096 rows (`execute_rows`, `chunk_sizes`), not executemany:
 sqlite3 releases the GIL around every statement's step, and in a daemon each release can hand
 the GIL to a busy thread for a whole switch interval (a batch of token rows took several times
 longer there than alone). The values are converted column by column with the column types' own
@@ -88,7 +88,9 @@ def insert_columns(
         process = table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
         values.append(column if process is None else _processed(column, process))
     flat = list(chain.from_iterable(zip(*values)))
-    execute_rows(cursor, f"{head}SELECT * FROM {{rows}} WHERE true{tail}", names, flat)
+    execute_rows(
+        cursor, f"{head}SELECT * FROM {{rows}} WHERE true{tail}", [quote(c) for c in names], flat
+    )
 
 
 def execute_rows(

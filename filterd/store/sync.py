@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Engine, Row, select, text
+from sqlalchemy import Engine, Result, Row, select, text
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from filterd.bayes.statistics import Delta, Statistics
@@ -77,12 +77,14 @@ def sync(
         if conn.dialect.name == "postgresql":
             streamed = conn.execution_options(stream_results=True)  # a server-side cursor
             if since is None or expired_since:
-                rows: Rows | None = streamed.execute(_ALL_ROWS, {"model": model_id})
+                rows: Rows | None = _ResultRows(streamed.execute(_ALL_ROWS, {"model": model_id}))
             else:
                 keys = conn.execute(_CHANGED_KEYS, {"model": model_id, "since": since})
                 listed = keys.scalars().all()
                 rows = (
-                    streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": listed})
+                    _ResultRows(
+                        streamed.execute(_ROWS_OF_KEYS, {"model": model_id, "keys": listed})
+                    )
                     if listed
                     else None
                 )
@@ -117,9 +119,24 @@ def _with_zeros_for(delta: Delta, keys: npt.NDArray[np.int64]) -> Delta:
 
 
 class Rows(Protocol):
-    """What `_values` reads: a SQLAlchemy `Result` or a driver's cursor."""
+    """What `_values` reads: up to `size` token rows at a time, as (rows, 5) int64 of (token_key,
+    class_id, count, doc_freq, tfn); none left once it gives none."""
 
-    def fetchmany(self, size: int, /) -> Sequence[Sequence[int]] | npt.NDArray[np.int64]: ...
+    def fetchmany(self, size: int, /) -> npt.NDArray[np.int64]: ...
+
+
+class _ResultRows:
+    """`Rows` of a SQLAlchemy result (PostgreSQL's server-side cursor)."""
+
+    def __init__(self, result: Result[Any]) -> None:
+        self._result = result
+
+    def fetchmany(self, size: int, /) -> npt.NDArray[np.int64]:
+        rows = self._result.fetchmany(size)
+        # fromiter over the flattened rows: np.array() probes every Row for the array protocol
+        # (slow)
+        flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows))
+        return flat.reshape(-1, 5)
 
 
 # SQLite: rows as one text of comma-separated numbers, aggregated by SQLite: one statement step
@@ -174,21 +191,13 @@ def _values(
     chunk: int = 50_000,
 ) -> npt.NDArray[np.int64]:
     """(rows, 5) int64 of (token_key, class_id, count, doc_freq, tfn), read a chunk at a time so
-    that a full load never holds millions of Row objects at once."""
+    that a full load never holds millions of rows as Python objects at once."""
     values = np.zeros((0, 5), dtype=np.int64)
     filled = 0
     while result is not None and len(rows := result.fetchmany(chunk)):
         if filled + len(rows) > len(values):  # grow by half: no copy of the whole per chunk
             values = np.resize(values, (max(filled + len(rows), len(values) * 3 // 2), 5))
-        # fromiter over the flattened rows: np.array() probes every Row for the array protocol
-        # (slow)
-        values[filled : filled + len(rows)] = (
-            rows
-            if isinstance(rows, np.ndarray)
-            else np.fromiter(
-                chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows)
-            ).reshape(-1, 5)
-        )
+        values[filled : filled + len(rows)] = rows
         filled += len(rows)
         if on_rows is not None:
             on_rows(filled)
