@@ -16,7 +16,7 @@ Protocol (printed with the table):
 - Each spam corpus of ../shared/corpora (SMS, SpamAssassin, Enron-Spam, smishing with
   smishing counted as spam) is walked in `order`, tokenized once up front with
   `filterd.tokenize.Tokenizer()` (`tokenizer(record.message()).tokens`). Variants: "default",
-  the product's `DEFAULT_SPEC`, and twcnb+local:6:alo.
+  the product's `ROBINSON_FISHER_SPEC`, and twcnb+local:6:alo.
 - The model is rebuilt from the statistics learned so far after every M messages (`--sync`,
   default 1: every message is scored by a model that has learned all earlier feedback, the TREC
   immediate-feedback replay; the daemon syncs periodically, so this is its best case), with
@@ -89,7 +89,7 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray
 from filterd.bayes.features import encode
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
@@ -120,7 +120,7 @@ WINDOW_SPAM = 500  # spam per window of the drift-following figure
 
 # the product's default, and one variant whose score scale moves as the model grows
 VARIANTS = {
-    "default": DEFAULT_SPEC,
+    "default": ROBINSON_FISHER_SPEC,
     "twcnb+local:6:alo": ModelSpec("twcnb", selection=Selection.parse("local:6:alo")),
 }
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from filterd.bayes import fusion
-from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
+from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.bayes.replay import online_scores
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
@@ -65,7 +65,7 @@ def candidate_sets() -> dict[str, list[str]]:
     def on(view: str, *specs: ModelSpec) -> list[str]:
         return [str(replace(s, view=view)) for s in specs]
 
-    rf = replace(DEFAULT_SPEC, view=None)
+    rf = replace(ROBINSON_FISHER_SPEC, view=None)
     pnbc6 = ModelSpec("pnbc", selection=Selection.parse("local:6:alo"))
     pnbc, mnb = ModelSpec("pnbc"), ModelSpec("mnb")
     views9 = words_rf + on("chars", rf, pnbc6) + on("pairs", rf, pnbc6)
@@ -83,6 +83,17 @@ def candidate_sets() -> dict[str, list[str]]:
         "nine, and PNBC over each view": views9 + [s for v in VIEWS for s in on(v, pnbc)],
         "nine, and MNB over each view (fusion.COMPONENTS)": views9
         + [s for v in VIEWS for s in on(v, mnb)],
+        "seven over words and 4-grams, and MNB over each": words_rf
+        + on("chars", rf, pnbc6)
+        + on("words", mnb)
+        + on("chars", mnb),
+        "seven over words and 4-grams, and PNBC over each": words_rf
+        + on("chars", rf, pnbc6)
+        + on("words", pnbc)
+        + on("chars", pnbc),
+        "seven over words and 4-grams, MNB and PNBC over each": words_rf
+        + on("chars", rf, pnbc6)
+        + [s for v in ("words", "chars") for s in on(v, mnb, pnbc)],
     }
 
 
@@ -94,7 +105,7 @@ def sizes(corpora: list[str]) -> None:
             read_corpus(CORPORA / corpus / "messages.jsonl.gz"), CORPUS_LABELS[corpus]
         )
         distinct = []
-        for spec in (DEFAULT_SPEC, ModelSpec(FUSION)):
+        for spec in (ROBINSON_FISHER_SPEC, ModelSpec(FUSION)):
             tokenized = Corpus.tokenize(records, tokenizer_of(DEFAULTS, specs=[spec]))
             stats = Statistics(["spam", "ham"])
             stats.update(tokenized.batch, [r.label for r in tokenized.records])

@@ -102,9 +102,9 @@ def main() -> None:
     options = parse(None, __doc__.splitlines()[0])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
-    # as `filterd run` reads [model]: another variant takes its own parameters, the fusion no
-    # selection of its own
-    overrides = {"model.variant": options.variant, "model.select": options.select}
+    # as `filterd run` reads [model]: the variant takes its own parameters and selection
+    named = {"model.variant": options.variant, "model.select": options.select}
+    overrides = {key: value for key, value in named.items() if value is not None}
     spec = load(environ={}, overrides=overrides).model.spec
     train, test, source = sms_parts()
     report = Report(spec=str(spec), source=source, load_start=load_average())

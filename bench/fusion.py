@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from filterd.bayes import fusion
-from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
+from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import relabel
@@ -78,9 +78,9 @@ def main() -> None:
             )
         print("\nsplit protocol\n\n| model | AUC | (1−AUC)% | spec@R=1 |\n|---|---|---|---|")
         # the default reads the default tokenizer's tokens, as `filterd evaluate` gives it
-        words = Corpus.tokenize(records, tokenizer_of(DEFAULTS, specs=[DEFAULT_SPEC]))
+        words = Corpus.tokenize(records, tokenizer_of(DEFAULTS, specs=[ROBINSON_FISHER_SPEC]))
         for label, spec, tokenized in (
-            ("default", DEFAULT_SPEC, words),
+            ("default", ROBINSON_FISHER_SPEC, words),
             ("fusion", ModelSpec(FUSION), corpus),
         ):
             e = evaluate(tokenized, spec, "split", "spam")

@@ -22,7 +22,7 @@ import time
 import tracemalloc
 
 from filterd.bayes.features import encode
-from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.bayes.statistics import Statistics
 from filterd.daemon.scorer import queue_for_review
 from filterd.evaluation.hostile import FAMILIES, record
@@ -51,7 +51,7 @@ def trained_decider() -> Decider:
     stats.update(
         encode([tokenize(r).tokens for r in corpus], stats.hasher), [r["label"] for r in corpus], +1
     )
-    decider = Decider(DEFAULT_SPEC, "spam", min_docs=5)
+    decider = Decider(ROBINSON_FISHER_SPEC, "spam", min_docs=5)
     decider.update(stats, version=1)
     return decider
 

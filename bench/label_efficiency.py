@@ -14,8 +14,8 @@ Protocol (printed with the table):
   (`filterd.tokenize.Tokenizer()`). The first 70 % is the traffic the analysts label from; the
   last 30 % is the test set, never labelled, on which the model and τ are measured at the end.
 - The traffic comes in 100 blocks. In each block the analysts label `budget` × the block's size
-  messages, chosen by the strategy; the model (`DEFAULT_SPEC`, the product's default) learns
-  those labels only, then scores the next block. Strategies:
+  messages, chosen by the strategy; the model (`ROBINSON_FISHER_SPEC`, the fusion's first
+  component) learns those labels only, then scores the next block. Strategies:
   - random: a uniform random sample of the block;
   - queue: a `random_share` of the picks uniformly at random, the rest the messages whose
     score s is closest to the τ in force (uncertainty sampling), as the review queue would
@@ -40,7 +40,7 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, encode, select_docs
-from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
@@ -127,7 +127,7 @@ def run(
 
 def _scores(stats: Statistics, batch: DocBatch, docs: np.ndarray, target: str) -> FloatArray | None:
     try:
-        model = scoring_model(stats, DEFAULT_SPEC, target, min_docs=1)
+        model = scoring_model(stats, ROBINSON_FISHER_SPEC, target, min_docs=1)
     except NotReady:
         return None
     return decision_scores(model, select_docs(batch, docs))
@@ -162,7 +162,7 @@ def main() -> None:
     print(__doc__.split("Protocol")[1].split("\n", 1)[1])
     print(
         f"random share {args.random_share}, target recall {args.target_recall}, "
-        f"{args.seeds} seeds, model {DEFAULT_SPEC}\n"
+        f"{args.seeds} seeds, model {ROBINSON_FISHER_SPEC}\n"
     )
     tokenizer = Tokenizer()
     for corpus in args.corpus:

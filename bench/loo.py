@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation import ranking
@@ -73,8 +73,8 @@ def main() -> None:
                 ranking.one_minus_auc_pct(tested, truth),
                 1.0 - ranking.specificity_at_recall(tested, truth, 1.0),
             )
-    corpora = [c for c in ALL if c in figures[str(DEFAULT_SPEC)]]
-    default = str(DEFAULT_SPEC)
+    corpora = [c for c in ALL if c in figures[str(ROBINSON_FISHER_SPEC)]]
+    default = str(ROBINSON_FISHER_SPEC)
     print(
         f"Produced by `python bench/loo.py` on {time.strftime('%Y-%m-%d')} "
         f"({time.perf_counter() - t0:.0f} s); online (1−AUC)%, {len(grid)} candidates.\n"
@@ -127,7 +127,7 @@ def every_measure(
         logs = [np.log(max(e, 1e-6)) for c in over for e in errors(name, c)]
         return float(np.exp(np.mean(logs)))
 
-    default = str(DEFAULT_SPEC)
+    default = str(ROBINSON_FISHER_SPEC)
     print("\nEvery measure: online (1−AUC)% / split (1−AUC)% / split 1 − spec@R=1\n")
     print("| left out | chosen on the other three | held out | default |\n|---|---|---|---|")
     for out in corpora:

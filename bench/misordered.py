@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from filterd.bayes.arrays import FloatArray
-from filterd.bayes.model import DEFAULT_SPEC, Model
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.corpus import relabel, train_test_split
@@ -61,7 +61,7 @@ def main() -> None:
     with peer_file.open() as f:
         by_id = {row["id"]: float(row["score"]) for row in csv.DictReader(f, delimiter="\t")}
     rows = {
-        "filterd default": split_scores(corpus, DEFAULT_SPEC, "spam"),
+        "filterd default": split_scores(corpus, ROBINSON_FISHER_SPEC, "spam"),
         args.peer: np.array([by_id[r.id] for r in test]),
     }
     hams, spams = np.flatnonzero(~truth), np.flatnonzero(truth)
@@ -95,7 +95,7 @@ def main() -> None:
     stats = Statistics(seed=SEED)
     train, _ = train_test_split(corpus.records)
     stats.update(corpus.batch_of(train), [r.label for r in train])
-    model = Model.build(stats, DEFAULT_SPEC, "spam")
+    model = Model.build(stats, ROBINSON_FISHER_SPEC, "spam")
     worst = hams[np.argsort(-pairs["filterd default"].sum(axis=1), kind="stable")[:10]]
     print(
         "\nThe ten hams in most of filterd's misordered pairs "

@@ -26,7 +26,8 @@ with the table):
   two-class rule, so the default model decides by three one-vs-rest Robinson–Fisher models.
   Without selection, the argmax of the multi-class model. The split figures of filterd are
   checked against `filterd.evaluation.protocols.evaluate` (the code path of `filterd evaluate`).
-- Systems: filterd's default (`filterd.bayes.model.DEFAULT_SPEC`, what `filterd run` uses), its
+- Systems: filterd's Robinson–Fisher (`filterd.bayes.model.ROBINSON_FISHER_SPEC`; the default
+  fusion is a two-class model), its
   multi-class estimators mnb, cnb, twcnb, pnbc, wmnb with default parameters and no selection,
   and the peers harness's twcnb/pnbc + local:6:alo candidates (bench/peers/adapters.py);
   River naive_bayes.MultinomialNB / ComplementNB (α = 1, learn_one, predict_one); scikit-learn
@@ -58,7 +59,7 @@ from typing import Protocol
 import numpy as np
 
 from filterd.bayes.features import select_docs
-from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model, ModelSpec
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
@@ -75,7 +76,7 @@ from adapters import ensure  # noqa: E402
 DEFAULT_CORPUS = CORPORA / "sms-smishing"
 
 FILTERD_SPECS = [
-    DEFAULT_SPEC,
+    ROBINSON_FISHER_SPEC,
     *(ModelSpec.parse(v) for v in ("mnb", "cnb", "twcnb", "pnbc", "wmnb")),
     ModelSpec.parse("twcnb", {}, "local:6:alo"),
     ModelSpec.parse("pnbc", {}, "local:6:alo"),
@@ -279,7 +280,7 @@ Run = Callable[[Data], list[str]]
 def systems(families: dict[str, bool]) -> list[tuple[str, ModelSpec | None, dict[str, Run]]]:
     rows: list[tuple[str, ModelSpec | None, dict[str, Run]]] = []
     for spec in FILTERD_SPECS:
-        label = ("filterd default " if spec == DEFAULT_SPEC else "filterd ") + str(spec)
+        label = ("filterd default " if spec == ROBINSON_FISHER_SPEC else "filterd ") + str(spec)
         rows.append(
             (
                 label,

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from filterd.bayes.features import encode
-from filterd.bayes.model import DEFAULT_SPEC, Model
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
@@ -36,7 +36,7 @@ from harness import CORPORA
 
 REPEATS = 5
 BATCH = 1000
-SPEC = DEFAULT_SPEC  # what `filterd run` uses
+SPEC = ROBINSON_FISHER_SPEC  # the fusion's first component, one estimator's core
 
 
 def median_rate(n: int, run: Callable[[], object]) -> float:

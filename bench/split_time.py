@@ -25,7 +25,7 @@ if "--pure-python" in sys.argv:  # before filterd is imported: its modules then 
     sys.modules["filterd._speedups"] = None  # type: ignore[assignment]
 
 from filterd.bayes import features
-from filterd.bayes.model import DEFAULT_SPEC, Model
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.corpus import Record, train_test_split
@@ -54,7 +54,7 @@ def one_pass(records: list[Record], tokenizer: Tokenizer) -> dict[str, float]:
     learn = clock() - started
 
     started = clock()
-    Model.build(stats, DEFAULT_SPEC, "spam").score(corpus.batch_of(test))
+    Model.build(stats, ROBINSON_FISHER_SPEC, "spam").score(corpus.batch_of(test))
     score = clock() - started
     return dict(zip(STEPS, (tokenize, count, learn, score), strict=True))
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
-from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
@@ -85,7 +85,7 @@ def review_growth(model: ModelStore, records: list[dict[str, str]], n: int) -> N
         [LabelledTokens(r["id"], r["label"], tokenize(r).tokens) for r in train],
         holdout_fraction=0,
     )
-    decider = Decider(DEFAULT_SPEC, "spam", tokenizer=tokenize)
+    decider = Decider(ROBINSON_FISHER_SPEC, "spam", tokenizer=tokenize)
     decider.update(model.load()[0], 1)
     payloads = [
         encode(
@@ -115,7 +115,7 @@ def main() -> None:
         store = Store.open(url)
         store.upgrade()
         models = {
-            name: store.create_model(name, DEFAULT_SPEC, seed=1)
+            name: store.create_model(name, ROBINSON_FISHER_SPEC, seed=1)
             for name in ("decided", "sms-spam", "spamassassin")
         }
         engine = store.engine

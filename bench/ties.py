@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from filterd.bayes.features import encode
-from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.bayes.replay import online_scores
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
@@ -61,7 +61,7 @@ def main() -> None:
         t0 = time.perf_counter()
         batch = encode([tokenizer(r.message()).tokens for r in records], Statistics().hasher)
         y = np.array([r.label in POSITIVE for r in records])
-        scores = online_scores(batch, y, DEFAULT_SPEC)
+        scores = online_scores(batch, y, ROBINSON_FISHER_SPEC)
         seconds = time.perf_counter() - t0
         ready = np.isfinite(scores)
         s, t = scores[ready], y[ready]

@@ -16,7 +16,7 @@ adds the first N messages of enron-spam in `order`), each tokenizer:
                `max_tokens` cut: Sculley & Cormack's TREC 2007 input, against the option's
                choice of decoded subject and body text.
 Measured, each on one tokenization per corpus and tokenizer (`filterd.evaluation.protocols`,
-the code path of `filterd evaluate`, with the default model `DEFAULT_SPEC`):
+the code path of `filterd evaluate`, with Robinson–Fisher, `ROBINSON_FISHER_SPEC`):
 - tokens/msg: mean tokens per message as the tokenizer gives them (after `max_tokens`);
 - msg/s: tokenizer throughput, messages over the median CPU time of R passes (passes of the
   tokenizers interleaved so that all meet the same machine load), and its ratio to default's;
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.cli.corpus_files import read_corpus
 from filterd.evaluation.corpus import Record
 from filterd.evaluation.protocols import Corpus, evaluate
@@ -103,8 +103,8 @@ def measure(name: str, records: list[Record], args: argparse.Namespace) -> list[
         # One tokenization, hashed and counted 100 messages at a time, token strings dropped:
         # tokens and distinct tokens are read off the counts (64-bit keys: no collision expected).
         corpus = Corpus.tokenize(records, t)
-        split = evaluate(corpus, DEFAULT_SPEC, "split")
-        online = evaluate(corpus, DEFAULT_SPEC, "online")
+        split = evaluate(corpus, ROBINSON_FISHER_SPEC, "split")
+        online = evaluate(corpus, ROBINSON_FISHER_SPEC, "online")
         tokens = int(corpus.batch.counts.sum())
         distinct = int(np.unique(corpus.batch.keys).size)
         cells[label] = [
@@ -167,7 +167,7 @@ def main() -> None:
     print(
         f"`{command}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {seconds:.0f} s, "
         f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}; "
-        f"default model {DEFAULT_SPEC}; msg/s from the median CPU time of {args.repeats} "
+        f"default model {ROBINSON_FISHER_SPEC}; msg/s from the median CPU time of {args.repeats} "
         f"tokenizer passes, ×: against default in the same run.\n"
     )
     print(

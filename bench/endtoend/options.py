@@ -6,7 +6,6 @@ import argparse
 import secrets
 from dataclasses import dataclass
 
-from filterd.bayes.model import DEFAULT_SPEC
 from filterd.kafka.settings import KAFKA_CLIENTS
 from filterd.service.passwords import hash_secret
 
@@ -42,8 +41,8 @@ class Options:
     scorer_runs: int
     partitions: int
     poll_records: int
-    variant: str
-    select: str
+    variant: str | None  # None: the configuration's
+    select: str | None
     observer: bool  # a live consumer of the decisions during the latency runs
     kafka: KafkaSettings  # more [kafka] settings for every daemon
     latency_variant: KafkaSettings  # the second latency run's [kafka] settings ({}: no such run)
@@ -87,13 +86,13 @@ def parse(argv: list[str] | None, description: str) -> Options:
     )
     parser.add_argument(
         "--variant",
-        default=DEFAULT_SPEC.variant,
+        default=None,
         help="model variant of the SMS model (default: the configuration's, with its parameters)",
     )
     parser.add_argument(
         "--select",
-        default=str(DEFAULT_SPEC.selection),
-        help="selection of the SMS model (default: the configuration's)",
+        default=None,
+        help="selection of the SMS model (default: the variant's as `filterd run` reads it)",
     )
     parser.add_argument(
         "--no-observer",

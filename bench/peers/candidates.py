@@ -117,16 +117,16 @@ class Filterd:
 
 
 FILTERD_CANDIDATES = [
+    Filterd("default: fusion", "fusion"),  # filterd.bayes.model.DEFAULT_SPEC
     Filterd(
-        "default: robinson_fisher(s=0.025,x=0.52) + local:1000000:alo:0.18",
+        "robinson_fisher(s=0.025,x=0.52) + local:1000000:alo:0.18",
         "robinson_fisher",
         {"s": "0.025", "x": "0.52"},
         "local:1000000:alo:0.18",
-    ),  # filterd.bayes.model.DEFAULT_SPEC
+    ),  # filterd.bayes.model.ROBINSON_FISHER_SPEC, the default before the fusion
     Filterd("mnb", "mnb"),
     Filterd("twcnb + local:6:alo", "twcnb", select="local:6:alo"),
     Filterd("pnbc + local:6:alo", "pnbc", select="local:6:alo"),
-    Filterd("fusion", "fusion"),
 ]
 
 

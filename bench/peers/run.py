@@ -593,7 +593,7 @@ How each peer is driven (bench/peers/adapters.py):
 checks its figures
   against `evaluate()`), tokenization included in the time; "default" is \
 `filterd.bayes.model.DEFAULT_SPEC`,
-  what `filterd run` uses out of the box.
+  the fusion, what `filterd run` uses out of the box.
 """
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.bayes.features import DocBatch, only_view
-from filterd.bayes.model import DEFAULT_SPEC, FUSION, Model, ModelSpec, Scores
+from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, Model, ModelSpec, Scores
 from filterd.bayes.replay import Progress, replay_many
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
@@ -59,14 +59,14 @@ REFIT_EVERY = 100  # the online protocol, once the window is full: messages betw
 # the fusion combine?").
 _RF = "robinson_fisher"
 COMPONENTS: tuple[ModelSpec, ...] = (
-    replace(DEFAULT_SPEC, view="words"),
+    replace(ROBINSON_FISHER_SPEC, view="words"),
     ModelSpec(_RF, {"s": 0.025, "x": 0.52}, Selection.parse("local:1000000:alo:0.1"), view="words"),
     ModelSpec(_RF, {"s": 0.1, "x": 0.5}, Selection.parse("local:1000000:alo:0.3"), view="words"),
     ModelSpec(_RF, {"s": 0.45, "x": 0.5}, Selection.parse("local:15:alo"), view="words"),
     ModelSpec("pnbc", selection=Selection.parse("local:6:alo"), view="words"),
-    replace(DEFAULT_SPEC, view="chars"),
+    replace(ROBINSON_FISHER_SPEC, view="chars"),
     ModelSpec("pnbc", selection=Selection.parse("local:6:alo"), view="chars"),
-    replace(DEFAULT_SPEC, view="pairs"),
+    replace(ROBINSON_FISHER_SPEC, view="pairs"),
     ModelSpec("pnbc", selection=Selection.parse("local:6:alo"), view="pairs"),
     ModelSpec("mnb", view="words"),
     ModelSpec("mnb", view="chars"),
@@ -80,7 +80,7 @@ def views_read(spec: ModelSpec) -> frozenset[str]:
 
     >>> sorted(views_read(ModelSpec(FUSION)))
     ['chars', 'pairs', 'words']
-    >>> views_read(DEFAULT_SPEC)
+    >>> views_read(ROBINSON_FISHER_SPEC)
     frozenset()
     """
     specs = COMPONENTS if spec.variant == FUSION else (spec,)

@@ -43,9 +43,9 @@ class ModelSpec:
     """What to build: an estimator (docs/methods.md name) with parameters, a selection,
     set-of-words mode.
 
-    The product's default is `DEFAULT_SPEC`; `parse` reads a spec from its text form (CLI options,
-    the configuration's `[model]`). A spec is valid once built: an unknown variant is a
-    ValueError, a parameter the variant does not take or a value out of its range a
+    The product's default is `DEFAULT_SPEC` (the fusion); `parse` reads a spec from its text
+    form (CLI options, the configuration's `[model]`). A spec is valid once built: an unknown
+    variant is a ValueError, a parameter the variant does not take or a value out of its range a
     `ParamError` naming it (`filterd.bayes.estimators.check_params`); per-class parameters are
     checked against the classes where a model is built (`check_classes`).
     """
@@ -128,13 +128,18 @@ class ModelSpec:
         return self.variant in ("wcnb", "twcnb") or l2_centroid or self.selection.kind == "global"
 
 
-# What `filterd run`, `filterd evaluate`, `filterd tune` and `filterd model create` use unless told
-# otherwise: Robinson–Fisher (s = 0.025, x = 0.52) over every clue of strength |f − 0.5| ≥ 0.18.
-# Chosen across the shared corpora against the peers (bench/peers; docs/benchmarks.md, "Which
-# default model, measured on all corpora?").
-DEFAULT_SPEC = ModelSpec(
+# filterd's Robinson–Fisher: s = 0.025, x = 0.52, over every clue of strength |f − 0.5| ≥ 0.18,
+# chosen across the shared corpora against the peers (bench/peers; docs/benchmarks.md, "Which
+# default model, measured on all corpora?"). The fusion's first component, which decides alone
+# until the fusion's first weights; what `filterd tune` tunes and `filterd model create` takes
+# parameters for unless told another variant.
+ROBINSON_FISHER_SPEC = ModelSpec(
     "robinson_fisher", {"s": 0.025, "x": 0.52}, Selection("local", 1_000_000, "alo", 0.18)
 )
+# What `filterd run` (`[model]`), `filterd evaluate` and `filterd model create` use unless told
+# otherwise: the fusion, which learns from the deployment's own labels how to weigh its
+# components (docs/benchmarks.md, "Which components does the fusion combine?").
+DEFAULT_SPEC = ModelSpec(FUSION)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import click
 from msgspec import inspect
 
 from filterd.bayes.estimators import parameters
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.cli.corpus_files import read_corpus
 from filterd.daemon.settings import load_settings
 from filterd.evaluation.corpus import CorpusError, Record
@@ -28,19 +28,22 @@ class OptionError(click.ClickException):
 
 
 def model_specs(
-    variants: Sequence[str], params: Sequence[str], selections: Sequence[str]
+    variants: Sequence[str],
+    params: Sequence[str],
+    selections: Sequence[str],
+    default: ModelSpec = ROBINSON_FISHER_SPEC,
 ) -> list[ModelSpec]:
     """One spec per variant × selection from --variant NAME[+sow], --param [VARIANT.]KEY=VALUE,
     --select.
 
-    Without a variant: the default spec (`DEFAULT_SPEC`), its parameters overridden by --param and
-    its selection unless --select is given. With variants but no --select: no selection. Any
-    of them invalid: an OptionError.
+    Without a variant: `default`, its parameters overridden by --param and its selection unless
+    --select is given. With variants but no --select: no selection. Any of them invalid: an
+    OptionError.
     """
     if not variants:
-        variants = (DEFAULT_SPEC.variant,)
-        params = (*(f"{k}={v}" for k, v in DEFAULT_SPEC.params.items()), *params)
-        selections = selections or (str(DEFAULT_SPEC.selection),)
+        variants = (default.variant + ("+sow" if default.set_of_words else ""),)
+        params = (*(f"{k}={v}" for k, v in default.params.items()), *params)
+        selections = selections or (str(default.selection),)
     selections = selections or ("none",)
     names = [v.removesuffix("+sow") for v in variants]
     scoped: dict[str, dict[str, str]] = {name: {} for name in names}

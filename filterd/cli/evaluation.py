@@ -116,8 +116,9 @@ def tokenizer_options(command: F) -> F:
     "variants",
     multiple=True,
     metavar="NAME[+sow]",
-    help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher); "
-    "+sow for set-of-words mode. Repeat for a table. Default: robinson_fisher s=0.025 x=0.52.",
+    help="Estimator (mnb, pcn, centroid, cnb, wcnb, twcnb, ova, unb, wmnb, pnbc, robinson_fisher) "
+    "or fusion; +sow for set-of-words mode. Repeat for a table. Default: the configuration's "
+    "[model] (built in: fusion).",
 )
 @click.option(
     "--param",
@@ -132,7 +133,7 @@ def tokenizer_options(command: F) -> F:
     multiple=True,
     metavar="SPEC",
     help="none | ir | local:N[:alo|mi|or[:MIN]] | global:N[:alo|mi|or]. Repeat for a table. "
-    "Default: none with --variant, else local:1000000:alo:0.18 (the default model's).",
+    "Default: none with --variant, else the configured model's.",
 )
 @click.option(
     "--protocol",
@@ -167,8 +168,8 @@ def evaluate_command(
     Messages are read within the configuration's [limits], as the daemon reads them."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
-    specs = model_specs(variants, params, selections)
     config = load_config(config_path)
+    specs = model_specs(variants, params, selections, config.model.spec)
     records = _records(corpus, relabels)
     # each spec reads the tokens its views need (`tokenizer_of`): one tokenization per set
     by_tokenizer: dict[TokenizerConfig, Corpus] = {}

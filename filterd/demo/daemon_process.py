@@ -1,9 +1,14 @@
-"""The demo's daemon in a process of its own.
+"""The demo's daemon in processes of its own: a scorer and a learner (`Daemons`).
 
 In the demo's process the daemon's scorer, learner and Kafka clients would share one GIL with
 the demo's producer, decision reader and calibrator; on a busy machine the learner then fell
-behind the stream and the first threshold came late. Here the daemon (`Daemon`, role "all")
-runs in a child process, `python -m filterd.demo.daemon_process LOG_PATH REPORT_FD`:
+behind the stream and the first threshold came late. In one process of their own, the scorer
+and the learner still shared one GIL: the learner of the fusion, which writes a few thousand
+token rows for each labelled e-mail, fell behind 400 mails a second. So the demo runs the
+daemon as the systemd units do (`filterd@scorer`, `filterd@learner`): each role is a child
+process, `python -m filterd.demo.daemon_process LOG_PATH REPORT_FD ROLE` (`DaemonProcess`),
+on one store; the scorer sees what the learner learned at its next sync
+(`intervals.sync_seconds`).
 
 - its configuration comes pickled on its stdin, which then stays open: at EOF (`stop()`, or
   the demo gone) the daemon stops, and the process exits with the daemon's status;
@@ -27,11 +32,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
-from filterd.daemon.supervisor import Daemon
+import msgspec
+import structlog
+
+from filterd.daemon.supervisor import Daemon, StartupError, prepare_store
 from filterd.demo.broker import die_with_parent
 from filterd.observe.health import StatusBody
 from filterd.observe.logs import configure_logging
 from filterd.service.config import Config
+from filterd.store.errors import StoreError
 
 REPORT_SECONDS = 0.2
 STOP_SECONDS = 30.0  # then SIGKILL
@@ -51,10 +60,10 @@ class DaemonReport:
 
 
 class DaemonProcess:
-    """Runs `Daemon(config, role="all", create_store=True)` in a child process."""
+    """Runs `Daemon(config, role, create_store=True)` in a child process."""
 
-    def __init__(self, config: Config, log_path: Path) -> None:
-        self.config, self.log_path = config, log_path
+    def __init__(self, config: Config, log_path: Path, role: str = "all") -> None:
+        self.config, self.log_path, self.role = config, log_path, role
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._last = DaemonReport()
@@ -64,7 +73,7 @@ class DaemonProcess:
         read_end, write_end = os.pipe()
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(self.log_path), str(write_end)],
+                [sys.executable, "-m", __name__, str(self.log_path), str(write_end), self.role],
                 stdin=subprocess.PIPE,
                 pass_fds=(write_end,),
                 start_new_session=True,
@@ -94,6 +103,10 @@ class DaemonProcess:
         return self._process is not None and self._process.poll() is None
 
     @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
     def exitcode(self) -> int | None:
         return None if self._process is None else self._process.poll()
 
@@ -120,14 +133,82 @@ class DaemonProcess:
             self._reader.join(5.0)  # the last report, with the error the daemon stopped with
 
 
-def main(log_path: str, report_fd: int) -> int:
-    """The child: run the daemon on the configuration read from stdin until stdin closes."""
+class Daemons:
+    """The demo's daemon: a scorer and a learner, each a `DaemonProcess`, on one store (created
+    here first, so that neither races the other to create it). The scorer serves the HTTP API
+    and the metrics on `observe.metrics_port`, the learner its metrics on the next port (as
+    config/systemd/learner.env sets it). One report stands for both (`report`)."""
+
+    def __init__(self, config: Config, log_path: Path) -> None:
+        observe = config.observe
+        port = observe.metrics_port + 1 if observe.metrics_port else 0
+        learner_config = msgspec.structs.replace(
+            config,
+            http=msgspec.structs.replace(config.http, enabled=False),
+            observe=msgspec.structs.replace(observe, metrics_port=port),
+        )
+        self.config = config
+        self.scorer = DaemonProcess(config, log_path, "scorer")
+        self.learner = DaemonProcess(learner_config, log_path, "learner")
+        self._error = ""  # why the store could not be made ready: nothing was started
+
+    def start(self) -> None:
+        """Create the store and its model if missing, then start both processes; a store that
+        cannot be made ready starts neither, and `report` says why."""
+        log = structlog.get_logger("filterd.demo")
+        try:
+            prepare_store(self.config, log, create=True, first_start=True).store.close()
+        except (StartupError, StoreError) as error:
+            self._error = f"the store: {error}"
+            return
+        self.learner.start()
+        self.scorer.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.scorer.alive and self.learner.alive
+
+    @property
+    def exitcode(self) -> int | None:
+        """The status of the first process found stopped (None while both run; 1 when the
+        store could not be made ready)."""
+        if self._error:
+            return 1
+        for process in (self.scorer, self.learner):
+            if process.exitcode is not None:
+                return process.exitcode
+        return None
+
+    def report(self) -> DaemonReport:
+        """The learner's feedback outcomes, the scorer's statistics version, ready once both
+        are (else the readiness of one that is not), each error named by its role."""
+        scorer, learner = self.scorer.report(), self.learner.report()
+        waiting = scorer if not scorer.ready else learner
+        errors = [f"{role}: {r.error}" for role, r in (("scorer", scorer), ("learner", learner))]
+        errors = [self._error] if self._error else [e for e in errors if not e.endswith(": ")]
+        return DaemonReport(
+            feedback=learner.feedback,
+            ready=scorer.ready and learner.ready,
+            readiness=waiting.readiness,
+            model_version=scorer.model_version,
+            error="; ".join(errors),
+        )
+
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
+        """Stop the scorer, then the learner (each as `DaemonProcess.stop`)."""
+        self.scorer.stop(timeout)
+        self.learner.stop(timeout)
+
+
+def main(log_path: str, report_fd: int, role: str) -> int:
+    """The child: run the daemon's `role` on the configuration read from stdin until stdin
+    closes."""
 
     config = pickle.load(sys.stdin.buffer)
     with open(log_path, "a", encoding="utf-8") as log, os.fdopen(report_fd, "w") as reports:
         configure_logging("json", stream=log)
         try:
-            daemon = Daemon(config, role="all", create_store=True)
+            daemon = Daemon(config, role=role, create_store=True)
         except Exception as exc:  # noqa: BLE001 - reported to the demo, which shows it
             _send(reports, DaemonReport(error=repr(exc)))
             return 1
@@ -180,4 +261,4 @@ def _send(reports: IO[str], report: DaemonReport) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2])))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3]))

@@ -5,15 +5,14 @@
     outcome = demo.run()  # blocks; KeyboardInterrupt stops everything cleanly, then re-raises
 
 What `run` does, in order: start a local Kafka-protocol broker (`LocalBroker`, Tansu, memory
-storage; its output in WORKDIR/broker.log); create the topics; start the daemon (`Daemon`, role
-"all", store `sqlite:///WORKDIR/filterd.db`, its logs in WORKDIR/daemon.log) in a process of its
-own (`DaemonProcess`); send
-the first message and wait for its decision, then its label and wait until the learner has
-applied it (each of the daemon's consumer-group joins waits about half the session timeout on
-Tansu; the replay clock starts after them); replay the rest of the labelled stream as
-messages at `rate` per second, plus each message's label as feedback by id once
-`feedback_delay` later messages have been sent; read the decisions and dead-letter topics and
-compare the decisions with the true labels (`Scoreboard`); recalibrate the threshold every
+storage; its output in WORKDIR/broker.log); create the topics; start the daemon as a scorer
+process and a learner process (`Daemons`; store `sqlite:///WORKDIR/filterd.db`, their logs in
+WORKDIR/daemon.log); send the first message and wait for its decision, then its label and
+wait until the learner has applied it (each of the daemon's consumer-group joins waits about
+half the session timeout on Tansu; the replay clock starts after them); replay the rest of the
+labelled stream as messages at `rate` per second, plus each message's label as feedback by id
+once `feedback_delay` later messages have been sent; read the decisions and dead-letter topics
+and compare the decisions with the true labels (`Scoreboard`); recalibrate the threshold every
 `recalibrate_every` feedback records the learner has applied (`Calibrator`).
 
 It returns once every message has a decision (or a dead letter), every feedback record has
@@ -47,7 +46,7 @@ from kafka import KafkaProducer
 
 from filterd.demo.broker import LocalBroker
 from filterd.demo.calibrator import Calibrator, ThresholdInfo
-from filterd.demo.daemon_process import DaemonProcess
+from filterd.demo.daemon_process import Daemons
 from filterd.demo.options import (
     BROKER_LOG,
     DAEMON_LOG,
@@ -157,7 +156,7 @@ class Demo:
             )
         except ConfigError as error:
             raise DemoError(f"invalid configuration: {error}") from None
-        self.daemon: DaemonProcess | None = None
+        self.daemon: Daemons | None = None
         self._collector: Collector | None = None
         self._calibrator: Calibrator | None = None
         self._producer: KafkaProducer | None = None
@@ -216,7 +215,7 @@ class Demo:
         # closed in _stop_parts()
         self._log_file = open(self.workdir / DAEMON_LOG, "a", encoding="utf-8")  # noqa: SIM115
         configure_logging("json", stream=self._log_file)
-        self.daemon = DaemonProcess(self.config, self.workdir / DAEMON_LOG)
+        self.daemon = Daemons(self.config, self.workdir / DAEMON_LOG)
         self.daemon.start()
         self._collector = Collector(kafka, self.config, self.board).start()
         self._calibrator = Calibrator(

@@ -151,7 +151,10 @@ def evaluate(
     online replay's loop over the documents (it sees each one as the replay reaches it)."""
     task, target = task_of(corpus.records, target)
     if spec.variant == FUSION and task != "binary":
-        raise ValueError("fusion is a two-class model: give a --target class")
+        raise ValueError(
+            "fusion is a two-class model: give a --target class (decided against the rest, "
+            "as the daemon decides), or a --variant for every class"
+        )
     if protocol == "split":
         return _split(corpus, spec, task, target)
     if protocol == "online":

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, cast, get_args
 import msgspec
 from msgspec import Meta, inspect
 
-from filterd.bayes.model import DEFAULT_SPEC, FUSION, ModelSpec
+from filterd.bayes.model import DEFAULT_SPEC, FUSION, ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.evaluation.guardrails import MAX_AUC_DROP
 from filterd.service.hosts import AllowedHosts
 from filterd.tokenize import TokenizerConfig
@@ -542,14 +542,13 @@ def _from_text(text: str) -> Any:
 
 
 def _model_defaults(config: Config) -> Config:
-    """The default model's parameters and selection belong to the default variant: another
-    variant named without them takes its own defaults rather than failing on the default's (and
-    the fusion, whose components bring their own selection, none)."""
+    """Robinson–Fisher named without parameters or a selection is filterd's
+    (`ROBINSON_FISHER_SPEC`: s, x and the clues it reads), as it was the default model before the
+    fusion; every other variant takes its own defaults."""
     m = config.model
-    if m.variant != DEFAULT_SPEC.variant and m.params == DEFAULT_SPEC.params:
-        m = msgspec.structs.replace(m, params={})
-    if m.variant == FUSION and m.select == str(DEFAULT_SPEC.selection):
-        m = msgspec.structs.replace(m, select="none")
+    rf = ROBINSON_FISHER_SPEC
+    if m.variant == rf.variant and not m.params and m.select == str(DEFAULT_SPEC.selection):
+        m = msgspec.structs.replace(m, params=dict(rf.params), select=str(rf.selection))
     return msgspec.structs.replace(config, model=m)
 
 
@@ -583,6 +582,11 @@ def _check_model(config: Config) -> None:
     if m.variant not in ESTIMATORS and m.variant != FUSION:
         known = ", ".join([*ESTIMATORS, FUSION])
         raise ConfigError(f"model.variant: unknown variant {m.variant!r} ({known})")
+    if m.variant == FUSION and m.params:
+        raise ConfigError(
+            f"model.params: the fusion takes no parameters (given: {', '.join(m.params)}): it "
+            "combines fixed components; parameters are for a variant named with them"
+        )
     try:
         # The daemon decides on the target-vs-rest view: per-class parameters (UNB's λ) give
         # one value, or two (the target's, the rest's).

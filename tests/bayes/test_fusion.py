@@ -92,11 +92,11 @@ def learned_stats(n: int = 600, seed: int = 2) -> tuple[Statistics, DocBatch, li
 
 
 def test_until_weights_are_learned_the_fusion_decides_as_the_default_model() -> None:
-    from filterd.bayes.model import DEFAULT_SPEC, Model
+    from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model
 
     stats, batch, _ = learned_stats()
     fused = fusion.build_model(stats, fusion_spec(), "spam").score(batch)
-    single = Model.build(stats, DEFAULT_SPEC, "spam").score(batch)
+    single = Model.build(stats, ROBINSON_FISHER_SPEC, "spam").score(batch)
     s, z = single.binary(), fused.binary()
     assert np.array_equal(np.sign(z), np.sign(s))  # the same Bayes decisions at τ = 0
     assert np.array_equal(np.argsort(z, kind="stable"), np.argsort(s, kind="stable"))
@@ -124,7 +124,7 @@ def test_weights_combine_the_component_scores() -> None:
 
 
 def test_each_component_reads_its_view_and_the_first_is_the_default_model_on_words() -> None:
-    from filterd.bayes.model import DEFAULT_SPEC, Model
+    from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model
     from filterd.bayes.vocab import VIEWS, views_of
     from filterd.evaluation.synth import SynthConfig, generate
     from filterd.tokenize import Tokenizer, TokenizerConfig
@@ -139,7 +139,7 @@ def test_each_component_reads_its_view_and_the_first_is_the_default_model_on_wor
     assert {VIEWS[v] for v in views_of(stats.vocab.keys).tolist()} == set(VIEWS)
     model = fusion.build_model(stats, fusion_spec(), "spam")
     fused = model.score(encode(tokens[400:], stats.hasher))
-    default_model = Model.build(words, DEFAULT_SPEC, "spam")
+    default_model = Model.build(words, ROBINSON_FISHER_SPEC, "spam")
     default = default_model.score(encode(just_words[400:], words.hasher))
     assert isinstance(fused, fusion.FusedScores)
     np.testing.assert_array_equal(fused.components[:, 0], default.binary())

@@ -13,7 +13,7 @@ from filterd.bayes import estimators
 from filterd.bayes.arrays import BoolArray
 from filterd.bayes.estimators import TOKEN_STATISTICS, Statistic, Weights, reads, reads_of
 from filterd.bayes.features import DocBatch, encode, select_docs, select_entries
-from filterd.bayes.model import DEFAULT_SPEC, Model, ModelSpec
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, Model, ModelSpec
 from filterd.bayes.replay import (
     BLOCK_ENTRIES,
     _History,
@@ -110,7 +110,7 @@ def test_replay_equals_the_stepwise_replay_on_a_synthetic_stream(
     "spec",
     [
         replace(spec, view=view)
-        for spec in (DEFAULT_SPEC, ModelSpec("pnbc"), ModelSpec("mnb"))
+        for spec in (ROBINSON_FISHER_SPEC, ModelSpec("pnbc"), ModelSpec("mnb"))
         for view in VIEWS
     ],
     ids=str,
@@ -131,7 +131,7 @@ def test_the_replay_of_a_view_equals_the_stepwise_replay_and_reads_that_view_alo
 
 
 @pytest.mark.parametrize("block_entries", [1, 7, 100])
-@pytest.mark.parametrize("spec", [DEFAULT_SPEC, *SOME_SPECS[::7]], ids=str)
+@pytest.mark.parametrize("spec", [ROBINSON_FISHER_SPEC, *SOME_SPECS[::7]], ids=str)
 def test_a_replay_in_blocks_equals_the_stepwise_replay(
     stream: tuple[DocBatch, BoolArray], spec: ModelSpec, block_entries: int
 ) -> None:
@@ -289,7 +289,7 @@ def test_an_estimator_reads_only_the_statistics_it_declares(
 
 
 def test_the_replay_computes_only_what_the_spec_reads() -> None:
-    assert statistics_read(DEFAULT_SPEC) == {"DF"}  # Robinson–Fisher ranks its own clues
+    assert statistics_read(ROBINSON_FISHER_SPEC) == {"DF"}  # Robinson–Fisher ranks its own clues
     assert statistics_read(
         ModelSpec("robinson_fisher", selection=Selection.parse("local:5:alo"))
     ) == {"DF"}
@@ -336,8 +336,8 @@ def test_replaying_many_specs_gives_each_ones_own_replay() -> None:
     tokenizer = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_chars=60))
     batch, is_target = synthetic_stream(80, seed=4, tokenizer=tokenizer)
     specs = [
-        DEFAULT_SPEC,
-        replace(DEFAULT_SPEC, view="chars"),
+        ROBINSON_FISHER_SPEC,
+        replace(ROBINSON_FISHER_SPEC, view="chars"),
         ModelSpec("pnbc", selection=Selection.parse("local:3:alo"), view="chars"),
         ModelSpec("mnb", set_of_words=True, view="pairs"),
         ModelSpec("twcnb"),  # the whole vocabulary: stepwise

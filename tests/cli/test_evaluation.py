@@ -80,29 +80,29 @@ def test_evaluate_a_corpus_folder_reads_its_messages_file(tmp_path: Path) -> Non
     assert (by_folder["n_train"], by_folder["auc"]) == (by_file["n_train"], by_file["auc"])
 
 
-def test_without_variant_the_default_model_is_evaluated(tmp_path: Path) -> None:
-    assert run("synth", str(tmp_path / "c.jsonl.gz"), "--messages", "400").exit_code == 0
-    (row,) = [
-        json.loads(line)
-        for line in run("evaluate", str(tmp_path / "c.jsonl.gz"), "--json").stdout.splitlines()
-    ]
-    assert (row["variant"], row["select"]) == (
+def test_without_variant_the_configured_model_is_evaluated(tmp_path: Path) -> None:
+    corpus = str(tmp_path / "c.jsonl.gz")
+    assert run("synth", corpus, "--messages", "400").exit_code == 0
+
+    def evaluated(*options: str) -> tuple[str, str]:
+        (row,) = rows(run("evaluate", corpus, "--json", *options))
+        return row["variant"], row["select"]
+
+    # built in: the fusion, whose components are fixed
+    assert evaluated() == ("fusion", "none")
+    refused = run("evaluate", corpus, "--param", "s=0.45")
+    assert refused.exit_code == 2 and "no evaluated variant has a parameter 's'" in refused.output
+    # a configuration's [model], as the daemon reads it, and --param / --select over it
+    config = tmp_path / "filterd.toml"
+    config.write_text('[model]\nvariant = "robinson_fisher"\n')
+    assert evaluated("--config", str(config)) == (
         "robinson_fisher(s=0.025,x=0.52)",
         "local:1000000:alo:0.18",
     )
-    (row,) = [
-        json.loads(line)
-        for line in run(
-            "evaluate",
-            str(tmp_path / "c.jsonl.gz"),
-            "--json",
-            "--param",
-            "s=0.45",
-            "--select",
-            "none",
-        ).stdout.splitlines()
-    ]
-    assert (row["variant"], row["select"]) == ("robinson_fisher(s=0.45,x=0.52)", "none")
+    assert evaluated("--config", str(config), "--param", "s=0.45", "--select", "none") == (
+        "robinson_fisher(s=0.45,x=0.52)",
+        "none",
+    )
 
 
 def one_line_error(result: Result, code: int) -> str:
@@ -217,7 +217,7 @@ def test_relabel_gives_the_binary_view_of_a_smishing_corpus(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     header, row = result.stdout.splitlines()
     assert header.split()[:3] == ["variant", "select", "protocol"]
-    assert row.startswith("robinson_fisher(s=0.025,x=0.52)") and "split" in row
+    assert row.startswith("fusion ") and "split" in row
     (binary,) = rows(run("evaluate", corpus, "--relabel", "smishing=spam", "--json"))
     assert (binary["task"], binary["target"]) == ("binary", "spam")
 

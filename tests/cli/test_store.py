@@ -135,8 +135,8 @@ def test_model_show_then_delete_with_its_labels_exported_first(tmp_path: Path) -
         "threshold",
     ]
     report = json.loads(run("model", "show", "default", "--db", db, "--json").stdout)
-    assert (report["variant"], report["params"]) == ("robinson_fisher", {"s": 0.025, "x": 0.52})
-    assert report["selection"] == "local:1000000:alo:0.18" and report["threshold"] is None
+    assert (report["variant"], report["params"]) == ("fusion", {})
+    assert report["selection"] == "none" and report["threshold"] is None
     stats = json.loads(run("model", "stats", "--db", db, "--json").stdout)
     assert report["documents"] == {c["label"]: c["docs"] for c in stats["classes"]}
     assert f"documents   ham {report['documents']['ham']:,}" in shown.stdout

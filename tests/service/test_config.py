@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 from msgspec import inspect
 
+from filterd.bayes.model import ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.service.config import Config, ConfigError, declared, load
 
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "filterd.toml"
@@ -34,23 +35,37 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
     assert config.kafka == {"bootstrap_servers": "127.0.0.1:9092", "sasl_mechanism": "PLAIN"}
 
 
-def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path: Path) -> None:
-    path = tmp_path / "f.toml"
-    path.write_text('[model]\nvariant = "mnb"\n')
-    assert load(path, environ={}).model.params == {}
-    assert load(None, {"FILTERD_MODEL_VARIANT": "twcnb"}).model.params == {}
-    assert load(None, {}).model.params == Config().model.params != {}
-
-
-def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selection() -> None:
-    config = load(None, {"FILTERD_MODEL_VARIANT": "fusion"})
+def test_the_default_model_is_the_fusion() -> None:
+    config = load(None, {})
     assert (config.model.params, config.model.select, str(config.model.spec)) == (
         {},
         "none",
         "fusion",
     )
     with pytest.raises(ConfigError, match="model.select: fusion takes no parameters, selection"):
-        load(None, {"FILTERD_MODEL_VARIANT": "fusion", "FILTERD_MODEL_SELECT": "local:6"})
+        load(None, {"FILTERD_MODEL_SELECT": "local:6"})
+    with pytest.raises(
+        ConfigError, match=r"model.params: the fusion takes no parameters \(given: s\)"
+    ):
+        load(None, {"FILTERD_MODEL_PARAMS": "{ s = 0.1 }"})
+
+
+def test_robinson_fisher_named_alone_is_filterds(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text('[model]\nvariant = "robinson_fisher"\n')
+    assert load(path, environ={}).model.spec == ROBINSON_FISHER_SPEC
+    # named with its parameters or a selection, it takes what it is given
+    path.write_text('[model]\nvariant = "robinson_fisher"\nparams = { s = 0.1 }\n')
+    assert load(path, environ={}).model.spec == ModelSpec.parse("robinson_fisher", {"s": 0.1})
+    named = load(None, {"FILTERD_MODEL_VARIANT": "robinson_fisher", "FILTERD_MODEL_SELECT": "ir"})
+    assert named.model.spec == ModelSpec.parse("robinson_fisher", {}, "ir")
+
+
+def test_another_variant_named_alone_takes_its_own_default_parameters(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text('[model]\nvariant = "mnb"\n')
+    assert load(path, environ={}).model.params == {}
+    assert load(None, {"FILTERD_MODEL_VARIANT": "twcnb"}).model.params == {}
 
 
 @pytest.mark.parametrize(
@@ -64,7 +79,7 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
         ("", {"FILTERD_OBSERVE_METRICS_PORT": "http"}, "FILTERD_OBSERVE_METRICS_PORT"),
         ("[model]\nselect = 'local:x'\n", {}, "model.select"),
         (
-            "[model]\nparams = { beta = 1 }\n",
+            "[model]\nvariant = 'robinson_fisher'\nparams = { beta = 1 }\n",
             {},
             "model.params.beta: robinson_fisher has no parameter 'beta'",
         ),
@@ -89,7 +104,11 @@ def test_the_fusion_variant_named_alone_drops_the_default_parameters_and_selecti
             {},
             "model.params.lam: .* 3 values for 2 classes (spam, not spam)",
         ),
-        ("", {"FILTERD_MODEL_PARAMS": "{ s = 0 }"}, "model.params.s: .* 0 (must be a number > 0)"),
+        (
+            "",
+            {"FILTERD_MODEL_VARIANT": "robinson_fisher", "FILTERD_MODEL_PARAMS": "{ s = 0 }"},
+            "model.params.s: .* 0 (must be a number > 0)",
+        ),
         ("[decision\n", {}, "not valid TOML"),
         ("", {"FILTERD_HTTP_SESSION_SECRET": "short"}, "http.session_secret: must be at least 32"),
         ("[http]\nsession_hours = 0\n", {}, "http.session_hours"),

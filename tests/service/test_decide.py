@@ -105,9 +105,9 @@ def test_decision_scores_equal_the_deciders_scores() -> None:
 
 
 def test_without_a_threshold_a_message_without_evidence_is_not_flagged() -> None:
-    from filterd.bayes.model import DEFAULT_SPEC
+    from filterd.bayes.model import ROBINSON_FISHER_SPEC
 
-    decider = Decider(DEFAULT_SPEC, "spam", min_docs=5)
+    decider = Decider(ROBINSON_FISHER_SPEC, "spam", min_docs=5)
     decider.update(trained(), version=1)
     empty, unseen = decider.decide(messages("", "zzqx vvbn qqpw"), ThresholdSetting())
     assert (empty.score, unseen.score) == (0.0, 0.0)

@@ -53,12 +53,12 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> Non
 
     from sqlalchemy import text
 
-    from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+    from filterd.bayes.model import ROBINSON_FISHER_SPEC, ModelSpec
 
     store = Store.open(empty_url)
     store.upgrade("0006")
     engine = store.engine
-    fisher = store.create_model("fisher", DEFAULT_SPEC, seed=1).id
+    fisher = store.create_model("fisher", ROBINSON_FISHER_SPEC, seed=1).id
     other = store.create_model("other", ModelSpec("mnb"), seed=1).id
     now = datetime(2026, 1, 1, tzinfo=UTC)
     with engine.begin() as conn:

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from filterd.bayes.features import encode
-from filterd.bayes.model import DEFAULT_SPEC
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.evaluation.calibration import CalibrationError
 from filterd.evaluation.synth import SynthConfig, SynthRecord, generate, indicative_words, stream
 from filterd.jobs.calibrate import CalibrationReport, calibrate_model
@@ -124,7 +124,7 @@ def replay(tmp: Path, records: list[SynthRecord]) -> Replay:
     url = f"sqlite:///{tmp / 'filterd.db'}"
     store = Store.open(url)
     store.upgrade()
-    held = store.create_model(MODEL, DEFAULT_SPEC, seed=1)
+    held = store.create_model(MODEL, ROBINSON_FISHER_SPEC, seed=1)
     spam: list[np.ndarray] = []
     flagged: list[np.ndarray] = []
     kept: list[np.ndarray] = []
@@ -138,7 +138,7 @@ def replay(tmp: Path, records: list[SynthRecord]) -> Replay:
         items = [LabelledTokens(r["id"], r["label"], r["text"].split(), ts=end) for r in block]
         stats, seq = held.load()
         try:
-            model = scoring_model(stats, DEFAULT_SPEC, TARGET, MIN_DOCS)
+            model = scoring_model(stats, ROBINSON_FISHER_SPEC, TARGET, MIN_DOCS)
         except NotReady:
             model = None
         if model is not None:
