@@ -303,7 +303,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     type=setting_type("observe.metrics_port"),
     default=0,
     show_default=True,
-    help="Serve the daemon's /metrics, /healthz and /readyz on this port (0: off).",
+    help="Serve the scorer's /metrics, /healthz and /readyz on this port and the learner's on "
+    "the next (0: off).",
 )
 @click.option(
     "--workbench-port",

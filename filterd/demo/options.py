@@ -47,7 +47,8 @@ class DemoOptions:
     variant: str | None = None  # model.variant (None: the configuration's)
     select: str | None = None  # model.select
     config_path: Path | None = None  # a filterd.toml for everything else
-    metrics_port: int = 0  # the daemon's /metrics, /healthz, /readyz (0: off)
+    # the scorer's /metrics, /healthz, /readyz; the learner's on the next port (0: off)
+    metrics_port: int = 0
     # the workbench and the HTTP API on this port, kept up after the replay until Ctrl-C
     # (None: off); its one analyst, "demo", logs in with `workbench_password`
     workbench_port: int | None = None
