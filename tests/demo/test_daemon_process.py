@@ -97,8 +97,8 @@ def test_the_demo_runs_a_scorer_and_a_learner_each_in_a_process(
             assert process.alive and process.pid is not None
             arguments = Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")
             assert arguments[-2:] == [role.encode(), b""], arguments
-        for metrics_port in (port, port + 1):  # each serves once its process has started up
-            wait_for(lambda p=metrics_port: b"filterd_model_version" in metrics(p))
+        # each serves once its process has started up
+        wait_for(lambda: all(b"filterd_model_version" in metrics(p) for p in (port, port + 1)))
     finally:
         daemons.stop(timeout=30)
     assert not daemons.alive and daemons.exitcode == 0 and daemons.report().error == ""
