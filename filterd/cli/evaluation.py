@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from filterd.bayes.estimators import parse_params
-from filterd.bayes.model import FUSION
+from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC
 from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
 from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.corpus import Record, relabel, to_records
@@ -203,7 +203,8 @@ def evaluate_command(
 @click.option(
     "--variant",
     metavar="NAME[+sow]",
-    help="Default: robinson_fisher with the default parameters and selection.",
+    help="Default: robinson_fisher with filterd's parameters and selection (the fusion's first "
+    "component; the fusion learns its weights from the feedback, with nothing to tune).",
 )
 @click.option(
     "--param", "params", multiple=True, metavar="KEY=VALUE", help="Fixed estimator parameters."
@@ -212,7 +213,8 @@ def evaluate_command(
     "--select",
     "selection",
     metavar="SPEC",
-    help="Default: none with --variant, else the default selection.",
+    help="Default: none with --variant, else robinson_fisher's "
+    f"({ROBINSON_FISHER_SPEC.selection}).",
 )
 @click.option(
     "--grid",

@@ -15,6 +15,7 @@ from typing import IO
 import click
 
 from filterd.bayes.estimators import format_value
+from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.cli.common import (
     OptionError,
     config_option,
@@ -86,14 +87,16 @@ def model_list(url: str | None, min_docs: int, as_json: bool) -> None:
 @click.option(
     "--variant",
     metavar="NAME[+sow]",
-    help="Default: robinson_fisher with the default parameters and selection.",
+    help="Default: the configuration's [model] (built in: fusion); with --param or --select "
+    "alone, robinson_fisher with filterd's parameters and selection.",
 )
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE")
 @click.option(
     "--select",
     "selection",
     metavar="SPEC",
-    help="Default: none with --variant, else the default selection.",
+    help="Default: none with --variant, else robinson_fisher's "
+    f"({ROBINSON_FISHER_SPEC.selection}).",
 )
 @config_option  # for [model]: the database is --db's
 def model_create(
