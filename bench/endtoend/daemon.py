@@ -121,7 +121,6 @@ class Daemon:
             "model": {
                 "name": self.model,
                 "variant": self.spec.variant,
-                "params": dict(self.spec.params),
                 "select": str(self.spec.selection),
                 "labels": ["ham", "spam"],
             },
