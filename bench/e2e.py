@@ -118,7 +118,7 @@ def main() -> None:
                 print(f"building the {options.tokens:,}-token model …", file=sys.stderr)
                 big_build_s = build_big_model(f"sqlite:///{tmp}/big.db", "big", options.tokens)
             with LocalBroker(log_path=tmp / "tansu.log") as broker:
-                context = Context(options, tmp, broker.bootstrap_servers, test)
+                context = Context(options, tmp, broker.bootstrap_servers, test, spec)
                 banner = (tmp / "tansu.log").read_text(errors="replace")
                 report.tansu = (banner.splitlines() or ["Tansu"])[0].strip()
                 if options.clients:

@@ -8,6 +8,7 @@ from pathlib import Path
 from endtoend.daemon import Daemon
 from endtoend.data import Sms
 from endtoend.options import Options
+from filterd.bayes.model import ModelSpec
 
 
 @dataclass
@@ -20,6 +21,7 @@ class Context:
     tmp: Path
     bootstrap: str
     test: list[Sms]
+    spec: ModelSpec  # the SMS model's
     daemons: list[Daemon] = field(default_factory=list)
 
     @property

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from endtoend.metrics import METRICS_EVERY, Samples, parse_samples
 from endtoend.options import KafkaSettings
-from filterd.bayes.model import DEFAULT_SPEC, ModelSpec
+from filterd.bayes.model import ModelSpec
 from filterd.demo.broker import die_with_parent, free_port
 
 # Shorter group timeouts than the defaults, so that a group forms in seconds: Tansu makes a join
@@ -84,7 +84,7 @@ class Daemon:
     topics: Topics
     db_url: str
     model: str
-    spec: ModelSpec = DEFAULT_SPEC
+    spec: ModelSpec  # the store's model's, so that the daemon tokenizes for what it scores
     poll_records: int = 500
     kafka: KafkaSettings = field(default_factory=dict)  # more [kafka] client settings
     # the workbench's users ([http] enabled on `http_port`, --workbench); None: no [http]

@@ -7,7 +7,7 @@ import time
 from endtoend.context import Context
 from endtoend.cpu import CpuSnapshot, cpu_use
 from endtoend.daemon import Daemon, Topics
-from endtoend.data import message_values, produce
+from endtoend.data import BIG_SPEC, message_values, produce
 from endtoend.metrics import counted_rate, decided, total
 from endtoend.results import Memory
 from filterd.kafka.admin import create_topics
@@ -27,6 +27,7 @@ def phase_memory(context: Context, build_s: float) -> Memory:
         topics,
         f"sqlite:///{tmp}/big.db",
         "big",
+        BIG_SPEC,
         poll_records=options.poll_records,
         kafka=dict(options.kafka),
     )

@@ -36,6 +36,7 @@ def scorer(context: Context, tag: str, name: str, kafka: KafkaSettings) -> tuple
         topics,
         f"sqlite:///{tmp}/sms.db",
         "sms",
+        context.spec,
         poll_records=options.poll_records,
         kafka=kafka,
         http_users=options.workbench.users if options.workbench else None,
