@@ -65,6 +65,8 @@ class DemoOptions:
             raise DemoError("--recalibrate-every must be at least 1")
         if self.workbench_port is not None and not 0 < self.workbench_port <= 65535:
             raise DemoError("--workbench-port must be a port number")
+        if self.metrics_port == 65535:  # the learner serves on the next port
+            raise DemoError("--metrics-port must leave the next port for the learner: 1 to 65534")
 
 
 def check_workdir(workdir: Path) -> None:

@@ -194,6 +194,11 @@ def test_a_negative_rate_is_refused() -> None:
     assert line.startswith("Error: Invalid value for '--rate'")
 
 
+def test_a_metrics_port_without_a_next_port_for_the_learner_is_refused() -> None:
+    line = one_line_error(run("--metrics-port", "65535"), 1)
+    assert line == "Error: --metrics-port must leave the next port for the learner: 1 to 65534"
+
+
 def test_synthetic_options_are_refused_with_a_corpus(tmp_path: Path) -> None:
     line = one_line_error(run("--corpus", tmp_path / "c.jsonl", "--spam-share", "0.3"), 2)
     assert "--spam-share is for the synthetic stream" in line
