@@ -93,13 +93,45 @@ def corpus_name(corpus: Path) -> str:
     return (corpus if corpus.is_dir() else corpus.parent).name
 
 
+def message_text(record: Record) -> str:
+    """What a peer reads of a corpus line: its text, then a line for each other field filterd's
+    tokenizer reads (subject, sender, and every attribute as "key=value", nested keys joined by
+    "."), so that every peer gets the message filterd gets.
+
+    >>> from filterd.evaluation.corpus import Record
+    >>> message_text(Record("t", ("fraud",), "", "text", 1, None,
+    ...     fields={"subject": "card", "attributes": {"amount": 57.16, "geo": {"cc": "FR"}}}))
+    '\\nsubject card\\namount=57.16 geo.cc=FR'
+    """
+    lines = [record.text]
+    for name in ("subject", "sender"):
+        if name in record.fields:
+            lines.append(f"{name} {record.fields[name]}")
+    if "attributes" in record.fields:
+        lines.append(" ".join(_attribute_words("", record.fields["attributes"])))
+    return "\n".join(lines)
+
+
+def _attribute_words(key: str, value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [
+            word
+            for k, v in value.items()
+            for word in _attribute_words(f"{key}.{k}" if key else str(k), v)
+        ]
+    if isinstance(value, list):
+        return [word for v in value for word in _attribute_words(key, v)]
+    return [f"{key}={value}"]
+
+
 def message_files(records: Sequence[Record], folder: Path) -> dict[str, str]:
     """Each message as a file (text messages wrapped as mail), written once per invocation."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for i, r in enumerate(records):
         path = folder / f"{i:06d}.eml"
-        text = r.text if r.format == "email" else wrap_as_mail(r.id, r.text)
+        text = message_text(r)
+        text = text if r.format == "email" else wrap_as_mail(r.id, text)
         data = text.encode("utf-8", "surrogateescape")
         if not path.exists() or path.stat().st_size != len(data) or path.read_bytes() != data:
             path.write_bytes(data)
@@ -124,7 +156,9 @@ def worker(args: argparse.Namespace) -> None:
     peer = next(p for p in all_peers(args.candidate) if p.name == args.peer)
     records = load(Path(args.corpus), args.limit, args.relabel)
     paths = json.loads(Path(args.paths).read_text())
-    msgs = {r.id: Msg(r.id, r.label == "spam", r.text, r.format, paths[r.id]) for r in records}
+    msgs = {
+        r.id: Msg(r.id, r.label == "spam", message_text(r), r.format, paths[r.id]) for r in records
+    }
     train, test = train_test_split(records)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

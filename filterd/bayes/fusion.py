@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from filterd.bayes.arrays import BoolArray, FloatArray
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import DocBatch, only_view
 from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, Model, ModelSpec, Scores
 from filterd.bayes.replay import Progress, replay_many
@@ -213,31 +213,43 @@ def fit_weights(scores: FloatArray, y: BoolArray, window: int = WINDOW) -> tuple
 
 
 def replay_fused(
-    scores: FloatArray, y: BoolArray, refit_every: int = REFIT_EVERY, window: int = WINDOW
+    scores: FloatArray,
+    y: BoolArray,
+    refit_every: int = REFIT_EVERY,
+    window: int = WINDOW,
+    visible: Int64Array | None = None,
 ) -> FloatArray:
     """(n,) z of the online protocol: message t is combined with the weights of one pass over
-    the newest `window` rows before it (`fit_weights`, the daemon's formula), recomputed before
-    every message while the rows fit the window and every `refit_every` messages after;
-    `initial_weights` for the first."""
+    the newest `window` rows learned before it (`fit_weights`, the daemon's formula): the rows
+    before t, or with late labels the first v_t (`visible`). The weights are recomputed for every
+    new row while the rows fit the window and every `refit_every` new rows after;
+    `initial_weights` before the first row."""
     x = features(scores)
     y = np.asarray(y, dtype=bool)
     out = np.zeros(len(y))
     w = np.array(initial_weights(x.shape[1] - 1))
+    fitted = 0  # rows the weights were learned from
     for t in range(len(y)):
-        if 0 < t <= window or (t > window and (t - window) % refit_every == 0):
-            rows = slice(max(0, t - window), t)
+        learned = t if visible is None else int(visible[t])
+        if learned > fitted and (learned <= window or learned - fitted >= refit_every):
+            rows = slice(max(0, learned - window), learned)
             w = window_weights(x[rows], y[rows])
+            fitted = learned
         out[t] = float(x[t] @ w)
     return out
 
 
 def replay_components(
-    batch: DocBatch, is_target: BoolArray, target: str = "spam", progress: Progress = iter
+    batch: DocBatch,
+    is_target: BoolArray,
+    target: str = "spam",
+    progress: Progress = iter,
+    visible: Int64Array | None = None,
 ) -> FloatArray:
     """(n, k) every component's scores in the online replay of `batch` (`online_scores`, the
     components of a view from one history: `replay_many`); `progress` sees the first
     component's pass."""
-    return replay_many(batch, is_target, COMPONENTS, target, progress)
+    return replay_many(batch, is_target, COMPONENTS, target, progress, visible)
 
 
 @dataclass(frozen=True)

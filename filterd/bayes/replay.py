@@ -3,7 +3,10 @@
 Contract: `online_scores(batch, is_target, spec, target)` gives document i of `batch` the
 decision score of a model of `spec` built on documents 0..i-1 (target vs the rest, each
 learned with its label) — 0 until both classes have a document — as if each document were
-scored and then learned, one at a time (`stepwise_scores`, which does exactly that).
+scored and then learned, one at a time (`stepwise_scores`, which does exactly that). With
+labels that arrive late, `visible` (non-decreasing, v_i ≤ i: `filterd.evaluation.label_delay`)
+says how many documents are learned when document i is scored: the model is built on documents
+0..v_i − 1.
 
 Specs whose weights need only their own columns (`not spec.needs_whole_vocabulary`) are
 replayed vectorized (`replay_scores`): every entry e = (document i, token w) becomes one
@@ -14,9 +17,11 @@ so that one estimator call weighs every token of a block of documents, and `scor
 (the pipeline of `Model.score`) scores them all. The bias b of each document comes from the same
 estimator on columns without statistics, since b depends on the class aggregates only.
 Sums are integer (T in fixed point, as `Statistics` keeps it), so the columns hold the very
-numbers the stepwise replay reads. Of N, DF and T only those the spec reads are summed
-(`statistics_read`, from the estimators' declarations: Robinson–Fisher, the default, reads DF
-alone); the others are None, on which an estimator that reads them fails.
+numbers the stepwise replay reads. With late labels every column holds the statistics as of
+before document v_i instead (the documents learned are a prefix, in order). Of N, DF and T only
+those the spec reads are summed (`statistics_read`, from the estimators' declarations:
+Robinson–Fisher, the default, reads DF alone); the others are None, on which an estimator that
+reads them fails.
 """
 
 from __future__ import annotations
@@ -49,13 +54,14 @@ def online_scores(
     spec: ModelSpec,
     target: str = "spam",
     progress: Progress = iter,
+    visible: Int64Array | None = None,
 ) -> FloatArray:
     """(n,) decision scores of the replay of `batch` in its order (see the module docstring);
     vectorized where the spec allows, else document by document (`progress` sees every
     document either way)."""
     if spec.needs_whole_vocabulary:
-        return stepwise_scores(batch, is_target, spec, target, progress)
-    return replay_scores(batch, is_target, spec, target, progress=progress)
+        return stepwise_scores(batch, is_target, spec, target, progress, visible)
+    return replay_scores(batch, is_target, spec, target, progress=progress, visible=visible)
 
 
 def stepwise_scores(
@@ -64,19 +70,25 @@ def stepwise_scores(
     spec: ModelSpec,
     target: str = "spam",
     progress: Progress = iter,
+    visible: Int64Array | None = None,
 ) -> FloatArray:
-    """The replay as it reads: score document i with a model of everything learned, learn it."""
+    """The replay as it reads: learn the documents whose labels have arrived (all before
+    document i, or the first v_i), score document i with a model of them."""
     batch = only_view(batch, spec.view_id)
     labels = [target if t else f"not {target}" for t in is_target]
     # learns keys from `batch`: the hasher's seed plays no part
     stats = Statistics([target, f"not {target}"])
     scores = np.zeros(len(batch))
     lazy = not spec.needs_whole_vocabulary  # weights for the document's own tokens only
+    learned = 0
     for i in progress(range(len(batch))):
-        one = select_docs(batch, np.array([i]))
+        upto = i if visible is None else int(visible[i])
+        if upto > learned:
+            stats.update(select_docs(batch, np.arange(learned, upto)), labels[learned:upto])
+            learned = upto
         if stats.D.min() > 0:  # until both classes have a document there is nothing to score with
+            one = select_docs(batch, np.array([i]))
             scores[i] = Model.build(stats, spec, target, lazy=lazy).score(one).binary()[0]
-        stats.update(one, [labels[i]])
     return scores
 
 
@@ -87,6 +99,7 @@ def replay_scores(
     target: str = "spam",
     block_entries: int = BLOCK_ENTRIES,
     progress: Progress = iter,
+    visible: Int64Array | None = None,
 ) -> FloatArray:
     """The replay vectorized, a block of about `block_entries` entries at a time (specs that
     weigh columns on their own only); a block is scored when `progress` reaches its last
@@ -94,7 +107,7 @@ def replay_scores(
     if spec.needs_whole_vocabulary:
         raise ValueError(f"{spec} needs the whole vocabulary: replay it with stepwise_scores")
     view = _ViewReplay.of(
-        only_view(batch, spec.view_id), is_target, statistics_read(spec), block_entries
+        only_view(batch, spec.view_id), is_target, statistics_read(spec), block_entries, visible
     )
     return view.scores(spec, target, progress)
 
@@ -105,6 +118,7 @@ def replay_many(
     specs: Sequence[ModelSpec],
     target: str = "spam",
     progress: Progress = iter,
+    visible: Int64Array | None = None,
 ) -> FloatArray:
     """(n, k) `online_scores` of each of `specs` (`progress` sees the first one's pass): the
     vectorized specs of one view share the history of its entries, sorted by token once."""
@@ -113,12 +127,12 @@ def replay_many(
     by_view: dict[int | None, list[int]] = {}
     for i, spec in enumerate(specs):
         if spec.needs_whole_vocabulary:
-            out[:, i] = stepwise_scores(batch, is_target, spec, target, seen_by[i])
+            out[:, i] = stepwise_scores(batch, is_target, spec, target, seen_by[i], visible)
         else:
             by_view.setdefault(spec.view_id, []).append(i)
     for view, members in by_view.items():
         read = frozenset().union(*(statistics_read(specs[i]) for i in members))
-        replay = _ViewReplay.of(only_view(batch, view), is_target, read)
+        replay = _ViewReplay.of(only_view(batch, view), is_target, read, visible=visible)
         for i in members:
             out[:, i] = replay.scores(specs[i], target, seen_by[i])
     return out
@@ -140,16 +154,19 @@ class _ViewReplay:
         is_target: BoolArray,
         statistics: Collection[Statistic],
         block_entries: int = BLOCK_ENTRIES,
+        visible: Int64Array | None = None,
     ) -> _ViewReplay:
         y = np.where(np.asarray(is_target, dtype=bool), 0, 1)  # row per document: 0 the target
         in_class = (np.arange(2).reshape(-1, 1) == y).astype(np.int64)  # (2, n) one-hot
-        ready = np.flatnonzero(_before(in_class).min(axis=0) > 0)  # both classes seen: a suffix
+        learned = _before(in_class) if visible is None else _before(in_class)[:, visible]
+        ready = np.flatnonzero(learned.min(axis=0) > 0)  # both classes learned: a suffix
         blocks = (
             {int(docs[-1]): docs for docs in _blocks(batch, ready, block_entries)}
             if len(ready)
             else {}
         )
-        return cls(batch, blocks, _History.of(batch, in_class, statistics) if blocks else None)
+        history = _History.of(batch, in_class, statistics, visible) if blocks else None
+        return cls(batch, blocks, history)
 
     def scores(self, spec: ModelSpec, target: str, progress: Progress) -> FloatArray:
         """(n,) the replay of `spec` (its statistics among the history's)."""
@@ -231,13 +248,44 @@ def _per_doc(per_entry: IntArray | BoolArray, batch: DocBatch) -> Int64Array:
     return running[batch.indptr[1:]] - running[batch.indptr[:-1]]
 
 
-def _token_before(values: IntArray, group_start: Int64Array) -> IntArray:
+def _token_before(
+    values: IntArray, group_start: Int64Array, learned_end: Int64Array | None = None
+) -> IntArray:
     """(nnz,) per entry in token order: the sum of `values` (in token order) over the earlier
-    entries of the same token, whose first entry is at `group_start`."""
+    entries of the same token, whose first entry is at `group_start` — or, with `learned_end`,
+    over its entries from `group_start` up to (not including) `learned_end`."""
+    if learned_end is not None:
+        total = np.zeros(len(values) + 1, dtype=values.dtype)
+        np.cumsum(values, dtype=values.dtype, out=total[1:])
+        ended: IntArray = total[learned_end] - total[group_start]
+        return ended
     running = np.cumsum(values, dtype=values.dtype)
     running -= values
     running -= running[group_start]
     return running
+
+
+def _learned_end(
+    batch: DocBatch, order: Int64Array, starts: Int64Array, visible: Int64Array
+) -> Int64Array:
+    """(nnz,) per entry in token order (`order`, runs of one token from `starts`, each in
+    document order): where the entries of its token end that belong to the documents learned
+    when its document d is scored (those before v_d)."""
+    n = len(batch)
+    doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(batch.indptr))[order]
+    run = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=len(order)))
+    # (run, document) in one sortable int64: sorted already, in token order
+    at = run * (n + 1)
+    ends: Int64Array = np.searchsorted(at + doc, at + visible[doc], side="left")
+    return ends
+
+
+def _document_frequency(in_t: IntArray, order: Int64Array, group_start: Int64Array) -> IntArray:
+    """(2, nnz) per entry (document i, token w): DF[c,w] over the documents before i."""
+    DF = np.empty((2, len(order)), dtype=np.int32)
+    for c, own in enumerate((in_t, 1 - in_t)):
+        DF[c][order] = _token_before(own[order], group_start)
+    return DF
 
 
 @dataclass(frozen=True)
@@ -260,11 +308,14 @@ class _History:
         batch: DocBatch,
         in_class: Int64Array,
         statistics: Collection[Statistic] = TOKEN_STATISTICS,
+        visible: Int64Array | None = None,
     ) -> _History:
         """The history of `batch` (`in_class`: (2, n) one-hot) with DF, and N and T if in
-        `statistics` (for Robinson–Fisher, DF alone: less time than all three)."""
+        `statistics` (for Robinson–Fisher, DF alone: less time than all three); with `visible`,
+        as of before document v_i for document i."""
         order, _, starts = key_runs(batch.keys, exact=True)  # by token, then document
         group_start = np.repeat(starts, np.diff(starts, append=len(order)))  # in token order
+        learned_end = None if visible is None else _learned_end(batch, order, starts, visible)
         # per entry: 1 in the target class
         in_t = np.repeat(in_class[0].astype(np.int32), np.diff(batch.indptr))
         # DF (the entries) always: U, V and which tokens were seen
@@ -281,21 +332,28 @@ class _History:
             )
             for c, own in enumerate((in_t, 1 - in_t)):  # a row at a time: temporaries are reused
                 out[c][order] = _token_before(
-                    (own if values is None else own * values)[order], group_start
+                    (own if values is None else own * values)[order], group_start, learned_end
                 )
-        DF = per_token["DF"]
+        # U and V count, as each document is learned, the tokens it brings: DF as of then
+        DF = per_token["DF"] if visible is None else _document_frequency(in_t, order, group_start)
         # tokens new to the document's class
         U = in_class * _per_doc(np.where(in_t, DF[0], DF[1]) == 0, batch)
         V = _per_doc((DF[0] == 0) & (DF[1] == 0), batch)  # tokens new to every class
+        aggregates = [
+            _before(a)
+            for a in (
+                in_class,
+                in_class * _per_doc(batch.counts, batch),
+                in_class * np.diff(batch.indptr),
+                U,
+                V,
+            )
+        ]
+        if visible is not None:
+            aggregates = [a[..., visible] for a in aggregates]
+        D, Nc, DFc, U_before, V_before = aggregates
         return cls(
-            DF,
-            per_token.get("N"),
-            per_token.get("T"),
-            _before(in_class),
-            _before(in_class * _per_doc(batch.counts, batch)),
-            _before(in_class * np.diff(batch.indptr)),
-            _before(U),
-            _before(V),
+            per_token["DF"], per_token.get("N"), per_token.get("T"), D, Nc, DFc, U_before, V_before
         )
 
     def counts(

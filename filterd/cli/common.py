@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -25,6 +26,33 @@ class OptionError(click.ClickException):
     it."""
 
     exit_code = 2
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time, UTC unless it names a zone (as the daemon reads a message's `ts`);
+    else ValueError.
+
+    >>> parse_time("2018-05-01").isoformat(), parse_time("2018-05-01T02:00+02:00").isoformat()
+    ('2018-05-01T00:00:00+00:00', '2018-05-01T02:00:00+02:00')
+    """
+    moment = datetime.fromisoformat(text.strip())
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+class IsoTime(click.ParamType[datetime, str | datetime]):
+    """An option's ISO 8601 time (`parse_time`)."""
+
+    name = "ISO-TIME"
+
+    def convert(
+        self, value: str | datetime, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_time(value)
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO 8601 time (e.g. 2018-05-01T00:00:00Z)", param, ctx)
 
 
 def model_specs(

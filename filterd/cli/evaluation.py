@@ -7,18 +7,28 @@ import io
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 from filterd.bayes.estimators import parse_params
 from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC
-from filterd.cli.common import OptionError, config_option, load_config, model_specs, read_records
+from filterd.cli.common import (
+    IsoTime,
+    OptionError,
+    config_option,
+    load_config,
+    model_specs,
+    read_records,
+)
 from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.corpus import Record, relabel, to_records
+from filterd.evaluation.label_delay import LabelDelay
 from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda
+from filterd.service.config import parse_duration
 from filterd.service.decide import tokenizer_of
 from filterd.tokenize import TokenizerConfig
 
@@ -28,6 +38,31 @@ if TYPE_CHECKING:
 DEMO_MESSAGES = 5000
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., object])
+
+
+class LabelDelayParam(click.ParamType[LabelDelay, str | LabelDelay]):
+    """`--label-delay`: a number of messages (0: at once) or a duration such as 7d."""
+
+    name = "N|DURATION"
+
+    def convert(
+        self, value: str | LabelDelay, param: click.Parameter | None, ctx: click.Context | None
+    ) -> LabelDelay:
+        if isinstance(value, LabelDelay):
+            return value
+        text = value.strip()
+        try:
+            return (
+                LabelDelay(messages=int(text))
+                if text.isdigit()
+                else LabelDelay(after=parse_duration(text))
+            )
+        except ValueError:
+            self.fail(
+                f"{value!r}: give a number of messages (e.g. 1000) or a time (e.g. 7d, 12h)",
+                param,
+                ctx,
+            )
 
 
 def relabel_option(command: F) -> F:
@@ -142,6 +177,23 @@ def tokenizer_options(command: F) -> F:
     show_default=True,
     help="split: train/test; online: TREC immediate-feedback replay in `order`.",
 )
+@click.option(
+    "--label-delay",
+    "label_delay",
+    type=LabelDelayParam(),
+    default="0",
+    metavar="N|DURATION",
+    help="Online: labels arrive N messages late, or a time late by the messages' ts "
+    "(e.g. 7d, 12h). Default: at once.",
+)
+@click.option(
+    "--report-from",
+    "report_from",
+    type=IsoTime(),
+    metavar="TS",
+    help="Online: learn from the whole stream, measure only the messages sent from TS on "
+    "(ISO 8601, e.g. 2018-05-01 or 2018-05-01T00:00:00Z; without a zone, UTC).",
+)
 @click.option("--target", help="Target class (default: spam for two-label corpora).")
 @relabel_option
 @tokenizer_options
@@ -154,6 +206,8 @@ def evaluate_command(
     params: tuple[str, ...],
     selections: tuple[str, ...],
     protocol: str,
+    label_delay: LabelDelay,
+    report_from: datetime | None,
     target: str | None,
     relabels: tuple[str, ...],
     tokenizer_config: TokenizerConfig,
@@ -161,13 +215,16 @@ def evaluate_command(
     as_json: bool,
 ) -> None:
     """Measure variants on a labelled CORPUS (.jsonl or .jsonl.gz, or a folder holding
-    messages.jsonl[.gz]; see shared/corpora/README.md).
+    messages.jsonl[.gz]; see shared/corpora/README.md). A line is a message and its label:
+    its attributes, sender, subject and ts are read as the daemon reads them.
 
     Two labels (or a --target) make a binary task, more labels a multi-class one; --relabel
     merges labels first, e.g. `--relabel smishing=spam` scores sms-smishing as spam vs ham.
     Messages are read within the configuration's [limits], as the daemon reads them."""
     if (corpus is None) == (not demo):
         raise click.UsageError("give a CORPUS file or --demo (not both)")
+    if protocol != "online" and (not label_delay.immediate or report_from is not None):
+        raise click.UsageError("--label-delay and --report-from go with --protocol online")
     config = load_config(config_path)
     specs = model_specs(variants, params, selections, config.model.spec)
     records = _records(corpus, relabels)
@@ -186,7 +243,13 @@ def evaluate_command(
                 range(len(records)), f"{spec} {protocol}", enabled=protocol == "online"
             ) as bar:
                 result = evaluate(
-                    tokenized, spec, protocol, target, progress=lambda it: _follow(it, bar)
+                    tokenized,
+                    spec,
+                    protocol,
+                    target,
+                    progress=lambda it: _follow(it, bar),
+                    delay=label_delay,
+                    report_from=report_from,
                 )
         except ValueError as error:
             raise click.ClickException(str(error)) from None
@@ -405,7 +468,9 @@ COLUMNS = [
     ("n_test", "test", "{}"),
     ("auc", "AUC", "{:.4f}"),
     ("one_minus_auc_pct", "(1-AUC)%", "{:.3f}"),
+    ("average_precision", "AP", "{:.3f}"),
     ("spec_at_full_recall", "spec@R=1", "{:.3f}"),
+    ("recall_at_fpr_1pct", "R@FPR1%", "{:.3f}"),
     ("recall_at_fpr_0_1pct", "R@FPR.1%", "{:.3f}"),
     ("lam_pct", "lam%", "{:.2f}"),
     ("accuracy", "acc", "{:.4f}"),

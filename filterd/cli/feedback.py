@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import click
 
-from filterd.cli.common import OptionError, quoted, shown
+from filterd.cli.common import OptionError, parse_time, quoted, shown
 from filterd.cli.store import db_option, model_option, open_model, store_errors
 from filterd.service.config import parse_duration
 from filterd.store.labels import Event
@@ -36,13 +36,12 @@ class Since(click.ParamType[datetime, str | datetime]):
         except ValueError:
             pass  # not a duration: a time, then
         try:
-            moment = datetime.fromisoformat(value.strip())
+            return parse_time(value)
         except ValueError:
             raise OptionError(
                 f"--since {value!r} is neither a duration (e.g. 14d, 12h, 30m) nor "
                 "an ISO time (e.g. 2026-11-21 or 2026-11-21T12:00+01:00)"
             ) from None
-        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 @click.group(name="feedback")

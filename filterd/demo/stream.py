@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from filterd.demo.options import DemoError, DemoOptions
 from filterd.evaluation.corpus import Record
@@ -37,7 +38,10 @@ def labelled_stream(
         priors = {"ham": 1.0 - options.spam_share, "spam": options.spam_share}
         generated = generate(SynthConfig(n_messages=n, class_priors=priors, seed=options.seed))
         items = [
-            Item(r["id"], r["label"], _payload(r["id"], r["text"], r["format"])) for r in generated
+            Item(
+                r["id"], r["label"], _payload({"id": r["id"], "text": r["text"], "format": "text"})
+            )
+            for r in generated
         ]
         source = (
             f"synthetic stream: {n:,} messages, {options.spam_share:.0%} spam, seed {options.seed}"
@@ -54,7 +58,8 @@ def labelled_stream(
                 " the demo replays single-label corpora"
             )
         records = records[: options.messages] if options.messages else records
-        items = [Item(r.id, r.label, _payload(r.id, r.text, r.format)) for r in records]
+        # the whole message of each line: its attributes, sender, subject, tenant and ts too
+        items = [Item(r.id, r.label, _payload(r.message())) for r in records]
         source = (
             f"corpus {options.corpus.parent.name}/{options.corpus.name}: {len(items):,} "
             "messages in corpus order"
@@ -72,9 +77,10 @@ def labelled_stream(
     return items, source
 
 
-def _payload(message_id: str, text: str, fmt: str) -> bytes:
-    # "id" first: a dead letter's payload is cut at a size limit, and the id must survive it.
-    return json.dumps({"id": message_id, "text": text, "format": fmt}).encode()
+def _payload(message: dict[str, Any]) -> bytes:
+    # "id" first (`Record.message` puts it there): a dead letter's payload is cut at a size
+    # limit, and the id must survive it.
+    return json.dumps(message).encode()
 
 
 _LEADING_ID = re.compile(r'\A\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")')

@@ -2,6 +2,10 @@
 
 One JSON object per line: `id`, `label` (or `labels` for multi-label corpora), `text`,
 `format` ("text" | "email"), `order` (stream position), optional `split` ("train" | "test").
+A line is a filterd message plus its label: it may carry any other field of a message (`ts`, an
+ISO 8601 time; `attributes`, a JSON object; `sender`, `subject`, `tenant`, strings), which the
+record keeps and hands on as the message. Other keys (a corpus's evaluation-only metadata, such
+as card-transactions' `scenario`) are ignored: never part of the message, never tokenized.
 Pure: this module takes and returns lines and records; opening, decompressing and writing
 files is `filterd.cli.corpus_files`.
 """
@@ -11,12 +15,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 _FORMATS = ("text", "email")
 _SPLITS = ("train", "test")
+# message fields a line may carry besides id, text and format: handed on as they are
+_STRING_FIELDS = ("sender", "subject", "tenant")
 
 
 class CorpusError(Exception):
@@ -35,6 +42,9 @@ class Record:
     split: str | None  # "train" | "test" | None
     # the line of the file it was read from, for messages about it (None: not read from a file)
     line: int | None = field(default=None, compare=False)
+    ts: datetime | None = None  # when the message was sent (timezone-aware; naive read as UTC)
+    # the message's other fields as read: `attributes` (a dict), `sender`, `subject`, `tenant`
+    fields: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def label(self) -> str:
@@ -43,9 +53,21 @@ class Record:
             raise ValueError(f"record {self.id!r} has {len(self.labels)} labels, not one")
         return self.labels[0]
 
-    def message(self) -> dict[str, str]:
-        """The record as a filterd message: {"id", "text", "format"} (no label)."""
-        return {"id": self.id, "text": self.text, "format": self.format}
+    def message(self) -> dict[str, Any]:
+        """The record as a filterd message (no label): {"id", "text", "format"}, its other
+        fields, and `ts` in ISO 8601.
+
+        >>> message = Record("t1", ("fraud",), "", "text", 1, None,
+        ...     ts=datetime(2018, 4, 1, tzinfo=UTC), fields={"attributes": {"amount": 5.0}}
+        ... ).message()
+        >>> message["attributes"], message["ts"]
+        ({'amount': 5.0}, '2018-04-01T00:00:00+00:00')
+        """
+        message: dict[str, Any] = {"id": self.id, "text": self.text, "format": self.format}
+        message.update(self.fields)
+        if self.ts is not None:
+            message["ts"] = self.ts.isoformat()
+        return message
 
 
 def parse_corpus(lines: Iterable[bytes | str], source: str) -> list[Record]:
@@ -194,7 +216,48 @@ def _record(obj: object, default_order: int) -> Record:
     split = obj.get("split")
     if split is not None and split not in _SPLITS:
         raise ValueError(f"record {record_id!r}: 'split' must be one of {_SPLITS}, got {split!r}")
-    return Record(record_id, labels, text, fmt, order, split)
+    return Record(
+        record_id, labels, text, fmt, order, split, ts=_ts(obj, record_id), fields=_fields(obj)
+    )
+
+
+def _ts(obj: dict[str, Any], record_id: str) -> datetime | None:
+    """The line's `ts` as an aware datetime (naive is UTC, as the daemon reads a message's)."""
+    ts = obj.get("ts")
+    if ts is None:
+        return None
+    try:
+        if not isinstance(ts, str):
+            raise ValueError
+        parsed = datetime.fromisoformat(ts)
+    except ValueError:
+        raise ValueError(
+            f"record {record_id!r}: 'ts' must be an ISO 8601 time, e.g. 2018-04-01T00:00:31Z, "
+            f"got {ts!r}"
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The line's other message fields, checked as the message schema checks them."""
+    fields: dict[str, Any] = {}
+    record_id = obj["id"]
+    attributes = obj.get("attributes")
+    if attributes is not None:
+        if not isinstance(attributes, dict):
+            raise ValueError(
+                f"record {record_id!r}: 'attributes' must be a JSON object, got "
+                f"{type(attributes).__name__}"
+            )
+        fields["attributes"] = attributes
+    for name in _STRING_FIELDS:
+        value = obj.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"record {record_id!r}: {name!r} must be a string, got {value!r}")
+        fields[name] = value
+    return fields
 
 
 def _as_dict(record: Record | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -208,4 +271,7 @@ def _as_dict(record: Record | Mapping[str, Any]) -> Mapping[str, Any]:
     d.update(text=record.text, format=record.format, order=record.order)
     if record.split is not None:
         d["split"] = record.split
+    if record.ts is not None:
+        d["ts"] = record.ts.isoformat()
+    d.update(record.fields)
     return d

@@ -4,6 +4,9 @@ split   the corpus's own train/test split if it has one, else stratified 66/34 w
         (Frank & Bouckaert, Kołcz): learn the training part, score the test part.
 online  the TREC immediate-feedback replay in `order`: score each message with everything
         learned before it, then learn its label (a two-class task; filterd.bayes.replay).
+        Labels may arrive late (`LabelDelay`: a number of messages, or a time by the messages'
+        `ts`, as fraud labels do), and the measures may cover only the messages sent from a
+        time on (`report_from`), the model having learned from all before.
 
 Tasks, by the corpus:
 binary      two labels, or any corpus with a target class (target vs the rest): the decision
@@ -19,11 +22,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
 
 import numpy as np
 
-from filterd.bayes.arrays import BoolArray, FloatArray
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import DocBatch, concat, encode, select_docs
 from filterd.bayes.fusion import (
     DecisionModel,
@@ -38,8 +42,10 @@ from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.statistics import Statistics
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, is_multilabel, train_test_split
+from filterd.evaluation.label_delay import LabelDelay
 from filterd.tokenize import Tokens
 
+AT_ONCE = LabelDelay()  # TREC's immediate feedback
 SEED = 0  # token-key seed of evaluation runs; any fixed value gives the same results
 # Documents tokenized, then encoded together: few enough that their token strings still sit
 # in a core's L2 cache when encoded (a hundred mails' did not).
@@ -60,7 +66,9 @@ class Evaluation:
     n_test: int
     auc: float | None = None
     one_minus_auc_pct: float | None = None
+    average_precision: float | None = None
     spec_at_full_recall: float | None = None
+    recall_at_fpr_1pct: float | None = None
     recall_at_fpr_0_1pct: float | None = None
     lam_pct: float | None = None
     accuracy: float | None = None
@@ -68,6 +76,8 @@ class Evaluation:
     seconds: float = 0.0
     messages_per_second: float = 0.0
     per_class: dict[str, dict[str, float]] = field(default_factory=dict)
+    label_delay: str | None = None  # online: how late labels arrived (None: at once)
+    report_from: str | None = None  # online: measured on the messages sent from then on
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -146,9 +156,14 @@ def evaluate(
     protocol: str = "split",
     target: str | None = None,
     progress: Progress = iter,
+    delay: LabelDelay = AT_ONCE,
+    report_from: datetime | None = None,
 ) -> Evaluation:
     """Run one variant on `corpus` under `protocol` ("split" or "online"); `progress` wraps the
-    online replay's loop over the documents (it sees each one as the replay reaches it)."""
+    online replay's loop over the documents (it sees each one as the replay reaches it). `delay`
+    and `report_from` are the online protocol's."""
+    if protocol != "online" and (not delay.immediate or report_from is not None):
+        raise ValueError("a label delay and a report start belong to the online protocol")
     task, target = task_of(corpus.records, target)
     if spec.variant == FUSION and task != "binary":
         raise ValueError(
@@ -163,7 +178,7 @@ def evaluate(
                 "the online protocol replays a two-class stream: give a --target class"
             )
         assert target is not None  # task_of gives every binary task its target
-        return _online(corpus, spec, target, progress)
+        return _online(corpus, spec, target, progress, delay, report_from)
     raise ValueError(f"protocol must be split or online, not {protocol!r}")
 
 
@@ -265,7 +280,9 @@ def _label(record: Record, target: str | None) -> str:
 BINARY_MEASURES = (
     "auc",
     "one_minus_auc_pct",
+    "average_precision",
     "spec_at_full_recall",
+    "recall_at_fpr_1pct",
     "recall_at_fpr_0_1pct",
     "lam_pct",
 )
@@ -335,29 +352,79 @@ def _macro_average(result: Evaluation) -> None:
 # --- online ----------------------------------------------------------------------------------
 
 
-def _online(corpus: Corpus, spec: ModelSpec, target: str, progress: Progress) -> Evaluation:
+def _online(
+    corpus: Corpus,
+    spec: ModelSpec,
+    target: str,
+    progress: Progress,
+    delay: LabelDelay,
+    report_from: datetime | None,
+) -> Evaluation:
     started = time.perf_counter()
-    scores, truth = online_replay(corpus, spec, target, progress)
+    stream = _stream(corpus)
+    reported = _reported(corpus, stream, report_from)
+    positive = np.array([target in corpus.records[i].labels for i in stream])[reported]
+    if report_from is not None and (positive.all() or not positive.any()):
+        raise ValueError(
+            f"the messages sent from {report_from.isoformat()} on hold one class only: "
+            "give an earlier --report-from"
+        )
+    scores, truth = online_replay(corpus, spec, target, progress, delay)
     n = len(truth)
-    result = Evaluation(spec_name(spec), str(spec.selection), "online", "binary", target, n, n)
-    _binary_measures(result, scores, truth)
+    result = Evaluation(
+        spec_name(spec), str(spec.selection), "online", "binary", target, n, int(reported.sum())
+    )
+    if not delay.immediate:
+        result.label_delay = str(delay)
+    if report_from is not None:
+        result.report_from = report_from.isoformat()
+    _binary_measures(result, scores[reported], truth[reported])
     _timing(result, corpus, started, n)
     return result
 
 
-def online_replay(
-    corpus: Corpus, spec: ModelSpec, target: str, progress: Progress = iter
-) -> tuple[FloatArray, BoolArray]:
-    """(scores, truth) of the online protocol, the records in `order`: what
-    `evaluate(corpus, spec, "online", target)` measures."""
-    order = np.array(
+def _stream(corpus: Corpus) -> Int64Array:
+    """The positions of the corpus's records in stream order (by `order`)."""
+    return np.array(
         sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order), dtype=np.int64
     )
-    truth = np.array([target in corpus.records[i].labels for i in order])
-    batch = select_docs(corpus.batch, order)
+
+
+def _reported(corpus: Corpus, stream: Int64Array, report_from: datetime | None) -> BoolArray:
+    """(n,) in stream order: the messages the measures cover, those sent at or after
+    `report_from` (all without it; a message without `ts` then is an error)."""
+    if report_from is None:
+        return np.ones(len(stream), dtype=bool)
+    sent = [corpus.records[i].ts for i in stream]
+    missing = next((j for j, ts in enumerate(sent) if ts is None), None)
+    if missing is not None:
+        raise ValueError(
+            f"--report-from needs every message's ts: {corpus.records[stream[missing]].id!r} "
+            "has none"
+        )
+    reported = np.array([ts is not None and ts >= report_from for ts in sent])
+    if not reported.any():
+        raise ValueError(f"no message was sent at or after {report_from.isoformat()}")
+    return reported
+
+
+def online_replay(
+    corpus: Corpus,
+    spec: ModelSpec,
+    target: str,
+    progress: Progress = iter,
+    delay: LabelDelay = AT_ONCE,
+) -> tuple[FloatArray, BoolArray]:
+    """(scores, truth) of the online protocol, the records in `order`, labels learned `delay`
+    late: what `evaluate(corpus, spec, "online", target, delay=delay)` measures."""
+    stream = _stream(corpus)
+    truth = np.array([target in corpus.records[i].labels for i in stream])
+    batch = select_docs(corpus.batch, stream)
+    visible = None if delay.immediate else delay.visible([corpus.records[i].ts for i in stream])
     if spec.variant == FUSION:
-        return replay_fused(replay_components(batch, truth, target, progress), truth), truth
-    return online_scores(batch, truth, spec, target, progress), truth
+        components = replay_components(batch, truth, target, progress, visible)
+        return replay_fused(components, truth, visible=visible), truth
+    return online_scores(batch, truth, spec, target, progress, visible), truth
 
 
 def _timing(result: Evaluation, corpus: Corpus, started: float, messages: int) -> None:

@@ -15,6 +15,10 @@ TREC spam-track measures (Cormack & Lynam, TREC 2005 Spam Track Overview):
     (1-ROCA)% = 100 * (1 - AUC)
     "sm% at hm% = 0.1" = 100 * (1 - recall_at_fpr(scores, labels, 0.001))
 
+Average precision, the area under the precision–recall curve as fraud teams report it (the
+positives rare, AUC flatters): AP = Σ_k (R_k − R_{k−1}) P_k over the distinct scores from the
+highest, P_k and R_k the precision and recall at τ = the k-th.
+
 All functions are pure and vectorized; the binary ones are O(n log n).
 """
 
@@ -165,6 +169,25 @@ def recall_at_fpr(scores: npt.ArrayLike, labels: npt.ArrayLike, fpr: float = 0.0
     return float(np.count_nonzero(pos > cutoff) / pos.size)
 
 
+def average_precision(scores: npt.ArrayLike, labels: npt.ArrayLike) -> float:
+    """AP (the module docstring): tied scores are one threshold, decided together.
+
+    >>> average_precision([0.9, 0.8, 0.7, 0.1], [True, False, True, False])
+    0.8333333333333333
+    >>> average_precision([0.5, 0.5], [True, False])
+    0.5
+    """
+    s, y = _check_binary(scores, labels)
+    n_pos = int(np.count_nonzero(y))
+    order = np.argsort(-s, kind="stable")
+    s, y = s[order], y[order]
+    last = np.flatnonzero(np.append(s[1:] != s[:-1], True))  # the end of each tie
+    hits = np.cumsum(y)[last]
+    precision = hits / (last + 1)
+    gained = np.diff(hits, prepend=0) / n_pos
+    return float(np.sum(gained * precision))
+
+
 def lam(fn_rate: float, fp_rate: float) -> float:
     """TREC logistic average misclassification of two rates in (0, 1).
 
@@ -250,9 +273,9 @@ def binary_summary(
 ) -> dict[str, float]:
     """The report's binary measures in one dict.
 
-    Keys: ``auc``, ``one_minus_auc_pct``, ``spec_at_full_recall``,
-    ``recall_at_fpr_0_1pct``, ``lam_pct`` (at ``tau``; 0.0 when None, the
-    log-odds decision boundary), ``tau`` (the one used), ``n_pos``, ``n_neg``.
+    Keys: ``auc``, ``one_minus_auc_pct``, ``average_precision``, ``spec_at_full_recall``,
+    ``recall_at_fpr_1pct``, ``recall_at_fpr_0_1pct``, ``lam_pct`` (at ``tau``; 0.0 when None,
+    the log-odds decision boundary), ``tau`` (the one used), ``n_pos``, ``n_neg``.
     """
     s, y = _check_binary(scores, labels)
     tau = 0.0 if tau is None else float(tau)
@@ -261,7 +284,9 @@ def binary_summary(
     return {
         "auc": a,
         "one_minus_auc_pct": 100.0 * (1.0 - a),
+        "average_precision": average_precision(s, y),
         "spec_at_full_recall": specificity_at_recall(s, y, 1.0),
+        "recall_at_fpr_1pct": recall_at_fpr(s, y, 0.01),
         "recall_at_fpr_0_1pct": recall_at_fpr(s, y, 0.001),
         "lam_pct": lam_pct(s, y, tau),
         "tau": tau,

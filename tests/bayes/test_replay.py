@@ -354,3 +354,61 @@ def test_replaying_many_specs_gives_each_ones_own_replay() -> None:
     assert seen == list(range(len(batch)))  # the first spec's pass alone
     for i, spec in enumerate(specs):
         np.testing.assert_array_equal(together[:, i], online_scores(batch, is_target, spec))
+
+
+# --- labels that arrive late ---------------------------------------------------------------
+
+
+def late(n: int, draws: list[int]) -> np.ndarray:
+    """A non-decreasing v with v_i ≤ i from `draws` (how far behind each document is)."""
+    visible = np.maximum(np.arange(n) - np.resize(np.asarray(draws or [0]), n), 0)
+    return np.minimum(np.maximum.accumulate(visible), np.arange(n)).astype(np.int64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams, st.sampled_from(LAZY_SPECS), st.integers(1, 40), st.lists(st.integers(0, 8)))
+def test_a_replay_with_late_labels_equals_the_stepwise_replay_with_them(
+    items: list[tuple[list[str], bool]], spec: ModelSpec, block_entries: int, draws: list[int]
+) -> None:
+    batch = encode([tokens for tokens, _ in items], Statistics().hasher)
+    is_target = np.array([spam for _, spam in items], dtype=bool)
+    visible = late(len(items), draws)
+    stepwise = stepwise_scores(batch, is_target, spec, visible=visible)
+    replayed = replay_scores(batch, is_target, spec, block_entries=block_entries, visible=visible)
+    np.testing.assert_allclose(replayed, stepwise, rtol=0, atol=1e-9, err_msg=str(spec))
+
+
+@pytest.mark.parametrize("spec", SOME_SPECS[::5], ids=str)
+def test_late_labels_on_a_synthetic_stream_and_at_once_the_fast_path(
+    stream: tuple[DocBatch, BoolArray], spec: ModelSpec
+) -> None:
+    batch, is_target = stream
+    visible = late(len(is_target), [0, 3, 11, 40])
+    np.testing.assert_allclose(
+        replay_scores(batch, is_target, spec, visible=visible),
+        stepwise_scores(batch, is_target, spec, visible=visible),
+        rtol=0,
+        atol=1e-9,
+    )
+    # v_i = i is immediate feedback: the general path agrees with the one that assumes it
+    at_once = np.arange(len(is_target), dtype=np.int64)
+    np.testing.assert_array_equal(
+        replay_scores(batch, is_target, spec, visible=at_once),
+        replay_scores(batch, is_target, spec),
+    )
+
+
+def test_late_labels_are_not_yet_evidence() -> None:
+    # "win" is spam twice, then a ham; with labels 3 documents late the last "win" is scored on
+    # the first document alone, at once it is scored on all three before it
+    batch = encode([["win"], ["hi"], ["win"], ["win"], ["hi"], ["win"]], Statistics().hasher)
+    is_target = np.array([True, False, True, False, False, True])
+    spec = ModelSpec("mnb")
+    visible = np.array([0, 0, 0, 0, 1, 2], dtype=np.int64)
+    delayed = replay_scores(batch, is_target, spec, visible=visible)
+    assert delayed[:5].tolist() == [0.0] * 5  # both classes are learned only from document 5 on
+    stats = Statistics(["spam", "not spam"])
+    stats.update(select_docs(batch, np.arange(2)), ["spam", "not spam"])
+    alone = Model.build(stats, spec, "spam").score(select_docs(batch, np.array([5])))
+    assert delayed[5] == pytest.approx(alone.binary()[0])
+    assert delayed[5] != pytest.approx(replay_scores(batch, is_target, spec)[5])

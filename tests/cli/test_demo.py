@@ -2,6 +2,7 @@
 click's runner), its Ctrl-C path (a subprocess), its option errors, and its scoreboard."""
 
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -19,6 +20,8 @@ from filterd.demo.options import DemoOptions
 from filterd.demo.runner import Snapshot
 from filterd.demo.scoreboard import Quality, Scoreboard
 from filterd.demo.stream import Item, labelled_stream
+from filterd.evaluation.corpus import to_records
+from filterd.evaluation.synth_transactions import TransactionConfig, generate_transactions
 from tests.web.client import Client
 
 # A small stream that still reaches a threshold: 30 % spam and a 0.9 recall target need 10
@@ -350,3 +353,18 @@ def test_a_failed_run_keeps_the_temporary_work_dir_its_error_points_to(tmp_path:
     log = Path(see.group(1))
     assert log.parent.parent == tmp_path and log.stat().st_size > 0
     assert f"kept in {log.parent}: filterd.db, daemon.log, broker.log" in result.stdout
+
+
+def test_a_corpus_line_is_replayed_as_the_whole_message(tmp_path: Path) -> None:
+    records = to_records(generate_transactions(TransactionConfig(customers=10, days=2)))
+    items, _ = labelled_stream(
+        DemoOptions(corpus=tmp_path / "payments.jsonl", target="fraud"), records
+    )
+    sent = json.loads(items[0].payload)
+    assert next(iter(sent)) == "id"  # first: it survives a dead letter's cut
+    assert sent == records[0].message() and set(sent["attributes"]) == {
+        "customer",
+        "terminal",
+        "amount",
+    }
+    assert "ts" in sent and "scenario" not in sent  # evaluation-only metadata stays behind

@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from filterd.cli import main
 from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth_transactions import TransactionConfig, generate_transactions
 
 T = TypeVar("T")
 
@@ -23,7 +24,9 @@ REQUIRED = {
     "n_test",
     "auc",
     "one_minus_auc_pct",
+    "average_precision",
     "spec_at_full_recall",
+    "recall_at_fpr_1pct",
     "recall_at_fpr_0_1pct",
     "lam_pct",
     "accuracy",
@@ -125,6 +128,49 @@ def test_bad_arguments_get_one_line_and_a_nonzero_exit(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text('{"id": "1", "label": "ham", "text": "hi"}\nnot json\n')
     assert "bad.jsonl:2" in one_line_error(run("evaluate", str(tmp_path / "bad.jsonl")), 1)
     assert "--protocol" in one_line_error(run("evaluate", "--demo", "--protocol", "sideways"), 2)
+
+
+def test_transactions_are_evaluated_with_labels_a_week_late_from_a_time_on(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "payments.jsonl"
+    write_corpus(generate_transactions(TransactionConfig(customers=60, days=16)), corpus)
+    common = ("evaluate", str(corpus), "--target", "fraud", "--protocol", "online", "--json")
+    (at_once,) = rows(run(*common, "--variant", "robinson_fisher"))
+    (late,) = rows(
+        run(
+            *common,
+            "--variant",
+            "robinson_fisher",
+            "--label-delay",
+            "7d",
+            "--report-from",
+            "2018-04-09",
+        )
+    )
+    assert set(late) >= REQUIRED and late["label_delay"] == "604800s"
+    assert late["report_from"] == "2018-04-09T00:00:00+00:00"
+    assert late["n_train"] == at_once["n_train"] > late["n_test"]
+    assert at_once["auc"] > 0.75  # the attributes reach the model
+    (by_count,) = rows(run(*common, "--variant", "mnb", "--label-delay", "500"))
+    assert by_count["label_delay"] == "500 messages"
+
+
+def test_late_labels_and_a_report_start_get_one_line_errors(tmp_path: Path) -> None:
+    corpus = str(tmp_path / "c.jsonl")
+    assert run("synth", corpus, "--messages", "200").exit_code == 0
+    assert "--protocol online" in one_line_error(run("evaluate", corpus, "--label-delay", "3"), 2)
+    assert "a number of messages (e.g. 1000) or a time" in one_line_error(
+        run("evaluate", corpus, "--protocol", "online", "--label-delay", "soon"), 2
+    )
+    assert "not an ISO 8601 time" in one_line_error(
+        run("evaluate", corpus, "--protocol", "online", "--report-from", "May"), 2
+    )
+    # synthetic SMS carry no ts: a delay in time has nothing to count by
+    assert "needs every message's ts" in one_line_error(
+        run("evaluate", corpus, "--protocol", "online", "--variant", "mnb", "--label-delay", "1d"),
+        1,
+    )
 
 
 def test_target_must_be_a_label(tmp_path: Path) -> None:

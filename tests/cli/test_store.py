@@ -581,6 +581,33 @@ def test_on_a_terminal_a_downgrade_asks_first(tmp_path: Path, answer: str, revis
     ), (current.output, current.exception)
 
 
+def test_learn_reads_every_field_of_a_corpus_line(tmp_path: Path) -> None:
+    db = new_store(tmp_path)
+    corpus = tmp_path / "payments.jsonl"
+    lines = [
+        {
+            "id": f"tx{i}",
+            "label": label,
+            "text": "",
+            "ts": f"2018-04-01T00:0{i}:00Z",
+            "attributes": {"terminal": f"t{i % 2}", "amount": 10.0 * (i + 1)},
+            "sender": "shop@example.com",
+            "scenario": 2,
+        }
+        for i, label in enumerate(["spam", "ham", "spam", "ham"])
+    ]
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    learned = run("learn", str(corpus), "--db", db, "--holdout-fraction", "0")
+    assert learned.exit_code == 0, learned.output
+    config = load_settings(None, environ={}, overrides={"database.url": db})
+    state = loaded_model(config, structlog.get_logger(), create_store=False)
+    stats, _ = state.model.load()
+    vocabulary = set(stats.vocab.keys.tolist())
+    for token in ("terminal=t0", "terminal=t1", "amount=40.0", "from:example.com"):
+        assert int(stats.hasher.keys([token])[0]) in vocabulary, token
+    assert not vocabulary & set(stats.hasher.keys(["scenario=2", "2"]).tolist())
+
+
 def test_learn_reads_a_message_into_the_tokens_the_scorer_reads_under_the_same_limits(
     tmp_path: Path,
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -92,6 +93,54 @@ def test_multilabel_records() -> None:
     assert is_multilabel(records)
     assert not is_multilabel(records[1:])
     assert parse_corpus(corpus_lines(records), "copy") == records
+
+
+def test_a_line_is_a_message_plus_its_label() -> None:
+    line = {
+        "id": "tx-0",
+        "label": "legit",
+        "text": "",
+        "format": "text",
+        "ts": "2018-04-01T00:00:31Z",
+        "attributes": {"customer": "c596", "terminal": "t3156", "amount": 57.16},
+        "sender": "c596@bank.example",
+        "subject": "card payment",
+        "tenant": "eu",
+        "order": 1,
+        "scenario": 0,  # evaluation-only metadata: never part of the message
+    }
+    (record,) = parse_corpus([json.dumps(line)], "tx.jsonl")
+    assert record.ts == datetime(2018, 4, 1, 0, 0, 31, tzinfo=UTC)
+    assert record.message() == {
+        "id": "tx-0",
+        "text": "",
+        "format": "text",
+        "attributes": {"customer": "c596", "terminal": "t3156", "amount": 57.16},
+        "sender": "c596@bank.example",
+        "subject": "card payment",
+        "tenant": "eu",
+        "ts": "2018-04-01T00:00:31+00:00",
+    }
+    assert parse_corpus(corpus_lines([record]), "copy") == [record]
+    # a time without a zone is UTC, as the daemon reads a message's
+    naive = parse_corpus([json.dumps(line | {"ts": "2018-04-01T00:00:31"})], "tx.jsonl")
+    assert naive[0].ts == record.ts
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("ts", "yesterday", "'ts' must be an ISO 8601 time"),
+        ("ts", 1522540831, "'ts' must be an ISO 8601 time"),
+        ("attributes", ["amount", 5], "'attributes' must be a JSON object, got list"),
+        ("sender", 7, "'sender' must be a string"),
+        ("tenant", {"id": 1}, "'tenant' must be a string"),
+    ],
+)
+def test_a_bad_message_field_names_the_line(field: str, value: object, error: str) -> None:
+    line = {"id": "m", "label": "ham", "text": "t", field: value}
+    with pytest.raises(CorpusError, match=rf"^f\.jsonl:1: record 'm': {error}"):
+        parse_corpus([json.dumps(line)], "f.jsonl")
 
 
 # --- errors --------------------------------------------------------------------------

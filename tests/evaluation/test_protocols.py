@@ -1,13 +1,19 @@
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.cli.corpus_files import read_corpus
+from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, to_records
-from filterd.evaluation.protocols import Corpus, evaluate, task_of
+from filterd.evaluation.label_delay import LabelDelay
+from filterd.evaluation.protocols import Corpus, evaluate, online_replay, task_of
 from filterd.evaluation.synth import SynthConfig, generate
+from filterd.evaluation.synth_transactions import TransactionConfig, generate_transactions
 from filterd.tokenize import Tokenizer
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
@@ -113,3 +119,75 @@ def test_a_corpus_of_many_classes_is_evaluated_on_sparse_statistics(
     monkeypatch.setattr(evaluation, "SPARSE_ABOVE", 64)
     dense = evaluation.evaluate(corpus, ModelSpec("pnbc"), "split")
     assert sparse.accuracy == dense.accuracy and sparse.auc == pytest.approx(dense.auc)
+
+
+# --- transactions: a corpus line is a message, labels arrive late ------------------------------
+
+
+@pytest.fixture(scope="module")
+def payments() -> list[Record]:
+    return to_records(generate_transactions(TransactionConfig(customers=120, days=20)))
+
+
+def test_a_transactions_attributes_reach_the_evaluation(payments: list[Record]) -> None:
+    spec = ModelSpec("robinson_fisher")
+    with_fields = evaluate(Corpus.tokenize(payments, Tokenizer()), spec, "online", "fraud")
+    assert with_fields.auc is not None and with_fields.auc > 0.75
+    without = [replace(r, fields={}) for r in payments]  # what the corpus reader used to keep
+    blind = evaluate(Corpus.tokenize(without, Tokenizer()), spec, "online", "fraud")
+    assert blind.auc == 0.5
+
+
+def test_labels_a_week_late_are_not_evidence_until_they_arrive(payments: list[Record]) -> None:
+    corpus = Corpus.tokenize(payments, Tokenizer())
+    spec = ModelSpec("robinson_fisher")
+    at_once = evaluate(corpus, spec, "online", "fraud")
+    week = evaluate(corpus, spec, "online", "fraud", delay=LabelDelay(after=timedelta(days=7)))
+    assert week.label_delay == "604800s" and at_once.label_delay is None
+    scores, _ = online_replay(corpus, spec, "fraud", delay=LabelDelay(after=timedelta(days=7)))
+    start = datetime(2018, 4, 1, tzinfo=UTC)  # TransactionConfig's
+    first_week = np.array([r.ts is not None and r.ts < start + timedelta(days=7) for r in payments])
+    assert first_week.any() and (scores[first_week] == 0).all()  # nothing learned yet
+    assert week.auc is not None and at_once.auc is not None and week.auc < at_once.auc
+    # the whole stream late: nothing is ever learned
+    never = LabelDelay(messages=len(payments))
+    assert (online_replay(corpus, spec, "fraud", delay=never)[0] == 0).all()
+
+
+def test_the_report_covers_the_messages_from_a_time_on(payments: list[Record]) -> None:
+    corpus = Corpus.tokenize(payments, Tokenizer())
+    start = datetime(2018, 4, 11, tzinfo=UTC)
+    result = evaluate(corpus, ModelSpec("mnb"), "online", "fraud", report_from=start)
+    later = [r for r in payments if r.ts is not None and r.ts >= start]
+    assert result.n_train == len(payments) and result.n_test == len(later) < len(payments)
+    assert result.report_from == "2018-04-11T00:00:00+00:00"
+    scores, truth = online_replay(corpus, ModelSpec("mnb"), "fraud")
+    reported = np.array([r.ts is not None and r.ts >= start for r in payments])
+    assert result.auc == pytest.approx(ranking.auc(scores[reported], truth[reported]))
+    for measure in ("average_precision", "recall_at_fpr_1pct", "recall_at_fpr_0_1pct"):
+        assert 0.0 <= getattr(result, measure) <= 1.0, measure
+
+
+def test_late_labels_and_a_report_start_are_refused_where_they_cannot_apply(
+    payments: list[Record],
+) -> None:
+    corpus = Corpus.tokenize(payments, Tokenizer())
+    spec = ModelSpec("mnb")
+    with pytest.raises(ValueError, match="online protocol"):
+        evaluate(corpus, spec, "split", "fraud", delay=LabelDelay(messages=5))
+    with pytest.raises(ValueError, match="no message was sent at or after"):
+        evaluate(corpus, spec, "online", "fraud", report_from=datetime(2030, 1, 1, tzinfo=UTC))
+    untimed = Corpus.tokenize([replace(r, ts=None) for r in payments], Tokenizer())
+    with pytest.raises(ValueError, match="needs every message's ts"):
+        evaluate(untimed, spec, "online", "fraud", delay=LabelDelay(after=timedelta(days=1)))
+    with pytest.raises(ValueError, match="needs every message's ts"):
+        evaluate(untimed, spec, "online", "fraud", report_from=datetime(2018, 4, 2, tzinfo=UTC))
+
+
+def test_the_fusion_learns_its_weights_from_the_labels_that_have_arrived(
+    payments: list[Record],
+) -> None:
+    corpus = Corpus.tokenize(payments, Tokenizer())
+    never = LabelDelay(messages=len(payments))
+    scores, _ = online_replay(corpus, ModelSpec("fusion"), "fraud", delay=never)
+    assert (scores == 0).all()  # no component has learned, and no weights either

@@ -9,6 +9,7 @@ from filterd.bayes.arrays import BoolArray, FloatArray
 from filterd.evaluation.ranking import (
     accuracy,
     auc,
+    average_precision,
     average_ranks,
     binary_summary,
     lam,
@@ -257,3 +258,30 @@ def test_binary_summary_default_tau_is_zero() -> None:
     scores = np.array([2.0, 0.5, -0.5, -3.0])
     labels = np.array([True, False, True, False])
     assert binary_summary(scores, labels)["lam_pct"] == lam_pct(scores, labels, 0.0)
+
+
+def _precision_recall_area(scores: list[float], labels: list[bool]) -> float:
+    """Average precision by its definition: one threshold per distinct score, from the top."""
+    positives = sum(labels)
+    area, recall_before = 0.0, 0.0
+    for tau in sorted(set(scores), reverse=True):
+        flagged = [y for s, y in zip(scores, labels) if s >= tau]
+        recall = sum(flagged) / positives
+        area += (recall - recall_before) * sum(flagged) / len(flagged)
+        recall_before = recall
+    return area
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=1, max_size=40))
+def test_average_precision_is_the_area_under_the_precision_recall_steps(
+    items: list[tuple[int, bool]],
+) -> None:
+    scores, labels = [float(s) for s, _ in items], [y for _, y in items]
+    if all(labels) or not any(labels):
+        with pytest.raises(ValueError, match="need both classes"):
+            average_precision(scores, labels)
+        return
+    assert average_precision(scores, labels) == pytest.approx(
+        _precision_recall_area(scores, labels)
+    )
+    assert average_precision([1.0] * len(items), labels) == pytest.approx(sum(labels) / len(labels))
