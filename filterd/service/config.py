@@ -31,6 +31,7 @@ from filterd.bayes.model import DEFAULT_SPEC, FUSION, ROBINSON_FISHER_SPEC, Mode
 from filterd.evaluation.guardrails import MAX_AUC_DROP
 from filterd.service.hosts import AllowedHosts
 from filterd.tokenize import TokenizerConfig
+from filterd.tokenize.limits import NumberBins
 
 ENV_PREFIX = "FILTERD_"
 # A key names a secret when its last word is one of these: sasl_plain_password, ssl_password,
@@ -108,6 +109,26 @@ class Limits(Section, frozen=True):
     max_bytes: AtLeastOne = TokenizerConfig.max_bytes
     max_tokens: AtLeastOne = TokenizerConfig.max_tokens
     max_token_length: AtLeastOne = TokenizerConfig.max_token_length
+
+
+BinsPerDoubling = Annotated[int, Meta(ge=0, le=64)]
+
+
+class AttributeSettings(Section, frozen=True):
+    """How a numeric attribute becomes tokens besides its exact value
+    (`filterd.tokenize.limits.NumberBins`, whose defaults they are): its log-scale bin and its
+    decade."""
+
+    bins_per_doubling: BinsPerDoubling = NumberBins.per_doubling
+    # per attribute key, dotted as in the tokens ("geo.distance"): its own bins (0: none)
+    bins_per_doubling_of: dict[str, BinsPerDoubling] = msgspec.field(default_factory=dict)
+    decade: bool = NumberBins.decade
+
+    @property
+    def numbers(self) -> NumberBins:
+        return NumberBins(
+            self.bins_per_doubling, tuple(sorted(self.bins_per_doubling_of.items())), self.decade
+        )
 
 
 class DeadLetters(Section, frozen=True):
@@ -258,6 +279,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     database: Database = Database()
     model: ModelSettings = ModelSettings()
     limits: Limits = Limits()
+    attributes: AttributeSettings = AttributeSettings()
     dead_letter: DeadLetters = DeadLetters()
     recent: Recent = Recent()
     decision: DecisionSettings = DecisionSettings()

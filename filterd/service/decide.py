@@ -111,8 +111,9 @@ def tokenizer_of(
 ) -> Tokenizer:
     """The tokenizer of every command that tokenizes (the daemon's scorer and learner, `filterd
     score`, `learn`, `evaluate` and `tune`, the API's checks, the demo): the configured limits
-    over `options` (the evaluation commands' token options; none by default), with the token
-    views that models of `specs` (default: the configured model's) read on their own
+    and [attributes] number bins over `options` (the evaluation commands' token options; none by
+    default), with the token views that models of `specs` (default: the configured model's)
+    read on their own
     (`filterd.bayes.fusion.views_read`: character 4-grams, word pairs), so that a message gives
     the same tokens whichever reads it."""
     limits = config.limits
@@ -128,6 +129,7 @@ def tokenizer_of(
             max_token_length=limits.max_token_length,
             max_tokens=limits.max_tokens,
             max_bytes=limits.max_bytes,
+            numbers=config.attributes.numbers,
         )
     )
 

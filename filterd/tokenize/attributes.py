@@ -4,7 +4,9 @@
     {"geo": {"city": "New York"}}       → geo.city=new_york      (nested keys joined by ".")
     {"tags": ["a", "b"]}                → tags=a, tags=b         (list items share the key)
     {"ok": True, "x": None}             → ok=true, x=null        (JSON spelling)
-    {"amount": 250.5}                   → amount=250.5, amount~1e2  (numbers add their magnitude)
+    {"amount": 250.5}                   → amount=250.5, amount~2^7.5
+                                          (numbers add their log-scale bin, and their decade
+                                          amount~1e2 if asked: `filterd.tokenize.limits.NumberBins`)
 
 Keys and string values are normalized like text (NFKC, casefold); whitespace and control
 characters become "_"; a key or value longer than the length limit becomes its skip marker.
@@ -21,7 +23,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from filterd.tokenize.limits import MAX_ATTRIBUTE_DEPTH, MAX_DEPTH, MAX_TOKENS, cap
+from filterd.tokenize.limits import (
+    MAX_ATTRIBUTE_DEPTH,
+    MAX_DEPTH,
+    MAX_TOKENS,
+    NumberBins,
+    cap,
+)
 from filterd.tokenize.text import normalize
 
 _SEPARATORS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
@@ -29,9 +37,19 @@ _SURROGATES = re.compile(r"[\ud800-\udfff]+")
 
 
 def attribute_tokens(
-    attributes: Mapping[Any, Any], max_token_length: int, max_tokens: int, flags: set[str]
+    attributes: Mapping[Any, Any],
+    max_token_length: int,
+    max_tokens: int,
+    flags: set[str],
+    numbers: NumberBins,
 ) -> list[str]:
-    """Tokens of an attribute mapping, in its order. Adds "max_depth"/"max_tokens" to `flags`."""
+    """Tokens of an attribute mapping, in its order. Adds "max_depth"/"max_tokens" to `flags`.
+
+    >>> attribute_tokens({"amount": 57.16, "n": 0}, 40, 100, set(), NumberBins())
+    ['amount=57.16', 'amount~2^5.5', 'n=0', 'n~0']
+    >>> attribute_tokens({"amount": -3}, 40, 100, set(), NumberBins(4, decade=True))
+    ['amount=-3', 'amount~-1e0', 'amount~-2^1.5']
+    """
     out: list[str] = []
     visited = 0  # values, containers included: bounds the work on [[], [], …] too
     stack: list[tuple[Iterator[tuple[str, Any]], int]] = [
@@ -55,7 +73,7 @@ def attribute_tokens(
                 flags.add(MAX_DEPTH)
                 out.append(key + "=nested")
             continue
-        out += _scalar_tokens(key, value, max_token_length)
+        out += _scalar_tokens(key, value, max_token_length, numbers)
     return out
 
 
@@ -73,7 +91,7 @@ def _children(key: str, value: Any, max_length: int) -> Iterator[tuple[str, Any]
             yield key, v
 
 
-def _scalar_tokens(key: str, value: Any, max_length: int) -> list[str]:
+def _scalar_tokens(key: str, value: Any, max_length: int, numbers: NumberBins) -> list[str]:
     if value is None:
         return [key + "=null"]
     if isinstance(value, bool):
@@ -83,19 +101,26 @@ def _scalar_tokens(key: str, value: Any, max_length: int) -> list[str]:
             digits = str(value)
         except ValueError:  # more digits than sys.get_int_max_str_digits() allows
             digits = "bigint"
-        return [key + "=" + cap(digits, max_length), key + "~" + _magnitude(value)]
+        return [key + "=" + cap(digits, max_length), *_magnitudes(key, value, numbers)]
     if isinstance(value, float):
         if math.isfinite(value):
-            return [key + "=" + cap(repr(value), max_length), key + "~" + _magnitude(value)]
+            return [key + "=" + cap(repr(value), max_length), *_magnitudes(key, value, numbers)]
         return [key + "=" + repr(value)]  # nan, inf, -inf
     return [key + "=" + clean(value, max_length)]
 
 
-def _magnitude(x: float) -> str:
-    """The decade of a finite number: 250.5 → "1e2", -0.03 → "-1e-2", 0 → "0"."""
+def _magnitudes(key: str, x: float, numbers: NumberBins) -> list[str]:
+    """The scale tokens of a finite number: "key~0" for 0; else its decade (250.5 → "1e2",
+    -0.03 → "-1e-2") and its bin of `steps` per doubling, ⌊steps · log2 |x|⌋ / steps (250.5 with
+    2 → "2^7.5"). A key longer than the token limit makes long tokens: the caller caps the key."""
     if x == 0:
-        return "0"
-    return f"{'-' if x < 0 else ''}1e{math.floor(math.log10(abs(x)))}"
+        return [key + "~0"]
+    sign = "-" if x < 0 else ""
+    out = [f"{key}~{sign}1e{math.floor(math.log10(abs(x)))}"] if numbers.decade else []
+    steps = numbers.steps(key)
+    if steps:
+        out.append(f"{key}~{sign}2^{math.floor(math.log2(abs(x)) * steps) / steps:g}")
+    return out
 
 
 def clean(value: Any, max_length: int) -> str:

@@ -154,7 +154,9 @@ class Tokenizer:
         attributes = message.get("attributes")
         if attributes is not None:
             if isinstance(attributes, (dict, Mapping)):
-                out += attribute_tokens(attributes, max_length, config.max_tokens, flags)
+                out += attribute_tokens(
+                    attributes, max_length, config.max_tokens, flags, config.numbers
+                )
             else:
                 flags.add(BAD_ATTRIBUTES)
 

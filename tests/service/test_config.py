@@ -5,6 +5,7 @@ from msgspec import inspect
 
 from filterd.bayes.model import ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.service.config import Config, ConfigError, declared, load
+from filterd.service.decide import tokenizer_of
 
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "filterd.toml"
 
@@ -257,3 +258,25 @@ def test_a_value_of_the_wrong_type_names_where_it_came_from(tmp_path: Path) -> N
         load(None, {"FILTERD_BATCHES_FEEDBACK": "many"})
     with pytest.raises(ConfigError, match="^model.labels: must be a list of label strings$"):
         load(None, {"FILTERD_MODEL_LABELS": '["spam", ""]'})
+
+
+def test_number_bins_are_configured_per_attribute_for_every_tokenizer(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text("[attributes]\nbins_per_doubling_of = { amount = 4, age = 0 }\ndecade = true\n")
+    config = load(path, environ={})
+    message = {"attributes": {"amount": 57.16, "age": 40, "fee": 3}}
+    tokens = tokenizer_of(config)(message).tokens
+    assert tokens == [
+        "amount=57.16",
+        "amount~1e1",
+        "amount~2^5.75",
+        "age=40",
+        "age~1e1",
+        "fee=3",
+        "fee~1e0",
+        "fee~2^1.5",
+    ]
+    assert "amount~2^5.5" in tokenizer_of(Config())(message).tokens  # the default: 2 per doubling
+    path.write_text("[attributes]\nbins_per_doubling_of = { amount = 100 }\n")
+    with pytest.raises(ConfigError, match="attributes.bins_per_doubling_of"):
+        load(path, environ={})

@@ -3,7 +3,10 @@
 import math
 from typing import Any
 
+import pytest
+
 from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens, tokenize
+from filterd.tokenize.limits import NumberBins
 
 
 def test_fields_come_in_order_subject_sender_text_attributes() -> None:
@@ -58,12 +61,33 @@ def test_attributes_scalars_use_json_spelling_and_numbers_add_magnitude() -> Non
         "no=false",
         "x=null",
         "amount=250.5",
-        "amount~1e2",
+        "amount~2^7.5",  # 2^7.5 ≈ 181 ≤ 250.5 < 256
         "n=-3",
-        "n~-1e0",
+        "n~-2^1.5",
         "z=0",
         "z~0",
     ]
+
+
+def test_numbers_are_binned_on_a_log_scale_as_configured_per_key() -> None:
+    numbers = NumberBins(per_doubling=1, per_doubling_of=(("amount", 4), ("age", 0)))
+    config = TokenizerConfig(numbers=numbers)
+    tokens = tokenize({"attributes": {"amount": 57.16, "fee": 3, "age": 40}}, config).tokens
+    # 57.16 = 2^5.837: the bin from 2^5.75 in quarters; 3 = 2^1.58: from 2^1 in wholes
+    assert tokens == ["amount=57.16", "amount~2^5.75", "fee=3", "fee~2^1", "age=40"]
+    # one bin per factor of 2^(1/steps): neighbours within a bin share its token
+    for steps in (1, 2, 3, 8):
+        for x in (0.01, 1.0, 57.16, 1e9):
+            low = NumberBins(steps)
+            same = tokenize({"attributes": {"x": x}}, TokenizerConfig(numbers=low)).tokens[1]
+            just_above = tokenize({"attributes": {"x": x * 1.0001}}, TokenizerConfig(numbers=low))
+            far_above = tokenize({"attributes": {"x": x * 2.0}}, TokenizerConfig(numbers=low))
+            assert far_above.tokens[1] != same
+            assert just_above.tokens[1] == same or float(same.split("^")[1]) + 1 / steps == float(
+                just_above.tokens[1].split("^")[1]
+            )
+    with pytest.raises(ValueError, match="bins per doubling of 'amount' must be an int"):
+        NumberBins(per_doubling_of=(("amount", -1),))
 
 
 def test_attributes_nested_values_are_flattened() -> None:
@@ -71,9 +95,9 @@ def test_attributes_nested_values_are_flattened() -> None:
     assert tokenize({"attributes": attributes}).tokens == [
         "geo.city=new_york",
         "geo.ll=1.5",
-        "geo.ll~1e0",
+        "geo.ll~2^0.5",
         "geo.ll=2",
-        "geo.ll~1e0",
+        "geo.ll~2^1",
         "tags=a",
         "tags=b",
         "s=x",
@@ -93,16 +117,17 @@ def test_attribute_odd_values_do_not_raise() -> None:
         "ctl": "a\x00b\tc\ud800",
         "deep": [[[[[[[[[["x"]]]]]]]]]],
     }
-    result = tokenize({"attributes": attributes})
-    assert result.tokens[:6] == [
+    result = tokenize({"attributes": attributes}, TokenizerConfig(numbers=NumberBins(decade=True)))
+    assert result.tokens[:7] == [
         "big=bigint",
         "big~1e5000",
+        "big~2^16609.5",
         "nan=nan",
         "inf=-inf",
         "bytes=café",
         "obj=<class_'object'>",
     ]
-    assert result.tokens[6:9] == ["long=skip:v:100", "=empty_key", "ctl=a_b_c"]
+    assert result.tokens[7:10] == ["long=skip:v:100", "=empty_key", "ctl=a_b_c"]
     assert "deep=nested" in result.tokens and "max_depth" in result.flags
 
 
