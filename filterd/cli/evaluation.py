@@ -25,7 +25,13 @@ from filterd.cli.common import (
 from filterd.cli.corpus_files import write_corpus
 from filterd.evaluation.corpus import Record, relabel, to_records
 from filterd.evaluation.label_delay import LabelDelay
-from filterd.evaluation.protocols import Corpus, Evaluation, evaluate, validation_split
+from filterd.evaluation.protocols import (
+    Corpus,
+    EntityReplay,
+    Evaluation,
+    evaluate,
+    validation_split,
+)
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.tuning import Objective, grid_search, tune_unb_lambda
 from filterd.service.config import parse_duration
@@ -218,7 +224,8 @@ def evaluate_command(
     messages.jsonl[.gz]; see shared/corpora/README.md). A line is a message and its label:
     its attributes, sender, subject and ts are read as the daemon reads them.
 
-    Two labels (or a --target) make a binary task, more labels a multi-class one; --relabel
+    Two labels (or a --target) make a binary task, its target the configuration's
+    decision.target_class when it is one of the two; more labels a multi-class one; --relabel
     merges labels first, e.g. `--relabel smishing=spam` scores sms-smishing as spam vs ham.
     Messages are read within the configuration's [limits], as the daemon reads them."""
     if (corpus is None) == (not demo):
@@ -227,7 +234,16 @@ def evaluate_command(
         raise click.UsageError("--label-delay and --report-from go with --protocol online")
     config = load_config(config_path)
     specs = model_specs(variants, params, selections, config.model.spec)
+    if config.entities.keys and protocol != "online":
+        raise click.UsageError("[entities] are remembered in the online protocol only")
     records = _records(corpus, relabels)
+    labels = {label for r in records for label in r.labels}
+    if target is None and len(labels) == 2 and config.decision.target_class in labels:
+        target = config.decision.target_class  # the class the daemon would decide for
+    entities = None
+    if config.entities.keys:
+        spec_of = config.entities.spec(target or config.decision.target_class)
+        entities = EntityReplay(spec_of, label_delay)
     # each spec reads the tokens its views need (`tokenizer_of`): one tokenization per set
     by_tokenizer: dict[TokenizerConfig, Corpus] = {}
     rows = []
@@ -236,7 +252,9 @@ def evaluate_command(
         tokenized = by_tokenizer.get(tokenizer.config)
         if tokenized is None:
             with _progress(records, "tokenizing") as bar:
-                tokenized = Corpus.tokenize(records, tokenizer, progress=lambda it: bar)
+                tokenized = Corpus.tokenize(
+                    records, tokenizer, progress=lambda it: bar, entities=entities
+                )
             by_tokenizer[tokenizer.config] = tokenized
         try:
             with _progress(

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from filterd.bayes.fusion import (
 from filterd.bayes.model import FUSION, ModelSpec
 from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.statistics import Statistics
+from filterd.entities import EntityMemory, EntitySpec
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, is_multilabel, train_test_split
 from filterd.evaluation.label_delay import LabelDelay
@@ -84,34 +86,49 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class EntityReplay:
+    """Entity memory in the online replay: what it remembers (`spec`, whose target's labels
+    it counts) and when labels arrive (the replay's own `delay`)."""
+
+    spec: EntitySpec
+    delay: LabelDelay = AT_ONCE
+
+
+@dataclass(frozen=True)
 class Corpus:
-    """Records with their token counts, computed once and shared by every variant."""
+    """Records with their token counts, computed once and shared by every variant; with
+    `entities`, each message's tokens include its entities' (`filterd.entities`), from the
+    messages before it in `order` and the labels arrived by then."""
 
     records: list[Record]
     batch: DocBatch
     tokenize_seconds: float
+    entities: EntityReplay | None = None
 
     @classmethod
     def tokenize(
         cls,
         records: Sequence[Record],
-        tokenizer: Callable[[dict[str, str]], Tokens],
+        tokenizer: Callable[[dict[str, Any]], Tokens],
         progress: RecordProgress = iter,
+        entities: EntityReplay | None = None,
     ) -> Corpus:
         started = time.perf_counter()
         hasher = Statistics(seed=SEED).hasher
+        remembered = entity_tokens(records, entities) if entities else None
         # Encoding a chunk right after tokenizing it finds its strings still in the CPU cache:
         # faster than encoding the corpus whole.
         # The token strings themselves are dropped (evaluating needs no explanations).
         batches: list[DocBatch] = []
         docs: list[list[str]] = []
-        for record in progress(records):
-            docs.append(tokenizer(record.message()).tokens)
+        for i, record in enumerate(progress(records)):
+            tokens = tokenizer(record.message()).tokens
+            docs.append(tokens if remembered is None else tokens + remembered[i])
             if len(docs) == ENCODE_CHUNK:
                 batches.append(encode(docs, hasher, with_tokens=False))
                 docs = []
         batches.append(encode(docs, hasher, with_tokens=False))
-        return cls(list(records), concat(batches), time.perf_counter() - started)
+        return cls(list(records), concat(batches), time.perf_counter() - started, entities)
 
     @cached_property
     def _position(self) -> dict[str, int]:
@@ -126,6 +143,31 @@ class Corpus:
     @property
     def seconds_per_message(self) -> float:
         return self.tokenize_seconds / max(len(self.records), 1)
+
+
+def entity_tokens(records: Sequence[Record], entities: EntityReplay) -> list[list[str]]:
+    """Per record (in the given order): its entities' tokens, the records replayed in `order`,
+    each label reaching the memory when `entities.delay` lets it arrive."""
+    stream = sorted(range(len(records)), key=lambda i: records[i].order)
+    sent = [records[i].ts for i in stream]
+    arrived = entities.delay.visible(sent)
+    memory = EntityMemory(entities.spec)
+    target = entities.spec.target
+    out: list[list[str]] = [[] for _ in records]
+    learned = 0
+    for j, i in enumerate(stream):
+        for k in range(learned, int(arrived[j])):
+            earlier = records[stream[k]]
+            memory.label(earlier.message(), _seconds(sent[k]), target in earlier.labels)
+        learned = max(learned, int(arrived[j]))
+        message = records[i].message()
+        out[i] = memory.tokens(message, _seconds(sent[j]))
+        memory.observe(message, _seconds(sent[j]))
+    return out
+
+
+def _seconds(ts: datetime | None) -> float | None:
+    return None if ts is None else ts.timestamp()
 
 
 def task_of(records: Sequence[Record], target: str | None) -> tuple[str, str | None]:
@@ -164,6 +206,11 @@ def evaluate(
     and `report_from` are the online protocol's."""
     if protocol != "online" and (not delay.immediate or report_from is not None):
         raise ValueError("a label delay and a report start belong to the online protocol")
+    if corpus.entities is not None and (protocol != "online" or corpus.entities.delay != delay):
+        raise ValueError(
+            "entity memory is replayed online, its labels as late as the protocol's: "
+            "use --protocol online"
+        )
     task, target = task_of(corpus.records, target)
     if spec.variant == FUSION and task != "binary":
         raise ValueError(

@@ -28,6 +28,7 @@ import msgspec
 from msgspec import Meta, inspect
 
 from filterd.bayes.model import DEFAULT_SPEC, FUSION, ROBINSON_FISHER_SPEC, ModelSpec
+from filterd.entities import EntitySpec
 from filterd.evaluation.guardrails import MAX_AUC_DROP
 from filterd.service.hosts import AllowedHosts
 from filterd.tokenize import TokenizerConfig
@@ -129,6 +130,37 @@ class AttributeSettings(Section, frozen=True):
         return NumberBins(
             self.bins_per_doubling, tuple(sorted(self.bins_per_doubling_of.items())), self.decade
         )
+
+
+class EntitySettings(Section, frozen=True):
+    """Entity memory (`filterd.entities`): which keys name entities, what is remembered of them,
+    for how long. No keys: off (the default; spam has no entities)."""
+
+    # attribute keys, dotted for a nested one, or the fields sender and tenant
+    keys: list[Annotated[str, Meta(min_length=1)]] = msgspec.field(default_factory=list)
+    windows: list[Duration] = msgspec.field(default_factory=lambda: ["1h", "1d", "7d", "30d"])
+    amount: str = "amount"  # the attribute compared with the entity's usual ("": none)
+    counterparties: dict[str, str] = msgspec.field(default_factory=dict)
+    label_window: Duration = "28d"
+    max_entities: AtLeastOne = 1_000_000
+    max_events: AtLeastOne = 10_000
+
+    def spec(self, target: str) -> EntitySpec:
+        """The memory's spec, counting labels of `target` (ValueError for a bad value)."""
+        return EntitySpec(
+            keys=tuple(self.keys),
+            windows=tuple(sorted(_seconds(w) for w in self.windows)),
+            amount=self.amount or None,
+            counterparties=tuple(sorted(self.counterparties.items())),
+            label_window=_seconds(self.label_window),
+            target=target,
+            max_events=self.max_events,
+            max_entities=self.max_entities,
+        )
+
+
+def _seconds(duration: str) -> int:
+    return round(parse_duration(duration).total_seconds())
 
 
 class DeadLetters(Section, frozen=True):
@@ -280,6 +312,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     model: ModelSettings = ModelSettings()
     limits: Limits = Limits()
     attributes: AttributeSettings = AttributeSettings()
+    entities: EntitySettings = EntitySettings()
     dead_letter: DeadLetters = DeadLetters()
     recent: Recent = Recent()
     decision: DecisionSettings = DecisionSettings()
@@ -586,6 +619,10 @@ def _check(config: Config) -> None:
             parse_duration(text)
         except ValueError as error:
             raise ConfigError(f"{key}: {error}") from None
+    try:
+        config.entities.spec(config.decision.target_class)
+    except ValueError as error:
+        raise ConfigError(f"entities: {error}") from None
     o = config.observe
     _check_hosts(
         "observe.metrics_allowed_hosts", o.metrics_allowed_hosts, o.metrics_host, o.metrics_port

@@ -357,3 +357,21 @@ def test_synth_to_a_path_it_cannot_write_is_one_line(tmp_path: Path) -> None:
         result = run("synth", str(path), "--messages", "10")
         assert result.exit_code == 1
         assert result.stderr.splitlines() == [f"Error: {path}: {says}"]
+
+
+def test_evaluate_remembers_the_entities_a_configuration_names(tmp_path: Path) -> None:
+    corpus = tmp_path / "payments.jsonl"
+    write_corpus(generate_transactions(TransactionConfig(customers=60, days=16)), corpus)
+    config = tmp_path / "fraud.toml"
+    config.write_text(
+        '[decision]\ntarget_class = "fraud"\n'
+        '[entities]\nkeys = ["customer", "terminal"]\nwindows = ["1h", "1d", "7d"]\n'
+    )
+    common = ("evaluate", str(corpus), "--protocol", "online", "--variant", "robinson_fisher")
+    (remembered,) = rows(run(*common, "--json", "--config", str(config), "--label-delay", "2d"))
+    (plain,) = rows(run(*common, "--json", "--target", "fraud", "--label-delay", "2d"))
+    assert remembered["target"] == "fraud" and remembered["auc"] > plain["auc"]
+    split = run("evaluate", str(corpus), "--config", str(config))
+    assert "[entities] are remembered in the online protocol only" in one_line_error(split, 2)
+    config.write_text('[entities]\nkeys = ["customer"]\nwindows = ["1d", "soon"]\n')
+    assert "entities" in one_line_error(run(*common, "--config", str(config)), 1)

@@ -8,10 +8,19 @@ import pytest
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.cli.corpus_files import read_corpus
+from filterd.entities import EntitySpec
 from filterd.evaluation import ranking
 from filterd.evaluation.corpus import Record, to_records
 from filterd.evaluation.label_delay import LabelDelay
-from filterd.evaluation.protocols import Corpus, evaluate, online_replay, task_of
+from filterd.evaluation.protocols import (
+    AT_ONCE,
+    Corpus,
+    EntityReplay,
+    entity_tokens,
+    evaluate,
+    online_replay,
+    task_of,
+)
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.evaluation.synth_transactions import TransactionConfig, generate_transactions
 from filterd.tokenize import Tokenizer
@@ -191,3 +200,35 @@ def test_the_fusion_learns_its_weights_from_the_labels_that_have_arrived(
     never = LabelDelay(messages=len(payments))
     scores, _ = online_replay(corpus, ModelSpec("fusion"), "fraud", delay=never)
     assert (scores == 0).all()  # no component has learned, and no weights either
+
+
+def test_entity_memory_in_the_replay_learns_labels_only_once_they_arrive(
+    payments: list[Record],
+) -> None:
+    spec = EntitySpec(keys=("customer", "terminal"), label_window=28 * 86400, target="fraud")
+    week = LabelDelay(after=timedelta(days=7))
+    tokens = entity_tokens(payments, EntityReplay(spec, week))
+    start = datetime(2018, 4, 1, tzinfo=UTC)
+    first_week = [
+        i for i, r in enumerate(payments) if r.ts is not None and r.ts < start + timedelta(days=7)
+    ]
+    assert all("terminal:fraud_28d~0" in tokens[i] for i in first_week)
+    later = [t for r, t in zip(payments, tokens) if "terminal:fraud_28d~0" not in t]
+    assert later  # compromised terminals, once their first frauds' labels are in
+    at_once = entity_tokens(payments, EntityReplay(spec, AT_ONCE))
+    assert sum("terminal:fraud_28d~0" not in t for t in at_once) > len(later)
+    corpus = Corpus.tokenize(payments, Tokenizer(), entities=EntityReplay(spec, week))
+    remembered = evaluate(corpus, ModelSpec("robinson_fisher"), "online", "fraud", delay=week)
+    plain = evaluate(
+        Corpus.tokenize(payments, Tokenizer()),
+        ModelSpec("robinson_fisher"),
+        "online",
+        "fraud",
+        delay=week,
+    )
+    assert remembered.auc is not None and plain.auc is not None
+    assert remembered.auc > plain.auc  # velocity, the usual amount and the terminal's frauds
+    with pytest.raises(ValueError, match="entity memory is replayed online"):
+        evaluate(corpus, ModelSpec("mnb"), "split", "fraud")
+    with pytest.raises(ValueError, match="entity memory is replayed online"):
+        evaluate(corpus, ModelSpec("mnb"), "online", "fraud")  # labels at once, not a week late

@@ -1,0 +1,292 @@
+"""Entity memory: what the past says about the card, the customer or the terminal of a message,
+as tokens the model learns like any other (pure: no I/O).
+
+An entity is the value of a configured key of a message: an attribute (dotted for a nested
+one: "customer", "geo.ip") or the field `sender` or `tenant`. For each entity of a message,
+from the messages before it only (by the stream's clock: the latest `ts` seen, so that a
+message sent out of time order does not turn it back):
+
+    KEY:count_W~2^k         how many messages of the entity within window W, k = ⌊log2 n⌋
+                            ("~0" for none): velocity
+    KEY:amount_vs_W~2^e     this message's amount over the entity's mean amount within the
+                            longest window W, 2 bins per doubling ("=new" without history)
+    KEY:PARTY_W~2^k         how many distinct counterparties (another key of the same message,
+                            e.g. the terminals a customer paid at) within W
+    KEY:TARGET_W~2^k        how many of the entity's messages within the label window were
+                            labelled the target class, as far as labels have arrived
+
+(KEY the entity's key, W a window such as 1h or 30d). Counts are binned on a log scale so that
+"7 payments in the last hour" and "6" are one piece of evidence, "1" another. The memory is
+bounded: an entity keeps at most `max_events` messages and the events of the longest window,
+and at most `max_entities` entities are kept (the least recently seen forgotten first).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter, OrderedDict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+HOUR, DAY = 3600, 86400
+FIELDS = ("sender", "tenant")  # message fields that may name an entity; other keys: attributes
+MAX_VALUE_LENGTH = 200  # characters of an entity value kept; a longer one is cut
+
+
+@dataclass(frozen=True)
+class EntitySpec:
+    """Which keys name entities, and what is remembered of them."""
+
+    keys: tuple[str, ...] = ()
+    windows: tuple[int, ...] = (HOUR, DAY, 7 * DAY, 30 * DAY)  # seconds, shortest first
+    amount: str | None = "amount"  # the attribute compared with the entity's mean
+    counterparties: tuple[tuple[str, str], ...] = ()  # (entity key, counterparty key)
+    label_window: int = 28 * DAY
+    target: str = "fraud"  # the class whose labels an entity's count reads
+    max_events: int = 10_000  # per entity
+    max_entities: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if not self.windows or any(w <= 0 for w in self.windows):
+            raise ValueError("entity windows must be positive durations")
+        if list(self.windows) != sorted(set(self.windows)):
+            raise ValueError("entity windows must be distinct and shortest first")
+        if self.label_window <= 0 or self.max_events < 1 or self.max_entities < 1:
+            raise ValueError("the label window and the bounds must be positive")
+        unknown = {k for k, _ in self.counterparties} - set(self.keys)
+        if unknown:
+            raise ValueError(f"counterparties of keys that name no entity: {sorted(unknown)}")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.keys)
+
+
+def window_name(seconds: int) -> str:
+    """A window as its largest whole unit.
+
+    >>> [window_name(s) for s in (3600, 86400, 604800, 90, 5400)]
+    ['1h', '1d', '7d', '90s', '90m']
+    """
+    for unit, size in (("d", DAY), ("h", HOUR), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def count_bin(n: int) -> str:
+    """A count on a log scale: "0", else "2^k" with 2^k ≤ n < 2^(k+1).
+
+    >>> [count_bin(n) for n in (0, 1, 3, 4, 7, 100)]
+    ['0', '2^0', '2^1', '2^2', '2^2', '2^6']
+    """
+    return "0" if n <= 0 else f"2^{n.bit_length() - 1}"
+
+
+def ratio_bin(ratio: float) -> str:
+    """A positive ratio in bins of √2: "2^e", e = ⌊2 log2 r⌋ / 2.
+
+    >>> [ratio_bin(r) for r in (1.0, 1.5, 5.1, 0.2)]
+    ['2^0', '2^0.5', '2^2', '2^-2.5']
+    """
+    return f"2^{math.floor(2 * math.log2(ratio)) / 2:g}"
+
+
+def entity_values(message: Mapping[str, Any], spec: EntitySpec) -> list[tuple[str, str]]:
+    """(key, value) of each configured key the message has, a scalar (str, int or float).
+
+    >>> entity_values({"attributes": {"customer": "c5", "geo": {"ip": "1.2.3.4"}}},
+    ...               EntitySpec(keys=("customer", "geo.ip", "terminal")))
+    [('customer', 'c5'), ('geo.ip', '1.2.3.4')]
+    """
+    out = []
+    for key in spec.keys:
+        value = _value(message, key)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
+            out.append((key, str(value)[:MAX_VALUE_LENGTH]))
+    return out
+
+
+def _value(message: Mapping[str, Any], key: str) -> Any:
+    if key in FIELDS:
+        return message.get(key)
+    node: Any = message.get("attributes")
+    for part in key.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def amount_of(message: Mapping[str, Any], spec: EntitySpec) -> float | None:
+    """The message's amount (a finite number > 0), else None."""
+    if spec.amount is None:
+        return None
+    value = _value(message, spec.amount)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        amount = float(value)
+        if math.isfinite(amount) and amount > 0:
+            return amount
+    return None
+
+
+class _Entity:
+    """The events of one entity within the longest window, and per window where its events
+    start and what they sum to."""
+
+    __slots__ = ("amounts", "count", "distinct", "first", "parties", "start", "times", "total")
+
+    def __init__(self, windows: int) -> None:
+        self.times: deque[float] = deque()
+        self.amounts: deque[float | None] = deque()
+        self.parties: deque[str | None] = deque()
+        self.first = 0  # the sequence number of times[0]
+        self.start = [0] * windows  # per window: the sequence number of its first event
+        self.count = [0] * windows  # per window: amounts summed (those not None)
+        self.total = [0.0] * windows
+        self.distinct: list[Counter[str]] = [Counter() for _ in range(windows)]
+
+    def slide(self, now: float, windows: Sequence[int]) -> None:
+        """Move each window's start past the events older than now − window."""
+        end = self.first + len(self.times)
+        for i, width in enumerate(windows):
+            oldest = now - width
+            while self.start[i] < end and self.times[self.start[i] - self.first] < oldest:
+                self._leave(i, self.start[i] - self.first)
+        while self.times and self.first < self.start[-1]:  # the longest window's start is least
+            self._drop()
+
+    def _leave(self, i: int, at: int) -> None:
+        amount, party = self.amounts[at], self.parties[at]
+        if amount is not None:
+            self.count[i] -= 1
+            self.total[i] -= amount
+        if party is not None:
+            seen = self.distinct[i]
+            seen[party] -= 1
+            if not seen[party]:
+                del seen[party]
+        self.start[i] += 1
+
+    def _drop(self) -> None:
+        self.times.popleft()
+        self.amounts.popleft()
+        self.parties.popleft()
+        self.first += 1
+
+    def add(self, now: float, amount: float | None, party: str | None, max_events: int) -> None:
+        if len(self.times) >= max_events:  # a hot entity keeps its newest events
+            for i in range(len(self.start)):
+                if self.start[i] == self.first:
+                    self._leave(i, 0)
+            self._drop()
+        self.times.append(now)
+        self.amounts.append(amount)
+        self.parties.append(party)
+        for i in range(len(self.start)):
+            if amount is not None:
+                self.count[i] += 1
+                self.total[i] += amount
+            if party is not None:
+                self.distinct[i][party] += 1
+
+    def in_window(self, i: int) -> int:
+        return self.first + len(self.times) - self.start[i]
+
+
+class EntityMemory:
+    """The entities of a stream and what has been seen of them: `tokens` for a message before
+    it is learned, then `observe` it; `label` a message when its label arrives."""
+
+    def __init__(self, spec: EntitySpec) -> None:
+        self.spec = spec
+        self.clock = -math.inf
+        self._entities: OrderedDict[tuple[str, str], _Entity] = OrderedDict()
+        self._labelled: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+        self._names = [window_name(w) for w in spec.windows]
+        self._label_name = f"{spec.target}_{window_name(spec.label_window)}"
+        self._parties = dict(spec.counterparties)
+
+    def now(self, ts: float | None) -> float:
+        """The stream's clock after a message sent at `ts` (seconds; None: not dated)."""
+        if ts is not None and ts > self.clock:
+            self.clock = ts
+        return self.clock if self.clock > -math.inf else 0.0
+
+    def tokens(self, message: Mapping[str, Any], ts: float | None) -> list[str]:
+        """The tokens of the message's entities, from the messages observed before it."""
+        now = self.now(ts)
+        spec, out = self.spec, []
+        amount = amount_of(message, spec)
+        for key, value in entity_values(message, spec):
+            entity = self._entities.get((key, value))
+            if entity is not None:
+                entity.slide(now, spec.windows)
+            for i, name in enumerate(self._names):
+                n = 0 if entity is None else entity.in_window(i)
+                out.append(f"{key}:count_{name}~{count_bin(n)}")
+            if amount is not None:
+                last = len(spec.windows) - 1
+                if entity is None or not entity.count[last]:
+                    out.append(f"{key}:amount_vs_{self._names[last]}=new")
+                else:
+                    mean = entity.total[last] / entity.count[last]
+                    out.append(f"{key}:amount_vs_{self._names[last]}~{ratio_bin(amount / mean)}")
+            party = self._parties.get(key)
+            if party is not None:
+                for i, name in enumerate(self._names):
+                    n = 0 if entity is None else len(entity.distinct[i])
+                    out.append(f"{key}:{party}s_{name}~{count_bin(n)}")
+            out.append(
+                f"{key}:{self._label_name}~{count_bin(self._labelled_count(key, value, now))}"
+            )
+        return out
+
+    def observe(self, message: Mapping[str, Any], ts: float | None) -> None:
+        """Remember the message as an event of each of its entities."""
+        now = self.now(ts)
+        spec = self.spec
+        amount = amount_of(message, spec)
+        values = dict(entity_values(message, spec))
+        for key, value in values.items():
+            entity = self._touch(self._entities, (key, value), lambda: _Entity(len(spec.windows)))
+            entity.slide(now, spec.windows)
+            party = self._parties.get(key)
+            entity.add(now, amount, values.get(party) if party else None, spec.max_events)
+
+    def label(self, message: Mapping[str, Any], ts: float | None, is_target: bool) -> None:
+        """A label has arrived for a message sent at `ts`: a target counts for its entities
+        within the label window (by the message's time, however late the label)."""
+        if not is_target:
+            return
+        when = self.clock if ts is None else ts
+        for key, value in entity_values(message, self.spec):
+            times = self._touch(self._labelled, (key, value), list)
+            bisect.insort(times, when)
+            if len(times) > self.spec.max_events:
+                del times[0]
+
+    def _labelled_count(self, key: str, value: str, now: float) -> int:
+        times = self._labelled.get((key, value))
+        if not times:
+            return 0
+        del times[: bisect.bisect_left(times, now - self.spec.label_window)]
+        return bisect.bisect_left(times, now)  # labels of messages sent later do not count yet
+
+    def _touch(
+        self, table: OrderedDict[tuple[str, str], Any], key: tuple[str, str], make: Any
+    ) -> Any:
+        item = table.get(key)
+        if item is None:
+            item = table[key] = make()
+            if len(table) > self.spec.max_entities:
+                table.popitem(last=False)
+        else:
+            table.move_to_end(key)
+        return item
+
+    def __len__(self) -> int:
+        """The entities remembered."""
+        return len(self._entities)
