@@ -85,13 +85,19 @@ def count_bin(n: int) -> str:
     return "0" if n <= 0 else f"2^{n.bit_length() - 1}"
 
 
+# log2 units a ratio may fall short of a bin's edge and still count in that bin: the running
+# sums a mean comes from drift by a few units in the last place, and a ratio of exactly 1 (the
+# usual amount) must not flip to the bin below
+EDGE_SLACK = 1e-9
+
+
 def ratio_bin(ratio: float) -> str:
     """A positive ratio in bins of √2: "2^e", e = ⌊2 log2 r⌋ / 2.
 
-    >>> [ratio_bin(r) for r in (1.0, 1.5, 5.1, 0.2)]
-    ['2^0', '2^0.5', '2^2', '2^-2.5']
+    >>> [ratio_bin(r) for r in (1.0, 1.5, 5.1, 0.2, 1.0 - 1e-15)]
+    ['2^0', '2^0.5', '2^2', '2^-2.5', '2^0']
     """
-    return f"2^{math.floor(2 * math.log2(ratio)) / 2:g}"
+    return f"2^{math.floor(2 * math.log2(ratio) + EDGE_SLACK) / 2:g}"
 
 
 def entity_values(message: Mapping[str, Any], spec: EntitySpec) -> list[tuple[str, str]]:

@@ -7,7 +7,9 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from filterd.cli import main
-from filterd.service.config import DEFAULTS
+from filterd.cli.corpus_files import write_corpus
+from filterd.evaluation.synth_transactions import TransactionConfig, generate_transactions
+from filterd.service.config import DEFAULTS, load
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -46,3 +48,34 @@ def test_show_masks_secrets_and_names_a_bad_key(tmp_path: Path) -> None:
     bad = run("show", env={"FILTERD_LIMITS_MAX_TOKENS": "many"})
     assert bad.exit_code == 1 and "FILTERD_LIMITS_MAX_TOKENS" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_the_transactions_example_configures_card_payments(tmp_path: Path) -> None:
+    printed = run("example", "transactions.toml")
+    assert printed.exit_code == 0, printed.output
+    path = tmp_path / "transactions.toml"
+    path.write_text(printed.stdout)
+    config = load(path, environ={})
+    assert config.decision.target_class == "fraud" and config.model.labels == ["legit", "fraud"]
+    spec = config.entities.spec(config.decision.target_class)
+    assert spec.keys == ("customer", "terminal") and spec.target == "fraud"
+    assert spec.counterparties == (("customer", "terminal"),)
+    # what it is for: `filterd evaluate … --config transactions.toml`, labels a week late
+    corpus = tmp_path / "payments.jsonl"
+    write_corpus(generate_transactions(TransactionConfig(customers=40, days=10)), corpus)
+    evaluated = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            str(corpus),
+            "--config",
+            str(path),
+            "--protocol",
+            "online",
+            "--label-delay",
+            "7d",
+            "--json",
+        ],
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    assert json.loads(evaluated.stdout)["target"] == "fraud"
