@@ -156,13 +156,13 @@ def entity_tokens(records: Sequence[Record], entities: EntityReplay) -> list[lis
     out: list[list[str]] = [[] for _ in records]
     learned = 0
     for j, i in enumerate(stream):
+        # a record's fields are the message fields an entity is read from (not its text)
         for k in range(learned, int(arrived[j])):
             earlier = records[stream[k]]
-            memory.label(earlier.message(), _seconds(sent[k]), target in earlier.labels)
+            memory.label(earlier.fields, _seconds(sent[k]), target in earlier.labels)
         learned = max(learned, int(arrived[j]))
-        message = records[i].message()
-        out[i] = memory.tokens(message, _seconds(sent[j]))
-        memory.observe(message, _seconds(sent[j]))
+        out[i] = memory.tokens(records[i].fields, _seconds(sent[j]))
+        memory.observe(records[i].fields, _seconds(sent[j]))
     return out
 
 
