@@ -128,6 +128,12 @@ class Daemon:
                 "stops its partition until it is skipped; install filterd with its dependencies",
                 codecs=missing,
             )
+        if config.entities.keys:
+            self.log.warning(
+                "[entities] is read by `filterd evaluate` alone so far: the daemon decides "
+                "without entity memory",
+                keys=config.entities.keys,
+            )
         self.metrics.not_ready.set(1)
         self.metrics.target_recall.set(config.decision.target_recall)
         try:
