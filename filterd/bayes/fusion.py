@@ -15,11 +15,10 @@ The daemon keeps the window form: `window_weights` is one such pass from w = 0 o
 rows of (component scores on arrival, label), a minority target weighing as much as the rest:
 each step of a row of the rest counts 1 / `target_weight` (no step is larger than η, however
 rare the target), so the weights are a function of stored rows and a relabel is exact — correct
-the row. The calibration job computes
-them with each threshold version (the τ is chosen on the window re-scored with them), and
-scorers load the two together. Until the first version the weights are `INITIAL_WEIGHTS`: the
-first component alone, whose order and sign (z > 0 iff s_1 > 0) are those of the default
-model.
+the row. The calibration job computes them with each threshold version (the τ is chosen on the
+window re-scored with them), and scorers load the two together. Until the first version the
+weights are `INITIAL_WEIGHTS`: the first component alone, whose order and sign (z > 0 iff
+s_1 > 0) are those of the default model.
 
 A `FusionModel` scores a batch with every component (`FusedScores`); the explanation of a
 decision is the first component's clues.
