@@ -75,11 +75,6 @@ def handbook_features(records: list[Record], delay: float) -> FloatArray:
     return np.column_stack(columns)
 
 
-def arrived_before(records: list[Record], delay: LabelDelay) -> np.ndarray:
-    """v_j: how many payments' labels have arrived when payment j is scored."""
-    return delay.visible([r.ts for r in records])
-
-
 class OnlineClassifier(Protocol):
     """What the prequential loop uses of a River classifier."""
 
@@ -157,7 +152,7 @@ def main() -> None:
     started = time.perf_counter()
     x = handbook_features(records, delay.after.total_seconds() if delay.after else 0.0)
     feature_seconds = time.perf_counter() - started
-    visible = arrived_before(records, delay)
+    visible = delay.visible([r.ts for r in records])  # labels arrived before each payment
 
     from river import compose, linear_model, preprocessing, tree
 

@@ -30,9 +30,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from filterd.tokenize.attributes import log_bin
+from filterd.tokenize.limits import BINS_PER_DOUBLING
+
 HOUR, DAY = 3600, 86400
 FIELDS = ("sender", "tenant")  # message fields that may name an entity; other keys: attributes
 MAX_VALUE_LENGTH = 200  # characters of an entity value kept; a longer one is cut
+_TOO_MANY_DIGITS = 10**MAX_VALUE_LENGTH
 
 
 @dataclass(frozen=True)
@@ -92,16 +96,18 @@ EDGE_SLACK = 1e-9
 
 
 def ratio_bin(ratio: float) -> str:
-    """A positive ratio in bins of √2: "2^e", e = ⌊2 log2 r⌋ / 2.
+    """A positive ratio in bins of √2 (`log_bin`, as a numeric attribute's by default).
 
     >>> [ratio_bin(r) for r in (1.0, 1.5, 5.1, 0.2, 1.0 - 1e-15)]
     ['2^0', '2^0.5', '2^2', '2^-2.5', '2^0']
     """
-    return f"2^{math.floor(2 * math.log2(ratio) + EDGE_SLACK) / 2:g}"
+    return log_bin(ratio, BINS_PER_DOUBLING, EDGE_SLACK)
 
 
 def entity_values(message: Mapping[str, Any], spec: EntitySpec) -> list[tuple[str, str]]:
-    """(key, value) of each configured key the message has, a scalar (str, int or float).
+    """(key, value) of each configured key the message has, a scalar (str, int or float); an
+    integer of more than `MAX_VALUE_LENGTH` digits names no entity (its text would cost time
+    quadratic in its digits, and could not be kept whole).
 
     >>> entity_values({"attributes": {"customer": "c5", "geo": {"ip": "1.2.3.4"}}},
     ...               EntitySpec(keys=("customer", "geo.ip", "terminal")))
@@ -110,7 +116,11 @@ def entity_values(message: Mapping[str, Any], spec: EntitySpec) -> list[tuple[st
     out = []
     for key in spec.keys:
         value = _value(message, key)
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
+        if isinstance(value, bool) or value == "":
+            continue
+        if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
+            continue
+        if isinstance(value, (str, int, float)):
             out.append((key, str(value)[:MAX_VALUE_LENGTH]))
     return out
 

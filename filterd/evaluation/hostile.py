@@ -7,7 +7,7 @@ family, the daemon must decide the record or dead-letter it with a reason, withi
 per byte, and decide the next normal message.
 
 >>> sorted(FAMILIES)[:3]
-['address_many_labels', 'address_url_overlap', 'attributes_many_keys']
+['address_many_labels', 'address_url_overlap', 'attributes_big_numbers']
 >>> len(record("tokens_many", 10_000)) >= 10_000
 True
 """
@@ -129,6 +129,10 @@ FAMILIES: dict[str, Family] = {
     "attributes_nested": lambda n: _message("x", attributes=_deep_dict(50)),
     "attributes_many_keys": lambda n: _message(
         "x", attributes={f"k{i}": i for i in range(n // 12)}
+    ),
+    # numbers of thousands of digits, each given its log-scale bin (`NumberBins`)
+    "attributes_big_numbers": lambda n: _message(
+        "x", attributes={f"n{i}": 10**4000 - i for i in range(max(1, n // 4010))}
     ),
     "id_huge": lambda n: json.dumps({"id": "i" * n, "text": "x"}).encode(),
     "nul_bytes": lambda n: _message("\x00" * (n // 6)),

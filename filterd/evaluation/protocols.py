@@ -148,7 +148,7 @@ class Corpus:
 def entity_tokens(records: Sequence[Record], entities: EntityReplay) -> list[list[str]]:
     """Per record (in the given order): its entities' tokens, the records replayed in `order`,
     each label reaching the memory when `entities.delay` lets it arrive."""
-    stream = sorted(range(len(records)), key=lambda i: records[i].order)
+    stream = _stream(records)
     sent = [records[i].ts for i in stream]
     arrived = entities.delay.visible(sent)
     memory = EntityMemory(entities.spec)
@@ -408,7 +408,7 @@ def _online(
     report_from: datetime | None,
 ) -> Evaluation:
     started = time.perf_counter()
-    stream = _stream(corpus)
+    stream = _stream(corpus.records)
     reported = _reported(corpus, stream, report_from)
     positive = np.array([target in corpus.records[i].labels for i in stream])[reported]
     if report_from is not None and (positive.all() or not positive.any()):
@@ -430,11 +430,9 @@ def _online(
     return result
 
 
-def _stream(corpus: Corpus) -> Int64Array:
-    """The positions of the corpus's records in stream order (by `order`)."""
-    return np.array(
-        sorted(range(len(corpus.records)), key=lambda i: corpus.records[i].order), dtype=np.int64
-    )
+def _stream(records: Sequence[Record]) -> Int64Array:
+    """The positions of `records` in stream order (by `order`)."""
+    return np.array(sorted(range(len(records)), key=lambda i: records[i].order), dtype=np.int64)
 
 
 def _reported(corpus: Corpus, stream: Int64Array, report_from: datetime | None) -> BoolArray:
@@ -464,7 +462,7 @@ def online_replay(
 ) -> tuple[FloatArray, BoolArray]:
     """(scores, truth) of the online protocol, the records in `order`, labels learned `delay`
     late: what `evaluate(corpus, spec, "online", target, delay=delay)` measures."""
-    stream = _stream(corpus)
+    stream = _stream(corpus.records)
     truth = np.array([target in corpus.records[i].labels for i in stream])
     batch = select_docs(corpus.batch, stream)
     visible = None if delay.immediate else delay.visible([corpus.records[i].ts for i in stream])

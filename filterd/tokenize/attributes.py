@@ -119,8 +119,19 @@ def _magnitudes(key: str, x: float, numbers: NumberBins) -> list[str]:
     out = [f"{key}~{sign}1e{math.floor(math.log10(abs(x)))}"] if numbers.decade else []
     steps = numbers.steps(key)
     if steps:
-        out.append(f"{key}~{sign}2^{math.floor(math.log2(abs(x)) * steps) / steps:g}")
+        out.append(f"{key}~{sign}{log_bin(abs(x), steps)}")
     return out
+
+
+def log_bin(x: float, steps: int, slack: float = 0.0) -> str:
+    """The bin of x > 0 on a log scale, `steps` per doubling: "2^e", e = ⌊steps · log2 x +
+    slack⌋ / steps (2^e ≤ x < 2^(e + 1/steps)); `slack`, in log2 units, lets a value computed
+    with rounding that falls just short of an edge count in the bin above.
+
+    >>> log_bin(250.5, 2), log_bin(57.16, 4), log_bin(0.2, 2), log_bin(1 - 1e-15, 2, 1e-9)
+    ('2^7.5', '2^5.75', '2^-2.5', '2^0')
+    """
+    return f"2^{math.floor(math.log2(x) * steps + slack) / steps:g}"
 
 
 def clean(value: Any, max_length: int) -> str:

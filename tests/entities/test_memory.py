@@ -99,6 +99,7 @@ def test_a_message_without_its_keys_or_with_odd_values_has_no_entity_tokens() ->
     memory = EntityMemory(SPEC)
     assert memory.tokens({"text": "hello"}, None) == []
     odd = {"attributes": {"customer": ["a"], "terminal": True, "amount": math.nan}}
+    assert memory.tokens({"attributes": {"customer": 10**5000}}, None) == []  # not str()-ed
     assert memory.tokens(odd, None) == []
     memory.observe(odd, None)
     assert len(memory) == 0
