@@ -7,9 +7,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from alembic.script import ScriptDirectory
-from alembic.script.revision import RevisionError
-from alembic.util import CommandError
 from sqlalchemy import Engine, func, inspect, select, table
 
 from filterd.store.database import alembic_config, current
@@ -27,6 +24,10 @@ def downgrade_drops(engine: Engine, revision: str) -> Drops:
     """The tables and columns migrating the database from its revision down to `revision` drops,
     read from the `downgrade()` of each migration it runs (their `drop_table` and `drop_column`
     calls), in the order it drops them. CommandError for a revision it cannot go down to."""
+    from alembic.script import ScriptDirectory
+    from alembic.script.revision import RevisionError
+    from alembic.util import CommandError
+
     start = current(engine)
     if start is None:
         return Drops([], [])

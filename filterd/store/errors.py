@@ -22,7 +22,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from alembic.util import CommandError
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 
@@ -96,14 +95,21 @@ def translated() -> Iterator[None]:
         yield
     except ArgumentError as error:  # make_url's, create_engine's: the URL, before any database
         raise BadDatabaseURL(str(error)) from error
-    except CommandError as error:
-        raise UnknownRevision(str(error)) from error
     except SQLAlchemyError as error:
         raise _kind(error)(error_detail(error)) from error
     except Exception as error:
+        if _is_alembic_command_error(error):
+            raise UnknownRevision(str(error)) from error
         if not isinstance(error, _driver_errors()):
             raise
         raise _kind(error)(error_detail(error)) from error
+
+
+def _is_alembic_command_error(error: Exception) -> bool:
+    """Whether Alembic raised it (read from `sys.modules`: Alembic is imported only by a
+    migration, and an error of a migration cannot come before its import)."""
+    alembic_util = sys.modules.get("alembic.util")
+    return alembic_util is not None and isinstance(error, alembic_util.CommandError)
 
 
 def _driver_errors() -> tuple[type[Exception], ...]:
