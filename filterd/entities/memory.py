@@ -16,9 +16,11 @@ message sent out of time order does not turn it back):
                             labelled the target class, as far as labels have arrived
 
 (KEY the entity's key, W a window such as 1h or 30d). Counts are binned on a log scale so that
-"7 payments in the last hour" and "6" are one piece of evidence, "1" another. The memory is
-bounded: an entity keeps at most `max_events` messages and the events of the longest window,
-and at most `max_entities` entities are kept (the least recently seen forgotten first).
+"7 payments in the last hour" and "6" are one piece of evidence, "1" another.
+`EntityMemory.features` gives the numbers (`EntityFeatures`), `entity_tokens` their tokens and
+`entity_words` what an analyst reads of them. The memory is bounded: an entity keeps at most
+`max_events` messages and the events of the longest window, and at most `max_entities`
+entities are kept (the least recently seen forgotten first).
 """
 
 from __future__ import annotations
@@ -148,6 +150,84 @@ def amount_of(message: Mapping[str, Any], spec: EntitySpec) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class EntityFeatures:
+    """What the memory knew of one entity of a message when the message came, the evidence its
+    tokens (`entity_tokens`) and its words (`entity_words`) are made of."""
+
+    key: str
+    value: str
+    counts: tuple[int, ...]  # its messages within each window of the spec
+    # this message's amount over the entity's mean amount within the longest window; 0: the
+    # entity has no amount there yet; None: the message has no amount
+    amount_vs: float | None
+    parties: tuple[int, ...]  # distinct counterparties within each window (if configured)
+    labelled: int  # its messages within the label window labelled the target, as arrived
+
+
+def entity_tokens(features: EntityFeatures, spec: EntitySpec) -> list[str]:
+    """The tokens of an entity's features.
+
+    >>> spec = EntitySpec(keys=("customer",), windows=(3600, 86400))
+    >>> entity_tokens(EntityFeatures("customer", "c5", (7, 20), 5.1, (), 0), spec)
+    ['customer:count_1h~2^2', 'customer:count_1d~2^4', 'customer:amount_vs_1d~2^2', \
+'customer:fraud_28d~0']
+    """
+    key, names = features.key, [window_name(w) for w in spec.windows]
+    out = [f"{key}:count_{name}~{count_bin(n)}" for name, n in zip(names, features.counts)]
+    if features.amount_vs is not None:
+        ratio = features.amount_vs
+        out.append(f"{key}:amount_vs_{names[-1]}" + (f"~{ratio_bin(ratio)}" if ratio else "=new"))
+    party = dict(spec.counterparties).get(key)
+    out += [f"{key}:{party}s_{name}~{count_bin(n)}" for name, n in zip(names, features.parties)]
+    out.append(
+        f"{key}:{spec.target}_{window_name(spec.label_window)}~{count_bin(features.labelled)}"
+    )
+    return out
+
+
+def entity_words(features: EntityFeatures, spec: EntitySpec) -> list[str]:
+    """An entity's features as an analyst reads them: what stands out (a count within a window
+    when it grew from the window before, an amount other than the usual, labels), not every
+    number.
+
+    >>> spec = EntitySpec(keys=("customer",), windows=(3600, 86400))
+    >>> entity_words(EntityFeatures("customer", "c5", (7, 7), 5.1, (), 1), spec)
+    ['7 messages of customer c5 in the last 1h', 'amount 5.1× the mean of customer c5 over 1d', \
+'1 message of customer c5 labelled fraud within 28d']
+    >>> entity_words(EntityFeatures("customer", "c5", (0, 0), 0.0, (), 0), spec)
+    ['customer c5: first seen within 1d']
+    """
+    who, names = f"{features.key} {features.value}", [window_name(w) for w in spec.windows]
+    out, before = [], 0
+    for name, n in zip(names, features.counts):
+        if n > before:
+            out.append(f"{_many(n, 'message')} of {who} in the last {name}")
+        before = n
+    if not any(features.counts):
+        out.append(f"{who}: first seen within {names[-1]}")
+    ratio = features.amount_vs
+    if ratio and not 0.8 <= ratio <= 1.25:
+        out.append(f"amount {ratio:.2g}× the mean of {who} over {names[-1]}")
+    party = dict(spec.counterparties).get(features.key)
+    before = 0
+    for name, n in zip(names, features.parties):
+        if n > max(before, 1):
+            out.append(f"{n} distinct {party}s of {who} in the last {name}")
+        before = n
+    if features.labelled:
+        label_window = window_name(spec.label_window)
+        out.append(
+            f"{_many(features.labelled, 'message')} of {who} labelled {spec.target} "
+            f"within {label_window}"
+        )
+    return out
+
+
+def _many(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class _Entity:
     """The events of one entity within the longest window, and per window where its events
     start and what they sum to."""
@@ -221,8 +301,7 @@ class EntityMemory:
         self.clock = -math.inf
         self._entities: OrderedDict[tuple[str, str], _Entity] = OrderedDict()
         self._labelled: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
-        self._names = [window_name(w) for w in spec.windows]
-        self._label_name = f"{spec.target}_{window_name(spec.label_window)}"
+        self._windows = range(len(spec.windows))
         self._parties = dict(spec.counterparties)
 
     def now(self, ts: float | None) -> float:
@@ -231,34 +310,35 @@ class EntityMemory:
             self.clock = ts
         return self.clock if self.clock > -math.inf else 0.0
 
-    def tokens(self, message: Mapping[str, Any], ts: float | None) -> list[str]:
-        """The tokens of the message's entities, from the messages observed before it."""
+    def features(self, message: Mapping[str, Any], ts: float | None) -> list[EntityFeatures]:
+        """What is known of each of the message's entities, from the messages observed before
+        it."""
         now = self.now(ts)
         spec, out = self.spec, []
         amount = amount_of(message, spec)
+        last = len(spec.windows) - 1
         for key, value in entity_values(message, spec):
             entity = self._entities.get((key, value))
             if entity is not None:
                 entity.slide(now, spec.windows)
-            for i, name in enumerate(self._names):
-                n = 0 if entity is None else entity.in_window(i)
-                out.append(f"{key}:count_{name}~{count_bin(n)}")
+            counts = tuple(0 if entity is None else entity.in_window(i) for i in self._windows)
+            amount_vs = None
             if amount is not None:
-                last = len(spec.windows) - 1
-                if entity is None or not entity.count[last]:
-                    out.append(f"{key}:amount_vs_{self._names[last]}=new")
-                else:
-                    mean = entity.total[last] / entity.count[last]
-                    out.append(f"{key}:amount_vs_{self._names[last]}~{ratio_bin(amount / mean)}")
-            party = self._parties.get(key)
-            if party is not None:
-                for i, name in enumerate(self._names):
-                    n = 0 if entity is None else len(entity.distinct[i])
-                    out.append(f"{key}:{party}s_{name}~{count_bin(n)}")
-            out.append(
-                f"{key}:{self._label_name}~{count_bin(self._labelled_count(key, value, now))}"
-            )
+                amount_vs = 0.0
+                if entity is not None and entity.count[last]:
+                    amount_vs = amount / (entity.total[last] / entity.count[last])
+            parties: tuple[int, ...] = ()
+            if key in self._parties:
+                parties = tuple(
+                    0 if entity is None else len(entity.distinct[i]) for i in self._windows
+                )
+            labelled = self._labelled_count(key, value, now)
+            out.append(EntityFeatures(key, value, counts, amount_vs, parties, labelled))
         return out
+
+    def tokens(self, message: Mapping[str, Any], ts: float | None) -> list[str]:
+        """The tokens of the message's entities, from the messages observed before it."""
+        return [t for f in self.features(message, ts) for t in entity_tokens(f, self.spec)]
 
     def observe(self, message: Mapping[str, Any], ts: float | None) -> None:
         """Remember the message as an event of each of its entities."""

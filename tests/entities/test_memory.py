@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filterd.entities import EntityMemory, EntitySpec
-from filterd.entities.memory import count_bin, ratio_bin, window_name
+from filterd.entities.memory import count_bin, entity_tokens, entity_words, ratio_bin, window_name
 
 HOUR = 3600
 SPEC = EntitySpec(
@@ -45,6 +45,26 @@ def test_counts_come_from_the_past_and_leave_with_their_window() -> None:
     gone = memory.tokens(pay("c1", "t9"), 100 * 60.0)
     assert of(gone, "customer:count_1h") == "customer:count_1h~0"
     assert of(gone, "customer:count_1d") == "customer:count_1d~2^1"
+
+
+def test_an_analyst_reads_what_stands_out_in_words() -> None:
+    memory = EntityMemory(SPEC)
+    for minute in range(7):
+        memory.observe(pay("c596", f"t{minute}", amount=20.0), minute * 60.0)
+    memory.label(pay("c596", "t3"), 3 * 60.0, is_target=True)
+    (customer, terminal) = memory.features(pay("c596", "t9", amount=102.0), 8 * 60.0)
+    assert customer.counts == (7, 7) and customer.parties == (7, 7) and customer.labelled == 1
+    assert entity_words(customer, SPEC) == [
+        "7 messages of customer c596 in the last 1h",
+        "amount 5.1× the mean of customer c596 over 1d",
+        "7 distinct terminals of customer c596 in the last 1h",
+        "1 message of customer c596 labelled fraud within 2d",
+    ]
+    assert entity_words(terminal, SPEC) == ["terminal t9: first seen within 1d"]
+    # the words and the tokens are of the same numbers
+    assert [t for f in (customer, terminal) for t in entity_tokens(f, SPEC)] == memory.tokens(
+        pay("c596", "t9", amount=102.0), 8 * 60.0
+    )
 
 
 def test_the_clock_never_turns_back() -> None:
