@@ -151,8 +151,10 @@ def db_prune(
     dry_run: bool,
 ) -> None:
     """Expire rare tokens unseen for a while; delete label events older than the audit trail's
-    retention, review items older than the queue's, and the decided messages' coordinates older
-    than feedback.resolve_ttl (run it as a scheduled job, not inline with scoring)."""
+    retention, review items older than the queue's, the decided messages' coordinates older
+    than feedback.resolve_ttl, and the entity memory's events and labels older than its longest
+    window and its label window, before its newest event (run it as a scheduled job, not
+    inline with scoring)."""
     config = load_config(config_path)
     audit_days = config.feedback.audit_retention_days if audit_days is None else audit_days
     review_days = config.review.retention_days if review_days is None else review_days
@@ -163,6 +165,10 @@ def db_prune(
         events = model.prune_events(audit_days, pause=pause, dry_run=dry_run)
         items = model.prune_review(review_days, pause=pause, dry_run=dry_run)
         decided = model.prune_decided(datetime.now(UTC) - ttl, pause=pause, dry_run=dry_run)
+        entities = config.entities.spec(config.decision.target_class)
+        entity_events, entity_labels = model.prune_entities(
+            entities.windows[-1], entities.label_window, pause=pause, dry_run=dry_run
+        )
     verb = "would expire" if dry_run else "expired"
     delete = "would delete" if dry_run else "deleted"
     click.echo(
@@ -171,6 +177,8 @@ def db_prune(
         f"; {delete} {items} review items ({kept(review_days)})"
         f"; {delete} {decided} decided messages "
         f"(older than feedback.resolve_ttl = {config.feedback.resolve_ttl})"
+        f"; {delete} {entity_events} entity events and {entity_labels} entity labels "
+        "(past the [entities] windows)"
     )
 
 

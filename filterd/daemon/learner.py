@@ -11,6 +11,13 @@ dead-letter guard does not count it. Dead-lettered at once: invalid records, lab
 the batch is read again after a back-off, and its offsets are not committed until it has been
 applied.
 
+With an entity memory ([entities] keys), a message is learned with the entity tokens it was
+decided on (kept with its decided message: `filterd.store.entities`), and a label of the target
+class counts for its entities in every scorer's memory (`entity_labels`). A label that comes
+before its message's record is written (the scorer writes it within a second or so of the
+decision), or once the record was pruned with its decided message (`feedback.resolve_ttl`),
+learns the message without its entity tokens.
+
 Each item carries what the audit trail records of it: the feedback's analyst and comment, and
 the record's topic, partition, offset and timestamp (when filterd received it).
 """
@@ -19,19 +26,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import NoReturn, Unpack
 
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.monitor import Monitor
 from filterd.daemon.resolver import Resolver
+from filterd.entities.memory import EntitySpec, entity_values
+from filterd.entities.record import EntityRecord
 from filterd.kafka.consumer import Batch, ConsumedRecord
 from filterd.kafka.processor import Processed, Retry
 from filterd.kafka.producer import PublishError
 from filterd.kafka.settings import LEARNER_CONSUMER_DEFAULTS
 from filterd.service.decide import accepted_tokens
 from filterd.service.records import Feedback, RecordError, decode
+from filterd.store.decided import id_hash
+from filterd.store.entities import EntityLabelled
 from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
 from filterd.store.labels import Event, LabelledTokens, Origin, Outcome
@@ -77,10 +88,12 @@ class Learner(Loop):
         max_bytes: int,
         resolve_within: timedelta,
         retry_seconds: float,
+        entities: EntitySpec | None = None,
         **loop: Unpack[LoopSettings],
     ) -> None:
         super().__init__(**loop)
         self.model, self.tokenizer, self.resolver = model, tokenizer, resolver
+        self.entities = entities
         self.monitor = monitor
         self.labels, self.holdout_fraction, self.max_bytes = (
             set(labels),
@@ -114,6 +127,10 @@ class Learner(Loop):
             labelled(f, r, known[f.message_id]) for f, r, _ in received if f.message_id in known
         ]
         waiting = [(f, r) for f, r, _ in received if f.message_id not in known]
+        try:
+            items, entity_labels = self._with_entities(items, [f for f, _, _ in received])
+        except StoreError as error:
+            self._store_failed(error)
         scored = self.monitor.score(items)
         now = datetime.now(UTC)
         try:
@@ -122,6 +139,7 @@ class Learner(Loop):
                 if items:
                     applied = writing.learn(items, self.holdout_fraction, now)
                     writing.unpark([item.message_id for item in items])
+                    writing.record_entity_labels(*entity_labels, now)
                 if waiting:
                     writing.park(
                         [parked(f, r) for f, r in waiting],
@@ -210,10 +228,12 @@ class Learner(Loop):
                 for p in resolved
                 if p.message_id in still
             ]
+            items, entity_labels = self._with_entities(items, list(feedback.values()))
             # scored on their arrival here, as a batch's labels are: the calibration window
             # needs a backlog's labels as much as a stream's
             scored = self.monitor.score(items)
             applied = writing.learn(items, self.holdout_fraction, now) if items else Applied()
+            writing.record_entity_labels(*entity_labels, now)
             writing.record_events(
                 [
                     event(feedback[p.message_id], stored_record(p), "expired", p.received_at)
@@ -239,6 +259,36 @@ class Learner(Loop):
         self.health.set_ready("feedback store", False, detail)
         self.metrics.store_errors.labels(role=self.role).inc()
         raise Retry(f"store unavailable: {detail}") from None
+
+    def _with_entities(
+        self, items: list[LabelledTokens], feedback: Sequence[Feedback]
+    ) -> tuple[list[LabelledTokens], tuple[list[EntityLabelled], list[int]]]:
+        """With an entity memory: each item with the entity tokens its message was decided on
+        (its `EntityRecord`, kept with its decided message), and the target labels of its
+        entities (by the record, else by the entities the feedback's own message names), and
+        the messages (id hashes) relabelled out of the target. Without: as they are."""
+        spec = self.entities
+        if spec is None or not items:
+            return items, ([], [])
+        stored = self.model.decided_entities([item.message_id for item in items])
+        carried = {f.message_id: f for f in feedback if f.has_message}
+        out, targets, others = [], [], []
+        for item in items:
+            text = stored.get(item.message_id)
+            record = EntityRecord.loads(text) if text is not None else None
+            key = id_hash(item.message_id)
+            if record is not None:
+                item = replace(item, tokens=[*item.tokens, *record.tokens(spec)])
+            out.append(item)
+            if item.label != spec.target:
+                others.append(key)
+            elif record is not None:
+                targets += [EntityLabelled(key, f.key, f.value, record.at) for f in record.features]
+            elif (message := carried.get(item.message_id)) is not None:
+                at = (message.ts or datetime.now(UTC)).timestamp()
+                fields = {"attributes": message.attributes, "sender": message.sender}
+                targets += [EntityLabelled(key, k, v, at) for k, v in entity_values(fields, spec)]
+        return out, (targets, others)
 
     def _tokens(self, feedback: Feedback) -> list[str] | None:
         """The tokens of the message the feedback carries (None: by id only), or RecordError with

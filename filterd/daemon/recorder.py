@@ -1,14 +1,15 @@
 """What the scorer keeps of its decisions in the store, written beside it rather than in its way.
 
-For each decided message, where it was read (`filterd.store.decided`: any learner can read it
-back for feedback by id), and for each decision queued for review, the review item
-(`filterd.store.review`). A `Recorder` takes them from the scorer (`put`, which never waits on
-the store) and writes them from a thread of its own, everything pending in one transaction, so
-that a store that is slow or locked (a learner's transaction holding SQLite's write lock, a
-PostgreSQL round trip) never delays a decision. The scorer's batch waits on what `put` returns
-(`Written`, a `filterd.kafka.processor.Pending`): its offsets are committed once its rows are
-written, so a crash loses none: the batch is read and decided again. A label that arrives
-before its message's row is written is parked by the learner and applied at its next retry.
+For each decided message, where it was read (`filterd.store.decided`: any learner can read it back
+for feedback by id) and, with an entity memory, what it knew of the message's entities and the
+events it remembered (`filterd.store.entities`); for each decision queued for review, the review
+item (`filterd.store.review`). A `Recorder` takes them from the scorer (`put`, which never waits on
+the store) and writes them from a thread of its own, everything pending in one transaction, so that
+a store that is slow or locked (a learner's transaction holding SQLite's write lock, a PostgreSQL
+round trip) never delays a decision. The scorer's batch waits on what `put` returns (`Written`, a
+`filterd.kafka.processor.Pending`): its offsets are committed once its rows are written, so a crash
+loses none: the batch is read and decided again. A label that arrives before its message's row is
+written is parked by the learner and applied at its next retry.
 
 While the store is unavailable, what is pending waits in memory, at most MAX_PENDING_ROWS
 decided messages and MAX_PENDING_ITEMS review items (the oldest are dropped first, with a
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from structlog.typing import FilteringBoundLogger
 
+from filterd.entities.memory import EntityEvent
 from filterd.kafka.processor import Backoff
 from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
@@ -40,6 +42,7 @@ Decided = tuple[str, int, int]  # (message id, partition, offset)
 WRITE_ROWS = 50_000  # decided messages per statement
 MAX_PENDING_ROWS = 1_000_000  # ≈150 bytes of memory each
 MAX_PENDING_ITEMS = 20_000  # review items, each with its message's tokens
+MAX_PENDING_EVENTS = 4 * MAX_PENDING_ROWS  # entity events, one per entity of a message
 TRIM_SECONDS = 60.0
 READINESS = "decisions store"
 
@@ -68,6 +71,8 @@ class Recorder:
         self.health, self.metrics, self.log = health, metrics, log
         self.repeats = Repeats()
         self._rows: list[Decided] = []
+        self._entity_records: dict[str, str] = {}
+        self._entity_events: list[tuple[int, EntityEvent]] = []
         self.tickets = 0  # batches taken (`put`)
         self.recorded = 0  # the last ticket whose batch is written
         self._items: list[ReviewItem] = []
@@ -77,12 +82,21 @@ class Recorder:
         self._failing = False
         self._trim_due = time.monotonic() + TRIM_SECONDS
 
-    def put(self, rows: Sequence[Decided], items: Sequence[ReviewItem]) -> Written:
-        """Take a batch's decided messages and review items, to be written soon; returns the
+    def put(
+        self,
+        rows: Sequence[Decided],
+        items: Sequence[ReviewItem],
+        entity_records: Mapping[str, str] | None = None,
+        entity_events: Sequence[tuple[int, EntityEvent]] = (),
+    ) -> Written:
+        """Take a batch's decided messages and review items (and what the entity memory
+        remembered of them: `filterd.daemon.entity_state`), to be written soon; returns the
         batch's ticket, done once `recorded` reaches it (they are written)."""
         with self._wake:
             self._rows += rows
             self._items += items
+            self._entity_records.update(entity_records or {})
+            self._entity_events += entity_events
             self._bound()
             self.tickets += 1
             self._wake.notify()
@@ -117,19 +131,24 @@ class Recorder:
         """Write what is pending (False: the store failed, and it waits for the next try)."""
         with self._wake:
             rows, items, ticket = self._rows, self._items, self.tickets
-            self._rows, self._items = [], []
-        if not rows and not items:
+            records, events = self._entity_records, self._entity_events
+            self._rows, self._items, self._entity_records, self._entity_events = [], [], {}, []
+        if not rows and not items and not events:
             self.recorded = ticket
             return True
         try:
             with self.model.transaction() as writing:
                 now = datetime.now(UTC)
                 for start in range(0, len(rows), WRITE_ROWS):
-                    writing.record_decided(rows[start : start + WRITE_ROWS], now)
+                    writing.record_decided(rows[start : start + WRITE_ROWS], now, records)
+                for start in range(0, len(events), WRITE_ROWS):
+                    writing.record_entity_events(events[start : start + WRITE_ROWS], now)
                 writing.queue_review(items, now)
         except StoreError as error:
             with self._wake:  # back in front, in order
                 self._rows, self._items = rows + self._rows, items + self._items
+                self._entity_records = records | self._entity_records
+                self._entity_events = events + self._entity_events
                 self._bound()
             self._failing = True
             self.health.set_ready(READINESS, False, str(error))
@@ -177,7 +196,12 @@ class Recorder:
         extra_rows = len(self._rows) - MAX_PENDING_ROWS
         extra_items = len(self._items) - MAX_PENDING_ITEMS
         if extra_rows > 0:
+            for message_id, _, _ in self._rows[:extra_rows]:
+                self._entity_records.pop(message_id, None)
             del self._rows[:extra_rows]
+        extra_events = len(self._entity_events) - MAX_PENDING_EVENTS
+        if extra_events > 0:
+            del self._entity_events[:extra_events]
         if extra_items > 0:
             del self._items[:extra_items]
         if extra_rows > 0 or extra_items > 0:

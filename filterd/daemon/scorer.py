@@ -14,7 +14,10 @@ tokenizing on (`decide_messages`).
 The scorer marks for review the decisions an analyst's label would teach the most
 (`filterd.service.review`: within `review.band` of τ, and a uniform `review.random_share`), and
 hands its `Recorder` where each decided message was read and the review items, which it writes
-to the store beside the scorer (`filterd.daemon.recorder`).
+to the store beside the scorer (`filterd.daemon.recorder`). With [entities] keys, each message is
+decided with what the entity memory knows of its entities (`filterd.daemon.entity_state`), its
+decision says it in words (`evidence`), and what the memory remembered goes to the store with
+the batch's decided messages.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from collections import Counter
 from typing import Unpack
 
+from filterd.daemon.entity_state import EntityState
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
@@ -48,10 +52,11 @@ class Scorer(Loop):
         decisions_topic: str,
         max_bytes: int,
         queue: Review,
+        entities: EntityState | None = None,
         **loop: Unpack[LoopSettings],
     ) -> None:
         super().__init__(**loop)
-        self.state, self.recent = state, recent
+        self.state, self.recent, self.entities = state, recent, entities
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self.recorder = Recorder(
             state.model,
@@ -63,6 +68,8 @@ class Scorer(Loop):
 
     def on_idle(self) -> None:
         self.state.refresh()
+        if self.entities is not None:
+            self.entities.refresh()
         self.recorder.start()
 
     def on_stop(self) -> None:
@@ -73,14 +80,25 @@ class Scorer(Loop):
         decider = self.state.decider
         if decider is None:
             raise Retry("no model loaded from the store yet")
+        entities = self.entities
+        if entities is not None and not entities.loaded:
+            raise Retry("no entity memory loaded from the store yet")
         records = batch.records
         result = decide_payloads(
-            decider, self.state.threshold, [r.value for r in records], self.max_bytes, records
+            decider,
+            self.state.threshold,
+            [r.value for r in records],
+            self.max_bytes,
+            records,
+            evidence=entities.evidence if entities is not None else None,
         )
         self.guard.check(result.undecodable)
+        entity_records, entity_events = entities.take() if entities is not None else ({}, [])
         written = self.recorder.put(
             [(d.message_id, d.partition, d.offset) for d in result.decisions],
             queue_for_review(result, self.queue),
+            entity_records,
+            entity_events,
         )
         self.publisher.send_keyed(
             self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
 from filterd.daemon.loop import Loop, LoopSettings
@@ -96,6 +97,7 @@ class Daemon:
         self.server: ObserveServer | None = None
         self.state: ModelState | None = None  # the model both roles share, once the loops are made
         self.api: Api | None = None  # the HTTP API, when [http] enabled
+        self.entities: EntityState | None = None  # the scorer's entity memory, when configured
 
     @property
     def stopping(self) -> bool:
@@ -127,12 +129,6 @@ class Daemon:
                 "codec libraries missing: a record batch compressed with one of these codecs "
                 "stops its partition until it is skipped; install filterd with its dependencies",
                 codecs=missing,
-            )
-        if config.entities.keys:
-            self.log.warning(
-                "[entities] is read by `filterd evaluate` alone so far: the daemon decides "
-                "without entity memory",
-                keys=config.entities.keys,
             )
         self.metrics.not_ready.set(1)
         self.metrics.target_recall.set(config.decision.target_recall)
@@ -170,13 +166,22 @@ class Daemon:
 
     def _api(self, model: ModelStore) -> Api | None:
         """The HTTP API, listening, when `[http] enabled` (None otherwise): it checks messages
-        with the scorer's own model, so that a check and the messages topic agree."""
+        with the scorer's own model and entity memory, so that a check and the messages topic
+        agree."""
         http = self.config.http
         if not http.enabled or self.state is None:
             return None
         from filterd.web.serving import Api
 
-        api = Api(self.config, model, self.state, tokenizer_of(self.config), self.log, self.metrics)
+        api = Api(
+            self.config,
+            model,
+            self.state,
+            tokenizer_of(self.config),
+            self.log,
+            self.metrics,
+            self.entities.peek if self.entities is not None else None,
+        )
         try:
             return api.start()
         except OSError as error:
@@ -248,6 +253,9 @@ class Daemon:
         loops: list[Loop] = []
         # one model for both roles
         self.state = state = ModelState(model, config, self.metrics, self.health, self.log)
+        entities = config.entities.spec(config.decision.target_class)
+        if self.role in ("all", "scorer") and entities.enabled:
+            self.entities = EntityState(model, entities, self.log)
         if self.role in ("all", "scorer"):
             loops.append(
                 Scorer(
@@ -256,6 +264,7 @@ class Daemon:
                     config.topics.decisions,
                     config.limits.max_bytes,
                     config.review,
+                    self.entities,
                     **common(
                         config.topics.messages, config.groups.scorer, config.batches.poll_records
                     ),
@@ -284,6 +293,7 @@ class Daemon:
                     config.limits.max_bytes,
                     config.feedback.resolve_within,
                     config.feedback.retry_seconds,
+                    entities if entities.enabled else None,
                     **common(
                         config.topics.feedback, config.groups.learner, config.batches.feedback
                     ),

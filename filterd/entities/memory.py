@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter, OrderedDict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,6 +228,18 @@ def _many(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+@dataclass(frozen=True)
+class EntityEvent:
+    """A message of an entity, as the memory records it: at the stream's time, with the
+    message's amount and counterparty (of the counterparty key configured for `key`)."""
+
+    key: str
+    value: str
+    at: float
+    amount: float | None
+    party: str | None
+
+
 class _Entity:
     """The events of one entity within the longest window, and per window where its events
     start and what they sum to."""
@@ -313,7 +325,14 @@ class EntityMemory:
     def features(self, message: Mapping[str, Any], ts: float | None) -> list[EntityFeatures]:
         """What is known of each of the message's entities, from the messages observed before
         it."""
-        now = self.now(ts)
+        return self._features(message, self.now(ts))
+
+    def peek(self, message: Mapping[str, Any]) -> list[EntityFeatures]:
+        """`features` as of the stream's time now, the clock left where it is: what a message
+        would be told without being part of the stream (a check that is not recorded)."""
+        return self._features(message, self.clock if self.clock > -math.inf else 0.0)
+
+    def _features(self, message: Mapping[str, Any], now: float) -> list[EntityFeatures]:
         spec, out = self.spec, []
         amount = amount_of(message, spec)
         last = len(spec.windows) - 1
@@ -340,25 +359,46 @@ class EntityMemory:
         """The tokens of the message's entities, from the messages observed before it."""
         return [t for f in self.features(message, ts) for t in entity_tokens(f, self.spec)]
 
+    def events(self, message: Mapping[str, Any], ts: float | None) -> list[EntityEvent]:
+        """What observing the message records, one event per entity, at the stream's time after
+        it (the clock moves; nothing else changes until `apply`)."""
+        now = self.now(ts)
+        amount = amount_of(message, self.spec)
+        values = dict(entity_values(message, self.spec))
+        events = []
+        for key, value in values.items():
+            party_key = self._parties.get(key)
+            party = values.get(party_key) if party_key else None
+            events.append(EntityEvent(key, value, now, amount, party))
+        return events
+
+    def apply(self, events: Iterable[EntityEvent]) -> None:
+        """Remember events (this memory's own, or another's: a scorer's read from the store)."""
+        spec = self.spec
+        for e in events:
+            now = self.now(e.at)
+            entity = self._touch(
+                self._entities, (e.key, e.value), lambda: _Entity(len(spec.windows))
+            )
+            entity.slide(now, spec.windows)
+            entity.add(now, e.amount, e.party, spec.max_events)
+
     def observe(self, message: Mapping[str, Any], ts: float | None) -> None:
         """Remember the message as an event of each of its entities."""
-        now = self.now(ts)
-        spec = self.spec
-        amount = amount_of(message, spec)
-        values = dict(entity_values(message, spec))
-        for key, value in values.items():
-            entity = self._touch(self._entities, (key, value), lambda: _Entity(len(spec.windows)))
-            entity.slide(now, spec.windows)
-            party = self._parties.get(key)
-            entity.add(now, amount, values.get(party) if party else None, spec.max_events)
+        self.apply(self.events(message, ts))
 
     def label(self, message: Mapping[str, Any], ts: float | None, is_target: bool) -> None:
         """A label has arrived for a message sent at `ts`: a target counts for its entities
         within the label window (by the message's time, however late the label)."""
-        if not is_target:
-            return
-        when = self.clock if ts is None else ts
-        for key, value in entity_values(message, self.spec):
+        if is_target:
+            when = self.clock if ts is None else ts
+            self.label_entities(
+                [(key, value, when) for key, value in entity_values(message, self.spec)]
+            )
+
+    def label_entities(self, labelled: Iterable[tuple[str, str, float]]) -> None:
+        """Count target labels of messages of entities (key, value) sent at a time each."""
+        for key, value, when in labelled:
             times = self._touch(self._labelled, (key, value), list)
             bisect.insort(times, when)
             if len(times) > self.spec.max_events:

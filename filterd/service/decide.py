@@ -17,7 +17,7 @@ alike, and refuse one alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -134,6 +134,12 @@ def tokenizer_of(
     )
 
 
+# what an entity memory says of a message: tokens to decide (and learn) it on with its own, and
+# their words for the decision (`filterd.entities`)
+EntityEvidence = tuple[list[str], list[str]]
+EvidenceOf = Callable[[Sequence[Message]], list[EntityEvidence]]
+
+
 class Decider:
     """Tokenizes, scores and labels batches of messages; rebuilt model on `update(stats)`."""
 
@@ -178,15 +184,21 @@ class Decider:
         tokens: Sequence[Tokens] | None = None,
         now: datetime | None = None,
         sources: Sequence[Source] | None = None,
+        evidence: Sequence[EntityEvidence] | None = None,
     ) -> list[Decision]:
         """One decision per message, in order (`tokens`: the tokenizer's results, if already
-        made; `sources`: where each message was read, else its `Position` in `messages`). A
-        message a limit cut short is decided on what was read, and says so (`truncated`)."""
+        made; `sources`: where each message was read, else its `Position` in `messages`;
+        `evidence`: each message's entity tokens, decided on with its own, and their words,
+        its decision's `evidence`). A message a limit cut short is decided on what was read,
+        and says so (`truncated`)."""
         now = now or datetime.now(UTC)
         tokenized = self.tokens(messages) if tokens is None else tokens
         where = [Position(i) for i in range(len(messages))] if sources is None else sources
         if len(where) != len(messages):
             raise ValueError(f"{len(where)} sources for {len(messages)} messages")
+        if evidence is not None and len(evidence) != len(messages):
+            raise ValueError(f"{len(evidence)} entity evidences for {len(messages)} messages")
+        extra = [([], [])] * len(messages) if evidence is None else evidence
 
         def decision(
             i: int, label: str, score: float, explanation: list[tuple[str, float]]
@@ -206,12 +218,17 @@ class Decider:
                 source_topic=source.topic,
                 partition=source.partition,
                 offset=source.offset,
+                evidence=extra[i][1],
             )
 
         if self.model is None:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
         model = with_weights(self.model, threshold.weights)
-        scores = model.score(encode([t.tokens for t in tokenized], model.hasher))
+        decided_on = [
+            [*t.tokens, *entity_tokens] if entity_tokens else t.tokens
+            for t, (entity_tokens, _) in zip(tokenized, extra)
+        ]
+        scores = model.score(encode(decided_on, model.hasher))
         s = scores.binary()
         # A calibrated τ decides ties as target, as calibration counted them. Without one, the
         # Bayes decision flags only scores above 0: a message without evidence (empty, or only
@@ -289,12 +306,14 @@ def decide_payloads(
     payloads: Sequence[bytes | None],
     max_bytes: int,
     sources: Sequence[Source] | None = None,
+    evidence: EvidenceOf | None = None,
 ) -> Decided:
     """Decode, validate, tokenize and decide raw message records (the scorer and `filterd
     score`): `decide_messages` of the records decoded. Each decision carries where its payload
     was read: `sources[i]` for `payloads[i]` (the consumed records themselves), else the
     payload's `Position` in `payloads`."""
-    return decide_messages(decider, threshold, [_decoded(p, max_bytes) for p in payloads], sources)
+    records = [_decoded(p, max_bytes) for p in payloads]
+    return decide_messages(decider, threshold, records, sources, evidence=evidence)
 
 
 def decide_messages(
@@ -303,13 +322,16 @@ def decide_messages(
     records: Sequence[Message | RecordError],
     sources: Sequence[Source] | None = None,
     tokenizer: Tokenizer | None = None,
+    evidence: EvidenceOf | None = None,
 ) -> Decided:
     """Tokenize and decide messages already decoded: the one path of the scorer, `filterd score`
     (through `decide_payloads`) and POST /v1/check. Each of `records` is a message, or the
     RecordError its record's decoding raised; that, and a message the tokenizer refuses
     (`REJECTED_FLAGS`), is a failure at its position. Each decision carries `sources[i]` for
     `records[i]`, else its `Position` in `records`. `tokenizer`: one configured as the
-    decider's, for a caller that keeps its own (the HTTP API's threads), else the decider's."""
+    decider's, for a caller that keeps its own (the HTTP API's threads), else the decider's.
+    `evidence`: the entity memory of the caller that keeps one (the scorer's), asked for the
+    messages that are decided, in order."""
     if sources is not None and len(sources) != len(records):
         raise ValueError(f"{len(sources)} sources for {len(records)} payloads")
     messages: list[Message] = []
@@ -331,7 +353,8 @@ def decide_messages(
         undecodable.append(False)
         decided.append(i)
     where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
-    decisions = decider.decide(messages, threshold, tokenized, sources=where)
+    entities = evidence(messages) if evidence is not None else None
+    decisions = decider.decide(messages, threshold, tokenized, sources=where, evidence=entities)
     return Decided(decisions, messages, tokenized, failures, undecodable)
 
 

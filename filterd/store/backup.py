@@ -45,7 +45,8 @@ TABLES: dict[str, type[Base]] = {
     )
 }
 # Not exported: the decided messages' coordinates (`DecidedMessage`), which name records of one
-# Kafka cluster's messages topic and are kept only for feedback.resolve_ttl.
+# Kafka cluster's messages topic and are kept only for feedback.resolve_ttl, and the entity
+# memory's events and labels (`EntityEvent`, `EntityLabel`), which leave with their window.
 BATCH = 5000
 
 

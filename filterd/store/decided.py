@@ -11,7 +11,7 @@ batch read again after a crash, the same id sent twice) keeps its latest coordin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection, Engine, select
@@ -38,23 +38,30 @@ def id_hash(message_id: str) -> int:
 
 
 def record_decided(
-    conn: Connection, model_id: int, decided: Sequence[tuple[str, int, int]], now: datetime
+    conn: Connection,
+    model_id: int,
+    decided: Sequence[tuple[str, int, int]],
+    now: datetime,
+    entities: Mapping[str, str] | None = None,
 ) -> None:
     """Upsert the coordinates of decided messages, (message id, partition, offset) each, in the
-    caller's transaction; of one id decided twice in `decided`, the last counts."""
-    latest = {id_hash(message_id): (partition, offset) for message_id, partition, offset in decided}
+    caller's transaction, with the entity record of those in `entities` (by message id); of one
+    id decided twice in `decided`, the last counts."""
+    latest = {id_hash(m): (m, partition, offset) for m, partition, offset in decided}
+    records = entities or {}
     insert_columns(
         conn,
         DecidedMessage.__table__,
         {
             "model_id": [model_id] * len(latest),
             "id_hash": list(latest),
-            "partition": [p for p, _ in latest.values()],
-            "offset": [o for _, o in latest.values()],
+            "partition": [p for _, p, _ in latest.values()],
+            "offset": [o for _, _, o in latest.values()],
             "decided_at": [now] * len(latest),
+            "entities": [records.get(m) for m, _, _ in latest.values()],
         },
         conflict=("model_id", "id_hash"),
-        update=("partition", "offset", "decided_at"),
+        update=("partition", "offset", "decided_at", "entities"),
     )
 
 

@@ -10,13 +10,13 @@ one model in one transaction (`ModelStore.transaction`): a learner's batch, a sc
 of its decisions.
 
 Plain methods calling the concept modules (models, learning, ledger, audit, parking, review,
-decided, thresholds, drift, sync, expiry, report, backup, undecodable, database), each in
+decided, entities, thresholds, drift, sync, expiry, report, backup, undecodable, database), each in
 `translated()`: they raise the store's errors (`filterd.store.errors`), never SQLAlchemy's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import IO, TYPE_CHECKING, Unpack
@@ -25,6 +25,7 @@ from sqlalchemy import Connection, Engine
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
+from filterd.entities.memory import EntityEvent
 from filterd.service.review import ReviewItem
 from filterd.store import (
     audit,
@@ -33,6 +34,7 @@ from filterd.store import (
     decided,
     downgrades,
     drift,
+    entities,
     expiry,
     learning,
     models,
@@ -298,6 +300,45 @@ class ModelStore:
                 self._engine, self.id, days, now, pause=pause, dry_run=dry_run
             )
 
+    # --- the entity memory ------------------------------------------------------------------
+
+    def entity_events_written_since(self, since: datetime) -> list[tuple[int, EntityEvent]]:
+        """The entity events written since `since` (less `entities.SYNC_OVERLAP`), in time order."""
+        with translated(), self._engine.connect() as conn:
+            return entities.events_written_since(conn, self.id, since)
+
+    def entity_events_since(self, at: float) -> list[tuple[int, EntityEvent]]:
+        """The entity events from the stream's time `at` on, in time order."""
+        with translated(), self._engine.connect() as conn:
+            return entities.events_since(conn, self.id, at)
+
+    def latest_entity_event(self) -> float | None:
+        """The stream's time of the newest entity event (None: none)."""
+        with translated(), self._engine.connect() as conn:
+            return entities.latest_at(conn, self.id)
+
+    def entity_labels_written_since(self, since: datetime) -> list[entities.EntityLabelled]:
+        with translated(), self._engine.connect() as conn:
+            return entities.labels_written_since(conn, self.id, since)
+
+    def entity_labels_since(self, at: float) -> list[entities.EntityLabelled]:
+        with translated(), self._engine.connect() as conn:
+            return entities.labels_since(conn, self.id, at)
+
+    def decided_entities(self, message_ids: Sequence[str]) -> dict[str, str]:
+        """The entity record of each message of `message_ids` decided with one (its text)."""
+        with translated(), self._engine.connect() as conn:
+            return entities.decided_entities(conn, self.id, message_ids)
+
+    def prune_entities(
+        self, events_window: float, labels_window: float, pause: float = 0.0, dry_run: bool = False
+    ) -> tuple[int, int]:
+        """Delete entity events and labels past their windows (`filterd.store.entities.prune`)."""
+        with translated():
+            return entities.prune(
+                self._engine, self.id, events_window, labels_window, pause, dry_run
+            )
+
     # --- where decided messages are ---------------------------------------------------------
 
     def where_decided(self, message_ids: Sequence[str]) -> dict[str, decided.Coordinates]:
@@ -501,10 +542,28 @@ class ModelTransaction:
         return parking.release(self._conn, self.ref.id, claimed)
 
     def record_decided(
-        self, decided_messages: Sequence[tuple[str, int, int]], now: datetime
+        self,
+        decided_messages: Sequence[tuple[str, int, int]],
+        now: datetime,
+        entity_records: Mapping[str, str] | None = None,
     ) -> None:
-        """Upsert the (message id, partition, offset) of decided messages."""
-        decided.record_decided(self._conn, self.ref.id, decided_messages, now)
+        """Upsert the (message id, partition, offset) of decided messages, with the entity
+        record of those in `entity_records` (by id)."""
+        decided.record_decided(self._conn, self.ref.id, decided_messages, now, entity_records)
+
+    def record_entity_events(
+        self, events: Sequence[tuple[int, EntityEvent]], now: datetime
+    ) -> None:
+        """Upsert entity events, (message id hash, event) each (`filterd.store.entities`)."""
+        entities.record_events(self._conn, self.ref.id, events, now)
+
+    def record_entity_labels(
+        self, labelled: Sequence[entities.EntityLabelled], unlabelled: Sequence[int], now: datetime
+    ) -> None:
+        """Upsert target labels of entities' messages; delete those of the messages (id hashes)
+        `unlabelled`, relabelled out of the target class."""
+        entities.unlabel(self._conn, self.ref.id, unlabelled)
+        entities.record_labels(self._conn, self.ref.id, labelled, now)
 
     def queue_review(self, items: Sequence[ReviewItem], now: datetime) -> None:
         """Queue decisions for an analyst's label."""

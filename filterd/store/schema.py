@@ -11,7 +11,11 @@ holdout          labelled feedback kept out of learning, for calibration
 thresholds       versions of the decision threshold
 prequential      the score each feedback record got before it was learned (drift monitoring)
 label_events     the audit trail: one row per label received, append-only (`filterd.store.audit`)
-decided_messages per decision: the message's Kafka coordinates, to read it back for feedback by id
+decided_messages per decision: the message's Kafka coordinates, to read it back for feedback by id,
+                 and what the entity memory knew of its entities
+entity_events    per (message, entity): a scorer's entity memory event, for the other scorers
+                 and the next start (`filterd.store.entities`)
+entity_labels    per (message, entity): a label of the target class, for the entity memory
 parked_feedback  feedback by id whose message is not known yet, retried until resolved or expired
 review_items     decisions queued for an analyst's label, with what is needed to judge and learn it
 undecodable_batches  record batches a daemon could not decode, and the operators' skips of them
@@ -242,6 +246,52 @@ class DecidedMessage(Base):
     partition: Mapped[int] = mapped_column(Integer)
     offset: Mapped[int] = mapped_column(BigInteger)
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # what the entity memory knew of the message's entities when it was decided
+    # (`filterd.entities.record`), so that its label, however late, learns the same evidence
+    entities: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class EntityEvent(Base):
+    """A message of an entity, as a scorer's entity memory recorded it (`filterd.store.entities`):
+    written by the scorer with its batch's decided messages, read by the other scorers within
+    seconds (by `written_at`) and by a scorer starting (by `at`, the longest window back).
+    Keyed by message and entity key: a message decided twice is one event. Pruned past the
+    longest window."""
+
+    __tablename__ = "entity_events"
+    __table_args__ = (
+        Index(None, "model_id", "written_at"),
+        Index(None, "model_id", "at"),
+    )
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    id_hash: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
+    at: Mapped[float] = mapped_column(Float)  # the stream's clock, seconds since the epoch
+    amount: Mapped[float | None] = mapped_column(Float, nullable=True)
+    party: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class EntityLabel(Base):
+    """A label of the target class for a message of an entity, written by the learner, read by
+    the scorers (by `written_at`; at a start, the label window back by `at`, the message's
+    time). A message relabelled out of the target class loses its rows."""
+
+    __tablename__ = "entity_labels"
+    __table_args__ = (Index(None, "model_id", "written_at"),)
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    id_hash: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
+    at: Mapped[float] = mapped_column(Float)
+    written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class ParkedFeedback(Base):

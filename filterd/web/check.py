@@ -5,8 +5,9 @@ validated by msgspec; the request's size is bounded by `limits.max_bytes` before
 (`filterd.web.app`). The messages are tokenized and decided through the scorer's own path
 (`decide_messages`, with the API's own tokenizer, configured as the scorer's: a message the
 tokenizer cannot read at all is refused) by the scorer's `Decider` with the threshold in
-force, so a message gets the score it would get on the messages topic. Nothing is published,
-queued for review or recorded.
+force, and in `filterd run` the scorer's entity memory (read, not added to), so a message gets
+the score it would get on the messages topic. Nothing is published, queued for review or
+recorded.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def check(context: WebContext, body: bytes) -> CheckResponse:
     if decider is None:
         raise Problem(503, "no model loaded from the store yet: try again shortly")
     where = [Position(i, SOURCE_TOPIC) for i in range(len(messages))]
-    decided = decide_messages(decider, threshold, messages, where, context.tokenizer)
+    decided = decide_messages(
+        decider, threshold, messages, where, context.tokenizer, evidence=context.evidence
+    )
     for i, reason, error in decided.failures[:1]:
         raise Problem(422, f"{reason}: {error}", "$" if single else f"$[{i}]")
     return CheckResponse(decisions=decided.decisions, not_ready=decider.not_ready)

@@ -15,7 +15,7 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, ThresholdSetting
+from filterd.service.decide import Decider, EvidenceOf, ThresholdSetting
 from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import Authenticator
@@ -44,3 +44,6 @@ class WebContext:
     auth: Authenticator
     log: FilteringBoundLogger
     metrics: Metrics | None = None  # the daemon's (exported on its /metrics); None: not counted
+    # the scorer's entity memory, read by checks without remembering them (`filterd run` with
+    # [entities] keys); None: checks are decided without entity evidence
+    evidence: EvidenceOf | None = None

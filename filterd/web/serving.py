@@ -1,8 +1,9 @@
 """The HTTP API of one process, wired: `Api(config, model, scoring, tokenizer, log).start()`.
 
-`filterd run` (with `[http] enabled`) hands it the scorer's model; `filterd serve` one it keeps
-synced itself. Both listen on `http.host:http.port` and publish labels with a publisher of
-their own (`LabelSender`), closed at `stop()`.
+`filterd run` (with `[http] enabled`) hands it the scorer's model and entity memory
+(`evidence`); `filterd serve` one it keeps synced itself, without entity memory. Both listen on
+`http.host:http.port` and publish labels with a publisher of their own (`LabelSender`), closed
+at `stop()`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.kafka.publisher import Publisher
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
+from filterd.service.decide import EvidenceOf
 from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.app import create_app
@@ -34,6 +36,7 @@ class Api:
         tokenizer: Tokenizer,
         log: FilteringBoundLogger,
         metrics: Metrics | None = None,
+        evidence: EvidenceOf | None = None,
     ) -> None:
         http = config.http
         self.log = log
@@ -41,7 +44,9 @@ class Api:
         # labels go through kafka-python whatever `kafka.client` says: its probe keeps a label
         # from a stalled broker that would append it after the client was told 503
         labels = LabelSender(Publisher(config.kafka), http.publish_seconds)
-        self.context = WebContext(config, model, scoring, tokenizer, labels, auth, log, metrics)
+        self.context = WebContext(
+            config, model, scoring, tokenizer, labels, auth, log, metrics, evidence
+        )
         app = create_app(self.context)
         self.server = HttpServer(
             app, http.host, http.port, http.max_connections, http.request_seconds

@@ -222,6 +222,8 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
+    from filterd.entities.memory import EntityEvent
+    from filterd.store.entities import EntityLabelled
     from filterd.store.handle import Store
     from tests.queued import queued
 
@@ -233,6 +235,20 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
         writing.record_decided([("old", 0, 1)], now - timedelta(days=4))
         writing.record_decided([("new", 0, 2)], now - timedelta(days=2))
         writing.queue_review([item], now - timedelta(days=20))
+        # the entity memory's, by the stream's time: a month and a day before the newest event
+        month = 31 * 86400.0
+        writing.record_entity_events(
+            [
+                (1, EntityEvent("customer", "c1", 0.0, None, None)),
+                (2, EntityEvent("customer", "c1", month, None, None)),
+            ],
+            now,
+        )
+        writing.record_entity_labels(
+            [EntityLabelled(1, "customer", "c1", 0.0), EntityLabelled(2, "customer", "c1", month)],
+            [],
+            now,
+        )
 
     def prune(*args: str) -> list[str]:
         result = run(
@@ -254,11 +270,16 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
     assert prune("--dry-run") == [
         "would delete 1 review items (older than 14 days)",
         "would delete 1 decided messages (older than feedback.resolve_ttl = 3d)",
+        "would delete 1 entity events and 1 entity labels (past the [entities] windows)",
     ]
     assert prune("--review-days", "30") == [
         "deleted 0 review items (older than 30 days)",
         "deleted 1 decided messages (older than feedback.resolve_ttl = 3d)",
+        "deleted 1 entity events and 1 entity labels (past the [entities] windows)",
     ]
+    assert [e.at for _, e in model.entity_events_since(0.0)] == [month]
+    assert [x.at for x in model.entity_labels_since(0.0)] == [month]
+
     assert model.where_decided(["old", "new"]) == {"new": (0, 2)}
     assert prune()[0] == "deleted 1 review items (older than 14 days)"
 
@@ -430,7 +451,8 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> 
     (line,) = refused.stderr.splitlines()
     assert line.startswith(
         f"Error: downgrading {db} from revision {database_head()} to base "
-        "drops the tables undecodable_batches (0 rows), review_items (0 rows), "
+        "drops the tables entity_labels (0 rows), entity_events (0 rows), "
+        "undecodable_batches (0 rows), review_items (0 rows), "
     )
     assert "feedback_ledger (" in line and "models (1 row)" in line
     assert line.endswith(
@@ -443,7 +465,8 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> 
     columns = run("db", "downgrade", "0005", "--db", db)
     assert columns.exit_code == 1 and columns.stderr.splitlines() == [
         f"Error: downgrading {db} from revision {database_head()} to 0005 drops the tables "
-        "undecodable_batches (0 rows) and the columns prequential.components, thresholds.weights, "
+        "entity_labels (0 rows), entity_events (0 rows), undecodable_batches (0 rows) and the "
+        "columns decided_messages.entities, prequential.components, thresholds.weights, "
         "thresholds.level, thresholds.source: add --yes"
     ]
     assert run("db", "downgrade", "0009", "--db", db, "--yes").exit_code == 0

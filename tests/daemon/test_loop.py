@@ -14,6 +14,7 @@ import pytest
 import structlog
 from kafka import TopicPartition
 
+from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
 from filterd.daemon.loop import LoopSettings
@@ -22,6 +23,7 @@ from filterd.daemon.monitor import Monitor
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
+from filterd.entities import EntitySpec
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.consumer import Batch
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryFetcher, MemoryPublisher
@@ -59,6 +61,7 @@ def scorer(
     broker: MemoryBroker,
     publisher: MemoryPublisher,
     guard: DeadLetterGuard | None = None,
+    entities: EntitySpec | None = None,
 ) -> Scorer:
     model = Store.open(config.database.url).model(config.model.name)
     state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
@@ -68,6 +71,7 @@ def scorer(
         "decisions",
         config.limits.max_bytes,
         config.review,
+        EntityState(model, entities, structlog.get_logger()) if entities else None,
         **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
     )
 
@@ -207,6 +211,7 @@ def learner_of(
     retry_seconds: float = 30.0,
     resolve_ttl: str = "3d",
     guard: DeadLetterGuard | None = None,
+    entities: EntitySpec | None = None,
 ) -> Learner:
     """The learner of `config` over `broker`, resolving ids through `recent` (default: an empty
     cache), the store and the broker's messages topic."""
@@ -232,6 +237,7 @@ def learner_of(
         config.limits.max_bytes,
         parse_duration(resolve_ttl),
         retry_seconds,
+        entities,
         **settings(
             broker, "feedback", MemoryPublisher(broker), guard or DeadLetterGuard(1.0, 100, 0)
         ),

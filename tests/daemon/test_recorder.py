@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import pytest
@@ -52,11 +52,15 @@ def failing_store(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     real = decided.record_decided
 
     def record_decided(
-        conn: Connection, model_id: int, rows: Sequence[tuple[str, int, int]], now: datetime
+        conn: Connection,
+        model_id: int,
+        rows: Sequence[tuple[str, int, int]],
+        now: datetime,
+        entities: Mapping[str, str] | None = None,
     ) -> None:
         if failing.is_set():
             raise OperationalError("INSERT", {}, Exception("database is locked"))
-        return real(conn, model_id, rows, now)
+        return real(conn, model_id, rows, now, entities)
 
     monkeypatch.setattr(decided, "record_decided", record_decided)
     return failing

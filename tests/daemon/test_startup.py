@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from filterd.daemon.supervisor import Daemon, StartupError, prepare_store
+from filterd.daemon.supervisor import StartupError, prepare_store
 from filterd.service.config import Config
 from filterd.service.config import load as load_config
 from filterd.store.errors import UnknownModel
@@ -95,20 +95,3 @@ def test_a_metrics_port_in_use_is_one_line_without_a_traceback(tmp_path: Path) -
         f"Error: metrics port {port} is in use (observe.metrics_port): Address already in use"
     ]
     assert not (tmp_path / "filterd.db").exists()  # refused before anything else was done
-
-
-def test_entities_the_daemon_does_not_remember_yet_are_said_at_start(tmp_path: Path) -> None:
-    config = load_config(
-        None,
-        environ={},
-        overrides={
-            "database.url": f"sqlite:///{tmp_path / 'none' / 'filterd.db'}",
-            "entities.keys": ["customer"],
-            "observe.metrics_port": 0,
-        },
-    )
-    with structlog.testing.capture_logs() as logged, pytest.raises(StartupError):
-        Daemon(config, "all").run()  # refused at the store, after the warnings of the start
-    warned = [e for e in logged if e["event"].startswith("[entities] is read by")]
-    assert len(warned) == 1 and warned[0]["keys"] == ["customer"]
-    assert warned[0]["log_level"] == "warning"

@@ -20,6 +20,8 @@ TABLES = {
     "parked_feedback",
     "review_items",
     "undecodable_batches",
+    "entity_events",
+    "entity_labels",
 }
 
 

@@ -7,8 +7,10 @@ import pytest
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
+from filterd.entities.memory import EntityEvent
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored
+from filterd.store.entities import EntityLabelled
 from filterd.store.errors import ModelChanged, UnknownModel
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
@@ -36,8 +38,11 @@ def fill(store: Store, name: str) -> ModelStore:
     )
     model.record_scores("spam", [Scored("m1", "ham", 0.1, 1)], keep=100)
     item = queued("q1", 0.1, 0.0, ["a"])
+    now = datetime.now(UTC)
     with model.transaction() as writing:
-        writing.record_decided([("m1", 0, 1)], datetime.now(UTC))
+        writing.record_decided([("m1", 0, 1)], datetime.now(UTC), {"m1": '{"at":0,"entities":[]}'})
+        writing.record_entity_events([(1, EntityEvent("customer", "c1", 0.0, None, None))], now)
+        writing.record_entity_labels([EntityLabelled(1, "customer", "c1", 0.0)], [], now)
         writing.queue_review([item], datetime.now(UTC))
         writing.park([Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
     return model

@@ -35,6 +35,7 @@ from tests.web.browser import browser  # noqa: F401
 
 if TYPE_CHECKING:  # imported where they are used, as the fixtures start them
     from filterd.daemon.model_state import ModelState
+    from filterd.service.decide import EvidenceOf
     from filterd.service.records import Decision
     from filterd.web.context import Scoring
     from filterd.web.serving import Api
@@ -115,9 +116,15 @@ def call(
 
 
 class Serve(Protocol):
-    """`serve(config, model, scoring)`: an `Api` listening on a free port."""
+    """`serve(config, model, scoring[, evidence])`: an `Api` listening on a free port."""
 
-    def __call__(self, settings: Config, model: ModelStore, scoring: Scoring) -> Api: ...
+    def __call__(
+        self,
+        settings: Config,
+        model: ModelStore,
+        scoring: Scoring,
+        evidence: EvidenceOf | None = None,
+    ) -> Api: ...
 
 
 @pytest.fixture
@@ -125,7 +132,12 @@ def serve() -> Iterator[Serve]:
     """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
     started = []
 
-    def start(settings: Config, model: ModelStore, scoring: Scoring) -> Api:
+    def start(
+        settings: Config,
+        model: ModelStore,
+        scoring: Scoring,
+        evidence: EvidenceOf | None = None,
+    ) -> Api:
         import structlog
 
         settings = replace(settings, http=replace(settings.http, port=0))  # any free port
@@ -133,9 +145,9 @@ def serve() -> Iterator[Serve]:
         from filterd.service.decide import tokenizer_of
         from filterd.web.serving import Api
 
-        api = Api(
-            settings, model, scoring, tokenizer_of(settings), structlog.get_logger("test")
-        ).start()
+        log = structlog.get_logger("test")
+        api = Api(settings, model, scoring, tokenizer_of(settings), log, evidence=evidence)
+        api = api.start()
         started.append(api)
         return api
 

@@ -14,9 +14,11 @@ import structlog
 from msgspec.structs import replace
 from sqlalchemy import event
 
+from filterd.daemon.entity_state import EntityState
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recorder import Recorder
 from filterd.daemon.scorer import queue_for_review
+from filterd.entities import EntitySpec
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
@@ -141,6 +143,31 @@ def test_a_check_decides_as_the_scorer_decides(api: Api) -> None:
         (d.label, d.score) for d in expected.decisions
     ]
     assert body["decisions"][0]["score"] == decision["score"] and decision["label"] == "spam"
+
+
+def test_a_check_reads_the_scorers_entity_memory_and_is_not_remembered(
+    learned_config: Config, serve: Serve
+) -> None:
+    users = {"dana": hash_secret(PASSWORD, "pbkdf2_sha256", rounds=ROUNDS)}
+    config = replace(learned_config, http=replace(learned_config.http, users=users))
+    store = Store.open(config.database.url)
+    model = store.model(config.model.name)
+    state = ModelState(model, config, Metrics(), Health(), structlog.get_logger("test"))
+    state.refresh(force=True)
+    entities = EntityState(model, EntitySpec(keys=("customer",)), structlog.get_logger("test"))
+    t0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    entities.evidence(  # three payments of c1 the scorer decided
+        [Message(id=f"p{i}", text="pay", attributes={"customer": "c1"}, ts=t0) for i in range(3)]
+    )
+    api = serve(config, model, state, evidence=entities.peek)
+    check = {"id": "c1", "text": "pay", "attributes": {"customer": "c1"}}
+    for _ in range(2):  # the first check is not counted by the second
+        status, body, _ = call(api.port, "POST", "/v1/check", check, auth=DANA)
+        assert status == 200, body
+        (decision,) = body["decisions"]
+        assert decision["evidence"] == ["3 messages of customer c1 in the last 1h"]
+    assert len(entities.memory) == 1 and entities.take()[0].keys() == {"p0", "p1", "p2"}
+    store.close()
 
 
 def test_a_large_check_decides_as_a_small_one(api: Api) -> None:

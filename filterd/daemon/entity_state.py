@@ -1,0 +1,180 @@
+"""The scorer's entity memory (`filterd.entities`), in step with every other scorer's through the
+store (`filterd.store.entities`).
+
+For each batch the scorer decides, `evidence` gives each message its entities' tokens and words
+from the memory, then remembers the message (so that a later message of the batch, and of the
+next, counts it). What it remembered goes to the store with the batch's decided messages (the
+scorer's `Recorder` writes `take()`): the entity events, for the other scorers and the next
+start, and each message's `EntityRecord`, for its learner: a label learns the evidence the
+message was decided on, however late it comes.
+
+Every SYNC_SECONDS `refresh` reads what the other scorers wrote since (by `written_at`, with an
+overlap: rows already applied are skipped by (message, entity)) and the target labels the
+learners wrote, so that a velocity counts the messages of every scorer within seconds. A scorer
+starting (`load`) reads the events of the longest window and the labels of the label window
+back from the newest event. A store that fails leaves the memory as it is, decisions go on, and
+the next refresh tries again (what it missed is read then: the read starts where the last one
+that succeeded did).
+
+Messages are placed in time by their `ts`, else by this machine's clock when decided; a `ts`
+more than MAX_AHEAD_SECONDS ahead of that clock counts as the clock. The HTTP API's checks,
+which are not part of the stream, read the memory without being remembered (`peek`); the
+memory's lock keeps them and the scorer's thread apart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from structlog.typing import FilteringBoundLogger
+
+from filterd.entities.memory import EntityEvent, EntityMemory, EntitySpec, entity_words
+from filterd.entities.record import EntityRecord
+from filterd.observe.logs import Repeats
+from filterd.service.decide import EntityEvidence
+from filterd.service.records import Message
+from filterd.store.decided import id_hash
+from filterd.store.entities import EntityLabelled
+from filterd.store.errors import StoreError
+from filterd.store.handle import ModelStore
+
+SYNC_SECONDS = 1.0
+# how far ahead of this machine's clock a message's `ts` may place it: the memory's clock never
+# turns back, so one message dated years ahead would empty every window for good
+MAX_AHEAD_SECONDS = 300.0
+MAX_SEEN = 1_000_000  # (message, entity) pairs remembered as applied, to skip rows read again
+
+
+class _Seen:
+    """A bounded set of what was applied: the oldest forgotten first."""
+
+    def __init__(self, limit: int = MAX_SEEN) -> None:
+        self.limit = limit
+        self._items: OrderedDict[Hashable, None] = OrderedDict()
+
+    def add(self, item: Hashable) -> bool:
+        """Remember `item`; False if it was remembered already."""
+        if item in self._items:
+            return False
+        self._items[item] = None
+        if len(self._items) > self.limit:
+            self._items.popitem(last=False)
+        return True
+
+
+class EntityState:
+    def __init__(
+        self,
+        model: ModelStore,
+        spec: EntitySpec,
+        log: FilteringBoundLogger,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.model, self.spec, self.log, self.clock = model, spec, log, clock
+        self.memory = EntityMemory(spec)
+        self.repeats = Repeats()
+        self._events_seen, self._labels_seen = _Seen(), _Seen()
+        self._events_read: datetime | None = None
+        self._labels_read: datetime | None = None
+        self._next_sync = -float("inf")
+        self._records: dict[str, str] = {}
+        self._events: list[tuple[int, EntityEvent]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._events_read is not None
+
+    def load(self) -> None:
+        """Read the longest window of events and the label window of labels back from the
+        newest event (StoreError if the store fails)."""
+        started = datetime.now(UTC)
+        newest = self.model.latest_entity_event()
+        if newest is not None:
+            self._apply(self.model.entity_events_since(newest - self.spec.windows[-1]))
+            self._label(self.model.entity_labels_since(newest - self.spec.label_window))
+        self._events_read = self._labels_read = started
+        self.log.info("entity memory loaded", entities=len(self.memory))
+
+    def refresh(self, force: bool = False) -> None:
+        """Load, or read what others wrote since the last read, when due; never raises for
+        store errors (they are logged, and tried again at the next refresh)."""
+        now = time.monotonic()
+        if not force and now < self._next_sync:
+            return
+        self._next_sync = now + SYNC_SECONDS
+        try:
+            if self._events_read is None or self._labels_read is None:
+                self.load()
+                return
+            started = datetime.now(UTC)
+            self._apply(self.model.entity_events_written_since(self._events_read))
+            self._events_read = started
+            self._label(self.model.entity_labels_written_since(self._labels_read))
+            self._labels_read = started
+        except StoreError as error:
+            self.repeats.warning(self.log, "entity memory not synced", error=str(error))
+        self.repeats.flush()
+
+    def evidence(self, messages: Sequence[Message]) -> list[EntityEvidence]:
+        """Each message's entity tokens and words, from the messages before it; then it is
+        remembered (and kept for `take`)."""
+        out = []
+        with self._lock:
+            for message in messages:
+                fields, ts = _fields(message), self._time(message)
+                features = self.memory.features(fields, ts)
+                events = self.memory.events(fields, ts)
+                self.memory.apply(events)
+                key = id_hash(message.id)
+                for event in events:
+                    self._events_seen.add((key, event.key))
+                    self._events.append((key, event))
+                record = EntityRecord(self.memory.clock, tuple(features))
+                self._records[message.id] = record.dumps()
+                out.append(self._said(record))
+        return out
+
+    def peek(self, messages: Sequence[Message]) -> list[EntityEvidence]:
+        """Each message's entity tokens and words as of now, none of them remembered."""
+        with self._lock:
+            return [
+                self._said(EntityRecord(self.memory.clock, tuple(self.memory.peek(_fields(m)))))
+                for m in messages
+            ]
+
+    def _said(self, record: EntityRecord) -> EntityEvidence:
+        words = [w for f in record.features for w in entity_words(f, self.spec)]
+        return record.tokens(self.spec), words
+
+    def _time(self, message: Message) -> float:
+        now = self.clock()
+        if message.ts is None:
+            return now
+        return min(message.ts.timestamp(), now + MAX_AHEAD_SECONDS)
+
+    def take(self) -> tuple[dict[str, str], list[tuple[int, EntityEvent]]]:
+        """The entity records (by message id) and events of the messages since the last take."""
+        records, events = self._records, self._events
+        self._records, self._events = {}, []
+        return records, events
+
+    def _apply(self, rows: Iterable[tuple[int, EntityEvent]]) -> None:
+        with self._lock:
+            self.memory.apply(e for h, e in rows if self._events_seen.add((h, e.key)))
+
+    def _label(self, rows: Iterable[EntityLabelled]) -> None:
+        with self._lock:
+            self.memory.label_entities(
+                (x.key, x.value, x.at) for x in rows if self._labels_seen.add((x.id_hash, x.key))
+            )
+
+
+def _fields(message: Message) -> dict[str, Any]:
+    """The fields of a message that may name an entity (`filterd.entities.memory.FIELDS`)."""
+    return {"attributes": message.attributes, "sender": message.sender, "tenant": message.tenant}

@@ -1,0 +1,217 @@
+"""The entity memory's rows (`filterd.entities`): what every scorer's memory is rebuilt from and
+kept in step with.
+
+- `entity_events`: one row per (message, entity) a scorer decided, written in bulk with the
+  batch's decided messages (`record_events`, by the scorer's recorder). Another scorer reads the
+  rows written since it last looked (`events_written_since`), so that a velocity counts every
+  scorer's messages within seconds; a scorer starting reads the longest window back
+  (`events_since`). Keyed by message and entity key: a message decided again (a batch read
+  again after a crash, a rebalance) is one row, its latest.
+- `entity_labels`: one row per (message, entity) labelled the target class, written by the
+  learner in its batch's transaction (`record_labels`); a relabel out of the target class
+  deletes the message's rows (`unlabel`). Read like the events.
+- `decided_messages.entities`: the `EntityRecord` of each decided message, for its learner
+  (`decided_entities`).
+
+Times: `at` is the stream's clock of the memory (seconds since the epoch: the messages' `ts`),
+`written_at` the writer's wall clock; readers by `written_at` look back `SYNC_OVERLAP` before
+their last read, so that a row committed late, or by a machine whose clock is a little behind,
+is not missed (rows read twice are the caller's to skip). `prune` deletes what has left its
+window, by `at` against the newest `at` of the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, Engine, delete, func, select
+
+from filterd.entities.memory import EntityEvent
+from filterd.store.bulk import insert_columns
+from filterd.store.decided import id_hash
+from filterd.store.expiry import delete_in_chunks
+from filterd.store.schema import DecidedMessage
+from filterd.store.schema import EntityEvent as EventRow
+from filterd.store.schema import EntityLabel as LabelRow
+from filterd.store.sql import CHUNK, as_utc
+
+SYNC_OVERLAP = timedelta(seconds=10)
+PRUNE_CHUNK = 50_000
+
+
+@dataclass(frozen=True)
+class EntityLabelled:
+    """A target label of a message (`id_hash`) of the entity (key, value) sent at `at`."""
+
+    id_hash: int
+    key: str
+    value: str
+    at: float
+
+
+def record_events(
+    conn: Connection, model_id: int, events: Sequence[tuple[int, EntityEvent]], now: datetime
+) -> None:
+    """Upsert entity events, (message id hash, event) each, written at `now`; of one message
+    and key given twice, the last counts."""
+    latest = {(h, e.key): e for h, e in events}
+    insert_columns(
+        conn,
+        EventRow.__table__,
+        {
+            "model_id": [model_id] * len(latest),
+            "id_hash": [h for h, _ in latest],
+            "key": [k for _, k in latest],
+            "value": [e.value for e in latest.values()],
+            "at": [e.at for e in latest.values()],
+            "amount": [e.amount for e in latest.values()],
+            "party": [e.party for e in latest.values()],
+            "written_at": [now] * len(latest),
+        },
+        conflict=("model_id", "id_hash", "key"),
+        update=("value", "at", "amount", "party", "written_at"),
+    )
+
+
+def events_written_since(
+    conn: Connection, model_id: int, since: datetime
+) -> list[tuple[int, EntityEvent]]:
+    """The events written from `since` − SYNC_OVERLAP on, in the order of their time."""
+    rows = conn.execute(
+        select(*_EVENT_COLUMNS)
+        .where(EventRow.model_id == model_id, EventRow.written_at >= as_utc(since - SYNC_OVERLAP))
+        .order_by(EventRow.at)
+    )
+    return [(h, EntityEvent(k, v, at, amount, party)) for h, k, v, at, amount, party in rows]
+
+
+def events_since(conn: Connection, model_id: int, at: float) -> list[tuple[int, EntityEvent]]:
+    """The events of the stream's time `at` on, in the order of their time."""
+    rows = conn.execute(
+        select(*_EVENT_COLUMNS)
+        .where(EventRow.model_id == model_id, EventRow.at >= at)
+        .order_by(EventRow.at)
+    )
+    return [(h, EntityEvent(k, v, t, amount, party)) for h, k, v, t, amount, party in rows]
+
+
+_EVENT_COLUMNS = (
+    EventRow.id_hash,
+    EventRow.key,
+    EventRow.value,
+    EventRow.at,
+    EventRow.amount,
+    EventRow.party,
+)
+
+
+def latest_at(conn: Connection, model_id: int) -> float | None:
+    """The newest time of the model's events (None: it has none)."""
+    return conn.execute(
+        select(func.max(EventRow.at)).where(EventRow.model_id == model_id)
+    ).scalar_one()
+
+
+def record_labels(
+    conn: Connection, model_id: int, labels: Sequence[EntityLabelled], now: datetime
+) -> None:
+    """Upsert target labels of messages of entities, written at `now`."""
+    latest = {(x.id_hash, x.key): x for x in labels}
+    insert_columns(
+        conn,
+        LabelRow.__table__,
+        {
+            "model_id": [model_id] * len(latest),
+            "id_hash": [h for h, _ in latest],
+            "key": [k for _, k in latest],
+            "value": [x.value for x in latest.values()],
+            "at": [x.at for x in latest.values()],
+            "written_at": [now] * len(latest),
+        },
+        conflict=("model_id", "id_hash", "key"),
+        update=("value", "at", "written_at"),
+    )
+
+
+def unlabel(conn: Connection, model_id: int, id_hashes: Sequence[int]) -> None:
+    """Delete the target labels of the messages `id_hashes` (relabelled out of the target)."""
+    for start in range(0, len(id_hashes), CHUNK):
+        conn.execute(
+            delete(LabelRow).where(
+                LabelRow.model_id == model_id,
+                LabelRow.id_hash.in_(id_hashes[start : start + CHUNK]),
+            )
+        )
+
+
+def labels_written_since(conn: Connection, model_id: int, since: datetime) -> list[EntityLabelled]:
+    """The target labels written from `since` − SYNC_OVERLAP on."""
+    rows = conn.execute(
+        select(LabelRow.id_hash, LabelRow.key, LabelRow.value, LabelRow.at).where(
+            LabelRow.model_id == model_id, LabelRow.written_at >= as_utc(since - SYNC_OVERLAP)
+        )
+    )
+    return [EntityLabelled(*row) for row in rows]
+
+
+def labels_since(conn: Connection, model_id: int, at: float) -> list[EntityLabelled]:
+    """The target labels of messages sent from the stream's time `at` on."""
+    rows = conn.execute(
+        select(LabelRow.id_hash, LabelRow.key, LabelRow.value, LabelRow.at).where(
+            LabelRow.model_id == model_id, LabelRow.at >= at
+        )
+    )
+    return [EntityLabelled(*row) for row in rows]
+
+
+def decided_entities(conn: Connection, model_id: int, message_ids: Sequence[str]) -> dict[str, str]:
+    """The entity record (`EntityRecord.dumps`) of each message of `message_ids` decided with
+    one."""
+    by_hash = {id_hash(m): m for m in message_ids}
+    hashes, found = list(by_hash), dict[str, str]()
+    for start in range(0, len(hashes), CHUNK):
+        rows = conn.execute(
+            select(DecidedMessage.id_hash, DecidedMessage.entities).where(
+                DecidedMessage.model_id == model_id,
+                DecidedMessage.id_hash.in_(hashes[start : start + CHUNK]),
+                DecidedMessage.entities.is_not(None),
+            )
+        )
+        found.update({by_hash[h]: text for h, text in rows if text is not None})
+    return found
+
+
+def prune(
+    engine: Engine,
+    model_id: int,
+    events_window: float,
+    labels_window: float,
+    pause: float = 0.0,
+    dry_run: bool = False,
+) -> tuple[int, int]:
+    """Delete the events older than `events_window` seconds and the labels older than
+    `labels_window` before the newest event's time; returns how many of each went (with
+    `dry_run`, would go)."""
+    with engine.connect() as conn:
+        newest = latest_at(conn, model_id)
+    if newest is None:
+        return 0, 0
+    events = delete_in_chunks(
+        engine,
+        [EventRow.model_id, EventRow.id_hash, EventRow.key],
+        [EventRow.model_id == model_id, EventRow.at < newest - events_window],
+        PRUNE_CHUNK,
+        pause,
+        dry_run,
+    )
+    labels = delete_in_chunks(
+        engine,
+        [LabelRow.model_id, LabelRow.id_hash, LabelRow.key],
+        [LabelRow.model_id == model_id, LabelRow.at < newest - labels_window],
+        PRUNE_CHUNK,
+        pause,
+        dry_run,
+    )
+    return events, labels

@@ -1,0 +1,166 @@
+"""The scorer's entity memory in the daemon (`filterd.daemon.entity_state`): every scorer's
+messages count in every scorer's velocities within seconds, a scorer starting remembers the
+longest window, a label learns the entity tokens its message was decided on, and a target label
+counts for the message's entities in every scorer."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import structlog
+from sqlalchemy import text
+
+from filterd.bayes.vocab import TokenHasher
+from filterd.daemon import entity_state
+from filterd.daemon.entity_state import EntityState
+from filterd.entities import EntitySpec
+from filterd.entities.record import EntityRecord
+from filterd.kafka.memory import MemoryBroker, MemoryPublisher
+from filterd.service.config import Config
+from filterd.service.config import load as load_config
+from filterd.service.records import Message
+from filterd.store.errors import StoreUnavailable
+from filterd.store.handle import Store
+from filterd.store.ledger import unpack
+from tests.daemon.conftest import run_until
+from tests.daemon.test_loop import TOPICS, learner_of, scorer
+
+SPEC = EntitySpec(keys=("customer",), windows=(3600, 86400), target="spam")
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+
+
+def payment(i: int, customer: str, minutes: float, amount: float = 20.0) -> dict[str, Any]:
+    return {
+        "id": f"p{i}",
+        "text": "card payment",
+        "attributes": {"customer": customer, "amount": amount},
+        "ts": (T0 + timedelta(minutes=minutes)).isoformat(),
+    }
+
+
+def produce(broker: MemoryBroker, payments: list[dict[str, Any]]) -> None:
+    for p in payments:
+        broker.produce("messages", p["id"].encode(), json.dumps(p).encode())
+
+
+def decisions(broker: MemoryBroker) -> dict[str, dict[str, Any]]:
+    return {d["message_id"]: d for d in (json.loads(r.value) for r in broker.read("decisions"))}
+
+
+def with_entities(config: Config) -> Config:
+    overrides = {"database.url": config.database.url, "model.variant": "mnb"}
+    return load_config(None, environ={}, overrides={**overrides, "entities.keys": ["customer"]})
+
+
+def test_every_scorers_messages_count_within_seconds_and_a_start_remembers_them(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(entity_state, "SYNC_SECONDS", 0.0)  # each refresh due: no waiting here
+    config = with_entities(config)
+    first, second = MemoryBroker(dict(TOPICS)), MemoryBroker(dict(TOPICS))
+    a = scorer(config, first, MemoryPublisher(first), entities=SPEC)
+    b = scorer(config, second, MemoryPublisher(second), entities=SPEC)
+    produce(second, [payment(100, "c9", 0)])  # b is running, its memory loaded, before a decides
+    run_until(b, lambda: "p100" in decisions(second))
+    assert decisions(second)["p100"]["evidence"] == ["customer c9: first seen within 1d"]
+
+    produce(first, [payment(i, "c1", minutes=i) for i in range(5)])
+    run_until(a, lambda: len(decisions(first)) == 5 and a.recorder.recorded == a.recorder.tickets)
+    assert decisions(first)["p4"]["evidence"] == ["4 messages of customer c1 in the last 1h"]
+    # b reads what a wrote at its next refresh
+    produce(second, [payment(101, "c1", minutes=6, amount=100.0)])
+    run_until(b, lambda: "p101" in decisions(second))
+    assert decisions(second)["p101"]["evidence"] == [
+        "5 messages of customer c1 in the last 1h",
+        "amount 5× the mean of customer c1 over 1d",
+    ]
+    # the tokens it was decided on are among its explanation's candidates, and kept for learning
+    model = Store.open(config.database.url).model("default")
+    record = EntityRecord.loads(model.decided_entities(["p101"])["p101"])
+    assert record.features[0].counts == (5, 5)
+    assert "customer:count_1h~2^2" in record.tokens(SPEC)
+
+    # a scorer starting reads the longest window back from the newest event
+    restarted = EntityState(model, SPEC, structlog.get_logger())
+    restarted.refresh()
+    assert restarted.loaded and len(restarted.memory) == 2
+    message = Message(id="p102", attributes={"customer": "c1"}, ts=T0 + timedelta(minutes=7))
+    ((_, words),) = restarted.evidence([message])
+    assert words == ["6 messages of customer c1 in the last 1h"]
+
+
+def test_a_label_learns_the_entity_evidence_and_a_target_counts_for_the_entity(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(entity_state, "SYNC_SECONDS", 0.0)
+    config = with_entities(config)
+    broker = MemoryBroker(dict(TOPICS))
+    a = scorer(config, broker, MemoryPublisher(broker), entities=SPEC)
+    produce(broker, [payment(i, "c1", minutes=i) for i in range(3)])
+    run_until(a, lambda: len(decisions(broker)) == 3 and a.recorder.recorded == a.recorder.tickets)
+
+    for message_id, label in (("p2", "spam"), ("p1", "ham")):
+        feedback = {"message_id": message_id, "label": label}
+        broker.produce("feedback", message_id.encode(), json.dumps(feedback).encode())
+    learner = learner_of(config, broker, entities=SPEC)
+    model = learner.model
+
+    def learned() -> list[str]:
+        with model.store.engine.connect() as conn:
+            return list(conn.execute(text("SELECT message_id FROM feedback_ledger")).scalars())
+
+    run_until(learner, lambda: {"p1", "p2"} <= set(learned()))
+    with model.store.engine.connect() as conn:
+        packed = conn.execute(
+            text("SELECT tokens FROM feedback_ledger WHERE message_id = 'p2'")
+        ).scalar_one()
+        labels = conn.execute(text("SELECT key, value FROM entity_labels")).all()
+    record = EntityRecord.loads(model.decided_entities(["p2"])["p2"])
+    entity_keys = TokenHasher(model.ref.hash_seed).keys(record.tokens(SPEC))
+    assert set(entity_keys.tolist()) <= set(unpack(packed)[0].tolist())
+    assert labels == [("customer", "c1")]  # the spam label counts; the ham one does not
+
+    # every scorer counts it at its next refresh
+    produce(broker, [payment(3, "c1", minutes=4)])
+    run_until(a, lambda: "p3" in decisions(broker))
+    assert (
+        "1 message of customer c1 labelled spam within 28d" in decisions(broker)["p3"]["evidence"]
+    )
+
+
+def test_a_store_that_fails_leaves_the_memory_as_it_is(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = Store.open(config.database.url).model("default")
+    state = EntityState(model, SPEC, structlog.get_logger())
+    state.refresh()
+    state.evidence([Message(id="m1", attributes={"customer": "c1"}, ts=T0)])
+
+    def unavailable(since: datetime) -> list[Any]:
+        raise StoreUnavailable("database is locked")
+
+    monkeypatch.setattr(model, "entity_events_written_since", unavailable)
+    with structlog.testing.capture_logs() as logged:
+        state.refresh(force=True)
+    assert [e["event"] for e in logged] == ["entity memory not synced"]
+    ((_, words),) = state.evidence([Message(id="m2", attributes={"customer": "c1"}, ts=T0)])
+    assert words == ["1 message of customer c1 in the last 1h"]
+
+
+def test_a_message_dated_far_ahead_cannot_move_the_memory_past_this_machines_clock(
+    config: Config,
+) -> None:
+    now = [T0.timestamp()]
+    model = Store.open(config.database.url).model("default")
+    state = EntityState(model, SPEC, structlog.get_logger(), clock=lambda: now[0])
+    future = datetime(2100, 1, 1, tzinfo=UTC)
+    state.evidence([Message(id="m1", attributes={"customer": "c1"}, ts=future)])
+    assert state.memory.clock == T0.timestamp() + entity_state.MAX_AHEAD_SECONDS
+    # two hours on, the message has left the hour as it would have at its honest time
+    now[0] += 2 * 3600
+    later = Message(id="m2", attributes={"customer": "c1"}, ts=T0 + timedelta(hours=2))
+    ((_, words),) = state.evidence([later])
+    assert words == ["1 message of customer c1 in the last 1d"]
