@@ -102,6 +102,7 @@ JSON_FIELDS = (
     "previous_label",
     "label",
     "outcome",
+    "stage",
     "source",
     "analyst",
     "comment",
@@ -124,7 +125,7 @@ def _iso(value: object) -> object:
 
 def render(events: Sequence[Event]) -> list[str]:
     """One line per event, in aligned columns: time (UTC), message id, previous label → label
-    (– for none), outcome, source and analyst, comment."""
+    (– for none), outcome (and the label's stage, if it said), source and analyst, comment."""
     before = [shown(event.previous_label) if event.previous_label else "–" for event in events]
     width = max(map(len, before), default=0)
     rows = [
@@ -132,7 +133,7 @@ def render(events: Sequence[Event]) -> list[str]:
             f"{event.applied_at:%Y-%m-%d %H:%M:%SZ}",
             shown(event.message_id),
             f"{previous.rjust(width)} → {shown(event.label)}",
-            event.outcome,
+            event.outcome + (f" ({event.stage})" if event.stage else ""),
             event.source + (f" {shown(event.analyst)}" if event.analyst else ""),
             quoted(event.comment) if event.comment else "",
         )

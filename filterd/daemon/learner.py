@@ -315,6 +315,7 @@ def origin(feedback: Feedback, record: ConsumedRecord, received: datetime | None
         kafka_topic=record.topic,
         kafka_partition=record.partition,
         kafka_offset=record.offset,
+        stage=feedback.stage,
     )
 
 

@@ -72,6 +72,7 @@ class Recorder:
         self.repeats = Repeats()
         self._rows: list[Decided] = []
         self._entity_records: dict[str, str] = {}
+        self._tokens: dict[str, Sequence[str]] = {}
         self._entity_events: list[tuple[int, EntityEvent]] = []
         self.tickets = 0  # batches taken (`put`)
         self.recorded = 0  # the last ticket whose batch is written
@@ -88,14 +89,17 @@ class Recorder:
         items: Sequence[ReviewItem],
         entity_records: Mapping[str, str] | None = None,
         entity_events: Sequence[tuple[int, EntityEvent]] = (),
+        tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> Written:
         """Take a batch's decided messages and review items (and what the entity memory
-        remembered of them: `filterd.daemon.entity_state`), to be written soon; returns the
-        batch's ticket, done once `recorded` reaches it (they are written)."""
+        remembered of them: `filterd.daemon.entity_state`, and the tokens kept of the small
+        ones), to be written soon; returns the batch's ticket, done once `recorded` reaches it
+        (they are written)."""
         with self._wake:
             self._rows += rows
             self._items += items
             self._entity_records.update(entity_records or {})
+            self._tokens.update(tokens or {})
             self._entity_events += entity_events
             self._bound()
             self.tickets += 1
@@ -131,8 +135,9 @@ class Recorder:
         """Write what is pending (False: the store failed, and it waits for the next try)."""
         with self._wake:
             rows, items, ticket = self._rows, self._items, self.tickets
-            records, events = self._entity_records, self._entity_events
+            records, events, tokens = self._entity_records, self._entity_events, self._tokens
             self._rows, self._items, self._entity_records, self._entity_events = [], [], {}, []
+            self._tokens = {}
         if not rows and not items and not events:
             self.recorded = ticket
             return True
@@ -140,7 +145,7 @@ class Recorder:
             with self.model.transaction() as writing:
                 now = datetime.now(UTC)
                 for start in range(0, len(rows), WRITE_ROWS):
-                    writing.record_decided(rows[start : start + WRITE_ROWS], now, records)
+                    writing.record_decided(rows[start : start + WRITE_ROWS], now, records, tokens)
                 for start in range(0, len(events), WRITE_ROWS):
                     writing.record_entity_events(events[start : start + WRITE_ROWS], now)
                 writing.queue_review(items, now)
@@ -148,6 +153,7 @@ class Recorder:
             with self._wake:  # back in front, in order
                 self._rows, self._items = rows + self._rows, items + self._items
                 self._entity_records = records | self._entity_records
+                self._tokens = tokens | self._tokens
                 self._entity_events = events + self._entity_events
                 self._bound()
             self._failing = True
@@ -198,6 +204,7 @@ class Recorder:
         if extra_rows > 0:
             for message_id, _, _ in self._rows[:extra_rows]:
                 self._entity_records.pop(message_id, None)
+                self._tokens.pop(message_id, None)
             del self._rows[:extra_rows]
         extra_events = len(self._entity_events) - MAX_PENDING_EVENTS
         if extra_events > 0:

@@ -3,10 +3,12 @@
 Tried in this order, cheapest first, each for the ids the one before did not find:
 1. the messages this process scored recently (`RecentMessages`): no I/O;
 2. the review queue, which keeps the tokens of the messages it holds (`filterd.store.review`);
-3. the decided messages' coordinates (`filterd.store.decided`), by which the message is read
+3. the tokens kept with a decided message that was small (`filterd.store.decided`,
+   `feedback.keep_tokens_bytes`), for as long as its row is kept (`feedback.resolve_ttl`);
+4. the decided messages' coordinates (`filterd.store.decided`), by which the message is read
    back from the messages topic while Kafka retains it; the record read must carry the id.
 What none of them finds is parked by the learner and tried again later. A broker that cannot be
-reached makes step 3 find nothing this time, never fails the batch.
+reached makes step 4 find nothing this time, never fails the batch.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Resolver:
         if not missing:
             return found
         found |= self.model.review_tokens(missing)
+        missing = [m for m in missing if m not in found]
+        found |= self.model.decided_tokens(missing) if missing else {}
         missing = [m for m in missing if m not in found]
         coordinates = self.model.where_decided(missing) if missing else {}
         if coordinates:

@@ -17,13 +17,15 @@ hands its `Recorder` where each decided message was read and the review items, w
 to the store beside the scorer (`filterd.daemon.recorder`). With [entities] keys, each message is
 decided with what the entity memory knows of its entities (`filterd.daemon.entity_state`), its
 decision says it in words (`evidence`), and what the memory remembered goes to the store with
-the batch's decided messages.
+the batch's decided messages, and so do the tokens of a message that takes at most
+`feedback.keep_tokens_bytes` (`fits`): its label by id learns it from there.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Unpack
 
 from filterd.daemon.entity_state import EntityState
@@ -53,10 +55,12 @@ class Scorer(Loop):
         max_bytes: int,
         queue: Review,
         entities: EntityState | None = None,
+        keep_tokens_bytes: int = 0,
         **loop: Unpack[LoopSettings],
     ) -> None:
         super().__init__(**loop)
         self.state, self.recent, self.entities = state, recent, entities
+        self.keep_tokens_bytes = keep_tokens_bytes
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self.recorder = Recorder(
             state.model,
@@ -99,6 +103,11 @@ class Scorer(Loop):
             queue_for_review(result, self.queue),
             entity_records,
             entity_events,
+            {
+                d.message_id: t.tokens
+                for d, t in zip(result.decisions, result.tokens)
+                if fits(t.tokens, self.keep_tokens_bytes)
+            },
         )
         self.publisher.send_keyed(
             self.decisions_topic, [(d.message_id, encode(d)) for d in result.decisions]
@@ -117,6 +126,17 @@ class Scorer(Loop):
         self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
         counts = {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
         return Processed(counts, written)
+
+
+def fits(tokens: Sequence[str], limit: int) -> bool:
+    """Whether `tokens` take at most `limit` bytes as kept: UTF-8, one byte between them.
+
+    >>> fits(["win", "£5"], 7), fits(["win", "£5"], 6)
+    (True, False)
+    """
+    if len(tokens) > limit or sum(map(len, tokens)) + len(tokens) - 1 > limit:
+        return False  # a character is at least a byte: no need to encode
+    return len("\x00".join(tokens).encode("utf-8", "surrogatepass")) <= limit
 
 
 def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:

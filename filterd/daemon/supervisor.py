@@ -265,6 +265,7 @@ class Daemon:
                     config.limits.max_bytes,
                     config.review,
                     self.entities,
+                    config.feedback.keep_tokens_bytes,
                     **common(
                         config.topics.messages, config.groups.scorer, config.batches.poll_records
                     ),

@@ -222,6 +222,11 @@ class FeedbackSettings(Section, frozen=True):
     # `unresolved_message`. Also how long the decided messages' coordinates are kept.
     resolve_ttl: Duration = "3d"
     retry_seconds: PositiveSeconds = 30.0
+    # A decided message whose tokens take at most this many bytes (UTF-8, one byte between
+    # them) keeps them with its coordinates for `resolve_ttl`, compressed: a label by id learns
+    # it without reading it back from the messages topic (a card payment's are a few dozen
+    # bytes; a mail's, thousands). 0: none kept.
+    keep_tokens_bytes: Annotated[int, Meta(ge=0, le=65_536)] = 512
 
     @property
     def resolve_within(self) -> timedelta:

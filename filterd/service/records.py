@@ -71,6 +71,15 @@ class Feedback(Content, kw_only=True):
     message_id: Id
     label: Label
     source: Literal["analyst", "auto"] = "analyst"
+    stage: Annotated[
+        Literal["early", "final"] | None,
+        msgspec.Meta(
+            description="early: a first word that may change (a customer's fraud report, a "
+            "dispute opened), learned at once; final: the settled label (a confirmed "
+            "chargeback, a dispute cleared), which replaces an early one that differs. Kept "
+            "on the audit trail; none: final."
+        ),
+    ] = None
     analyst: Annotated[str, msgspec.Meta(max_length=200, pattern=WITHOUT_NUL)] | None = None
     comment: (
         Annotated[

@@ -43,6 +43,7 @@ COPIED = (
     "kafka_topic",
     "kafka_partition",
     "kafka_offset",
+    "stage",
 )
 
 

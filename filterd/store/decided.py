@@ -7,6 +7,10 @@ Kafka retains it (`filterd.daemon.resolver`). A row is keyed by `id_hash`, 8 byt
 BLAKE2b rather than the id itself (up to 256 characters): the learner checks the id of the
 record it reads, so a collision costs a lookup, never a wrong label. A message decided again (a
 batch read again after a crash, the same id sent twice) keeps its latest coordinates.
+
+A message whose tokens are small (`feedback.keep_tokens_bytes`: a card payment's) keeps them
+in its row, compressed (`decided_tokens`): its label, however late within
+`feedback.resolve_ttl`, learns it without the messages topic.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from filterd.service.records import id_digest
 from filterd.store.bulk import insert_columns
 from filterd.store.expiry import delete_in_chunks
 from filterd.store.schema import DecidedMessage
-from filterd.store.sql import CHUNK, as_utc
+from filterd.store.sql import CHUNK, as_utc, pack_tokens, unpack_tokens
 
 Coordinates = tuple[int, int]  # (partition, offset)
 PRUNE_CHUNK = 50_000  # rows deleted per transaction
@@ -43,12 +47,13 @@ def record_decided(
     decided: Sequence[tuple[str, int, int]],
     now: datetime,
     entities: Mapping[str, str] | None = None,
+    tokens: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Upsert the coordinates of decided messages, (message id, partition, offset) each, in the
-    caller's transaction, with the entity record of those in `entities` (by message id); of one
-    id decided twice in `decided`, the last counts."""
+    caller's transaction, with the entity record of those in `entities` and the tokens of those
+    in `tokens` (by message id); of one id decided twice in `decided`, the last counts."""
     latest = {id_hash(m): (m, partition, offset) for m, partition, offset in decided}
-    records = entities or {}
+    records, kept = entities or {}, tokens or {}
     insert_columns(
         conn,
         DecidedMessage.__table__,
@@ -59,9 +64,13 @@ def record_decided(
             "offset": [o for _, _, o in latest.values()],
             "decided_at": [now] * len(latest),
             "entities": [records.get(m) for m, _, _ in latest.values()],
+            # the id first: a message whose id shares another's hash is told apart
+            "tokens": [
+                pack_tokens([m, *kept[m]]) if m in kept else None for m, _, _ in latest.values()
+            ],
         },
         conflict=("model_id", "id_hash"),
-        update=("partition", "offset", "decided_at", "entities"),
+        update=("partition", "offset", "decided_at", "entities", "tokens"),
     )
 
 
@@ -80,6 +89,31 @@ def where_decided(
             )
         )
         found.update({by_hash[h]: (p, o) for h, p, o in rows})
+    return found
+
+
+def decided_tokens(
+    conn: Connection, model_id: int, message_ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """The tokens kept of the messages of `message_ids` decided with them (`record_decided`),
+    each checked against its id (a row of another message whose id shares the hash is none)."""
+    by_hash = {id_hash(m): m for m in message_ids}
+    found: dict[str, list[str]] = {}
+    hashes = list(by_hash)
+    for start in range(0, len(hashes), CHUNK):
+        rows = conn.execute(
+            select(DecidedMessage.id_hash, DecidedMessage.tokens).where(
+                DecidedMessage.model_id == model_id,
+                DecidedMessage.id_hash.in_(hashes[start : start + CHUNK]),
+                DecidedMessage.tokens.is_not(None),
+            )
+        )
+        for h, packed in rows:
+            if packed is None:  # not selected: the query asks for rows with tokens
+                continue
+            message_id, *tokens = unpack_tokens(packed)
+            if message_id == by_hash[h]:
+                found[message_id] = tokens
     return found
 
 

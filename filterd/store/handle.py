@@ -346,6 +346,11 @@ class ModelStore:
         with translated(), self._engine.connect() as conn:
             return decided.where_decided(conn, self.id, message_ids)
 
+    def decided_tokens(self, message_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The tokens kept with the decided messages of `message_ids` that have them."""
+        with translated(), self._engine.connect() as conn:
+            return decided.decided_tokens(conn, self.id, message_ids)
+
     def prune_decided(self, before: datetime, pause: float = 0.0, dry_run: bool = False) -> int:
         """Delete the coordinates of the messages decided before `before`."""
         with translated():
@@ -546,10 +551,13 @@ class ModelTransaction:
         decided_messages: Sequence[tuple[str, int, int]],
         now: datetime,
         entity_records: Mapping[str, str] | None = None,
+        tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Upsert the (message id, partition, offset) of decided messages, with the entity
-        record of those in `entity_records` (by id)."""
-        decided.record_decided(self._conn, self.ref.id, decided_messages, now, entity_records)
+        record of those in `entity_records` and the tokens of those in `tokens` (by id)."""
+        decided.record_decided(
+            self._conn, self.ref.id, decided_messages, now, entity_records, tokens
+        )
 
     def record_entity_events(
         self, events: Sequence[tuple[int, EntityEvent]], now: datetime

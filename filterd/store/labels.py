@@ -22,8 +22,9 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 @dataclass(frozen=True, kw_only=True)
 class Origin:
     """Where a label came from, as the audit trail records it: who gave it and why, when filterd
-    received it (None: when it is applied), and where the feedback record was read (None: not
-    from Kafka). Keyword-only, so that the classes built on it keep their positional fields."""
+    received it (None: when it is applied), where the feedback record was read (None: not
+    from Kafka), and its stage (early or final, if it said). Keyword-only, so that the classes
+    built on it keep their positional fields."""
 
     analyst: str | None = None
     comment: str | None = None
@@ -31,6 +32,7 @@ class Origin:
     kafka_topic: str | None = None
     kafka_partition: int | None = None
     kafka_offset: int | None = None
+    stage: str | None = None  # the feedback's stage (early, final), as it said
 
 
 @dataclass(frozen=True)

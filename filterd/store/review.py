@@ -11,7 +11,7 @@ topic naming the message by id, which the learner resolves with the tokens kept 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, TypedDict, Unpack
 
@@ -33,29 +33,11 @@ from filterd.store.bulk import insert_columns
 from filterd.store.expiry import delete_older
 from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.schema import ReviewItem as ReviewRow  # the table; ReviewItem: its items
-from filterd.store.sql import among, as_utc, id_chunks
+from filterd.store.sql import among, as_utc, id_chunks, pack_tokens, unpack_tokens
 
 Order = Literal["closest", "newest"]
 ORDERS: tuple[Order, ...] = ("closest", "newest")
 CHUNK = 10_000  # items per transaction of `prune_items`
-
-
-def pack_tokens(tokens: Iterable[str]) -> bytes:
-    """Tokens as zlib-compressed UTF-8, NUL between them (tokens hold no NUL and are never
-    empty); any str is accepted, lone surrogates included. `unpack_tokens` reverses it.
-
-    >>> unpack_tokens(pack_tokens(["win", "£1000", "subject:free", "\\ud800"]))
-    ['win', '£1000', 'subject:free', '\\ud800']
-    >>> unpack_tokens(pack_tokens([]))
-    []
-    """
-    return zlib.compress("\x00".join(tokens).encode("utf-8", "surrogatepass"), 1)
-
-
-def unpack_tokens(data: bytes) -> list[str]:
-    """The tokens `pack_tokens` packed."""
-    text = zlib.decompress(data).decode("utf-8", "surrogatepass")
-    return text.split("\x00") if text else []
 
 
 def _token_count(data: bytes) -> int:

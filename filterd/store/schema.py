@@ -219,6 +219,9 @@ class LabelEvent(Base):
     applied_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     # learned | relabelled | duplicate | held_out | kept_analyst_label | parked | expired
     outcome: Mapped[str] = mapped_column(String(24))
+    # early (a warning: a customer's report) | final (a chargeback, a cleared dispute); None:
+    # a label that says neither, taken as final
+    stage: Mapped[str | None] = mapped_column(String(16), nullable=True)
     # where the feedback record was read (none for `filterd learn`)
     kafka_topic: Mapped[str | None] = mapped_column(String(249), nullable=True)
     kafka_partition: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -249,6 +252,9 @@ class DecidedMessage(Base):
     # what the entity memory knew of the message's entities when it was decided
     # (`filterd.entities.record`), so that its label, however late, learns the same evidence
     entities: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # the message's tokens (`filterd.store.sql.pack_tokens`) when they are small
+    # (`feedback.keep_tokens_bytes`): its label learns them without the messages topic
+    tokens: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
 
 class EntityEvent(Base):
@@ -259,9 +265,11 @@ class EntityEvent(Base):
     longest window."""
 
     __tablename__ = "entity_events"
+    # BRIN on PostgreSQL, as `decided_messages`': rows arrive in time order (by either clock),
+    # and a B-tree on each time would cost more than the row itself
     __table_args__ = (
-        Index(None, "model_id", "written_at"),
-        Index(None, "model_id", "at"),
+        Index(None, "written_at", postgresql_using="brin"),
+        Index(None, "at", postgresql_using="brin"),
     )
 
     model_id: Mapped[int] = mapped_column(
@@ -282,7 +290,7 @@ class EntityLabel(Base):
     time). A message relabelled out of the target class loses its rows."""
 
     __tablename__ = "entity_labels"
-    __table_args__ = (Index(None, "model_id", "written_at"),)
+    __table_args__ = (Index(None, "written_at", postgresql_using="brin"),)
 
     model_id: Mapped[int] = mapped_column(
         ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
@@ -347,7 +355,7 @@ class ReviewItem(Base):
     attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     explanation: Mapped[list[Any]] = mapped_column(JSON)  # [[token, contribution], …]
     truncated: Mapped[bool] = mapped_column(Boolean, default=False)
-    tokens: Mapped[bytes] = mapped_column(LargeBinary)  # `filterd.store.review.pack_tokens`
+    tokens: Mapped[bytes] = mapped_column(LargeBinary)  # `filterd.store.sql.pack_tokens`
     queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

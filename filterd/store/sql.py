@@ -1,8 +1,11 @@
-"""What the store's modules share to query by message id and to compare times: ids in chunks
-(`id_chunks`, `among`) and times as stored (`as_utc`)."""
+"""What the store's modules share to query by message id, to compare times and to keep tokens:
+ids in chunks (`id_chunks`, `among`), times as stored (`as_utc`) and tokens packed
+(`pack_tokens`: the review queue's and the decided messages')."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import overload
 
@@ -41,3 +44,21 @@ def as_utc(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def pack_tokens(tokens: Iterable[str]) -> bytes:
+    """Tokens as zlib-compressed UTF-8, NUL between them (tokens hold no NUL and are never
+    empty); any str is accepted, lone surrogates included. `unpack_tokens` reverses it.
+
+    >>> unpack_tokens(pack_tokens(["win", "£1000", "subject:free", "\\ud800"]))
+    ['win', '£1000', 'subject:free', '\\ud800']
+    >>> unpack_tokens(pack_tokens([]))
+    []
+    """
+    return zlib.compress("\x00".join(tokens).encode("utf-8", "surrogatepass"), 1)
+
+
+def unpack_tokens(data: bytes) -> list[str]:
+    """The tokens `pack_tokens` packed."""
+    text = zlib.decompress(data).decode("utf-8", "surrogatepass")
+    return text.split("\x00") if text else []

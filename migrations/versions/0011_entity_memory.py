@@ -36,10 +36,14 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("model_id", "id_hash", "key", name=op.f("pk_entity_events")),
     )
+    # BRIN on PostgreSQL: rows arrive in time order, and a B-tree would cost more than the row
     op.create_index(
-        op.f("ix_entity_events_model_id_written_at"), "entity_events", ["model_id", "written_at"]
+        op.f("ix_entity_events_written_at"),
+        "entity_events",
+        ["written_at"],
+        postgresql_using="brin",
     )
-    op.create_index(op.f("ix_entity_events_model_id_at"), "entity_events", ["model_id", "at"])
+    op.create_index(op.f("ix_entity_events_at"), "entity_events", ["at"], postgresql_using="brin")
     op.create_table(
         "entity_labels",
         sa.Column("model_id", sa.Integer(), nullable=False),
@@ -57,7 +61,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("model_id", "id_hash", "key", name=op.f("pk_entity_labels")),
     )
     op.create_index(
-        op.f("ix_entity_labels_model_id_written_at"), "entity_labels", ["model_id", "written_at"]
+        op.f("ix_entity_labels_written_at"),
+        "entity_labels",
+        ["written_at"],
+        postgresql_using="brin",
     )
 
 

@@ -10,8 +10,9 @@ from click.testing import CliRunner, Result
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
+from filterd.cli.feedback import as_json_object, render
 from filterd.store.handle import Store
-from filterd.store.labels import LabelledTokens
+from filterd.store.labels import Event, LabelledTokens
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -97,6 +98,7 @@ def test_json_lines_carry_every_field(db: str) -> None:
         "message_id": "m3",
         "label": "spam",
         "outcome": "learned",
+        "stage": None,
         "previous_label": None,
         "source": "analyst",
         "analyst": "alice",
@@ -139,3 +141,11 @@ def test_a_store_without_the_schema_or_with_an_older_one_is_one_line(tmp_path: P
         assert result.stderr.splitlines() == [
             "Error: the database has no filterd schema, or an older one: run `filterd db upgrade`"
         ]
+
+
+def test_a_labels_stage_is_shown_beside_its_outcome() -> None:
+    early = Event("tx-9", "fraud", "learned", applied_at=NOW, stage="early")
+    final = Event("tx-9", "legit", "relabelled", "fraud", applied_at=NOW, stage="final")
+    first, second = render([early, final])
+    assert "learned (early)" in first and "relabelled (final)" in second
+    assert as_json_object(final)["stage"] == "final"

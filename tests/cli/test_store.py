@@ -466,8 +466,9 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> 
     assert columns.exit_code == 1 and columns.stderr.splitlines() == [
         f"Error: downgrading {db} from revision {database_head()} to 0005 drops the tables "
         "entity_labels (0 rows), entity_events (0 rows), undecodable_batches (0 rows) and the "
-        "columns decided_messages.entities, prequential.components, thresholds.weights, "
-        "thresholds.level, thresholds.source: add --yes"
+        "columns label_events.stage, decided_messages.tokens, decided_messages.entities, "
+        "prequential.components, thresholds.weights, thresholds.level, thresholds.source: "
+        "add --yes"
     ]
     assert run("db", "downgrade", "0009", "--db", db, "--yes").exit_code == 0
     # dropping an index only needs no confirmation

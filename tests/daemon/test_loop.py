@@ -62,6 +62,7 @@ def scorer(
     publisher: MemoryPublisher,
     guard: DeadLetterGuard | None = None,
     entities: EntitySpec | None = None,
+    keep_tokens_bytes: int = 0,
 ) -> Scorer:
     model = Store.open(config.database.url).model(config.model.name)
     state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
@@ -72,6 +73,7 @@ def scorer(
         config.limits.max_bytes,
         config.review,
         EntityState(model, entities, structlog.get_logger()) if entities else None,
+        keep_tokens_bytes,
         **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
     )
 

@@ -57,10 +57,11 @@ def failing_store(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
         rows: Sequence[tuple[str, int, int]],
         now: datetime,
         entities: Mapping[str, str] | None = None,
+        tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if failing.is_set():
             raise OperationalError("INSERT", {}, Exception("database is locked"))
-        return real(conn, model_id, rows, now, entities)
+        return real(conn, model_id, rows, now, entities, tokens)
 
     monkeypatch.setattr(decided, "record_decided", record_decided)
     return failing

@@ -26,6 +26,22 @@ def test_a_decided_message_keeps_its_latest_coordinates(model: ModelStore) -> No
     assert model.where_decided(["a", "b", "c"]) == {"a": (2, 12), "b": (1, 99)}
 
 
+def test_a_small_messages_tokens_are_kept_with_it_and_told_apart_from_a_shared_hash(
+    model: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with model.transaction() as writing:
+        writing.record_decided(
+            [("a", 0, 1), ("b", 0, 2), ("c", 0, 3)], T0, tokens={"a": ["win", "£5"], "b": []}
+        )
+    assert model.decided_tokens(["a", "b", "c", "d"]) == {"a": ["win", "£5"], "b": []}
+    # an id whose hash is another's (odds of one in 2^64 a pair, forced here) gets no tokens
+    monkeypatch.setattr(decided, "id_hash", lambda message_id: 42)
+    with model.transaction() as writing:
+        writing.record_decided([("x", 0, 4)], T0, tokens={"x": ["cash"]})
+    assert model.decided_tokens(["y"]) == {}
+    assert model.decided_tokens(["x"]) == {"x": ["cash"]}
+
+
 def test_decided_messages_older_than_the_cutoff_are_pruned_in_chunks(
     model: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

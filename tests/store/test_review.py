@@ -14,8 +14,8 @@ from filterd.bayes.model import ModelSpec
 from filterd.service.review import ReviewItem
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
-from filterd.store.review import pack_tokens, unpack_tokens
 from filterd.store.schema import ReviewItem as ReviewRow
+from filterd.store.sql import pack_tokens, unpack_tokens
 from tests.queued import queued as item
 from tests.queued import stored_id
 
