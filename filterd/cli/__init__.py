@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "learn": ("learning:learn_command", "Learn a labelled corpus into a model (idempotent)."),
     "feedback": ("feedback:feedback", "The audit trail of label events."),
     "review": ("review:review", "The review queue: decisions queued for a label."),
+    "lists": ("lists:lists", "Allow, block and review lists per entity, with an expiry."),
     "model": ("model:model", "Models: list, create, show, stats, export, import, delete."),
     "config": (
         "configuration:config_group",

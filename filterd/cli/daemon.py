@@ -17,6 +17,7 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.cli.common import broker_override, config_option, load_config, setting_type
 from filterd.cli.store import store_errors
+from filterd.daemon.list_state import ListState
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
 from filterd.kafka.publisher import dead_letter_of
@@ -24,7 +25,7 @@ from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, ThresholdSetting, decide_payloads
+from filterd.service.decide import Decider, ListedOf, ThresholdSetting, decide_payloads
 from filterd.service.records import encode
 from filterd.store import database
 
@@ -126,8 +127,10 @@ def score_command(
         raise click.ClickException("could not load the model from the store (see the log above)")
     if decider.not_ready:
         log.warning("model not ready: decisions say 'unknown'", reason=decider.not_ready)
+    lists = ListState(state.model, log)  # the allow, block and review lists, as the scorer's
+    lists.refresh(force=True)
     with _dead_letters(dead_letter_path) as dead_letter:
-        lines, rejected = _score_lines(decider, state.threshold, config, dead_letter)
+        lines, rejected = _score_lines(decider, state.threshold, config, dead_letter, lists.listed)
     if rejected:
         where = "stderr" if dead_letter_path in (None, "-") else dead_letter_path
         raise click.ClickException(
@@ -151,7 +154,11 @@ def _dead_letters(path: str | None) -> Iterator[TextIO]:
 
 
 def _score_lines(
-    decider: Decider, threshold: ThresholdSetting, config: Config, dead_letter: TextIO
+    decider: Decider,
+    threshold: ThresholdSetting,
+    config: Config,
+    dead_letter: TextIO,
+    listed: ListedOf,
 ) -> tuple[int, int]:
     """Decide on the lines of stdin in batches; (lines that were not blank, lines rejected)."""
     out = sys.stdout.buffer
@@ -161,10 +168,10 @@ def _score_lines(
         if line.strip():  # blank lines are skipped, and counted: offsets stay line numbers
             batch.append(_StdinRecord(line.rstrip(b"\r\n"), number))
         if len(batch) >= config.batches.poll_records:
-            rejected += _score_batch(decider, threshold, config, batch, out, dead_letter)
+            rejected += _score_batch(decider, threshold, config, batch, out, dead_letter, listed)
             lines, batch = lines + len(batch), []
     if batch:
-        rejected += _score_batch(decider, threshold, config, batch, out, dead_letter)
+        rejected += _score_batch(decider, threshold, config, batch, out, dead_letter, listed)
         lines += len(batch)
     return lines, rejected
 
@@ -204,11 +211,14 @@ def _score_batch(
     batch: list[_StdinRecord],
     out: BinaryIO,
     dead_letter: TextIO,
+    listed: ListedOf,
 ) -> int:
     """Decide on `batch`: decisions to `out`, dead letters to `dead_letter`; the number of
     dead letters."""
     payloads = [r.value for r in batch]
-    result = decide_payloads(decider, threshold, payloads, config.limits.max_bytes, batch)
+    result = decide_payloads(
+        decider, threshold, payloads, config.limits.max_bytes, batch, listed=listed
+    )
     for decision in result.decisions:
         out.write(encode(decision) + b"\n")
     out.flush()

@@ -127,7 +127,7 @@ class EntityState:
         out = []
         with self._lock:
             for message in messages:
-                fields, ts = _fields(message), self._time(message)
+                fields, ts = entity_fields(message), self._time(message)
                 features = self.memory.features(fields, ts)
                 events = self.memory.events(fields, ts)
                 self.memory.apply(events)
@@ -144,7 +144,9 @@ class EntityState:
         """Each message's entity tokens and words as of now, none of them remembered."""
         with self._lock:
             return [
-                self._said(EntityRecord(self.memory.clock, tuple(self.memory.peek(_fields(m)))))
+                self._said(
+                    EntityRecord(self.memory.clock, tuple(self.memory.peek(entity_fields(m))))
+                )
                 for m in messages
             ]
 
@@ -175,6 +177,7 @@ class EntityState:
             )
 
 
-def _fields(message: Message) -> dict[str, Any]:
-    """The fields of a message that may name an entity (`filterd.entities.memory.FIELDS`)."""
+def entity_fields(message: Message) -> dict[str, Any]:
+    """The fields of a message that may name an entity (`filterd.entities.memory.FIELDS`, and
+    its attributes), as the entity memory and the lists read them."""
     return {"attributes": message.attributes, "sender": message.sender, "tenant": message.tenant}

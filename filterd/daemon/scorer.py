@@ -18,7 +18,9 @@ to the store beside the scorer (`filterd.daemon.recorder`). With [entities] keys
 decided with what the entity memory knows of its entities (`filterd.daemon.entity_state`), its
 decision says it in words (`evidence`), and what the memory remembered goes to the store with
 the batch's decided messages, and so do the tokens of a message that takes at most
-`feedback.keep_tokens_bytes` (`fits`): its label by id learns it from there.
+`feedback.keep_tokens_bytes` (`fits`): its label by id learns it from there. An entity on the
+allow or block list decides its message whatever the score, one on the review list queues it
+(`filterd.daemon.list_state`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from filterd.daemon.entity_state import EntityState
+from filterd.daemon.list_state import ListState
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recent import RecentMessages
@@ -38,7 +41,7 @@ from filterd.kafka.processor import Processed, Retry
 from filterd.service.config import Review
 from filterd.service.decide import Decided, decide_payloads
 from filterd.service.records import encode
-from filterd.service.review import ReviewItem, queued_item, review_reasons
+from filterd.service.review import Reason, ReviewItem, queued_item, review_reasons
 
 # At a stop, how long the recorder may take to write what is pending (it is usually caught up).
 RECORDER_STOP_SECONDS = 0.5
@@ -56,10 +59,12 @@ class Scorer(Loop):
         queue: Review,
         entities: EntityState | None = None,
         keep_tokens_bytes: int = 0,
+        lists: ListState | None = None,
         **loop: Unpack[LoopSettings],
     ) -> None:
         super().__init__(**loop)
         self.state, self.recent, self.entities = state, recent, entities
+        self.lists = lists
         self.keep_tokens_bytes = keep_tokens_bytes
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self.recorder = Recorder(
@@ -74,6 +79,8 @@ class Scorer(Loop):
         self.state.refresh()
         if self.entities is not None:
             self.entities.refresh()
+        if self.lists is not None:
+            self.lists.refresh()
         self.recorder.start()
 
     def on_stop(self) -> None:
@@ -95,6 +102,7 @@ class Scorer(Loop):
             self.max_bytes,
             records,
             evidence=entities.evidence if entities is not None else None,
+            listed=self.lists.listed if self.lists is not None else None,
         )
         self.guard.check(result.undecodable)
         entity_records, entity_events = entities.take() if entities is not None else ({}, [])
@@ -140,14 +148,18 @@ def fits(tokens: Sequence[str], limit: int) -> bool:
 
 
 def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:
-    """The review items of a batch's decisions that `queue` takes (`review_reasons`), each of
-    those decisions marked `review`; none when the queue is off (no items, or neither a band nor
-    a random share)."""
-    if not queue.max_items or not (queue.band or queue.random_share):
+    """The review items of a batch's decisions that `queue` takes (`review_reasons`, and those
+    a review list marked `review`: reason "list"), each of those decisions marked `review`;
+    none when the queue holds no items."""
+    if not queue.max_items:
         return []
-    reasons = review_reasons(result.decisions, queue.band, queue.random_share)
+    reasons: list[Reason | None] = [None] * len(result.decisions)
+    if queue.band or queue.random_share:
+        reasons = review_reasons(result.decisions, queue.band, queue.random_share)
     items = []
     for i, (decision, reason) in enumerate(zip(result.decisions, reasons)):
+        if decision.review:  # a review list's
+            reason = "list"
         if reason is not None:
             decision.review = True
             items.append(

@@ -33,6 +33,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
+from filterd.daemon.list_state import ListState
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
@@ -98,6 +99,7 @@ class Daemon:
         self.state: ModelState | None = None  # the model both roles share, once the loops are made
         self.api: Api | None = None  # the HTTP API, when [http] enabled
         self.entities: EntityState | None = None  # the scorer's entity memory, when configured
+        self.lists: ListState | None = None  # the scorer's allow, block and review lists
 
     @property
     def stopping(self) -> bool:
@@ -181,6 +183,7 @@ class Daemon:
             self.log,
             self.metrics,
             self.entities.peek if self.entities is not None else None,
+            self.lists.listed if self.lists is not None else None,
         )
         try:
             return api.start()
@@ -257,6 +260,8 @@ class Daemon:
         if self.role in ("all", "scorer") and entities.enabled:
             self.entities = EntityState(model, entities, self.log)
         if self.role in ("all", "scorer"):
+            self.lists = ListState(model, self.log)
+        if self.role in ("all", "scorer"):
             loops.append(
                 Scorer(
                     state,
@@ -266,6 +271,7 @@ class Daemon:
                     config.review,
                     self.entities,
                     config.feedback.keep_tokens_bytes,
+                    self.lists,
                     **common(
                         config.topics.messages, config.groups.scorer, config.batches.poll_records
                     ),

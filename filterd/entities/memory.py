@@ -117,14 +117,22 @@ def entity_values(message: Mapping[str, Any], spec: EntitySpec) -> list[tuple[st
     """
     out = []
     for key in spec.keys:
-        value = _value(message, key)
-        if isinstance(value, bool) or value == "":
-            continue
-        if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
-            continue
-        if isinstance(value, (str, int, float)):
-            out.append((key, str(value)[:MAX_VALUE_LENGTH]))
+        value = entity_value(message, key)
+        if value is not None:
+            out.append((key, value))
     return out
+
+
+def entity_value(message: Mapping[str, Any], key: str) -> str | None:
+    """The entity the message's `key` names, as text (None: none; see `entity_values`)."""
+    value = _value(message, key)
+    if isinstance(value, bool) or value == "":
+        return None
+    if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
+        return None
+    if isinstance(value, (str, int, float)):
+        return str(value)[:MAX_VALUE_LENGTH]
+    return None
 
 
 def _value(message: Mapping[str, Any], key: str) -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,7 @@ from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.fusion import DecisionModel, build_model, views_read, with_weights
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
+from filterd.entities.lists import ListEntry
 from filterd.service.config import DEFAULTS, Config
 from filterd.service.records import Content, Decision, Message, RecordError, decode
 from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens
@@ -138,6 +139,8 @@ def tokenizer_of(
 # their words for the decision (`filterd.entities`)
 EntityEvidence = tuple[list[str], list[str]]
 EvidenceOf = Callable[[Sequence[Message]], list[EntityEvidence]]
+# the list entry in force for each message, if any (`filterd.entities.lists`)
+ListedOf = Callable[[Sequence[Message]], list[ListEntry | None]]
 
 
 class Decider:
@@ -185,12 +188,15 @@ class Decider:
         now: datetime | None = None,
         sources: Sequence[Source] | None = None,
         evidence: Sequence[EntityEvidence] | None = None,
+        listed: Sequence[ListEntry | None] | None = None,
     ) -> list[Decision]:
         """One decision per message, in order (`tokens`: the tokenizer's results, if already
         made; `sources`: where each message was read, else its `Position` in `messages`;
         `evidence`: each message's entity tokens, decided on with its own, and their words,
-        its decision's `evidence`). A message a limit cut short is decided on what was read,
-        and says so (`truncated`)."""
+        its decision's `evidence`; `listed`: the list entry in force for each message, if any:
+        block decides the target class and allow the other, whatever the score (`decided_by`
+        "list"), review marks it for review; the entry is the first line of its evidence). A
+        message a limit cut short is decided on what was read, and says so (`truncated`)."""
         now = now or datetime.now(UTC)
         tokenized = self.tokens(messages) if tokens is None else tokens
         where = [Position(i) for i in range(len(messages))] if sources is None else sources
@@ -199,11 +205,21 @@ class Decider:
         if evidence is not None and len(evidence) != len(messages):
             raise ValueError(f"{len(evidence)} entity evidences for {len(messages)} messages")
         extra = [([], [])] * len(messages) if evidence is None else evidence
+        entries = [None] * len(messages) if listed is None else listed
+        if len(entries) != len(messages):
+            raise ValueError(f"{len(entries)} list entries for {len(messages)} messages")
 
         def decision(
             i: int, label: str, score: float, explanation: list[tuple[str, float]]
         ) -> Decision:
-            source = where[i]
+            source, entry = where[i], entries[i]
+            decided_by: Literal["model", "list"] = "model"
+            words = extra[i][1]
+            if entry is not None:
+                words = [entry.describe(), *words]
+                if entry.outcome != "review":
+                    decided_by = "list"
+                    label = self.target_class if entry.outcome == "block" else self._other
             return Decision(
                 message_id=messages[i].id,
                 label=label,
@@ -218,7 +234,9 @@ class Decider:
                 source_topic=source.topic,
                 partition=source.partition,
                 offset=source.offset,
-                evidence=extra[i][1],
+                evidence=words,
+                decided_by=decided_by,
+                review=entry is not None and entry.outcome == "review",
             )
 
         if self.model is None:
@@ -307,13 +325,14 @@ def decide_payloads(
     max_bytes: int,
     sources: Sequence[Source] | None = None,
     evidence: EvidenceOf | None = None,
+    listed: ListedOf | None = None,
 ) -> Decided:
     """Decode, validate, tokenize and decide raw message records (the scorer and `filterd
     score`): `decide_messages` of the records decoded. Each decision carries where its payload
     was read: `sources[i]` for `payloads[i]` (the consumed records themselves), else the
     payload's `Position` in `payloads`."""
     records = [_decoded(p, max_bytes) for p in payloads]
-    return decide_messages(decider, threshold, records, sources, evidence=evidence)
+    return decide_messages(decider, threshold, records, sources, evidence=evidence, listed=listed)
 
 
 def decide_messages(
@@ -323,6 +342,7 @@ def decide_messages(
     sources: Sequence[Source] | None = None,
     tokenizer: Tokenizer | None = None,
     evidence: EvidenceOf | None = None,
+    listed: ListedOf | None = None,
 ) -> Decided:
     """Tokenize and decide messages already decoded: the one path of the scorer, `filterd score`
     (through `decide_payloads`) and POST /v1/check. Each of `records` is a message, or the
@@ -331,7 +351,7 @@ def decide_messages(
     `records[i]`, else its `Position` in `records`. `tokenizer`: one configured as the
     decider's, for a caller that keeps its own (the HTTP API's threads), else the decider's.
     `evidence`: the entity memory of the caller that keeps one (the scorer's), asked for the
-    messages that are decided, in order."""
+    messages that are decided, in order; `listed`: likewise, the lists in force."""
     if sources is not None and len(sources) != len(records):
         raise ValueError(f"{len(sources)} sources for {len(records)} payloads")
     messages: list[Message] = []
@@ -354,7 +374,10 @@ def decide_messages(
         decided.append(i)
     where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
     entities = evidence(messages) if evidence is not None else None
-    decisions = decider.decide(messages, threshold, tokenized, sources=where, evidence=entities)
+    entries = listed(messages) if listed is not None else None
+    decisions = decider.decide(
+        messages, threshold, tokenized, sources=where, evidence=entities, listed=entries
+    )
     return Decided(decisions, messages, tokenized, failures, undecodable)
 
 

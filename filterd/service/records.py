@@ -152,6 +152,15 @@ class Decision(msgspec.Struct, kw_only=True):
             "the threshold, or the message is in the review queue's random share."
         ),
     ] = False
+    decided_by: Annotated[
+        Literal["model", "list"],
+        msgspec.Meta(
+            description='"list": an allow or block list entry of one of the message\'s '
+            "entities decided the label, whatever the score (the entry is the first line of "
+            "`evidence`); such decisions are counted apart from the model's. "
+            '"model": the score against the threshold.'
+        ),
+    ] = "model"
     evidence: Annotated[
         list[str],
         msgspec.Meta(

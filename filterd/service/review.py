@@ -3,13 +3,14 @@ message is kept for the analyst to judge it. Pure: the store keeps the items
 (`filterd.store.review`), the scorer decides which (`review_reasons`) and builds them
 (`queued_item`), one type from the scorer to the HTTP API (`ReviewItem`).
 
-A decision is queued for one of two reasons:
+A decision is queued for one of three reasons:
 
     band     its score lies within `review.band` of the threshold: |s − τ| ≤ band (band > 0);
              the decisions a label teaches the model most about
     random   its message id falls in the uniform `review.random_share` of all ids (deterministic
              by id, independent of the holdout's share): an unbiased sample of the traffic, for
              calibration and for measuring the filter
+    list     one of its message's entities is on the review list (`filterd.entities.lists`)
 
 Messages are written by adversaries: every field kept is bounded (`SUBJECT_CHARS`,
 `SENDER_CHARS`, `excerpt_chars`, `MAX_ATTRIBUTE_BYTES`), and NUL and lone surrogates, which
@@ -34,8 +35,8 @@ from filterd.tokenize import Tokens
 from filterd.tokenize.mail import MailFields, without_surrogates
 from filterd.tokenize.markup import readable_text
 
-Reason = Literal["band", "random"]
-REASONS: tuple[Reason, ...] = ("band", "random")
+Reason = Literal["band", "random", "list"]
+REASONS: tuple[Reason, ...] = ("band", "random", "list")
 
 SUBJECT_CHARS = 200  # the columns' lengths (`filterd.store.schema.ReviewItem`)
 SENDER_CHARS = 200

@@ -10,8 +10,9 @@ one model in one transaction (`ModelStore.transaction`): a learner's batch, a sc
 of its decisions.
 
 Plain methods calling the concept modules (models, learning, ledger, audit, parking, review,
-decided, entities, thresholds, drift, sync, expiry, report, backup, undecodable, database), each in
-`translated()`: they raise the store's errors (`filterd.store.errors`), never SQLAlchemy's.
+decided, entities, lists, thresholds, drift, sync, expiry, report, backup, undecodable,
+database), each in `translated()`: they raise the store's errors (`filterd.store.errors`), never
+SQLAlchemy's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sqlalchemy import Connection, Engine
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
+from filterd.entities.lists import ListEntry
 from filterd.entities.memory import EntityEvent
 from filterd.service.review import ReviewItem
 from filterd.store import (
@@ -37,6 +39,7 @@ from filterd.store import (
     entities,
     expiry,
     learning,
+    lists,
     models,
     parking,
     report,
@@ -338,6 +341,30 @@ class ModelStore:
             return entities.prune(
                 self._engine, self.id, events_window, labels_window, pause, dry_run
             )
+
+    # --- allow, block and review lists ------------------------------------------------------
+
+    def list_entries(self, key: str | None = None, value: str | None = None) -> list[ListEntry]:
+        """The entities on the lists (of `key`, and `value`, if given), expired ones included."""
+        with translated(), self._engine.connect() as conn:
+            return lists.entries(conn, self.id, key, value)
+
+    def put_on_list(self, entry: ListEntry, now: datetime | None = None) -> None:
+        """Put `entry` on its list, replacing the entity's entry; the change is recorded."""
+        with translated(), self._engine.begin() as conn:
+            lists.put(conn, self.id, entry, now or datetime.now(UTC))
+
+    def remove_from_list(
+        self, key: str, value: str, analyst: str | None, now: datetime | None = None
+    ) -> ListEntry | None:
+        """Take the entity off its list (the change recorded); the entry removed, or None."""
+        with translated(), self._engine.begin() as conn:
+            return lists.remove(conn, self.id, key, value, analyst, now or datetime.now(UTC))
+
+    def list_changes(self, limit: int | None = 100) -> list[lists.ListChange]:
+        """The changes to the lists, newest first."""
+        with translated():
+            return lists.changes(self._engine, self.id, limit)
 
     # --- where decided messages are ---------------------------------------------------------
 

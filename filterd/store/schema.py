@@ -16,6 +16,8 @@ decided_messages per decision: the message's Kafka coordinates, to read it back 
 entity_events    per (message, entity): a scorer's entity memory event, for the other scorers
                  and the next start (`filterd.store.entities`)
 entity_labels    per (message, entity): a label of the target class, for the entity memory
+list_entries     per entity on a list: allow, block or review, until when, why, by whom
+list_changes     every change to the lists, append-only (`filterd.store.lists`)
 parked_feedback  feedback by id whose message is not known yet, retried until resolved or expired
 review_items     decisions queued for an analyst's label, with what is needed to judge and learn it
 undecodable_batches  record batches a daemon could not decode, and the operators' skips of them
@@ -393,3 +395,40 @@ class UndecodableBatch(Base):
     )
     skip_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     skipped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ListEntry(Base):
+    """An entity on the allow, block or review list (`filterd.entities.lists`), until
+    `expires_at` (None: until removed). One entry per entity: a new one replaces it."""
+
+    __tablename__ = "list_entries"
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(8))  # allow | block | review
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ListChange(Base):
+    """One change to the lists, append-only: an entry `added` (or replaced) or `removed`, by
+    whom, when, with what it said."""
+
+    __tablename__ = "list_changes"
+    __table_args__ = (Index(None, "model_id"),)
+
+    id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(8))  # added | removed
+    key: Mapped[str] = mapped_column(String(200))
+    value: Mapped[str] = mapped_column(String(200))
+    outcome: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    analyst: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

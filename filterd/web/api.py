@@ -77,7 +77,7 @@ class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """GET /v1/review's query parameters."""
 
     label: Label | None = None
-    reason: Literal["band", "random"] | None = None
+    reason: Literal["band", "random", "list"] | None = None
     min_score: float | None = None
     max_score: float | None = None
     since: datetime | None = None  # queued at or after

@@ -35,7 +35,13 @@ def check(context: WebContext, body: bytes) -> CheckResponse:
         raise Problem(503, "no model loaded from the store yet: try again shortly")
     where = [Position(i, SOURCE_TOPIC) for i in range(len(messages))]
     decided = decide_messages(
-        decider, threshold, messages, where, context.tokenizer, evidence=context.evidence
+        decider,
+        threshold,
+        messages,
+        where,
+        context.tokenizer,
+        evidence=context.evidence,
+        listed=context.listed,
     )
     for i, reason, error in decided.failures[:1]:
         raise Problem(422, f"{reason}: {error}", "$" if single else f"$[{i}]")

@@ -15,7 +15,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.kafka.publisher import Publisher
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import EvidenceOf
+from filterd.service.decide import EvidenceOf, ListedOf
 from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.app import create_app
@@ -37,6 +37,7 @@ class Api:
         log: FilteringBoundLogger,
         metrics: Metrics | None = None,
         evidence: EvidenceOf | None = None,
+        listed: ListedOf | None = None,
     ) -> None:
         http = config.http
         self.log = log
@@ -45,7 +46,7 @@ class Api:
         # from a stalled broker that would append it after the client was told 503
         labels = LabelSender(Publisher(config.kafka), http.publish_seconds)
         self.context = WebContext(
-            config, model, scoring, tokenizer, labels, auth, log, metrics, evidence
+            config, model, scoring, tokenizer, labels, auth, log, metrics, evidence, listed
         )
         app = create_app(self.context)
         self.server = HttpServer(

@@ -17,6 +17,7 @@ from filterd.bayes.vocab import TokenHasher
 from filterd.daemon import entity_state
 from filterd.daemon.entity_state import EntityState
 from filterd.entities import EntitySpec
+from filterd.entities.lists import ListEntry
 from filterd.entities.record import EntityRecord
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.service.config import Config
@@ -164,3 +165,37 @@ def test_a_message_dated_far_ahead_cannot_move_the_memory_past_this_machines_clo
     later = Message(id="m2", attributes={"customer": "c1"}, ts=T0 + timedelta(hours=2))
     ((_, words),) = state.evidence([later])
     assert words == ["1 message of customer c1 in the last 1d"]
+
+
+def test_a_listed_entity_decides_its_message_whatever_the_score(config: Config) -> None:
+    """Block decides the target and allow the other class, apart from the model (`decided_by`
+    "list"); review leaves the model's label and queues the message; the entry heads the
+    evidence; an expired entry applies no more."""
+    model = Store.open(config.database.url).model("default")
+    later = datetime.now(UTC) + timedelta(days=7)
+    model.put_on_list(ListEntry("customer", "c-stolen", "block", None, "stolen card", "erin"))
+    model.put_on_list(ListEntry("customer", "c-trip", "allow", later, "travelling", "dana"))
+    model.put_on_list(ListEntry("terminal", "t-odd", "review"))
+    model.put_on_list(ListEntry("customer", "c-old", "block", datetime(2020, 1, 1, tzinfo=UTC)))
+    broker = MemoryBroker(dict(TOPICS))
+    spammy = "WINNER claim your FREE prize now call"
+    produce(
+        broker,
+        [
+            payment(1, "c-stolen", 0) | {"text": "hello mum see you at dinner"},
+            payment(2, "c-trip", 1) | {"text": spammy},
+            payment(3, "c-x", 2) | {"attributes": {"customer": "c-x", "terminal": "t-odd"}},
+            payment(4, "c-old", 3),
+        ],
+    )
+    loop = scorer(config, broker, MemoryPublisher(broker), lists=True)
+    run_until(loop, lambda: len(decisions(broker)) == 4)
+    decided = decisions(broker)
+    assert (decided["p1"]["label"], decided["p1"]["decided_by"]) == ("spam", "list")
+    assert decided["p1"]["evidence"][0] == "block list: customer c-stolen (stolen card)"
+    assert (decided["p2"]["label"], decided["p2"]["decided_by"]) == ("ham", "list")
+    assert decided["p3"]["decided_by"] == "model" and decided["p3"]["review"] is True
+    assert decided["p4"]["decided_by"] == "model" and decided["p4"]["evidence"] == []
+    run_until(loop, lambda: loop.recorder.recorded == loop.recorder.tickets)
+    (item,) = model.review_items()
+    assert (item.message_id, item.reason) == ("p3", "list")

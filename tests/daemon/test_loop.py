@@ -17,6 +17,7 @@ from kafka import TopicPartition
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
+from filterd.daemon.list_state import ListState
 from filterd.daemon.loop import LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
@@ -63,6 +64,7 @@ def scorer(
     guard: DeadLetterGuard | None = None,
     entities: EntitySpec | None = None,
     keep_tokens_bytes: int = 0,
+    lists: bool = False,
 ) -> Scorer:
     model = Store.open(config.database.url).model(config.model.name)
     state = ModelState(model, config, Metrics(), Health(), structlog.get_logger())
@@ -74,6 +76,7 @@ def scorer(
         config.review,
         EntityState(model, entities, structlog.get_logger()) if entities else None,
         keep_tokens_bytes,
+        ListState(model, structlog.get_logger()) if lists else None,
         **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
     )
 

@@ -22,6 +22,8 @@ TABLES = {
     "undecodable_batches",
     "entity_events",
     "entity_labels",
+    "list_entries",
+    "list_changes",
 }
 
 

@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import func, select
 
 from filterd.bayes.model import ModelSpec
+from filterd.entities.lists import ListEntry
 from filterd.entities.memory import EntityEvent
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored
@@ -45,6 +46,7 @@ def fill(store: Store, name: str) -> ModelStore:
         writing.record_entity_labels([EntityLabelled(1, "customer", "c1", 0.0)], [], now)
         writing.queue_review([item], datetime.now(UTC))
         writing.park([Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
+    model.put_on_list(ListEntry("customer", "c1", "block"))
     return model
 
 
