@@ -200,6 +200,50 @@ class ModelInfo(msgspec.Struct, kw_only=True):
     scoring: Scoring
 
 
+EntityText = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)]
+
+
+class ListRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """POST /v1/lists: put an entity on a list, replacing its entry if it has one. The analyst
+    is the credential's name."""
+
+    key: Annotated[
+        EntityText,
+        msgspec.Meta(description='An attribute key, dotted if nested, or "sender" or "tenant".'),
+    ]
+    value: EntityText
+    outcome: Annotated[
+        Literal["block", "review", "allow"],
+        msgspec.Meta(
+            description="block: decided the target class, allow: decided not the target "
+            "class, whatever the score; review: decided by the model and queued."
+        ),
+    ]
+    expires_at: Annotated[
+        datetime | None,
+        msgspec.Meta(description="Until when (with a time zone); none: until removed."),
+    ] = None
+    reason: Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL)] | None = None
+
+
+class ListedEntity(msgspec.Struct, kw_only=True):
+    """An entity on a list; `active` false once past `expires_at` (it applies no more)."""
+
+    key: str
+    value: str
+    outcome: str
+    expires_at: datetime | None
+    reason: str | None
+    created_by: str | None
+    active: bool
+
+
+class ListsPage(msgspec.Struct, kw_only=True):
+    """GET /v1/lists: every entry, by key and value."""
+
+    entries: list[ListedEntity]
+
+
 class ApiError(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Every 4xx and 5xx answer: what is wrong, and the field of the request it is about
     ("$.messages[0].id" style paths of the body, or the query parameter's name)."""
@@ -214,5 +258,7 @@ RESPONSES: tuple[type[msgspec.Struct], ...] = (
     ReviewPage,
     DecisionInfo,
     ModelInfo,
+    ListedEntity,
+    ListsPage,
     ApiError,
 )

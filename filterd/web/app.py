@@ -3,6 +3,7 @@
     POST /v1/check             decide on messages (filterd.web.check)
     POST /v1/feedback          send a label as the authenticated analyst (filterd.web.feedback)
     GET  /v1/decisions/{id}    GET /v1/review    GET /v1/model     (filterd.web.reads)
+    GET, POST /v1/lists        DELETE /v1/lists/{key}/{value}     (filterd.web.lists)
     GET  /v1/openapi.json      the OpenAPI document (filterd.web.openapi), without credentials
     /, /login, /queue, /messages/…, /model, /audit, /static/…   the workbench (filterd.web.pages)
 
@@ -42,13 +43,13 @@ from structlog.typing import FilteringBoundLogger
 from filterd.observe.metrics import Metrics
 from filterd.service.hosts import AllowedHosts
 from filterd.store.errors import StoreError, UnknownModel, ValueRefused
-from filterd.web import check, feedback, openapi, pages, reads
+from filterd.web import check, feedback, lists, openapi, pages, reads
 from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
 from filterd.web.errors import API_HEADERS, Faults, Problem, json_response, problem_response
 from filterd.web.guard import RequestGuard
-from filterd.web.ids import path_id
+from filterd.web.ids import entity_text, path_id
 from filterd.web.sessions import Sessions
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -115,6 +116,22 @@ def create_app(context: WebContext) -> Starlette:
         await analyst_of(request)
         return json_response(await run_in_threadpool(reads.model_info, context))
 
+    async def get_lists(request: Request) -> Response:
+        await analyst_of(request)
+        return json_response(await run_in_threadpool(lists.lists_page, context))
+
+    async def post_lists(request: Request) -> Response:
+        analyst = await analyst_of(request)
+        body = await json_body(request)
+        entry = await run_in_threadpool(lists.put_on_list, context, body, analyst)
+        return json_response(entry, 201)
+
+    async def delete_listed(request: Request) -> Response:
+        analyst = await analyst_of(request)
+        key, value = (entity_text(request.path_params, name) for name in ("key", "value"))
+        removed = await run_in_threadpool(lists.remove_from_list, context, key, value, analyst)
+        return json_response(removed)
+
     async def get_openapi(_request: Request) -> Response:
         document = msgspec.json.encode(openapi.document())
         return Response(document, headers=API_HEADERS, media_type="application/json")
@@ -125,6 +142,9 @@ def create_app(context: WebContext) -> Starlette:
         Route("/v1/decisions/{id:path}", get_decision, methods=["GET"]),
         Route("/v1/review", get_review, methods=["GET"]),
         Route("/v1/model", get_model, methods=["GET"]),
+        Route("/v1/lists", get_lists, methods=["GET"]),
+        Route("/v1/lists", post_lists, methods=["POST"]),
+        Route("/v1/lists/{key}/{value:path}", delete_listed, methods=["DELETE"]),
         Route("/v1/openapi.json", get_openapi, methods=["GET"]),
     ]
     http = context.config.http

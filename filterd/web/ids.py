@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import msgspec
 
 from filterd.service.records import Id
+from filterd.web.api import EntityText
 from filterd.web.errors import Problem
 
 # what browsers remove as dot segments: "." and "..", any of their dots escaped as %2e
@@ -74,3 +75,22 @@ def checked_id(raw: str, field: str) -> str:
         return msgspec.convert(raw, Id)
     except msgspec.ValidationError:
         raise Problem(422, "a message id has 1 to 256 characters and no NUL", field) from None
+
+
+def entity_text(path_params: Mapping[str, object], name: str) -> str:
+    """The entity key or value of a request's path parameter `name` (decoded), or a 422
+    Problem naming it: 1 to 200 characters, no NUL, as a list entry holds.
+
+    >>> entity_text({"key": "customer"}, "key")
+    'customer'
+    >>> entity_text({"value": "x" * 201}, "value")
+    Traceback (most recent call last):
+    ...
+    filterd.web.errors.Problem: an entity key or value has 1 to 200 characters and no NUL
+    """
+    try:
+        return msgspec.convert(str(path_params.get(name, "")), EntityText)
+    except msgspec.ValidationError:
+        raise Problem(
+            422, "an entity key or value has 1 to 200 characters and no NUL", name
+        ) from None

@@ -27,9 +27,15 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 @cache
 def document() -> dict[str, Any]:
     """The API's OpenAPI document (made once: it depends on the code alone)."""
-    kinds: list[Any] = [api.CheckRequest, api.FeedbackRequest, api.ReviewQuery, *api.RESPONSES]
+    kinds: list[Any] = [
+        api.CheckRequest,
+        api.FeedbackRequest,
+        api.ListRequest,
+        api.ReviewQuery,
+        *api.RESPONSES,
+    ]
     schemas, components = msgspec.json.schema_components(kinds, ref_template=REF)
-    check_in, feedback_in, _query, *out = schemas  # the query's schema: its component, below
+    check_in, feedback_in, list_in, _query, *out = schemas  # the query's: its component, below
     of = dict(zip(api.RESPONSES, out))
     error = _json(of[api.ApiError])
 
@@ -102,6 +108,28 @@ def document() -> dict[str, Any]:
             "get": {
                 "summary": "Readiness, classes, thresholds, drift and delivered recall",
                 "responses": answers(api.ModelInfo, "200", "503"),
+            }
+        },
+        "/v1/lists": {
+            "get": {
+                "summary": "The entities on the allow, block and review lists",
+                "responses": answers(api.ListsPage, "200", "503"),
+            },
+            "post": {
+                "summary": "Put an entity on a list (replacing its entry), as the analyst",
+                "requestBody": {"required": True, **_json(list_in)},
+                "responses": answers(api.ListedEntity, "201", "400", "413", "415", "422", "503"),
+            },
+        },
+        "/v1/lists/{key}/{value}": {
+            "delete": {
+                "summary": "Take an entity off its list, as the analyst",
+                "description": "Key and value are path segments, escaped (`/` as %2F).",
+                "parameters": [
+                    {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                    for name in ("key", "value")
+                ],
+                "responses": answers(api.ListedEntity, "200", "404", "422", "503"),
             }
         },
     }

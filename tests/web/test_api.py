@@ -15,6 +15,7 @@ from msgspec.structs import replace
 from sqlalchemy import event
 
 from filterd.daemon.entity_state import EntityState
+from filterd.daemon.list_state import ListState
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.recorder import Recorder
 from filterd.daemon.scorer import queue_for_review
@@ -51,6 +52,9 @@ PROTECTED = [
     ("GET", "/v1/decisions/m1"),
     ("GET", "/v1/review"),
     ("GET", "/v1/model"),
+    ("GET", "/v1/lists"),
+    ("POST", "/v1/lists"),
+    ("DELETE", "/v1/lists/customer/c1"),
 ]
 
 
@@ -89,8 +93,11 @@ def conforms(port: int, name: str, value: object) -> None:
 
 
 def test_every_endpoint_that_reads_or_writes_needs_a_credential(api: Api) -> None:
-    for method, path in PROTECTED:
-        for auth in (None, basic("dana", "wrong"), basic("mallory", PASSWORD), "Bearer dana.x"):
+    for i, (method, path) in enumerate(PROTECTED):
+        # dana's wrong password and token twice on each of five endpoints: her FAILURES (10)
+        # before the throttle answers 429 instead; the others without and with another name
+        dana = (basic("dana", "wrong"), "Bearer dana.x") if i < FAILURES // 2 else ()
+        for auth in (None, basic("mallory", PASSWORD), *dana):
             status, body, headers = call(api.port, method, path, {"id": "m1"}, auth=auth)
             assert status == 401, (method, path, auth)
             assert body["error"].startswith("authentication required")
@@ -113,6 +120,8 @@ def test_the_openapi_document_is_generated_from_the_record_types(api: Api) -> No
         "/v1/decisions/{id}",
         "/v1/review",
         "/v1/model",
+        "/v1/lists",
+        "/v1/lists/{key}/{value}",
     }
     review = document["paths"]["/v1/review"]["get"]["parameters"]
     assert {p["name"] for p in review} >= {"label", "reason", "min_score", "max_score", "limit"}
@@ -170,6 +179,49 @@ def test_a_check_reads_the_scorers_entity_memory_and_is_not_remembered(
     store.close()
 
 
+def test_an_analyst_manages_the_lists_and_a_check_obeys_them(api: Api) -> None:
+    stolen = {"key": "customer", "value": "c/596", "outcome": "block", "reason": "stolen card"}
+    status, body, _ = call(api.port, "POST", "/v1/lists", stolen, auth=DANA)
+    assert status == 201, body
+    conforms(api.port, "ListedEntity", body)
+    assert (body["created_by"], body["active"], body["expires_at"]) == ("dana", True, None)
+    snooze = {
+        "key": "terminal",
+        "value": "t9",
+        "outcome": "allow",
+        "expires_at": "2099-01-01T00:00:00Z",
+    }
+    assert call(api.port, "POST", "/v1/lists", snooze, auth=DANA)[0] == 201
+    status, page, _ = call(api.port, "GET", "/v1/lists", auth=DANA)
+    assert status == 200 and [(e["key"], e["outcome"]) for e in page["entries"]] == [
+        ("customer", "block"),
+        ("terminal", "allow"),
+    ]
+    # every scorer reads them within seconds; so does this check, made through the same lists
+    lists = ListState(api.context.model, structlog.get_logger("test"))
+    lists.refresh(force=True)
+    api.context.listed = lists.listed
+    check = {"id": "k1", "text": "hello", "attributes": {"customer": "c/596"}}
+    status, body, _ = call(api.port, "POST", "/v1/check", check, auth=DANA)
+    (decision,) = body["decisions"]
+    assert (decision["label"], decision["decided_by"]) == ("spam", "list")
+
+    for bad, field in [
+        ({**stolen, "outcome": "blok"}, "$.outcome"),
+        ({**stolen, "expires_at": "2020-01-01T00:00:00Z"}, "$.expires_at"),
+        ({**stolen, "expires_at": "2099-01-01T00:00:00"}, "$.expires_at"),  # no time zone
+        ({**stolen, "value": ""}, "$.value"),
+        ({**stolen, "extra": 1}, "$.extra"),
+    ]:
+        status, body, _ = call(api.port, "POST", "/v1/lists", bad, auth=DANA)
+        assert status == 422 and body["field"] == field, (bad, body)
+    status, body, _ = call(api.port, "DELETE", "/v1/lists/customer/c%2F596", auth=DANA)
+    assert status == 200 and body["value"] == "c/596"
+    assert call(api.port, "DELETE", "/v1/lists/customer/c%2F596", auth=DANA)[0] == 404
+    changes = api.context.model.list_changes()
+    assert (changes[0].action, changes[0].value, changes[0].analyst) == ("removed", "c/596", "dana")
+
+
 def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
     # a body over INLINE_BYTES is checked in the thread pool, a smaller one on the event loop
     from filterd.web.check import INLINE_BYTES
@@ -223,6 +275,18 @@ def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
         ("GET", "/v1/review?limit=0", None, 422, "limit"),
         ("GET", "/v1/review?reason=nearby", None, 422, "reason"),
         ("GET", "/v1/review?colour=red", None, 422, "colour"),
+        ("POST", "/v1/lists", b'{"key": "customer", "value": "' + b"x" * 30_000 + b'"}', 413, None),
+        ("POST", "/v1/lists", b"[" * 11_000 + b"]" * 11_000, 413, None),
+        (
+            "POST",
+            "/v1/lists",
+            b'{"key": "c", "value": "v\\u0000", "outcome": "block"}',
+            422,
+            "$.value",
+        ),
+        ("POST", "/v1/lists", b'{"key": "c", "value": "v"}', 422, "$.outcome"),
+        ("DELETE", "/v1/lists/customer/" + "x" * 201, None, 422, "value"),
+        ("DELETE", "/v1/lists/customer/never-listed", None, 404, None),
         ("GET", "/v1/decisions/never-seen", None, 404, "id"),
         ("GET", "/v1/nowhere", None, 404, None),
         ("DELETE", "/v1/model", None, 405, None),
@@ -426,6 +490,7 @@ def test_a_request_that_decides_or_labels_takes_json_only(api: Api, kind: str) -
     for path, body in (
         ("/v1/check", {"id": "c1", "text": SPAMMY}),
         ("/v1/feedback", {"message_id": "m1", "label": "spam"}),
+        ("/v1/lists", {"key": "customer", "value": "c1", "outcome": "allow"}),
     ):
         status, answer, _ = call(
             api.port, "POST", path, body, auth=DANA, headers={"Content-Type": kind}
@@ -502,6 +567,8 @@ def test_a_browsers_request_from_another_sites_page_is_refused(
         ("POST", "/v1/feedback", {"message_id": "m1", "label": "spam"}),
         ("POST", "/v1/check", {"id": "c1"}),
         ("GET", "/v1/model", None),
+        ("POST", "/v1/lists", {"key": "customer", "value": "c1", "outcome": "allow"}),
+        ("DELETE", "/v1/lists/customer/c1", None),
     ):
         status, answer, _ = call(api.port, method, path, body, auth=DANA, headers=headers)
         assert status == 403 and "another site" in answer["error"], (path, answer)
