@@ -127,8 +127,7 @@ class Serve(Protocol):
     ) -> Api: ...
 
 
-@pytest.fixture
-def serve() -> Iterator[Serve]:
+def serving() -> Iterator[Serve]:
     """Starts `Api`s (the real app, uvicorn in a thread, port 0) and stops them at the end."""
     started = []
 
@@ -154,6 +153,18 @@ def serve() -> Iterator[Serve]:
     yield start
     for api in started:
         api.stop()
+
+
+@pytest.fixture
+def serve() -> Iterator[Serve]:
+    """`serving` for one test."""
+    yield from serving()
+
+
+@pytest.fixture(scope="module")
+def module_serve() -> Iterator[Serve]:
+    """`serving` for the tests of a module: an API that tests only ask, and do not change."""
+    yield from serving()
 
 
 def queue_messages(

@@ -79,6 +79,28 @@ def api(learned_config: Config, serve: Serve) -> Iterator[Api]:
     yield from serve_learned(learned_config, serve)
 
 
+@pytest.fixture(scope="module")
+def shared_api(tmp_path_factory: pytest.TempPathFactory, module_serve: Serve) -> Iterator[Api]:
+    """One API over a learned SQLite store for the tests that only ask it, and change nothing
+    (bad input), so that each need not start its own."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'filterd.db'}"
+    yield from serve_learned(learned_config_of(url), module_serve)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def shared_api_any(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    module_serve: Serve,
+) -> Iterator[Api]:
+    """`shared_api` on SQLite, then on a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'filterd.db'}"
+    else:
+        url = fresh_postgres(request.getfixturevalue("postgres_server"))
+    yield from serve_learned(learned_config_of(url), module_serve)
+
+
 @pytest.fixture
 def api_any(learned_config_any: Config, serve: Serve) -> Iterator[Api]:
     """The API over a learned store on SQLite, then on PostgreSQL (`serve_learned`)."""
@@ -293,11 +315,11 @@ def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
     ],
 )
 def test_bad_input_is_a_4xx_naming_the_field(
-    api: Api, method: str, path: str, body: bytes | None, status: int, field: str | None
+    shared_api: Api, method: str, path: str, body: bytes | None, status: int, field: str | None
 ) -> None:
-    got, answer, _ = call(api.port, method, path, auth=DANA, raw=body)
+    got, answer, _ = call(shared_api.port, method, path, auth=DANA, raw=body)
     assert got == status, answer
-    conforms(api.port, "ApiError", answer)
+    conforms(shared_api.port, "ApiError", answer)
     assert answer.get("field") == field and answer["error"]
 
 
@@ -319,10 +341,10 @@ def test_bad_input_is_a_4xx_naming_the_field(
     ],
 )
 def test_bad_input_reaching_the_store_is_a_4xx_logged_as_a_request(
-    api_any: Api, caplog: pytest.LogCaptureFixture, path: str, field: str
+    shared_api_any: Api, caplog: pytest.LogCaptureFixture, path: str, field: str
 ) -> None:
     with structlog.testing.capture_logs() as events:
-        status, answer, _ = call(api_any.port, "GET", path, auth=DANA)
+        status, answer, _ = call(shared_api_any.port, "GET", path, auth=DANA)
         wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")
     assert status == 422, answer
     assert answer["field"] == field and answer["error"]
