@@ -26,6 +26,7 @@ entities are kept (the least recently seen forgotten first).
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -70,6 +71,7 @@ class EntitySpec:
         return bool(self.keys)
 
 
+@functools.cache  # a spec has a few windows, and every entity's tokens and words name them
 def window_name(seconds: int) -> str:
     """A window as its largest whole unit.
 
