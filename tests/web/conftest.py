@@ -18,6 +18,7 @@ import pytest
 from msgspec.structs import replace
 
 from filterd.bayes.model import ModelSpec
+from filterd.demo.broker import LocalBroker
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config, load
 from filterd.service.passwords import hash_secret
@@ -25,7 +26,7 @@ from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import new_token
-from tests.conftest import fresh_postgres
+from tests.conftest import kafka_settings, new_topics
 
 # the daemon's fixtures: `filterd run` as a child process (`start_daemon`), a SQLite URL
 from tests.daemon.conftest import sqlite_url, start_daemon  # noqa: F401
@@ -72,17 +73,6 @@ def learned_config_of(url: str) -> Config:
 def learned_config(sqlite_url: str) -> Config:  # noqa: F811 - the fixture imported above
     """The configuration of a `learned_store` in this test's SQLite file."""
     return learned_config_of(sqlite_url)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def learned_config_any(
-    request: pytest.FixtureRequest,
-    sqlite_url: str,  # noqa: F811 - the fixture imported above
-) -> Config:
-    """The configuration of a `learned_store` in SQLite, then in a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return learned_config_of(sqlite_url)
-    return learned_config_of(fresh_postgres(request.getfixturevalue("postgres_server")))
 
 
 def basic(name: str, password: str) -> str:
@@ -215,6 +205,19 @@ def workbench_of(
     """Serves the workbench over a learned configuration: `workbench_of(learned)` → (the `Api`,
     its model state); users dana (password) and erin (API token `ERIN_TOKEN`), labels to this
     test's feedback topic (or to those of `kafka` and `topic_names`, given)."""
+    yield from workbench_serving(serve, kafka_config, topics)
+
+
+@pytest.fixture(scope="module")
+def module_workbench_of(module_serve: Serve, broker: LocalBroker) -> Iterator[WorkbenchOf]:
+    """`workbench_of` for the tests of a module that only ask it, and change nothing."""
+    yield from workbench_serving(module_serve, kafka_settings(broker), new_topics(broker))
+
+
+def workbench_serving(
+    serve: Serve, kafka_config: dict[str, Any], topics: dict[str, str]
+) -> Iterator[WorkbenchOf]:
+    """`workbench_of`'s, over `serve`, labelling to `topics` by default."""
     import structlog
 
     from filterd.daemon.model_state import ModelState

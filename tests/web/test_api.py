@@ -101,12 +101,6 @@ def shared_api_any(
     yield from serve_learned(learned_config_of(url), module_serve)
 
 
-@pytest.fixture
-def api_any(learned_config_any: Config, serve: Serve) -> Iterator[Api]:
-    """The API over a learned store on SQLite, then on PostgreSQL (`serve_learned`)."""
-    yield from serve_learned(learned_config_any, serve)
-
-
 def conforms(port: int, name: str, value: object) -> None:
     """`value` is valid against component `name` of the API's own OpenAPI document."""
     _, document, _ = call(port, "GET", "/v1/openapi.json")

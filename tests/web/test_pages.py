@@ -16,10 +16,11 @@ from filterd.service.config import Config
 from filterd.service.records import Decision
 from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
+from tests.conftest import fresh_postgres
 from tests.daemon.conftest import read_all, valid
 from tests.web.browser import wait_until
 from tests.web.client import Client, csrf_of
-from tests.web.conftest import ERIN_TOKEN, PASSWORD, WorkbenchOf, queue_messages
+from tests.web.conftest import ERIN_TOKEN, PASSWORD, WorkbenchOf, learned_config_of, queue_messages
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 
@@ -213,11 +214,20 @@ def test_the_model_page_previews_and_the_guardrails_refuse(
     assert client.post("/model/calibrate", {"target_recall": "0.9"})[0] == 403
 
 
-@pytest.fixture
-def workbench_any(learned_config_any: Config, workbench_of: WorkbenchOf) -> Client:
-    """The workbench over a learned store with one queued message, q1: on SQLite, then on
-    PostgreSQL; a client logged in as dana."""
-    api, state = workbench_of(learned_config_any)
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def shared_workbench_any(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    module_workbench_of: WorkbenchOf,
+) -> Client:
+    """The workbench over a learned store with one queued message, q1, on SQLite, then on
+    PostgreSQL, and a client logged in as dana: one per database for the tests of this module
+    that only ask it and change nothing (bad input), rather than one per test."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'filterd.db'}"
+    else:
+        url = fresh_postgres(request.getfixturevalue("postgres_server"))
+    api, state = module_workbench_of(learned_config_of(url))
     queue_messages(api.context.config, state, [{"id": "q1", "text": "hello there"}])
     client = Client(api.port)
     client.log_in()
@@ -241,10 +251,10 @@ def workbench_any(learned_config_any: Config, workbench_of: WorkbenchOf) -> Clie
     ],
 )
 def test_bad_input_on_the_pages_is_a_4xx_naming_it(
-    workbench_any: Client, caplog: pytest.LogCaptureFixture, path: str, field: str
+    shared_workbench_any: Client, caplog: pytest.LogCaptureFixture, path: str, field: str
 ) -> None:
     with structlog.testing.capture_logs() as events:
-        status, page, _ = workbench_any.get(path)
+        status, page, _ = shared_workbench_any.get(path)
         wait_until(lambda: [e for e in events if e.get("status") == 422], what="its log line")
     assert status == 422 and f"({field})</p>" in page
     # the request's own line, and nothing else: no "store unavailable", no traceback
