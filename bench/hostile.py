@@ -1,8 +1,9 @@
 """What does hostile input cost the scorer, and does every family stay within its bounds?
 
 The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
-size through the scorer's path (decode, tokenize, decide, and the review item of every decision,
-as if each were queued), with the figures the harness holds
+size through the scorer's path (decode, tokenize, the entity memory of customer, terminal and
+sender, decide, and the review item of every decision, as if each were queued), with the figures
+the harness holds
 each to: decided or dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at
 most 50 MB of extra memory, and the normal message after it decided.
 
@@ -18,17 +19,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 import tracemalloc
+
+import structlog
 
 from filterd.bayes.features import encode
 from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.bayes.statistics import Statistics
+from filterd.daemon.entity_state import EntityState
 from filterd.daemon.scorer import queue_for_review
+from filterd.entities import EntitySpec
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
+from filterd.store.handle import Store
 from filterd.tokenize import Tokenizer
 
 MS_PER_100_KB = 50.0
@@ -37,10 +44,24 @@ NORMAL = json.dumps({"id": "next", "text": "win cash now"}).encode()
 QUEUE_ALL = Review(random_share=1.0)  # every decision becomes a review item
 
 
-def scorer_path(decider: Decider, payloads: list[bytes]) -> Decided:
-    result = decide_payloads(decider, ThresholdSetting(), payloads, 1_000_000)
+def scorer_path(decider: Decider, payloads: list[bytes], entities: EntityState) -> Decided:
+    result = decide_payloads(
+        decider, ThresholdSetting(), payloads, 1_000_000, evidence=entities.evidence
+    )
+    entities.take()  # what the recorder would write
     queue_for_review(result, QUEUE_ALL)
     return result
+
+
+def entity_memory(folder: str) -> EntityState:
+    """A scorer's entity memory of the keys the families write (`attributes_entities`)."""
+    store = Store.open(f"sqlite:///{folder}/filterd.db")
+    store.upgrade()
+    model = store.create_model("default", ROBINSON_FISHER_SPEC)
+    spec = EntitySpec(
+        keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
+    )
+    return EntityState(model, spec, structlog.get_logger())
 
 
 def trained_decider() -> Decider:
@@ -62,16 +83,23 @@ def main() -> int:
     parser.add_argument("--only", action="append", choices=sorted(FAMILIES), help="one family")
     args = parser.parse_args()
     decider = trained_decider()
-    scorer_path(decider, [NORMAL])  # what a first record pays once (imports, caches): not its own
+    with tempfile.TemporaryDirectory() as folder:
+        return measure(decider, entity_memory(folder), args.only or sorted(FAMILIES), args.size)
+
+
+def measure(decider: Decider, entities: EntityState, families: list[str], size: int) -> int:
+    """Print each family's row and the worst; 1 when a family breaks a bound."""
+    # what a first record pays once (imports, caches): not its own
+    scorer_path(decider, [NORMAL], entities)
     worst, failed = 0.0, []
     print(f"{'family':<24} {'outcome':<22} {'bytes':>10} {'CPU ms':>8} {'ms/100KB':>9} {'MB':>6}")
-    for family in args.only or sorted(FAMILIES):
-        payload = record(family, args.size)
+    for family in families:
+        payload = record(family, size)
         started = time.process_time()
-        result = scorer_path(decider, [payload, NORMAL])
+        result = scorer_path(decider, [payload, NORMAL], entities)
         ms = (time.process_time() - started) * 1000
         tracemalloc.start()  # a second pass for memory: tracing slows the first one down
-        scorer_path(decider, [payload, NORMAL])
+        scorer_path(decider, [payload, NORMAL], entities)
         extra_mb = tracemalloc.get_traced_memory()[1] / 1e6
         tracemalloc.stop()
         if result.failures:

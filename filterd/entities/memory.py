@@ -148,16 +148,28 @@ def _value(message: Mapping[str, Any], key: str) -> Any:
     return node
 
 
+# An amount is a number within these bounds: an entity's running sum of at most `max_events`
+# of them stays finite, and so does a ratio of two of them (1e-12 after 1e15, say, or the
+# reverse), whose log-scale bin an infinity or a zero would have no value for.
+MIN_AMOUNT, MAX_AMOUNT = 1e-12, 1e15
+
+
 def amount_of(message: Mapping[str, Any], spec: EntitySpec) -> float | None:
-    """The message's amount (a finite number > 0), else None."""
+    """The message's amount (a number within MIN_AMOUNT and MAX_AMOUNT), else None.
+
+    >>> spec = EntitySpec(keys=("customer",))
+    >>> [amount_of({"attributes": {"amount": a}}, spec) for a in (57.16, 0, 5e-324, 1e308)]
+    [57.16, None, None, None]
+    """
     if spec.amount is None:
         return None
     value = _value(message, spec.amount)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        amount = float(value)
-        if math.isfinite(amount) and amount > 0:
-            return amount
-    return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
+        return None
+    amount = float(value)
+    return amount if MIN_AMOUNT <= amount <= MAX_AMOUNT else None
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,13 @@ FAMILIES: dict[str, Family] = {
     "attributes_big_numbers": lambda n: _message(
         "x", attributes={f"n{i}": 10**4000 - i for i in range(max(1, n // 4010))}
     ),
+    # what the entity memory reads (entities customer, terminal, sender; the amount): a value
+    # of the whole record's size, one of thousands of digits, the smallest float as an amount
+    "attributes_entities": lambda n: _message(
+        "x",
+        sender="s" * (n // 2),
+        attributes={"customer": "c" * (n // 2), "terminal": 10**4000, "amount": 5e-324},
+    ),
     "id_huge": lambda n: json.dumps({"id": "i" * n, "text": "x"}).encode(),
     "nul_bytes": lambda n: _message("\x00" * (n // 6)),
     "invalid_utf8": lambda n: b'{"id": "hostile", "text": "' + b"\xff\xfe" * (n // 2) + b'"}',

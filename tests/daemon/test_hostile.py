@@ -1,7 +1,7 @@
-"""The hostile-input harness, fast part: every family of `filterd.evaluation.hostile` at 200 KB
-goes through the scorer's path (decode, tokenize, decide, and the review item of every decision,
-as if each were queued) and is decided or dead-lettered with a reason, at a bounded cost and
-memory, and the normal message after it is decided; and the review item of a hostile mail keeps
+"""The hostile-input harness, fast part: every family of `filterd.evaluation.hostile` at 200 KB goes
+through the scorer's path (decode, tokenize, the entity memory, decide, and the review item of every
+decision, as if each were queued) and is decided or dead-lettered with a reason, at a bounded cost
+and memory, and the normal message after it is decided; and the review item of a hostile mail keeps
 what a person reads of it, at any size the limits let through. `bench/hostile.py` runs the same
 families at full size and prints the cost per 100 KB and the memory of each."""
 
@@ -10,14 +10,18 @@ import time
 import tracemalloc
 
 import pytest
+import structlog
 
 from filterd.bayes.model import FUSION, ModelSpec
 from filterd.bayes.statistics import Statistics
+from filterd.daemon.entity_state import EntityState
 from filterd.daemon.scorer import queue_for_review
+from filterd.entities import EntitySpec
 from filterd.evaluation.hostile import FAMILIES, record
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.service.review import ReviewItem
+from filterd.store.handle import Store
 from tests.service.test_decide import HAM, SPAM, trained
 
 SIZE = 200_000
@@ -36,9 +40,26 @@ READ = {
 }
 
 
-def scorer_path(decider: Decider, payloads: list[bytes]) -> tuple[Decided, list[ReviewItem]]:
-    result = decide_payloads(decider, ThresholdSetting(), payloads, max_bytes=1_000_000)
+def scorer_path(
+    decider: Decider, payloads: list[bytes], entities: EntityState
+) -> tuple[Decided, list[ReviewItem]]:
+    result = decide_payloads(
+        decider, ThresholdSetting(), payloads, max_bytes=1_000_000, evidence=entities.evidence
+    )
+    entities.take()  # what the recorder would write
     return result, queue_for_review(result, QUEUE_ALL)
+
+
+@pytest.fixture(scope="module")
+def entities(tmp_path_factory: pytest.TempPathFactory) -> EntityState:
+    """A scorer's entity memory, of the keys the families write (`attributes_entities`)."""
+    store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('entities') / 'filterd.db'}")
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"))
+    spec = EntitySpec(
+        keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
+    )
+    return EntityState(model, spec, structlog.get_logger())
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +84,12 @@ def fusion_decider() -> Decider:
 @pytest.mark.parametrize("model", ["mnb", FUSION])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_decided(
-    request: pytest.FixtureRequest, family: str, model: str
+    request: pytest.FixtureRequest, entities: EntityState, family: str, model: str
 ) -> None:
     decider: Decider = request.getfixturevalue("fusion_decider" if model == FUSION else "decider")
     payload = record(family, SIZE)
     started = time.process_time()
-    result, _ = scorer_path(decider, [payload, NORMAL])
+    result, _ = scorer_path(decider, [payload, NORMAL], entities)
     seconds = time.process_time() - started
     assert seconds < SECONDS_PER_100_KB * max(len(payload), 100_000) / 100_000, seconds
     decided = [d.message_id for d in result.decisions]
@@ -82,12 +103,12 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
-    decider: Decider, family: str
+    decider: Decider, entities: EntityState, family: str
 ) -> None:
     payload = record(family, 900_000)
     tracemalloc.start()
     try:
-        scorer_path(decider, [payload, NORMAL])
+        scorer_path(decider, [payload, NORMAL], entities)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -97,10 +118,10 @@ def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
 @pytest.mark.parametrize("size", [20_000, SIZE, 990_000])
 @pytest.mark.parametrize("family", sorted(READ))
 def test_the_review_item_of_a_hostile_mail_keeps_what_a_person_reads(
-    decider: Decider, family: str, size: int
+    decider: Decider, entities: EntityState, family: str, size: int
 ) -> None:
     payload = record(family, size)
     assert size <= len(payload) < 1_000_000
-    result, (item,) = scorer_path(decider, [payload])
+    result, (item,) = scorer_path(decider, [payload], entities)
     assert (item.subject, item.sender, item.excerpt) == READ[family]
     assert item.tokens == result.tokens[0].tokens

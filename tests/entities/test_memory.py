@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from filterd.entities import EntityMemory, EntitySpec
@@ -214,3 +214,18 @@ def test_the_memory_gives_what_recounting_every_past_event_gives(
         memory.observe(message, now)
         history.append((now, message))
         arrivals.append((j + 1 + late, now, message, target))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(), st.integers(min_value=-(10**400), max_value=10**400))))
+@example([5e-324, 1e308])  # a mean of the smallest float, then the largest: a ratio of inf
+@example([1e308, 1e308, 1e308, 1.0])  # a sum that overflows
+def test_no_amount_a_sender_chooses_breaks_the_memory(amounts: list[Any]) -> None:
+    """Whatever the amounts (zero, subnormal, 1e308, infinite, NaN, an integer of 400 digits),
+    in whatever order, every message gets its tokens: a mean's ratio never overflows."""
+    memory = EntityMemory(SPEC)
+    for i, amount in enumerate(amounts):
+        message = pay("c1", "t1", amount)
+        tokens = memory.tokens(message, float(i))
+        assert of(tokens, "customer:count_1h").startswith("customer:count_1h~")
+        memory.observe(message, float(i))
