@@ -128,9 +128,7 @@ class EntityState:
         with self._lock:
             for message in messages:
                 fields, ts = entity_fields(message), self._time(message)
-                features = self.memory.features(fields, ts)
-                events = self.memory.events(fields, ts)
-                self.memory.apply(events)
+                features, events = self.memory.remember(fields, ts)
                 key = id_hash(message.id)
                 for event in events:
                     self._events_seen.add((key, event.key))

@@ -347,18 +347,37 @@ class EntityMemory:
     def features(self, message: Mapping[str, Any], ts: float | None) -> list[EntityFeatures]:
         """What is known of each of the message's entities, from the messages observed before
         it."""
-        return self._features(message, self.now(ts))
+        now = self.now(ts)
+        return self._features(*self._read(message), now)
 
     def peek(self, message: Mapping[str, Any]) -> list[EntityFeatures]:
         """`features` as of the stream's time now, the clock left where it is: what a message
         would be told without being part of the stream (a check that is not recorded)."""
-        return self._features(message, self.clock if self.clock > -math.inf else 0.0)
+        now = self.clock if self.clock > -math.inf else 0.0
+        return self._features(*self._read(message), now)
 
-    def _features(self, message: Mapping[str, Any], now: float) -> list[EntityFeatures]:
+    def remember(
+        self, message: Mapping[str, Any], ts: float | None
+    ) -> tuple[list[EntityFeatures], list[EntityEvent]]:
+        """`features`, then `observe`, reading the message once: its features from the messages
+        before it, and the events remembered of it (a scorer's, for the store)."""
+        now = self.now(ts)
+        values, amount = self._read(message)
+        features = self._features(values, amount, now)
+        events = self._events(values, amount, now)
+        self.apply(events)
+        return features, events
+
+    def _read(self, message: Mapping[str, Any]) -> tuple[list[tuple[str, str]], float | None]:
+        """The message's entities and amount."""
+        return entity_values(message, self.spec), amount_of(message, self.spec)
+
+    def _features(
+        self, values: list[tuple[str, str]], amount: float | None, now: float
+    ) -> list[EntityFeatures]:
         spec, out = self.spec, []
-        amount = amount_of(message, spec)
         last = len(spec.windows) - 1
-        for key, value in entity_values(message, spec):
+        for key, value in values:
             entity = self._entities.get((key, value))
             if entity is not None:
                 entity.slide(now, spec.windows)
@@ -385,12 +404,16 @@ class EntityMemory:
         """What observing the message records, one event per entity, at the stream's time after
         it (the clock moves; nothing else changes until `apply`)."""
         now = self.now(ts)
-        amount = amount_of(message, self.spec)
-        values = dict(entity_values(message, self.spec))
+        return self._events(*self._read(message), now)
+
+    def _events(
+        self, values: list[tuple[str, str]], amount: float | None, now: float
+    ) -> list[EntityEvent]:
+        by_key = dict(values)
         events = []
-        for key, value in values.items():
+        for key, value in by_key.items():
             party_key = self._parties.get(key)
-            party = values.get(party_key) if party_key else None
+            party = by_key.get(party_key) if party_key else None
             events.append(EntityEvent(key, value, now, amount, party))
         return events
 

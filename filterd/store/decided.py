@@ -15,10 +15,12 @@ in its row, compressed (`decided_tokens`): its label, however late within
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, Engine, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from filterd.service.records import id_digest
 from filterd.store.bulk import insert_columns
@@ -78,18 +80,8 @@ def where_decided(
     conn: Connection, model_id: int, message_ids: Sequence[str]
 ) -> dict[str, Coordinates]:
     """The coordinates of the messages of `message_ids` that were decided (and not pruned)."""
-    by_hash = {id_hash(m): m for m in message_ids}
-    found: dict[str, Coordinates] = {}
-    hashes = list(by_hash)
-    for start in range(0, len(hashes), CHUNK):
-        rows = conn.execute(
-            select(DecidedMessage.id_hash, DecidedMessage.partition, DecidedMessage.offset).where(
-                DecidedMessage.model_id == model_id,
-                DecidedMessage.id_hash.in_(hashes[start : start + CHUNK]),
-            )
-        )
-        found.update({by_hash[h]: (p, o) for h, p, o in rows})
-    return found
+    columns = (DecidedMessage.partition, DecidedMessage.offset)
+    return {m: (p, o) for m, (p, o) in _rows_of(conn, model_id, message_ids, columns)}
 
 
 def decided_tokens(
@@ -97,24 +89,41 @@ def decided_tokens(
 ) -> dict[str, list[str]]:
     """The tokens kept of the messages of `message_ids` decided with them (`record_decided`),
     each checked against its id (a row of another message whose id shares the hash is none)."""
-    by_hash = {id_hash(m): m for m in message_ids}
     found: dict[str, list[str]] = {}
+    for wanted, (packed,) in _rows_of(conn, model_id, message_ids, (DecidedMessage.tokens,)):
+        if packed is not None:
+            message_id, *tokens = unpack_tokens(packed)
+            if message_id == wanted:
+                found[message_id] = tokens
+    return found
+
+
+def decided_entities(conn: Connection, model_id: int, message_ids: Sequence[str]) -> dict[str, str]:
+    """The entity record (`EntityRecord.dumps`) of each message of `message_ids` decided with
+    one."""
+    rows = _rows_of(conn, model_id, message_ids, (DecidedMessage.entities,))
+    return {m: text for m, (text,) in rows if text is not None}
+
+
+def _rows_of(
+    conn: Connection,
+    model_id: int,
+    message_ids: Sequence[str],
+    columns: Sequence[InstrumentedAttribute[Any]],
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """(message id, its row's `columns`) of each message of `message_ids` decided, CHUNK ids a
+    query (by the ids' hashes)."""
+    by_hash = {id_hash(m): m for m in message_ids}
     hashes = list(by_hash)
     for start in range(0, len(hashes), CHUNK):
         rows = conn.execute(
-            select(DecidedMessage.id_hash, DecidedMessage.tokens).where(
+            select(DecidedMessage.id_hash, *columns).where(
                 DecidedMessage.model_id == model_id,
                 DecidedMessage.id_hash.in_(hashes[start : start + CHUNK]),
-                DecidedMessage.tokens.is_not(None),
             )
         )
-        for h, packed in rows:
-            if packed is None:  # not selected: the query asks for rows with tokens
-                continue
-            message_id, *tokens = unpack_tokens(packed)
-            if message_id == by_hash[h]:
-                found[message_id] = tokens
-    return found
+        for h, *values in rows:
+            yield by_hash[h], tuple(values)
 
 
 def prune_decided(

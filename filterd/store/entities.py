@@ -11,7 +11,7 @@ kept in step with.
   learner in its batch's transaction (`record_labels`); a relabel out of the target class
   deletes the message's rows (`unlabel`). Read like the events.
 - `decided_messages.entities`: the `EntityRecord` of each decided message, for its learner
-  (`decided_entities`).
+  (`filterd.store.decided.decided_entities`).
 
 Times: `at` is the stream's clock of the memory (seconds since the epoch: the messages' `ts`),
 `written_at` the writer's wall clock; readers by `written_at` look back `SYNC_OVERLAP` before
@@ -26,13 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Engine, delete, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, delete, func, select
 
 from filterd.entities.memory import EntityEvent
 from filterd.store.bulk import insert_columns
-from filterd.store.decided import id_hash
 from filterd.store.expiry import delete_in_chunks
-from filterd.store.schema import DecidedMessage
 from filterd.store.schema import EntityEvent as EventRow
 from filterd.store.schema import EntityLabel as LabelRow
 from filterd.store.sql import CHUNK, as_utc
@@ -79,32 +77,22 @@ def events_written_since(
     conn: Connection, model_id: int, since: datetime
 ) -> list[tuple[int, EntityEvent]]:
     """The events written from `since` − SYNC_OVERLAP on, in the order of their time."""
-    rows = conn.execute(
-        select(*_EVENT_COLUMNS)
-        .where(EventRow.model_id == model_id, EventRow.written_at >= as_utc(since - SYNC_OVERLAP))
-        .order_by(EventRow.at)
-    )
-    return [(h, EntityEvent(k, v, at, amount, party)) for h, k, v, at, amount, party in rows]
+    return _events(conn, model_id, EventRow.written_at >= as_utc(since - SYNC_OVERLAP))
 
 
 def events_since(conn: Connection, model_id: int, at: float) -> list[tuple[int, EntityEvent]]:
     """The events of the stream's time `at` on, in the order of their time."""
-    rows = conn.execute(
-        select(*_EVENT_COLUMNS)
-        .where(EventRow.model_id == model_id, EventRow.at >= at)
-        .order_by(EventRow.at)
-    )
-    return [(h, EntityEvent(k, v, t, amount, party)) for h, k, v, t, amount, party in rows]
+    return _events(conn, model_id, EventRow.at >= at)
 
 
-_EVENT_COLUMNS = (
-    EventRow.id_hash,
-    EventRow.key,
-    EventRow.value,
-    EventRow.at,
-    EventRow.amount,
-    EventRow.party,
-)
+def _events(
+    conn: Connection, model_id: int, where: ColumnElement[bool]
+) -> list[tuple[int, EntityEvent]]:
+    query = select(
+        EventRow.id_hash, EventRow.key, EventRow.value, EventRow.at, EventRow.amount, EventRow.party
+    ).where(EventRow.model_id == model_id, where)
+    rows = conn.execute(query.order_by(EventRow.at))
+    return [(h, EntityEvent(k, v, at, amount, party)) for h, k, v, at, amount, party in rows]
 
 
 def latest_at(conn: Connection, model_id: int) -> float | None:
@@ -148,39 +136,18 @@ def unlabel(conn: Connection, model_id: int, id_hashes: Sequence[int]) -> None:
 
 def labels_written_since(conn: Connection, model_id: int, since: datetime) -> list[EntityLabelled]:
     """The target labels written from `since` − SYNC_OVERLAP on."""
-    rows = conn.execute(
-        select(LabelRow.id_hash, LabelRow.key, LabelRow.value, LabelRow.at).where(
-            LabelRow.model_id == model_id, LabelRow.written_at >= as_utc(since - SYNC_OVERLAP)
-        )
-    )
-    return [EntityLabelled(*row) for row in rows]
+    return _labels(conn, model_id, LabelRow.written_at >= as_utc(since - SYNC_OVERLAP))
 
 
 def labels_since(conn: Connection, model_id: int, at: float) -> list[EntityLabelled]:
     """The target labels of messages sent from the stream's time `at` on."""
-    rows = conn.execute(
-        select(LabelRow.id_hash, LabelRow.key, LabelRow.value, LabelRow.at).where(
-            LabelRow.model_id == model_id, LabelRow.at >= at
-        )
-    )
+    return _labels(conn, model_id, LabelRow.at >= at)
+
+
+def _labels(conn: Connection, model_id: int, where: ColumnElement[bool]) -> list[EntityLabelled]:
+    columns = (LabelRow.id_hash, LabelRow.key, LabelRow.value, LabelRow.at)
+    rows = conn.execute(select(*columns).where(LabelRow.model_id == model_id, where))
     return [EntityLabelled(*row) for row in rows]
-
-
-def decided_entities(conn: Connection, model_id: int, message_ids: Sequence[str]) -> dict[str, str]:
-    """The entity record (`EntityRecord.dumps`) of each message of `message_ids` decided with
-    one."""
-    by_hash = {id_hash(m): m for m in message_ids}
-    hashes, found = list(by_hash), dict[str, str]()
-    for start in range(0, len(hashes), CHUNK):
-        rows = conn.execute(
-            select(DecidedMessage.id_hash, DecidedMessage.entities).where(
-                DecidedMessage.model_id == model_id,
-                DecidedMessage.id_hash.in_(hashes[start : start + CHUNK]),
-                DecidedMessage.entities.is_not(None),
-            )
-        )
-        found.update({by_hash[h]: text for h, text in rows if text is not None})
-    return found
 
 
 def prune(

@@ -331,7 +331,7 @@ class ModelStore:
     def decided_entities(self, message_ids: Sequence[str]) -> dict[str, str]:
         """The entity record of each message of `message_ids` decided with one (its text)."""
         with translated(), self._engine.connect() as conn:
-            return entities.decided_entities(conn, self.id, message_ids)
+            return decided.decided_entities(conn, self.id, message_ids)
 
     def prune_entities(
         self, events_window: float, labels_window: float, pause: float = 0.0, dry_run: bool = False
