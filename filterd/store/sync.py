@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Engine, Result, Row, select, text
+from sqlalchemy import Engine, Result, select, text
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from filterd.bayes.statistics import Delta, Statistics
@@ -69,11 +69,15 @@ def sync(
             raise model.gone()
         model_id, (seq, pruned_seq) = model.id, found
         expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
-        classes = conn.execute(
-            select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
-            .where(ClassStats.model_id == model_id)
-            .order_by(ClassStats.class_id)
-        ).all()
+        classes = (
+            conn.execute(
+                select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
+                .where(ClassStats.model_id == model_id)
+                .order_by(ClassStats.class_id)
+            )
+            .tuples()
+            .all()
+        )
         if conn.dialect.name == "postgresql":
             streamed = conn.execution_options(stream_results=True)  # a server-side cursor
             if since is None or expired_since:
@@ -204,10 +208,21 @@ def _values(
     return values[:filled]
 
 
-def _delta(seq: int, classes: Sequence[Row[int, str, int]], values: npt.NDArray[np.int64]) -> Delta:
+def _delta(
+    seq: int, classes: Sequence[tuple[int, str, int]], values: npt.NDArray[np.int64]
+) -> Delta:
+    """The change of `values` (token rows) over `classes`, as of change `seq`. A row of a class
+    that `classes` lacks is left out: the sync read the classes before the rows, one statement
+    after the other, and a learner that committed in between (its first label of a class) wrote
+    it with a change number above `seq`, so that the next sync reads it again."""
     class_ids = np.array([class_id for class_id, _, _ in classes], dtype=np.int64)
-    position = np.zeros(int(class_ids.max(initial=-1)) + 1, dtype=np.int64)
+    position = np.full(
+        max(int(class_ids.max(initial=-1)), int(values[:, 1].max(initial=-1))) + 1,
+        -1,
+        dtype=np.int64,
+    )
     position[class_ids] = np.arange(len(class_ids))
+    values = values[position[values[:, 1]] >= 0]
     keys, column = np.unique(values[:, 0], return_inverse=True)
     arrays = np.zeros((3, len(classes), len(keys)), dtype=np.int64)
     row = position[values[:, 1]]
