@@ -134,6 +134,7 @@ class DaemonProcess:
         self.env = env  # the process's environment (default: this one's)
         self.port = int(json.loads(config_path.with_suffix(".json").read_text())["port"])
         self.process: subprocess.Popen[bytes] | None = None
+        self.terminated = False  # sent SIGTERM by `terminate`
 
     def start(self) -> "DaemonProcess":
         with open(self.log_path, "ab") as log:
@@ -166,9 +167,15 @@ class DaemonProcess:
     def wait(self, timeout: float = 30.0) -> int:
         return self.started().wait(timeout)
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+    def terminate(self) -> None:
+        """SIGTERM, once: a second signal would make it exit at once, not cleanly."""
+        if self.process is not None and self.process.poll() is None and not self.terminated:
+            self.terminated = True
             self.process.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        self.terminate()
+        if self.process is not None:
             try:
                 self.process.wait(20)
             except subprocess.TimeoutExpired:
@@ -289,6 +296,8 @@ def start_daemon(
         return daemon
 
     yield start
+    for daemon in started:  # all at once: each takes a while to finish its batches
+        daemon.terminate()
     for daemon in started:
         daemon.stop()
 
