@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "feedback": ("feedback:feedback", "The audit trail of label events."),
     "review": ("review:review", "The review queue: decisions queued for a label."),
     "lists": ("lists:lists", "Allow, block and review lists per entity, with an expiry."),
+    "rules": ("rules:rules", "Rules over attributes and entity features, with an outcome."),
     "model": ("model:model", "Models: list, create, show, stats, export, import, delete."),
     "config": (
         "configuration:config_group",

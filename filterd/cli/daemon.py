@@ -17,15 +17,15 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.cli.common import broker_override, config_option, load_config, setting_type
 from filterd.cli.store import store_errors
-from filterd.daemon.list_state import ListState
 from filterd.daemon.model_state import ModelState
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.supervisor import ROLES, Daemon, StartupError, prepare_store
 from filterd.kafka.publisher import dead_letter_of
 from filterd.observe.health import Health
 from filterd.observe.logs import configure_logging
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, ListedOf, ThresholdSetting, decide_payloads
+from filterd.service.decide import Decider, OverridesOf, ThresholdSetting, decide_payloads
 from filterd.service.records import encode
 from filterd.store import database
 
@@ -127,10 +127,13 @@ def score_command(
         raise click.ClickException("could not load the model from the store (see the log above)")
     if decider.not_ready:
         log.warning("model not ready: decisions say 'unknown'", reason=decider.not_ready)
-    lists = ListState(state.model, log)  # the allow, block and review lists, as the scorer's
-    lists.refresh(force=True)
+    # the allow, block and review lists and the rules, as the scorer's
+    kept = OverrideState(state.model, config.entities.spec(config.decision.target_class), log)
+    kept.refresh(force=True)
     with _dead_letters(dead_letter_path) as dead_letter:
-        lines, rejected = _score_lines(decider, state.threshold, config, dead_letter, lists.listed)
+        lines, rejected = _score_lines(
+            decider, state.threshold, config, dead_letter, kept.overridden
+        )
     if rejected:
         where = "stderr" if dead_letter_path in (None, "-") else dead_letter_path
         raise click.ClickException(
@@ -158,7 +161,7 @@ def _score_lines(
     threshold: ThresholdSetting,
     config: Config,
     dead_letter: TextIO,
-    listed: ListedOf,
+    overrides: OverridesOf,
 ) -> tuple[int, int]:
     """Decide on the lines of stdin in batches; (lines that were not blank, lines rejected)."""
     out = sys.stdout.buffer
@@ -168,10 +171,10 @@ def _score_lines(
         if line.strip():  # blank lines are skipped, and counted: offsets stay line numbers
             batch.append(_StdinRecord(line.rstrip(b"\r\n"), number))
         if len(batch) >= config.batches.poll_records:
-            rejected += _score_batch(decider, threshold, config, batch, out, dead_letter, listed)
+            rejected += _score_batch(decider, threshold, config, batch, out, dead_letter, overrides)
             lines, batch = lines + len(batch), []
     if batch:
-        rejected += _score_batch(decider, threshold, config, batch, out, dead_letter, listed)
+        rejected += _score_batch(decider, threshold, config, batch, out, dead_letter, overrides)
         lines += len(batch)
     return lines, rejected
 
@@ -211,13 +214,13 @@ def _score_batch(
     batch: list[_StdinRecord],
     out: BinaryIO,
     dead_letter: TextIO,
-    listed: ListedOf,
+    overrides: OverridesOf,
 ) -> int:
     """Decide on `batch`: decisions to `out`, dead letters to `dead_letter`; the number of
     dead letters."""
     payloads = [r.value for r in batch]
     result = decide_payloads(
-        decider, threshold, payloads, config.limits.max_bytes, batch, listed=listed
+        decider, threshold, payloads, config.limits.max_bytes, batch, overrides=overrides
     )
     for decision in result.decisions:
         out.write(encode(decision) + b"\n")

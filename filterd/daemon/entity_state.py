@@ -150,7 +150,7 @@ class EntityState:
 
     def _said(self, record: EntityRecord) -> EntityEvidence:
         words = [w for f in record.features for w in entity_words(f, self.spec)]
-        return record.tokens(self.spec), words
+        return EntityEvidence(record.tokens(self.spec), words, record.features)
 
     def _time(self, message: Message) -> float:
         now = self.clock()

@@ -19,8 +19,8 @@ decided with what the entity memory knows of its entities (`filterd.daemon.entit
 decision says it in words (`evidence`), and what the memory remembered goes to the store with
 the batch's decided messages, and so do the tokens of a message that takes at most
 `feedback.keep_tokens_bytes` (`fits`): its label by id learns it from there. An entity on the
-allow or block list decides its message whatever the score, one on the review list queues it
-(`filterd.daemon.list_state`).
+allow or block list, or a block or allow rule, decides its message whatever the score; a
+review entry or rule queues it (`filterd.daemon.override_state`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from filterd.daemon.entity_state import EntityState
-from filterd.daemon.list_state import ListState
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.recorder import Recorder
 from filterd.kafka.consumer import Batch
@@ -59,12 +59,12 @@ class Scorer(Loop):
         queue: Review,
         entities: EntityState | None = None,
         keep_tokens_bytes: int = 0,
-        lists: ListState | None = None,
+        overrides: OverrideState | None = None,
         **loop: Unpack[LoopSettings],
     ) -> None:
         super().__init__(**loop)
         self.state, self.recent, self.entities = state, recent, entities
-        self.lists = lists
+        self.overrides = overrides
         self.keep_tokens_bytes = keep_tokens_bytes
         self.decisions_topic, self.max_bytes, self.queue = decisions_topic, max_bytes, queue
         self.recorder = Recorder(
@@ -79,8 +79,8 @@ class Scorer(Loop):
         self.state.refresh()
         if self.entities is not None:
             self.entities.refresh()
-        if self.lists is not None:
-            self.lists.refresh()
+        if self.overrides is not None:
+            self.overrides.refresh()
         self.recorder.start()
 
     def on_stop(self) -> None:
@@ -102,7 +102,7 @@ class Scorer(Loop):
             self.max_bytes,
             records,
             evidence=entities.evidence if entities is not None else None,
-            listed=self.lists.listed if self.lists is not None else None,
+            overrides=self.overrides.overridden if self.overrides is not None else None,
         )
         self.guard.check(result.undecodable)
         entity_records, entity_events = entities.take() if entities is not None else ({}, [])
@@ -128,8 +128,10 @@ class Scorer(Loop):
         self.metrics.decision_latency.observe(
             time.monotonic() - batch.polled_at, len(result.decisions)
         )
-        for label, count in Counter(d.label for d in result.decisions).items():
-            self.metrics.decisions.labels(label=label).inc(count)
+        for (label, by), count in Counter(
+            (d.label, d.decided_by) for d in result.decisions
+        ).items():
+            self.metrics.decisions.labels(label=label, decided_by=by).inc(count)
         self.metrics.messages.labels(outcome="decided").inc(len(result.decisions))
         self.metrics.messages.labels(outcome="dead_lettered").inc(len(result.failures))
         counts = {"decided": len(result.decisions), "dead_lettered": len(result.failures)}
@@ -149,8 +151,8 @@ def fits(tokens: Sequence[str], limit: int) -> bool:
 
 def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:
     """The review items of a batch's decisions that `queue` takes (`review_reasons`, and those
-    a review list marked `review`: reason "list"), each of those decisions marked `review`;
-    none when the queue holds no items."""
+    a review list entry or rule marked `review`: reason "list" or "rule"), each of those
+    decisions marked `review`; none when the queue holds no items."""
     if not queue.max_items:
         return []
     reasons: list[Reason | None] = [None] * len(result.decisions)
@@ -158,8 +160,9 @@ def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:
         reasons = review_reasons(result.decisions, queue.band, queue.random_share)
     items = []
     for i, (decision, reason) in enumerate(zip(result.decisions, reasons)):
-        if decision.review:  # a review list's
-            reason = "list"
+        entry = result.overridden[i] if result.overridden else None
+        if decision.review and entry is not None:  # a review list entry's or rule's
+            reason = entry.decided_by
         if reason is not None:
             decision.review = True
             items.append(

@@ -33,10 +33,10 @@ from structlog.typing import FilteringBoundLogger
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
-from filterd.daemon.list_state import ListState
 from filterd.daemon.loop import Loop, LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
@@ -99,7 +99,7 @@ class Daemon:
         self.state: ModelState | None = None  # the model both roles share, once the loops are made
         self.api: Api | None = None  # the HTTP API, when [http] enabled
         self.entities: EntityState | None = None  # the scorer's entity memory, when configured
-        self.lists: ListState | None = None  # the scorer's allow, block and review lists
+        self.overrides: OverrideState | None = None  # the scorer's lists and rules
 
     @property
     def stopping(self) -> bool:
@@ -183,7 +183,7 @@ class Daemon:
             self.log,
             self.metrics,
             self.entities.peek if self.entities is not None else None,
-            self.lists.listed if self.lists is not None else None,
+            self.overrides.overridden if self.overrides is not None else None,
         )
         try:
             return api.start()
@@ -260,7 +260,7 @@ class Daemon:
         if self.role in ("all", "scorer") and entities.enabled:
             self.entities = EntityState(model, entities, self.log)
         if self.role in ("all", "scorer"):
-            self.lists = ListState(model, self.log)
+            self.overrides = OverrideState(model, entities, self.log)
         if self.role in ("all", "scorer"):
             loops.append(
                 Scorer(
@@ -271,7 +271,7 @@ class Daemon:
                     config.review,
                     self.entities,
                     config.feedback.keep_tokens_bytes,
-                    self.lists,
+                    self.overrides,
                     **common(
                         config.topics.messages, config.groups.scorer, config.batches.poll_records
                     ),

@@ -17,12 +17,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from filterd.entities.memory import entity_value
 
 ListOutcome = Literal["block", "review", "allow"]
 LIST_OUTCOMES: tuple[ListOutcome, ...] = get_args(ListOutcome)  # most cautious first
+
+
+def outcome_of(text: str) -> ListOutcome:
+    """The outcome `text` names (ValueError for another text).
+
+    >>> outcome_of("block")
+    'block'
+    """
+    for outcome in LIST_OUTCOMES:
+        if text == outcome:
+            return outcome
+    raise ValueError(f"no outcome {text!r}: one of {', '.join(LIST_OUTCOMES)}")
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,8 @@ class ListEntry:
     expires_at: datetime | None = None
     reason: str | None = None
     created_by: str | None = None
+
+    decided_by: ClassVar[Literal["list"]] = "list"  # a decision's `decided_by` when it decides
 
     def active(self, now: datetime) -> bool:
         return self.expires_at is None or now < self.expires_at

@@ -127,7 +127,7 @@ def entity_values(message: Mapping[str, Any], spec: EntitySpec) -> list[tuple[st
 
 def entity_value(message: Mapping[str, Any], key: str) -> str | None:
     """The entity the message's `key` names, as text (None: none; see `entity_values`)."""
-    value = _value(message, key)
+    value = field_value(message, key)
     if isinstance(value, bool) or value == "":
         return None
     if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
@@ -137,7 +137,13 @@ def entity_value(message: Mapping[str, Any], key: str) -> str | None:
     return None
 
 
-def _value(message: Mapping[str, Any], key: str) -> Any:
+def field_value(message: Mapping[str, Any], key: str) -> Any:
+    """The value of the field `sender` or `tenant`, else of the attribute `key` (dotted if
+    nested), as the message has it (None: it has none).
+
+    >>> field_value({"attributes": {"geo": {"country": "NG"}}}, "geo.country")
+    'NG'
+    """
     if key in FIELDS:
         return message.get(key)
     node: Any = message.get("attributes")
@@ -163,7 +169,7 @@ def amount_of(message: Mapping[str, Any], spec: EntitySpec) -> float | None:
     """
     if spec.amount is None:
         return None
-    value = _value(message, spec.amount)
+    value = field_value(message, spec.amount)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:

@@ -113,7 +113,10 @@ class Metrics:
             registry=r,
         )
         self.decisions = Counter(
-            "filterd_decisions", "Decisions published, by label.", ["label"], registry=r
+            "filterd_decisions",
+            "Decisions published, by label and by what decided (model, list or rule).",
+            ["label", "decided_by"],
+            registry=r,
         )
         self.dead_letters = Counter(
             "filterd_dead_letters",

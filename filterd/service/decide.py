@@ -18,7 +18,7 @@ alike, and refuse one alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -29,7 +29,8 @@ from filterd.bayes.features import DocBatch, encode
 from filterd.bayes.fusion import DecisionModel, build_model, views_read, with_weights
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics, not_ready
-from filterd.entities.lists import ListEntry
+from filterd.entities.memory import EntityFeatures
+from filterd.entities.overrides import Override
 from filterd.service.config import DEFAULTS, Config
 from filterd.service.records import Content, Decision, Message, RecordError, decode
 from filterd.tokenize import Tokenizer, TokenizerConfig, Tokens
@@ -135,12 +136,22 @@ def tokenizer_of(
     )
 
 
-# what an entity memory says of a message: tokens to decide (and learn) it on with its own, and
-# their words for the decision (`filterd.entities`)
-EntityEvidence = tuple[list[str], list[str]]
+@dataclass(frozen=True)
+class EntityEvidence:
+    """What an entity memory says of a message (`filterd.entities`): tokens to decide (and
+    learn) it on with its own, their words for the decision, and the numbers they were made of
+    (which rules read)."""
+
+    tokens: list[str]
+    words: list[str]
+    features: tuple[EntityFeatures, ...] = ()
+
+
+NO_EVIDENCE = EntityEvidence([], [])
 EvidenceOf = Callable[[Sequence[Message]], list[EntityEvidence]]
-# the list entry in force for each message, if any (`filterd.entities.lists`)
-ListedOf = Callable[[Sequence[Message]], list[ListEntry | None]]
+# the list entry or rule that decides each message before the model, if any, given the
+# messages and their entity evidence, if any (`filterd.entities.overrides`)
+OverridesOf = Callable[[Sequence[Message], Sequence[EntityEvidence] | None], list[Override | None]]
 
 
 class Decider:
@@ -188,14 +199,15 @@ class Decider:
         now: datetime | None = None,
         sources: Sequence[Source] | None = None,
         evidence: Sequence[EntityEvidence] | None = None,
-        listed: Sequence[ListEntry | None] | None = None,
+        overridden: Sequence[Override | None] | None = None,
     ) -> list[Decision]:
         """One decision per message, in order (`tokens`: the tokenizer's results, if already
         made; `sources`: where each message was read, else its `Position` in `messages`;
         `evidence`: each message's entity tokens, decided on with its own, and their words,
-        its decision's `evidence`; `listed`: the list entry in force for each message, if any:
-        block decides the target class and allow the other, whatever the score (`decided_by`
-        "list"), review marks it for review; the entry is the first line of its evidence). A
+        its decision's `evidence`; `overridden`: the list entry or rule that decides each
+        message, if any: block decides the target class and allow the other, whatever the score
+        (`decided_by` "list" or "rule"), review marks it for review; the entry or rule is the
+        first line of its evidence). A
         message a limit cut short is decided on what was read, and says so (`truncated`)."""
         now = now or datetime.now(UTC)
         tokenized = self.tokens(messages) if tokens is None else tokens
@@ -204,21 +216,21 @@ class Decider:
             raise ValueError(f"{len(where)} sources for {len(messages)} messages")
         if evidence is not None and len(evidence) != len(messages):
             raise ValueError(f"{len(evidence)} entity evidences for {len(messages)} messages")
-        extra = [([], [])] * len(messages) if evidence is None else evidence
-        entries = [None] * len(messages) if listed is None else listed
+        extra = [NO_EVIDENCE] * len(messages) if evidence is None else evidence
+        entries = [None] * len(messages) if overridden is None else overridden
         if len(entries) != len(messages):
-            raise ValueError(f"{len(entries)} list entries for {len(messages)} messages")
+            raise ValueError(f"{len(entries)} overrides for {len(messages)} messages")
 
         def decision(
             i: int, label: str, score: float, explanation: list[tuple[str, float]]
         ) -> Decision:
             source, entry = where[i], entries[i]
-            decided_by: Literal["model", "list"] = "model"
-            words = extra[i][1]
+            decided_by: Literal["model", "list", "rule"] = "model"
+            words = extra[i].words
             if entry is not None:
                 words = [entry.describe(), *words]
                 if entry.outcome != "review":
-                    decided_by = "list"
+                    decided_by = entry.decided_by
                     label = self.target_class if entry.outcome == "block" else self._other
             return Decision(
                 message_id=messages[i].id,
@@ -243,8 +255,7 @@ class Decider:
             return [decision(i, UNDECIDED, 0.0, []) for i in range(len(messages))]
         model = with_weights(self.model, threshold.weights)
         decided_on = [
-            [*t.tokens, *entity_tokens] if entity_tokens else t.tokens
-            for t, (entity_tokens, _) in zip(tokenized, extra)
+            [*t.tokens, *e.tokens] if e.tokens else t.tokens for t, e in zip(tokenized, extra)
         ]
         scores = model.score(encode(decided_on, model.hasher))
         s = scores.binary()
@@ -316,6 +327,8 @@ class Decided:
     tokens: list[Tokens]
     failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
     undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
+    # the list entry or rule that decided, or queued, each decision's message (None: none)
+    overridden: list[Override | None] = field(default_factory=list)
 
 
 def decide_payloads(
@@ -325,14 +338,16 @@ def decide_payloads(
     max_bytes: int,
     sources: Sequence[Source] | None = None,
     evidence: EvidenceOf | None = None,
-    listed: ListedOf | None = None,
+    overrides: OverridesOf | None = None,
 ) -> Decided:
     """Decode, validate, tokenize and decide raw message records (the scorer and `filterd
     score`): `decide_messages` of the records decoded. Each decision carries where its payload
     was read: `sources[i]` for `payloads[i]` (the consumed records themselves), else the
     payload's `Position` in `payloads`."""
     records = [_decoded(p, max_bytes) for p in payloads]
-    return decide_messages(decider, threshold, records, sources, evidence=evidence, listed=listed)
+    return decide_messages(
+        decider, threshold, records, sources, evidence=evidence, overrides=overrides
+    )
 
 
 def decide_messages(
@@ -342,7 +357,7 @@ def decide_messages(
     sources: Sequence[Source] | None = None,
     tokenizer: Tokenizer | None = None,
     evidence: EvidenceOf | None = None,
-    listed: ListedOf | None = None,
+    overrides: OverridesOf | None = None,
 ) -> Decided:
     """Tokenize and decide messages already decoded: the one path of the scorer, `filterd score`
     (through `decide_payloads`) and POST /v1/check. Each of `records` is a message, or the
@@ -351,7 +366,8 @@ def decide_messages(
     `records[i]`, else its `Position` in `records`. `tokenizer`: one configured as the
     decider's, for a caller that keeps its own (the HTTP API's threads), else the decider's.
     `evidence`: the entity memory of the caller that keeps one (the scorer's), asked for the
-    messages that are decided, in order; `listed`: likewise, the lists in force."""
+    messages that are decided, in order; `overrides`: likewise, the lists and rules in force,
+    given the messages and their evidence."""
     if sources is not None and len(sources) != len(records):
         raise ValueError(f"{len(sources)} sources for {len(records)} payloads")
     messages: list[Message] = []
@@ -374,11 +390,18 @@ def decide_messages(
         decided.append(i)
     where = [Position(i) for i in decided] if sources is None else [sources[i] for i in decided]
     entities = evidence(messages) if evidence is not None else None
-    entries = listed(messages) if listed is not None else None
+    entries = overrides(messages, entities) if overrides is not None else None
     decisions = decider.decide(
-        messages, threshold, tokenized, sources=where, evidence=entities, listed=entries
+        messages, threshold, tokenized, sources=where, evidence=entities, overridden=entries
     )
-    return Decided(decisions, messages, tokenized, failures, undecodable)
+    return Decided(
+        decisions,
+        messages,
+        tokenized,
+        failures,
+        undecodable,
+        list(entries or [None] * len(messages)),
+    )
 
 
 def _decoded(payload: bytes | None, max_bytes: int) -> Message | RecordError:

@@ -153,11 +153,12 @@ class Decision(msgspec.Struct, kw_only=True):
         ),
     ] = False
     decided_by: Annotated[
-        Literal["model", "list"],
+        Literal["model", "list", "rule"],
         msgspec.Meta(
             description='"list": an allow or block list entry of one of the message\'s '
-            "entities decided the label, whatever the score (the entry is the first line of "
-            "`evidence`); such decisions are counted apart from the model's. "
+            'entities decided the label, whatever the score; "rule": a block or allow rule '
+            "over its attributes and entity features did (the entry or rule is the first line "
+            "of `evidence`); such decisions are counted apart from the model's. "
             '"model": the score against the threshold.'
         ),
     ] = "model"

@@ -3,7 +3,7 @@ message is kept for the analyst to judge it. Pure: the store keeps the items
 (`filterd.store.review`), the scorer decides which (`review_reasons`) and builds them
 (`queued_item`), one type from the scorer to the HTTP API (`ReviewItem`).
 
-A decision is queued for one of three reasons:
+A decision is queued for one of these reasons:
 
     band     its score lies within `review.band` of the threshold: |s − τ| ≤ band (band > 0);
              the decisions a label teaches the model most about
@@ -11,6 +11,7 @@ A decision is queued for one of three reasons:
              by id, independent of the holdout's share): an unbiased sample of the traffic, for
              calibration and for measuring the filter
     list     one of its message's entities is on the review list (`filterd.entities.lists`)
+    rule     a review rule holds for it (`filterd.entities.rules`)
 
 Messages are written by adversaries: every field kept is bounded (`SUBJECT_CHARS`,
 `SENDER_CHARS`, `excerpt_chars`, `MAX_ATTRIBUTE_BYTES`), and NUL and lone surrogates, which
@@ -25,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -35,8 +36,8 @@ from filterd.tokenize import Tokens
 from filterd.tokenize.mail import MailFields, without_surrogates
 from filterd.tokenize.markup import readable_text
 
-Reason = Literal["band", "random", "list"]
-REASONS: tuple[Reason, ...] = ("band", "random", "list")
+Reason = Literal["band", "random", "list", "rule"]
+REASONS: tuple[Reason, ...] = get_args(Reason)
 
 SUBJECT_CHARS = 200  # the columns' lengths (`filterd.store.schema.ReviewItem`)
 SENDER_CHARS = 200

@@ -28,6 +28,7 @@ from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.entities.lists import ListEntry
 from filterd.entities.memory import EntityEvent
+from filterd.entities.rules import Rule
 from filterd.service.review import ReviewItem
 from filterd.store import (
     audit,
@@ -48,12 +49,14 @@ from filterd.store import (
     thresholds,
     undecodable,
 )
+from filterd.store import rules as stored_rules  # beside ModelStore.rules
 from filterd.store.errors import UnknownModel, translated
 from filterd.store.labels import Event, LabelledTokens
 from filterd.store.learning import Applied
 from filterd.store.models import ModelRef, ModelRows
 from filterd.store.parking import Parked
 from filterd.store.report import ModelReport, ModelSummary
+from filterd.store.rules import RuleChange
 from filterd.store.undecodable import Undecodable
 
 if TYPE_CHECKING:  # scipy's statistics: not imported for a type
@@ -365,6 +368,31 @@ class ModelStore:
         """The changes to the lists, newest first."""
         with translated():
             return lists.changes(self._engine, self.id, limit)
+
+    # --- rules ------------------------------------------------------------------------------
+
+    def rules(self, on_error: Callable[[str, str], None] | None = None) -> list[Rule]:
+        """The rules, by name (`filterd.store.rules.rules`: one that no longer parses raises,
+        or is told to `on_error` and left out)."""
+        with translated(), self._engine.connect() as conn:
+            return stored_rules.rules(conn, self.id, on_error)
+
+    def put_rule(self, rule: Rule, now: datetime | None = None) -> None:
+        """Add `rule`, replacing the rule of its name; the change is recorded."""
+        with translated(), self._engine.begin() as conn:
+            stored_rules.put(conn, self.id, rule, now or datetime.now(UTC))
+
+    def remove_rule(
+        self, name: str, analyst: str | None, now: datetime | None = None
+    ) -> RuleChange | None:
+        """Remove the rule `name` (the change recorded, and returned), or None if none."""
+        with translated(), self._engine.begin() as conn:
+            return stored_rules.remove(conn, self.id, name, analyst, now or datetime.now(UTC))
+
+    def rule_changes(self, limit: int | None = 100) -> list[RuleChange]:
+        """The changes to the rules, newest first."""
+        with translated():
+            return stored_rules.changes(self._engine, self.id, limit)
 
     # --- where decided messages are ---------------------------------------------------------
 

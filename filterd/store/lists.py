@@ -14,7 +14,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
-from filterd.entities.lists import LIST_OUTCOMES, ListEntry, ListOutcome
+from filterd.entities.lists import ListEntry, ListOutcome, outcome_of
 from filterd.store.bulk import insert_columns
 from filterd.store.schema import ListChange as ChangeRow
 from filterd.store.schema import ListEntry as EntryRow
@@ -91,7 +91,7 @@ def entries(
         query = query.where(EntryRow.value == value)
     rows = conn.execute(query.order_by(EntryRow.key, EntryRow.value))
     return [
-        ListEntry(k, v, _outcome(outcome), as_utc(expires), reason, by)
+        ListEntry(k, v, outcome_of(outcome), as_utc(expires), reason, by)
         for k, v, outcome, expires, reason, by in rows
     ]
 
@@ -119,7 +119,7 @@ def changes(engine: Engine, model_id: int, limit: int | None = 100) -> list[List
                 action,
                 k,
                 v,
-                None if outcome is None else _outcome(outcome),
+                None if outcome is None else outcome_of(outcome),
                 as_utc(expires),
                 reason,
                 analyst,
@@ -150,10 +150,3 @@ def _record(
             changed_at=as_utc(now),
         )
     )
-
-
-def _outcome(text: str) -> ListOutcome:
-    for outcome in LIST_OUTCOMES:
-        if text == outcome:
-            return outcome
-    raise ValueError(f"a list entry with an unknown outcome {text!r}")

@@ -18,6 +18,8 @@ entity_events    per (message, entity): a scorer's entity memory event, for the 
 entity_labels    per (message, entity): a label of the target class, for the entity memory
 list_entries     per entity on a list: allow, block or review, until when, why, by whom
 list_changes     every change to the lists, append-only (`filterd.store.lists`)
+rules            per rule: its condition as written, its outcome, why, by whom
+rule_changes     every change to the rules, append-only (`filterd.store.rules`)
 parked_feedback  feedback by id whose message is not known yet, retried until resolved or expired
 review_items     decisions queued for an analyst's label, with what is needed to judge and learn it
 undecodable_batches  record batches a daemon could not decode, and the operators' skips of them
@@ -429,6 +431,41 @@ class ListChange(Base):
     value: Mapped[str] = mapped_column(String(200))
     outcome: Mapped[str | None] = mapped_column(String(8), nullable=True)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    analyst: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Rule(Base):
+    """A declarative rule (`filterd.entities.rules`): its condition as the analyst wrote it
+    (parsed when read) and its outcome. One rule per name: a new one replaces it."""
+
+    __tablename__ = "rules"
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("models.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expression: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(8))  # allow | block | review
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RuleChange(Base):
+    """One change to the rules, append-only: a rule `added` (or replaced) or `removed`, by
+    whom, when, with its condition and outcome."""
+
+    __tablename__ = "rule_changes"
+    __table_args__ = (Index(None, "model_id"),)
+
+    id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(8))  # added | removed
+    name: Mapped[str] = mapped_column(String(64))
+    expression: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(8))
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     analyst: Mapped[str | None] = mapped_column(String(200), nullable=True)
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

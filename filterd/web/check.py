@@ -41,7 +41,7 @@ def check(context: WebContext, body: bytes) -> CheckResponse:
         where,
         context.tokenizer,
         evidence=context.evidence,
-        listed=context.listed,
+        overrides=context.overrides,
     )
     for i, reason, error in decided.failures[:1]:
         raise Problem(422, f"{reason}: {error}", "$" if single else f"$[{i}]")

@@ -15,7 +15,7 @@ from structlog.typing import FilteringBoundLogger
 
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import Decider, EvidenceOf, ListedOf, ThresholdSetting
+from filterd.service.decide import Decider, EvidenceOf, OverridesOf, ThresholdSetting
 from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.auth import Authenticator
@@ -47,5 +47,5 @@ class WebContext:
     # the scorer's entity memory, read by checks without remembering them (`filterd run` with
     # [entities] keys); None: checks are decided without entity evidence
     evidence: EvidenceOf | None = None
-    # the scorer's lists (`filterd run`); None: checks are decided without them
-    listed: ListedOf | None = None
+    # the scorer's lists and rules (`filterd run`); None: checks are decided without them
+    overrides: OverridesOf | None = None

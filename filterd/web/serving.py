@@ -15,7 +15,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.kafka.publisher import Publisher
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
-from filterd.service.decide import EvidenceOf, ListedOf
+from filterd.service.decide import EvidenceOf, OverridesOf
 from filterd.store.handle import ModelStore
 from filterd.tokenize import Tokenizer
 from filterd.web.app import create_app
@@ -37,7 +37,7 @@ class Api:
         log: FilteringBoundLogger,
         metrics: Metrics | None = None,
         evidence: EvidenceOf | None = None,
-        listed: ListedOf | None = None,
+        overrides: OverridesOf | None = None,
     ) -> None:
         http = config.http
         self.log = log
@@ -46,7 +46,7 @@ class Api:
         # from a stalled broker that would append it after the client was told 503
         labels = LabelSender(Publisher(config.kafka), http.publish_seconds)
         self.context = WebContext(
-            config, model, scoring, tokenizer, labels, auth, log, metrics, evidence, listed
+            config, model, scoring, tokenizer, labels, auth, log, metrics, evidence, overrides
         )
         app = create_app(self.context)
         self.server = HttpServer(

@@ -451,8 +451,9 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> 
     (line,) = refused.stderr.splitlines()
     assert line.startswith(
         f"Error: downgrading {db} from revision {database_head()} to base "
-        "drops the tables list_changes (0 rows), list_entries (0 rows), entity_labels (0 rows), "
-        "entity_events (0 rows), undecodable_batches (0 rows), review_items (0 rows), "
+        "drops the tables rule_changes (0 rows), rules (0 rows), list_changes (0 rows), "
+        "list_entries (0 rows), entity_labels (0 rows), entity_events (0 rows), "
+        "undecodable_batches (0 rows), review_items (0 rows), "
     )
     assert "feedback_ledger (" in line and "models (1 row)" in line
     assert line.endswith(
@@ -465,8 +466,8 @@ def test_a_downgrade_that_drops_data_says_what_and_needs_yes(tmp_path: Path) -> 
     columns = run("db", "downgrade", "0005", "--db", db)
     assert columns.exit_code == 1 and columns.stderr.splitlines() == [
         f"Error: downgrading {db} from revision {database_head()} to 0005 drops the tables "
-        "list_changes (0 rows), list_entries (0 rows), entity_labels (0 rows), "
-        "entity_events (0 rows), undecodable_batches (0 rows) and the "
+        "rule_changes (0 rows), rules (0 rows), list_changes (0 rows), list_entries (0 rows), "
+        "entity_labels (0 rows), entity_events (0 rows), undecodable_batches (0 rows) and the "
         "columns label_events.stage, decided_messages.tokens, decided_messages.entities, "
         "prequential.components, thresholds.weights, thresholds.level, thresholds.source: "
         "add --yes"

@@ -19,6 +19,7 @@ from filterd.daemon.entity_state import EntityState
 from filterd.entities import EntitySpec
 from filterd.entities.lists import ListEntry
 from filterd.entities.record import EntityRecord
+from filterd.entities.rules import Rule
 from filterd.kafka.memory import MemoryBroker, MemoryPublisher
 from filterd.service.config import Config
 from filterd.service.config import load as load_config
@@ -89,8 +90,8 @@ def test_every_scorers_messages_count_within_seconds_and_a_start_remembers_them(
     restarted.refresh()
     assert restarted.loaded and len(restarted.memory) == 2
     message = Message(id="p102", attributes={"customer": "c1"}, ts=T0 + timedelta(minutes=7))
-    ((_, words),) = restarted.evidence([message])
-    assert words == ["6 messages of customer c1 in the last 1h"]
+    (evidence,) = restarted.evidence([message])
+    assert evidence.words == ["6 messages of customer c1 in the last 1h"]
 
 
 def test_a_label_learns_the_entity_evidence_and_a_target_counts_for_the_entity(
@@ -147,8 +148,8 @@ def test_a_store_that_fails_leaves_the_memory_as_it_is(
     with structlog.testing.capture_logs() as logged:
         state.refresh(force=True)
     assert [e["event"] for e in logged] == ["entity memory not synced"]
-    ((_, words),) = state.evidence([Message(id="m2", attributes={"customer": "c1"}, ts=T0)])
-    assert words == ["1 message of customer c1 in the last 1h"]
+    (evidence,) = state.evidence([Message(id="m2", attributes={"customer": "c1"}, ts=T0)])
+    assert evidence.words == ["1 message of customer c1 in the last 1h"]
 
 
 def test_a_message_dated_far_ahead_cannot_move_the_memory_past_this_machines_clock(
@@ -163,8 +164,8 @@ def test_a_message_dated_far_ahead_cannot_move_the_memory_past_this_machines_clo
     # two hours on, the message has left the hour as it would have at its honest time
     now[0] += 2 * 3600
     later = Message(id="m2", attributes={"customer": "c1"}, ts=T0 + timedelta(hours=2))
-    ((_, words),) = state.evidence([later])
-    assert words == ["1 message of customer c1 in the last 1d"]
+    (evidence,) = state.evidence([later])
+    assert evidence.words == ["1 message of customer c1 in the last 1d"]
 
 
 def test_a_listed_entity_decides_its_message_whatever_the_score(config: Config) -> None:
@@ -199,3 +200,42 @@ def test_a_listed_entity_decides_its_message_whatever_the_score(config: Config) 
     run_until(loop, lambda: loop.recorder.recorded == loop.recorder.tickets)
     (item,) = model.review_items()
     assert (item.message_id, item.reason) == ("p3", "list")
+
+
+def test_a_rule_decides_over_attributes_and_entity_features_after_the_lists(
+    config: Config,
+) -> None:
+    """A block rule over an attribute decides the target class (`decided_by` "rule", the rule
+    heading the evidence); a review rule over the entity memory's velocity queues its message
+    (reason "rule"); an allow entry on a list comes before any rule."""
+    model = Store.open(config.database.url).model("default")
+    model.put_rule(Rule("huge", "amount >= 5000", "block", "over the card limit", "erin"))
+    model.put_rule(Rule("burst", "customer:count_1h >= 2", "review"))
+    model.put_rule(Rule("tiny", "amount < 1", "allow"))
+    model.put_on_list(ListEntry("customer", "c-vip", "allow", None, "known"))
+    broker = MemoryBroker(dict(TOPICS))
+    spammy = "WINNER claim your FREE prize now call"
+    produce(
+        broker,
+        [
+            payment(1, "c-a", 0, amount=9000) | {"text": "hello mum see you at dinner"},
+            payment(2, "c-b", 1),
+            payment(3, "c-b", 2),
+            payment(4, "c-b", 3),  # the third of c-b within the hour: two before it
+            payment(5, "c-vip", 4, amount=9000),
+            payment(6, "c-c", 5, amount=0.5) | {"text": spammy},
+        ],
+    )
+    loop = scorer(config, broker, MemoryPublisher(broker), entities=SPEC, lists=True)
+    run_until(loop, lambda: len(decisions(broker)) == 6)
+    decided = decisions(broker)
+    assert (decided["p1"]["label"], decided["p1"]["decided_by"]) == ("spam", "rule")
+    assert decided["p1"]["evidence"][0] == "block rule huge: amount >= 5000 (over the card limit)"
+    assert [decided[p]["review"] for p in ("p2", "p3", "p4")] == [False, False, True]
+    assert decided["p4"]["decided_by"] == "model"
+    assert decided["p4"]["evidence"][0] == "review rule burst: customer:count_1h >= 2"
+    assert (decided["p5"]["label"], decided["p5"]["decided_by"]) == ("ham", "list")
+    assert (decided["p6"]["label"], decided["p6"]["decided_by"]) == ("ham", "rule")
+    run_until(loop, lambda: loop.recorder.recorded == loop.recorder.tickets)
+    (item,) = model.review_items()
+    assert (item.message_id, item.reason) == ("p4", "rule")

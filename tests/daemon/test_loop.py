@@ -17,10 +17,10 @@ from kafka import TopicPartition
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterFlood, DeadLetterGuard
 from filterd.daemon.learner import Learner
-from filterd.daemon.list_state import ListState
 from filterd.daemon.loop import LoopSettings
 from filterd.daemon.model_state import ModelState
 from filterd.daemon.monitor import Monitor
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.resolver import Resolver
 from filterd.daemon.scorer import Scorer
@@ -76,7 +76,7 @@ def scorer(
         config.review,
         EntityState(model, entities, structlog.get_logger()) if entities else None,
         keep_tokens_bytes,
-        ListState(model, structlog.get_logger()) if lists else None,
+        OverrideState(model, entities or EntitySpec(), structlog.get_logger()) if lists else None,
         **settings(broker, "messages", publisher, guard or DeadLetterGuard(1.0, 100, 0)),
     )
 

@@ -81,7 +81,7 @@ def lines(stream: io.StringIO) -> list[dict[str, Any]]:
 def test_metrics_show_counters_with_their_labels(server: ObserveServer) -> None:
     m = server.metrics
     m.messages.labels(outcome="decided").inc(3)
-    m.decisions.labels(label="spam").inc()
+    m.decisions.labels(label="spam", decided_by="model").inc()
     m.dead_letters.labels(reason="undecodable", topic="filterd.messages").inc(2)
     m.feedback.labels(outcome="relabelled").inc()
     m.batch_seconds.labels(role="scorer").observe(0.004)
@@ -93,7 +93,7 @@ def test_metrics_show_counters_with_their_labels(server: ObserveServer) -> None:
     for line in [
         'filterd_messages_total{outcome="decided"} 3.0',
         'filterd_messages_total{outcome="dead_lettered"} 0.0',
-        'filterd_decisions_total{label="spam"} 1.0',
+        'filterd_decisions_total{decided_by="model",label="spam"} 1.0',
         'filterd_dead_letters_total{reason="undecodable",topic="filterd.messages"} 2.0',
         'filterd_feedback_total{outcome="relabelled"} 1.0',
         'filterd_feedback_total{outcome="held_out"} 0.0',
@@ -131,8 +131,8 @@ def test_decision_latency_counts_a_batch_of_decisions_at_once(server: ObserveSer
 
 def test_each_metrics_has_a_registry_of_its_own() -> None:
     a, b = Metrics(), Metrics()  # the same names twice in one registry would raise
-    a.decisions.labels(label="ham").inc()
-    assert b'filterd_decisions_total{label="ham"} 1.0' in a.render()
+    a.decisions.labels(label="ham", decided_by="model").inc()
+    assert b'filterd_decisions_total{decided_by="model",label="ham"} 1.0' in a.render()
     assert b"filterd_decisions_total{" not in b.render()
     assert prometheus_client.REGISTRY.get_sample_value("filterd_not_ready") is None
 

@@ -24,6 +24,8 @@ TABLES = {
     "entity_labels",
     "list_entries",
     "list_changes",
+    "rules",
+    "rule_changes",
 }
 
 

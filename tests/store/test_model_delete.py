@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from filterd.bayes.model import ModelSpec
 from filterd.entities.lists import ListEntry
 from filterd.entities.memory import EntityEvent
+from filterd.entities.rules import Rule
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored
 from filterd.store.entities import EntityLabelled
@@ -47,6 +48,7 @@ def fill(store: Store, name: str) -> ModelStore:
         writing.queue_review([item], datetime.now(UTC))
         writing.park([Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))
     model.put_on_list(ListEntry("customer", "c1", "block"))
+    model.put_rule(Rule("big", "amount > 1000", "review"))
     return model
 
 

@@ -15,8 +15,8 @@ from msgspec.structs import replace
 from sqlalchemy import event
 
 from filterd.daemon.entity_state import EntityState
-from filterd.daemon.list_state import ListState
 from filterd.daemon.model_state import ModelState
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.recorder import Recorder
 from filterd.daemon.scorer import queue_for_review
 from filterd.entities import EntitySpec
@@ -214,9 +214,9 @@ def test_an_analyst_manages_the_lists_and_a_check_obeys_them(api: Api) -> None:
         ("terminal", "allow"),
     ]
     # every scorer reads them within seconds; so does this check, made through the same lists
-    lists = ListState(api.context.model, structlog.get_logger("test"))
-    lists.refresh(force=True)
-    api.context.listed = lists.listed
+    kept = OverrideState(api.context.model, EntitySpec(), structlog.get_logger("test"))
+    kept.refresh(force=True)
+    api.context.overrides = kept.overridden
     check = {"id": "k1", "text": "hello", "attributes": {"customer": "c/596"}}
     status, body, _ = call(api.port, "POST", "/v1/check", check, auth=DANA)
     (decision,) = body["decisions"]
