@@ -2,10 +2,10 @@
 
 The hostile-input harness, timed part: every family of `filterd.evaluation.hostile` at full
 size through the scorer's path (decode, tokenize, the entity memory of customer, terminal and
-sender, decide, and the review item of every decision, as if each were queued), with the figures
-the harness holds
-each to: decided or dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at
-most 50 MB of extra memory, and the normal message after it decided.
+sender, the rules of `filterd.evaluation.hostile.RULES`, decide, and the review item of every
+decision, as if each were queued), with the figures the harness holds each to: decided or
+dead-lettered with a reason, at most 50 ms of CPU per 100 KB of input, at most 50 MB of extra
+memory, and the normal message after it decided.
 
     python bench/hostile.py                  # every family at 900 KB (just under limits.max_bytes)
     python bench/hostile.py --size 300000 --only boundary_semicolons
@@ -29,9 +29,10 @@ from filterd.bayes.features import encode
 from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.bayes.statistics import Statistics
 from filterd.daemon.entity_state import EntityState
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.scorer import queue_for_review
 from filterd.entities import EntitySpec
-from filterd.evaluation.hostile import FAMILIES, record
+from filterd.evaluation.hostile import FAMILIES, record, rule_set
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
@@ -44,24 +45,38 @@ NORMAL = json.dumps({"id": "next", "text": "win cash now"}).encode()
 QUEUE_ALL = Review(random_share=1.0)  # every decision becomes a review item
 
 
-def scorer_path(decider: Decider, payloads: list[bytes], entities: EntityState) -> Decided:
+# a scorer's entity memory of the keys the families write (`attributes_entities`), and its
+# lists and rules (`filterd.evaluation.hostile.RULES`)
+Kept = tuple[EntityState, OverrideState]
+
+
+def scorer_path(decider: Decider, payloads: list[bytes], entities: Kept) -> Decided:
+    memory, overrides = entities
     result = decide_payloads(
-        decider, ThresholdSetting(), payloads, 1_000_000, evidence=entities.evidence
+        decider,
+        ThresholdSetting(),
+        payloads,
+        1_000_000,
+        evidence=memory.evidence,
+        overrides=overrides.overridden,
     )
-    entities.take()  # what the recorder would write
+    memory.take()  # what the recorder would write
     queue_for_review(result, QUEUE_ALL)
     return result
 
 
-def entity_memory(folder: str) -> EntityState:
-    """A scorer's entity memory of the keys the families write (`attributes_entities`)."""
+def entity_memory(folder: str) -> Kept:
     store = Store.open(f"sqlite:///{folder}/filterd.db")
     store.upgrade()
     model = store.create_model("default", ROBINSON_FISHER_SPEC)
     spec = EntitySpec(
         keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
     )
-    return EntityState(model, spec, structlog.get_logger())
+    for rule in rule_set():
+        model.put_rule(rule)
+    overrides = OverrideState(model, spec, structlog.get_logger())
+    overrides.refresh(force=True)
+    return EntityState(model, spec, structlog.get_logger()), overrides
 
 
 def trained_decider() -> Decider:
@@ -87,7 +102,7 @@ def main() -> int:
         return measure(decider, entity_memory(folder), args.only or sorted(FAMILIES), args.size)
 
 
-def measure(decider: Decider, entities: EntityState, families: list[str], size: int) -> int:
+def measure(decider: Decider, entities: Kept, families: list[str], size: int) -> int:
     """Print each family's row and the worst; 1 when a family breaks a bound."""
     # what a first record pays once (imports, caches): not its own
     scorer_path(decider, [NORMAL], entities)

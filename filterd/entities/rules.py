@@ -48,7 +48,8 @@ from filterd.entities.memory import EntityFeatures, EntitySpec, field_value, win
 MAX_RULE_LENGTH = 2000  # characters of a condition
 MAX_DEPTH = 20  # `not` and parentheses nested within one another
 MAX_NAME_LENGTH = 64  # characters of a rule's name
-NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]*\Z")  # a rule's name
+_NAME = re.compile("[a-z0-9][a-z0-9_.-]*")  # a rule's name, all of it (`check_rule_name`)
+NAME_PATTERN = f"^{_NAME.pattern}$"  # the same, for a JSON Schema
 
 Operator = Literal["<", "<=", ">", ">=", "==", "!="]
 Value = float | str  # a literal of a condition
@@ -319,7 +320,7 @@ def check_names(names: Iterable[str], spec: EntitySpec) -> None:
 def check_rule_name(name: str) -> None:
     """RuleError unless `name` is 1 to MAX_NAME_LENGTH lower-case letters, digits, '_', '.' or
     '-', beginning with a letter or a digit (a name is typed on command lines and in URLs)."""
-    if len(name) > MAX_NAME_LENGTH or not NAME_PATTERN.match(name):
+    if len(name) > MAX_NAME_LENGTH or not _NAME.fullmatch(name):
         raise RuleError(
             f"a rule's name is 1 to {MAX_NAME_LENGTH} lower-case letters, digits, '_', '.' or "
             f"'-', beginning with a letter or a digit, not {name[:80]!r}"

@@ -17,6 +17,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from filterd.entities.lists import outcome_of
+from filterd.entities.rules import Rule
+
 Family = Callable[[int], bytes]
 
 
@@ -145,6 +148,21 @@ FAMILIES: dict[str, Family] = {
     "nul_bytes": lambda n: _message("\x00" * (n // 6)),
     "invalid_utf8": lambda n: b'{"id": "hostile", "text": "' + b"\xff\xfe" * (n // 2) + b'"}',
 }
+
+
+# Rules that read what the families write (their attributes, fields and entities' features),
+# so that the harness runs every family through the rules' evaluation too (`rule_set`): long
+# texts against texts and sets, 4,000-digit integers and the smallest float against numbers.
+RULES = (
+    ("amounts", "amount >= 5000 or amount < 1e-300 or customer:amount_vs_30d > 4", "review"),
+    ("names", 'customer in ["c", "x"] or sender == "s" or not terminal != 1e300', "review"),
+    ("velocity", "customer:count_1h >= 1000 and not (terminal:count_1d < 1)", "block"),
+)
+
+
+def rule_set() -> list[Rule]:
+    """RULES, as the store would give them."""
+    return [Rule(name, when, outcome_of(outcome)) for name, when, outcome in RULES]
 
 
 def _deep_dict(depth: int) -> object:

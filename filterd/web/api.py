@@ -14,8 +14,9 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from filterd.entities.rules import MAX_NAME_LENGTH, MAX_RULE_LENGTH, NAME_PATTERN
 from filterd.service.records import WITHOUT_NUL, Content, Decision, Id, Label, Message
-from filterd.service.review import ReviewItem
+from filterd.service.review import Reason, ReviewItem
 
 CHECK_BATCH = 100  # messages per POST /v1/check, at most: a check is synchronous
 REVIEW_LIMIT = 500  # items per GET /v1/review, at most
@@ -77,7 +78,7 @@ class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """GET /v1/review's query parameters."""
 
     label: Label | None = None
-    reason: Literal["band", "random", "list"] | None = None
+    reason: Reason | None = None
     min_score: float | None = None
     max_score: float | None = None
     since: datetime | None = None  # queued at or after
@@ -244,6 +245,54 @@ class ListsPage(msgspec.Struct, kw_only=True):
     entries: list[ListedEntity]
 
 
+class RuleRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """POST /v1/rules: add a rule, replacing the rule of its name if there is one. The analyst
+    is the credential's name."""
+
+    name: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=MAX_NAME_LENGTH,
+            pattern=NAME_PATTERN,
+            description="Lower-case letters, digits, '_', '.' or '-'.",
+        ),
+    ]
+    when: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=MAX_RULE_LENGTH,
+            pattern=WITHOUT_NUL,
+            description='The condition, e.g. "amount > 5000 and customer:count_1h >= 3".',
+        ),
+    ]
+    outcome: Annotated[
+        Literal["block", "review", "allow"],
+        msgspec.Meta(
+            description="block: decided the target class, allow: decided not the target "
+            "class, whatever the score; review: decided by the model and queued."
+        ),
+    ]
+    reason: Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL)] | None = None
+
+
+class RuleInfo(msgspec.Struct, kw_only=True):
+    """A rule: its condition as written, its outcome, why, by whom."""
+
+    name: str
+    when: str
+    outcome: str
+    reason: str | None
+    created_by: str | None
+
+
+class RulesPage(msgspec.Struct, kw_only=True):
+    """GET /v1/rules: every rule, by name."""
+
+    rules: list[RuleInfo]
+
+
 class ApiError(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Every 4xx and 5xx answer: what is wrong, and the field of the request it is about
     ("$.messages[0].id" style paths of the body, or the query parameter's name)."""
@@ -260,5 +309,7 @@ RESPONSES: tuple[type[msgspec.Struct], ...] = (
     ModelInfo,
     ListedEntity,
     ListsPage,
+    RuleInfo,
+    RulesPage,
     ApiError,
 )

@@ -4,6 +4,7 @@
     POST /v1/feedback          send a label as the authenticated analyst (filterd.web.feedback)
     GET  /v1/decisions/{id}    GET /v1/review    GET /v1/model     (filterd.web.reads)
     GET, POST /v1/lists        DELETE /v1/lists/{key}/{value}     (filterd.web.lists)
+    GET, POST /v1/rules        DELETE /v1/rules/{name}            (filterd.web.rules)
     GET  /v1/openapi.json      the OpenAPI document (filterd.web.openapi), without credentials
     /, /login, /queue, /messages/…, /model, /audit, /static/…   the workbench (filterd.web.pages)
 
@@ -43,7 +44,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.observe.metrics import Metrics
 from filterd.service.hosts import AllowedHosts
 from filterd.store.errors import StoreError, UnknownModel, ValueRefused
-from filterd.web import check, feedback, lists, openapi, pages, reads
+from filterd.web import check, feedback, lists, openapi, pages, reads, rules
 from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
@@ -132,6 +133,22 @@ def create_app(context: WebContext) -> Starlette:
         removed = await run_in_threadpool(lists.remove_from_list, context, key, value, analyst)
         return json_response(removed)
 
+    async def get_rules(request: Request) -> Response:
+        await analyst_of(request)
+        return json_response(await run_in_threadpool(rules.rules_page, context))
+
+    async def post_rules(request: Request) -> Response:
+        analyst = await analyst_of(request)
+        body = await json_body(request)
+        added = await run_in_threadpool(rules.add_rule, context, body, analyst)
+        return json_response(added, 201)
+
+    async def delete_rule(request: Request) -> Response:
+        analyst = await analyst_of(request)
+        name = rules.rule_name(request.path_params)
+        removed = await run_in_threadpool(rules.remove_rule, context, name, analyst)
+        return json_response(removed)
+
     async def get_openapi(_request: Request) -> Response:
         document = msgspec.json.encode(openapi.document())
         return Response(document, headers=API_HEADERS, media_type="application/json")
@@ -145,6 +162,9 @@ def create_app(context: WebContext) -> Starlette:
         Route("/v1/lists", get_lists, methods=["GET"]),
         Route("/v1/lists", post_lists, methods=["POST"]),
         Route("/v1/lists/{key}/{value:path}", delete_listed, methods=["DELETE"]),
+        Route("/v1/rules", get_rules, methods=["GET"]),
+        Route("/v1/rules", post_rules, methods=["POST"]),
+        Route("/v1/rules/{name:path}", delete_rule, methods=["DELETE"]),
         Route("/v1/openapi.json", get_openapi, methods=["GET"]),
     ]
     http = context.config.http

@@ -31,11 +31,13 @@ def document() -> dict[str, Any]:
         api.CheckRequest,
         api.FeedbackRequest,
         api.ListRequest,
+        api.RuleRequest,
         api.ReviewQuery,
         *api.RESPONSES,
     ]
     schemas, components = msgspec.json.schema_components(kinds, ref_template=REF)
-    check_in, feedback_in, list_in, _query, *out = schemas  # the query's: its component, below
+    # the query's: its component, below
+    check_in, feedback_in, list_in, rule_in, _query, *out = schemas
     of = dict(zip(api.RESPONSES, out))
     error = _json(of[api.ApiError])
 
@@ -130,6 +132,28 @@ def document() -> dict[str, Any]:
                     for name in ("key", "value")
                 ],
                 "responses": answers(api.ListedEntity, "200", "404", "422", "503"),
+            }
+        },
+        "/v1/rules": {
+            "get": {
+                "summary": "The rules over attributes and entity features",
+                "responses": answers(api.RulesPage, "200", "503"),
+            },
+            "post": {
+                "summary": "Add a rule (replacing the rule of its name), as the analyst",
+                "description": "A condition that does not parse, or names an entity feature the "
+                "configuration's [entities] lacks, is a 422 naming `$.when`.",
+                "requestBody": {"required": True, **_json(rule_in)},
+                "responses": answers(api.RuleInfo, "201", "400", "413", "415", "422", "503"),
+            },
+        },
+        "/v1/rules/{name}": {
+            "delete": {
+                "summary": "Remove a rule, as the analyst",
+                "parameters": [
+                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "responses": answers(api.RuleInfo, "200", "404", "422", "503"),
             }
         },
     }

@@ -1,9 +1,10 @@
 """The hostile-input harness, fast part: every family of `filterd.evaluation.hostile` at 200 KB goes
-through the scorer's path (decode, tokenize, the entity memory, decide, and the review item of every
-decision, as if each were queued) and is decided or dead-lettered with a reason, at a bounded cost
-and memory, and the normal message after it is decided; and the review item of a hostile mail keeps
-what a person reads of it, at any size the limits let through. `bench/hostile.py` runs the same
-families at full size and prints the cost per 100 KB and the memory of each."""
+through the scorer's path (decode, tokenize, the entity memory, the rules, decide, and the review
+item of every decision, as if each were queued) and is decided or dead-lettered with a reason, at
+a bounded cost and memory, and the normal message after it is decided; and the review item of a
+hostile mail keeps what a person reads of it, at any size the limits let through.
+`bench/hostile.py` runs the same families at full size and prints the cost per 100 KB and the
+memory of each."""
 
 import json
 import time
@@ -15,9 +16,10 @@ import structlog
 from filterd.bayes.model import FUSION, ModelSpec
 from filterd.bayes.statistics import Statistics
 from filterd.daemon.entity_state import EntityState
+from filterd.daemon.override_state import OverrideState
 from filterd.daemon.scorer import queue_for_review
 from filterd.entities import EntitySpec
-from filterd.evaluation.hostile import FAMILIES, record
+from filterd.evaluation.hostile import FAMILIES, RULES, record, rule_set
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.service.review import ReviewItem
@@ -40,26 +42,41 @@ READ = {
 }
 
 
+# a scorer's entity memory, of the keys the families write (`attributes_entities`), and its
+# lists and rules (`filterd.evaluation.hostile.RULES`)
+Kept = tuple[EntityState, OverrideState]
+
+
 def scorer_path(
-    decider: Decider, payloads: list[bytes], entities: EntityState
+    decider: Decider, payloads: list[bytes], entities: Kept
 ) -> tuple[Decided, list[ReviewItem]]:
+    memory, overrides = entities
     result = decide_payloads(
-        decider, ThresholdSetting(), payloads, max_bytes=1_000_000, evidence=entities.evidence
+        decider,
+        ThresholdSetting(),
+        payloads,
+        max_bytes=1_000_000,
+        evidence=memory.evidence,
+        overrides=overrides.overridden,
     )
-    entities.take()  # what the recorder would write
+    memory.take()  # what the recorder would write
     return result, queue_for_review(result, QUEUE_ALL)
 
 
 @pytest.fixture(scope="module")
-def entities(tmp_path_factory: pytest.TempPathFactory) -> EntityState:
-    """A scorer's entity memory, of the keys the families write (`attributes_entities`)."""
+def entities(tmp_path_factory: pytest.TempPathFactory) -> Kept:
     store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('entities') / 'filterd.db'}")
     store.upgrade()
     model = store.create_model("default", ModelSpec("mnb"))
     spec = EntitySpec(
         keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
     )
-    return EntityState(model, spec, structlog.get_logger())
+    for rule in rule_set():
+        model.put_rule(rule)
+    overrides = OverrideState(model, spec, structlog.get_logger())
+    overrides.refresh(force=True)
+    assert len(overrides.overrides.rules) == len(RULES)
+    return EntityState(model, spec, structlog.get_logger()), overrides
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +101,7 @@ def fusion_decider() -> Decider:
 @pytest.mark.parametrize("model", ["mnb", FUSION])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_decided(
-    request: pytest.FixtureRequest, entities: EntityState, family: str, model: str
+    request: pytest.FixtureRequest, entities: Kept, family: str, model: str
 ) -> None:
     decider: Decider = request.getfixturevalue("fusion_decider" if model == FUSION else "decider")
     payload = record(family, SIZE)
@@ -103,7 +120,7 @@ def test_a_hostile_record_is_decided_or_dead_lettered_cheaply_and_the_next_is_de
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
-    decider: Decider, entities: EntityState, family: str
+    decider: Decider, entities: Kept, family: str
 ) -> None:
     payload = record(family, 900_000)
     tracemalloc.start()
@@ -118,7 +135,7 @@ def test_a_hostile_record_of_900_kb_takes_at_most_50_mb_more_memory(
 @pytest.mark.parametrize("size", [20_000, SIZE, 990_000])
 @pytest.mark.parametrize("family", sorted(READ))
 def test_the_review_item_of_a_hostile_mail_keeps_what_a_person_reads(
-    decider: Decider, entities: EntityState, family: str, size: int
+    decider: Decider, entities: Kept, family: str, size: int
 ) -> None:
     payload = record(family, size)
     assert size <= len(payload) < 1_000_000

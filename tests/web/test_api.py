@@ -55,6 +55,9 @@ PROTECTED = [
     ("GET", "/v1/lists"),
     ("POST", "/v1/lists"),
     ("DELETE", "/v1/lists/customer/c1"),
+    ("GET", "/v1/rules"),
+    ("POST", "/v1/rules"),
+    ("DELETE", "/v1/rules/big"),
 ]
 
 
@@ -113,7 +116,8 @@ def test_every_endpoint_that_reads_or_writes_needs_a_credential(api: Api) -> Non
         # dana's wrong password and token twice on each of five endpoints: her FAILURES (10)
         # before the throttle answers 429 instead; the others without and with another name
         dana = (basic("dana", "wrong"), "Bearer dana.x") if i < FAILURES // 2 else ()
-        for auth in (None, basic("mallory", PASSWORD), *dana):
+        stranger = basic(f"mallory{i // FAILURES}", PASSWORD)  # each within FAILURES too
+        for auth in (None, stranger, *dana):
             status, body, headers = call(api.port, method, path, {"id": "m1"}, auth=auth)
             assert status == 401, (method, path, auth)
             assert body["error"].startswith("authentication required")
@@ -138,6 +142,8 @@ def test_the_openapi_document_is_generated_from_the_record_types(api: Api) -> No
         "/v1/model",
         "/v1/lists",
         "/v1/lists/{key}/{value}",
+        "/v1/rules",
+        "/v1/rules/{name}",
     }
     review = document["paths"]["/v1/review"]["get"]["parameters"]
     assert {p["name"] for p in review} >= {"label", "reason", "min_score", "max_score", "limit"}
@@ -238,6 +244,35 @@ def test_an_analyst_manages_the_lists_and_a_check_obeys_them(api: Api) -> None:
     assert (changes[0].action, changes[0].value, changes[0].analyst) == ("removed", "c/596", "dana")
 
 
+def test_an_analyst_manages_the_rules_and_a_check_obeys_them(api: Api) -> None:
+    huge = {"name": "huge", "when": "amount >= 5000", "outcome": "block", "reason": "limit"}
+    status, added, _ = call(api.port, "POST", "/v1/rules", huge, auth=DANA)
+    assert status == 201 and added == {**huge, "created_by": "dana"}
+    burst = {"name": "burst", "when": "customer:count_1h > 3", "outcome": "review"}
+    status, body, _ = call(api.port, "POST", "/v1/rules", burst, auth=DANA)
+    assert status == 422 and body["field"] == "$.when"  # this configuration has no [entities]
+    assert body["error"].startswith("no entity feature customer:count_1h")
+    status, page, _ = call(api.port, "GET", "/v1/rules", auth=DANA)
+    assert status == 200 and [r["name"] for r in page["rules"]] == ["huge"]
+    # every scorer reads them within seconds; so does this check, made through the same rules
+    kept = OverrideState(api.context.model, EntitySpec(), structlog.get_logger("test"))
+    kept.refresh(force=True)
+    api.context.overrides = kept.overridden
+    check = {"id": "k1", "text": "hello", "attributes": {"amount": 7000}}
+    status, body, _ = call(api.port, "POST", "/v1/check", check, auth=DANA)
+    (decision,) = body["decisions"]
+    assert (decision["label"], decision["decided_by"]) == ("spam", "rule")
+    assert decision["evidence"][0] == "block rule huge: amount >= 5000 (limit)"
+    status, body, _ = call(api.port, "DELETE", "/v1/rules/huge", auth=DANA)
+    assert status == 200 and (body["name"], body["created_by"]) == ("huge", "dana")
+    assert call(api.port, "DELETE", "/v1/rules/huge", auth=DANA)[0] == 404
+    changes = api.context.model.rule_changes()
+    assert [(c.action, c.name, c.analyst) for c in changes] == [
+        ("removed", "huge", "dana"),
+        ("added", "huge", "dana"),
+    ]
+
+
 def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
     # a body over INLINE_BYTES is checked in the thread pool, a smaller one on the event loop
     from filterd.web.check import INLINE_BYTES
@@ -303,6 +338,34 @@ def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
         ("POST", "/v1/lists", b'{"key": "c", "value": "v"}', 422, "$.outcome"),
         ("DELETE", "/v1/lists/customer/" + "x" * 201, None, 422, "value"),
         ("DELETE", "/v1/lists/customer/never-listed", None, 404, None),
+        ("POST", "/v1/rules", b'{"name": "r", "when": "' + b"x" * 30_000 + b'"}', 413, None),
+        (
+            "POST",
+            "/v1/rules",
+            b'{"name": "r", "outcome": "block", "when": "' + b"(" * 2001 + b'"}',
+            422,
+            "$.when",
+        ),
+        (  # within the length, too deep: the parser's bound answers, not a RecursionError
+            "POST",
+            "/v1/rules",
+            b'{"name": "r", "outcome": "block", "when": "' + b"not (" * 399 + b'"}',
+            422,
+            "$.when",
+        ),
+        ("POST", "/v1/rules", b'{"name": "r", "when": "a > 1\\u0000"}', 422, "$.when"),
+        ("POST", "/v1/rules", b'{"name": "R", "when": "a > 1", "outcome": "block"}', 422, "$.name"),
+        (
+            "POST",
+            "/v1/rules",
+            b'{"name": "r\\n", "when": "a > 1", "outcome": "block"}',
+            422,
+            "$.name",
+        ),
+        ("POST", "/v1/rules", b'{"name": "r", "when": "a > 1"}', 422, "$.outcome"),
+        ("POST", "/v1/rules", b'{"name": "r", "when": "a >", "outcome": "block"}', 422, "$.when"),
+        ("DELETE", "/v1/rules/" + "x" * 65, None, 422, "name"),
+        ("DELETE", "/v1/rules/never-added", None, 404, None),
         ("GET", "/v1/decisions/never-seen", None, 404, "id"),
         ("GET", "/v1/nowhere", None, 404, None),
         ("DELETE", "/v1/model", None, 405, None),
@@ -507,6 +570,7 @@ def test_a_request_that_decides_or_labels_takes_json_only(api: Api, kind: str) -
         ("/v1/check", {"id": "c1", "text": SPAMMY}),
         ("/v1/feedback", {"message_id": "m1", "label": "spam"}),
         ("/v1/lists", {"key": "customer", "value": "c1", "outcome": "allow"}),
+        ("/v1/rules", {"name": "big", "when": "amount > 1", "outcome": "allow"}),
     ):
         status, answer, _ = call(
             api.port, "POST", path, body, auth=DANA, headers={"Content-Type": kind}
@@ -585,6 +649,8 @@ def test_a_browsers_request_from_another_sites_page_is_refused(
         ("GET", "/v1/model", None),
         ("POST", "/v1/lists", {"key": "customer", "value": "c1", "outcome": "allow"}),
         ("DELETE", "/v1/lists/customer/c1", None),
+        ("POST", "/v1/rules", {"name": "big", "when": "amount > 1", "outcome": "allow"}),
+        ("DELETE", "/v1/rules/big", None),
     ):
         status, answer, _ = call(api.port, method, path, body, auth=DANA, headers=headers)
         assert status == 403 and "another site" in answer["error"], (path, answer)
