@@ -23,11 +23,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding filterd installed from a freshly built wheel (dependencies: this
-    environment's)."""
+    """A directory holding filterd installed from a freshly built wheel (dependencies, and the
+    build's setuptools: this environment's)."""
     build = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(build), str(ROOT)],
+        [
+            *(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"),
+            *("-w", str(build), str(ROOT)),
+        ],
         check=True,
         capture_output=True,
         timeout=300,
