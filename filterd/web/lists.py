@@ -21,7 +21,11 @@ def lists_page(context: WebContext) -> ListsPage:
 def put_on_list(context: WebContext, body: bytes, analyst: str) -> ListedEntity:
     """The entry of `body` put on its list by `analyst`, or a Problem: 400 not JSON, 422 a
     field that does not validate (an expiry without a time zone, or already past)."""
-    request: ListRequest = decode_body(body, ListRequest)
+    return put_entry(context, decode_body(body, ListRequest), analyst)
+
+
+def put_entry(context: WebContext, request: ListRequest, analyst: str) -> ListedEntity:
+    """`put_on_list` of a request already decoded (the workbench's form)."""
     now = datetime.now(UTC)
     expires = request.expires_at
     if expires is not None and (expires.tzinfo is None or expires <= now):

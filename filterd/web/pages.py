@@ -6,6 +6,8 @@
     GET  /messages/{id}   POST /messages/{id}/label    (the id escaped: `ids.message_url`)
     GET  /model   GET /model/preview   POST /model/calibrate
     GET  /audit                                  label events by analyst and message
+    GET  /rules   POST /rules, /rules/remove, /rules/lists, /rules/lists/remove
+                                                 the lists and rules beside the model
     GET  /static/…                               htmx, the style sheet and the shortcuts
 
 Every page needs a session (`filterd.web.sessions`): a request without one is sent to the login
@@ -24,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 import msgspec
@@ -34,14 +36,15 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from filterd.web import views
-from filterd.web.api import MAX_OFFSET, FeedbackRequest, ReviewQuery
+from filterd.service.config import parse_duration
+from filterd.web import lists, rules, views
+from filterd.web.api import MAX_OFFSET, FeedbackRequest, ListRequest, ReviewQuery, RuleRequest
 from filterd.web.auth import client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, invalid
 from filterd.web.feedback import publish_labels
-from filterd.web.ids import checked_id, message_url, path_id
+from filterd.web.ids import checked_id, entity_text, message_url, path_id
 from filterd.web.reads import review_query
 from filterd.web.sessions import LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, cookie_name, same
 from filterd.web.views import template_values
@@ -61,6 +64,7 @@ HEADERS = {
 }
 
 Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
 
 
 def templates() -> jinja2.Environment:
@@ -324,15 +328,10 @@ def page_routes(
         label, comment = first(form, "label"), first(form, "comment") or None
         if not label:
             raise Problem(422, "choose a label", "label")
-        try:
-            requests = [
-                msgspec.convert(
-                    {"message_id": m, "label": label, "comment": comment}, FeedbackRequest
-                )
-                for m in ids
-            ]
-        except msgspec.ValidationError as error:
-            raise invalid(error) from None
+        requests = [
+            convert({"message_id": m, "label": label, "comment": comment}, FeedbackRequest)
+            for m in ids
+        ]
         await publish_labels(context, requests, session.analyst)
 
     # --- the model, calibration and the audit trail ----------------------------------------
@@ -389,6 +388,43 @@ def page_routes(
             "filter_message": message_id or "",
         }
 
+    # --- lists and rules -------------------------------------------------------------------
+
+    def rules_values(_request: Request, _session: Session) -> dict[str, Any]:
+        return template_values(views.rules_view(context))
+
+    async def post_entry(request: Request) -> Response:
+        session, form = await form_of(request)
+        fields = {k: first(form, k) for k in ("key", "value", "outcome", "reason")}
+        duration = first(form, "for")
+        if duration:
+            try:
+                fields["expires_at"] = (datetime.now(UTC) + parse_duration(duration)).isoformat()
+            except ValueError as error:
+                raise Problem(422, str(error), "for") from None
+        entry = convert({k: v for k, v in fields.items() if v}, ListRequest)
+        await run_in_threadpool(lists.put_entry, context, entry, session.analyst)
+        return RedirectResponse("/rules", 303, headers=HEADERS)
+
+    async def post_entry_removal(request: Request) -> Response:
+        session, form = await form_of(request)
+        key, value = (entity_text({k: first(form, k) or ""}, k) for k in ("key", "value"))
+        await run_in_threadpool(lists.remove_from_list, context, key, value, session.analyst)
+        return RedirectResponse("/rules", 303, headers=HEADERS)
+
+    async def post_rule(request: Request) -> Response:
+        session, form = await form_of(request)
+        fields = {k: first(form, k) for k in ("name", "when", "outcome", "reason")}
+        rule = convert({k: v for k, v in fields.items() if v}, RuleRequest)
+        await run_in_threadpool(rules.add, context, rule, session.analyst)
+        return RedirectResponse("/rules", 303, headers=HEADERS)
+
+    async def post_rule_removal(request: Request) -> Response:
+        session, form = await form_of(request)
+        name = rules.rule_name({"name": first(form, "name") or ""})
+        await run_in_threadpool(rules.remove_rule, context, name, session.analyst)
+        return RedirectResponse("/rules", 303, headers=HEADERS)
+
     async def home(_request: Request) -> Response:
         return RedirectResponse("/queue", 303, headers=HEADERS)
 
@@ -406,8 +442,22 @@ def page_routes(
         Route("/model/preview", page("_preview.html", preview_values), methods=["GET"]),
         Route("/model/calibrate", post_calibrate, methods=["POST"]),
         Route("/audit", page("audit.html", audit_values), methods=["GET"]),
+        Route("/rules", page("rules.html", rules_values), methods=["GET"]),
+        Route("/rules", post_rule, methods=["POST"]),
+        Route("/rules/remove", post_rule_removal, methods=["POST"]),
+        Route("/rules/lists", post_entry, methods=["POST"]),
+        Route("/rules/lists/remove", post_entry_removal, methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
+
+
+def convert(fields: Mapping[str, object], kind: type[T]) -> T:
+    """A form's fields as the API's request `kind`, validated as its JSON body is, or a 422
+    Problem naming the field."""
+    try:
+        return msgspec.convert(fields, kind)
+    except msgspec.ValidationError as error:
+        raise invalid(error) from None
 
 
 def target_of(raw: str | None, default: float) -> float:

@@ -23,7 +23,11 @@ def add_rule(context: WebContext, body: bytes, analyst: str) -> RuleInfo:
     """The rule of `body` added by `analyst`, or a Problem: 400 not JSON, 422 a field that does
     not validate (a condition that does not parse, or names an entity feature the configuration
     has not)."""
-    request: RuleRequest = decode_body(body, RuleRequest)
+    return add(context, decode_body(body, RuleRequest), analyst)
+
+
+def add(context: WebContext, request: RuleRequest, analyst: str) -> RuleInfo:
+    """`add_rule` of a request already decoded (the workbench's form)."""
     config = context.config
     try:
         check_rule_name(request.name)  # all of it: a pattern's $ lets a newline end it

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from filterd.entities.lists import LIST_OUTCOMES
+from filterd.entities.rules import feature_names
 from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import CalibrationReport, calibrate_configured
 from filterd.service.decide import NotReady
@@ -23,10 +25,12 @@ from filterd.service.review import ReviewItem
 from filterd.store.drift import DriftPoint
 from filterd.store.labels import Event
 from filterd.web import charts
-from filterd.web.api import ModelInfo, ReviewQuery
+from filterd.web.api import ListedEntity, ModelInfo, ReviewQuery, RuleInfo
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem
+from filterd.web.lists import lists_page
 from filterd.web.reads import model_info, queue_entries
+from filterd.web.rules import rules_page
 
 AUDIT_LIMIT = 200  # events on the audit page
 SERIES_BUCKETS = 20  # points of the drift charts
@@ -278,6 +282,48 @@ def audit_view(
     """The newest label events (AUDIT_LIMIT), by `analyst`, of `message_id`, since `since`."""
     return list(
         context.model.events(message_id=message_id, analyst=analyst, since=since, limit=AUDIT_LIMIT)
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change to the lists or the rules, as the page shows it."""
+
+    changed_at: datetime
+    what: str  # "list: customer c596", "rule huge: amount > 5000"
+    action: str  # added | removed
+    outcome: str | None
+    analyst: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class RulesView:
+    """The lists and rules page: what is in force, and the newest changes to either."""
+
+    entries: list[ListedEntity]
+    rules: list[RuleInfo]
+    changes: list[Change]
+    features: list[str]  # the entity features a rule may name (the configuration's)
+    outcomes: tuple[str, ...]
+
+
+def rules_view(context: WebContext) -> RulesView:
+    config, model = context.config, context.model
+    changes = [
+        Change(c.changed_at, f"list: {c.key} {c.value}", c.action, c.outcome, c.analyst, c.reason)
+        for c in model.list_changes(AUDIT_LIMIT)
+    ] + [
+        Change(c.changed_at, f"rule {c.name}: {c.when}", c.action, c.outcome, c.analyst, c.reason)
+        for c in model.rule_changes(AUDIT_LIMIT)
+    ]
+    changes.sort(key=lambda c: c.changed_at, reverse=True)
+    return RulesView(
+        entries=lists_page(context).entries,
+        rules=rules_page(context).rules,
+        changes=changes[:AUDIT_LIMIT],
+        features=feature_names(config.entities.spec(config.decision.target_class)),
+        outcomes=LIST_OUTCOMES,
     )
 
 

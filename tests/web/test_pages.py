@@ -262,3 +262,48 @@ def test_bad_input_on_the_pages_is_a_4xx_naming_it(
     # nor a warning or traceback from the server (an access line of uvicorn's may show when
     # another test in this process configured logging: it says nothing about the request)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_an_analyst_manages_the_lists_and_rules_from_their_page(
+    workbench: tuple[Api, list[Decision]],
+) -> None:
+    api, _ = workbench
+    client = Client(api.port)
+    client.log_in(next="/rules")
+    status, page, _ = client.get("/rules")
+    assert status == 200 and "No entity is on a list." in page and "No rules." in page
+    assert "none (no <code>[entities]</code> keys configured)" in page
+    token = csrf_of(page)
+    entry = {"key": "customer", "value": HOSTILE, "outcome": "allow", "for": "7d", "csrf": token}
+    assert client.post("/rules/lists", entry)[0] == 303
+    rule = {"name": "huge", "when": "amount >= 5000", "outcome": "block", "reason": "limit"}
+    assert client.post("/rules", {**rule, "csrf": token})[0] == 303
+    assert client.post("/rules", rule)[0] == 403  # no CSRF token: nothing added
+    status, page, _ = client.get("/rules")
+    assert status == 200 and HOSTILE not in page and "&lt;img src=x" in page  # escaped
+    assert (
+        '<tr class="rule" data-name="huge">' in page
+        and '<td class="small">until removed' not in page
+    )
+    model = api.context.model
+    (listed,) = model.list_entries()
+    assert (listed.value, listed.outcome, listed.created_by) == (HOSTILE, "allow", "dana")
+    assert listed.expires_at is not None and listed.expires_at > datetime.now(UTC)
+    (added,) = model.rules()
+    assert (added.when, added.outcome, added.created_by) == ("amount >= 5000", "block", "dana")
+    assert page.count('<tr class="change">') == 2
+
+    # a condition that does not parse, a duration that is none: 422 pages naming the field
+    status, page, _ = client.post("/rules", {**rule, "when": "amount >", "csrf": token})
+    assert status == 422 and "expected a number or a text in quotes" in page and "when" in page
+    status, page, _ = client.post("/rules/lists", {**entry, "for": "soon", "csrf": token})
+    assert status == 422 and "(for)</p>" in page
+    assert [r.when for r in model.rules()] == ["amount >= 5000"]
+
+    removal = {"key": "customer", "value": HOSTILE, "csrf": token}
+    assert client.post("/rules/lists/remove", removal)[0] == 303
+    assert client.post("/rules/remove", {"name": "huge", "csrf": token})[0] == 303
+    assert client.post("/rules/remove", {"name": "huge", "csrf": token})[0] == 404
+    assert model.list_entries() == [] and model.rules() == []
+    changes = [(c.action, c.analyst) for c in model.rule_changes()]
+    assert changes == [("removed", "dana"), ("added", "dana")]
