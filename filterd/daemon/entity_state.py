@@ -83,7 +83,7 @@ class EntityState:
         self._labels_read: datetime | None = None
         self._next_sync = -float("inf")
         self._records: dict[str, str] = {}
-        self._events: list[tuple[int, EntityEvent]] = []
+        self._events: list[tuple[str, EntityEvent]] = []
         self._lock = threading.Lock()
 
     @property
@@ -132,7 +132,7 @@ class EntityState:
                 key = id_hash(message.id)
                 for event in events:
                     self._events_seen.add((key, event.key))
-                    self._events.append((key, event))
+                    self._events.append((message.id, event))
                 record = EntityRecord(self.memory.clock, tuple(features))
                 self._records[message.id] = record.dumps()
                 out.append(self._said(record))
@@ -158,7 +158,7 @@ class EntityState:
             return now
         return min(message.ts.timestamp(), now + MAX_AHEAD_SECONDS)
 
-    def take(self) -> tuple[dict[str, str], list[tuple[int, EntityEvent]]]:
+    def take(self) -> tuple[dict[str, str], list[tuple[str, EntityEvent]]]:
         """The entity records (by message id) and events of the messages since the last take."""
         records, events = self._records, self._events
         self._records, self._events = {}, []

@@ -73,7 +73,7 @@ class Recorder:
         self._rows: list[Decided] = []
         self._entity_records: dict[str, str] = {}
         self._tokens: dict[str, Sequence[str]] = {}
-        self._entity_events: list[tuple[int, EntityEvent]] = []
+        self._entity_events: list[tuple[str, EntityEvent]] = []
         self.tickets = 0  # batches taken (`put`)
         self.recorded = 0  # the last ticket whose batch is written
         self._items: list[ReviewItem] = []
@@ -88,7 +88,7 @@ class Recorder:
         rows: Sequence[Decided],
         items: Sequence[ReviewItem],
         entity_records: Mapping[str, str] | None = None,
-        entity_events: Sequence[tuple[int, EntityEvent]] = (),
+        entity_events: Sequence[tuple[str, EntityEvent]] = (),
         tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> Written:
         """Take a batch's decided messages and review items (and what the entity memory

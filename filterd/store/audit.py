@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, select
 from filterd.store.bulk import insert_columns
 from filterd.store.labels import OUTCOMES, Event, LabelledTokens, Outcome
 from filterd.store.schema import LabelEvent
-from filterd.store.sql import as_utc
+from filterd.store.sql import among, as_utc, id_chunks
 
 
 def record_events(
@@ -80,6 +80,19 @@ def _storable(comment: str | None) -> str | None:
     """The comment as text every database can hold: PostgreSQL text cannot hold NUL, and a
     comment that could never be written would hold up its whole batch of feedback forever."""
     return None if comment is None else comment.replace("\x00", "\N{REPLACEMENT CHARACTER}")
+
+
+def latest_labels(conn: Connection, model_id: int, message_ids: Sequence[str]) -> dict[str, str]:
+    """The label last received for each of `message_ids` that has one (by message id)."""
+    out: dict[str, tuple[int, str]] = {}
+    for chunk in id_chunks(conn, list(message_ids)):
+        query = select(LabelEvent.id, LabelEvent.message_id, LabelEvent.label).where(
+            LabelEvent.model_id == model_id, among(LabelEvent.message_id, chunk)
+        )
+        for event_id, message_id, label in conn.execute(query):
+            if message_id not in out or out[message_id][0] < event_id:
+                out[message_id] = (event_id, label)
+    return {m: label for m, (_, label) in out.items()}
 
 
 def read_events(

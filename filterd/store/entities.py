@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, Engine, delete, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, Select, and_, delete, func, select
 
 from filterd.entities.memory import EntityEvent
 from filterd.store.bulk import insert_columns
+from filterd.store.decided import id_hash
 from filterd.store.expiry import delete_in_chunks
 from filterd.store.schema import EntityEvent as EventRow
 from filterd.store.schema import EntityLabel as LabelRow
@@ -50,17 +51,18 @@ class EntityLabelled:
 
 
 def record_events(
-    conn: Connection, model_id: int, events: Sequence[tuple[int, EntityEvent]], now: datetime
+    conn: Connection, model_id: int, events: Sequence[tuple[str, EntityEvent]], now: datetime
 ) -> None:
-    """Upsert entity events, (message id hash, event) each, written at `now`; of one message
-    and key given twice, the last counts."""
-    latest = {(h, e.key): e for h, e in events}
+    """Upsert entity events, (message id, event) each, written at `now`; of one message and
+    key given twice, the last counts."""
+    latest = {(m, e.key): e for m, e in events}
     insert_columns(
         conn,
         EventRow.__table__,
         {
             "model_id": [model_id] * len(latest),
-            "id_hash": [h for h, _ in latest],
+            "id_hash": [id_hash(m) for m, _ in latest],
+            "message_id": [m for m, _ in latest],
             "key": [k for _, k in latest],
             "value": [e.value for e in latest.values()],
             "at": [e.at for e in latest.values()],
@@ -69,8 +71,68 @@ def record_events(
             "written_at": [now] * len(latest),
         },
         conflict=("model_id", "id_hash", "key"),
-        update=("value", "at", "amount", "party", "written_at"),
+        update=("message_id", "value", "at", "amount", "party", "written_at"),
     )
+
+
+@dataclass(frozen=True)
+class EntityMessage:
+    """A message of an entity, as the memory recorded it: its id, the stream's time, its amount
+    and counterparty."""
+
+    message_id: str
+    at: float
+    amount: float | None
+    party: str | None
+
+
+def entity_messages(
+    conn: Connection, model_id: int, key: str, value: str, limit: int
+) -> list[EntityMessage]:
+    """The newest `limit` messages of the entity (key, value) whose events keep their id
+    (revision 0015 on), newest first."""
+    query = (
+        select(EventRow.message_id, EventRow.at, EventRow.amount, EventRow.party)
+        .where(_of_entity(model_id, key, value), EventRow.message_id.is_not(None))
+        .order_by(EventRow.at.desc())
+        .limit(limit)
+    )
+    rows = conn.execute(query)
+    return [EntityMessage(str(m), at, amount, party) for m, at, amount, party in rows]
+
+
+def entity_message_ids(model_id: int, key: str, value: str) -> Select[str | None]:
+    """The ids of the entity's messages, as a subquery."""
+    return select(EventRow.message_id).where(_of_entity(model_id, key, value))
+
+
+def entity_counts(
+    conn: Connection, model_id: int, key: str, value: str, now: float, windows: Sequence[int]
+) -> list[int]:
+    """The entity's messages within each window back from `now` (the stream's time)."""
+    return [
+        int(
+            conn.execute(
+                select(func.count()).where(
+                    _of_entity(model_id, key, value), EventRow.at > now - window
+                )
+            ).scalar_one()
+        )
+        for window in windows
+    ]
+
+
+def labelled_count(conn: Connection, model_id: int, key: str, value: str) -> int:
+    """The entity's messages labelled the target class (within the label window: older rows
+    are pruned)."""
+    query = select(func.count()).where(
+        LabelRow.model_id == model_id, LabelRow.key == key, LabelRow.value == value
+    )
+    return int(conn.execute(query).scalar_one())
+
+
+def _of_entity(model_id: int, key: str, value: str) -> ColumnElement[bool]:
+    return and_(EventRow.model_id == model_id, EventRow.key == key, EventRow.value == value)
 
 
 def events_written_since(

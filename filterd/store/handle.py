@@ -345,6 +345,28 @@ class ModelStore:
                 self._engine, self.id, events_window, labels_window, pause, dry_run
             )
 
+    def entity_messages(
+        self, key: str, value: str, limit: int = 200
+    ) -> list[entities.EntityMessage]:
+        """The entity's newest messages, with their ids (`filterd.store.entities`)."""
+        with translated(), self._engine.connect() as conn:
+            return entities.entity_messages(conn, self.id, key, value, limit)
+
+    def latest_labels(self, message_ids: Sequence[str]) -> dict[str, str]:
+        """The label last received for each of `message_ids` that has one."""
+        with translated(), self._engine.connect() as conn:
+            return audit.latest_labels(conn, self.id, message_ids)
+
+    def entity_counts(self, key: str, value: str, now: float, windows: Sequence[int]) -> list[int]:
+        """The entity's messages within each of `windows` (seconds) back from `now`."""
+        with translated(), self._engine.connect() as conn:
+            return entities.entity_counts(conn, self.id, key, value, now, windows)
+
+    def entity_labelled(self, key: str, value: str) -> int:
+        """The entity's messages labelled the target class, within the label window."""
+        with translated(), self._engine.connect() as conn:
+            return entities.labelled_count(conn, self.id, key, value)
+
     # --- allow, block and review lists ------------------------------------------------------
 
     def list_entries(self, key: str | None = None, value: str | None = None) -> list[ListEntry]:
@@ -615,9 +637,9 @@ class ModelTransaction:
         )
 
     def record_entity_events(
-        self, events: Sequence[tuple[int, EntityEvent]], now: datetime
+        self, events: Sequence[tuple[str, EntityEvent]], now: datetime
     ) -> None:
-        """Upsert entity events, (message id hash, event) each (`filterd.store.entities`)."""
+        """Upsert entity events, (message id, event) each (`filterd.store.entities`)."""
         entities.record_events(self._conn, self.ref.id, events, now)
 
     def record_entity_labels(

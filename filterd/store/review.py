@@ -30,6 +30,7 @@ from sqlalchemy import (
 
 from filterd.service.review import ReviewItem, distance_to_tau
 from filterd.store.bulk import insert_columns
+from filterd.store.entities import entity_message_ids
 from filterd.store.expiry import delete_older
 from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.schema import ReviewItem as ReviewRow  # the table; ReviewItem: its items
@@ -184,7 +185,8 @@ class Filters(TypedDict, total=False):
     `limit` (default 50; None: all) after skipping `offset` (0); unlabelled ones unless
     `include_labelled`; only those queued for `reason`, decided as `label`, scored within
     [`min_score`, `max_score`], of message `message_id`, queued within [`since`, `until`), or
-    decided by model version `model_version`, where given; `order` "closest" (the default) first
+    decided by model version `model_version`, of a message of the entity `entity` (key, value)
+    as the entity memory recorded it, where given; `order` "closest" (the default) first
     the smallest |score − τ| (the most informative), "newest" the last queued first."""
 
     limit: int | None
@@ -199,6 +201,7 @@ class Filters(TypedDict, total=False):
     since: datetime | None
     until: datetime | None
     model_version: int | None
+    entity: tuple[str, str] | None
 
 
 def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> list[ReviewItem]:
@@ -210,6 +213,7 @@ def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> lis
     min_score, max_score = filters.get("min_score"), filters.get("max_score")
     since, until = filters.get("since"), filters.get("until")
     model_version = filters.get("model_version")
+    entity = filters.get("entity")
     with engine.connect() as conn:
         # the page's ids first, ordered on narrow rows; then their columns: sorting whole rows
         # (excerpts, tokens) of a full queue would cost more than the page itself
@@ -230,6 +234,8 @@ def list_items(engine: Engine, model_id: int, **filters: Unpack[Filters]) -> lis
             query = query.where(ReviewRow.queued_at < as_utc(until))
         if model_version is not None:
             query = query.where(ReviewRow.model_version == model_version)
+        if entity is not None:
+            query = query.where(ReviewRow.message_id.in_(entity_message_ids(model_id, *entity)))
         if not filters.get("include_labelled", False):
             query = query.where(~_labelled(model_id))
         ordering: tuple[Any, ...]

@@ -274,6 +274,8 @@ class EntityEvent(Base):
     __table_args__ = (
         Index(None, "written_at", postgresql_using="brin"),
         Index(None, "at", postgresql_using="brin"),
+        # an entity's messages, newest first (the workbench's entity page, the queue's filter)
+        Index("ix_entity_events_entity", "model_id", "key", "value", "at"),
     )
 
     model_id: Mapped[int] = mapped_column(
@@ -282,6 +284,8 @@ class EntityEvent(Base):
     id_hash: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[str] = mapped_column(String(200))
+    # the message's id (None: written before revision 0015), for an analyst's entity page
+    message_id: Mapped[str | None] = mapped_column(String(256), nullable=True)
     at: Mapped[float] = mapped_column(Float)  # the stream's clock, seconds since the epoch
     amount: Mapped[float | None] = mapped_column(Float, nullable=True)
     party: Mapped[str | None] = mapped_column(String(200), nullable=True)

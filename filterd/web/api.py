@@ -74,6 +74,19 @@ class ReviewPage(msgspec.Struct, kw_only=True):
     items: list[ReviewItem]
 
 
+ENTITY_PATTERN = "^[^=\x00]{1,200}=[^\x00]{1,200}$"  # KEY=VALUE, as a list entry holds them
+
+
+def entity_of(text: str) -> tuple[str, str]:
+    """KEY=VALUE as (key, value): split at the first "=" (a key has none).
+
+    >>> entity_of("customer=c=5")
+    ('customer', 'c=5')
+    """
+    key, _, value = text.partition("=")
+    return key, value
+
+
 class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """GET /v1/review's query parameters."""
 
@@ -84,6 +97,8 @@ class ReviewQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     since: datetime | None = None  # queued at or after
     until: datetime | None = None  # queued before
     model_version: Annotated[int, msgspec.Meta(ge=0, le=MAX_INT64)] | None = None
+    # KEY=VALUE: the messages of an entity, as the entity memory recorded them
+    entity: Annotated[str, msgspec.Meta(pattern=ENTITY_PATTERN, max_length=401)] | None = None
     include_labelled: bool = False
     order: Literal["closest", "newest"] = "closest"
     limit: Annotated[int, msgspec.Meta(ge=1, le=REVIEW_LIMIT)] = 50

@@ -6,6 +6,7 @@
     GET  /messages/{id}   POST /messages/{id}/label    (the id escaped: `ids.message_url`)
     GET  /model   GET /model/preview   POST /model/calibrate
     GET  /audit                                  label events by analyst and message
+    GET  /entity?key=K&value=V   POST /entity/label   an entity's messages, velocity, list
     GET  /rules   POST /rules, /rules/remove, /rules/lists, /rules/lists/remove
                                                  the lists and rules beside the model
     GET  /static/…                               htmx, the style sheet and the shortcuts
@@ -305,7 +306,12 @@ def page_routes(
         query = parse_query(request.query_params)
         position = position_of(request.query_params.get("position"))
         view = views.message_view(context, message_id, query, position)
-        return template_values(view) | {"query": query, "here": here(request)}
+        entity_keys = set(config.entities.keys)  # attributes that link to their entity's page
+        return template_values(view) | {
+            "query": query,
+            "here": here(request),
+            "entity_keys": entity_keys,
+        }
 
     async def post_label(request: Request) -> Response:
         session, form = await form_of(request)
@@ -404,7 +410,7 @@ def page_routes(
                 raise Problem(422, str(error), "for") from None
         entry = convert({k: v for k, v in fields.items() if v}, ListRequest)
         await run_in_threadpool(lists.put_entry, context, entry, session.analyst)
-        return RedirectResponse("/rules", 303, headers=HEADERS)
+        return RedirectResponse(safe_next(first(form, "next"), "/rules"), 303, headers=HEADERS)
 
     async def post_entry_removal(request: Request) -> Response:
         session, form = await form_of(request)
@@ -425,6 +431,26 @@ def page_routes(
         await run_in_threadpool(rules.remove_rule, context, name, session.analyst)
         return RedirectResponse("/rules", 303, headers=HEADERS)
 
+    # --- an entity ------------------------------------------------------------------------
+
+    def entity_values(request: Request, _session: Session) -> dict[str, Any]:
+        params = request.query_params
+        key, value = (entity_text({k: params.get(k, "")}, k) for k in ("key", "value"))
+        return template_values(views.entity_view(context, key, value)) | {"here": here(request)}
+
+    async def post_entity_label(request: Request) -> Response:
+        """One label for each of the entity's newest messages (those its page shows)."""
+        session, form = await form_of(request)
+        key, value = (entity_text({k: first(form, k) or ""}, k) for k in ("key", "value"))
+        found = await run_in_threadpool(
+            context.model.entity_messages, key, value, views.ENTITY_MESSAGES
+        )
+        if not found:
+            raise Problem(404, "no message of this entity is in the store")
+        await send_labels(session, [m.message_id for m in found], form)
+        target = "/entity?" + urllib.parse.urlencode({"key": key, "value": value})
+        return RedirectResponse(target, 303, headers=HEADERS)
+
     async def home(_request: Request) -> Response:
         return RedirectResponse("/queue", 303, headers=HEADERS)
 
@@ -442,6 +468,8 @@ def page_routes(
         Route("/model/preview", page("_preview.html", preview_values), methods=["GET"]),
         Route("/model/calibrate", post_calibrate, methods=["POST"]),
         Route("/audit", page("audit.html", audit_values), methods=["GET"]),
+        Route("/entity", page("entity.html", entity_values), methods=["GET"]),
+        Route("/entity/label", post_entity_label, methods=["POST"]),
         Route("/rules", page("rules.html", rules_values), methods=["GET"]),
         Route("/rules", post_rule, methods=["POST"]),
         Route("/rules/remove", post_rule_removal, methods=["POST"]),

@@ -30,6 +30,7 @@ from filterd.web.api import (
     ReviewQuery,
     Scoring,
     ThresholdInfo,
+    entity_of,
 )
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, invalid
@@ -78,6 +79,7 @@ def queue_entries(
         since=query.since,
         until=query.until,
         model_version=query.model_version,
+        entity=None if query.entity is None else entity_of(query.entity),
         offset=query.offset if offset is None else offset,
     )
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from filterd.entities.lists import LIST_OUTCOMES
-from filterd.entities.rules import feature_names
+from filterd.entities.memory import window_name
+from filterd.entities.rules import feature_names, parse
 from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import CalibrationReport, calibrate_configured
 from filterd.service.decide import NotReady
@@ -28,7 +29,7 @@ from filterd.web import charts
 from filterd.web.api import ListedEntity, ModelInfo, ReviewQuery, RuleInfo
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem
-from filterd.web.lists import lists_page
+from filterd.web.lists import listed, lists_page
 from filterd.web.reads import model_info, queue_entries
 from filterd.web.rules import rules_page
 
@@ -324,6 +325,74 @@ def rules_view(context: WebContext) -> RulesView:
         changes=changes[:AUDIT_LIMIT],
         features=feature_names(config.entities.spec(config.decision.target_class)),
         outcomes=LIST_OUTCOMES,
+    )
+
+
+ENTITY_MESSAGES = 200  # an entity's newest messages on its page, and labelled at once
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    """One of an entity's messages on its page."""
+
+    message_id: str
+    at: datetime  # the stream's time
+    amount: float | None
+    party: str | None
+    label: str | None  # the label last received, if any
+
+
+@dataclass(frozen=True)
+class EntityView:
+    """An entity's page: its messages, velocities and labels as the store keeps them, its list
+    entry and the rules that read its key."""
+
+    key: str
+    value: str
+    counts: list[tuple[str, int]]  # (window, messages within it before the stream's time)
+    labelled: int  # messages labelled the target class within the label window
+    label_window: str
+    target_class: str
+    entry: ListedEntity | None
+    rules: list[RuleInfo]
+    messages: list[EntityRow]
+
+
+def entity_view(context: WebContext, key: str, value: str) -> EntityView:
+    config, model = context.config, context.model
+    spec = config.entities.spec(config.decision.target_class)
+    now = model.latest_entity_event()
+    counts = (
+        [0] * len(spec.windows)
+        if now is None
+        else model.entity_counts(key, value, now, spec.windows)
+    )
+    found = model.entity_messages(key, value, ENTITY_MESSAGES)
+    labels = model.latest_labels([m.message_id for m in found])
+    (entry,) = model.list_entries(key, value) or (None,)
+    return EntityView(
+        key=key,
+        value=value,
+        counts=[(window_name(w), n) for w, n in zip(spec.windows, counts)],
+        labelled=model.entity_labelled(key, value),
+        label_window=window_name(spec.label_window),
+        target_class=config.decision.target_class,
+        entry=None if entry is None else listed(entry, datetime.now(UTC)),
+        rules=[
+            r
+            for r in rules_page(context).rules
+            if any(n == key or n.startswith(f"{key}:") for n in parse(r.when)[1])
+        ],
+        messages=[
+            EntityRow(
+                m.message_id,
+                datetime.fromtimestamp(m.at, UTC),
+                m.amount,
+                m.party,
+                labels.get(m.message_id),
+            )
+            for m in found
+        ],
     )
 
 

@@ -239,8 +239,8 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
         month = 31 * 86400.0
         writing.record_entity_events(
             [
-                (1, EntityEvent("customer", "c1", 0.0, None, None)),
-                (2, EntityEvent("customer", "c1", month, None, None)),
+                ("m1", EntityEvent("customer", "c1", 0.0, None, None)),
+                ("m2", EntityEvent("customer", "c1", month, None, None)),
             ],
             now,
         )

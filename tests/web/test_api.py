@@ -326,6 +326,7 @@ def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
         ("GET", "/v1/review?limit=0", None, 422, "limit"),
         ("GET", "/v1/review?reason=nearby", None, 422, "reason"),
         ("GET", "/v1/review?colour=red", None, 422, "colour"),
+        ("GET", "/v1/review?entity=customer", None, 422, "entity"),
         ("POST", "/v1/lists", b'{"key": "customer", "value": "' + b"x" * 30_000 + b'"}', 413, None),
         ("POST", "/v1/lists", b"[" * 11_000 + b"]" * 11_000, 413, None),
         (

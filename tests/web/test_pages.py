@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 import structlog
 
+from filterd.entities.memory import EntityEvent
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config
 from filterd.service.records import Decision
+from filterd.store.decided import id_hash
+from filterd.store.entities import EntityLabelled
 from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
 from tests.conftest import fresh_postgres
@@ -307,3 +310,55 @@ def test_an_analyst_manages_the_lists_and_rules_from_their_page(
     assert model.list_entries() == [] and model.rules() == []
     changes = [(c.action, c.analyst) for c in model.rule_changes()]
     assert changes == [("removed", "dana"), ("added", "dana")]
+
+
+def test_an_entitys_page_shows_its_messages_velocity_and_labels_them_all_at_once(
+    workbench: tuple[Api, list[Decision]], kafka_config: dict[str, Any], topics: dict[str, str]
+) -> None:
+    """The entity memory's events keep their message's id: the page lists the entity's newest
+    messages with their last label, counts them within the memory's windows back from the
+    stream's time, and labels them all in one post; the queue filters by the entity."""
+    api, _ = workbench
+    model = api.context.model
+    now = datetime.now(UTC)
+    t = 1.8e9  # the stream's time of the newest event
+    with model.transaction() as writing:
+        writing.record_entity_events(
+            [
+                ("q1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9")),
+                ("q2", EntityEvent("customer", "c1", t - 60, 500.0, "t9")),
+                ("q2", EntityEvent("terminal", "t9", t - 60, 500.0, None)),
+                ("q3", EntityEvent("customer", "c2", t, 5.0, None)),
+            ],
+            now,
+        )
+        writing.record_entity_labels([EntityLabelled(id_hash("q1"), "customer", "c1", t)], [], now)
+    client = Client(api.port)
+    client.log_in()
+    status, page, _ = client.get("/entity?key=customer&value=c1")
+    assert status == 200, page
+    assert re.findall(r'<tr class="entity-message" data-message-id="([^"]+)"', page) == [
+        "q2",
+        "q1",
+    ]
+    assert "<dt>Messages in the last 1h</dt><dd>1</dd>" in page
+    assert "<dt>Messages in the last 1d</dt><dd>2</dd>" in page
+    assert '<dd id="labelled">1</dd>' in page and "On no list." in page
+    # the queue, filtered by the entity: its queued messages only
+    status, queue, _ = client.get("/queue?entity=customer%3Dc1&include_labelled=true")
+    assert status == 200 and sorted(rows_of(queue)) == ["q1", "q2"]
+    assert client.get("/queue?entity=customer")[0] == 422  # KEY=VALUE
+    assert client.get("/entity?key=customer&value=" + "x" * 201)[0] == 422
+
+    form = {"key": "customer", "value": "c1", "label": "spam", "comment": "card stolen"}
+    status, _, headers = client.post("/entity/label", {**form, "csrf": csrf_of(page)})
+    assert status == 303 and headers["location"] == "/entity?key=customer&value=c1"
+    assert client.post("/entity/label", form)[0] == 403  # no CSRF token: nothing sent
+    missing = {**form, "value": "c-none", "csrf": csrf_of(page)}
+    assert client.post("/entity/label", missing)[0] == 404
+    sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 2)
+    records = [valid("feedback", s.value) for s in sent]
+    assert sorted((r["message_id"], r["label"], r["analyst"]) for r in records) == [
+        ("q1", "spam", "dana"),
+        ("q2", "spam", "dana"),
+    ]
