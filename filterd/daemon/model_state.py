@@ -134,6 +134,7 @@ class ModelState:
                 self.config.decision.target_class,
                 self.config.model.min_docs,
                 tokenizer_of(self.config),
+                labels=self.config.model.labels,
             )
         return self.decider
 

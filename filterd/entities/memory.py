@@ -93,6 +93,15 @@ def count_bin(n: int) -> str:
     return "0" if n <= 0 else f"2^{n.bit_length() - 1}"
 
 
+# `count_bin` of the counts most entities have, made once (every message asks for several)
+_COUNT_BINS = tuple(count_bin(n) for n in range(4096))
+
+
+def _count_bin(n: int) -> str:
+    """`count_bin`, read from _COUNT_BINS when it holds `n`."""
+    return _COUNT_BINS[n] if 0 <= n < len(_COUNT_BINS) else count_bin(n)
+
+
 # log2 units a ratio may fall short of a bin's edge and still count in that bin: the running
 # sums a mean comes from drift by a few units in the last place, and a ratio of exactly 1 (the
 # usual amount) must not flip to the bin below
@@ -201,17 +210,36 @@ def entity_tokens(features: EntityFeatures, spec: EntitySpec) -> list[str]:
     ['customer:count_1h~2^2', 'customer:count_1d~2^4', 'customer:amount_vs_1d~2^2', \
 'customer:fraud_28d~0']
     """
-    key, names = features.key, [window_name(w) for w in spec.windows]
-    out = [f"{key}:count_{name}~{count_bin(n)}" for name, n in zip(names, features.counts)]
+    names = _token_names(spec, features.key)
+    out = [f"{name}~{_count_bin(n)}" for name, n in zip(names.counts, features.counts)]
     if features.amount_vs is not None:
         ratio = features.amount_vs
-        out.append(f"{key}:amount_vs_{names[-1]}" + (f"~{ratio_bin(ratio)}" if ratio else "=new"))
-    party = dict(spec.counterparties).get(key)
-    out += [f"{key}:{party}s_{name}~{count_bin(n)}" for name, n in zip(names, features.parties)]
-    out.append(
-        f"{key}:{spec.target}_{window_name(spec.label_window)}~{count_bin(features.labelled)}"
-    )
+        out.append(names.amount_vs + (f"~{ratio_bin(ratio)}" if ratio else "=new"))
+    out += [f"{name}~{_count_bin(n)}" for name, n in zip(names.parties, features.parties)]
+    out.append(f"{names.labelled}~{_count_bin(features.labelled)}")
     return out
+
+
+@dataclass(frozen=True)
+class _TokenNames:
+    """The names of an entity key's tokens under a spec, without their bins."""
+
+    counts: tuple[str, ...]
+    amount_vs: str
+    parties: tuple[str, ...]
+    labelled: str
+
+
+@functools.cache  # a spec has a few keys, and every message of each asks for their names
+def _token_names(spec: EntitySpec, key: str) -> _TokenNames:
+    names = [window_name(w) for w in spec.windows]
+    party = dict(spec.counterparties).get(key)
+    return _TokenNames(
+        tuple(f"{key}:count_{name}" for name in names),
+        f"{key}:amount_vs_{names[-1]}",
+        tuple(f"{key}:{party}s_{name}" for name in names) if party else (),
+        f"{key}:{spec.target}_{window_name(spec.label_window)}",
+    )
 
 
 def entity_words(features: EntityFeatures, spec: EntitySpec) -> list[str]:
@@ -272,7 +300,17 @@ class _Entity:
     """The events of one entity within the longest window, and per window where its events
     start and what they sum to."""
 
-    __slots__ = ("amounts", "count", "distinct", "first", "parties", "start", "times", "total")
+    __slots__ = (
+        "amounts",
+        "count",
+        "distinct",
+        "first",
+        "parties",
+        "slid",
+        "start",
+        "times",
+        "total",
+    )
 
     def __init__(self, windows: int) -> None:
         self.times: deque[float] = deque()
@@ -283,9 +321,15 @@ class _Entity:
         self.count = [0] * windows  # per window: amounts summed (those not None)
         self.total = [0.0] * windows
         self.distinct: list[Counter[str]] = [Counter() for _ in range(windows)]
+        self.slid = -math.inf  # the time of the last slide
 
     def slide(self, now: float, windows: Sequence[int]) -> None:
-        """Move each window's start past the events older than now − window."""
+        """Move each window's start past the events older than now − window (nothing moves
+        for a time not after the last slide's: the memory's clock never turns back, and events
+        added since are at that time or later)."""
+        if now <= self.slid:
+            return
+        self.slid = now
         end = self.first + len(self.times)
         for i, width in enumerate(windows):
             oldest = now - width

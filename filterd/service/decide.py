@@ -154,6 +154,16 @@ EvidenceOf = Callable[[Sequence[Message]], list[EntityEvidence]]
 OverridesOf = Callable[[Sequence[Message], Sequence[EntityEvidence] | None], list[Override | None]]
 
 
+def other_label(target_class: str, labels: Sequence[str]) -> str:
+    """The label of a message decided not `target_class`: the one other class, else "not …".
+
+    >>> other_label("spam", ["ham", "spam"]), other_label("fraud", ["fraud", "ok", "review"])
+    ('ham', 'not fraud')
+    """
+    others = [label for label in labels if label != target_class]
+    return others[0] if len(others) == 1 else f"not {target_class}"
+
+
 class Decider:
     """Tokenizes, scores and labels batches of messages; rebuilt model on `update(stats)`."""
 
@@ -164,6 +174,7 @@ class Decider:
         min_docs: int = DEFAULTS.model.min_docs,
         tokenizer: Tokenizer | None = None,
         explain_tokens: int = EXPLAIN_TOKENS,
+        labels: Sequence[str] = (),
     ) -> None:
         self.spec = spec
         self.target_class = target_class
@@ -174,7 +185,9 @@ class Decider:
         self.model_version = 0
         self.distinct_tokens: int | None = None  # of the statistics last given to `update`
         self.not_ready: str | None = "no statistics loaded"
-        self._other = f"not {target_class}"
+        # the configured classes (`model.labels`): what an allow decides before any is learned
+        self.labels = tuple(labels)
+        self._other = other_label(target_class, self.labels)
 
     def update(self, stats: Statistics, version: int) -> None:
         """Build the model of `stats` (the store's change number `version`)."""
@@ -184,8 +197,7 @@ class Decider:
             self.not_ready = None
         except NotReady as reason:
             self.model, self.not_ready = None, str(reason)
-        others = [label for label in stats.labels if label != self.target_class]
-        self._other = others[0] if len(others) == 1 else f"not {self.target_class}"
+        self._other = other_label(self.target_class, stats.labels or self.labels)
         self.model_version = version
 
     def tokens(self, messages: Sequence[Content]) -> list[Tokens]:
