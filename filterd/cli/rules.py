@@ -91,7 +91,9 @@ def rules_remove(rule: str, analyst: str | None, yes: bool, url: str | None, nam
     """Remove the rule NAME."""
     with store_errors():
         model = open_model(url, name, writes=True)
-        if rule not in {r.name for r in model.rules(on_error=_kept)}:
+        names: set[str] = set()  # those that no longer parse too: they can still be removed
+        names |= {r.name for r in model.rules(on_error=lambda found, _: names.add(found))}
+        if rule not in names:
             raise click.ClickException(f"there is no rule {shown(rule)}")
         confirmed(f"removing the rule {shown(rule)}", yes)
         removed = model.remove_rule(rule, bounded(analyst, "--analyst", 200))
@@ -128,10 +130,6 @@ def rules_log(limit: int, url: str | None, name: str) -> None:
             f"{change.changed_at:%Y-%m-%d %H:%M:%SZ}  {change.action:<7}  {change.outcome} "
             f"{shown(change.name)}: {shown(change.when)}{who}{why}"
         )
-
-
-def _kept(name: str, error: str) -> None:
-    """A rule that no longer parses can still be removed."""
 
 
 def _unparsed(name: str, error: str) -> None:

@@ -4,13 +4,16 @@ logged, decided with by `filterd score`, and removed only when confirmed."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner, Result
+from sqlalchemy import insert
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.store.handle import Store
+from filterd.store.schema import Rule as RuleRow
 
 
 def run(*args: str) -> Result:
@@ -99,3 +102,28 @@ def test_a_rule_that_does_not_parse_or_names_no_feature_creates_nothing(tmp_path
         result = run("add", *args, "--outcome", "review", "--db", db)
         assert (result.exit_code, result.stderr.strip()) == (2, f"Error: {error}"), args
     assert run("show", "--db", db).stdout == "" and run("log", "--db", db).stdout == ""
+
+
+def test_a_stored_rule_that_no_longer_parses_is_named_by_show_and_can_be_removed(
+    tmp_path: Path,
+) -> None:
+    db = store_of(tmp_path)
+    model = Store.open(db).model("default")
+    with model.store.engine.begin() as conn:  # as another filterd's grammar might have written it
+        conn.execute(
+            insert(RuleRow).values(
+                model_id=model.id,
+                name="odd",
+                expression="amount ~= 1",
+                outcome="block",
+                created_at=datetime.now(UTC),
+            )
+        )
+    shown = run("show", "--db", db)
+    assert shown.exit_code == 0 and shown.stdout == ""
+    assert shown.stderr == (
+        "rule odd does not parse (column 8: unexpected '~'): the scorers leave it out\n"
+    )
+    removed = run("remove", "odd", "--yes", "--db", db)
+    assert removed.exit_code == 0, removed.output
+    assert removed.stdout == "removed block rule odd: amount ~= 1\n"
