@@ -4,16 +4,14 @@ logged, decided with by `filterd score`, and removed only when confirmed."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner, Result
-from sqlalchemy import insert
 
 from filterd.bayes.model import ModelSpec
 from filterd.cli import main
 from filterd.store.handle import Store
-from filterd.store.schema import Rule as RuleRow
+from tests.store.test_rules import store_unparsed_rule
 
 
 def run(*args: str) -> Result:
@@ -109,16 +107,7 @@ def test_a_stored_rule_that_no_longer_parses_is_named_by_show_and_can_be_removed
 ) -> None:
     db = store_of(tmp_path)
     model = Store.open(db).model("default")
-    with model.store.engine.begin() as conn:  # as another filterd's grammar might have written it
-        conn.execute(
-            insert(RuleRow).values(
-                model_id=model.id,
-                name="odd",
-                expression="amount ~= 1",
-                outcome="block",
-                created_at=datetime.now(UTC),
-            )
-        )
+    store_unparsed_rule(model)
     shown = run("show", "--db", db)
     assert shown.exit_code == 0 and shown.stdout == ""
     assert shown.stderr == (

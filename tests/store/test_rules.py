@@ -8,10 +8,25 @@ from sqlalchemy import insert
 
 from filterd.bayes.model import ModelSpec
 from filterd.entities.rules import Rule, RuleError
-from filterd.store.handle import Store
+from filterd.store.handle import ModelStore, Store
 from filterd.store.schema import Rule as RuleRow
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def store_unparsed_rule(model: ModelStore) -> None:
+    """The rule "odd", `amount ~= 1` (block), as another filterd's grammar might have written
+    it: this one's does not parse it."""
+    with model.store.engine.begin() as conn:
+        conn.execute(
+            insert(RuleRow).values(
+                model_id=model.id,
+                name="odd",
+                expression="amount ~= 1",
+                outcome="block",
+                created_at=T0,
+            )
+        )
 
 
 def test_a_rule_is_added_replaced_and_removed_and_every_change_logged(store: Store) -> None:
@@ -42,16 +57,7 @@ def test_a_stored_rule_that_no_longer_parses_is_left_out_told_and_removable(
 ) -> None:
     model = store.create_model("default", ModelSpec("mnb"))
     model.put_rule(Rule("fine", "amount > 1", "review"), T0)
-    with store.engine.begin() as conn:  # as another filterd's grammar might have written it
-        conn.execute(
-            insert(RuleRow).values(
-                model_id=model.id,
-                name="odd",
-                expression="amount ~= 1",
-                outcome="block",
-                created_at=T0,
-            )
-        )
+    store_unparsed_rule(model)
     with pytest.raises(RuleError):
         model.rules()
     told: list[tuple[str, str]] = []
