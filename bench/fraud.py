@@ -138,6 +138,26 @@ def river_prequential(
     return scores
 
 
+def peer_row(
+    name: str,
+    make: Callable[[], OnlineClassifier],
+    x: FloatArray | list[dict[str, float]],
+    y: BoolArray,
+    visible: np.ndarray,
+    reported: BoolArray,
+    feature_seconds: float,
+) -> None:
+    """Print a River learner's row: `river_prequential`, measured on the `reported` rows, its
+    rate counting the time its features took (`feature_seconds`)."""
+    started = time.perf_counter()
+    scores = river_prequential(make, x, y, visible)
+    seconds = time.perf_counter() - started + feature_seconds
+    print(
+        f"| {name} | {measures(scores[reported], y[reported])} | {len(y) / seconds:,.0f} |",
+        flush=True,
+    )
+
+
 def measures(scores: FloatArray, y: BoolArray) -> str:
     at_1, at_0_1 = ranking.recall_at_fpr(scores, y, 0.01), ranking.recall_at_fpr(scores, y, 0.001)
     return (
@@ -217,14 +237,7 @@ def main() -> None:
     if not args.skip_tree:
         peers.append(("River HoeffdingTreeClassifier, prequential", tree.HoeffdingTreeClassifier))
     for name, make in peers:
-        started = time.perf_counter()
-        scores = river_prequential(make, x, y, visible)
-        seconds = time.perf_counter() - started + feature_seconds
-        print(
-            f"| {name} | {measures(scores[reported], y[reported])} | "
-            f"{len(records) / seconds:,.0f} |",
-            flush=True,
-        )
+        peer_row(name, make, x, y, visible, reported, feature_seconds)
 
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -273,14 +286,7 @@ def raw_table(records: list[Record], y: BoolArray, reported: BoolArray, delay: L
         ),
     ]
     for name, make, x in peers:
-        started = time.perf_counter()
-        scores = river_prequential(make, x, y, visible)
-        seconds = time.perf_counter() - started + feature_seconds
-        print(
-            f"| {name} | {measures(scores[reported], y[reported])} | "
-            f"{len(records) / seconds:,.0f} |",
-            flush=True,
-        )
+        peer_row(name, make, x, y, visible, reported, feature_seconds)
 
 
 def _with_variant(config: Config) -> Config:

@@ -31,8 +31,7 @@ from filterd.bayes.statistics import Statistics
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.override_state import OverrideState
 from filterd.daemon.scorer import queue_for_review
-from filterd.entities import EntitySpec
-from filterd.evaluation.hostile import FAMILIES, record, rule_set
+from filterd.evaluation.hostile import ENTITY_SPEC, FAMILIES, record, rule_set
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
@@ -69,9 +68,7 @@ def entity_memory(folder: str) -> Kept:
     store = Store.open(f"sqlite:///{folder}/filterd.db")
     store.upgrade()
     model = store.create_model("default", ROBINSON_FISHER_SPEC)
-    spec = EntitySpec(
-        keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
-    )
+    spec = ENTITY_SPEC
     for rule in rule_set():
         model.put_rule(rule)
     overrides = OverrideState(model, spec, structlog.get_logger())

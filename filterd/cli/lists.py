@@ -10,7 +10,7 @@ import click
 
 from filterd.cli.common import OptionError, confirmed, quoted, shown
 from filterd.cli.store import bounded, db_option, model_option, open_model, store_errors
-from filterd.entities.lists import LIST_OUTCOMES, ListEntry
+from filterd.entities.lists import LIST_OUTCOMES, ListEntry, outcome_of
 from filterd.entities.memory import MAX_VALUE_LENGTH
 from filterd.service.config import parse_duration
 
@@ -62,7 +62,7 @@ def lists_add(
     entry = ListEntry(
         _text(key, "KEY"),
         _text(value, "VALUE"),
-        next(o for o in LIST_OUTCOMES if o == outcome),
+        outcome_of(outcome),
         expires,
         bounded(reason, "--reason", 2000),
         bounded(analyst, "--analyst", 200),

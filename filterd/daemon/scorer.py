@@ -160,7 +160,7 @@ def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:
         reasons = review_reasons(result.decisions, queue.band, queue.random_share)
     items = []
     for i, (decision, reason) in enumerate(zip(result.decisions, reasons)):
-        entry = result.overridden[i] if result.overridden else None
+        entry = result.overridden[i]
         if decision.review and entry is not None:  # a review list entry's or rule's
             reason = entry.decided_by
         if reason is not None:

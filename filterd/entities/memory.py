@@ -210,7 +210,7 @@ def entity_tokens(features: EntityFeatures, spec: EntitySpec) -> list[str]:
     ['customer:count_1h~2^2', 'customer:count_1d~2^4', 'customer:amount_vs_1d~2^2', \
 'customer:fraud_28d~0']
     """
-    names = _token_names(spec, features.key)
+    names = token_names(spec, features.key)
     out = [f"{name}~{_count_bin(n)}" for name, n in zip(names.counts, features.counts)]
     if features.amount_vs is not None:
         ratio = features.amount_vs
@@ -221,8 +221,9 @@ def entity_tokens(features: EntityFeatures, spec: EntitySpec) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _TokenNames:
-    """The names of an entity key's tokens under a spec, without their bins."""
+class TokenNames:
+    """The names of an entity key's tokens under a spec, without their bins (the names a rule
+    reads them by: `filterd.entities.rules`)."""
 
     counts: tuple[str, ...]
     amount_vs: str
@@ -231,10 +232,15 @@ class _TokenNames:
 
 
 @functools.cache  # a spec has a few keys, and every message of each asks for their names
-def _token_names(spec: EntitySpec, key: str) -> _TokenNames:
+def token_names(spec: EntitySpec, key: str) -> TokenNames:
+    """The names of the tokens of `key`'s entities under `spec`.
+
+    >>> token_names(EntitySpec(keys=("customer",), windows=(3600,)), "customer").counts
+    ('customer:count_1h',)
+    """
     names = [window_name(w) for w in spec.windows]
     party = dict(spec.counterparties).get(key)
-    return _TokenNames(
+    return TokenNames(
         tuple(f"{key}:count_{name}" for name in names),
         f"{key}:amount_vs_{names[-1]}",
         tuple(f"{key}:{party}s_{name}" for name in names) if party else (),

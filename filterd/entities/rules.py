@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
 from filterd.entities.lists import LIST_OUTCOMES, ListOutcome
-from filterd.entities.memory import EntityFeatures, EntitySpec, field_value, window_name
+from filterd.entities.memory import EntityFeatures, EntitySpec, field_value, token_names
 
 MAX_RULE_LENGTH = 2000  # characters of a condition
 MAX_DEPTH = 20  # `not` and parentheses nested within one another
@@ -271,16 +271,11 @@ def feature_names(spec: EntitySpec) -> list[str]:
     >>> feature_names(EntitySpec(keys=("customer",), windows=(3600, 86400)))
     ['customer:count_1h', 'customer:count_1d', 'customer:amount_vs_1d', 'customer:fraud_28d']
     """
-    names = [window_name(w) for w in spec.windows]
-    parties = dict(spec.counterparties)
     out = []
     for key in spec.keys:
-        out += [f"{key}:count_{name}" for name in names]
-        if spec.amount is not None:
-            out.append(f"{key}:amount_vs_{names[-1]}")
-        if key in parties:
-            out += [f"{key}:{parties[key]}s_{name}" for name in names]
-        out.append(f"{key}:{spec.target}_{window_name(spec.label_window)}")
+        names = token_names(spec, key)
+        out += [*names.counts, *([names.amount_vs] if spec.amount is not None else [])]
+        out += [*names.parties, names.labelled]
     return out
 
 
@@ -292,17 +287,14 @@ def entity_facts(features: Iterable[EntityFeatures], spec: EntitySpec) -> dict[s
     {'customer:count_1h': 7, 'customer:count_1d': 20, 'customer:amount_vs_1d': 5.1, \
 'customer:fraud_28d': 1}
     """
-    names = [window_name(w) for w in spec.windows]
-    parties = dict(spec.counterparties)
     out: dict[str, float] = {}
     for f in features:
-        for name, n in zip(names, f.counts):
-            out[f"{f.key}:count_{name}"] = n
+        names = token_names(spec, f.key)
+        out.update(zip(names.counts, f.counts))
         if f.amount_vs is not None:
-            out[f"{f.key}:amount_vs_{names[-1]}"] = f.amount_vs
-        for name, n in zip(names, f.parties):
-            out[f"{f.key}:{parties[f.key]}s_{name}"] = n
-        out[f"{f.key}:{spec.target}_{window_name(spec.label_window)}"] = f.labelled
+            out[names.amount_vs] = f.amount_vs
+        out.update(zip(names.parties, f.parties))
+        out[names.labelled] = f.labelled
     return out
 
 

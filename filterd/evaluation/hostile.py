@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 
 from filterd.entities.lists import outcome_of
+from filterd.entities.memory import EntitySpec
 from filterd.entities.rules import Rule
 
 Family = Callable[[int], bytes]
@@ -150,6 +151,10 @@ FAMILIES: dict[str, Family] = {
 }
 
 
+# The entity memory the harness runs every family through: the keys `attributes_entities` writes.
+ENTITY_SPEC = EntitySpec(
+    keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
+)
 # Rules that read what the families write (their attributes, fields and entities' features),
 # so that the harness runs every family through the rules' evaluation too (`rule_set`): long
 # texts against texts and sets, 4,000-digit integers and the smallest float against numbers.

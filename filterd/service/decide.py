@@ -18,7 +18,7 @@ alike, and refuse one alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -340,7 +340,7 @@ class Decided:
     failures: list[tuple[int, str, str]]  # (position in the batch, dead-letter reason, error)
     undecodable: list[bool]  # per record, in order: dead-lettered for a reason in UNDECODABLE
     # the list entry or rule that decided, or queued, each decision's message (None: none)
-    overridden: list[Override | None] = field(default_factory=list)
+    overridden: list[Override | None]
 
 
 def decide_payloads(

@@ -110,16 +110,9 @@ def entity_counts(
     conn: Connection, model_id: int, key: str, value: str, now: float, windows: Sequence[int]
 ) -> list[int]:
     """The entity's messages within each window back from `now` (the stream's time)."""
-    return [
-        int(
-            conn.execute(
-                select(func.count()).where(
-                    _of_entity(model_id, key, value), EventRow.at > now - window
-                )
-            ).scalar_one()
-        )
-        for window in windows
-    ]
+    counts = [func.count().filter(EventRow.at > now - window) for window in windows]
+    row = conn.execute(select(*counts).where(_of_entity(model_id, key, value))).one()
+    return [int(n) for n in row]
 
 
 def labelled_count(conn: Connection, model_id: int, key: str, value: str) -> int:

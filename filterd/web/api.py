@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from filterd.entities.lists import ListOutcome
 from filterd.entities.rules import MAX_NAME_LENGTH, MAX_RULE_LENGTH, NAME_PATTERN
 from filterd.service.records import WITHOUT_NUL, Content, Decision, Id, Label, Message
 from filterd.service.review import Reason, ReviewItem
@@ -219,6 +220,16 @@ class ModelInfo(msgspec.Struct, kw_only=True):
 EntityText = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)]
 
 
+# a list entry's or a rule's outcome (`filterd.entities.lists.ListOutcome`)
+Outcome = Annotated[
+    ListOutcome,
+    msgspec.Meta(
+        description="block: decided the target class, allow: decided not the target class, "
+        "whatever the score; review: decided by the model and queued."
+    ),
+]
+
+
 class ListRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """POST /v1/lists: put an entity on a list, replacing its entry if it has one. The analyst
     is the credential's name."""
@@ -228,13 +239,7 @@ class ListRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         msgspec.Meta(description='An attribute key, dotted if nested, or "sender" or "tenant".'),
     ]
     value: EntityText
-    outcome: Annotated[
-        Literal["block", "review", "allow"],
-        msgspec.Meta(
-            description="block: decided the target class, allow: decided not the target "
-            "class, whatever the score; review: decided by the model and queued."
-        ),
-    ]
+    outcome: Outcome
     expires_at: Annotated[
         datetime | None,
         msgspec.Meta(description="Until when (with a time zone); none: until removed."),
@@ -282,13 +287,7 @@ class RuleRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             description='The condition, e.g. "amount > 5000 and customer:count_1h >= 3".',
         ),
     ]
-    outcome: Annotated[
-        Literal["block", "review", "allow"],
-        msgspec.Meta(
-            description="block: decided the target class, allow: decided not the target "
-            "class, whatever the score; review: decided by the model and queued."
-        ),
-    ]
+    outcome: Outcome
     reason: Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL)] | None = None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from filterd.entities.lists import LIST_OUTCOMES, ListEntry
+from filterd.entities.lists import ListEntry
 from filterd.web.api import ListedEntity, ListRequest, ListsPage
 from filterd.web.context import WebContext
 from filterd.web.errors import Problem, decode_body
@@ -30,8 +30,7 @@ def put_entry(context: WebContext, request: ListRequest, analyst: str) -> Listed
     expires = request.expires_at
     if expires is not None and (expires.tzinfo is None or expires <= now):
         raise Problem(422, "a time to come, with its time zone", "$.expires_at")
-    outcome = next(o for o in LIST_OUTCOMES if o == request.outcome)
-    entry = ListEntry(request.key, request.value, outcome, expires, request.reason, analyst)
+    entry = ListEntry(request.key, request.value, request.outcome, expires, request.reason, analyst)
     context.model.put_on_list(entry, now)
     return listed(entry, now)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from filterd.entities.lists import outcome_of
 from filterd.entities.rules import Rule, RuleError, check_names, check_rule_name
 from filterd.web.api import RuleInfo, RuleRequest, RulesPage
 from filterd.web.context import WebContext
@@ -17,6 +16,15 @@ from filterd.web.errors import Problem, decode_body
 
 def rules_page(context: WebContext) -> RulesPage:
     return RulesPage(rules=[rule_info(r) for r in context.model.rules(on_error=_left_out)])
+
+
+def rules_reading(context: WebContext, key: str) -> list[RuleInfo]:
+    """The rules that read the entity key `key`: as an attribute or by its features."""
+    return [
+        rule_info(r)
+        for r in context.model.rules(on_error=_left_out)
+        if any(n == key or n.startswith(f"{key}:") for n in r.names)
+    ]
 
 
 def add_rule(context: WebContext, body: bytes, analyst: str) -> RuleInfo:
@@ -34,9 +42,7 @@ def add(context: WebContext, request: RuleRequest, analyst: str) -> RuleInfo:
     except RuleError as error:
         raise Problem(422, str(error), "$.name") from None
     try:
-        rule = Rule(
-            request.name, request.when, outcome_of(request.outcome), request.reason, analyst
-        )
+        rule = Rule(request.name, request.when, request.outcome, request.reason, analyst)
         check_names(rule.names, config.entities.spec(config.decision.target_class))
     except RuleError as error:
         raise Problem(422, str(error), "$.when") from None

@@ -18,7 +18,7 @@ from typing import Any
 
 from filterd.entities.lists import LIST_OUTCOMES
 from filterd.entities.memory import window_name
-from filterd.entities.rules import feature_names, parse
+from filterd.entities.rules import feature_names
 from filterd.evaluation.calibration import CalibrationError
 from filterd.jobs.calibrate import CalibrationReport, calibrate_configured
 from filterd.service.decide import NotReady
@@ -31,7 +31,7 @@ from filterd.web.context import WebContext
 from filterd.web.errors import Problem
 from filterd.web.lists import listed, lists_page
 from filterd.web.reads import model_info, queue_entries
-from filterd.web.rules import rules_page
+from filterd.web.rules import rules_page, rules_reading
 
 AUDIT_LIMIT = 200  # events on the audit page
 SERIES_BUCKETS = 20  # points of the drift charts
@@ -378,11 +378,7 @@ def entity_view(context: WebContext, key: str, value: str) -> EntityView:
         label_window=window_name(spec.label_window),
         target_class=config.decision.target_class,
         entry=None if entry is None else listed(entry, datetime.now(UTC)),
-        rules=[
-            r
-            for r in rules_page(context).rules
-            if any(n == key or n.startswith(f"{key}:") for n in parse(r.when)[1])
-        ],
+        rules=rules_reading(context, key),
         messages=[
             EntityRow(
                 m.message_id,

@@ -18,8 +18,7 @@ from filterd.bayes.statistics import Statistics
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.override_state import OverrideState
 from filterd.daemon.scorer import queue_for_review
-from filterd.entities import EntitySpec
-from filterd.evaluation.hostile import FAMILIES, RULES, record, rule_set
+from filterd.evaluation.hostile import ENTITY_SPEC, FAMILIES, RULES, record, rule_set
 from filterd.service.config import Review
 from filterd.service.decide import Decided, Decider, ThresholdSetting, decide_payloads
 from filterd.service.review import ReviewItem
@@ -68,9 +67,7 @@ def entities(tmp_path_factory: pytest.TempPathFactory) -> Kept:
     store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('entities') / 'filterd.db'}")
     store.upgrade()
     model = store.create_model("default", ModelSpec("mnb"))
-    spec = EntitySpec(
-        keys=("customer", "terminal", "sender"), counterparties=(("customer", "terminal"),)
-    )
+    spec = ENTITY_SPEC
     for rule in rule_set():
         model.put_rule(rule)
     overrides = OverrideState(model, spec, structlog.get_logger())
