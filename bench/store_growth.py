@@ -11,7 +11,7 @@
   terminal, `feedback.keep_tokens_bytes` 512, `resolve_ttl` 120 days): seeded synthetic payments
   (`filterd.evaluation.synth_transactions`) through the scorer's entity memory
   (`EntityState`) and tokenizer, written as its recorder writes them: the decided message with
-  its tokens and entity record, and the entity events. Reported: bytes a payment in
+  its tokens and entity record, and the entity events with the decision. Reported: bytes a payment in
   `decided_messages` (kept for resolve_ttl) and in `entity_events` (kept for the longest
   window, 30 days), and what 1,000 payments a second keep.
 - Review items (`review_items`): messages of the SMS Spam and SpamAssassin corpora of
@@ -52,6 +52,7 @@ from filterd.service.decide import (
 from filterd.service.records import Message as MessageRecord
 from filterd.service.records import encode
 from filterd.service.review import queued_item
+from filterd.store.entities import DecidedEvent
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 from filterd.tokenize import Tokenizer
@@ -106,7 +107,9 @@ def payments_growth(model: ModelStore, n: int) -> tuple[float, float]:
         with model.transaction() as writing:
             rows = [(m.id, 0, start + i) for i, m in enumerate(batch)]
             writing.record_decided(rows, now, records, kept)
-            writing.record_entity_events(events, now)
+            # with a decision each, as the scorer writes them
+            decided = [DecidedEvent(m, e, "legit", -3.25, "model") for m, e in events]
+            writing.record_entity_events(decided, now)
     engine = model.store.engine
     _, decided_size = table_bytes(engine, "decided_messages")
     _, event_size = table_bytes(engine, "entity_events")

@@ -34,10 +34,12 @@ from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
 from filterd.observe.metrics import Metrics
 from filterd.service.review import ReviewItem
+from filterd.store.entities import DecidedEvent
 from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
 
 Decided = tuple[str, int, int]  # (message id, partition, offset)
+EntityEvents = DecidedEvent | tuple[str, EntityEvent]  # (message id, event[, the decision])
 
 WRITE_ROWS = 50_000  # decided messages per statement
 MAX_PENDING_ROWS = 1_000_000  # ≈150 bytes of memory each
@@ -73,7 +75,7 @@ class Recorder:
         self._rows: list[Decided] = []
         self._entity_records: dict[str, str] = {}
         self._tokens: dict[str, Sequence[str]] = {}
-        self._entity_events: list[tuple[str, EntityEvent]] = []
+        self._entity_events: list[EntityEvents] = []
         self.tickets = 0  # batches taken (`put`)
         self.recorded = 0  # the last ticket whose batch is written
         self._items: list[ReviewItem] = []
@@ -88,7 +90,7 @@ class Recorder:
         rows: Sequence[Decided],
         items: Sequence[ReviewItem],
         entity_records: Mapping[str, str] | None = None,
-        entity_events: Sequence[tuple[str, EntityEvent]] = (),
+        entity_events: Sequence[EntityEvents] = (),
         tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> Written:
         """Take a batch's decided messages and review items (and what the entity memory

@@ -36,12 +36,14 @@ from filterd.daemon.model_state import ModelState
 from filterd.daemon.override_state import OverrideState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.recorder import Recorder
+from filterd.entities.memory import EntityEvent
 from filterd.kafka.consumer import Batch
 from filterd.kafka.processor import Processed, Retry
 from filterd.service.config import Review
 from filterd.service.decide import Decided, decide_payloads
-from filterd.service.records import encode
+from filterd.service.records import Decision, encode
 from filterd.service.review import Reason, ReviewItem, queued_item, review_reasons
+from filterd.store.entities import DecidedEvent
 
 # At a stop, how long the recorder may take to write what is pending (it is usually caught up).
 RECORDER_STOP_SECONDS = 0.5
@@ -110,7 +112,7 @@ class Scorer(Loop):
             [(d.message_id, d.partition, d.offset) for d in result.decisions],
             queue_for_review(result, self.queue),
             entity_records,
-            entity_events,
+            with_decisions(entity_events, result.decisions),
             {
                 d.message_id: t.tokens
                 for d, t in zip(result.decisions, result.tokens)
@@ -147,6 +149,15 @@ def fits(tokens: Sequence[str], limit: int) -> bool:
     if len(tokens) > limit or sum(map(len, tokens)) + len(tokens) - 1 > limit:
         return False  # a character is at least a byte: no need to encode
     return len("\x00".join(tokens).encode("utf-8", "surrogatepass")) <= limit
+
+
+def with_decisions(
+    events: Sequence[tuple[str, EntityEvent]], decisions: Sequence[Decision]
+) -> list[DecidedEvent]:
+    """A batch's entity events, each with its message's decision (what an analyst's entity page
+    shows beside the message)."""
+    decided = {d.message_id: (d.label, d.score, d.decided_by) for d in decisions}
+    return [DecidedEvent(m, event, *decided.get(m, (None, None, None))) for m, event in events]
 
 
 def queue_for_review(result: Decided, queue: Review) -> list[ReviewItem]:

@@ -1,12 +1,12 @@
 """The entity memory's rows (`filterd.entities`): what every scorer's memory is rebuilt from and
 kept in step with.
 
-- `entity_events`: one row per (message, entity) a scorer decided, written in bulk with the
-  batch's decided messages (`record_events`, by the scorer's recorder). Another scorer reads the
-  rows written since it last looked (`events_written_since`), so that a velocity counts every
-  scorer's messages within seconds; a scorer starting reads the longest window back
-  (`events_since`). Keyed by message and entity key: a message decided again (a batch read
-  again after a crash, a rebalance) is one row, its latest.
+- `entity_events`: one row per (message, entity) a scorer decided, with the decision, written
+  in bulk with the batch's decided messages (`record_events`, by the scorer's recorder). Another
+  scorer reads the rows written since it last looked (`events_written_since`), so that a
+  velocity counts every scorer's messages within seconds; a scorer starting reads the longest
+  window back (`events_since`). Keyed by message and entity key: a message decided again (a
+  batch read again after a crash, a rebalance) is one row, its latest.
 - `entity_labels`: one row per (message, entity) labelled the target class, written by the
   learner in its batch's transaction (`record_labels`); a relabel out of the target class
   deletes the message's rows (`unlabel`). Read like the events.
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Engine, Select, and_, delete, func, select
 
@@ -50,55 +51,92 @@ class EntityLabelled:
     at: float
 
 
+class DecidedEvent(NamedTuple):
+    """An entity event of a decided message, with the decision (None: not told)."""
+
+    message_id: str
+    event: EntityEvent
+    label: str | None = None
+    score: float | None = None
+    decided_by: str | None = None
+
+
 def record_events(
-    conn: Connection, model_id: int, events: Sequence[tuple[str, EntityEvent]], now: datetime
+    conn: Connection,
+    model_id: int,
+    events: Sequence[DecidedEvent | tuple[str, EntityEvent]],
+    now: datetime,
 ) -> None:
-    """Upsert entity events, (message id, event) each, written at `now`; of one message and
-    key given twice, the last counts."""
-    latest = {(m, e.key): e for m, e in events}
+    """Upsert entity events (`DecidedEvent`, or (message id, event)) written at `now`; of one
+    message and key given twice, the last counts."""
+    latest = {(e[0], e[1].key): DecidedEvent(*e) for e in events}
+    rows = list(latest.values())
     insert_columns(
         conn,
         EventRow.__table__,
         {
-            "model_id": [model_id] * len(latest),
-            "id_hash": [id_hash(m) for m, _ in latest],
-            "message_id": [m for m, _ in latest],
-            "key": [k for _, k in latest],
-            "value": [e.value for e in latest.values()],
-            "at": [e.at for e in latest.values()],
-            "amount": [e.amount for e in latest.values()],
-            "party": [e.party for e in latest.values()],
-            "written_at": [now] * len(latest),
+            "model_id": [model_id] * len(rows),
+            "id_hash": [id_hash(r.message_id) for r in rows],
+            "message_id": [r.message_id for r in rows],
+            "key": [r.event.key for r in rows],
+            "value": [r.event.value for r in rows],
+            "at": [r.event.at for r in rows],
+            "amount": [r.event.amount for r in rows],
+            "party": [r.event.party for r in rows],
+            "written_at": [now] * len(rows),
+            "label": [r.label for r in rows],
+            "score": [r.score for r in rows],
+            "decided_by": [r.decided_by for r in rows],
         },
         conflict=("model_id", "id_hash", "key"),
-        update=("message_id", "value", "at", "amount", "party", "written_at"),
+        update=(
+            "message_id",
+            "value",
+            "at",
+            "amount",
+            "party",
+            "written_at",
+            "label",
+            "score",
+            "decided_by",
+        ),
     )
 
 
 @dataclass(frozen=True)
 class EntityMessage:
     """A message of an entity, as the memory recorded it: its id, the stream's time, its amount
-    and counterparty."""
+    and counterparty; and its decision (None: not told, or decided before revision 0016)."""
 
     message_id: str
     at: float
     amount: float | None
     party: str | None
+    label: str | None = None
+    score: float | None = None
+    decided_by: str | None = None
 
 
 def entity_messages(
     conn: Connection, model_id: int, key: str, value: str, limit: int
 ) -> list[EntityMessage]:
     """The newest `limit` messages of the entity (key, value) whose events keep their id
-    (revision 0015 on), newest first."""
+    (revision 0015 on), newest first, with their decisions (revision 0016 on)."""
     query = (
-        select(EventRow.message_id, EventRow.at, EventRow.amount, EventRow.party)
+        select(
+            EventRow.message_id,
+            EventRow.at,
+            EventRow.amount,
+            EventRow.party,
+            EventRow.label,
+            EventRow.score,
+            EventRow.decided_by,
+        )
         .where(_of_entity(model_id, key, value), EventRow.message_id.is_not(None))
         .order_by(EventRow.at.desc())
         .limit(limit)
     )
-    rows = conn.execute(query)
-    return [EntityMessage(str(m), at, amount, party) for m, at, amount, party in rows]
+    return [EntityMessage(str(row[0]), *row[1:]) for row in conn.execute(query)]
 
 
 def entity_message_ids(model_id: int, key: str, value: str) -> Select[str | None]:

@@ -637,9 +637,10 @@ class ModelTransaction:
         )
 
     def record_entity_events(
-        self, events: Sequence[tuple[str, EntityEvent]], now: datetime
+        self, events: Sequence[entities.DecidedEvent | tuple[str, EntityEvent]], now: datetime
     ) -> None:
-        """Upsert entity events, (message id, event) each (`filterd.store.entities`)."""
+        """Upsert entity events, (message id, event) each, with the message's decision if told
+        (`filterd.store.entities.DecidedEvent`)."""
         entities.record_events(self._conn, self.ref.id, events, now)
 
     def record_entity_labels(

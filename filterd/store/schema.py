@@ -290,6 +290,10 @@ class EntityEvent(Base):
     amount: Mapped[float | None] = mapped_column(Float, nullable=True)
     party: Mapped[str | None] = mapped_column(String(200), nullable=True)
     written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # the message's decision (None: written before revision 0016), for an analyst's entity page
+    label: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(8), nullable=True)
 
 
 class EntityLabel(Base):

@@ -340,6 +340,10 @@ class EntityRow:
     amount: float | None
     party: str | None
     label: str | None  # the label last received, if any
+    # its decision while the store keeps it (None: pruned, or decided before it was kept)
+    decided: str | None
+    score: float | None
+    decided_by: str | None
 
 
 @dataclass(frozen=True)
@@ -386,6 +390,9 @@ def entity_view(context: WebContext, key: str, value: str) -> EntityView:
                 m.amount,
                 m.party,
                 labels.get(m.message_id),
+                m.label,
+                m.score,
+                m.decided_by,
             )
             for m in found
         ],

@@ -71,6 +71,12 @@ def test_payments_are_decided_with_entity_memory_lists_and_rules(
     daemon.wait_for(lambda: len(stored()) == 10, what="the entity events in the store")
     assert ("p3", "customer", "c1") in stored() and ("p3", "terminal", "t0") in stored()
     assert [m.message_id for m in model.entity_messages("customer", "c1")] == ["p3", "p2", "p1"]
+    # each with the decision it was given, as the entity page shows it
+    (blocked,) = model.entity_messages("customer", "c2")
+    assert (blocked.label, blocked.decided_by) == ("spam", "rule")
+    assert blocked.score == decided["p4"]["score"]
+    (allowed,) = model.entity_messages("customer", "c-vip")
+    assert (allowed.label, allowed.decided_by) == ("ham", "list")
     assert daemon.metric("filterd_decisions_total", label="spam", decided_by="rule") == 1
     assert daemon.metric("filterd_decisions_total", label="ham", decided_by="list") == 1
     (item,) = [i for i in model.review_items(limit=None) if i.reason == "rule"]

@@ -9,6 +9,7 @@ from sqlalchemy import insert
 from filterd.bayes.model import ModelSpec
 from filterd.entities.memory import EntityEvent
 from filterd.entities.rules import Rule, RuleError
+from filterd.store.entities import DecidedEvent
 from filterd.store.handle import ModelStore, Store
 from filterd.store.schema import Rule as RuleRow
 
@@ -70,18 +71,27 @@ def test_a_stored_rule_that_no_longer_parses_is_left_out_told_and_removable(
 
 
 def test_an_entitys_messages_and_counts_are_read_by_entity(store: Store) -> None:
-    """The workbench's entity page reads (`filterd.store.entities`), on both databases."""
+    """The workbench's entity page reads (`filterd.store.entities`), with the decisions of the
+    messages, on both databases."""
     model = store.create_model("default", ModelSpec("mnb"))
     t = 1.8e9
     with model.transaction() as writing:
         writing.record_entity_events(
             [
-                ("m1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9")),
+                DecidedEvent(
+                    "m1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9"), "fraud", -2.5, "list"
+                ),
                 ("m2", EntityEvent("customer", "c1", t - 60, None, None)),
                 ("m3", EntityEvent("customer", "c2", t, 5.0, None)),
             ],
             T0,
         )
-    assert [m.message_id for m in model.entity_messages("customer", "c1")] == ["m2", "m1"]
+    found = model.entity_messages("customer", "c1")
+    assert [m.message_id for m in found] == ["m2", "m1"]
+    # with the decision their rows keep (none told for m2)
+    assert [(m.label, m.score, m.decided_by) for m in found] == [
+        (None, None, None),
+        ("fraud", -2.5, "list"),
+    ]
     assert model.entity_counts("customer", "c1", t, [3600, 86400]) == [1, 2]
     assert model.entity_counts("customer", "none", t, [3600]) == [0]

@@ -16,7 +16,7 @@ from filterd.evaluation.synth import SynthConfig, generate
 from filterd.service.config import Config
 from filterd.service.records import Decision
 from filterd.store.decided import id_hash
-from filterd.store.entities import EntityLabelled
+from filterd.store.entities import DecidedEvent, EntityLabelled
 from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
 from tests.conftest import fresh_postgres
@@ -326,7 +326,9 @@ def test_an_entitys_page_shows_its_messages_velocity_and_labels_them_all_at_once
         writing.record_entity_events(
             [
                 ("q1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9")),
-                ("q2", EntityEvent("customer", "c1", t - 60, 500.0, "t9")),
+                DecidedEvent(
+                    "q2", EntityEvent("customer", "c1", t - 60, 500.0, "t9"), "spam", 3.25, "rule"
+                ),
                 ("q2", EntityEvent("terminal", "t9", t - 60, 500.0, None)),
                 ("q3", EntityEvent("customer", "c2", t, 5.0, None)),
             ],
@@ -341,6 +343,9 @@ def test_an_entitys_page_shows_its_messages_velocity_and_labels_them_all_at_once
         "q2",
         "q1",
     ]
+    # each message's decision: q1's was not told
+    decisions = re.findall(r'<td class="decision">(.*?)</td><td class="num">([^<]*)</td>', page)
+    assert decisions == [('spam <span class="muted small">by rule</span>', "3.25"), ("", "")]
     assert "<dt>Messages in the last 1h</dt><dd>1</dd>" in page
     assert "<dt>Messages in the last 1d</dt><dd>2</dd>" in page
     assert '<dd id="labelled">1</dd>' in page and "On no list." in page
