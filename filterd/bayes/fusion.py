@@ -12,7 +12,9 @@ regression, one gradient step per message (Lynam & Cormack, SIGIR 2006):
     w ← w + η (y − σ(w·x)) x,      x = (1, g(s_1), …, g(s_k)),   y ∈ {0, 1}
 
 The daemon keeps the window form: `window_weights` is one such pass from w = 0 over the newest
-rows of (component scores on arrival, label), a minority target weighing as much as the rest:
+rows of each class (`newest_of_each`: a rare target's rows reach further back, so that the pass
+sees enough of them) of (component scores on arrival, label), in arrival order, a minority target
+weighing as much as the rest:
 each step of a row of the rest counts 1 / `target_weight` (no step is larger than η, however
 rare the target), so the weights are a function of stored rows and a relabel is exact — correct
 the row. The calibration job computes them with each threshold version (the τ is chosen on the
@@ -47,7 +49,7 @@ except ImportError:  # pragma: no cover - depends on the build
     c_logistic_pass = None
 
 RATE = 0.02
-WINDOW = 5000  # rows the weights are learned from (the newest), as `drift.window` keeps
+WINDOW = 5000  # rows of each class the weights are learned from (the newest)
 REFIT_EVERY = 100  # the online protocol, once the window is full: messages between two fits
 
 # Estimators reading the token views of one statistics table (`filterd.bayes.vocab.VIEWS`):
@@ -204,12 +206,29 @@ def logistic_pass_python(
     return np.array(w)
 
 
+def newest_of_each(targets: Int64Array, rest: Int64Array, end: int, window: int) -> Int64Array:
+    """The positions, in order, of the newest `window` rows of each class before `end`, given
+    the positions of the target's rows and of the rest's (each in order). With frauds at 0.7 %
+    of the traffic, the newest 5,000 rows hold some 35 frauds: too few for the weights to learn
+    which component ranks the top best.
+
+    >>> newest_of_each(np.array([0, 5]), np.array([1, 2, 3, 4, 6]), end=6, window=2).tolist()
+    [0, 3, 4, 5]
+    """
+    t, r = np.searchsorted(targets, end), np.searchsorted(rest, end)
+    newest = np.concatenate([targets[max(0, t - window) : t], rest[max(0, r - window) : r]])
+    return np.sort(newest)
+
+
 def fit_weights(scores: FloatArray, y: BoolArray, window: int = WINDOW) -> tuple[float, ...]:
     """The weights the daemon would hold after `scores` (n, k) with labels `y`, in arrival order:
-    `window_weights` over the newest `window` rows (`initial_weights` for no rows)."""
+    `window_weights` over the newest `window` rows of each class (`initial_weights` for no
+    rows)."""
     if len(y) == 0:
         return initial_weights(np.shape(scores)[1])
-    w = window_weights(features(scores[-window:]), np.asarray(y[-window:], dtype=bool))
+    y = np.asarray(y, dtype=bool)
+    rows = newest_of_each(np.flatnonzero(y), np.flatnonzero(~y), len(y), window)
+    w = window_weights(features(scores[rows]), y[rows])
     return tuple(float(v) for v in w)
 
 
@@ -221,19 +240,20 @@ def replay_fused(
     visible: Int64Array | None = None,
 ) -> FloatArray:
     """(n,) z of the online protocol: message t is combined with the weights of one pass over
-    the newest `window` rows learned before it (`fit_weights`, the daemon's formula): the rows
-    before t, or with late labels the first v_t (`visible`). The weights are recomputed for every
-    new row while the rows fit the window and every `refit_every` new rows after;
-    `initial_weights` before the first row."""
+    the newest `window` rows of each class learned before it (`fit_weights`, the daemon's
+    formula): of the rows before t, or with late labels of the first v_t (`visible`). The
+    weights are recomputed for every new row while the rows fit the window and every
+    `refit_every` new rows after; `initial_weights` before the first row."""
     x = features(scores)
     y = np.asarray(y, dtype=bool)
+    targets, rest = np.flatnonzero(y), np.flatnonzero(~y)
     out = np.zeros(len(y))
     w = np.array(initial_weights(x.shape[1] - 1))
     fitted = 0  # rows the weights were learned from
     for t in range(len(y)):
         learned = t if visible is None else int(visible[t])
         if learned > fitted and (learned <= window or learned - fitted >= refit_every):
-            rows = slice(max(0, learned - window), learned)
+            rows = newest_of_each(targets, rest, learned, window)
             w = window_weights(x[rows], y[rows])
             fitted = learned
         out[t] = float(x[t] @ w)

@@ -195,11 +195,18 @@ def test_the_online_replay_refits_the_weights_as_the_daemon_would() -> None:
     for t in (1, 120, window, window + every - 1):
         rows = slice(0, min(t, window))
         assert z[t] == pytest.approx(x[t] @ fusion.window_weights(x[rows], y[rows])), t
-    # then the newest `window` rows, refitted every `every` messages
+    # then the newest `window` rows of each class, refitted every `every` messages
     for t in (window + every, window + every + 1, 699):
         r = window + (t - window) // every * every
-        expected = x[t] @ fusion.window_weights(x[r - window : r], y[r - window : r])
+        rows = newest_of_each_class(y[:r], window)
+        expected = x[t] @ fusion.window_weights(x[rows], y[rows])
         assert z[t] == pytest.approx(expected), t
+
+
+def newest_of_each_class(y: BoolArray, window: int) -> list[int]:
+    targets = [i for i, target in enumerate(y) if target][-window:]
+    rest = [i for i, target in enumerate(y) if not target][-window:]
+    return sorted(targets + rest)
 
 
 @pytest.mark.skipif(fusion.c_logistic_pass is None, reason="filterd._speedups not built")
@@ -227,10 +234,13 @@ def test_the_c_pass_agrees_with_its_reference(
     assert np.array_equal(fusion.window_weights(x, y, rate), reference)
 
 
-def test_fit_weights_reads_the_newest_rows_in_arrival_order() -> None:
+def test_fit_weights_reads_the_newest_rows_of_each_class_in_arrival_order() -> None:
     y, scores = two_noisy_views(n=400)
+    y &= np.arange(400) % 3 == 0  # a rare target (some 40 rows): every one is read
+    rows = newest_of_each_class(y, 100)
+    assert set(np.flatnonzero(y)) <= set(rows) and len(rows) == np.count_nonzero(y) + 100
     w = fusion.fit_weights(scores, y, window=100)
-    assert np.allclose(w, fusion.window_weights(fusion.features(scores[-100:]), y[-100:]))
+    assert np.allclose(w, fusion.window_weights(fusion.features(scores[rows]), y[rows]))
     assert fusion.fit_weights(scores[:0], y[:0]) == fusion.initial_weights(2)
 
 
