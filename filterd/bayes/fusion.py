@@ -11,10 +11,10 @@ regression, one gradient step per message (Lynam & Cormack, SIGIR 2006):
 
     w ← w + η (y − σ(w·x)) x,      x = (1, g(s_1), …, g(s_k)),   y ∈ {0, 1}
 
-The daemon keeps the window form: `window_weights` is one such pass from w = 0 over the newest
-rows of each class (`newest_of_each`: a rare target's rows reach further back, so that the pass
-sees enough of them) of (component scores on arrival, label), in arrival order, a minority target
-weighing as much as the rest:
+The daemon keeps the window form: `window_weights` is `PASSES` such passes from w = 0 over the
+newest rows of each class (`newest_of_each`: a rare target's rows reach further back, so that
+the fit sees enough of them) of (component scores on arrival, label), in arrival order, a
+minority target weighing as much as the rest:
 each step of a row of the rest counts 1 / `target_weight` (no step is larger than η, however
 rare the target), so the weights are a function of stored rows and a relabel is exact — correct
 the row. The calibration job computes them with each threshold version (the τ is chosen on the
@@ -49,6 +49,10 @@ except ImportError:  # pragma: no cover - depends on the build
     c_logistic_pass = None
 
 RATE = 0.02
+# Passes over the window's rows: one pass from w = 0 leaves the weights short of the fit; two
+# were chosen by leaving one corpus out (docs/benchmarks.md, "Which components does the fusion
+# combine?").
+PASSES = 2
 WINDOW = 5000  # rows of each class the weights are learned from (the newest)
 REFIT_EVERY = 100  # the online protocol, once the window is full: messages between two fits
 
@@ -175,21 +179,24 @@ def online_fusion(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArray
     return out
 
 
-def window_weights(x: FloatArray, y: BoolArray, rate: float = RATE) -> FloatArray:
-    """The weights of one pass from w = 0 over the rows in order, a target row's step of
-    `rate` and the others' `target_weight(y)` times smaller. (Scaling the target's steps up
-    instead made steps of 140 η with frauds at 0.7 % of the traffic: the pass did not settle.)
+def window_weights(
+    x: FloatArray, y: BoolArray, rate: float = RATE, passes: int = PASSES
+) -> FloatArray:
+    """The weights of `passes` passes from w = 0 over the rows in order (the second starting
+    where the first ended), a target row's step of `rate` and the others' `target_weight(y)`
+    times smaller. (Scaling the target's steps up instead made steps of 140 η with frauds at
+    0.7 % of the traffic: the pass did not settle.)
 
     >>> x = features(np.array([[3.0], [-2.0]] * 200))
     >>> w = window_weights(x, np.array([True, False] * 200))
     >>> bool(w[1] > 0)  # the component's score points the right way
     True
     """
-    y = np.ascontiguousarray(y, dtype=bool)
     rest_rate = rate / target_weight(y)
+    x = np.tile(np.asarray(x, dtype=np.float64), (passes, 1))  # the rows, again and again
+    y = np.tile(np.asarray(y, dtype=bool), passes)
     if c_logistic_pass is None:
         return logistic_pass_python(x, y, rest_rate, rate)
-    x = np.ascontiguousarray(x, dtype=np.float64)
     weights = c_logistic_pass(x, y, rest_rate, rate, x.shape[1])
     return np.frombuffer(weights, dtype=np.float64).copy()
 
@@ -239,7 +246,7 @@ def replay_fused(
     window: int = WINDOW,
     visible: Int64Array | None = None,
 ) -> FloatArray:
-    """(n,) z of the online protocol: message t is combined with the weights of one pass over
+    """(n,) z of the online protocol: message t is combined with the weights of the passes over
     the newest `window` rows of each class learned before it (`fit_weights`, the daemon's
     formula): of the rows before t, or with late labels of the first v_t (`visible`). The
     weights are recomputed for every new row while the rows fit the window and every

@@ -229,9 +229,14 @@ def test_the_c_pass_agrees_with_its_reference(
     passed = fusion.c_logistic_pass(x, y, rate, rate * weight, k + 1)
     expected = fusion.logistic_pass_python(x, y, rate, rate * weight)
     assert np.array_equal(np.frombuffer(passed), expected)  # the same sums in the same order
-    # window_weights is the pass with the window's own target weight
-    reference = fusion.logistic_pass_python(x, y, rate / fusion.target_weight(y), rate)
-    assert np.array_equal(fusion.window_weights(x, y, rate), reference)
+    # window_weights is the pass with the window's own target weight, PASSES times over the rows
+    rest = rate / fusion.target_weight(y)
+    reference = fusion.logistic_pass_python(x, y, rest, rate)
+    assert np.array_equal(fusion.window_weights(x, y, rate, passes=1), reference)
+    again = fusion.logistic_pass_python(
+        np.tile(x, (fusion.PASSES, 1)), np.tile(y, fusion.PASSES), rest, rate
+    )
+    assert np.array_equal(fusion.window_weights(x, y, rate), again)
 
 
 def test_fit_weights_reads_the_newest_rows_of_each_class_in_arrival_order() -> None:
