@@ -12,6 +12,9 @@ and each candidate set of components is combined as `filterd evaluate --variant 
 figure is (1−AUC)% over the whole stream. For each corpus in turn, the set with the lowest
 geometric mean over the *other* corpora is chosen and measured on the one left out.
 
+--passes P [P ...] compares instead the fusion's components (`fusion.COMPONENTS`) combined with
+P passes over the window's rows each (`fusion.window_weights`), by the same rule.
+
 --sizes prints instead the model's size: the distinct tokens of each view once the whole corpus
 is learned, against those of the default's tokenizer (words alone).
 """
@@ -117,6 +120,12 @@ def sizes(corpora: list[str]) -> None:
         )
 
 
+def passes_sets(passes: list[int]) -> dict[str, tuple[list[str], int]]:
+    """`fusion.COMPONENTS` combined with each number of passes."""
+    members = [str(spec) for spec in fusion.COMPONENTS]
+    return {f"fusion.COMPONENTS, {p} pass{'es' if p > 1 else ''}": (members, p) for p in passes}
+
+
 def geometric_mean(values: list[float]) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
@@ -125,14 +134,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--corpus", action="append", choices=list(CORPUS_LABELS))
     parser.add_argument("--sizes", action="store_true", help="the model's size instead")
+    parser.add_argument(
+        "--passes", type=int, nargs="+", metavar="P", help="compare passes over the window instead"
+    )
     args = parser.parse_args()
     if args.sizes:
         sizes([c for c in args.corpus or CORPUS_LABELS if (CORPORA / c).exists()])
         return
     t_start = time.perf_counter()
     tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
-    specs, sets = pool(), candidate_sets()
+    sets = (
+        passes_sets(args.passes)
+        if args.passes
+        else {name: (members, fusion.PASSES) for name, members in candidate_sets().items()}
+    )
+    used = {name for members, _ in sets.values() for name in members}
+    specs = {name: spec for name, spec in pool().items() if name in used}
     figures: dict[str, dict[str, float]] = {name: {} for name in sets}
+    alone_scores: dict[str, float] = {}  # Robinson–Fisher alone, the first component
     for corpus in args.corpus or list(CORPUS_LABELS):
         path = CORPORA / corpus / "messages.jsonl.gz"
         if not path.exists():
@@ -143,12 +162,16 @@ def main() -> None:
         y = np.array([r.label == "spam" for r in stream])
         batch = tokenized.batch_of(stream)
         scores = {name: online_scores(batch, y, spec) for name, spec in specs.items()}
-        for name, members in sets.items():
+        alone_scores[corpus] = ranking.one_minus_auc_pct(scores[str(fusion.COMPONENTS[0])], y)
+        for name, (members, passes) in sets.items():
             combined = np.column_stack([scores[m] for m in members])
-            z = combined[:, 0] if len(members) == 1 else fusion.replay_fused(combined, y)
+            z = (
+                combined[:, 0]
+                if len(members) == 1
+                else fusion.replay_fused(combined, y, passes=passes)
+            )
             figures[name][corpus] = ranking.one_minus_auc_pct(z, y)
-    alone = "Robinson–Fisher alone (the first component)"
-    corpora = [c for c in CORPUS_LABELS if c in figures[alone]]
+    corpora = [c for c in CORPUS_LABELS if c in alone_scores]
     print(
         f"Produced by `python bench/components.py` on {time.strftime('%Y-%m-%d')}, "
         f"{cpu_model()} ({time.perf_counter() - t_start:.0f} s); online (1−AUC)%.\n"
@@ -161,7 +184,7 @@ def main() -> None:
     for out in corpora:
         rest = [c for c in corpora if c != out]
         chosen = min(sets, key=lambda n: geometric_mean([figures[n][c] for c in rest]))
-        print(f"| {out} | {chosen} | {figures[chosen][out]:.3f} | {figures[alone][out]:.3f} |")
+        print(f"| {out} | {chosen} | {figures[chosen][out]:.3f} | {alone_scores[out]:.3f} |")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,11 @@ tokenizer of the fusion (`tokenizer_of`: words, character 4-grams and word pairs
 every component of `filterd.bayes.fusion.COMPONENTS` replays the stream
 (`replay_components`: each message scored by everything learned before it), and the fusion
 combines them as `filterd evaluate --variant fusion --protocol online` does
-(`fusion.replay_fused`: the weights of one pass over the newest 5,000 rows of each class
-before each message, recomputed every message while the window fills and every 100 after). For reference,
-"sgd" carries one online pass over the whole stream (Lynam & Cormack's form, which a relabel
-could not correct exactly). Reported: (1−AUC)% over every message (the TREC figure of `filterd
-evaluate`) and over the messages after the first 500.
+(`fusion.replay_fused`: the weights of two passes over the newest 5,000 rows of each class
+before each message, recomputed every message while the window fills and every 100 after). For
+reference, "sgd" carries one online pass over the whole stream (Lynam & Cormack's form, which a
+relabel could not correct exactly). Reported: (1−AUC)% over every message (the TREC figure of
+`filterd evaluate`) and over the messages after the first 500.
 
 Split: `filterd.evaluation.protocols.evaluate` with the default spec and with the fusion (its
 weights those of a daemon that learned the training part as a stream): AUC, (1−AUC)% and

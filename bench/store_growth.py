@@ -11,9 +11,9 @@
   terminal, `feedback.keep_tokens_bytes` 512, `resolve_ttl` 120 days): seeded synthetic payments
   (`filterd.evaluation.synth_transactions`) through the scorer's entity memory
   (`EntityState`) and tokenizer, written as its recorder writes them: the decided message with
-  its tokens and entity record, and the entity events with the decision. Reported: bytes a payment in
-  `decided_messages` (kept for resolve_ttl) and in `entity_events` (kept for the longest
-  window, 30 days), and what 1,000 payments a second keep.
+  its tokens and entity record, and the entity events with the decision. Reported: bytes a
+  payment in `decided_messages` (kept for resolve_ttl) and in `entity_events` (kept for the
+  longest window, 30 days), and what 1,000 payments a second keep.
 - Review items (`review_items`): messages of the SMS Spam and SpamAssassin corpora of
   ../shared/corpora (synthetic texts without them) decided by a model learned from the rest of
   the corpus, queued as the scorer queues them (`queued_item`, `queue_review`), with the default

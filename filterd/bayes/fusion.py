@@ -245,9 +245,10 @@ def replay_fused(
     refit_every: int = REFIT_EVERY,
     window: int = WINDOW,
     visible: Int64Array | None = None,
+    passes: int = PASSES,
 ) -> FloatArray:
-    """(n,) z of the online protocol: message t is combined with the weights of the passes over
-    the newest `window` rows of each class learned before it (`fit_weights`, the daemon's
+    """(n,) z of the online protocol: message t is combined with the weights of `passes` passes
+    over the newest `window` rows of each class learned before it (`fit_weights`, the daemon's
     formula): of the rows before t, or with late labels of the first v_t (`visible`). The
     weights are recomputed for every new row while the rows fit the window and every
     `refit_every` new rows after; `initial_weights` before the first row."""
@@ -261,7 +262,7 @@ def replay_fused(
         learned = t if visible is None else int(visible[t])
         if learned > fitted and (learned <= window or learned - fitted >= refit_every):
             rows = newest_of_each(targets, rest, learned, window)
-            w = window_weights(x[rows], y[rows])
+            w = window_weights(x[rows], y[rows], passes=passes)
             fitted = learned
         out[t] = float(x[t] @ w)
     return out
