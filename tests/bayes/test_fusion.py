@@ -198,8 +198,8 @@ def test_the_online_replay_refits_the_weights_as_the_daemon_would() -> None:
     # then the newest `window` rows of each class, refitted every `every` messages
     for t in (window + every, window + every + 1, 699):
         r = window + (t - window) // every * every
-        rows = newest_of_each_class(y[:r], window)
-        expected = x[t] @ fusion.window_weights(x[rows], y[rows])
+        newest = newest_of_each_class(y[:r], window)
+        expected = x[t] @ fusion.window_weights(x[newest], y[newest])
         assert z[t] == pytest.approx(expected), t
 
 
