@@ -3,6 +3,8 @@ test and the client settings that make consumer-group joins take ~1 s instead of
 embedded PostgreSQL 18 per session with a fresh database per test."""
 
 import os
+import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,3 +156,19 @@ def fresh_postgres(server_uri: str) -> str:
     admin.dispose()
     base, _, query = server_uri.partition("?")
     return f"{base.rsplit('/', 1)[0]}/{name}?{query}"
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    """/proc/PID/status as its fields (State; ShdPnd: the signals pending for the process)."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+def stop_process(pid: int, timeout: float = 10.0) -> None:
+    """SIGSTOP `pid` and wait until the kernel has stopped it: the kernel takes a stop when the
+    process next runs, so until then it may still answer, and a SIGCONT cancels the stop."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while not proc_status(pid)["State"].startswith("T"):
+        assert time.monotonic() < deadline, f"process {pid} did not stop within {timeout} s"
+        time.sleep(0.01)

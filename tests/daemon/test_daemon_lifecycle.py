@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from filterd.store.handle import Store
 from filterd.store.schema import FeedbackLedger, Holdout
-from tests.conftest import fresh_postgres
+from tests.conftest import fresh_postgres, proc_status, stop_process
 from tests.daemon.conftest import DaemonProcess, StartDaemon, ids_of, message, produce, read_all
 from tests.daemon.test_daemon import (
     STREAM,
@@ -237,23 +237,16 @@ def test_a_second_signal_exits_at_once(
     # The kernel takes a stop when the process next runs, and a SIGCONT sent before that cancels
     # it: each step is waited for in /proc, so neither signal can be taken before the resume.
     pid = daemon.started().pid
-    daemon.signal(signal.SIGSTOP)
-    daemon.wait_for(lambda: _proc_status(pid)["State"].startswith("T"), what="the stop")
+    stop_process(pid)
     daemon.signal(signal.SIGINT)
     daemon.signal(signal.SIGTERM)
     both = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
     daemon.wait_for(
-        lambda: int(_proc_status(pid)["ShdPnd"], 16) & both == both, what="both signals pending"
+        lambda: int(proc_status(pid)["ShdPnd"], 16) & both == both, what="both signals pending"
     )
     daemon.signal(signal.SIGCONT)
     # 128 + the second signal's number (os._exit), not 0 (the clean stop)
     assert daemon.wait(10) in (128 + signal.SIGINT, 128 + signal.SIGTERM)
-
-
-def _proc_status(pid: int) -> dict[str, str]:
-    """/proc/PID/status as its fields (State, ShdPnd: the signals pending for the process)."""
-    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
 
 
 def test_a_broker_unreachable_at_start_up_is_waited_for_a_restart_survived_a_hang_not_waited_out(

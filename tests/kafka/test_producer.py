@@ -19,6 +19,7 @@ from filterd.kafka.partitioner import partitions_of
 from filterd.kafka.producer import BatchProducer, Deadline, NotSent, PublishError
 from filterd.kafka.publisher import Publisher
 from filterd.kafka.settings import CODEC_INSTALLED
+from tests.conftest import stop_process
 from tests.daemon.conftest import Consumed, read_all
 
 
@@ -148,7 +149,7 @@ def test_a_probe_keeps_records_from_a_stalled_broker_that_would_append_them_late
     producer = BatchProducer(kafka)
     try:
         producer.publish([(topic, b"k", b"before")], timeout=30)  # connected, metadata known
-        os.kill(local._process.pid, signal.SIGSTOP)  # its kernel still takes bytes for it
+        stop_process(local._process.pid)  # its kernel still takes bytes for it
         with pytest.raises(NotSent, match="did not answer"):
             producer.publish([(topic, b"k", b"probed")], timeout=1.5, probe=True)
         with pytest.raises(PublishError) as unprobed:

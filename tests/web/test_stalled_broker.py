@@ -20,7 +20,7 @@ from filterd.demo.broker import LocalBroker
 from filterd.kafka.admin import create_topics
 from filterd.service.config import Config
 from filterd.web.labels import WAITING
-from tests.conftest import TOPIC_KINDS
+from tests.conftest import TOPIC_KINDS, stop_process
 from tests.daemon.conftest import read_all, valid
 from tests.web.browser import wait_until
 from tests.web.client import Client, csrf_of
@@ -88,7 +88,7 @@ def test_a_stalled_broker_refuses_labels_in_time_and_stalls_nothing_else(
     )
     assert status == 202
 
-    os.kill(local._process.pid, signal.SIGSTOP)
+    stop_process(local._process.pid)
     try:
         posts = ThreadPoolExecutor(LABEL_POSTS + 2)
 
@@ -157,7 +157,7 @@ def test_the_analyst_sees_that_a_label_was_not_recorded(
     flash = browser.find_element(By.ID, "flash")
     assert not flash.is_displayed()
 
-    os.kill(local._process.pid, signal.SIGSTOP)
+    stop_process(local._process.pid)
     try:
         press(browser, "s")  # the current row's label, through htmx
         wait_until(
