@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 
 from structlog.typing import FilteringBoundLogger
 
-from filterd.entities.memory import EntityEvent
 from filterd.kafka.processor import Backoff
 from filterd.observe.health import Health
 from filterd.observe.logs import Repeats
@@ -39,7 +38,6 @@ from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
 
 Decided = tuple[str, int, int]  # (message id, partition, offset)
-EntityEvents = DecidedEvent | tuple[str, EntityEvent]  # (message id, event[, the decision])
 
 WRITE_ROWS = 50_000  # decided messages per statement
 MAX_PENDING_ROWS = 1_000_000  # ≈150 bytes of memory each
@@ -75,7 +73,7 @@ class Recorder:
         self._rows: list[Decided] = []
         self._entity_records: dict[str, str] = {}
         self._tokens: dict[str, Sequence[str]] = {}
-        self._entity_events: list[EntityEvents] = []
+        self._entity_events: list[DecidedEvent] = []
         self.tickets = 0  # batches taken (`put`)
         self.recorded = 0  # the last ticket whose batch is written
         self._items: list[ReviewItem] = []
@@ -90,7 +88,7 @@ class Recorder:
         rows: Sequence[Decided],
         items: Sequence[ReviewItem],
         entity_records: Mapping[str, str] | None = None,
-        entity_events: Sequence[EntityEvents] = (),
+        entity_events: Sequence[DecidedEvent] = (),
         tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> Written:
         """Take a batch's decided messages and review items (and what the entity memory

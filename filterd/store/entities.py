@@ -64,12 +64,12 @@ class DecidedEvent(NamedTuple):
 def record_events(
     conn: Connection,
     model_id: int,
-    events: Sequence[DecidedEvent | tuple[str, EntityEvent]],
+    events: Sequence[DecidedEvent],
     now: datetime,
 ) -> None:
-    """Upsert entity events (`DecidedEvent`, or (message id, event)) written at `now`; of one
-    message and key given twice, the last counts."""
-    latest = {(e[0], e[1].key): DecidedEvent(*e) for e in events}
+    """Upsert entity events written at `now`; of one message and key given twice, the last
+    counts."""
+    latest = {(e.message_id, e.event.key): e for e in events}
     rows = list(latest.values())
     insert_columns(
         conn,

@@ -636,10 +636,8 @@ class ModelTransaction:
             self._conn, self.ref.id, decided_messages, now, entity_records, tokens
         )
 
-    def record_entity_events(
-        self, events: Sequence[entities.DecidedEvent | tuple[str, EntityEvent]], now: datetime
-    ) -> None:
-        """Upsert entity events, (message id, event) each, with the message's decision if told
+    def record_entity_events(self, events: Sequence[entities.DecidedEvent], now: datetime) -> None:
+        """Upsert entity events, each with its message's id and decision if told
         (`filterd.store.entities.DecidedEvent`)."""
         entities.record_events(self._conn, self.ref.id, events, now)
 

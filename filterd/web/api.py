@@ -218,6 +218,7 @@ class ModelInfo(msgspec.Struct, kw_only=True):
 
 
 EntityText = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)]
+ReasonText = Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL)]  # why, as written
 
 
 # a list entry's or a rule's outcome (`filterd.entities.lists.ListOutcome`)
@@ -244,7 +245,7 @@ class ListRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         datetime | None,
         msgspec.Meta(description="Until when (with a time zone); none: until removed."),
     ] = None
-    reason: Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL)] | None = None
+    reason: ReasonText | None = None
 
 
 class ListedEntity(msgspec.Struct, kw_only=True):
@@ -288,7 +289,7 @@ class RuleRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         ),
     ]
     outcome: Outcome
-    reason: Annotated[str, msgspec.Meta(max_length=2000, pattern=WITHOUT_NUL)] | None = None
+    reason: ReasonText | None = None
 
 
 class RuleInfo(msgspec.Struct, kw_only=True):

@@ -223,7 +223,7 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
     from datetime import UTC, datetime, timedelta
 
     from filterd.entities.memory import EntityEvent
-    from filterd.store.entities import EntityLabelled
+    from filterd.store.entities import DecidedEvent, EntityLabelled
     from filterd.store.handle import Store
     from tests.queued import queued
 
@@ -239,8 +239,8 @@ def test_prune_deletes_review_items_and_decided_messages_past_their_retention(
         month = 31 * 86400.0
         writing.record_entity_events(
             [
-                ("m1", EntityEvent("customer", "c1", 0.0, None, None)),
-                ("m2", EntityEvent("customer", "c1", month, None, None)),
+                DecidedEvent("m1", EntityEvent("customer", "c1", 0.0, None, None)),
+                DecidedEvent("m2", EntityEvent("customer", "c1", month, None, None)),
             ],
             now,
         )

@@ -12,7 +12,7 @@ from filterd.entities.memory import EntityEvent
 from filterd.entities.rules import Rule
 from filterd.evaluation.calibration import Threshold
 from filterd.store.drift import Scored
-from filterd.store.entities import EntityLabelled
+from filterd.store.entities import DecidedEvent, EntityLabelled
 from filterd.store.errors import ModelChanged, UnknownModel
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
@@ -43,7 +43,9 @@ def fill(store: Store, name: str) -> ModelStore:
     now = datetime.now(UTC)
     with model.transaction() as writing:
         writing.record_decided([("m1", 0, 1)], datetime.now(UTC), {"m1": '{"at":0,"entities":[]}'})
-        writing.record_entity_events([("m1", EntityEvent("customer", "c1", 0.0, None, None))], now)
+        writing.record_entity_events(
+            [DecidedEvent("m1", EntityEvent("customer", "c1", 0.0, None, None))], now
+        )
         writing.record_entity_labels([EntityLabelled(1, "customer", "c1", 0.0)], [], now)
         writing.queue_review([item], datetime.now(UTC))
         writing.park([Parked("waiting", b"{}")], datetime.now(UTC), datetime.now(UTC))

@@ -81,8 +81,8 @@ def test_an_entitys_messages_and_counts_are_read_by_entity(store: Store) -> None
                 DecidedEvent(
                     "m1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9"), "fraud", -2.5, "list"
                 ),
-                ("m2", EntityEvent("customer", "c1", t - 60, None, None)),
-                ("m3", EntityEvent("customer", "c2", t, 5.0, None)),
+                DecidedEvent("m2", EntityEvent("customer", "c1", t - 60, None, None)),
+                DecidedEvent("m3", EntityEvent("customer", "c2", t, 5.0, None)),
             ],
             T0,
         )

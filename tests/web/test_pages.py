@@ -325,12 +325,12 @@ def test_an_entitys_page_shows_its_messages_velocity_and_labels_them_all_at_once
     with model.transaction() as writing:
         writing.record_entity_events(
             [
-                ("q1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9")),
+                DecidedEvent("q1", EntityEvent("customer", "c1", t - 7200, 20.0, "t9")),
                 DecidedEvent(
                     "q2", EntityEvent("customer", "c1", t - 60, 500.0, "t9"), "spam", 3.25, "rule"
                 ),
-                ("q2", EntityEvent("terminal", "t9", t - 60, 500.0, None)),
-                ("q3", EntityEvent("customer", "c2", t, 5.0, None)),
+                DecidedEvent("q2", EntityEvent("terminal", "t9", t - 60, 500.0, None)),
+                DecidedEvent("q3", EntityEvent("customer", "c2", t, 5.0, None)),
             ],
             now,
         )
