@@ -1,6 +1,12 @@
 """The scorer's model: statistics loaded from the store, delta-synced every `sync_seconds`,
 and the newest threshold version, looked up every `threshold_reload_seconds`.
 
+A delta sync stops the loop while it reads the changed rows and rebuilds the model, and a
+model whose every batch of labels changes many rows (the fusion's character 4-grams and word
+pairs: most of their buckets, on e-mail) takes a good part of a second. So that syncing never
+takes more than `SYNC_SHARE` of the process's time, the next sync comes no sooner than the last
+one's duration / `SYNC_SHARE`, when that is longer than `sync_seconds`.
+
 When the store cannot be reached the scorer keeps deciding with what it has; the staleness
 gauge says for how long, and readiness turns false until a sync succeeds again.
 """
@@ -27,6 +33,7 @@ from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
 
 LOAD_PROGRESS_SECONDS = 5.0  # between "loading the model" lines while a large model loads
+SYNC_SHARE = 0.1  # of the time, at most, spent in delta syncs
 
 
 class ModelState:
@@ -53,6 +60,7 @@ class ModelState:
         self._since: int | None = None
         self._last_attempt = self._last_threshold = -float("inf")
         self._synced_at = clock()
+        self._sync_cost = 0.0  # seconds the last delta sync took
         self._lock = threading.Lock()
         self.repeats = Repeats()
 
@@ -67,7 +75,7 @@ class ModelState:
         intervals = self.config.intervals
         with self._lock:
             if force or now - self._last_attempt >= (
-                intervals.sync_seconds if self.loaded else 1.0
+                max(intervals.sync_seconds, self._sync_cost / SYNC_SHARE) if self.loaded else 1.0
             ):
                 self._last_attempt = now
                 self._guarded("sync", self._sync)
@@ -109,13 +117,17 @@ class ModelState:
                 **_classes(stats, self._decider()),
             )
         else:
+            began = self.clock()
             stats, seq = self._stats, self.model.sync(self._stats, self._since)
-            if seq != self._since:
+            changed = seq != self._since
+            if changed:
                 self._decider().update(stats, seq)
+            self._sync_cost = self.clock() - began
+            if changed:
                 self.log.info(
                     "model updated",
                     model_version=seq,
-                    seconds=round(time.perf_counter() - started, 3),
+                    seconds=round(self._sync_cost, 3),
                     **_classes(stats, self._decider()),
                 )
         self._stats, self._since = stats, seq
