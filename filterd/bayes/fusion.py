@@ -246,13 +246,21 @@ def replay_fused(
     window: int = WINDOW,
     visible: Int64Array | None = None,
     passes: int = PASSES,
+    arrival: FloatArray | None = None,
 ) -> FloatArray:
     """(n,) z of the online protocol: message t is combined with the weights of `passes` passes
     over the newest `window` rows of each class learned before it (`fit_weights`, the daemon's
     formula): of the rows before t, or with late labels of the first v_t (`visible`). The
     weights are recomputed for every new row while the rows fit the window and every
-    `refit_every` new rows after; `initial_weights` before the first row."""
+    `refit_every` new rows after; `initial_weights` before the first row.
+
+    A row is a message's component scores when its label arrived (`arrival`, (n, k); default
+    `scores`): the daemon's learner scores each labelled message then, with every label that
+    came before learned, and those are the rows its calibration job fits the weights on. With
+    labels at once they are the scores on arrival (`scores`); with late labels, the replay's
+    scores with labels at once, not the scores message t was decided with."""
     x = features(scores)
+    rows_x = x if arrival is None else features(arrival)
     y = np.asarray(y, dtype=bool)
     targets, rest = np.flatnonzero(y), np.flatnonzero(~y)
     out = np.zeros(len(y))
@@ -262,7 +270,7 @@ def replay_fused(
         learned = t if visible is None else int(visible[t])
         if learned > fitted and (learned <= window or learned - fitted >= refit_every):
             rows = newest_of_each(targets, rest, learned, window)
-            w = window_weights(x[rows], y[rows], passes=passes)
+            w = window_weights(rows_x[rows], y[rows], passes=passes)
             fitted = learned
         out[t] = float(x[t] @ w)
     return out

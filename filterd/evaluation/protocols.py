@@ -468,7 +468,10 @@ def online_replay(
     visible = None if delay.immediate else delay.visible([corpus.records[i].ts for i in stream])
     if spec.variant == FUSION:
         components = replay_components(batch, truth, target, progress, visible)
-        return replay_fused(components, truth, visible=visible), truth
+        # the rows the weights learn from: each message scored as its label arrives, every label
+        # before it learned (labels arrive in the stream's order)
+        arrival = None if visible is None else replay_components(batch, truth, target)
+        return replay_fused(components, truth, visible=visible, arrival=arrival), truth
     return online_scores(batch, truth, spec, target, progress, visible), truth
 
 

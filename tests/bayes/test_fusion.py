@@ -203,6 +203,27 @@ def test_the_online_replay_refits_the_weights_as_the_daemon_would() -> None:
         assert z[t] == pytest.approx(expected), t
 
 
+def test_with_late_labels_the_weights_learn_from_the_scores_at_each_labels_arrival() -> None:
+    """As the daemon's learner: a row is the message scored when its label came. Here the scores
+    message t was decided with (its model 100 labels behind) carry the truth in the second
+    component and the scores at the labels' arrival in the first: the weights follow the
+    arrival rows, so the decisions rank by the first component."""
+    rng = np.random.default_rng(3)
+    y = rng.random(600) < 0.4
+    signal, noise = np.where(y, 2.0, -2.0), rng.normal(0, 2.0, (600, 2))
+    decided = np.column_stack([noise[:, 0], signal + noise[:, 1]])
+    arrival = np.column_stack([signal + noise[:, 1], noise[:, 0]])
+    visible = np.maximum(np.arange(600) - 100, 0)
+    z = fusion.replay_fused(decided, y, visible=visible, arrival=arrival)
+    later = np.arange(600) >= 300
+    by_first = np.corrcoef(z[later], decided[later, 0])[0, 1]
+    by_second = np.corrcoef(z[later], decided[later, 1])[0, 1]
+    assert by_first > 0.9 and abs(by_second) < 0.3, (by_first, by_second)
+    # without them, the rows are the decisions' own scores: the second component
+    z = fusion.replay_fused(decided, y, visible=visible)
+    assert np.corrcoef(z[later], decided[later, 1])[0, 1] > 0.9
+
+
 def newest_of_each_class(y: BoolArray, window: int) -> list[int]:
     targets = [i for i, target in enumerate(y) if target][-window:]
     rest = [i for i, target in enumerate(y) if not target][-window:]
