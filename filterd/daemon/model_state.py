@@ -129,18 +129,16 @@ class ModelState:
         else:
             cpu = self.cpu_clock()
             stats, seq = self._stats, self.model.sync(self._stats, self._since)
-            changed = seq != self._since
-            if changed:
+            if seq != self._since:
                 self._decider().update(stats, seq)
-            self._sync_cost = self.cpu_clock() - cpu
-            if changed:
                 self.log.info(
                     "model updated",
                     model_version=seq,
                     seconds=round(time.perf_counter() - started, 3),
-                    cpu_seconds=round(self._sync_cost, 3),
+                    cpu_seconds=round(self.cpu_clock() - cpu, 3),
                     **_classes(stats, self._decider()),
                 )
+            self._sync_cost = self.cpu_clock() - cpu
         self._stats, self._since = stats, seq
         self._synced_at = self.clock()
         not_ready = self._decider().not_ready
