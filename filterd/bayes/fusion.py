@@ -22,6 +22,10 @@ window re-scored with them), and scorers load the two together. Until the first 
 weights are `INITIAL_WEIGHTS`: the first component alone, whose order and sign (z > 0 iff
 s_1 > 0) are those of the default model.
 
+The last component is not an estimator of the counts: the logistic component
+(`filterd.bayes.logistic`), online logistic regression on the tokens' presence, whose weights
+are learned with the counts, one step per labelled message.
+
 A `FusionModel` scores a batch with every component (`FusedScores`); the explanation of a
 decision is the first component's clues.
 """
@@ -36,6 +40,7 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import DocBatch, only_view
+from filterd.bayes.logistic import LogisticScorer, replay_logistic
 from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, Model, ModelSpec, Scores
 from filterd.bayes.replay import Progress, replay_many
 from filterd.bayes.selection import Selection
@@ -78,6 +83,8 @@ COMPONENTS: tuple[ModelSpec, ...] = (
     ModelSpec("mnb", view="chars"),
     ModelSpec("mnb", view="pairs"),
 )
+# the columns of the component scores: each of COMPONENTS, then the logistic component's z
+COLUMNS = len(COMPONENTS) + 1
 
 
 def views_read(spec: ModelSpec) -> frozenset[str]:
@@ -102,7 +109,7 @@ def initial_weights(k: int) -> tuple[float, ...]:
     return (0.0, 1.0) + (0.0,) * (k - 1)
 
 
-INITIAL_WEIGHTS = initial_weights(len(COMPONENTS))
+INITIAL_WEIGHTS = initial_weights(COLUMNS)
 
 
 def weights_or_initial(weights: Sequence[float] | None, k: int) -> tuple[float, ...]:
@@ -283,10 +290,11 @@ def replay_components(
     progress: Progress = iter,
     visible: Int64Array | None = None,
 ) -> FloatArray:
-    """(n, k) every component's scores in the online replay of `batch` (`online_scores`, the
-    components of a view from one history: `replay_many`); `progress` sees the first
-    component's pass."""
-    return replay_many(batch, is_target, COMPONENTS, target, progress, visible)
+    """(n, COLUMNS) every component's scores in the online replay of `batch` (`online_scores`,
+    the components of a view from one history: `replay_many`; the logistic component's
+    `replay_logistic`); `progress` sees the first component's pass."""
+    estimators = replay_many(batch, is_target, COMPONENTS, target, progress, visible)
+    return np.column_stack([estimators, replay_logistic(batch, is_target, visible)[0]])
 
 
 @dataclass(frozen=True)
@@ -320,20 +328,23 @@ class FusedScores:
 
 
 class FusionModel:
-    """The components of `COMPONENTS` on one statistics version, target vs the rest, and the
-    weights that combine them."""
+    """The components of `COMPONENTS` and the logistic component on one statistics version,
+    target vs the rest, and the weights that combine them."""
 
     def __init__(
         self,
         components: Sequence[Model],
+        logistic: LogisticScorer,
         weights: Sequence[float] = INITIAL_WEIGHTS,
         tables: Sequence[_ViewTable] | None = None,
     ) -> None:
-        if len(weights) != len(components) + 1:
+        if len(weights) != len(components) + 2:
             raise ValueError(
-                f"{len(weights)} weights for {len(components)} components (give 1 + k)"
+                f"{len(weights)} weights for {len(components)} components and the logistic "
+                "component (give 2 + k)"
             )
         self.components = tuple(components)
+        self.logistic = logistic
         self.weights = tuple(float(w) for w in weights)
         first = self.components[0]
         self.spec = ModelSpec(FUSION)
@@ -351,7 +362,8 @@ class FusionModel:
             [
                 Model.build(stats, spec, target, lazy=lazy, vocab=snapshots[spec.view_id])
                 for spec in COMPONENTS
-            ]
+            ],
+            LogisticScorer(stats),
         )
 
     @property
@@ -361,14 +373,19 @@ class FusionModel:
     def with_weights(self, weights: Sequence[float] | None) -> FusionModel:
         """The same components combined with `weights` (`weights_or_initial`)."""
         return FusionModel(
-            self.components, weights_or_initial(weights, len(self.components)), self._tables
+            self.components,
+            self.logistic,
+            weights_or_initial(weights, len(self.components) + 1),
+            self._tables,
         )
 
     def score(self, batch: DocBatch) -> FusedScores:
         """Every component's scores: the batch is split into views, each view's entries are
         looked up once, and the components of a view scored together (`ViewScores`); the
-        first, whose clues explain the decisions, and any a table cannot take, on their own."""
-        scores = np.zeros((len(batch), len(self.components)))
+        first, whose clues explain the decisions, and any a table cannot take, on their own; the
+        logistic component's z last."""
+        scores = np.zeros((len(batch), len(self.components) + 1))
+        scores[:, -1] = self.logistic.score(batch)
         first: Scores | None = None
         for table in self._tables:
             of_view = only_view(batch, table.view)
@@ -383,9 +400,10 @@ class FusionModel:
         return FusedScores(scores, first, self.weights)
 
     def score_each(self, batch: DocBatch) -> FloatArray:
-        """(n, k) every component's decision scores, each on its own path: the reference of
+        """(n, k + 1) every component's decision scores, each on its own path: the reference of
         `score`'s."""
-        return np.column_stack([model.score(batch).binary() for model in self.components])
+        each = [model.score(batch).binary() for model in self.components]
+        return np.column_stack([*each, self.logistic.score(batch)])
 
 
 @dataclass(frozen=True)

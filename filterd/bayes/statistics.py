@@ -4,11 +4,16 @@ Per (class c, token w):
     N[c,w]  = Σ_{d∈c} f_dw                       term counts
     DF[c,w] = |{d ∈ c : f_dw > 0}|               document frequencies
     T[c,w]  = Σ_{d∈c} t_dw,  t_dw = log(1+f_dw) / ‖log(1+f_d·)‖₂   length-normalized log-TF
-and per class D[c] = documents learned. Every estimator is a function of these, so learning
-is `+=` of one document's contribution and unlearning is `-=` of the same contribution.
+    W[c,w]  = Σ_{d∈c, f_dw>0} s_d                  the logistic weights' steps
+and per class D[c] = documents learned and B[c] = Σ_{d∈c} s_d. Every estimator is a function
+of N, DF, T and D, so learning is `+=` of one document's contribution and unlearning is `-=`
+of the same contribution. s_d is the step of online logistic regression the document took
+when it was learned (`filterd.bayes.logistic`), given with it and recorded with its label, so
+that unlearning it removes exactly what learning it added; W and B are the only statistics
+whose values depend on the order of learning (each step on the weights before it).
 
-T is kept in fixed point (units of 2⁻²⁴), so that unlearning restores the statistics
-exactly and the result of learning a stream does not depend on its order; float sums
+T, W and B are kept in fixed point (units of 2⁻²⁴), so that unlearning restores the
+statistics exactly and N, DF, T and D do not depend on the order of learning; float sums
 would do neither.
 """
 
@@ -41,6 +46,8 @@ class Delta:
     N: Int64Array  # (C, k)
     DF: Int64Array  # (C, k)
     T: Int64Array  # (C, k) fixed point
+    W: Int64Array  # (C, k) fixed point
+    B: Int64Array  # (C,) fixed point
 
 
 class Statistics:
@@ -57,6 +64,7 @@ class Statistics:
         self.labels: list[str] = []
         self._label_ids: dict[str, int] = {}
         self.D: Int64Array = np.zeros(0, dtype=np.int64)
+        self.B: Int64Array = np.zeros(0, dtype=np.int64)  # Σ_{d∈c} s_d, fixed point
         # Aggregates over each view's tokens (`filterd.bayes.vocab.VIEWS`), kept up to date so
         # that a few columns stay cheap to read; (views, C) and (views,)
         self.Nc_of_view: Int64Array = np.zeros((len(VIEWS), 0), dtype=np.int64)  # Σ_w N[c,w]
@@ -80,14 +88,23 @@ class Statistics:
         """Remove one document's contribution from class `label` (exact inverse of `learn`)."""
         self.update(encode([tokens], self.hasher), [label], -1)
 
-    def update(self, batch: DocBatch, labels: Sequence[str], sign: int = +1) -> None:
-        """Learn (`sign=+1`) or unlearn (`sign=-1`) every document of `batch` with its label.
+    def update(
+        self,
+        batch: DocBatch,
+        labels: Sequence[str],
+        sign: int = +1,
+        steps: Int64Array | None = None,
+    ) -> None:
+        """Learn (`sign=+1`) or unlearn (`sign=-1`) every document of `batch` with its label,
+        and its logistic step s_d (`steps`, fixed point; None: 0, the weights unchanged).
 
         Unlearning what was never learned would drive counts below zero; that raises
         ValueError and leaves the statistics as they were.
         """
         if len(labels) != len(batch):
             raise ValueError(f"{len(batch)} documents but {len(labels)} labels")
+        if steps is not None and len(steps) != len(batch):
+            raise ValueError(f"{len(batch)} documents but {len(steps)} steps")
         if len(batch) == 0:
             return
         if sign < 0 and (unknown := set(labels) - set(self._label_ids)):
@@ -99,21 +116,28 @@ class Statistics:
         self._reserve(len(self.vocab))
         doc = batch.doc_of_entry
         rows = np.repeat(doc_class, np.diff(batch.indptr))  # doc_class[doc], without the gather
-        # N, DF and T increments as three arrays, the ones of DF a broadcast: no (3, n) copy of them
+        # N, DF, T and W increments as arrays, the ones of DF a broadcast: no (4, n) copy of them
+        lengths = np.diff(batch.indptr)
         increments = (
             batch.counts,
             np.broadcast_to(np.int64(1), doc.shape),
             fixed_point_log_tf(batch, doc),
+            np.broadcast_to(np.int64(0), doc.shape)
+            if steps is None
+            else np.repeat(np.asarray(steps, dtype=np.int64), lengths),
         )
         touched = _distinct_ids(ids, len(self.vocab))
         docs = np.bincount(doc_class, minlength=len(self.labels))
         before = self.storage.columns(touched)
         self.storage.add(rows, ids, increments if sign > 0 else tuple(-a for a in increments))
         after = self.storage.columns(touched)
-        if sign < 0 and ((docs > self.D).any() or after.min(initial=0) < 0):
+        if sign < 0 and ((docs > self.D).any() or after[:3].min(initial=0) < 0):
             self.storage.add(rows, ids, increments)
             raise ValueError("cannot unlearn documents that were not learned with these labels")
         self.D += sign * docs
+        if steps is not None:
+            stepped = np.bincount(doc_class, weights=steps, minlength=len(self.labels))
+            self.B += sign * np.rint(stepped).astype(np.int64)
         self._account(before, after, views_of(self.vocab.keys[touched]))
         self.version += 1
         self._changed_at[touched] = self.version
@@ -150,6 +174,7 @@ class Statistics:
             self.labels.append(label)
             self._label_ids[label] = cid
             self.D = np.append(self.D, 0)
+            self.B = np.append(self.B, 0)
             self.Nc_of_view, self.DFc_of_view, self.U_of_view = (
                 np.pad(a, ((0, 0), (0, 1)))
                 for a in (self.Nc_of_view, self.DFc_of_view, self.U_of_view)
@@ -168,10 +193,10 @@ class Statistics:
     def export_delta(self, since: int = 0) -> Delta:
         """Every token row changed after version `since`, with its current values."""
         ids = np.flatnonzero(self._changed_at[: len(self.vocab)] > since)
-        N, DF, T = self.storage.columns(ids)
-        return Delta(
-            self.version, tuple(self.labels), self.D.copy(), self.vocab.keys[ids].copy(), N, DF, T
-        )
+        N, DF, T, W = self.storage.columns(ids)
+        keys = self.vocab.keys[ids].copy()
+        labels, D, B = tuple(self.labels), self.D.copy(), self.B.copy()
+        return Delta(self.version, labels, D, keys, N, DF, T, W, B)
 
     def apply_delta(self, delta: Delta) -> None:
         """Bring the rows named by `delta` to its values (idempotent)."""
@@ -179,9 +204,10 @@ class Statistics:
         ids = self.vocab.add(delta.keys)
         self._reserve(len(self.vocab))
         before = self.storage.columns(ids)
-        self.storage.set_columns(rows, ids, np.stack([delta.N, delta.DF, delta.T]))
+        self.storage.set_columns(rows, ids, np.stack([delta.N, delta.DF, delta.T, delta.W]))
         self._account(before, self.storage.columns(ids), views_of(delta.keys))
         self.D[rows] = delta.D
+        self.B[rows] = delta.B
         self.version = max(self.version + 1, delta.version)
         self._changed_at[ids] = self.version
 
@@ -234,7 +260,7 @@ class Statistics:
         else:
             aggregates, V = (self.D, self.Nc, self.DFc, self.U), self.V
         cols = slice(0, len(self.vocab)) if columns is None else columns
-        N, DF, T = self.storage.columns(cols)
+        N, DF, T, _ = self.storage.columns(cols)
         D, Nc, DFc, U = (aggregate.reshape(-1, 1) for aggregate in aggregates)
         labels = tuple(self.labels)
         if target is not None:
@@ -261,15 +287,30 @@ class Statistics:
             outside = outside[views_of(self.vocab.keys[outside]) == view]
         return len(np.unique(outside))
 
+    def logistic_columns(self, columns: Int64Array | slice) -> Int64Array:
+        """(m,) w = Σ_c W[c,w] of the given vocabulary ids: a token's logistic weight, fixed
+        point."""
+        summed: Int64Array = self.storage.columns(columns)[3].sum(axis=0)
+        return summed
+
+    def logistic_weights(self) -> tuple[int, dict[int, int]]:
+        """(bias Σ_c B[c], {key: Σ_c W[c,w]}) for the tokens whose weight is not 0, fixed point."""
+        _, ids, values = self.storage.entries(len(self.vocab))
+        weights: dict[int, int] = {}
+        for key, w in zip(self.vocab.keys[ids].tolist(), values[3].tolist()):
+            weights[key] = weights.get(key, 0) + w
+        return int(self.B.sum()), {k: w for k, w in weights.items() if w}
+
     def canonical(self) -> Canonical:
         """Label → (D, {key: (N, DF, T)}) for the nonzero rows: equal for equal statistics,
-        whatever the order of learning, of first appearance of labels and tokens, or the storage."""
+        whatever the order of learning, of first appearance of labels and tokens, or the storage
+        (the logistic weights, which depend on the order, are `logistic_weights`)."""
         rows, ids, values = self.storage.entries(len(self.vocab))
         keys = self.vocab.keys[ids]
         out: dict[str, tuple[int, dict[int, tuple[int, int, int]]]] = {
             label: (int(self.D[c]), {}) for label, c in self._label_ids.items()
         }
-        for r, key, (n, df, t) in zip(rows.tolist(), keys.tolist(), values.T.tolist()):
+        for r, key, (n, df, t) in zip(rows.tolist(), keys.tolist(), values[:3].T.tolist()):
             out[self.labels[r]][1][key] = (n, df, t)
         return out
 

@@ -92,7 +92,7 @@ def learn_command(
                     )
                     for r in part
                 ]
-                applied = model.learn(items, holdout_fraction)
+                applied = model.learn(items, holdout_fraction, target=config.decision.target_class)
                 for key in totals:
                     totals[key] += getattr(applied, key)
                 bar.update(len(part))

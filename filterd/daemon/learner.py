@@ -137,7 +137,7 @@ class Learner(Loop):
             with self.model.transaction() as writing:
                 applied = Applied()
                 if items:
-                    applied = writing.learn(items, self.holdout_fraction, now)
+                    applied = writing.learn(items, self.holdout_fraction, now, self.monitor.target)
                     writing.unpark([item.message_id for item in items])
                     writing.record_entity_labels(*entity_labels, now)
                 if waiting:
@@ -232,7 +232,11 @@ class Learner(Loop):
             # scored on their arrival here, as a batch's labels are: the calibration window
             # needs a backlog's labels as much as a stream's
             scored = self.monitor.score(items)
-            applied = writing.learn(items, self.holdout_fraction, now) if items else Applied()
+            applied = (
+                writing.learn(items, self.holdout_fraction, now, self.monitor.target)
+                if items
+                else Applied()
+            )
             writing.record_entity_labels(*entity_labels, now)
             writing.record_events(
                 [

@@ -38,6 +38,7 @@ from filterd.bayes.fusion import (
     replay_components,
     replay_fused,
 )
+from filterd.bayes.logistic import learn_steps
 from filterd.bayes.model import FUSION, ModelSpec
 from filterd.bayes.replay import Progress, online_scores
 from filterd.bayes.statistics import Statistics
@@ -267,7 +268,7 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
     else:
         labels = [_label(r, target) for r in train]
         stats = Statistics(seed=SEED, sparse=len(set(labels)) > SPARSE_ABOVE)
-        stats.update(train_batch, labels)
+        _learn(stats, train_batch, labels, spec, target if task == "binary" else None)
         if task == "binary":
             assert target is not None  # task_of gives every binary task its target
             scores = _binary_split_scores(corpus, spec, target, stats, train, test_batch)
@@ -283,8 +284,18 @@ def split_scores(corpus: Corpus, spec: ModelSpec, target: str) -> FloatArray:
     `evaluate(corpus, spec, "split", target)` measures."""
     train, test = train_test_split(corpus.records)
     stats = Statistics(seed=SEED)
-    stats.update(corpus.batch_of(train), [_label(r, target) for r in train])
+    _learn(stats, corpus.batch_of(train), [_label(r, target) for r in train], spec, target)
     return _binary_split_scores(corpus, spec, target, stats, train, corpus.batch_of(test))
+
+
+def _learn(
+    stats: Statistics, batch: DocBatch, labels: list[str], spec: ModelSpec, target: str | None
+) -> None:
+    """Learn `batch` in order; for the fusion with a target, with the logistic component's
+    steps (`filterd.bayes.logistic.learn_steps`), as the daemon's store learns them."""
+    fused = spec.variant == FUSION and target is not None
+    steps = learn_steps(stats, batch, labels, target) if fused and target else None
+    stats.update(batch, labels, steps=steps)
 
 
 def _binary_split_scores(

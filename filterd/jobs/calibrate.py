@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from filterd.bayes.fusion import (
-    COMPONENTS,
+    COLUMNS,
     FusionModel,
     combine,
     fit_weights,
@@ -385,7 +385,7 @@ def _fused_window(
 ) -> _Window:
     """A fusion model's window: its weights learned from the rows in arrival order
     (`fusion.fit_weights`), every row re-scored with them."""
-    components, k = found.components, len(COMPONENTS)
+    components, k = found.components, COLUMNS
     if components is None or components.shape[1] != k:  # none, or another release's components
         components = np.full((len(found.labels), k), np.nan)
     keep = ~np.isnan(components).any(axis=1)  # rows scored without components take no part

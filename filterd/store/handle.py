@@ -223,10 +223,12 @@ class ModelStore:
         items: Sequence[LabelledTokens],
         holdout_fraction: float = 0.1,
         now: datetime | None = None,
+        target: str | None = None,
     ) -> Applied:
-        """Apply a batch of feedback in one transaction (`filterd.store.learning`)."""
+        """Apply a batch of feedback in one transaction (`filterd.store.learning`); `target`:
+        a fusion model's decision target, the class its logistic steps are about."""
         with self.transaction() as writing:
-            return writing.learn(items, holdout_fraction, now or datetime.now(UTC))
+            return writing.learn(items, holdout_fraction, now or datetime.now(UTC), target)
 
     @contextmanager
     def transaction(self) -> Iterator[ModelTransaction]:
@@ -595,11 +597,15 @@ class ModelTransaction:
             self._locked = True
 
     def learn(
-        self, items: Sequence[LabelledTokens], holdout_fraction: float, now: datetime
+        self,
+        items: Sequence[LabelledTokens],
+        holdout_fraction: float,
+        now: datetime,
+        target: str | None = None,
     ) -> Applied:
         """Apply a batch of feedback received at `now` (`filterd.store.learning.apply`), the lock
-        taken first."""
-        applied = learning.apply(self._conn, self.ref, items, holdout_fraction, now)
+        taken first; `target` as for `ModelStore.learn`."""
+        applied = learning.apply(self._conn, self.ref, items, holdout_fraction, now, target)
         self._locked = True
         return applied
 

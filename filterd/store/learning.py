@@ -6,6 +6,9 @@
   (which makes `filterd.store.sync` exact);
 - each item is decided against the ledger and the holdout (`filterd.store.ledger.Plan`): learned,
   relabelled, a duplicate, held out, or an automatic label that keeps an analyst's;
+- for a fusion model with a target class, each learned item takes its logistic step in the
+  batch's order on the weights as committed before it (`filterd.bayes.logistic`: under the row
+  lock, the order of learning is the commit order), recorded in the ledger with its label;
 - all contributions of the batch are summed per (token, class) first and written as additive
   upserts sorted by key; CHECK constraints keep every count ≥ 0;
 - every item becomes one event of the audit trail (`filterd.store.audit`) with what was decided
@@ -20,9 +23,11 @@ from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.logistic import sequential_steps
+from filterd.bayes.model import FUSION
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
 from filterd.store.audit import insert_events
@@ -56,9 +61,11 @@ def apply(
     items: Sequence[LabelledTokens],
     holdout_fraction: float = 0.1,
     now: datetime | None = None,
+    target: str | None = None,
 ) -> Applied:
     """Apply a batch of feedback to `model` in the caller's transaction (see the module
-    docstring)."""
+    docstring); `target`: the class the logistic steps are about (a fusion model's decision
+    target; None: no steps)."""
     for item in items:
         if item.source not in SOURCES:
             raise ValueError(f"feedback source must be analyst or auto, not {item.source!r}")
@@ -78,8 +85,12 @@ def apply(
         result.count(outcome)
         outcomes.append(outcome)
         previous.append(before)
-    class_ids = _class_ids(conn, model.id, {label for label, *_ in plan.contributions})
-    _write_statistics(conn, model.id, seq, now, plan.contributions, class_ids)
+    class_ids = _class_ids(conn, model.id, {c.label for c in plan.contributions})
+    steps = None
+    if target is not None and model.spec.variant == FUSION and plan.contributions:
+        steps = _logistic_steps(conn, model.id, plan.contributions, target)
+        plan.record_steps(steps)
+    _write_statistics(conn, model.id, seq, now, plan.contributions, class_ids, steps)
     write_ledger(conn, model.id, now, plan)
     insert_events(conn, model.id, items, outcomes, previous, now)
     return result
@@ -101,6 +112,41 @@ def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, i
     return ids
 
 
+def _batch_of(contributions: list[Contribution]) -> DocBatch:
+    lengths = np.array([len(c.keys) for c in contributions], dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    keys = np.concatenate([c.keys for c in contributions]).astype(np.int64)
+    counts = np.concatenate([c.counts for c in contributions]).astype(np.int64)
+    return DocBatch(indptr, keys, counts)
+
+
+def _logistic_steps(
+    conn: Connection, model_id: int, contributions: list[Contribution], target: str
+) -> IntArray:
+    """The logistic step of each contribution, in order, from the weights the store holds
+    (`sequential_steps`; an unlearned one's is the step it recorded)."""
+    batch = _batch_of(contributions)
+    unique_keys = sorted(set(batch.keys.tolist()))
+    weight_of: dict[int, int] = {}
+    for start in range(0, len(unique_keys), CHUNK):
+        rows = conn.execute(
+            select(TokenStats.token_key, func.sum(TokenStats.weight))
+            .where(
+                TokenStats.model_id == model_id,
+                TokenStats.token_key.in_(unique_keys[start : start + CHUNK]),
+            )
+            .group_by(TokenStats.token_key)
+        )
+        weight_of.update({k: int(w) for k, w in rows})
+    current = np.array([weight_of.get(k, 0) for k in batch.keys.tolist()], dtype=np.int64)
+    bias = conn.execute(
+        select(func.coalesce(func.sum(ClassStats.weight), 0)).where(ClassStats.model_id == model_id)
+    ).scalar_one()
+    is_target = np.array([c.label == target for c in contributions], dtype=bool)
+    recorded = [None if c.sign > 0 else (c.step or 0) for c in contributions]
+    return sequential_steps(batch, is_target, current, int(bias), recorded)
+
+
 def _write_statistics(
     conn: Connection,
     model_id: int,
@@ -108,16 +154,18 @@ def _write_statistics(
     now: datetime,
     contributions: list[Contribution],
     class_ids: dict[str, int],
+    steps: IntArray | None = None,
 ) -> None:
     if not contributions:
         return
-    lengths = np.array([len(keys) for _, keys, _, _ in contributions], dtype=np.int64)
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    keys = np.concatenate([k for _, k, _, _ in contributions]).astype(np.int64)
-    counts = np.concatenate([c for _, _, c, _ in contributions]).astype(np.int64)
-    sign = np.array([s for *_, s in contributions], dtype=np.int64)
-    cls = np.array([class_ids[label] for label, *_ in contributions], dtype=np.int64)
-    t = fixed_point_log_tf(DocBatch(indptr, keys, counts))
+    batch = _batch_of(contributions)
+    keys, counts, indptr = batch.keys, batch.counts, batch.indptr
+    lengths = np.diff(indptr)
+    sign = np.array([c.sign for c in contributions], dtype=np.int64)
+    cls = np.array([class_ids[c.label] for c in contributions], dtype=np.int64)
+    t = fixed_point_log_tf(batch)
+    step = np.zeros(len(contributions), dtype=np.int64) if steps is None else steps
+    w = np.repeat(step, lengths)
     entry_sign, entry_cls = np.repeat(sign, lengths), np.repeat(cls, lengths)
     # one row per (token, class), sorted by key so that concurrent writers lock in one order
     order = np.lexsort((entry_cls, keys))
@@ -126,17 +174,19 @@ def _write_statistics(
     first[1:] = (k[1:] != k[:-1]) | (c[1:] != c[:-1])
     starts = np.flatnonzero(first)
     sums = [
-        np.add.reduceat((entry_sign * v)[order], starts) for v in (counts, np.ones_like(counts), t)
+        np.add.reduceat((entry_sign * v)[order], starts)
+        for v in (counts, np.ones_like(counts), t, w)
     ]
     key, cid = k[starts], c[starts]
-    n, df, tf = sums
-    live = (n != 0) | (df != 0) | (tf != 0)
+    n, df, tf, wt = sums
+    live = (n != 0) | (df != 0) | (tf != 0) | (wt != 0)
     # CHECK constraints apply to the row an INSERT proposes, before ON CONFLICT turns it into an
-    # update: net removals are plain UPDATEs of existing rows.
+    # update: net removals are plain UPDATEs of existing rows. (A weight may have either sign.)
     growing = live & (n >= 0) & (df >= 0) & (tf >= 0)
     shrinking = np.flatnonzero(live & ~growing)
     day = int(now.timestamp() // 86400)
-    _write_rows(conn, model_id, seq, day, *(a[growing] for a in (key, cid, n, df, tf)), insert=True)
+    columns = (key, cid, n, df, tf, wt)
+    _write_rows(conn, model_id, seq, day, *(a[growing] for a in columns), insert=True)
     applied_tokens = np.bincount(cid[growing], weights=n[growing], minlength=len(class_ids) + 1)
     if len(shrinking):
         # Tokens expired by `prune` may be gone, or re-learned from fewer documents since:
@@ -144,17 +194,22 @@ def _write_statistics(
         present, current = _current_values(conn, model_id, key[shrinking], cid[shrinking])
         rows = shrinking[present]
         applied = [np.maximum(v[rows], -current[i][present]) for i, v in enumerate((n, df, tf))]
-        _write_rows(conn, model_id, seq, day, key[rows], cid[rows], *applied, insert=False)
+        n_at, df_at, tf_at = applied
+        at = (key[rows], cid[rows], n_at, df_at, tf_at, wt[rows])
+        _write_rows(conn, model_id, seq, day, *at, insert=False)
         applied_tokens += np.bincount(cid[rows], weights=applied[0], minlength=len(class_ids) + 1)
     docs = np.bincount(cls, weights=sign, minlength=len(class_ids) + 1)
+    bias = np.zeros(len(class_ids) + 1, dtype=np.int64)
+    np.add.at(bias, cls, sign * step)
     for class_id in class_ids.values():
-        if docs[class_id] or applied_tokens[class_id]:
+        if docs[class_id] or applied_tokens[class_id] or bias[class_id]:
             conn.execute(
                 update(ClassStats)
                 .where(ClassStats.model_id == model_id, ClassStats.class_id == class_id)
                 .values(
                     docs=ClassStats.docs + int(docs[class_id]),
                     tokens=ClassStats.tokens + int(applied_tokens[class_id]),
+                    weight=ClassStats.weight + int(bias[class_id]),
                     seq=seq,
                 )
             )
@@ -189,14 +244,18 @@ def _current_values(
 _UPSERT_SET = (
     "count = token_stats.count + excluded.count, "
     "doc_freq = token_stats.doc_freq + excluded.doc_freq, "
-    "tfn = token_stats.tfn + excluded.tfn, seq = excluded.seq, last_seen = excluded.last_seen"
+    "tfn = token_stats.tfn + excluded.tfn, weight = token_stats.weight + excluded.weight, "
+    "seq = excluded.seq, last_seen = excluded.last_seen"
 )
-_SHRINK_SET = "count = count + u.n, doc_freq = doc_freq + u.df, tfn = tfn + u.tf, seq = {p}"
-# The rows u(k, c, n, df, tf) of a statement: on PostgreSQL one array per column, unnested; on
-# SQLite VALUES lists (`filterd.store.bulk.execute_rows`, which says why not executemany).
+_SHRINK_SET = (
+    "count = count + u.n, doc_freq = doc_freq + u.df, tfn = tfn + u.tf, weight = weight + u.w, "
+    "seq = {p}"
+)
+# The rows u(k, c, n, df, tf, w) of a statement: on PostgreSQL one array per column, unnested;
+# on SQLite VALUES lists (`filterd.store.bulk.execute_rows`, which says why not executemany).
 _UNNESTED = (
-    "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) "
-    "AS u(k, c, n, df, tf)"
+    "unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+    "AS u(k, c, n, df, tf, w)"
 )
 
 
@@ -210,6 +269,7 @@ def _write_rows(
     n: IntArray,
     df: IntArray,
     tf: IntArray,
+    w: IntArray,
     *,
     insert: bool,
 ) -> int:
@@ -222,8 +282,8 @@ def _write_rows(
     if insert:
         sql = (
             "INSERT INTO token_stats "
-            "(model_id, token_key, class_id, count, doc_freq, tfn, seq, last_seen) "
-            f"SELECT {p}, k, c, n, df, tf, {p}, {p} FROM {{rows}} WHERE true "
+            "(model_id, token_key, class_id, count, doc_freq, tfn, weight, seq, last_seen) "
+            f"SELECT {p}, k, c, n, df, tf, w, {p}, {p} FROM {{rows}} WHERE true "
             f"ON CONFLICT (model_id, token_key, class_id) DO UPDATE SET {_UPSERT_SET}"
         )
         before: tuple[int, ...] = (model_id, seq, day)
@@ -234,11 +294,11 @@ def _write_rows(
             f"FROM {{rows}} WHERE model_id = {p} AND token_key = u.k AND class_id = u.c"
         )
         before, after = (seq,), (model_id,)
-    arrays = (key, cid, n, df, tf)
+    arrays = (key, cid, n, df, tf, w)
     cursor = driver_cursor(conn)
     if not postgresql:
         flat = np.column_stack(arrays).ravel().tolist()
-        return execute_rows(cursor, sql, ("k", "c", "n", "df", "tf"), flat, before, after)
+        return execute_rows(cursor, sql, ("k", "c", "n", "df", "tf", "w"), flat, before, after)
     # as array literals: psycopg would dump a list element by element in Python, slower
     columns = tuple("{" + ",".join(map(str, a.tolist())) + "}" for a in arrays)
     cursor.execute(sql.format(rows=_UNNESTED), before + columns + after)

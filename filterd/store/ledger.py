@@ -13,6 +13,7 @@ the plan decided, in the batch's transaction (`filterd.store.learning`).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -26,9 +27,19 @@ from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.sql import among, as_utc, id_chunks
 
 IntArray = npt.NDArray[np.int64]
-# What one message adds to the statistics: its label, token keys and counts, and the sign
-# (+1 learned, -1 unlearned).
-Contribution = tuple[str, IntArray, IntArray, int]
+
+
+class Contribution(NamedTuple):
+    """What one message adds to the statistics (sign +1, learned) or takes back (−1,
+    unlearned): its label, token keys and counts, and for an unlearned one the logistic step
+    it took (`filterd.bayes.logistic`; None for one being learned: its step is yet to come)."""
+
+    message_id: str
+    label: str
+    keys: IntArray
+    counts: IntArray
+    sign: int
+    step: int | None = None
 
 
 def in_holdout(message_id: str, fraction: float) -> bool:
@@ -52,7 +63,7 @@ class Plan:
 
     def __init__(self, conn: Connection, model_id: int, message_ids: list[str]) -> None:
         unique = list(dict.fromkeys(message_ids))
-        self.ledger: dict[str, tuple[str, str, bytes]] = {}
+        self.ledger: dict[str, tuple[str, str, bytes, int]] = {}
         self.holdout: dict[str, tuple[str, str]] = {}
         for chunk in id_chunks(conn, unique):
             ledger_rows = conn.execute(
@@ -61,12 +72,13 @@ class Plan:
                     FeedbackLedger.label,
                     FeedbackLedger.source,
                     FeedbackLedger.tokens,
+                    FeedbackLedger.step,
                 ).where(
                     FeedbackLedger.model_id == model_id, among(FeedbackLedger.message_id, chunk)
                 )
             )
             self.ledger.update(
-                {m: (label, source, tokens) for m, label, source, tokens in ledger_rows}
+                {m: (label, source, tokens, step) for m, label, source, tokens, step in ledger_rows}
             )
             holdout_rows = conn.execute(
                 select(Holdout.message_id, Holdout.label, Holdout.source).where(
@@ -76,7 +88,7 @@ class Plan:
             self.holdout.update({m: (label, source) for m, label, source in holdout_rows})
         self.existing = set(self.ledger)
         self.existing_holdout = set(self.holdout)
-        self.ledger_writes: dict[str, tuple[str, str, bytes]] = {}
+        self.ledger_writes: dict[str, tuple[str, str, bytes, int]] = {}
         self.holdout_writes: dict[str, tuple[str, str, bytes, datetime | None]] = {}
         self.contributions: list[Contribution] = []
 
@@ -103,16 +115,28 @@ class Plan:
             if item.message_id in self.holdout:
                 self._hold(item, keys, counts)
                 return outcome, previous
-            old_keys, old_counts = unpack(self.ledger[item.message_id][2])
-            self.contributions.append((label, old_keys, old_counts, -1))
+            _, _, old_tokens, old_step = self.ledger[item.message_id]
+            old_keys, old_counts = unpack(old_tokens)
+            self.contributions.append(
+                Contribution(item.message_id, label, old_keys, old_counts, -1, old_step)
+            )
         elif in_holdout(item.message_id, fraction):
             self._hold(item, keys, counts)
             return "held_out", previous
         packed = pack(keys, counts)
-        self.contributions.append((item.label, keys, counts, +1))
-        self.ledger[item.message_id] = (item.label, item.source, packed)
-        self.ledger_writes[item.message_id] = (item.label, item.source, packed)
+        self.contributions.append(Contribution(item.message_id, item.label, keys, counts, +1))
+        self.ledger[item.message_id] = (item.label, item.source, packed, 0)
+        self.ledger_writes[item.message_id] = (item.label, item.source, packed, 0)
         return outcome, previous
+
+    def record_steps(self, steps: IntArray) -> None:
+        """The logistic step of each contribution (in order): each learned one's is recorded
+        with its label."""
+        for contribution, s in zip(self.contributions, steps.tolist()):
+            if contribution.sign > 0:
+                m = contribution.message_id
+                label, source, packed, _ = self.ledger_writes[m]
+                self.ledger[m] = self.ledger_writes[m] = (label, source, packed, s)
 
     def _hold(self, item: LabelledTokens, keys: IntArray, counts: IntArray) -> None:
         """Keep `item` in the holdout (for calibration) instead of learning it."""
@@ -122,8 +146,8 @@ class Plan:
 
     def _set_source(self, message_id: str, source: str) -> None:
         if message_id in self.ledger:
-            label, _, packed = self.ledger[message_id]
-            self.ledger[message_id] = self.ledger_writes[message_id] = (label, source, packed)
+            label, _, packed, step = self.ledger[message_id]
+            self.ledger[message_id] = self.ledger_writes[message_id] = (label, source, packed, step)
         else:
             label, _ = self.holdout[message_id]
             self.holdout[message_id] = (label, source)
@@ -139,18 +163,19 @@ def write_ledger(conn: Connection, model_id: int, now: datetime, plan: Plan) -> 
             "label": label,
             "source": source,
             "tokens": tokens,
+            "step": step,
             "learned_at": now,
         }
-        for m, (label, source, tokens) in plan.ledger_writes.items()
+        for m, (label, source, tokens, step) in plan.ledger_writes.items()
         if m not in plan.existing
     ]
     insert_rows(conn, FeedbackLedger.__table__, fresh)
-    for m, (label, source, tokens) in plan.ledger_writes.items():
+    for m, (label, source, tokens, step) in plan.ledger_writes.items():
         if m in plan.existing:
             conn.execute(
                 update(FeedbackLedger)
                 .where(FeedbackLedger.model_id == model_id, FeedbackLedger.message_id == m)
-                .values(label=label, source=source, tokens=tokens, learned_at=now)
+                .values(label=label, source=source, tokens=tokens, step=step, learned_at=now)
             )
     new_holdout = [
         {

@@ -3,10 +3,11 @@ several models (per tenant, per channel) share one database.
 
 models           one row per model: estimator spec, token-key seed, the change sequence `seq`,
                  and `pruned_seq`, the change at which tokens were last expired (deleted)
-class_stats      per class: D_c (docs) and N_c (tokens)
-token_stats      per (token key, class): N, DF, T (fixed point), the `seq` of the last change
+class_stats      per class: D_c (docs), N_c (tokens) and B_c (the logistic bias's share)
+token_stats      per (token key, class): N, DF, T and W (fixed point), the `seq` of the last change
                  and the day it was last seen
-feedback_ledger  per message id: the label learned, its source, and its token counts (to unlearn)
+feedback_ledger  per message id: the label learned, its source, its token counts and logistic step
+                 (to unlearn)
 holdout          labelled feedback kept out of learning, for calibration
 thresholds       versions of the decision threshold
 prequential      the score each feedback record got before it was learned (drift monitoring)
@@ -96,6 +97,8 @@ class ClassStats(Base):
     docs: Mapped[int] = mapped_column(BigInteger, default=0)
     tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    # B[c]: the logistic steps of the class's documents (filterd.bayes.logistic), fixed point
+    weight: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class TokenStats(Base):
@@ -113,6 +116,8 @@ class TokenStats(Base):
     count: Mapped[int] = mapped_column(BigInteger)
     doc_freq: Mapped[int] = mapped_column(BigInteger)
     tfn: Mapped[int] = mapped_column(BigInteger)  # T in units of 2⁻²⁴
+    # W[c,w] in units of 2⁻²⁴: the logistic steps, of either sign (filterd.bayes.logistic)
+    weight: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     seq: Mapped[int] = mapped_column(BigInteger)
     last_seen: Mapped[int] = mapped_column(Integer)  # days since 1970-01-01
 
@@ -127,6 +132,8 @@ class FeedbackLedger(Base):
     label: Mapped[str] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(16))  # analyst | auto
     tokens: Mapped[bytes] = mapped_column(LargeBinary)  # packed token keys and counts
+    # the logistic step the message took when it was learned, to unlearn it (fixed point)
+    step: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     learned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

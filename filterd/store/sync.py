@@ -32,12 +32,14 @@ _CHANGED_KEYS = text(
     "SELECT DISTINCT token_key FROM token_stats WHERE model_id = :model AND seq > :since"
 )
 _ROWS_OF_KEYS = text(
-    "SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
+    "SELECT token_key, class_id, count, doc_freq, tfn, weight FROM token_stats "
     "WHERE model_id = :model AND token_key = ANY(:keys)"
 )
 _ALL_ROWS = text(
-    "SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats WHERE model_id = :model"
+    "SELECT token_key, class_id, count, doc_freq, tfn, weight FROM token_stats "
+    "WHERE model_id = :model"
 )
+ROW = 6  # the values of a token row: token_key, class_id, count, doc_freq, tfn, weight
 
 
 def load(
@@ -71,7 +73,7 @@ def sync(
         expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
         classes = (
             conn.execute(
-                select(ClassStats.class_id, ClassStats.label, ClassStats.docs)
+                select(ClassStats.class_id, ClassStats.label, ClassStats.docs, ClassStats.weight)
                 .where(ClassStats.model_id == model_id)
                 .order_by(ClassStats.class_id)
             )
@@ -119,12 +121,14 @@ def _with_zeros_for(delta: Delta, keys: npt.NDArray[np.int64]) -> Delta:
         pad(delta.N),
         pad(delta.DF),
         pad(delta.T),
+        pad(delta.W),
+        delta.B,
     )
 
 
 class Rows(Protocol):
-    """What `_values` reads: up to `size` token rows at a time, as (rows, 5) int64 of (token_key,
-    class_id, count, doc_freq, tfn); none left once it gives none."""
+    """What `_values` reads: up to `size` token rows at a time, as (rows, ROW) int64 of
+    (token_key, class_id, count, doc_freq, tfn, weight); none left once it gives none."""
 
     def fetchmany(self, size: int, /) -> npt.NDArray[np.int64]: ...
 
@@ -139,19 +143,20 @@ class _ResultRows:
         rows = self._result.fetchmany(size)
         # fromiter over the flattened rows: np.array() probes every Row for the array protocol
         # (slow)
-        flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=5 * len(rows))
-        return flat.reshape(-1, 5)
+        flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=ROW * len(rows))
+        return flat.reshape(-1, ROW)
 
 
 # SQLite: rows as one text of comma-separated numbers, aggregated by SQLite: one statement step
 # for many rows (sqlite3 releases the GIL around each step, and in the daemon one step per row
 # let a busy thread take the GIL once per row, for up to a switch interval each time)
 _AS_TEXT = (
-    "group_concat(token_key || ',' || class_id || ',' || count || ',' || doc_freq || ',' || tfn, "
-    "',')"
+    "group_concat(token_key || ',' || class_id || ',' || count || ',' || doc_freq || ',' || tfn "
+    "|| ',' || weight, ',')"
 )
 _PAGE_AS_TEXT = (
-    f"SELECT {_AS_TEXT} FROM (SELECT token_key, class_id, count, doc_freq, tfn FROM token_stats "
+    f"SELECT {_AS_TEXT} FROM (SELECT token_key, class_id, count, doc_freq, tfn, weight "
+    "FROM token_stats "
     "WHERE model_id = :model "
     "AND (token_key, class_id) > (:key, :class) ORDER BY token_key, class_id LIMIT :chunk)"
 )
@@ -172,7 +177,7 @@ class _SQLiteRows:
 
     def fetchmany(self, size: int, /) -> npt.NDArray[np.int64]:
         if self._after is None:
-            return np.zeros((0, 5), dtype=np.int64)
+            return np.zeros((0, ROW), dtype=np.int64)
         if self._since is not None:
             self._cursor.execute(_CHANGED_AS_TEXT, {"model": self._model, "since": self._since})
         else:
@@ -181,7 +186,7 @@ class _SQLiteRows:
             self._cursor.execute(_PAGE_AS_TEXT, page)
         row = self._cursor.fetchone()
         text = None if row is None else row[0]
-        values = np.fromstring(text or "", dtype=np.int64, sep=",").reshape(-1, 5)
+        values = np.fromstring(text or "", dtype=np.int64, sep=",").reshape(-1, ROW)
         self._after = None
         if self._since is None and len(values) == size:  # a full page: there may be more
             last = values[np.lexsort((values[:, 1], values[:, 0]))[-1]]
@@ -194,13 +199,13 @@ def _values(
     on_rows: Callable[[int], None] | None = None,
     chunk: int = 50_000,
 ) -> npt.NDArray[np.int64]:
-    """(rows, 5) int64 of (token_key, class_id, count, doc_freq, tfn), read a chunk at a time so
-    that a full load never holds millions of rows as Python objects at once."""
-    values = np.zeros((0, 5), dtype=np.int64)
+    """(rows, ROW) int64 of (token_key, class_id, count, doc_freq, tfn, weight), read a chunk at
+    a time so that a full load never holds millions of rows as Python objects at once."""
+    values = np.zeros((0, ROW), dtype=np.int64)
     filled = 0
     while result is not None and len(rows := result.fetchmany(chunk)):
         if filled + len(rows) > len(values):  # grow by half: no copy of the whole per chunk
-            values = np.resize(values, (max(filled + len(rows), len(values) * 3 // 2), 5))
+            values = np.resize(values, (max(filled + len(rows), len(values) * 3 // 2), ROW))
         values[filled : filled + len(rows)] = rows
         filled += len(rows)
         if on_rows is not None:
@@ -209,13 +214,13 @@ def _values(
 
 
 def _delta(
-    seq: int, classes: Sequence[tuple[int, str, int]], values: npt.NDArray[np.int64]
+    seq: int, classes: Sequence[tuple[int, str, int, int]], values: npt.NDArray[np.int64]
 ) -> Delta:
     """The change of `values` (token rows) over `classes`, as of change `seq`. A row of a class
     that `classes` lacks is left out: the sync read the classes before the rows, one statement
     after the other, and a learner that committed in between (its first label of a class) wrote
     it with a change number above `seq`, so that the next sync reads it again."""
-    class_ids = np.array([class_id for class_id, _, _ in classes], dtype=np.int64)
+    class_ids = np.array([class_id for class_id, *_ in classes], dtype=np.int64)
     position = np.full(
         max(int(class_ids.max(initial=-1)), int(values[:, 1].max(initial=-1))) + 1,
         -1,
@@ -224,9 +229,11 @@ def _delta(
     position[class_ids] = np.arange(len(class_ids))
     values = values[position[values[:, 1]] >= 0]
     keys, column = np.unique(values[:, 0], return_inverse=True)
-    arrays = np.zeros((3, len(classes), len(keys)), dtype=np.int64)
+    arrays = np.zeros((ROW - 2, len(classes), len(keys)), dtype=np.int64)
     row = position[values[:, 1]]
     arrays[:, row, column] = values[:, 2:].T
-    labels = tuple(label for _, label, _ in classes)
-    docs = np.array([d for *_, d in classes], dtype=np.int64)
-    return Delta(seq, labels, docs, keys, arrays[0], arrays[1], arrays[2])
+    labels = tuple(label for _, label, _, _ in classes)
+    docs = np.array([d for _, _, d, _ in classes], dtype=np.int64)
+    bias = np.array([b for *_, b in classes], dtype=np.int64)
+    N, DF, T, W = arrays
+    return Delta(seq, labels, docs, keys, N, DF, T, W, bias)

@@ -116,22 +116,22 @@ def test_until_weights_are_learned_the_fusion_decides_as_the_default_model() -> 
     assert np.array_equal(np.argsort(z, kind="stable"), np.argsort(s, kind="stable"))
     assert fused.explanations(5) == single.explanations(5)  # the first component's clues
     assert isinstance(fused, fusion.FusedScores)
-    assert fused.components.shape == (len(batch), len(fusion.COMPONENTS))
+    assert fused.components.shape == (len(batch), fusion.COLUMNS)
     assert np.array_equal(fused.components[:, 0], s)
 
 
 def test_weights_combine_the_component_scores() -> None:
     stats, batch, _ = learned_stats()
     model = fusion.build_model(stats, fusion_spec(), "spam")
-    k = len(fusion.COMPONENTS)
+    k = fusion.COLUMNS
     w = (0.5, *np.linspace(0.1, 0.5, k).tolist())
     weighted = fusion.with_weights(model, w).score(batch)
     assert isinstance(weighted, fusion.FusedScores)
     g = np.sign(weighted.components) * np.log1p(np.abs(weighted.components))
     assert np.allclose(weighted.binary(), 0.5 + g @ np.array(w[1:]))
     assert isinstance(model, fusion.FusionModel)
-    with pytest.raises(ValueError, match=f"2 weights for {k} components"):
-        fusion.FusionModel(model.components, (1.0, 2.0))
+    with pytest.raises(ValueError, match=f"2 weights for {k - 1} components and the logistic"):
+        fusion.FusionModel(model.components, model.logistic, (1.0, 2.0))
     # weights of another set of components (an older release's): the initial ones until the
     # next calibration
     assert fusion.with_weights(model, (1.0, 2.0)).score(batch).weights == fusion.INITIAL_WEIGHTS

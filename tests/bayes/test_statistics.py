@@ -97,6 +97,29 @@ def test_a_copy_synced_by_deltas_equals_the_source(
     assert kept == (list(replica.Nc), list(replica.DFc), list(replica.U), replica.V)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_logistic_steps_are_learned_unlearned_and_synced_with_the_counts(sparse: bool) -> None:
+    from filterd.bayes.logistic import learn_steps
+
+    docs = [["free", "cash"], ["lunch", "today"], ["free", "lunch"]]
+    labels = ["spam", "ham", "spam"]
+    stats = Statistics(seed=3, sparse=sparse)
+    batch = encode(docs, stats.hasher)
+    steps = learn_steps(stats, batch, labels, "spam")
+    stats.update(batch, labels, steps=steps)
+    bias, weights = stats.logistic_weights()
+    free, lunch = stats.hasher.key("free"), stats.hasher.key("lunch")
+    assert bias == int(steps.sum()) and weights[free] == steps[0] + steps[2] > 0
+    assert weights[lunch] == steps[1] + steps[2]
+    replica = Statistics(seed=3, sparse=not sparse)
+    replica.apply_delta(stats.export_delta(0))
+    assert replica.logistic_weights() == (bias, weights)
+    stats.update(batch, labels, -1, steps=steps)  # unlearned with the steps they took
+    assert stats.logistic_weights() == (0, {})
+    with pytest.raises(ValueError, match="3 documents but 2 steps"):
+        stats.update(batch, labels, steps=steps[:2])
+
+
 def _nonempty(canonical: Canonical) -> Canonical:
     return {label: v for label, v in canonical.items() if v[0] or v[1]}
 

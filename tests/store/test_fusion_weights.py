@@ -43,7 +43,7 @@ def fused_store(
     store.upgrade()
     model = store.create_model("default", ModelSpec.parse("fusion"), seed=0)
     items = [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in STREAM[:1000]]
-    model.learn(items, 0.1, now=T0)
+    model.learn(items, 0.1, now=T0, target="spam")
     yield model
     store.close()
 
@@ -93,10 +93,8 @@ def test_the_weights_are_learned_from_the_window_and_written_with_their_threshol
     assert first.weights is not None
     assert f"bias {first.weights[0]:.3g}, components" in render(first)
     window = fused_store.prequential_window("spam", now=T0 + timedelta(hours=1))
-    assert window.components is not None and window.components.shape == (
-        1000,
-        len(fusion.COMPONENTS),
-    )
+    assert window.components is not None and window.components.shape == (1000, fusion.COLUMNS)
+    assert window.components[:, -1].std() > 0  # the logistic component learned with the counts
 
     # the next window is scored with the weights in force; the previous τ is judged on those
     later_rows = scored_on_arrival(fused_store, STREAM[2000:3000], written.weights)

@@ -21,7 +21,12 @@ from tests.conftest import fresh_postgres
 KEYS = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 ROWS = st.lists(
     st.tuples(
-        KEYS, st.integers(0, 3), st.integers(0, 10**12), st.integers(0, 9), st.integers(0, 9)
+        KEYS,
+        st.integers(0, 3),
+        st.integers(0, 10**12),
+        st.integers(0, 9),
+        st.integers(0, 9),
+        st.integers(-(2**40), 2**40),  # a logistic weight, of either sign
     ),
     max_size=60,
     unique_by=lambda r: (r[0], r[1]),
@@ -32,14 +37,15 @@ def table(rows: list[tuple[int, ...]], seqs: list[int]) -> DBAPICursor:
     cursor = driver_cursor(create_engine("sqlite://").connect())
     cursor.execute(
         "CREATE TABLE token_stats (model_id INTEGER, token_key BIGINT, class_id INTEGER, "
-        "count BIGINT, doc_freq BIGINT, tfn BIGINT, seq BIGINT, "
+        "count BIGINT, doc_freq BIGINT, tfn BIGINT, weight BIGINT, seq BIGINT, "
         "PRIMARY KEY (model_id, token_key, class_id))"
     )
-    for (key, cls, n, df, tf), seq in zip(rows, seqs, strict=True):
+    for (key, cls, n, df, tf, w), seq in zip(rows, seqs, strict=True):
         cursor.execute(
-            "INSERT INTO token_stats VALUES (1, ?, ?, ?, ?, ?, ?)", (key, cls, n, df, tf, seq)
+            "INSERT INTO token_stats VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+            (key, cls, n, df, tf, w, seq),
         )
-        cursor.execute("INSERT INTO token_stats VALUES (2, ?, ?, 1, 1, 1, 0)", (key, cls))
+        cursor.execute("INSERT INTO token_stats VALUES (2, ?, ?, 1, 1, 1, 1, 0)", (key, cls))
     return cursor
 
 
@@ -62,11 +68,13 @@ def test_rows_of_a_class_read_before_its_class_row_wait_for_the_next_sync() -> N
     """The classes are read before the token rows: a first label of a class committed in
     between gives rows of a class the sync does not know yet. They are left out (they carry a
     change number above the sync's, so the next sync reads them), not an IndexError."""
-    classes = [(1, "ham", 3)]
-    values = np.array([[10, 1, 2, 2, 2], [10, 2, 1, 1, 1], [11, 2, 5, 1, 5]], dtype=np.int64)
+    classes = [(1, "ham", 3, -7)]
+    values = np.array(
+        [[10, 1, 2, 2, 2, -4], [10, 2, 1, 1, 1, 0], [11, 2, 5, 1, 5, 9]], dtype=np.int64
+    )
     delta = _delta(4, classes, values)
     assert delta.labels == ("ham",) and delta.keys.tolist() == [10]
-    assert delta.N.tolist() == [[2]]
+    assert delta.N.tolist() == [[2]] and delta.W.tolist() == [[-4]] and delta.B.tolist() == [-7]
 
 
 def test_a_class_first_learned_during_a_sync_is_read_by_the_next(postgres_server: str) -> None:

@@ -1,0 +1,162 @@
+"""The logistic component: online logistic regression on the presence of a message's tokens.
+
+    z(x) = b + Σ_{w ∈ x} w_w,      b = Σ_c B[c],  w_w = Σ_c W[c,w]
+    s_d  = η (y_d − σ(z(d))),      y_d = 1 for a document of the target class, else 0
+
+Every labelled document takes one step of stochastic gradient ascent on the log-likelihood,
+w_w ← w_w + s_d for each distinct token w of d and b ← b + s_d, on the weights as they are
+when it is learned: in the order of learning, as the TREC spam track's logistic filters did
+(Goodman & Yih, CEAS 2006; Cormack, TREC 2007). The steps are kept per class beside the
+counts (`filterd.bayes.statistics`: W[c,w] = Σ_{d∈c, w∈d} s_d, B[c] = Σ_{d∈c} s_d), so that
+one store, one ledger and one sync serve them, and a document's step is recorded with its
+label: unlearning it (a relabel) removes exactly the step it took. Unlike the naive-Bayes
+statistics, the weights depend on the order of learning.
+
+Where the naive-Bayes estimators weigh each token by its own counts, the steps fit the tokens
+jointly: evidence that one token already carries (a fine amount bin that always means fraud,
+the same phrase in every 4-gram of it) is not counted again by the next. The fusion reads z as
+one more component (`filterd.bayes.fusion`).
+
+Fixed point: z and the steps in units of 2⁻²⁴ (`SCALE`), every sum over integers, so that the
+store's weights and a replay's are equal to the last bit whatever the order of the additions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
+from filterd.bayes.features import DocBatch
+from filterd.bayes.statistics import T_SCALE, Statistics
+from filterd.bayes.vocab import VocabularySnapshot
+
+SCALE = T_SCALE  # weights, bias and steps in units of 2⁻²⁴
+# η: chosen by leaving one corpus out (docs/benchmarks.md, "The logistic component")
+RATE = 0.05
+
+
+def step(z: int, target: bool, rate: float = RATE) -> int:
+    """s = η (y − σ(z)) in fixed point, for z in fixed point.
+
+    >>> step(0, True) == round(0.025 * SCALE), step(0, False) == -round(0.025 * SCALE)
+    (True, True)
+    >>> step(50 * int(SCALE), True)  # already sure: no step
+    0
+    """
+    p = 0.5 * (1.0 + math.tanh(z / SCALE / 2.0))  # σ(z) without overflow
+    return round(rate * ((1.0 if target else 0.0) - p) * SCALE)
+
+
+def sequential_steps(
+    batch: DocBatch,
+    is_target: BoolArray,
+    current: Int64Array,
+    bias: int,
+    recorded: Sequence[int | None] | None = None,
+    rate: float = RATE,
+) -> Int64Array:
+    """(n,) the steps s_d of the documents of `batch` learned one after another, from the
+    weights before the batch: `current` (nnz,), the weight of each entry's token, and `bias`.
+    A token in several documents carries the steps of the earlier ones. A document whose
+    `recorded` step is not None is being unlearned (a relabel's old contribution): its step
+    is taken back, and returned as it is.
+
+    >>> batch = DocBatch(np.array([0, 1, 2]), np.array([7, 7]), np.array([1, 1]))
+    >>> s = sequential_steps(batch, np.array([True, True]), np.zeros(2, np.int64), 0)
+    >>> bool(s[0] > s[1] > 0)  # the second learns from weights the first moved
+    True
+    >>> back = sequential_steps(
+    ...     batch, np.array([True, True]), np.zeros(2, np.int64), 0, recorded=[900_000, None]
+    ... )
+    >>> int(back[0]), bool(back[1] > s[0])  # taken back first: the second starts lower
+    (900000, True)
+    """
+    keys, inverse = np.unique(batch.keys, return_inverse=True)
+    weights = np.zeros(len(keys), dtype=np.int64)
+    weights[inverse] = current
+    steps = np.zeros(len(batch), dtype=np.int64)
+    for d in range(len(batch)):
+        tokens = inverse[batch.indptr[d] : batch.indptr[d + 1]]
+        taken = None if recorded is None else recorded[d]
+        if taken is None:
+            s = step(bias + int(weights[tokens].sum()), bool(is_target[d]), rate)
+            steps[d] = s
+        else:
+            steps[d], s = taken, -taken
+        weights[tokens] += s
+        bias += s
+    return steps
+
+
+def learn_steps(stats: Statistics, batch: DocBatch, labels: list[str], target: str) -> Int64Array:
+    """(n,) the steps of `batch`'s documents learned in order after what `stats` holds
+    (`sequential_steps` from its weights)."""
+    ids = stats.vocab.lookup(batch.keys)
+    known = ids >= 0
+    current = np.zeros(len(ids), dtype=np.int64)
+    current[known] = stats.logistic_columns(ids[known])
+    is_target = np.array([label == target for label in labels], dtype=bool)
+    return sequential_steps(batch, is_target, current, int(stats.B.sum()))
+
+
+def replay_logistic(
+    batch: DocBatch,
+    is_target: BoolArray,
+    visible: Int64Array | None = None,
+    rate: float = RATE,
+) -> tuple[FloatArray, FloatArray]:
+    """(decision, arrival), each (n,): z of message t with the labels of the messages before
+    it learned (of the first v_t, with `visible`), and z of each message when its label is
+    learned (the step's own z; for messages never learned, z after every label), both in
+    units of 1 (not fixed point). The online protocol of `sequential_steps`, one label at a
+    time in the stream's order.
+
+    >>> batch = DocBatch(np.arange(5), np.array([7, 8, 7, 8]), np.ones(4, np.int64))
+    >>> decision, arrival = replay_logistic(batch, np.array([True, False, True, False]))
+    >>> decision.tolist() == arrival.tolist(), bool(decision[2] > 0 > decision[3])
+    (True, True)
+    """
+    keys, inverse = np.unique(batch.keys, return_inverse=True)
+    weights = np.zeros(len(keys), dtype=np.int64)
+    bias, learned, n = 0, 0, len(batch)
+    indptr = batch.indptr
+    decision, arrival = np.zeros(n), np.zeros(n)
+    for t in range(n + 1):
+        upto = n if t == n else (t if visible is None else int(visible[t]))
+        while learned < upto:
+            tokens = inverse[indptr[learned] : indptr[learned + 1]]
+            z = bias + int(weights[tokens].sum())
+            arrival[learned] = z / SCALE
+            s = step(z, bool(is_target[learned]), rate)
+            weights[tokens] += s
+            bias += s
+            learned += 1
+        if t < n:
+            decision[t] = (bias + int(weights[inverse[indptr[t] : indptr[t + 1]]].sum())) / SCALE
+    return decision, arrival
+
+
+class LogisticScorer:
+    """z of a batch with the weights of one statistics version (copied: later learning does
+    not change them)."""
+
+    def __init__(self, stats: Statistics, vocab: VocabularySnapshot | None = None) -> None:
+        self._vocab = stats.vocab.snapshot() if vocab is None else vocab
+        self._weights = stats.logistic_columns(slice(0, len(stats.vocab))).astype(np.float64)
+        self._weights /= SCALE
+        self.bias = float(stats.B.sum()) / SCALE
+
+    def score(self, batch: DocBatch) -> FloatArray:
+        """(n,) z(x) of every document of `batch` (tokens not in the vocabulary weigh 0)."""
+        ids = self._vocab.lookup(batch.keys)
+        return self.score_columns(batch, ids)
+
+    def score_columns(self, batch: DocBatch, ids: Int64Array) -> FloatArray:
+        """`score` of a batch whose entries' vocabulary ids are `ids` (−1: none)."""
+        values = np.where(ids >= 0, self._weights[np.maximum(ids, 0)], 0.0)
+        sums = np.concatenate([[0.0], np.cumsum(values)])
+        z: FloatArray = self.bias + sums[batch.indptr[1:]] - sums[batch.indptr[:-1]]
+        return z
