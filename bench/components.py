@@ -12,8 +12,15 @@ and each candidate set of components is combined as `filterd evaluate --variant 
 figure is (1−AUC)% over the whole stream. For each corpus in turn, the set with the lowest
 geometric mean over the *other* corpora is chosen and measured on the one left out.
 
+The candidate sets are of estimators; the fusion's last component, the logistic component
+(`filterd.bayes.logistic`), joins none of them.
+
 --passes P [P ...] compares instead the fusion's components (`fusion.COMPONENTS`) combined with
 P passes over the window's rows each (`fusion.window_weights`), by the same rule.
+
+--rates R [R ...] compares instead the fusion's estimators combined without the logistic
+component and with it at each step size η_L (`logistic.replay_logistic(rate=R)`), by the same
+rule; the logistic component alone is printed beside.
 
 --sizes prints instead the model's size: the distinct tokens of each view once the whole corpus
 is learned, against those of the default's tokenizer (words alone).
@@ -28,8 +35,9 @@ from dataclasses import replace
 import numpy as np
 
 from filterd.bayes import fusion
+from filterd.bayes.logistic import replay_logistic
 from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, ModelSpec
-from filterd.bayes.replay import online_scores
+from filterd.bayes.replay import online_scores, replay_many
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
 from filterd.cli.corpus_files import read_corpus
@@ -126,6 +134,53 @@ def passes_sets(passes: list[int]) -> dict[str, tuple[list[str], int]]:
     return {f"fusion.COMPONENTS, {p} pass{'es' if p > 1 else ''}": (members, p) for p in passes}
 
 
+def rates(corpora: list[str], steps: list[float]) -> None:
+    """The fusion's estimators without the logistic component and with it at each step size,
+    and the logistic component alone: online (1−AUC)%, and the step size each corpus left out
+    would get from the others."""
+    t_start = time.perf_counter()
+    tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
+    without = "the estimators alone (no logistic component)"
+    names = [without] + [f"with the logistic component, η_L = {r:g}" for r in steps]
+    figures: dict[str, dict[str, float]] = {name: {} for name in names}
+    alone: dict[str, dict[float, float]] = {}
+    for corpus in corpora:
+        path = CORPORA / corpus / "messages.jsonl.gz"
+        if not path.exists():
+            continue
+        records = relabel(read_corpus(path), CORPUS_LABELS[corpus])
+        tokenized = Corpus.tokenize(records, tokenizer)
+        stream = sorted(tokenized.records, key=lambda r: r.order)
+        y = np.array([r.label == "spam" for r in stream])
+        batch = tokenized.batch_of(stream)
+        estimators = replay_many(batch, y, fusion.COMPONENTS)
+        figures[without][corpus] = ranking.one_minus_auc_pct(fusion.replay_fused(estimators, y), y)
+        alone[corpus] = {}
+        for name, rate in zip(names[1:], steps, strict=True):
+            logistic, _ = replay_logistic(batch, y, rate=rate)
+            z = fusion.replay_fused(np.column_stack([estimators, logistic]), y)
+            figures[name][corpus] = ranking.one_minus_auc_pct(z, y)
+            alone[corpus][rate] = ranking.one_minus_auc_pct(logistic, y)
+    done = [c for c in corpora if c in alone]
+    print(
+        f"Produced by `python bench/components.py --rates {' '.join(f'{r:g}' for r in steps)}` "
+        f"on {time.strftime('%Y-%m-%d')}, {cpu_model()} ({time.perf_counter() - t_start:.0f} s); "
+        "online (1−AUC)%.\n"
+    )
+    print("| the fusion | " + " | ".join(done) + " |\n|---|" + "---|" * len(done))
+    for name in names:
+        print(f"| {name} | " + " | ".join(f"{figures[name][c]:.3f}" for c in done) + " |")
+    for rate in steps:
+        row = " | ".join(f"{alone[c][rate]:.3f}" for c in done)
+        print(f"| the logistic component alone, η_L = {rate:g} | {row} |")
+    print("\n| left out | η_L chosen on the others | held out | without |\n|---|---|---|---|")
+    for out in done:
+        rest = [c for c in done if c != out]
+        chosen = min(names[1:], key=lambda n: geometric_mean([figures[n][c] for c in rest]))
+        rate = steps[names.index(chosen) - 1]
+        print(f"| {out} | {rate:g} | {figures[chosen][out]:.3f} | {figures[without][out]:.3f} |")
+
+
 def geometric_mean(values: list[float]) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
@@ -137,9 +192,19 @@ def main() -> None:
     parser.add_argument(
         "--passes", type=int, nargs="+", metavar="P", help="compare passes over the window instead"
     )
+    parser.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        metavar="R",
+        help="compare the logistic component's step sizes instead",
+    )
     args = parser.parse_args()
     if args.sizes:
         sizes([c for c in args.corpus or CORPUS_LABELS if (CORPORA / c).exists()])
+        return
+    if args.rates:
+        rates(args.corpus or list(CORPUS_LABELS), args.rates)
         return
     t_start = time.perf_counter()
     tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
