@@ -53,33 +53,31 @@ def step(z: int, target: bool, rate: float = RATE) -> int:
 def sequential_steps(
     batch: DocBatch,
     is_target: BoolArray,
-    current: Int64Array,
+    weights: Int64Array,
     bias: int,
     recorded: Sequence[int | None] | None = None,
     rate: float = RATE,
 ) -> Int64Array:
     """(n,) the steps s_d of the documents of `batch` learned one after another, from the
-    weights before the batch: `current` (nnz,), the weight of each entry's token, and `bias`.
-    A token in several documents carries the steps of the earlier ones. A document whose
-    `recorded` step is not None is being unlearned (a relabel's old contribution): its step
-    is taken back, and returned as it is.
+    weights before the batch: `weights[k]` of the token at position k (the batch's keys are
+    positions in `weights`; it is updated in place) and `bias`. A token in several documents
+    carries the steps of the earlier ones. A document whose `recorded` step is not None is
+    being unlearned (a relabel's old contribution): its step is taken back, and returned as it
+    is.
 
-    >>> batch = DocBatch(np.array([0, 1, 2]), np.array([7, 7]), np.array([1, 1]))
-    >>> s = sequential_steps(batch, np.array([True, True]), np.zeros(2, np.int64), 0)
+    >>> batch = DocBatch(np.array([0, 1, 2]), np.array([0, 0]), np.array([1, 1]))
+    >>> s = sequential_steps(batch, np.array([True, True]), np.zeros(1, np.int64), 0)
     >>> bool(s[0] > s[1] > 0)  # the second learns from weights the first moved
     True
     >>> back = sequential_steps(
-    ...     batch, np.array([True, True]), np.zeros(2, np.int64), 0, recorded=[900_000, None]
+    ...     batch, np.array([True, True]), np.zeros(1, np.int64), 0, recorded=[900_000, None]
     ... )
     >>> int(back[0]), bool(back[1] > s[0])  # taken back first: the second starts lower
     (900000, True)
     """
-    keys, inverse = np.unique(batch.keys, return_inverse=True)
-    weights = np.zeros(len(keys), dtype=np.int64)
-    weights[inverse] = current
     steps = np.zeros(len(batch), dtype=np.int64)
     for d in range(len(batch)):
-        tokens = inverse[batch.indptr[d] : batch.indptr[d + 1]]
+        tokens = batch.keys[batch.indptr[d] : batch.indptr[d + 1]]
         taken = None if recorded is None else recorded[d]
         if taken is None:
             s = step(bias + int(weights[tokens].sum()), bool(is_target[d]), rate)
@@ -91,15 +89,28 @@ def sequential_steps(
     return steps
 
 
+def by_position(batch: DocBatch) -> tuple[Int64Array, DocBatch]:
+    """(the batch's distinct keys, sorted; the batch with each key replaced by its position
+    among them): what `sequential_steps` takes.
+
+    >>> keys, at = by_position(DocBatch(np.array([0, 2, 3]), np.array([9, 4, 9]), np.ones(3)))
+    >>> keys.tolist(), at.keys.tolist()
+    ([4, 9], [1, 0, 1])
+    """
+    keys, positions = np.unique(batch.keys, return_inverse=True)
+    return keys, DocBatch(batch.indptr, positions.astype(np.int64), batch.counts)
+
+
 def learn_steps(stats: Statistics, batch: DocBatch, labels: list[str], target: str) -> Int64Array:
     """(n,) the steps of `batch`'s documents learned in order after what `stats` holds
     (`sequential_steps` from its weights)."""
-    ids = stats.vocab.lookup(batch.keys)
+    keys, at = by_position(batch)
+    ids = stats.vocab.lookup(keys)
     known = ids >= 0
-    current = np.zeros(len(ids), dtype=np.int64)
-    current[known] = stats.logistic_columns(ids[known])
+    weights = np.zeros(len(keys), dtype=np.int64)
+    weights[known] = stats.logistic_columns(ids[known])
     is_target = np.array([label == target for label in labels], dtype=bool)
-    return sequential_steps(batch, is_target, current, int(stats.B.sum()))
+    return sequential_steps(at, is_target, weights, int(stats.B.sum()))
 
 
 def replay_logistic(
@@ -119,7 +130,8 @@ def replay_logistic(
     >>> decision.tolist() == arrival.tolist(), bool(decision[2] > 0 > decision[3])
     (True, True)
     """
-    keys, inverse = np.unique(batch.keys, return_inverse=True)
+    keys, at = by_position(batch)
+    inverse = at.keys
     weights = np.zeros(len(keys), dtype=np.int64)
     bias, learned, n = 0, 0, len(batch)
     indptr = batch.indptr

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, func, insert, select, update
 
 from filterd.bayes.features import DocBatch, encode
-from filterd.bayes.logistic import sequential_steps
+from filterd.bayes.logistic import by_position, sequential_steps
 from filterd.bayes.model import FUSION
 from filterd.bayes.statistics import fixed_point_log_tf
 from filterd.bayes.vocab import TokenHasher
@@ -126,14 +126,14 @@ def _logistic_steps(
 ) -> IntArray:
     """The logistic step of each contribution, in order, from the weights the store holds
     (`sequential_steps`; an unlearned one's is the step it recorded)."""
-    batch = _batch_of(contributions)
+    keys, at = by_position(_batch_of(contributions))
     bias = conn.execute(
         select(func.coalesce(func.sum(ClassStats.weight), 0)).where(ClassStats.model_id == model_id)
     ).scalar_one()
     is_target = np.array([c.label == target for c in contributions], dtype=bool)
     recorded = [None if c.sign > 0 else (c.step or 0) for c in contributions]
-    current = _token_weights(conn, model_id, batch.keys)
-    return sequential_steps(batch, is_target, current, int(bias), recorded)
+    weights = _token_weights(conn, model_id, keys)
+    return sequential_steps(at, is_target, weights, int(bias), recorded)
 
 
 # The weights of a batch's tokens in one statement (an array on PostgreSQL, a JSON array on
@@ -150,20 +150,20 @@ _WEIGHTS_SQLITE = (
 
 
 def _token_weights(conn: Connection, model_id: int, keys: IntArray) -> IntArray:
-    """(len(keys),) w = Σ_c W[c,w] of each key as committed (0 for a token not in the store)."""
-    unique = np.unique(keys)
+    """(len(keys),) w = Σ_c W[c,w] of each of `keys` (sorted, distinct) as committed (0 for a
+    token not in the store)."""
     cursor = driver_cursor(conn)
     if conn.dialect.name == "postgresql":
-        cursor.execute(_WEIGHTS_PG, (model_id, "{" + ",".join(map(str, unique.tolist())) + "}"))
+        cursor.execute(_WEIGHTS_PG, (model_id, "{" + ",".join(map(str, keys.tolist())) + "}"))
         found = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
     else:
-        cursor.execute(_WEIGHTS_SQLITE, (model_id, json.dumps(unique.tolist())))
+        cursor.execute(_WEIGHTS_SQLITE, (model_id, json.dumps(keys.tolist())))
         row = cursor.fetchone()
         text = None if row is None else row[0]
         found = np.fromstring(text or "", dtype=np.int64, sep=",").reshape(-1, 2)
-    weights = np.zeros(len(unique), dtype=np.int64)
-    weights[np.searchsorted(unique, found[:, 0])] = found[:, 1]
-    return weights[np.searchsorted(unique, keys)]
+    weights = np.zeros(len(keys), dtype=np.int64)
+    weights[np.searchsorted(keys, found[:, 0])] = found[:, 1]
+    return weights
 
 
 def _write_statistics(
