@@ -3,6 +3,9 @@ message's step, taken in commit order on the weights the store holds, equals the
 the last bit; a relabel takes the old step back exactly; syncs carry the weights; models of
 other variants, and a learn without a target, take no steps."""
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,15 @@ from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens
 
 STREAM = generate(SynthConfig(n_messages=240, signal=0.3, mean_length=8, seed=11))
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    """A migrated SQLite store (the agreement test reads PostgreSQL's weights too)."""
+    opened = Store.open(f"sqlite:///{tmp_path / 'filterd.db'}")
+    opened.upgrade()
+    yield opened
+    opened.close()
 
 
 def learned(store: Store, variant: str, batches: int, target: str | None) -> ModelStore:
@@ -51,8 +63,8 @@ def test_the_stores_steps_are_the_replays_to_the_last_bit(store: Store) -> None:
     np.testing.assert_allclose(LogisticScorer(stats).score(batch), after, rtol=0, atol=1e-9)
 
 
-def test_a_relabel_takes_the_old_step_back_exactly(store: Store) -> None:
-    model = learned(store, "fusion", batches=3, target="spam")
+def test_a_relabel_takes_the_old_step_back_exactly(sqlite_store: Store) -> None:
+    model = learned(sqlite_store, "fusion", batches=3, target="spam")
     first = STREAM[0]
     flipped = "ham" if first["label"] == "spam" else "spam"
     model.learn([LabelledTokens(first["id"], flipped, first["text"].split())], 0.0, target="spam")
@@ -68,16 +80,16 @@ def test_a_relabel_takes_the_old_step_back_exactly(store: Store) -> None:
 
 @pytest.mark.parametrize(("variant", "target"), [("mnb", "spam"), ("fusion", None)])
 def test_no_steps_for_other_variants_or_without_a_target(
-    store: Store, variant: str, target: str | None
+    sqlite_store: Store, variant: str, target: str | None
 ) -> None:
-    model = learned(store, variant, batches=2, target=target)
+    model = learned(sqlite_store, variant, batches=2, target=target)
     stats, _ = model.load()
     assert stats.logistic_weights() == (0, {})
     assert stats.D.sum() == len(STREAM)
 
 
-def test_a_sync_carries_the_weights(store: Store) -> None:
-    model = learned(store, "fusion", batches=2, target="spam")
+def test_a_sync_carries_the_weights(sqlite_store: Store) -> None:
+    model = learned(sqlite_store, "fusion", batches=2, target="spam")
     stats, since = model.load()
     late = generate(SynthConfig(n_messages=40, signal=0.3, mean_length=8, seed=12))
     model.learn(
