@@ -4,8 +4,8 @@
 
 Each spam corpus of ../shared/corpora (smishing counted as spam), tokenized once by the
 tokenizer of the fusion (`tokenizer_of`: words, character 4-grams and word pairs). Online:
-every component of `filterd.bayes.fusion.COMPONENTS` replays the stream
-(`replay_components`: each message scored by everything learned before it), and the fusion
+every component of `filterd.bayes.fusion.COMPONENTS`, and the logistic component, replays the
+stream (`replay_components`: each message scored by everything learned before it), and the fusion
 combines them as `filterd evaluate --variant fusion --protocol online` does
 (`fusion.replay_fused`: the weights of two passes over the newest 5,000 rows of each class
 before each message, recomputed every message while the window fills and every 100 after). For
@@ -36,7 +36,7 @@ from filterd.service.decide import tokenizer_of
 from harness import CORPORA
 
 ALL = ["sms-spam", "spamassassin", "enron-spam", "sms-smishing"]
-NAMES = tuple(str(spec) for spec in fusion.COMPONENTS)
+NAMES = (*(str(spec) for spec in fusion.COMPONENTS), "the logistic component")
 BURN_IN = 500
 
 
