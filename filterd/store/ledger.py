@@ -91,6 +91,7 @@ class Plan:
         self.ledger_writes: dict[str, tuple[str, str, bytes, int]] = {}
         self.holdout_writes: dict[str, tuple[str, str, bytes, datetime | None]] = {}
         self.contributions: list[Contribution] = []
+        self._learning: set[str] = set()  # ids with a contribution learned in this batch
 
     def decide(
         self, i: int, item: LabelledTokens, batch: DocBatch, fraction: float
@@ -115,16 +116,26 @@ class Plan:
             if item.message_id in self.holdout:
                 self._hold(item, keys, counts)
                 return outcome, previous
-            _, _, old_tokens, old_step = self.ledger[item.message_id]
-            old_keys, old_counts = unpack(old_tokens)
-            self.contributions.append(
-                Contribution(item.message_id, label, old_keys, old_counts, -1, old_step)
-            )
+            if item.message_id in self._learning:
+                # learned earlier in this batch: that contribution is dropped rather than taken
+                # back, as its logistic step is not known until the batch's steps are taken
+                self.contributions = [
+                    c
+                    for c in self.contributions
+                    if not (c.message_id == item.message_id and c.sign > 0)
+                ]
+            else:
+                _, _, old_tokens, old_step = self.ledger[item.message_id]
+                old_keys, old_counts = unpack(old_tokens)
+                self.contributions.append(
+                    Contribution(item.message_id, label, old_keys, old_counts, -1, old_step)
+                )
         elif in_holdout(item.message_id, fraction):
             self._hold(item, keys, counts)
             return "held_out", previous
         packed = pack(keys, counts)
         self.contributions.append(Contribution(item.message_id, item.label, keys, counts, +1))
+        self._learning.add(item.message_id)
         self.ledger[item.message_id] = (item.label, item.source, packed, 0)
         self.ledger_writes[item.message_id] = (item.label, item.source, packed, 0)
         return outcome, previous

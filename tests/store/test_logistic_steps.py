@@ -78,6 +78,26 @@ def test_a_relabel_takes_the_old_step_back_exactly(sqlite_store: Store) -> None:
     assert stats.canonical() == in_memory.canonical()
 
 
+def test_a_message_learned_and_relabelled_in_one_batch_learns_its_last_label(
+    sqlite_store: Store,
+) -> None:
+    model = sqlite_store.create_model("default", ModelSpec.parse("fusion"), seed=5)
+    items = [LabelledTokens(r["id"], r["label"], r["text"].split()) for r in STREAM]
+    first = STREAM[0]
+    flipped = "ham" if first["label"] == "spam" else "spam"
+    again = LabelledTokens(first["id"], flipped, first["text"].split())
+    model.learn([*items, again], holdout_fraction=0.0, target="spam")
+    stats, _ = model.load()
+    # in memory: the other messages in order, then the first with its last label
+    order = [*STREAM[1:], {**first, "label": flipped}]
+    in_memory = Statistics(seed=stats.hasher.seed)
+    labels = [r["label"] for r in order]
+    batch = encode([r["text"].split() for r in order], in_memory.hasher)
+    in_memory.update(batch, labels, steps=learn_steps(in_memory, batch, labels, "spam"))
+    assert stats.logistic_weights() == in_memory.logistic_weights()
+    assert stats.canonical() == in_memory.canonical()
+
+
 @pytest.mark.parametrize(("variant", "target"), [("mnb", "spam"), ("fusion", None)])
 def test_no_steps_for_other_variants_or_without_a_target(
     sqlite_store: Store, variant: str, target: str | None
