@@ -89,10 +89,10 @@ def test_a_message_learned_and_relabelled_in_one_batch_learns_its_last_label(
     model.learn([*items, again], holdout_fraction=0.0, target="spam")
     stats, _ = model.load()
     # in memory: the other messages in order, then the first with its last label
-    order = [*STREAM[1:], {**first, "label": flipped}]
     in_memory = Statistics(seed=stats.hasher.seed)
-    labels = [r["label"] for r in order]
-    batch = encode([r["text"].split() for r in order], in_memory.hasher)
+    labels = [*(r["label"] for r in STREAM[1:]), flipped]
+    texts = [r["text"].split() for r in [*STREAM[1:], first]]
+    batch = encode(texts, in_memory.hasher)
     in_memory.update(batch, labels, steps=learn_steps(in_memory, batch, labels, "spam"))
     assert stats.logistic_weights() == in_memory.logistic_weights()
     assert stats.canonical() == in_memory.canonical()
