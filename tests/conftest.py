@@ -21,7 +21,10 @@ TOPIC_KINDS = ("messages", "decisions", "feedback", "dead_letter")
 # Hypothesis's per-example deadline measures the machine, not the code: the suite shares two
 # cores with a broker, a database and daemons, and an example that took 250 ms under that load
 # failed a property that holds. Speed is measured by bench/, beside peers.
-settings.register_profile("filterd", deadline=None)
+# 50 examples a property unless it says otherwise (Hypothesis's default is 100): the whole
+# suite must run within 8 minutes on two cores, and the properties are the in-process tests
+# that scale with the examples; a property that needs more sets its own max_examples.
+settings.register_profile("filterd", deadline=None, max_examples=50)
 settings.load_profile("filterd")
 
 # The files whose tests take longest, longest first. The test workers are handed them first
