@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
 
 from filterd.bayes import fusion
+from filterd.bayes.arrays import BoolArray
+from filterd.bayes.features import DocBatch
 from filterd.bayes.logistic import replay_logistic
 from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, ModelSpec
 from filterd.bayes.replay import online_scores, replay_many
@@ -139,20 +142,11 @@ def rates(corpora: list[str], steps: list[float]) -> None:
     and the logistic component alone: online (1−AUC)%, and the step size each corpus left out
     would get from the others."""
     t_start = time.perf_counter()
-    tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
     without = "the estimators alone (no logistic component)"
     names = [without] + [f"with the logistic component, η_L = {r:g}" for r in steps]
     figures: dict[str, dict[str, float]] = {name: {} for name in names}
     alone: dict[str, dict[float, float]] = {}
-    for corpus in corpora:
-        path = CORPORA / corpus / "messages.jsonl.gz"
-        if not path.exists():
-            continue
-        records = relabel(read_corpus(path), CORPUS_LABELS[corpus])
-        tokenized = Corpus.tokenize(records, tokenizer)
-        stream = sorted(tokenized.records, key=lambda r: r.order)
-        y = np.array([r.label == "spam" for r in stream])
-        batch = tokenized.batch_of(stream)
+    for corpus, batch, y in streams(corpora):
         estimators = replay_many(batch, y, fusion.COMPONENTS)
         figures[without][corpus] = ranking.one_minus_auc_pct(fusion.replay_fused(estimators, y), y)
         alone[corpus] = {}
@@ -181,6 +175,21 @@ def rates(corpora: list[str], steps: list[float]) -> None:
         print(f"| {out} | {rate:g} | {figures[chosen][out]:.3f} | {figures[without][out]:.3f} |")
 
 
+def streams(corpora: list[str]) -> Iterator[tuple[str, DocBatch, BoolArray]]:
+    """(corpus, its stream's token counts in `order`, spam or not) of each of `corpora` present,
+    tokenized by the fusion's tokenizer."""
+    tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
+    for corpus in corpora:
+        path = CORPORA / corpus / "messages.jsonl.gz"
+        if not path.exists():
+            continue
+        records = relabel(read_corpus(path), CORPUS_LABELS[corpus])
+        tokenized = Corpus.tokenize(records, tokenizer)
+        stream = sorted(tokenized.records, key=lambda r: r.order)
+        y = np.array([r.label == "spam" for r in stream])
+        yield corpus, tokenized.batch_of(stream), y
+
+
 def geometric_mean(values: list[float]) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
@@ -207,7 +216,6 @@ def main() -> None:
         rates(args.corpus or list(CORPUS_LABELS), args.rates)
         return
     t_start = time.perf_counter()
-    tokenizer = tokenizer_of(DEFAULTS, specs=[ModelSpec(FUSION)])
     sets = (
         passes_sets(args.passes)
         if args.passes
@@ -217,15 +225,7 @@ def main() -> None:
     specs = {name: spec for name, spec in pool().items() if name in used}
     figures: dict[str, dict[str, float]] = {name: {} for name in sets}
     alone_scores: dict[str, float] = {}  # Robinson–Fisher alone, the first component
-    for corpus in args.corpus or list(CORPUS_LABELS):
-        path = CORPORA / corpus / "messages.jsonl.gz"
-        if not path.exists():
-            continue
-        records = relabel(read_corpus(path), CORPUS_LABELS[corpus])
-        tokenized = Corpus.tokenize(records, tokenizer)
-        stream = sorted(tokenized.records, key=lambda r: r.order)
-        y = np.array([r.label == "spam" for r in stream])
-        batch = tokenized.batch_of(stream)
+    for corpus, batch, y in streams(args.corpus or list(CORPUS_LABELS)):
         scores = {name: online_scores(batch, y, spec) for name, spec in specs.items()}
         alone_scores[corpus] = ranking.one_minus_auc_pct(scores[str(fusion.COMPONENTS[0])], y)
         for name, (members, passes) in sets.items():

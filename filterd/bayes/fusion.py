@@ -32,7 +32,6 @@ decision is the first component's clues.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -40,7 +39,7 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import DocBatch, only_view
-from filterd.bayes.logistic import LogisticScorer, replay_logistic
+from filterd.bayes.logistic import LogisticScorer, replay_logistic, sigmoid
 from filterd.bayes.model import FUSION, ROBINSON_FISHER_SPEC, Model, ModelSpec, Scores
 from filterd.bayes.replay import Progress, replay_many
 from filterd.bayes.selection import Selection
@@ -157,7 +156,7 @@ def _step(
     z = 0.0
     for a, b in zip(row, w):
         z += a * b
-    p = 0.5 * (1.0 + math.tanh(z / 2.0))  # σ(z) without overflow
+    p = sigmoid(z)
     step = target_rate * (1.0 - p) if target else rate * (0.0 - p)
     return z, [b + step * a for a, b in zip(row, w)]
 
@@ -385,11 +384,15 @@ class FusionModel:
         first, whose clues explain the decisions, and any a table cannot take, on their own; the
         logistic component's z last."""
         scores = np.zeros((len(batch), len(self.components) + 1))
-        scores[:, -1] = self.logistic.score(batch)
+        scores[:, -1] = self.logistic.bias
         first: Scores | None = None
         for table in self._tables:
             of_view = only_view(batch, table.view)
             ids = self.components[table.reader].columns_of(of_view)
+            # the components' views hold every token once: the logistic component's z is the
+            # sum of its views', each with the ids its components looked up
+            assert table.view is not None
+            scores[:, -1] += self.logistic.view_sums(of_view, ids, table.view)
             for i in table.own:
                 own = self.components[i].score_columns_of(of_view, ids)
                 scores[:, i] = own.binary()

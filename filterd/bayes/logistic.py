@@ -31,11 +31,21 @@ import numpy as np
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
 from filterd.bayes.features import DocBatch
 from filterd.bayes.statistics import T_SCALE, Statistics
-from filterd.bayes.vocab import VocabularySnapshot
+from filterd.bayes.view_scores import segment_sums
+from filterd.bayes.vocab import VIEWS
 
 SCALE = T_SCALE  # weights, bias and steps in units of 2⁻²⁴
 # η: chosen by leaving one corpus out (docs/benchmarks.md, "The logistic component")
 RATE = 0.05
+
+
+def sigmoid(z: float) -> float:
+    """σ(z) = 1 / (1 + e^−z), without overflow for any z.
+
+    >>> sigmoid(0.0), sigmoid(-1000.0)
+    (0.5, 0.0)
+    """
+    return 0.5 * (1.0 + math.tanh(z / 2.0))
 
 
 def step(z: int, target: bool, rate: float = RATE) -> int:
@@ -46,8 +56,7 @@ def step(z: int, target: bool, rate: float = RATE) -> int:
     >>> step(50 * int(SCALE), True)  # already sure: no step
     0
     """
-    p = 0.5 * (1.0 + math.tanh(z / SCALE / 2.0))  # σ(z) without overflow
-    return round(rate * ((1.0 if target else 0.0) - p) * SCALE)
+    return round(rate * ((1.0 if target else 0.0) - sigmoid(z / SCALE)) * SCALE)
 
 
 def sequential_steps(
@@ -155,20 +164,30 @@ class LogisticScorer:
     """z of a batch with the weights of one statistics version (copied: later learning does
     not change them)."""
 
-    def __init__(self, stats: Statistics, vocab: VocabularySnapshot | None = None) -> None:
-        self._vocab = stats.vocab.snapshot() if vocab is None else vocab
+    def __init__(self, stats: Statistics) -> None:
+        self._vocab = stats.vocab.snapshot()
         self._weights = stats.logistic_columns(slice(0, len(stats.vocab))).astype(np.float64)
         self._weights /= SCALE
+        # each view's weights in the order of its own ids (`Vocabulary.snapshot(view)`)
+        self._of_view = {
+            view: self._weights[stats.view_columns(view)] for view in range(len(VIEWS))
+        }
         self.bias = float(stats.B.sum()) / SCALE
 
     def score(self, batch: DocBatch) -> FloatArray:
         """(n,) z(x) of every document of `batch` (tokens not in the vocabulary weigh 0)."""
-        ids = self._vocab.lookup(batch.keys)
-        return self.score_columns(batch, ids)
-
-    def score_columns(self, batch: DocBatch, ids: Int64Array) -> FloatArray:
-        """`score` of a batch whose entries' vocabulary ids are `ids` (−1: none)."""
-        values = np.where(ids >= 0, self._weights[np.maximum(ids, 0)], 0.0)
-        sums = np.concatenate([[0.0], np.cumsum(values)])
-        z: FloatArray = self.bias + sums[batch.indptr[1:]] - sums[batch.indptr[:-1]]
+        z: FloatArray = self.bias + _sums(self._weights, batch, self._vocab.lookup(batch.keys))
         return z
+
+    def view_sums(self, batch: DocBatch, ids: Int64Array, view: int) -> FloatArray:
+        """(n,) Σ_{w ∈ x} w_w over the tokens of one view, for a batch of that view's tokens
+        whose ids in the view's snapshot are `ids` (−1: none), as the fusion's components of the
+        view look them up: the sums of every view and the bias are `score`'s z."""
+        return _sums(self._of_view[view], batch, ids)
+
+
+def _sums(weights: FloatArray, batch: DocBatch, ids: Int64Array) -> FloatArray:
+    """(n,) the sum of each document's weights (an entry's `weights[id]`, 0 for id −1)."""
+    values = np.where(ids >= 0, weights[np.maximum(ids, 0)], 0.0)
+    summed: FloatArray = segment_sums(values[None, :], batch.indptr)[:, 0]
+    return summed

@@ -87,11 +87,15 @@ def apply(
         outcomes.append(outcome)
         previous.append(before)
     class_ids = _class_ids(conn, model.id, {c.label for c in plan.contributions})
-    steps = None
-    if target is not None and model.spec.variant == FUSION and plan.contributions:
-        steps = _logistic_steps(conn, model.id, plan.contributions, target)
-        plan.record_steps(steps)
-    _write_statistics(conn, model.id, seq, now, plan.contributions, class_ids, steps)
+    if plan.contributions:
+        contributed = _batch_of(plan.contributions)
+        steps = None
+        if target is not None and model.spec.variant == FUSION:
+            steps = _logistic_steps(conn, model.id, plan.contributions, contributed, target)
+            plan.record_steps(steps)
+        _write_statistics(
+            conn, model.id, seq, now, plan.contributions, contributed, class_ids, steps
+        )
     write_ledger(conn, model.id, now, plan)
     insert_events(conn, model.id, items, outcomes, previous, now)
     return result
@@ -114,6 +118,7 @@ def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, i
 
 
 def _batch_of(contributions: list[Contribution]) -> DocBatch:
+    """The token keys and counts of the contributions, one document each, in order."""
     lengths = np.array([len(c.keys) for c in contributions], dtype=np.int64)
     indptr = np.concatenate([[0], np.cumsum(lengths)])
     keys = np.concatenate([c.keys for c in contributions]).astype(np.int64)
@@ -122,11 +127,16 @@ def _batch_of(contributions: list[Contribution]) -> DocBatch:
 
 
 def _logistic_steps(
-    conn: Connection, model_id: int, contributions: list[Contribution], target: str
+    conn: Connection,
+    model_id: int,
+    contributions: list[Contribution],
+    batch: DocBatch,
+    target: str,
 ) -> IntArray:
-    """The logistic step of each contribution, in order, from the weights the store holds
-    (`sequential_steps`; an unlearned one's is the step it recorded)."""
-    keys, at = by_position(_batch_of(contributions))
+    """The logistic step of each contribution (`batch`: theirs, `_batch_of`), in order, from
+    the weights the store holds (`sequential_steps`; an unlearned one's is the step it
+    recorded)."""
+    keys, at = by_position(batch)
     bias = conn.execute(
         select(func.coalesce(func.sum(ClassStats.weight), 0)).where(ClassStats.model_id == model_id)
     ).scalar_one()
@@ -172,12 +182,10 @@ def _write_statistics(
     seq: int,
     now: datetime,
     contributions: list[Contribution],
+    batch: DocBatch,
     class_ids: dict[str, int],
     steps: IntArray | None = None,
 ) -> None:
-    if not contributions:
-        return
-    batch = _batch_of(contributions)
     keys, counts, indptr = batch.keys, batch.counts, batch.indptr
     lengths = np.diff(indptr)
     sign = np.array([c.sign for c in contributions], dtype=np.int64)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from filterd.bayes import fusion
 from filterd.bayes.features import DocBatch, encode, only_view
+from filterd.bayes.logistic import learn_steps
 from filterd.bayes.model import FUSION, Model, ModelSpec
 from filterd.bayes.selection import Selection
 from filterd.bayes.statistics import Statistics
@@ -70,7 +71,10 @@ def test_what_a_table_cannot_take_is_refused() -> None:
 def test_the_fusion_scores_each_component_as_it_would_alone() -> None:
     rng = np.random.default_rng(3)
     docs = [list(rng.choice(WORDS, size=rng.integers(0, 30))) for _ in range(300)]
-    stats = learned(docs[:200], ["spam" if rng.random() < 0.4 else "ham" for _ in range(200)])
+    labels = ["spam" if rng.random() < 0.4 else "ham" for _ in range(200)]
+    stats = Statistics(["spam", "ham"], seed=5)
+    seen = encode(docs[:200], stats.hasher)  # learned with the logistic component's steps
+    stats.update(seen, labels, steps=learn_steps(stats, seen, labels, "spam"))
     model = fusion.build_model(stats, ModelSpec(FUSION), "spam")
     assert isinstance(model, fusion.FusionModel)
     batch = encode(docs[200:], stats.hasher)
