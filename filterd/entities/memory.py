@@ -18,9 +18,10 @@ message sent out of time order does not turn it back):
 (KEY the entity's key, W a window such as 1h or 30d). Counts are binned on a log scale so that
 "7 payments in the last hour" and "6" are one piece of evidence, "1" another.
 `EntityMemory.features` gives the numbers (`EntityFeatures`), `entity_tokens` their tokens and
-`entity_words` what an analyst reads of them. The memory is bounded: an entity keeps at most
-`max_events` messages and the events of the longest window, and at most `max_entities`
-entities are kept (the least recently seen forgotten first).
+`entity_words` what an analyst reads of them. The memory is bounded: an entity counts at most
+`max_events` messages, those of the longest window (it holds at most twice as many, the older
+forgotten in bulk), and at most `max_entities` entities are kept (the least recently seen
+forgotten first).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from filterd.tokenize.attributes import log_bin
@@ -91,15 +92,6 @@ def count_bin(n: int) -> str:
     ['0', '2^0', '2^1', '2^2', '2^2', '2^6']
     """
     return "0" if n <= 0 else f"2^{n.bit_length() - 1}"
-
-
-# `count_bin` of the counts most entities have, made once (every message asks for several)
-_COUNT_BINS = tuple(count_bin(n) for n in range(4096))
-
-
-def _count_bin(n: int) -> str:
-    """`count_bin`, read from _COUNT_BINS when it holds `n`."""
-    return _COUNT_BINS[n] if 0 <= n < len(_COUNT_BINS) else count_bin(n)
 
 
 # log2 units a ratio may fall short of a bin's edge and still count in that bin: the running
@@ -211,13 +203,24 @@ def entity_tokens(features: EntityFeatures, spec: EntitySpec) -> list[str]:
 'customer:fraud_28d~0']
     """
     names = token_names(spec, features.key)
-    out = [f"{name}~{_count_bin(n)}" for name, n in zip(names.counts, features.counts)]
+    # a count n's token is its name's n.bit_length()-th (`binned`): counts are never negative
+    out = [tokens[n.bit_length()] for tokens, n in zip(names.binned_counts, features.counts)]
     if features.amount_vs is not None:
         ratio = features.amount_vs
         out.append(names.amount_vs + (f"~{ratio_bin(ratio)}" if ratio else "=new"))
-    out += [f"{name}~{_count_bin(n)}" for name, n in zip(names.parties, features.parties)]
-    out.append(f"{names.labelled}~{_count_bin(features.labelled)}")
+    out += [tokens[n.bit_length()] for tokens, n in zip(names.binned_parties, features.parties)]
+    out.append(names.binned_labelled[features.labelled.bit_length()])
     return out
+
+
+def binned(name: str) -> tuple[str, ...]:
+    """The count tokens of `name`, the one of a count n ≥ 0 at n.bit_length() (`count_bin`):
+
+    >>> tokens = binned("customer:count_1h")
+    >>> [tokens[n.bit_length()] for n in (0, 1, 7)]
+    ['customer:count_1h~0', 'customer:count_1h~2^0', 'customer:count_1h~2^2']
+    """
+    return (f"{name}~0", *(f"{name}~2^{k}" for k in range(64)))
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,15 @@ class TokenNames:
     amount_vs: str
     parties: tuple[str, ...]
     labelled: str
+    binned_counts: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    binned_parties: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    binned_labelled: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # each name's tokens, made once (`binned`): every message's counts read them
+        object.__setattr__(self, "binned_counts", tuple(binned(n) for n in self.counts))
+        object.__setattr__(self, "binned_parties", tuple(binned(n) for n in self.parties))
+        object.__setattr__(self, "binned_labelled", binned(self.labelled))
 
 
 @functools.cache  # a spec has a few keys, and every message of each asks for their names
@@ -303,83 +315,119 @@ class EntityEvent:
 
 
 class _Entity:
-    """The events of one entity within the longest window, and per window where its events
-    start and what they sum to."""
+    """The events of one entity, oldest first, from the oldest of the longest window on (and
+    some older ones, dropped in bulk); per window, the sequence number of its first event.
+
+    A window's count and amounts are differences of running sums at its two ends, and its
+    distinct counterparties a count kept as they enter and leave (a counterparty leaves a
+    window with its last event there): moving a window's start is a bisection, with no work per
+    event but for the counterparties of those that leave.
+    """
 
     __slots__ = (
         "amounts",
-        "count",
+        "base",
+        "counted",
         "distinct",
-        "first",
+        "last",
         "parties",
         "slid",
         "start",
+        "summed",
         "times",
-        "total",
     )
 
     def __init__(self, windows: int) -> None:
-        self.times: deque[float] = deque()
-        self.amounts: deque[float | None] = deque()
-        self.parties: deque[str | None] = deque()
-        self.first = 0  # the sequence number of times[0]
-        self.start = [0] * windows  # per window: the sequence number of its first event
-        self.count = [0] * windows  # per window: amounts summed (those not None)
-        self.total = [0.0] * windows
-        self.distinct: list[Counter[str]] = [Counter() for _ in range(windows)]
+        self.base = 0  # the sequence number of times[0]
+        self.times: list[float] = []
+        self.amounts: list[float | None] = []
+        self.parties: list[str | None] = []
+        # summed[j], counted[j]: the amounts of the events before times[j] (and how many
+        # events had one) since the last rebase
+        self.summed: list[float] = [0.0]
+        self.counted: list[int] = [0]
+        self.last: dict[str, int] = {}  # each counterparty's last event (sequence number)
+        self.start = [0] * windows
+        self.distinct = [0] * windows
         self.slid = -math.inf  # the time of the last slide
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.times)
 
     def slide(self, now: float, windows: Sequence[int]) -> None:
         """Move each window's start past the events older than now − window (nothing moves
         for a time not after the last slide's: the memory's clock never turns back, and events
-        added since are at that time or later)."""
+        added since are at that time or later, so the times are in order)."""
         if now <= self.slid:
             return
         self.slid = now
-        end = self.first + len(self.times)
         for i, width in enumerate(windows):
-            oldest = now - width
-            while self.start[i] < end and self.times[self.start[i] - self.first] < oldest:
-                self._leave(i, self.start[i] - self.first)
-        while self.times and self.first < self.start[-1]:  # the longest window's start is least
-            self._drop()
+            start = self.start[i]
+            moved = self.base + bisect.bisect_left(self.times, now - width, start - self.base)
+            if moved > start:
+                self._leave(i, start, moved)
+        self._drop()
 
-    def _leave(self, i: int, at: int) -> None:
-        amount, party = self.amounts[at], self.parties[at]
-        if amount is not None:
-            self.count[i] -= 1
-            self.total[i] -= amount
-        if party is not None:
-            seen = self.distinct[i]
-            seen[party] -= 1
-            if not seen[party]:
-                del seen[party]
-        self.start[i] += 1
+    def _leave(self, i: int, start: int, moved: int) -> None:
+        """Window i's events from `start` to `moved` (excluded) leave it."""
+        if self.last:
+            parties, base, last = self.parties, self.base, self.last
+            for j in range(start, moved):
+                party = parties[j - base]
+                if party is not None and last[party] == j:
+                    self.distinct[i] -= 1
+        self.start[i] = moved
 
     def _drop(self) -> None:
-        self.times.popleft()
-        self.amounts.popleft()
-        self.parties.popleft()
-        self.first += 1
+        """Forget the events before the longest window's start, once they are as many as the
+        events kept after them (amortized: each event is copied a bounded number of times)."""
+        gone = self.start[-1] - self.base  # the longest window's start is the least
+        if gone < 32 or gone < len(self.times) - gone:
+            return
+        for j, party in enumerate(self.parties[:gone], self.base):
+            if party is not None and self.last.get(party) == j:
+                del self.last[party]
+        del self.times[:gone], self.amounts[:gone], self.parties[:gone]
+        # rebased on the first event kept: a large amount gone leaves no rounding behind
+        zero, none = self.summed[gone], self.counted[gone]
+        self.summed = [s - zero for s in self.summed[gone:]]
+        self.counted = [n - none for n in self.counted[gone:]]
+        self.base += gone
 
     def add(self, now: float, amount: float | None, party: str | None, max_events: int) -> None:
-        if len(self.times) >= max_events:  # a hot entity keeps its newest events
+        if self.in_window(len(self.start) - 1) >= max_events:  # a hot entity keeps its newest
+            oldest = self.start[-1]
             for i in range(len(self.start)):
-                if self.start[i] == self.first:
-                    self._leave(i, 0)
+                if self.start[i] == oldest:
+                    self._leave(i, oldest, oldest + 1)
             self._drop()
+        seq = self.end
         self.times.append(now)
         self.amounts.append(amount)
         self.parties.append(party)
-        for i in range(len(self.start)):
-            if amount is not None:
-                self.count[i] += 1
-                self.total[i] += amount
-            if party is not None:
-                self.distinct[i][party] += 1
+        self.summed.append(self.summed[-1] + (0.0 if amount is None else amount))
+        self.counted.append(self.counted[-1] + (amount is not None))
+        if party is not None:
+            before = self.last.get(party)
+            for i, start in enumerate(self.start):
+                if before is None or before < start:
+                    self.distinct[i] += 1
+            self.last[party] = seq
 
     def in_window(self, i: int) -> int:
-        return self.first + len(self.times) - self.start[i]
+        return self.end - self.start[i]
+
+    def mean_amount(self, i: int) -> float:
+        """The mean amount of window i's events that have one (0.0: none has)."""
+        at = self.start[i] - self.base
+        n = self.counted[-1] - self.counted[at]
+        if not n:
+            return 0.0
+        total = self.summed[-1] - self.summed[at]
+        if total < n * MIN_AMOUNT:  # cancelled: amounts of very different sizes came and went
+            total = math.fsum(a for a in self.amounts[at:] if a is not None)
+        return total / n
 
 
 class EntityMemory:
@@ -440,14 +488,11 @@ class EntityMemory:
             counts = tuple(0 if entity is None else entity.in_window(i) for i in self._windows)
             amount_vs = None
             if amount is not None:
-                amount_vs = 0.0
-                if entity is not None and entity.count[last]:
-                    amount_vs = amount / (entity.total[last] / entity.count[last])
+                mean = 0.0 if entity is None else entity.mean_amount(last)
+                amount_vs = amount / mean if mean else 0.0
             parties: tuple[int, ...] = ()
             if key in self._parties:
-                parties = tuple(
-                    0 if entity is None else len(entity.distinct[i]) for i in self._windows
-                )
+                parties = (0,) * len(self._windows) if entity is None else tuple(entity.distinct)
             labelled = self._labelled_count(key, value, now)
             out.append(EntityFeatures(key, value, counts, amount_vs, parties, labelled))
         return out

@@ -19,6 +19,9 @@ from typing import Any
 
 from filterd.entities.memory import EntityFeatures, EntitySpec, entity_tokens
 
+# one encoder for every record: json.dumps with separators makes a new one each call
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
 
 @dataclass(frozen=True)
 class EntityRecord:
@@ -34,7 +37,7 @@ class EntityRecord:
         rows = [
             [f.key, f.value, f.counts, f.amount_vs, f.parties, f.labelled] for f in self.features
         ]
-        return json.dumps({"at": self.at, "entities": rows}, separators=(",", ":"))
+        return _COMPACT.encode({"at": self.at, "entities": rows})
 
     @classmethod
     def loads(cls, text: str) -> EntityRecord:

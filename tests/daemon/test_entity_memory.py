@@ -94,6 +94,24 @@ def test_every_scorers_messages_count_within_seconds_and_a_start_remembers_them(
     assert evidence.words == ["6 messages of customer c1 in the last 1h"]
 
 
+def test_amounts_a_sender_chooses_do_not_stop_the_scorer(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The largest amount leaves the day's window, the smallest stays: the next payment is
+    decided, its amount against a mean of 10^-12 (a running sum had cancelled to 0 there, and
+    the division stopped the scorer on every start)."""
+    monkeypatch.setattr(entity_state, "SYNC_SECONDS", 0.0)
+    config = with_entities(config)
+    broker = MemoryBroker(dict(TOPICS))
+    a = scorer(config, broker, MemoryPublisher(broker), entities=SPEC)
+    amounts = ((0, 1e15), (23.5 * 60, 1e-12), (24.5 * 60, 5.0))
+    produce(
+        broker, [payment(i, "c1", minutes, amount) for i, (minutes, amount) in enumerate(amounts)]
+    )
+    run_until(a, lambda: len(decisions(broker)) == 3)
+    assert "amount 5e+12× the mean of customer c1 over 1d" in decisions(broker)["p2"]["evidence"]
+
+
 def test_a_label_learns_the_entity_evidence_and_a_target_counts_for_the_entity(
     config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

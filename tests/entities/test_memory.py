@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import pytest
@@ -216,16 +217,60 @@ def test_the_memory_gives_what_recounting_every_past_event_gives(
         arrivals.append((j + 1 + late, now, message, target))
 
 
+def test_a_long_stream_bounded_per_entity_gives_a_recount_of_the_events_kept() -> None:
+    """Thousands of payments of a few entities: events leave the windows and are forgotten in
+    bulk, and the bound per entity evicts the oldest; each message's numbers are a recount of
+    the events a list of each entity's newest `max_events` within the longest window holds."""
+    spec = EntitySpec(
+        keys=("customer", "terminal"),
+        windows=(600, 3600, 4 * 3600),
+        counterparties=(("customer", "terminal"),),
+        max_events=8,
+    )
+    memory = EntityMemory(spec)
+    rng = random.Random(7)
+    kept: dict[tuple[str, str], list[tuple[float, float, str | None]]] = {}
+    now, evicted = 0.0, 0
+    for _ in range(4000):
+        now += rng.choice([0, 1, 5, 30, 60, 300, 3000])
+        c, t = f"c{rng.randrange(2)}", f"t{rng.randrange(4)}"
+        amount = rng.choice([0.5, 1.0, 10.0, 250.0])
+        message = pay(c, t, amount)
+        features = {f.key: f for f in memory.features(message, now)}
+        for key, value, party in (("customer", c, t), ("terminal", t, None)):
+            events = [e for e in kept.get((key, value), []) if e[0] >= now - spec.windows[-1]]
+            f = features[key]
+            within = [[e for e in events if e[0] >= now - w] for w in spec.windows]
+            assert f.counts == tuple(len(w) for w in within)
+            mean = sum(e[1] for e in events) / len(events) if events else 0.0
+            assert f.amount_vs == (pytest.approx(amount / mean, rel=1e-12) if mean else 0.0)
+            if party is not None:
+                assert f.parties == tuple(len({e[2] for e in w}) for w in within)
+            if len(events) >= spec.max_events:
+                events.pop(0)
+                evicted += 1
+            kept[(key, value)] = [*events, (now, amount, party)]
+        memory.observe(message, now)
+    assert evicted > 100  # the bound was reached, and often
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.floats(), st.integers(min_value=-(10**400), max_value=10**400))))
-@example([5e-324, 1e308])  # a mean of the smallest float, then the largest: a ratio of inf
-@example([1e308, 1e308, 1e308, 1.0])  # a sum that overflows
-def test_no_amount_a_sender_chooses_breaks_the_memory(amounts: list[Any]) -> None:
+@given(
+    st.lists(st.one_of(st.floats(), st.integers(min_value=-(10**400), max_value=10**400))),
+    st.sampled_from([1.0, 13 * HOUR]),
+)
+@example([5e-324, 1e308], 1.0)  # a mean of the smallest float, then the largest: a ratio of inf
+@example([1e308, 1e308, 1e308, 1.0], 1.0)  # a sum that overflows
+# the largest amount leaves the window, the smallest stays: a sum kept by adding and taking
+# away amounts was 0 then, and the mean a division by zero
+@example([1e15, 1e-12, 5.0], 13 * HOUR)
+def test_no_amount_a_sender_chooses_breaks_the_memory(amounts: list[Any], gap: float) -> None:
     """Whatever the amounts (zero, subnormal, 1e308, infinite, NaN, an integer of 400 digits),
-    in whatever order, every message gets its tokens: a mean's ratio never overflows."""
+    in whatever order, entering the windows and leaving them (`gap` seconds apart), every
+    message gets its tokens: a mean's ratio never overflows nor divides by zero."""
     memory = EntityMemory(SPEC)
     for i, amount in enumerate(amounts):
         message = pay("c1", "t1", amount)
-        tokens = memory.tokens(message, float(i))
+        tokens = memory.tokens(message, i * gap)
         assert of(tokens, "customer:count_1h").startswith("customer:count_1h~")
-        memory.observe(message, float(i))
+        memory.observe(message, i * gap)
