@@ -6,7 +6,9 @@ from the memory, then remembers the message (so that a later message of the batc
 next, counts it). What it remembered goes to the store with the batch's decided messages (the
 scorer's `Recorder` writes `take()`): the entity events, for the other scorers and the next
 start, and each message's `EntityRecord`, for its learner: a label learns the evidence the
-message was decided on, however late it comes.
+message was decided on, however late it comes. A message the memory fails on (a bug) is
+decided on its own tokens, its evidence saying so, and the failure is logged: no message can
+stop the scorer.
 
 Every SYNC_SECONDS `refresh` reads what the other scorers wrote since (by `written_at`, with an
 overlap: rows already applied are skipped by (message, entity)) and the target labels the
@@ -48,6 +50,8 @@ SYNC_SECONDS = 1.0
 # turns back, so one message dated years ahead would empty every window for good
 MAX_AHEAD_SECONDS = 300.0
 MAX_SEEN = 1_000_000  # (message, entity) pairs remembered as applied, to skip rows read again
+# the evidence of a message the memory failed on (a bug: the log says which)
+MEMORY_FAILED = "entity memory unavailable for this message (see the scorer's log)"
 
 
 class _Seen:
@@ -127,16 +131,30 @@ class EntityState:
         out = []
         with self._lock:
             for message in messages:
-                fields, ts = entity_fields(message), self._time(message)
-                features, events = self.memory.remember(fields, ts)
-                key = id_hash(message.id)
-                for event in events:
-                    self._events_seen.add((key, event.key))
-                    self._events.append((message.id, event))
-                record = EntityRecord(self.memory.clock, tuple(features))
-                self._records[message.id] = record.dumps()
-                out.append(self._said(record))
+                try:
+                    out.append(self._remember(message))
+                except Exception as error:  # noqa: BLE001 - a bug must not stop the stream
+                    # decided on its own tokens, and the decision says why it has no more
+                    self.repeats.warning(
+                        self.log,
+                        "entity memory failed",
+                        {"error": type(error).__name__},
+                        message_id=message.id,
+                        detail=str(error)[:200],
+                    )
+                    out.append(EntityEvidence([], [MEMORY_FAILED]))
         return out
+
+    def _remember(self, message: Message) -> EntityEvidence:
+        fields, ts = entity_fields(message), self._time(message)
+        features, events = self.memory.remember(fields, ts)
+        key = id_hash(message.id)
+        for event in events:
+            self._events_seen.add((key, event.key))
+            self._events.append((message.id, event))
+        record = EntityRecord(self.memory.clock, tuple(features))
+        self._records[message.id] = record.dumps()
+        return self._said(record)
 
     def peek(self, messages: Sequence[Message]) -> list[EntityEvidence]:
         """Each message's entity tokens and words as of now, none of them remembered."""

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from filterd.bayes.vocab import TokenHasher
 from filterd.daemon import entity_state
 from filterd.daemon.entity_state import EntityState
-from filterd.entities import EntitySpec
+from filterd.entities import EntityMemory, EntitySpec
 from filterd.entities.lists import ListEntry
 from filterd.entities.record import EntityRecord
 from filterd.entities.rules import Rule
@@ -110,6 +110,31 @@ def test_amounts_a_sender_chooses_do_not_stop_the_scorer(
     )
     run_until(a, lambda: len(decisions(broker)) == 3)
     assert "amount 5e+12× the mean of customer c1 over 1d" in decisions(broker)["p2"]["evidence"]
+
+
+def test_a_message_the_memory_fails_on_is_decided_without_its_evidence(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in the memory for one message (here: any payment of customer "bug"): that message
+    is decided on its own tokens and says why it has no entity evidence; the others are not
+    touched."""
+    monkeypatch.setattr(entity_state, "SYNC_SECONDS", 0.0)
+    remember = EntityMemory.remember
+
+    def failing(self: EntityMemory, message: dict[str, Any], ts: float | None) -> Any:
+        if message["attributes"]["customer"] == "bug":
+            raise RuntimeError("a bug")
+        return remember(self, message, ts)
+
+    monkeypatch.setattr(EntityMemory, "remember", failing)
+    config = with_entities(config)
+    broker = MemoryBroker(dict(TOPICS))
+    a = scorer(config, broker, MemoryPublisher(broker), entities=SPEC)
+    produce(broker, [payment(0, "c1", 0), payment(1, "bug", 1), payment(2, "c1", 2)])
+    run_until(a, lambda: len(decisions(broker)) == 3)
+    decided = decisions(broker)
+    assert decided["p1"]["evidence"] == [entity_state.MEMORY_FAILED]
+    assert decided["p2"]["evidence"] == ["1 message of customer c1 in the last 1h"]
 
 
 def test_a_label_learns_the_entity_evidence_and_a_target_counts_for_the_entity(
