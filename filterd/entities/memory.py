@@ -221,7 +221,7 @@ def binned(name: str) -> tuple[str, ...]:
     >>> [tokens[n.bit_length()] for n in (0, 1, 7)]
     ['customer:count_1h~0', 'customer:count_1h~2^0', 'customer:count_1h~2^2']
     """
-    return (f"{name}~0", *(f"{name}~2^{k}" for k in range(64)))
+    return tuple(f"{name}~{count_bin(n)}" for n in (0, *(1 << k for k in range(64))))
 
 
 @dataclass(frozen=True)
