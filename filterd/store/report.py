@@ -88,7 +88,7 @@ def model_summaries(engine: Engine, min_docs: int) -> list[ModelSummary]:
             .group_by(TokenStats.model_id)
         )
         # a list of pairs: a result has keys(), which dict() would take for a mapping's
-        tokens = dict(conn.execute(counted).tuples().all())
+        tokens = dict(conn.execute(counted).all())
     documents: dict[int, dict[str, int]] = {}
     for row in classes:
         documents.setdefault(row.model_id, {})[row.label] = row.docs

@@ -71,15 +71,11 @@ def sync(
             raise model.gone()
         model_id, (seq, pruned_seq) = model.id, found
         expired_since = since is not None and since < pruned_seq  # deleted rows: resync in full
-        classes = (
-            conn.execute(
-                select(ClassStats.class_id, ClassStats.label, ClassStats.docs, ClassStats.weight)
-                .where(ClassStats.model_id == model_id)
-                .order_by(ClassStats.class_id)
-            )
-            .tuples()
-            .all()
-        )
+        classes = conn.execute(
+            select(ClassStats.class_id, ClassStats.label, ClassStats.docs, ClassStats.weight)
+            .where(ClassStats.model_id == model_id)
+            .order_by(ClassStats.class_id)
+        ).all()
         if conn.dialect.name == "postgresql":
             streamed = conn.execution_options(stream_results=True)  # a server-side cursor
             if since is None or expired_since:

@@ -2,7 +2,7 @@
 SIGKILL and restart, a second signal, a stop during the group join, the dead-letter guard, two
 daemons sharing the partitions, kill -9 of each role on PostgreSQL, an unreachable broker).
 
-Apart from test_daemon.py so that the two test workers share the daemon tests between them.
+Apart from test_daemon.py so that two test workers share the daemon tests between them.
 """
 
 import json

@@ -102,12 +102,12 @@ def test_robinson_fisher_scores_move_to_log_odds_and_back(empty_url: str) -> Non
                 conn.execute(
                     text("SELECT score FROM prequential WHERE model_id = :m"), {"m": model_id}
                 ).scalar_one(),
-                conn.execute(
-                    text("SELECT score, threshold FROM review_items WHERE model_id = :m"),
-                    {"m": model_id},
-                )
-                .one()
-                ._tuple(),
+                tuple(
+                    conn.execute(
+                        text("SELECT score, threshold FROM review_items WHERE model_id = :m"),
+                        {"m": model_id},
+                    ).one()
+                ),
             )
 
     store.upgrade("0007")
