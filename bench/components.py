@@ -13,7 +13,7 @@ figure is (1−AUC)% over the whole stream. For each corpus in turn, the set wit
 geometric mean over the *other* corpora is chosen and measured on the one left out.
 
 The candidate sets are of estimators; the fusion's last component, the logistic component
-(`filterd.bayes.logistic`), joins none of them.
+(`filterd.bayes.logistic`), joins none of them, nor its linear feature (`fusion.features`).
 
 --passes P [P ...] compares instead the fusion's components (`fusion.COMPONENTS`) combined with
 P passes over the window's rows each (`fusion.window_weights`), by the same rule.
@@ -21,6 +21,10 @@ P passes over the window's rows each (`fusion.window_weights`), by the same rule
 --rates R [R ...] compares instead the fusion's estimators combined without the logistic
 component and with it at each step size η_L (`logistic.replay_logistic(rate=R)`), by the same
 rule; the logistic component alone is printed beside.
+
+--clips C [C ...] compares instead the fusion (`fusion.COMPONENTS` and the logistic component)
+without the logistic component's linear feature and with it clipped at ±C
+(`fusion.features`), by the same rule.
 
 --sizes prints instead the model's size: the distinct tokens of each view once the whole corpus
 is learned, against those of the default's tokenizer (words alone).
@@ -148,7 +152,8 @@ def rates(corpora: list[str], steps: list[float]) -> None:
     alone: dict[str, dict[float, float]] = {}
     for corpus, batch, y in streams(corpora):
         estimators = replay_many(batch, y, fusion.COMPONENTS)
-        figures[without][corpus] = ranking.one_minus_auc_pct(fusion.replay_fused(estimators, y), y)
+        alone_z = fusion.replay_fused(estimators, y, clip=None)
+        figures[without][corpus] = ranking.one_minus_auc_pct(alone_z, y)
         alone[corpus] = {}
         for name, rate in zip(names[1:], steps, strict=True):
             logistic, _ = replay_logistic(batch, y, rate=rate)
@@ -156,14 +161,7 @@ def rates(corpora: list[str], steps: list[float]) -> None:
             figures[name][corpus] = ranking.one_minus_auc_pct(z, y)
             alone[corpus][rate] = ranking.one_minus_auc_pct(logistic, y)
     done = [c for c in corpora if c in alone]
-    print(
-        f"Produced by `python bench/components.py --rates {' '.join(f'{r:g}' for r in steps)}` "
-        f"on {time.strftime('%Y-%m-%d')}, {cpu_model()} ({time.perf_counter() - t_start:.0f} s); "
-        "online (1−AUC)%.\n"
-    )
-    print("| the fusion | " + " | ".join(done) + " |\n|---|" + "---|" * len(done))
-    for name in names:
-        print(f"| {name} | " + " | ".join(f"{figures[name][c]:.3f}" for c in done) + " |")
+    print_figures(f"--rates {' '.join(f'{r:g}' for r in steps)}", t_start, figures, done)
     for rate in steps:
         row = " | ".join(f"{alone[c][rate]:.3f}" for c in done)
         print(f"| the logistic component alone, η_L = {rate:g} | {row} |")
@@ -173,6 +171,40 @@ def rates(corpora: list[str], steps: list[float]) -> None:
         chosen = min(names[1:], key=lambda n: geometric_mean([figures[n][c] for c in rest]))
         rate = steps[names.index(chosen) - 1]
         print(f"| {out} | {rate:g} | {figures[chosen][out]:.3f} | {figures[without][out]:.3f} |")
+
+
+def clips(corpora: list[str], bounds: list[float]) -> None:
+    """The fusion without the logistic component's linear feature and with it clipped at each
+    bound: online (1−AUC)%, and the bound each corpus left out would get from the others."""
+    t_start = time.perf_counter()
+    without = "without the linear feature"
+    names = [without] + [f"with clip(z_L, ±{c:g})" for c in bounds]
+    figures: dict[str, dict[str, float]] = {name: {} for name in names}
+    for corpus, batch, y in streams(corpora):
+        scores = fusion.replay_components(batch, y)
+        for name, clip in zip(names, [None, *bounds], strict=True):
+            z = fusion.replay_fused(scores, y, clip=clip)
+            figures[name][corpus] = ranking.one_minus_auc_pct(z, y)
+    done = [c for c in corpora if c in figures[without]]
+    print_figures(f"--clips {' '.join(f'{c:g}' for c in bounds)}", t_start, figures, done)
+    print("\n| left out | chosen on the others | held out | without |\n|---|---|---|---|")
+    for out in done:
+        rest = [c for c in done if c != out]
+        chosen = min(names, key=lambda n: geometric_mean([figures[n][c] for c in rest]))
+        print(f"| {out} | {chosen} | {figures[chosen][out]:.3f} | {figures[without][out]:.3f} |")
+
+
+def print_figures(
+    options: str, t_start: float, figures: dict[str, dict[str, float]], corpora: list[str]
+) -> None:
+    """The command's line and the table of `figures` (row name → corpus → (1−AUC)%)."""
+    print(
+        f"Produced by `python bench/components.py {options}` on {time.strftime('%Y-%m-%d')}, "
+        f"{cpu_model()} ({time.perf_counter() - t_start:.0f} s); online (1−AUC)%.\n"
+    )
+    print("| the fusion | " + " | ".join(corpora) + " |\n|---|" + "---|" * len(corpora))
+    for name, row in figures.items():
+        print(f"| {name} | " + " | ".join(f"{row[c]:.3f}" for c in corpora) + " |")
 
 
 def streams(corpora: list[str]) -> Iterator[tuple[str, DocBatch, BoolArray]]:
@@ -208,7 +240,17 @@ def main() -> None:
         metavar="R",
         help="compare the logistic component's step sizes instead",
     )
+    parser.add_argument(
+        "--clips",
+        type=float,
+        nargs="+",
+        metavar="C",
+        help="compare bounds of the logistic component's linear feature instead",
+    )
     args = parser.parse_args()
+    if args.clips:
+        clips(args.corpus or list(CORPUS_LABELS), args.clips)
+        return
     if args.sizes:
         sizes([c for c in args.corpus or CORPUS_LABELS if (CORPORA / c).exists()])
         return
@@ -233,7 +275,7 @@ def main() -> None:
             z = (
                 combined[:, 0]
                 if len(members) == 1
-                else fusion.replay_fused(combined, y, passes=passes)
+                else fusion.replay_fused(combined, y, passes=passes, clip=None)
             )
             figures[name][corpus] = ranking.one_minus_auc_pct(z, y)
     corpora = [c for c in CORPUS_LABELS if c in alone_scores]

@@ -3,13 +3,18 @@
 Each component c scores a message with its decision score s_c(x) (log-odds for the linear
 estimators and Robinson–Fisher). The fusion's decision score is
 
-    z(x) = w_0 + Σ_c w_c · g(s_c(x)),      g(s) = sign(s) · log(1 + |s|)
+    z(x) = w_0 + Σ_c w_c · g(s_c(x)) + w_L · clip(s_k(x), ±C),      g(s) = sign(s) · log(1 + |s|)
 
 (g compresses the log-odds of long e-mails, which run to the hundreds, while keeping their
-order). The weights are learned from labelled messages in arrival order by online logistic
-regression, one gradient step per message (Lynam & Cormack, SIGIR 2006):
+order). The last component, the logistic component, enters twice: compressed like the others,
+and as it is, clipped at ±C (`LINEAR_CLIP`). Its z is fitted log-odds, not a naive-Bayes sum
+that grows with a message's length, and among the messages it scores highest the compression
+would hide the differences it ranks by (on card payments, where it ranks the top best); the
+clip keeps an e-mail's z of ±100 from unsettling the passes. The weights are learned from
+labelled messages in arrival order by online logistic regression, one gradient step per
+message (Lynam & Cormack, SIGIR 2006):
 
-    w ← w + η (y − σ(w·x)) x,      x = (1, g(s_1), …, g(s_k)),   y ∈ {0, 1}
+    w ← w + η (y − σ(w·x)) x,      x = (1, g(s_1), …, g(s_k), clip(s_k, ±C)),   y ∈ {0, 1}
 
 The daemon keeps the window form: `window_weights` is `PASSES` such passes from w = 0 over the
 newest rows of each class (`newest_of_each`: a rare target's rows reach further back, so that
@@ -84,6 +89,9 @@ COMPONENTS: tuple[ModelSpec, ...] = (
 )
 # the columns of the component scores: each of COMPONENTS, then the logistic component's z
 COLUMNS = len(COMPONENTS) + 1
+# The bound of the last component's linear feature (the module docstring), chosen among 2, 3, 4
+# and 8 by leaving one corpus out (docs/benchmarks.md, "The logistic component").
+LINEAR_CLIP = 3.0
 
 
 def views_read(spec: ModelSpec) -> frozenset[str]:
@@ -100,50 +108,57 @@ def views_read(spec: ModelSpec) -> frozenset[str]:
 
 
 def initial_weights(k: int) -> tuple[float, ...]:
-    """No bias, the first of `k` components alone: z = g(s_1).
+    """No bias, the first of `k` components alone: z = g(s_1) (2 + k weights: `features`).
 
     >>> initial_weights(3)
-    (0.0, 1.0, 0.0, 0.0)
+    (0.0, 1.0, 0.0, 0.0, 0.0)
     """
-    return (0.0, 1.0) + (0.0,) * (k - 1)
+    return (0.0, 1.0) + (0.0,) * k
 
 
 INITIAL_WEIGHTS = initial_weights(COLUMNS)
 
 
 def weights_or_initial(weights: Sequence[float] | None, k: int) -> tuple[float, ...]:
-    """`weights` if they combine `k` components (1 + k entries), else `initial_weights(k)`:
-    for None, and for the weights of another set of components (an older release's, until
-    the next calibration learns them anew).
+    """`weights` if they combine `k` components (2 + k entries), else `initial_weights(k)`:
+    for None, and for the weights of another set of components or features (an older
+    release's, until the next calibration learns them anew).
 
-    >>> weights_or_initial((0.5, 1.0, 2.0), 2), weights_or_initial((0.5, 1.0), 2)
-    ((0.5, 1.0, 2.0), (0.0, 1.0, 0.0))
+    >>> weights_or_initial((0.5, 1.0, 2.0, 0.1), 2), weights_or_initial((0.5, 1.0, 2.0), 2)
+    ((0.5, 1.0, 2.0, 0.1), (0.0, 1.0, 0.0, 0.0))
     """
-    if weights is None or len(weights) != k + 1:
+    if weights is None or len(weights) != k + 2:
         return initial_weights(k)
     return tuple(float(w) for w in weights)
 
 
-def features(scores: FloatArray) -> FloatArray:
-    """(n, 1 + k): a bias column and g(s) of the (n, k) component scores.
+def features(scores: FloatArray, clip: float | None = LINEAR_CLIP) -> FloatArray:
+    """(n, 2 + k): a bias column, g(s) of the (n, k) component scores, and the last
+    component's score clipped at ±`clip` (None: no such column, (n, 1 + k): for estimators
+    combined without the logistic component, bench/components.py).
 
-    >>> features(np.array([[0.0, -(np.e - 1)]])).tolist()
-    [[1.0, 0.0, -1.0]]
+    >>> features(np.array([[0.0, -(np.e - 1)], [0.0, 10.0]])).round(3).tolist()
+    [[1.0, 0.0, -1.0, -1.718], [1.0, 0.0, 2.398, 3.0]]
+    >>> features(np.array([[0.0, 10.0]]), clip=None).round(3).tolist()
+    [[1.0, 0.0, 2.398]]
     """
     scores = np.asarray(scores, dtype=np.float64)
     compressed = np.sign(scores) * np.log1p(np.abs(scores))
-    return np.column_stack([np.ones(len(scores)), compressed])
+    columns = [np.ones(len(scores)), compressed]
+    if clip is not None:
+        columns.append(np.clip(scores[:, -1], -clip, clip))
+    return np.column_stack(columns)
 
 
 def combine(scores: FloatArray, weights: Sequence[float]) -> FloatArray:
-    """(n,) z of the (n, k) component scores with `weights` (1 + k: the bias first).
+    """(n,) z of the (n, k) component scores with `weights` (2 + k: `features`).
 
-    >>> combine(np.array([[np.e - 1, 5.0]]), (0.5, 1.0, 0.0)).tolist()
-    [1.5]
+    >>> combine(np.array([[np.e - 1, 5.0]]), (0.5, 1.0, 0.0, 0.25)).tolist()
+    [2.25]
     """
     w = np.asarray(weights, dtype=np.float64)
-    if len(w) != np.shape(scores)[1] + 1:
-        raise ValueError(f"{len(w)} weights for {np.shape(scores)[1]} components (give 1 + k)")
+    if len(w) != np.shape(scores)[1] + 2:
+        raise ValueError(f"{len(w)} weights for {np.shape(scores)[1]} components (give 2 + k)")
     z: FloatArray = features(scores) @ w
     return z
 
@@ -253,6 +268,7 @@ def replay_fused(
     visible: Int64Array | None = None,
     passes: int = PASSES,
     arrival: FloatArray | None = None,
+    clip: float | None = LINEAR_CLIP,
 ) -> FloatArray:
     """(n,) z of the online protocol: message t is combined with the weights of `passes` passes
     over the newest `window` rows of each class learned before it (`fit_weights`, the daemon's
@@ -264,13 +280,15 @@ def replay_fused(
     `scores`): the daemon's learner scores each labelled message then, with every label that
     came before learned, and those are the rows its calibration job fits the weights on. With
     labels at once they are the scores on arrival (`scores`); with late labels, the replay's
-    scores with labels at once, not the scores message t was decided with."""
-    x = features(scores)
-    rows_x = x if arrival is None else features(arrival)
+    scores with labels at once, not the scores message t was decided with. `clip`: as `features`
+    takes it."""
+    x = features(scores, clip)
+    rows_x = x if arrival is None else features(arrival, clip)
     y = np.asarray(y, dtype=bool)
     targets, rest = np.flatnonzero(y), np.flatnonzero(~y)
     out = np.zeros(len(y))
-    w = np.array(initial_weights(x.shape[1] - 1))
+    w = np.zeros(x.shape[1])
+    w[1] = 1.0  # `initial_weights`: the first component alone
     fitted = 0  # rows the weights were learned from
     for t in range(len(y)):
         learned = t if visible is None else int(visible[t])
@@ -337,10 +355,10 @@ class FusionModel:
         weights: Sequence[float] = INITIAL_WEIGHTS,
         tables: Sequence[_ViewTable] | None = None,
     ) -> None:
-        if len(weights) != len(components) + 2:
+        if len(weights) != len(components) + 3:
             raise ValueError(
                 f"{len(weights)} weights for {len(components)} components and the logistic "
-                "component (give 2 + k)"
+                "component (give 3 + k: `features`)"
             )
         self.components = tuple(components)
         self.logistic = logistic

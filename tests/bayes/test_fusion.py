@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -124,11 +125,20 @@ def test_weights_combine_the_component_scores() -> None:
     stats, batch, _ = learned_stats()
     model = fusion.build_model(stats, fusion_spec(), "spam")
     k = fusion.COLUMNS
-    w = (0.5, *np.linspace(0.1, 0.5, k).tolist())
+    w = (0.5, *np.linspace(0.1, 0.5, k).tolist(), -0.2)
     weighted = fusion.with_weights(model, w).score(batch)
     assert isinstance(weighted, fusion.FusedScores)
-    g = np.sign(weighted.components) * np.log1p(np.abs(weighted.components))
-    assert np.allclose(weighted.binary(), 0.5 + g @ np.array(w[1:]))
+
+    def by_formula(s: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        g = np.sign(s) * np.log1p(np.abs(s))
+        linear = np.clip(s[:, -1], -fusion.LINEAR_CLIP, fusion.LINEAR_CLIP)
+        z: npt.NDArray[np.float64] = 0.5 + g @ np.array(w[1:-1]) - 0.2 * linear
+        return z
+
+    assert np.allclose(weighted.binary(), by_formula(weighted.components))
+    # the logistic component's z beyond the clip (this model's took no steps: z = 0)
+    wide = np.random.default_rng(0).normal(0, 20, (50, k))
+    assert np.allclose(fusion.combine(wide, w), by_formula(wide))
     assert isinstance(model, fusion.FusionModel)
     with pytest.raises(ValueError, match=f"2 weights for {k - 1} components and the logistic"):
         fusion.FusionModel(model.components, model.logistic, (1.0, 2.0))
@@ -245,9 +255,9 @@ def test_the_c_pass_agrees_with_its_reference(
 ) -> None:
     assert fusion.c_logistic_pass is not None
     rng = np.random.default_rng(seed)
-    x = fusion.features(rng.normal(0, 30, (n, k)))  # (n, k + 1): a bias column first
+    x = fusion.features(rng.normal(0, 30, (n, k)))  # (n, 2 + k): a bias column first
     y = rng.random(n) < share
-    passed = fusion.c_logistic_pass(x, y, rate, rate * weight, k + 1)
+    passed = fusion.c_logistic_pass(x, y, rate, rate * weight, x.shape[1])
     expected = fusion.logistic_pass_python(x, y, rate, rate * weight)
     assert np.array_equal(np.frombuffer(passed), expected)  # the same sums in the same order
     # window_weights is the pass with the window's own target weight, PASSES times over the rows
