@@ -58,10 +58,23 @@ def counted_rate(scrapes: Scrapes, count: Callable[[Samples], float], start: flo
     """Per second, the growth of `count(metrics)` from the scrape at time `start` to the last
     scrape before the final one. The final scrape came up to METRICS_EVERY after the work was
     done; every earlier one was taken while the daemon was still busy, so this rate has no such
-    overshoot."""
+    overshoot. Work done entirely between the scrape before `start` and the one at `start`
+    (a run shorter than METRICS_EVERY) is rated over that interval: a lower bound.
+
+    >>> busy = [(0.0, {"n": 0.0}), (0.5, {"n": 100.0}), (1.0, {"n": 300.0}), (1.5, {"n": 300.0})]
+    >>> short = [(0.0, {"n": 0.0}), (0.5, {"n": 300.0}), (1.0, {"n": 300.0})]
+    >>> counted_rate(busy, lambda m: m["n"], 0.5), counted_rate(short, lambda m: m["n"], 0.5)
+    (400.0, 600.0)
+    """
     window = [(t, count(m)) for t, m in scrapes if t >= start]
     (t0, c0), (t1, c1) = window[0], window[-2] if len(window) > 2 else window[-1]
-    return (c1 - c0) / (t1 - t0)
+    if c1 > c0:
+        return (c1 - c0) / (t1 - t0)
+    before = [(t, count(m)) for t, m in scrapes if t < start]
+    if not before:
+        return 0.0
+    tb, cb = before[-1]
+    return (c0 - cb) / (t0 - tb)
 
 
 def histogram(m: Samples, role: str, name: str = "filterd_batch_seconds") -> dict[float, float]:
