@@ -19,7 +19,6 @@ and labels, and the (message, entity) pairs it remembers having applied, up to `
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import tempfile
 import time
@@ -34,6 +33,7 @@ from filterd.evaluation.synth_transactions import TransactionConfig, generate_tr
 from filterd.service.config import load as load_config
 from filterd.service.records import Message
 from filterd.store.handle import Store
+from harness import own_status_kb
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "transactions.toml"
 BATCH = 500
@@ -59,7 +59,7 @@ def main() -> None:
         spec = config.entities.spec(config.decision.target_class)
         state = EntityState(model, spec, structlog.get_logger())
         state.refresh(force=True)
-        resident = resident_mb()
+        resident = own_status_kb("VmRSS")
         for start in range(0, args.warm, BATCH):
             state.evidence(messages[start : start + BATCH])
             state.take()
@@ -73,7 +73,7 @@ def main() -> None:
             state.take()
             per_payment.append((time.perf_counter() - t0) / len(batch))
         seconds = time.perf_counter() - began
-        grown = resident_mb() - resident
+        grown = (own_status_kb("VmRSS") - resident) / 1024
         store.close()
     per_payment.sort()
     p99 = per_payment[min(len(per_payment) - 1, round(0.99 * len(per_payment)))]
@@ -85,15 +85,6 @@ def main() -> None:
         f"over batches of {BATCH}; the process's resident memory grew by {grown:.0f} MB while "
         "the memory filled"
     )
-
-
-def resident_mb() -> float:
-    """This process's resident set (VmRSS), in MB (0 where /proc is not there)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 if __name__ == "__main__":

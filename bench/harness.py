@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import platform
 from collections.abc import Iterator
@@ -44,3 +45,13 @@ def cpu_model() -> str:
 def load_average() -> str:
     """The 1, 5 and 15 minute load averages (/proc/loadavg), as "0.52 0.58 0.59"."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def own_status_kb(field: str) -> int:
+    """A field of this process's /proc/self/status in kB, such as VmRSS or VmHWM (0 where
+    there is none)."""
+    with contextlib.suppress(OSError), Path("/proc/self/status").open() as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0

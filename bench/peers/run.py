@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the adapters, beside
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # bench's shared helpers
 from adapters import Adapter, Msg, Probed, all_peers, ensure, wrap_as_mail
 from candidates import Filterd
-from harness import cpu_model
+from harness import cpu_model, own_status_kb
 
 if TYPE_CHECKING:
     from filterd.evaluation.corpus import Record
@@ -142,14 +142,6 @@ def message_files(records: Sequence[Record], folder: Path) -> dict[str, str]:
 # --- one run of one peer (a worker process) ---------------------------------------------------
 
 
-def _rss_kb(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 def worker(args: argparse.Namespace) -> None:
     from filterd.evaluation.corpus import train_test_split
 
@@ -181,14 +173,14 @@ def worker(args: argparse.Namespace) -> None:
     peer.warm()  # imports and first calls, outside the timed run
     with contextlib.suppress(OSError):  # reset the peak RSS so that it is this run's (Linux ≥ 4.0)
         Path("/proc/self/clear_refs").write_text("5")
-    rss_before = _rss_kb("VmRSS")
+    rss_before = own_status_kb("VmRSS")
     started = time.perf_counter()
     scores = np.asarray(run(), dtype=float)
     seconds = time.perf_counter() - started
     if isinstance(peer, Probed):  # measured outside the timed run (see adapters.timed_kb)
         peak_kb = peer.probe(work, [msgs[r.id] for r in scored[-3:]])
     else:
-        peak_kb = _rss_kb("VmHWM") - rss_before
+        peak_kb = own_status_kb("VmHWM") - rss_before
     result: RunResult = {
         "seconds": seconds,
         "messages": n,
