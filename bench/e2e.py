@@ -5,7 +5,7 @@
         [--ceiling-records 50000] [--scorer-runs 3] [--kafka KEY=VALUE ...]
         [--latency-variant KEY=VALUE[,...] | ''] [--latency-only]
         [--workbench [--workbench-rate 20] [--workbench-analysts 4]]
-        [--clients kafka-python,confluent]
+        [--clients kafka-python,confluent] [--transactions]
 
 One invocation starts a local Tansu broker (memory storage) and, for the learner, an embedded
 PostgreSQL 18, runs `python -m filterd run` as child processes (one process per role,
@@ -53,6 +53,14 @@ every figure against its target, then:
 
 `--latency-only` runs section 3 alone (both runs in fresh scorers).
 
+`--transactions` runs sections 1 to 3 on card payments instead of SMS: the scorers configured as
+the shipped config/transactions.toml (entity memory on customer and terminal, four windows,
+labels legit and fraud), their model learned from the first 100,000 payments of the
+card-transactions corpus in its order (seeded synthetic payments if it is absent) with their
+entities' tokens, and the entity memory's history in the store (every payment's events, the
+frauds' labels) as the scorers load it; the messages decided are the payments after those, each
+`{"id", "ts", "attributes"}`.
+
 `--clients kafka-python,confluent` compares Kafka clients (`[kafka] client`) side by side in one
 run instead: for each client, its ceiling through filterd's own consumer and publisher
 (`kafka_ceiling.client_ceiling`, section 1's pipeline), scorer throughput (section 2) and, in
@@ -85,10 +93,20 @@ import os
 import shlex
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
-from endtoend.context import Context
-from endtoend.data import build_big_model, learn_sms_model, sms_parts
+from endtoend.context import Context, model_name, store_url
+from endtoend.data import (
+    Sms,
+    build_big_model,
+    learn_payment_model,
+    learn_sms_model,
+    payment_body,
+    payment_parts,
+    sms_body,
+    sms_parts,
+)
 from endtoend.options import parse
 from endtoend.report import print_report
 from endtoend.results import Report
@@ -96,6 +114,8 @@ from endtoend.runs import run_all, run_clients, run_latency_only
 from filterd.demo.broker import LocalBroker
 from filterd.service.config import load
 from harness import load_average
+
+TRANSACTIONS = Path(__file__).resolve().parents[1] / "config" / "transactions.toml"
 
 
 def main() -> None:
@@ -105,20 +125,44 @@ def main() -> None:
     # as `filterd run` reads [model]: the variant takes its own parameters and selection
     named = {"model.variant": options.variant, "model.select": options.select}
     overrides = {key: value for key, value in named.items() if value is not None}
-    spec = load(environ={}, overrides=overrides).model.spec
-    train, test, source = sms_parts()
+    config = load(TRANSACTIONS if options.transactions else None, environ={}, overrides=overrides)
+    spec = config.model.spec
+    if options.transactions:
+        learned, decided, source = payment_parts(options.messages)
+        train: list[Sms] = []
+        test: list[Sms] = []
+        bodies = [payment_body(r) for r in decided]
+        with TRANSACTIONS.open("rb") as file:
+            settings = tomllib.load(file)
+    else:
+        train, test, source = sms_parts()
+        bodies, settings = [sms_body(r.text) for r in test], {}
     report = Report(spec=str(spec), source=source, load_start=load_average())
     with tempfile.TemporaryDirectory(prefix="filterd-e2e-") as name:
         tmp = Path(name)
         context: Context | None = None
+        model = model_name(options)
         try:
-            learn_sms_model(f"sqlite:///{tmp}/sms.db", "sms", spec, train)
+            url = store_url(tmp, options)
+            if options.transactions:
+                learn_payment_model(url, model, spec, config, learned)
+            else:
+                learn_sms_model(url, model, spec, train)
             big_build_s = 0.0
-            if not (options.latency_only or options.clients):
+            if not (options.latency_only or options.clients or options.transactions):
                 print(f"building the {options.tokens:,}-token model …", file=sys.stderr)
                 big_build_s = build_big_model(f"sqlite:///{tmp}/big.db", "big", options.tokens)
             with LocalBroker(log_path=tmp / "tansu.log") as broker:
-                context = Context(options, tmp, broker.bootstrap_servers, test, spec)
+                context = Context(
+                    options,
+                    tmp,
+                    broker.bootstrap_servers,
+                    bodies,
+                    test,
+                    spec,
+                    tuple(config.model.labels),
+                    settings,
+                )
                 banner = (tmp / "tansu.log").read_text(errors="replace")
                 report.tansu = (banner.splitlines() or ["Tansu"])[0].strip()
                 if options.clients:

@@ -89,6 +89,9 @@ class Daemon:
     kafka: KafkaSettings = field(default_factory=dict)  # more [kafka] client settings
     # the workbench's users ([http] enabled on `http_port`, --workbench); None: no [http]
     http_users: Mapping[str, str] | None = None
+    labels: Sequence[str] = ("ham", "spam")  # the model's
+    # more configuration, by section, under what the run sets itself
+    settings: Mapping[str, Mapping[str, TomlValue]] = field(default_factory=dict)
     http_port: int = field(default_factory=free_port)
     port: int = field(default_factory=free_port)  # of /metrics
     process: subprocess.Popen[bytes] | None = None
@@ -122,13 +125,15 @@ class Daemon:
                 "name": self.model,
                 "variant": self.spec.variant,
                 "select": str(self.spec.selection),
-                "labels": ["ham", "spam"],
+                "labels": list(self.labels),
             },
             "batches": {"poll_records": self.poll_records},
             "observe": {"metrics_port": self.port, "log_format": "json"},
         }
         if self.http_users is not None:
             sections["http"] = {"enabled": True, "port": self.http_port, "users": self.http_users}
+        for section, values in self.settings.items():
+            sections[section] = {**values, **sections.get(section, {})}
         lines = []
         for section, values in sections.items():
             lines.append(f"[{section}]")

@@ -6,7 +6,15 @@ from __future__ import annotations
 from endtoend.context import Context
 from endtoend.cpu import CpuSnapshot, cpu_use
 from endtoend.daemon import Daemon, Topics
-from endtoend.data import Sms, feedback_values, label_values, mean_bytes, message_values, produce
+from endtoend.data import (
+    Sms,
+    feedback_values,
+    label_values,
+    mean_bytes,
+    message_values,
+    produce,
+    sms_body,
+)
 from endtoend.metrics import counted_rate, decided, feedback_done, histogram_delta
 from endtoend.results import Learning
 from filterd.bayes.model import ModelSpec
@@ -37,7 +45,8 @@ def phase_learner(
 
         by_id = Topics.fresh("byid")
         create_topics({"bootstrap_servers": bootstrap}, by_id.names(), options.partitions)
-        produce(bootstrap, by_id.messages, message_values([r.text for r in records], n, "b"))
+        bodies = [sms_body(r.text) for r in records]
+        produce(bootstrap, by_id.messages, message_values(bodies, n, "b"))
         scorer = context.started(daemon("byid-scorer", "scorer", by_id))
         scorer.wait(lambda m: decided(m) >= n, 600, f"{n:,} decisions")
         scorer.stop()

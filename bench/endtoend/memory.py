@@ -38,7 +38,7 @@ def phase_memory(context: Context, build_s: float) -> Memory:
     time.sleep(1.0)  # the model is built right after the load; let the process settle
     loaded = scorer.memory()
     n = options.memory_messages
-    produce(bootstrap, topics.messages, message_values(context.texts, n, "b"))
+    produce(bootstrap, topics.messages, message_values(context.bodies, n, "b"))
     t_first, m_first = scorer.wait(lambda m: decided(m) > 0, 120, "a first decision")
     cpu_start = CpuSnapshot.take(tmp)
     t_end, _ = scorer.wait(lambda m: decided(m) >= n, 600, "every message decided")

@@ -49,6 +49,7 @@ class Options:
     latency_only: bool
     clients: list[str]  # --clients, in order ([]: the whole run)
     workbench: Workbench | None
+    transactions: bool  # card payments with entity memory instead of SMS (sections 1 to 3)
 
 
 def parse(argv: list[str] | None, description: str) -> Options:
@@ -87,12 +88,13 @@ def parse(argv: list[str] | None, description: str) -> Options:
     parser.add_argument(
         "--variant",
         default=None,
-        help="model variant of the SMS model (default: the configuration's, with its parameters)",
+        help="model variant of the scorers' model (default: the configuration's, with its "
+        "parameters)",
     )
     parser.add_argument(
         "--select",
         default=None,
-        help="selection of the SMS model (default: the variant's as `filterd run` reads it)",
+        help="selection of the scorers' model (default: the variant's as `filterd run` reads it)",
     )
     parser.add_argument(
         "--no-observer",
@@ -145,9 +147,17 @@ def parse(argv: list[str] | None, description: str) -> Options:
         default=4,
         help="analysts (threads, each logged in, one request at a time) sharing --workbench-rate",
     )
+    parser.add_argument(
+        "--transactions",
+        action="store_true",
+        help="sections 1 to 3 on card payments (the card-transactions corpus; synthetic payments "
+        "if it is absent) with config/transactions.toml's entity memory, instead of SMS",
+    )
     args = parser.parse_args(argv)
     if args.scorer_runs < 1:
         parser.error("--scorer-runs must be at least 1")
+    if args.transactions and args.workbench:
+        parser.error("--workbench sends SMS to /v1/check: not with --transactions")
     workbench = None
     if args.workbench:
         if args.workbench_rate <= 0 or args.workbench_analysts < 1:
@@ -182,6 +192,7 @@ def parse(argv: list[str] | None, description: str) -> Options:
         latency_only=args.latency_only,
         clients=clients,
         workbench=workbench,
+        transactions=args.transactions,
     )
 
 

@@ -224,7 +224,7 @@ def print_throughput(options: Options, report: Report, run: Throughput) -> None:
     )
     sm = report.scorer_memory or {}
     print(
-        f"- the last run's scorer's memory (SMS model of {report.sms_tokens:,} tokens, after "
+        f"- the last run's scorer's memory (model of {report.model_tokens:,} tokens, after "
         f"{options.messages + report.latency[0].sent:,} messages): "
         f"VmRSS {sm['VmRSS']:,.0f} MB, VmHWM {sm['VmHWM']:,.0f} MB"
     )

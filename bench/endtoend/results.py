@@ -96,7 +96,7 @@ class Report:
     """Everything one invocation measured; the phases that did not run are left empty."""
 
     spec: str
-    source: str  # of the SMS messages
+    source: str  # of the messages
     load_start: str
     load_end: str = ""
     tansu: str = ""  # the broker's version line
@@ -107,7 +107,7 @@ class Report:
     rates: list[tuple[float, float]] = field(default_factory=list)  # msg/s, per CPU-s, each run
     latency: list[Latency] = field(default_factory=list)  # section 3
     scorer_memory: dict[str, float] | None = None  # the last throughput scorer's, after section 3
-    sms_tokens: int = 0
+    model_tokens: int = 0  # distinct tokens of the scorers' model
     scorer_exit: int | None = None
     feedback_bytes: float = 0.0
     learn: Learning | None = None  # section 4

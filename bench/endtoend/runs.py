@@ -49,11 +49,13 @@ def run_all(
     finally:
         reader.close()
     report.scorer_memory = scorer.memory()
-    report.sms_tokens = vocabulary(f"sqlite:///{tmp}/sms.db")
+    report.model_tokens = vocabulary(context.model_url)
     report.scorer_exit = scorer.stop()
     if options.latency_variant:
         print(f"3/5 latency again, with {options.latency_variant} …", file=sys.stderr)
         report.latency.append(phase_latency_variant(context, options.latency_variant))
+    if options.transactions:
+        return  # sections 4 and 5 learn and decide SMS
     print("4/5 learner into PostgreSQL …", file=sys.stderr)
     report.feedback_bytes, report.learn, report.by_id = phase_learner(
         context, train + context.test, spec
@@ -64,7 +66,7 @@ def run_all(
 
 def run_latency_only(context: Context, report: Report) -> None:
     """Section 3 alone: the latency run in a fresh scorer, then with the variant's settings."""
-    report.message_bytes = mean_bytes(message_values(context.texts, 1000, "x"))
+    report.message_bytes = mean_bytes(message_values(context.bodies, 1000, "x"))
     variant = context.options.latency_variant
     runs: list[KafkaSettings] = [{}, variant] if variant else [{}]
     for n, kafka in enumerate(runs):
@@ -78,7 +80,7 @@ def run_clients(context: Context, report: Report) -> None:
     then latency in the last throughput run's scorer. Runs alternate between the clients, run
     by run, so that a machine whose speed drifts favours none."""
     options = context.options
-    report.message_bytes = mean_bytes(message_values(context.texts, 1000, "x"))
+    report.message_bytes = mean_bytes(message_values(context.bodies, 1000, "x"))
     clients = {client: ClientRuns() for client in options.clients}
     report.clients = clients
     for run in range(options.scorer_runs):

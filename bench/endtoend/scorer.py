@@ -23,7 +23,7 @@ TICK = 0.005  # the latency run's load generator sends every 5 ms
 
 
 def scorer(context: Context, tag: str, name: str, kafka: KafkaSettings) -> tuple[Daemon, Topics]:
-    """A scorer (not started) of the SMS model, on fresh topics, with more [kafka] settings
+    """A scorer (not started) of the run's model, on fresh topics, with more [kafka] settings
     `kafka` and, with --workbench, the workbench served."""
     options, tmp = context.options, context.tmp
     topics = Topics.fresh(tag)
@@ -34,12 +34,14 @@ def scorer(context: Context, tag: str, name: str, kafka: KafkaSettings) -> tuple
         "scorer",
         context.bootstrap,
         topics,
-        f"sqlite:///{tmp}/sms.db",
-        "sms",
+        context.model_url,
+        context.model,
         context.spec,
         poll_records=options.poll_records,
         kafka=kafka,
         http_users=options.workbench.users if options.workbench else None,
+        labels=context.labels,
+        settings=context.settings,
     )
     return daemon, topics
 
@@ -52,7 +54,7 @@ def phase_throughput(
     running."""
     options, tmp, bootstrap = context.options, context.tmp, context.bootstrap
     daemon, topics = scorer(context, "score", name, dict(options.kafka if kafka is None else kafka))
-    values = message_values(context.texts, options.messages, "m")
+    values = message_values(context.bodies, options.messages, "m")
     preproduce_rate = produce(bootstrap, topics.messages, values)
     context.started(daemon)
     # the analysts log in once the daemon's HTTP server answers
@@ -103,7 +105,7 @@ def phase_latency(
 ) -> Latency:
     """`options.rate` messages/s for `options.seconds` s into a running, joined scorer;
     per-message latencies."""
-    options, texts = context.options, context.texts
+    options, bodies = context.options, context.bodies
     before = daemon.metrics()
     base = decided(before)
     producer = KafkaProducer(
@@ -114,7 +116,7 @@ def phase_latency(
     if options.observer:
         live.start()
     sent: dict[str, tuple[int, float]] = {}
-    workbench = start_workbench(options.workbench, daemon, texts)
+    workbench = start_workbench(options.workbench, daemon, context.texts)
     if workbench is not None:
         workbench.wait_ready(60)  # logged in: the window starts with the analysts at work
     cpu_start = CpuSnapshot.take(daemon.directory)
@@ -127,7 +129,7 @@ def phase_latency(
             due = int(elapsed * options.rate)
             while i < due:
                 mid = f"{prefix}{i:07d}"
-                value = json.dumps({"id": mid, "text": texts[i % len(texts)]}).encode()
+                value = json.dumps({"id": mid, **bodies[i % len(bodies)]}).encode()
                 t = time.time()
                 ts = int(t * 1000)
                 producer.send(topics.messages, key=mid.encode(), value=value, timestamp_ms=ts)
@@ -181,7 +183,7 @@ def phase_latency_variant(context: Context, kafka: KafkaSettings, name: str = "s
     daemon, topics = scorer(context, "latency", name, {**context.options.kafka, **kafka})
     context.started(daemon)
     # joins the group and warms the process up
-    warm = message_values(context.texts, 2000, "w")
+    warm = message_values(context.bodies, 2000, "w")
     produce(context.bootstrap, topics.messages, warm)
     daemon.wait(lambda m: decided(m) >= len(warm), 120, "the warm-up messages decided")
     reader = DecisionReader(context.bootstrap, topics.decisions)

@@ -11,12 +11,14 @@ decided on its own tokens, its evidence saying so, and the failure is logged: no
 stop the scorer.
 
 Every SYNC_SECONDS `refresh` reads what the other scorers wrote since (by `written_at`, with an
-overlap: rows already applied are skipped by (message, entity)) and the target labels the
-learners wrote, so that a velocity counts the messages of every scorer within seconds. A scorer
-starting (`load`) reads the events of the longest window and the labels of the label window
-back from the newest event. A store that fails leaves the memory as it is, decisions go on, and
-the next refresh tries again (what it missed is read then: the read starts where the last one
-that succeeded did).
+overlap; of each scorer only the rows after the newest read, and none of this scorer's own:
+`marks`, whose `writer` names the events this scorer's recorder writes; a row applied already,
+such as a message another scorer decided again, is skipped by (message, entity)) and the target
+labels the learners wrote, so that a velocity counts the messages of every scorer within
+seconds. A scorer starting (`load`) reads the events of the longest window and the labels of
+the label window back from the newest event. A store that fails leaves the memory as it is,
+decisions go on, and the next refresh tries again (what it missed is read then: the read starts
+where the last one that succeeded did).
 
 Messages are placed in time by their `ts`, else by this machine's clock when decided; a `ts`
 more than MAX_AHEAD_SECONDS ahead of that clock counts as the clock. The HTTP API's checks,
@@ -26,6 +28,7 @@ memory's lock keeps them and the scorer's thread apart.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -40,7 +43,7 @@ from filterd.observe.logs import Repeats
 from filterd.service.decide import EntityEvidence
 from filterd.service.records import Message
 from filterd.store.decided import id_hash
-from filterd.store.entities import EntityLabelled
+from filterd.store.entities import EntityLabelled, ReadMarks
 from filterd.store.errors import StoreError
 from filterd.store.handle import ModelStore
 
@@ -99,6 +102,7 @@ class EntityState:
         self.memory = EntityMemory(spec)
         self.repeats = Repeats()
         self._events_seen, self._labels_seen = _Seen(), _Seen()
+        self.marks = ReadMarks(writer=secrets.randbits(63))
         self._events_read: datetime | None = None
         self._labels_read: datetime | None = None
         self._next_sync = -float("inf")
@@ -133,7 +137,7 @@ class EntityState:
                 self.load()
                 return
             started = datetime.now(UTC)
-            self._apply(self.model.entity_events_written_since(self._events_read))
+            self._apply(self.model.entity_events_written_since(self._events_read, self.marks))
             self._events_read = started
             self._label(self.model.entity_labels_written_since(self._labels_read))
             self._labels_read = started

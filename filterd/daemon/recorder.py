@@ -16,6 +16,10 @@ decided messages and MAX_PENDING_ITEMS review items (the oldest are dropped firs
 warning), and is written once the store is back; readiness says `decisions store` meanwhile.
 At a stop, what is pending is written if the store takes it within `stop` seconds. Every
 TRIM_SECONDS it also trims the review queue to `review.max_items`.
+
+The entity events name their scorer (`writer`), and each write is at a time after the last one's,
+whatever the wall clock does: another scorer reads each writer's rows after the newest it read
+(`filterd.store.entities.ReadMarks`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from structlog.typing import FilteringBoundLogger
 
@@ -66,8 +70,10 @@ class Recorder:
         health: Health,
         metrics: Metrics,
         log: FilteringBoundLogger,
+        writer: int | None = None,
     ) -> None:
-        self.model, self.max_items = model, max_items
+        self.model, self.max_items, self.writer = model, max_items, writer
+        self._written_at = datetime.min.replace(tzinfo=UTC)
         self.health, self.metrics, self.log = health, metrics, log
         self.repeats = Repeats()
         self._rows: list[Decided] = []
@@ -143,11 +149,15 @@ class Recorder:
             return True
         try:
             with self.model.transaction() as writing:
-                now = datetime.now(UTC)
+                now = self._written_at = max(
+                    datetime.now(UTC), self._written_at + timedelta(microseconds=1)
+                )
                 for start in range(0, len(rows), WRITE_ROWS):
                     writing.record_decided(rows[start : start + WRITE_ROWS], now, records, tokens)
                 for start in range(0, len(events), WRITE_ROWS):
-                    writing.record_entity_events(events[start : start + WRITE_ROWS], now)
+                    writing.record_entity_events(
+                        events[start : start + WRITE_ROWS], now, self.writer
+                    )
                 writing.queue_review(items, now)
         except StoreError as error:
             with self._wake:  # back in front, in order

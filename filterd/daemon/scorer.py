@@ -75,6 +75,7 @@ class Scorer(Loop):
             self.health,
             self.metrics,
             self.log,
+            entities.marks.writer if entities is not None else None,
         )
 
     def on_idle(self) -> None:

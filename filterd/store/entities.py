@@ -16,18 +16,31 @@ kept in step with.
 Times: `at` is the stream's clock of the memory (seconds since the epoch: the messages' `ts`),
 `written_at` the writer's wall clock; readers by `written_at` look back `SYNC_OVERLAP` before
 their last read, so that a row committed late, or by a machine whose clock is a little behind,
-is not missed (rows read twice are the caller's to skip). `prune` deletes what has left its
-window, by `at` against the newest `at` of the model.
+is not missed. A scorer's events name it (`writer`, a random number per process) and a scorer
+in step with the others passes its `ReadMarks`: its own rows are left out, and of every other
+writer only the rows after the newest it read, so that each row is read once, not once per
+read within the overlap (rows read twice otherwise, the caller's to skip). `prune` deletes what
+has left its window, by `at` against the newest `at` of the model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Engine, Select, and_, delete, func, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Select,
+    and_,
+    delete,
+    func,
+    or_,
+    select,
+)
 
 from filterd.entities.memory import EntityEvent
 from filterd.store.bulk import insert_columns
@@ -61,14 +74,26 @@ class DecidedEvent(NamedTuple):
     decided_by: str | None = None
 
 
+@dataclass
+class ReadMarks:
+    """What a scorer (`writer`) has read of the other scorers' entity events: per writer, the
+    newest `written_at` read (`events_written_since` advances them). Exact because a writer's
+    transactions commit in the order of their `written_at`: one recorder thread writes them one
+    after another, each at a time after the last (`Recorder`)."""
+
+    writer: int
+    newest: dict[int, datetime] = field(default_factory=dict)
+
+
 def record_events(
     conn: Connection,
     model_id: int,
     events: Sequence[DecidedEvent],
     now: datetime,
+    writer: int | None = None,
 ) -> None:
-    """Upsert entity events written at `now`; of one message and key given twice, the last
-    counts."""
+    """Upsert entity events written at `now` by `writer` (`ReadMarks`); of one message and key
+    given twice, the last counts."""
     latest = {(e.message_id, e.event.key): e for e in events}
     rows = list(latest.values())
     insert_columns(
@@ -87,6 +112,7 @@ def record_events(
             "label": [r.label for r in rows],
             "score": [r.score for r in rows],
             "decided_by": [r.decided_by for r in rows],
+            "writer": [writer] * len(rows),
         },
         conflict=("model_id", "id_hash", "key"),
         update=(
@@ -99,6 +125,7 @@ def record_events(
             "label",
             "score",
             "decided_by",
+            "writer",
         ),
     )
 
@@ -167,10 +194,41 @@ def _of_entity(model_id: int, key: str, value: str) -> ColumnElement[bool]:
 
 
 def events_written_since(
-    conn: Connection, model_id: int, since: datetime
+    conn: Connection, model_id: int, since: datetime, marks: ReadMarks | None = None
 ) -> list[tuple[int, EntityEvent]]:
-    """The events written from `since` − SYNC_OVERLAP on, in the order of their time."""
-    return _events(conn, model_id, EventRow.written_at >= as_utc(since - SYNC_OVERLAP))
+    """The events written from `since` − SYNC_OVERLAP on, in the order of their time; with
+    `marks`, none of `marks.writer`'s and none that `marks` says were read (then advanced)."""
+    start = as_utc(since - SYNC_OVERLAP)
+    if marks is None:
+        return _events(conn, model_id, EventRow.written_at >= start)
+    # a writer whose newest row read is older than the start can have no row read again
+    newest = {w: t for w, t in marks.newest.items() if as_utc(t) >= start}
+    where = [
+        EventRow.written_at >= start,
+        EventRow.writer.is_distinct_from(marks.writer),  # a null writer is not this one
+        *(
+            or_(EventRow.writer.is_distinct_from(w), EventRow.written_at > t)
+            for w, t in newest.items()
+        ),
+    ]
+    query = select(
+        EventRow.id_hash,
+        EventRow.key,
+        EventRow.value,
+        EventRow.at,
+        EventRow.amount,
+        EventRow.party,
+        EventRow.writer,
+        EventRow.written_at,
+    ).where(EventRow.model_id == model_id, *where)
+    out = []
+    for h, k, v, at, amount, party, writer, written_at in conn.execute(query.order_by(EventRow.at)):
+        out.append((h, EntityEvent(k, v, at, amount, party)))
+        written_at = as_utc(written_at)  # SQLite's are naive
+        if writer is not None and (writer not in newest or written_at > newest[writer]):
+            newest[writer] = written_at
+    marks.newest = newest
+    return out
 
 
 def events_since(conn: Connection, model_id: int, at: float) -> list[tuple[int, EntityEvent]]:

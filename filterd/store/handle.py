@@ -310,10 +310,14 @@ class ModelStore:
 
     # --- the entity memory ------------------------------------------------------------------
 
-    def entity_events_written_since(self, since: datetime) -> list[tuple[int, EntityEvent]]:
-        """The entity events written since `since` (less `entities.SYNC_OVERLAP`), in time order."""
+    def entity_events_written_since(
+        self, since: datetime, marks: entities.ReadMarks | None = None
+    ) -> list[tuple[int, EntityEvent]]:
+        """The entity events written since `since` (less `entities.SYNC_OVERLAP`), in time
+        order; with `marks`, only the other writers' rows not read yet
+        (`entities.events_written_since`)."""
         with translated(), self._engine.connect() as conn:
-            return entities.events_written_since(conn, self.id, since)
+            return entities.events_written_since(conn, self.id, since, marks)
 
     def entity_events_since(self, at: float) -> list[tuple[int, EntityEvent]]:
         """The entity events from the stream's time `at` on, in time order."""
@@ -642,10 +646,13 @@ class ModelTransaction:
             self._conn, self.ref.id, decided_messages, now, entity_records, tokens
         )
 
-    def record_entity_events(self, events: Sequence[entities.DecidedEvent], now: datetime) -> None:
+    def record_entity_events(
+        self, events: Sequence[entities.DecidedEvent], now: datetime, writer: int | None = None
+    ) -> None:
         """Upsert entity events, each with its message's id and decision if told
-        (`filterd.store.entities.DecidedEvent`)."""
-        entities.record_events(self._conn, self.ref.id, events, now)
+        (`filterd.store.entities.DecidedEvent`), as written by `writer`
+        (`filterd.store.entities.ReadMarks`)."""
+        entities.record_events(self._conn, self.ref.id, events, now, writer)
 
     def record_entity_labels(
         self, labelled: Sequence[entities.EntityLabelled], unlabelled: Sequence[int], now: datetime

@@ -277,10 +277,11 @@ class EntityEvent(Base):
 
     __tablename__ = "entity_events"
     # BRIN on PostgreSQL, as `decided_messages`': rows arrive in time order (by either clock),
-    # and a B-tree on each time would cost more than the row itself
+    # and a B-tree on each time would cost more than the row itself. The model first: SQLite,
+    # without statistics, would otherwise read all of a model's rows by its key.
     __table_args__ = (
-        Index(None, "written_at", postgresql_using="brin"),
-        Index(None, "at", postgresql_using="brin"),
+        Index(None, "model_id", "written_at", postgresql_using="brin"),
+        Index(None, "model_id", "at", postgresql_using="brin"),
         # an entity's messages, newest first (the workbench's entity page, the queue's filter)
         Index("ix_entity_events_entity", "model_id", "key", "value", "at"),
     )
@@ -301,6 +302,9 @@ class EntityEvent(Base):
     label: Mapped[str | None] = mapped_column(String(200), nullable=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     decided_by: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    # the scorer process that wrote it (`filterd.store.entities.ReadMarks`; None: written
+    # before revision 0018)
+    writer: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class EntityLabel(Base):
@@ -309,7 +313,7 @@ class EntityLabel(Base):
     time). A message relabelled out of the target class loses its rows."""
 
     __tablename__ = "entity_labels"
-    __table_args__ = (Index(None, "written_at", postgresql_using="brin"),)
+    __table_args__ = (Index(None, "model_id", "written_at", postgresql_using="brin"),)
 
     model_id: Mapped[int] = mapped_column(
         ForeignKey("models.id", ondelete="CASCADE"), primary_key=True

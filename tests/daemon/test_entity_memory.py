@@ -184,7 +184,7 @@ def test_a_store_that_fails_leaves_the_memory_as_it_is(
     state.refresh()
     state.evidence([Message(id="m1", attributes={"customer": "c1"}, ts=T0)])
 
-    def unavailable(since: datetime) -> list[Any]:
+    def unavailable(since: datetime, marks: Any = None) -> list[Any]:
         raise StoreUnavailable("database is locked")
 
     monkeypatch.setattr(model, "entity_events_written_since", unavailable)
