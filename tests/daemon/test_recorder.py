@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 
 import pytest
 import structlog
@@ -17,11 +17,13 @@ from sqlalchemy.exc import OperationalError
 
 from filterd.daemon import recorder as recorder_module
 from filterd.daemon.recorder import Recorder
+from filterd.entities.memory import EntityEvent
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config
 from filterd.store import decided
+from filterd.store.entities import DecidedEvent, ReadMarks
 from filterd.store.handle import Store
 from tests.daemon.conftest import run_until
 from tests.daemon.test_loop import TOPICS, committed_everything, messages, scorer
@@ -147,3 +149,29 @@ def test_pending_rows_are_bounded_oldest_first(
     assert recorder.write() and recorder.recorded == 8
     found = model.where_decided([f"m{i}" for i in range(8)])
     assert sorted(found) == [f"m{i}" for i in range(3, 8)]  # the three oldest dropped
+
+
+def test_each_write_is_later_than_the_last_whatever_the_clock_and_names_its_writer(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # other scorers read a writer's entity events after the newest they read of it
+    # (`filterd.store.entities.ReadMarks`): a clock turned back must not hide a write
+    since = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    clock = iter([since + timedelta(seconds=5), since])
+
+    class TurnedBack(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> TurnedBack:
+            return cls.fromtimestamp(next(clock).timestamp(), tz)
+
+    monkeypatch.setattr(recorder_module, "datetime", TurnedBack)
+    model = Store.open(config.database.url).model("default")
+    recorder = Recorder(model, 100, Health(), Metrics(), structlog.get_logger(), writer=7)
+    other = ReadMarks(writer=8)
+    for i in range(2):
+        event = EntityEvent("customer", "c1", 1000.0 + i, 5.0, None)
+        recorder.put([(f"m{i}", 0, i)], [], entity_events=[DecidedEvent(f"m{i}", event)])
+        assert recorder.write()
+        assert len(model.entity_events_written_since(since, other)) == 1  # the new write only
+    assert list(other.newest) == [7] and other.newest[7] > since + timedelta(seconds=5)
+    assert model.entity_events_written_since(since, ReadMarks(writer=7)) == []  # its own
