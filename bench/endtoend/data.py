@@ -131,15 +131,20 @@ def produce(bootstrap: str, topic: str, records: list[KeyValue]) -> float:
 def learn_sms_model(url: str, model: str, spec: ModelSpec, train: list[Sms]) -> float:
     """The training part into a fresh store; returns seconds."""
     started = time.perf_counter()
+    tokenize = tokenizer_of(DEFAULTS, specs=[spec])  # the views the daemon's model reads
+    items = [LabelledTokens(r.id, r.label, tokenize({"text": r.text}).tokens) for r in train]
+    learned_store(url, model, spec, items).close()
+    return time.perf_counter() - started
+
+
+def learned_store(url: str, model: str, spec: ModelSpec, items: list[LabelledTokens]) -> Store:
+    """A fresh store at `url` whose model `model` has learned `items` (none held out)."""
     store = Store.open(url)
     store.upgrade()
     held = store.create_model(model, spec)
-    tokenize = tokenizer_of(DEFAULTS, specs=[spec])  # the views the daemon's model reads
-    items = [LabelledTokens(r.id, r.label, tokenize({"text": r.text}).tokens) for r in train]
     for i in range(0, len(items), 2000):
         held.learn(items[i : i + 2000], holdout_fraction=0)
-    store.close()
-    return time.perf_counter() - started
+    return store
 
 
 def learn_payment_model(
@@ -164,13 +169,9 @@ def learn_payment_model(
             events.append(DecidedEvent(r.id, event, r.label))
             if r.label == entity_spec.target:
                 labels.append(EntityLabelled(id_hash(r.id), event.key, event.value, event.at))
-    store = Store.open(url)
-    store.upgrade()
-    held = store.create_model(model, spec)
-    for i in range(0, len(items), 2000):
-        held.learn(items[i : i + 2000], holdout_fraction=0)
+    store = learned_store(url, model, spec, items)
     now = datetime.now(UTC)
-    with held.transaction() as writing:
+    with store.model(model).transaction() as writing:
         for i in range(0, len(events), 10_000):
             writing.record_entity_events(events[i : i + 10_000], now)
         writing.record_entity_labels(labels, [], now)

@@ -202,33 +202,18 @@ def events_written_since(
     if marks is None:
         return _events(conn, model_id, EventRow.written_at >= start)
     # a writer whose newest row read is older than the start can have no row read again
-    newest = {w: t for w, t in marks.newest.items() if as_utc(t) >= start}
-    where = [
+    marks.newest = {w: t for w, t in marks.newest.items() if t >= start}
+    return _events(
+        conn,
+        model_id,
         EventRow.written_at >= start,
         EventRow.writer.is_distinct_from(marks.writer),  # a null writer is not this one
         *(
             or_(EventRow.writer.is_distinct_from(w), EventRow.written_at > t)
-            for w, t in newest.items()
+            for w, t in marks.newest.items()
         ),
-    ]
-    query = select(
-        EventRow.id_hash,
-        EventRow.key,
-        EventRow.value,
-        EventRow.at,
-        EventRow.amount,
-        EventRow.party,
-        EventRow.writer,
-        EventRow.written_at,
-    ).where(EventRow.model_id == model_id, *where)
-    out = []
-    for h, k, v, at, amount, party, writer, written_at in conn.execute(query.order_by(EventRow.at)):
-        out.append((h, EntityEvent(k, v, at, amount, party)))
-        written_at = as_utc(written_at)  # SQLite's are naive
-        if writer is not None and (writer not in newest or written_at > newest[writer]):
-            newest[writer] = written_at
-    marks.newest = newest
-    return out
+        marks=marks,
+    )
 
 
 def events_since(conn: Connection, model_id: int, at: float) -> list[tuple[int, EntityEvent]]:
@@ -237,13 +222,22 @@ def events_since(conn: Connection, model_id: int, at: float) -> list[tuple[int, 
 
 
 def _events(
-    conn: Connection, model_id: int, where: ColumnElement[bool]
+    conn: Connection, model_id: int, *where: ColumnElement[bool], marks: ReadMarks | None = None
 ) -> list[tuple[int, EntityEvent]]:
-    query = select(
-        EventRow.id_hash, EventRow.key, EventRow.value, EventRow.at, EventRow.amount, EventRow.party
-    ).where(EventRow.model_id == model_id, where)
-    rows = conn.execute(query.order_by(EventRow.at))
-    return [(h, EntityEvent(k, v, at, amount, party)) for h, k, v, at, amount, party in rows]
+    """The events of `where`, in the order of their time; with `marks`, each writer's newest
+    `written_at` among them becomes its mark (`where` left out its rows at or before the last).
+    """
+    event = (EventRow.key, EventRow.value, EventRow.at, EventRow.amount, EventRow.party)
+    read_by = (EventRow.writer, EventRow.written_at) if marks is not None else ()
+    query = select(EventRow.id_hash, *event, *read_by).where(EventRow.model_id == model_id, *where)
+    rows = conn.execute(query.order_by(EventRow.at)).all()
+    if marks is not None:
+        newest: dict[int, datetime] = {}
+        for *_, writer, written_at in rows:
+            if writer is not None and (writer not in newest or written_at > newest[writer]):
+                newest[writer] = written_at
+        marks.newest.update({w: as_utc(t) for w, t in newest.items()})  # SQLite's are naive
+    return [(row[0], EntityEvent(*row[1:6])) for row in rows]
 
 
 def latest_at(conn: Connection, model_id: int) -> float | None:
