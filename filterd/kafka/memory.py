@@ -208,8 +208,19 @@ class MemoryPublisher:
             raise PublishError(
                 f"{len(pending)} records not delivered (MemoryPublisher.fail_flushes)"
             )
+        # the keyed records' partitions a topic at a time: Kafka's partitioner is vectorized
+        keyed: dict[str, list[bytes]] = {}
+        for topic, key, _ in pending:
+            if key is not None:
+                keyed.setdefault(topic, []).append(key)
+        placed = {
+            topic: iter(partitions_of(keys, range(self.broker.partitions[topic])))
+            for topic, keys in keyed.items()
+            if topic in self.broker.partitions
+        }
         for topic, key, value in pending:
-            self.broker.produce(topic, key, value)
+            partition = next(placed[topic]) if key is not None and topic in placed else None
+            self.broker.produce(topic, key, value, partition)
 
     def reset(self) -> None:
         self._pending = []
