@@ -20,7 +20,7 @@ from filterd.evaluation.synth_transactions import TransactionConfig, generate_tr
 from filterd.service.config import DEFAULTS, Config
 from filterd.service.decide import tokenizer_of
 from filterd.store.decided import id_hash
-from filterd.store.entities import DecidedEvent, EntityLabelled
+from filterd.store.entities import SYNC_OVERLAP, DecidedEvent, EntityLabelled
 from filterd.store.handle import Store
 from filterd.store.labels import LabelledTokens
 from harness import CORPORA
@@ -170,7 +170,9 @@ def learn_payment_model(
             if r.label == entity_spec.target:
                 labels.append(EntityLabelled(id_hash(r.id), event.key, event.value, event.at))
     store = learned_store(url, model, spec, items)
-    now = datetime.now(UTC)
+    # written before the scorers' refreshes look back (SYNC_OVERLAP), as a deployment's history
+    # was: else each refresh of a scorer's first seconds would read all of it again
+    now = datetime.now(UTC) - 2 * SYNC_OVERLAP
     with store.model(model).transaction() as writing:
         for i in range(0, len(events), 10_000):
             writing.record_entity_events(events[i : i + 10_000], now)
