@@ -233,6 +233,10 @@ class TokenNames:
     amount_vs: str
     parties: tuple[str, ...]
     labelled: str
+    # and what `entity_words` says: each window's name, the counterparties' key, the label window
+    windows: tuple[str, ...] = ()
+    party: str | None = None
+    label_window: str = ""
     binned_counts: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     binned_parties: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     binned_labelled: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -251,13 +255,17 @@ def token_names(spec: EntitySpec, key: str) -> TokenNames:
     >>> token_names(EntitySpec(keys=("customer",), windows=(3600,)), "customer").counts
     ('customer:count_1h',)
     """
-    names = [window_name(w) for w in spec.windows]
+    names = tuple(window_name(w) for w in spec.windows)
     party = dict(spec.counterparties).get(key)
+    label_window = window_name(spec.label_window)
     return TokenNames(
         tuple(f"{key}:count_{name}" for name in names),
         f"{key}:amount_vs_{names[-1]}",
         tuple(f"{key}:{party}s_{name}" for name in names) if party else (),
-        f"{key}:{spec.target}_{window_name(spec.label_window)}",
+        f"{key}:{spec.target}_{label_window}",
+        names,
+        party,
+        label_window,
     )
 
 
@@ -273,7 +281,8 @@ def entity_words(features: EntityFeatures, spec: EntitySpec) -> list[str]:
     >>> entity_words(EntityFeatures("customer", "c5", (0, 0), 0.0, (), 0), spec)
     ['customer c5: first seen within 1d']
     """
-    who, names = f"{features.key} {features.value}", [window_name(w) for w in spec.windows]
+    said = token_names(spec, features.key)
+    who, names = f"{features.key} {features.value}", said.windows
     out, before = [], 0
     for name, n in zip(names, features.counts):
         if n > before:
@@ -284,17 +293,15 @@ def entity_words(features: EntityFeatures, spec: EntitySpec) -> list[str]:
     ratio = features.amount_vs
     if ratio and not 0.8 <= ratio <= 1.25:
         out.append(f"amount {ratio:.2g}× the mean of {who} over {names[-1]}")
-    party = dict(spec.counterparties).get(features.key)
     before = 0
     for name, n in zip(names, features.parties):
         if n > max(before, 1):
-            out.append(f"{n} distinct {party}s of {who} in the last {name}")
+            out.append(f"{n} distinct {said.party}s of {who} in the last {name}")
         before = n
     if features.labelled:
-        label_window = window_name(spec.label_window)
         out.append(
             f"{_many(features.labelled, 'message')} of {who} labelled {spec.target} "
-            f"within {label_window}"
+            f"within {said.label_window}"
         )
     return out
 
@@ -427,6 +434,11 @@ class _Entity:
     def in_window(self, i: int) -> int:
         return self.end - self.start[i]
 
+    def counts(self) -> tuple[int, ...]:
+        """The events within each window."""
+        end = self.base + len(self.times)
+        return tuple([end - start for start in self.start])
+
     def mean_amount(self, i: int) -> float:
         """The mean amount of window i's events that have one (0.0: none has)."""
         at = self.start[i] - self.base
@@ -448,7 +460,7 @@ class EntityMemory:
         self.clock = -math.inf
         self._entities: OrderedDict[tuple[str, str], _Entity] = OrderedDict()
         self._labelled: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
-        self._windows = range(len(spec.windows))
+        self._none = (0,) * len(spec.windows)  # the counts of an entity not seen yet
         self._parties = dict(spec.counterparties)
 
     def now(self, ts: float | None) -> float:
@@ -494,14 +506,14 @@ class EntityMemory:
             entity = self._entities.get((key, value))
             if entity is not None:
                 entity.slide(now, spec.windows)
-            counts = tuple(0 if entity is None else entity.in_window(i) for i in self._windows)
+            counts = self._none if entity is None else entity.counts()
             amount_vs = None
             if amount is not None:
                 mean = 0.0 if entity is None else entity.mean_amount(last)
                 amount_vs = amount / mean if mean else 0.0
             parties: tuple[int, ...] = ()
             if key in self._parties:
-                parties = (0,) * len(self._windows) if entity is None else tuple(entity.distinct)
+                parties = self._none if entity is None else tuple(entity.distinct)
             labelled = self._labelled_count(key, value, now)
             out.append(EntityFeatures(key, value, counts, amount_vs, parties, labelled))
         return out

@@ -10,7 +10,6 @@ topic naming the message by id, which the learner resolves with the tokens kept 
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, TypedDict, Unpack
@@ -34,16 +33,11 @@ from filterd.store.entities import entity_message_ids
 from filterd.store.expiry import delete_older
 from filterd.store.schema import FeedbackLedger, Holdout
 from filterd.store.schema import ReviewItem as ReviewRow  # the table; ReviewItem: its items
-from filterd.store.sql import among, as_utc, id_chunks, pack_tokens, unpack_tokens
+from filterd.store.sql import among, as_utc, id_chunks, pack_tokens, packed_count, unpack_tokens
 
 Order = Literal["closest", "newest"]
 ORDERS: tuple[Order, ...] = ("closest", "newest")
 CHUNK = 10_000  # items per transaction of `prune_items`
-
-
-def _token_count(data: bytes) -> int:
-    raw = zlib.decompress(data)
-    return raw.count(b"\x00") + 1 if raw else 0
 
 
 def queue_items(
@@ -175,7 +169,7 @@ def _entry(row: Row[Any], with_tokens: bool = False) -> ReviewItem:
     return ReviewItem(
         **values,
         distance=distance_to_tau(values["score"], values["threshold"]),
-        token_count=_token_count(tokens),
+        token_count=packed_count(tokens),
         tokens=unpack_tokens(tokens) if with_tokens else None,
     )
 

@@ -142,5 +142,8 @@ def clean(value: Any, max_length: int) -> str:
         text = value
     else:
         text = str(value)
-    text = _SEPARATORS.sub("_", _SURROGATES.sub("", normalize(text)))
+    text = normalize(text)
+    # printable ASCII without a space (most keys and ids) has nothing to replace
+    if not (text.isascii() and text.isprintable() and " " not in text):
+        text = _SEPARATORS.sub("_", _SURROGATES.sub("", text))
     return cap(text, max_length) if text else text

@@ -132,3 +132,15 @@ def test_long_text_read_piece_by_piece_gives_the_same_tokens(text: str, size: in
     runs = re.split("[ \n\t\r]", text)  # the white space pieces are cut at
     if all(len(run) < size // 2 for run in runs):  # no run long enough to be cut inside
         assert pieces == whole
+
+
+@settings(max_examples=500, deadline=None)
+@given(TEXT | st.sampled_from(["c596", "t3156", "Key\x7f", "a b", "tab\tx", "\x1f", "Ä", "\ud800"]))
+def test_an_attribute_part_is_what_the_patterns_make_of_it(text: str) -> None:
+    # `clean` skips the two substitutions for printable ASCII without a space: the same part
+    from filterd.tokenize.attributes import _SEPARATORS, _SURROGATES, clean
+    from filterd.tokenize.limits import cap
+    from filterd.tokenize.text import normalize
+
+    reference = _SEPARATORS.sub("_", _SURROGATES.sub("", normalize(text)))
+    assert clean(text, 40) == (cap(reference, 40) if reference else reference)
