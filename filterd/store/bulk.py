@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Table
+from sqlalchemy import JSON, Connection, LargeBinary, Table
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 
@@ -86,6 +86,8 @@ def insert_columns(
     values = []
     for name, column in columns.items():
         process = table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
+        if isinstance(table.c[name].type, LargeBinary):
+            process = None  # sqlite3 binds bytes as a BLOB: no memoryview around each
         values.append(column if process is None else _processed(column, process))
     flat = list(chain.from_iterable(zip(*values)))
     execute_rows(

@@ -15,6 +15,7 @@ in its row, compressed (`decided_tokens`): its label, however late within
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,9 @@ Coordinates = tuple[int, int]  # (partition, offset)
 PRUNE_CHUNK = 50_000  # rows deleted per transaction
 
 
+# The scorer's entity state and its recorder hash each message's id three or four times a
+# batch (its decided row, each entity event): recent ids are looked up instead.
+@functools.lru_cache(maxsize=1 << 14)
 def id_hash(message_id: str) -> int:
     """The row key of a message id: its 8-byte BLAKE2b digest as a signed 64-bit integer.
 
