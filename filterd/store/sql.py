@@ -77,7 +77,7 @@ def pack_tokens(tokens: Iterable[str]) -> bytes:
     # A window and a hash table no larger than the input: with zlib's defaults each call
     # allocates and clears some 260 KB, whatever the input's size.
     wbits = min(15, max(9, len(raw).bit_length()))
-    packer = zlib.compressobj(1, zlib.DEFLATED, wbits, min(8, max(1, wbits - 8)))
+    packer = zlib.compressobj(1, zlib.DEFLATED, wbits, min(8, wbits - 7))
     return packer.compress(raw) + packer.flush()
 
 
