@@ -50,8 +50,8 @@ def as_utc(moment: datetime | None) -> datetime | None:
 # is 0x08 to 0x78: deflate, and the window's size).
 _UNCOMPRESSED = b"\x00"
 # Below this many bytes a list is kept as it is: zlib saves little or nothing on it (a card
-# payment's four tokens and its id: 64 bytes compressed, 63 as they are), and each call is a
-# handful of C calls that let go of the GIL and wait to take it back.
+# payment's four tokens and its id: 64 bytes compressed, 63 as they are), at the cost of
+# setting up a compressor for each.
 COMPRESS_FROM = 128
 
 
