@@ -48,6 +48,7 @@ MAX_PENDING_ROWS = 1_000_000  # ≈150 bytes of memory each
 MAX_PENDING_ITEMS = 20_000  # review items, each with its message's tokens
 MAX_PENDING_EVENTS = 4 * MAX_PENDING_ROWS  # entity events, one per entity of a message
 TRIM_SECONDS = 60.0
+GATHER_SECONDS = 0.25
 READINESS = "decisions store"
 
 
@@ -184,10 +185,14 @@ class Recorder:
 
     def _run(self) -> None:
         backoff = Backoff()
+        written = 0.0
         while True:
             with self._wake:
                 if not self._rows and not self._items and not self._stop.is_set():
                     self._wake.wait(1.0)
+            # gather the batches of a short while into one transaction
+            self._stop.wait(written + GATHER_SECONDS - time.monotonic())
+            written = time.monotonic()
             if self.write():
                 backoff.reset()
             elif self._stop.wait(backoff.next()):
