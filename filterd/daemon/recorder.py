@@ -4,7 +4,8 @@ For each decided message, where it was read (`filterd.store.decided`: any learne
 for feedback by id) and, with an entity memory, what it knew of the message's entities and the
 events it remembered (`filterd.store.entities`); for each decision queued for review, the review
 item (`filterd.store.review`). A `Recorder` takes them from the scorer (`put`, which never waits on
-the store) and writes them from a thread of its own, everything pending in one transaction, so that
+the store) and writes them from a thread of its own, everything pending in one transaction at most
+every GATHER_SECONDS (fewer, bigger transactions cost the store less a row), so that
 a store that is slow or locked (a learner's transaction holding SQLite's write lock, a PostgreSQL
 round trip) never delays a decision. The scorer's batch waits on what `put` returns (`Written`, a
 `filterd.kafka.processor.Pending`): its offsets are committed once its rows are written, so a crash
