@@ -4,12 +4,12 @@
 
 The daemon's scorer loop in this process, the real one (`filterd.daemon.scorer.Scorer`,
 configured as `filterd run` configures it), over the in-memory broker (`filterd.kafka.memory`)
-and a SQLite store. SMS with the default configuration and its model learned from 4,000
-messages of the SMS corpus (seeded synthetic messages without it); with `--transactions`, card
-payments with config/transactions.toml, the model and the entity memory's history learned from
-the first 100,000 payments of the card-transactions corpus, as `bench/e2e.py --transactions`
-does (`endtoend.data`; synthetic payments without it). Each run is a fresh scorer deciding
-`--messages` messages.
+and a SQLite store, its model learned as `bench/e2e.py` learns it (`endtoend.data`): SMS with
+the default configuration, the model learned from the SMS corpus's training part (seeded
+synthetic messages without the corpus); with `--transactions`, card payments with
+config/transactions.toml, the model and the entity memory's history learned from the first
+100,000 payments of the card-transactions corpus (synthetic payments without it). Each run is
+a fresh scorer deciding `--messages` messages.
 
 Prints, per run: the steady rate (from the 2,000th decision to the last), the process's CPU per
 message while the loop runs, and the same scorer with its recorder's writes left out (its
@@ -21,7 +21,6 @@ thread, cost the scorer's. Without Kafka's clients this is not the daemon's rate
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import threading
@@ -30,8 +29,16 @@ from pathlib import Path
 
 import structlog
 
-from endtoend.data import learn_payment_model, payment_body, payment_parts
-from filterd.cli.corpus_files import read_corpus
+from endtoend.data import (
+    Body,
+    learn_payment_model,
+    learn_sms_model,
+    message_values,
+    payment_body,
+    payment_parts,
+    sms_body,
+    sms_parts,
+)
 from filterd.daemon.entity_state import EntityState
 from filterd.daemon.guard import DeadLetterGuard
 from filterd.daemon.model_state import ModelState
@@ -39,51 +46,32 @@ from filterd.daemon.override_state import OverrideState
 from filterd.daemon.recent import RecentMessages
 from filterd.daemon.recorder import Recorder
 from filterd.daemon.scorer import Scorer
-from filterd.evaluation.synth import SynthConfig, generate
 from filterd.kafka.memory import MemoryBroker, MemoryConsumer, MemoryPublisher
 from filterd.observe.health import Health
 from filterd.observe.metrics import Metrics
 from filterd.service.config import Config, load
-from filterd.service.decide import tokenizer_of
 from filterd.store.handle import Store
-from filterd.store.labels import LabelledTokens
-from harness import CORPORA, cpu_model
+from harness import cpu_model
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "transactions.toml"
-SMS_LEARNED = 4_000
 STEADY_FROM = 2_000  # decisions before the rate is measured (the model's load, the first batches)
 TOPICS = {"messages": 4, "decisions": 4, "dead-letter": 1}
 
 
-def sms_store(url: str) -> tuple[Config, list[bytes]]:
-    """A store whose default model learned SMS messages, and the bodies of the others."""
+def sms_store(url: str) -> tuple[Config, list[Body]]:
+    """A store whose default model learned the SMS training part, and the test part's bodies."""
     config = load(None, environ={}, overrides={"database.url": url})
-    path = CORPORA / "sms-spam"
-    if path.exists():
-        records = [(r.labels[0], r.text) for r in read_corpus(path)]
-    else:
-        records = [(r["label"], r["text"]) for r in generate(SynthConfig(n_messages=6_000))]
-    tokenize = tokenizer_of(config)
-    store = Store.open(url)
-    store.upgrade()
-    model = store.create_model(config.model.name, config.model.spec)
-    model.learn(
-        [
-            LabelledTokens(f"l{i}", label, tokenize({"text": text}).tokens)
-            for i, (label, text) in enumerate(records[:SMS_LEARNED])
-        ],
-        holdout_fraction=0,
-    )
-    store.close()
-    return config, [json.dumps({"text": text}).encode() for _, text in records[SMS_LEARNED:]]
+    train, test, _ = sms_parts()
+    learn_sms_model(url, config.model.name, config.model.spec, train)
+    return config, [sms_body(r.text) for r in test]
 
 
-def payments_store(url: str, n: int) -> tuple[Config, list[bytes]]:
+def payments_store(url: str, n: int) -> tuple[Config, list[Body]]:
     """A store whose default model and entity history learned payments, and the next `n`."""
     config = load(EXAMPLE, environ={}, overrides={"database.url": url})
     learned, decided, _ = payment_parts(n)
     learn_payment_model(url, config.model.name, config.model.spec, config, learned)
-    return config, [json.dumps(payment_body(r)).encode() for r in decided]
+    return config, [payment_body(r) for r in decided]
 
 
 def scorer(config: Config, broker: MemoryBroker, publisher: MemoryPublisher) -> Scorer:
@@ -130,13 +118,12 @@ class Unwritten(Recorder):
         return True
 
 
-def run(config: Config, bodies: list[bytes], n: int, recorder: bool) -> tuple[float, float]:
+def run(config: Config, bodies: list[Body], n: int, recorder: bool) -> tuple[float, float]:
     """(messages a second, the process's CPU µs a message), from the STEADY_FROM-th decision to
     the last, of a fresh scorer deciding `n` messages."""
     broker = MemoryBroker(dict(TOPICS))
-    for i in range(n):
-        body = json.loads(bodies[i % len(bodies)])
-        broker.produce("messages", f"m{i}".encode(), json.dumps({"id": f"m{i}", **body}).encode())
+    for key, value in message_values(bodies, n, "m"):
+        broker.produce("messages", key, value)
     publisher = MemoryPublisher(broker)
     loop = scorer(config, broker, publisher)
     if not recorder:

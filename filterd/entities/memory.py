@@ -234,9 +234,9 @@ class TokenNames:
     parties: tuple[str, ...]
     labelled: str
     # and what `entity_words` says: each window's name, the counterparties' key, the label window
-    windows: tuple[str, ...] = ()
-    party: str | None = None
-    label_window: str = ""
+    windows: tuple[str, ...]
+    party: str | None
+    label_window: str
     binned_counts: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     binned_parties: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     binned_labelled: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -436,7 +436,7 @@ class _Entity:
 
     def counts(self) -> tuple[int, ...]:
         """The events within each window."""
-        end = self.base + len(self.times)
+        end = self.end
         return tuple([end - start for start in self.start])
 
     def mean_amount(self, i: int) -> float:

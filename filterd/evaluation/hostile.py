@@ -138,6 +138,9 @@ FAMILIES: dict[str, Family] = {
     "attributes_big_numbers": lambda n: _message(
         "x", attributes={f"n{i}": 10**4000 - i for i in range(max(1, n // 4010))}
     ),
+    # attribute values with white space, control and non-ASCII characters: each part replaced
+    # piece by piece (`attributes.clean`), not passed through as printable ASCII is
+    "attributes_spaced": lambda n: _message("x", attributes={"note": "a b\t\u00e9 " * (n // 8)}),
     # what the entity memory reads (entities customer, terminal, sender; the amount): a value
     # of the whole record's size, one of thousands of digits, the smallest float as an amount
     "attributes_entities": lambda n: _message(
