@@ -214,11 +214,30 @@ def decode(data: bytes, kind: type[T], max_bytes: int = TokenizerConfig.max_byte
     except msgspec.ValidationError as error:
         raise RecordError("schema", f"not a valid {kind.__name__.lower()}: {error}") from None
     except msgspec.DecodeError as error:
+        # msgspec before 0.23 raised UnicodeDecodeError for bad UTF-8 in a string, later
+        # versions a DecodeError: the reason is the bytes', whichever version decoded them.
+        if (utf8 := _utf8_error(data)) is not None:
+            raise RecordError("invalid_utf8", f"not UTF-8: {utf8}") from None
         raise RecordError("invalid_json", f"not JSON: {error}") from None
     except UnicodeDecodeError as error:
         raise RecordError("invalid_utf8", f"not UTF-8: {error}") from None
     except RecursionError:
         raise RecordError("too_deep", "nested too deeply") from None
+
+
+def _utf8_error(data: bytes) -> UnicodeDecodeError | None:
+    """Why `data` is not UTF-8, or None if it is.
+
+    >>> _utf8_error(b'{"text": "caf\\xc3\\xa9"}') is None
+    True
+    >>> _utf8_error(b'{"text": "\\xff"}').start
+    10
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return error
+    return None
 
 
 def encode(record: msgspec.Struct) -> bytes:
