@@ -125,6 +125,13 @@ FAMILIES: dict[str, Family] = {
     # a mail written in its Subject alone: every subject word is read twice
     # (TokenizerConfig.short_body)
     "subject_only_huge": lambda n: _mail("Subject: " + "w " * (n // 2), ""),
+    # words written with invisible characters inside (each letter apart: `text.normalized`
+    # strips them and finds the trick), and one long invisible run between two letters, where
+    # the trick's search must not retry the run at every position
+    "invisible_in_words": lambda n: _message(
+        "v\u034fi\U000e0041a\ufe0fg\u200br\u00ada " * (n // 22)
+    ),
+    "invisible_run": lambda n: _message("a" + "\u034f" * (n // 2) + "b"),
     "nfkc_expanding": lambda n: _message(
         "\ufdfa" * (n // 3)
     ),  # 3 UTF-8 bytes, 18 characters in NFKC

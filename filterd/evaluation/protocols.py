@@ -271,7 +271,8 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
         _learn(stats, train_batch, labels, spec, target if task == "binary" else None)
         if task == "binary":
             assert target is not None  # task_of gives every binary task its target
-            scores = _binary_split_scores(corpus, spec, target, stats, train, test_batch)
+            model = _learned_model(corpus, spec, target, stats, train)
+            scores = model.score(test_batch).binary()
             _binary_measures(result, scores, np.array([target in r.labels for r in test]))
         else:
             _multiclass(result, stats, spec, test, test_batch)
@@ -282,10 +283,18 @@ def _split(corpus: Corpus, spec: ModelSpec, task: str, target: str | None) -> Ev
 def split_scores(corpus: Corpus, spec: ModelSpec, target: str) -> FloatArray:
     """The decision scores of the split protocol's test part, target vs the rest: the scores
     `evaluate(corpus, spec, "split", target)` measures."""
+    model, test = split_model(corpus, spec, target)
+    return model.score(corpus.batch_of(test)).binary()
+
+
+def split_model(corpus: Corpus, spec: ModelSpec, target: str) -> tuple[DecisionModel, list[Record]]:
+    """The split protocol's model, target vs the rest, learned from the training part (a
+    fusion with the weights `_learned_weights` gives it), and the test part's records: what
+    `split_scores` scores, for scoring other messages too (bench/evasion.py's attacked ones)."""
     train, test = train_test_split(corpus.records)
     stats = Statistics(seed=SEED)
     _learn(stats, corpus.batch_of(train), [_label(r, target) for r in train], spec, target)
-    return _binary_split_scores(corpus, spec, target, stats, train, corpus.batch_of(test))
+    return _learned_model(corpus, spec, target, stats, train), test
 
 
 def _learn(
@@ -298,18 +307,14 @@ def _learn(
     stats.update(batch, labels, steps=steps)
 
 
-def _binary_split_scores(
-    corpus: Corpus,
-    spec: ModelSpec,
-    target: str,
-    stats: Statistics,
-    train: list[Record],
-    test_batch: DocBatch,
-) -> FloatArray:
+def _learned_model(
+    corpus: Corpus, spec: ModelSpec, target: str, stats: Statistics, train: list[Record]
+) -> DecisionModel:
+    """The model of `stats`, learned from `train`; a fusion with its weights."""
     model = _model(stats, spec, target)
     if isinstance(model, FusionModel):
         model = model.with_weights(_learned_weights(corpus, train, target))
-    return model.score(test_batch).binary()
+    return model
 
 
 def _model(stats: Statistics, spec: ModelSpec, target: str | None) -> DecisionModel:

@@ -2,9 +2,11 @@
 
 Choices (SpamBayes-like, adjusted for short messages):
 
-- text is NFKC-normalized and casefolded, and invisible characters (zero-width spaces,
-  soft hyphens, bidi controls) are removed: "ＦＲＥＥ" and "fr<U+200B>ee" read "free".
-  "’" reads "'".
+- text is NFKC-normalized and casefolded, and invisible characters (Unicode's
+  default-ignorable code points: zero-width spaces, soft hyphens, bidi controls, the combining
+  grapheme joiner, variation selectors, tag characters) are removed: "ＦＲＥＥ" and
+  "fr<U+200B>ee" read "free". A text that wrote them inside a word also gets the token
+  "trick:invisible" (first): hiding a word from a filter is itself evidence. "’" reads "'".
 - a word is a run of letters, digits and "_", with inner "'" or "-" ("don't", "x-ray",
   "0800-123-456"). Single-character words are kept: in SMS and chat "u", "2" and "4" carry
   signal. Han and kana characters are one token each, as those scripts do not space words.
@@ -83,9 +85,24 @@ _TOKEN = re.compile(
         tail=_TAIL.format(cur=_CURRENCY), cur=_CURRENCY, emoji=_EMOJI, more=f"|(?<=[{_EMOJI}])"
     )
 )
-_INVISIBLE_CHARS = r"\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+# Unicode's default-ignorable code points (Default_Ignorable_Code_Point, DerivedCoreProperties.txt
+# of Unicode 15.1): characters a renderer shows as nothing — soft hyphen, combining grapheme
+# joiner, zero-width and bidi controls, Hangul fillers, variation selectors, tag characters.
+# Removed, a word written with them inside reads as the word; where they stood between two
+# letters the text also gets INVISIBLE_TRICK.
+_INVISIBLE_CHARS = (
+    r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    r"\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
 _UNSPACED_CHARS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002FFFF"
-_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
+# runs of them (the workbench shows each as its code point: filterd.web.visible)
+INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
+# invisible characters between two word characters: a word hidden from the filter's eyes only
+# (a failed match costs one look behind per position: linear)
+_HIDING = re.compile(f"(?<=\\w)[{_INVISIBLE_CHARS}]++(?=\\w)")
+# The token of a text that wrote invisible characters inside a word: the trick is evidence.
+INVISIBLE_TRICK = "trick:invisible"
 _UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
 # One scan decides whether any of the three fix-ups below is needed: most text needs none.
 _NEEDS_FIXING = re.compile(f"[{_INVISIBLE_CHARS}{_UNSPACED_CHARS}\u2019]")
@@ -101,17 +118,30 @@ _PAIR_SEPARATORS = tuple(" " + "~" * skipped for skipped in range(16))
 def normalize(text: str, spaced: bool = True) -> str:
     """NFKC, casefolded, without invisible characters, "’" as "'", Han/kana spaced apart
     (unless not `spaced`)."""
+    return normalized(text, spaced)[0]
+
+
+def normalized(text: str, spaced: bool = True) -> tuple[str, bool]:
+    """`normalize(text, spaced)`, and whether invisible characters stood inside a word.
+
+    >>> normalized("Fr\u034fee m\U000e0041oney \u2764\ufe0f")
+    ('free money \u2764', True)
+    >>> normalized("Free \u2764\ufe0f \u200b")
+    ('free \u2764 ', False)
+    """
     if text.isascii():  # NFKC is the identity on ASCII, and casefold is lower
-        return text.lower()
+        return text.lower(), False
     # Fix-ups come after NFKC, which maps some compatibility characters into Han and kana.
     # filterd._speedups, where built, normalizes only the non-ASCII runs of the text (bodies
     # hold a few among thousands of ASCII characters): the same text.
     text = nfkc_casefold(text) if c_folded is None else c_folded(text, nfkc_casefold)
+    hiding = False
     if _NEEDS_FIXING.search(text) is not None:
-        text = _INVISIBLE.sub("", text).replace("\u2019", "'")
+        hiding = _HIDING.search(text) is not None
+        text = INVISIBLE.sub("", text).replace("\u2019", "'")
         if spaced:
             text = _UNSPACED.sub(_spaced, text)
-    return text
+    return text, hiding
 
 
 def nfkc_casefold(text: str) -> str:
@@ -162,14 +192,18 @@ def _pieces(text: str, size: int) -> Iterator[str]:
 
 
 def _tokens(text: str, max_token_length: int, pairs: int, enough: int) -> list[str]:
-    text = normalize(text)
+    text, hiding = normalized(text)
     if "@" in text or "://" in text or "www." in text:
         # Scanned by filterd._speedups where built: a text with links in Python is a loop of
         # slices and calls per link (mail headers and bodies are full of addresses).
         if c_linked_words is not None and not pairs:
-            return c_linked_words(text, max_token_length, enough, url_tokens)
-        return linked_tokens(text, max_token_length, pairs, enough)
-    return plain_tokens(text, max_token_length, pairs, enough)
+            tokens = c_linked_words(text, max_token_length, enough, url_tokens)
+        else:
+            tokens = linked_tokens(text, max_token_length, pairs, enough)
+    else:
+        tokens = plain_tokens(text, max_token_length, pairs, enough)
+    # first, so that a caller keeping the first `enough` tokens keeps it
+    return [INVISIBLE_TRICK, *tokens] if hiding else tokens
 
 
 def linked_tokens(

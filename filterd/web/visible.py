@@ -9,8 +9,10 @@ title is the character's name, and the rest is escaped as autoescaping would.
 
 Made visible: format characters (Unicode category Cf, which holds every bidi control: U+061C,
 U+200E/F, U+202A–202E, U+2066–2069), control characters (Cc; tab, line feed and carriage return
-stay in `multiline` text such as an excerpt), line and paragraph separators (Zl, Zp) and lone
-surrogates (Cs, which cannot be encoded in a page).
+stay in `multiline` text such as an excerpt), line and paragraph separators (Zl, Zp), lone
+surrogates (Cs, which cannot be encoded in a page), and the other characters the tokenizer
+removes as invisible (`filterd.tokenize.text.INVISIBLE`, Unicode's default-ignorable code
+points: the combining grapheme joiner, variation selectors, Hangul fillers, tag characters).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import unicodedata
 
 from markupsafe import Markup, escape
+
+from filterd.tokenize.text import INVISIBLE
 
 HIDDEN = frozenset({"Cf", "Cc", "Zl", "Zp", "Cs"})
 LINE_BREAKS = frozenset("\t\n\r")
@@ -33,7 +37,15 @@ def marker(ch: str) -> str:
 
 
 def hidden(ch: str, multiline: bool) -> bool:
-    return unicodedata.category(ch) in HIDDEN and not (multiline and ch in LINE_BREAKS)
+    if multiline and ch in LINE_BREAKS:
+        return False
+    return unicodedata.category(ch) in HIDDEN or INVISIBLE.match(ch) is not None
+
+
+def _shown_as_is(value: str) -> bool:
+    """No character of `value` is hidden: printable (letters, marks, numbers, punctuation,
+    symbols, " ") and none of them invisible."""
+    return value.isprintable() and INVISIBLE.search(value) is None
 
 
 def visible(text: object, multiline: bool = False) -> Markup:
@@ -43,13 +55,15 @@ def visible(text: object, multiline: bool = False) -> Markup:
     >>> visible("support@\\u202emoc.knab-ruoy <b>")  # doctest: +NORMALIZE_WHITESPACE
     Markup('support@<span class="ctl"
             title="RIGHT-TO-LEFT OVERRIDE">⟨U+202E⟩</span>moc.knab-ruoy &lt;b&gt;')
+    >>> visible("v\\u034fiagra")  # doctest: +NORMALIZE_WHITESPACE
+    Markup('v<span class="ctl" title="COMBINING GRAPHEME JOINER">⟨U+034F⟩</span>iagra')
     >>> visible("a\\nb", multiline=True), visible(None)
     (Markup('a\\nb'), Markup(''))
     """
     if text is None:
         return Markup("")
     value = str(text)
-    if value.isprintable():  # no category but letters, marks, numbers, punctuation, symbols, " "
+    if _shown_as_is(value):
         return escape(value)
     out: list[str] = []
     start = 0  # of the run of shown characters not yet escaped
@@ -73,6 +87,6 @@ def shown(text: object) -> str:
     if text is None:
         return ""
     value = str(text)
-    if value.isprintable():
+    if _shown_as_is(value):
         return value
     return "".join(marker(ch) if hidden(ch, False) else ch for ch in value)

@@ -42,8 +42,53 @@ def test_nfkc_folds_fullwidth_and_ligatures() -> None:
     assert tokens("ＦＲＥＥ ﬁnance Ｗｉｎ！！") == ["free", "finance", "win", "!!"]
 
 
-def test_invisible_characters_do_not_split_words() -> None:
-    assert tokens("fr\u200bee mo\u00adney") == ["free", "money"]
+INVISIBLE = "trick:invisible"
+
+
+def test_invisible_characters_do_not_split_words_and_leave_their_trick() -> None:
+    assert tokens("fr\u200bee mo\u00adney") == [INVISIBLE, "free", "money"]
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "\u034f",  # combining grapheme joiner
+        "\U000e0041\U000e0042",  # tag characters
+        "\ufe0f",  # a variation selector
+        "\U000e0100",  # an ideographic variation selector
+        "\u2065\u206a",  # bidi and deprecated format controls
+        "\u3164",  # a Hangul filler
+        "\u180b",  # a Mongolian variation selector
+        "\U0001d173",  # a musical format control
+    ],
+)
+def test_every_default_ignorable_character_is_removed_inside_a_word(hidden: str) -> None:
+    assert tokens(f"V{hidden}i{hidden}a{hidden}gra now") == [INVISIBLE, "viagra", "now"]
+
+
+def test_invisible_characters_outside_words_leave_no_trick() -> None:
+    # emoji sequences are written with joiners and selectors: no letters on either side
+    family, heart = "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\u2764\ufe0f"
+    assert tokens(f"call {family} {heart} \u200bnow\u200b") == [
+        "call",
+        "\U0001f468",
+        "\U0001f469",
+        "\U0001f467",
+        "\u2764",
+        "now",
+    ]
+
+
+def test_text_without_invisible_characters_keeps_its_tokens() -> None:
+    assert tokens("Free entry in 2 a wkly comp, £5.99 ☺") == tokens(
+        "free entry in 2 a wkly comp, £5.99 ☺"
+    )
+    assert INVISIBLE not in tokens("Ünïcödé wörds, ＦＵＬＬ width and 中文 text")
+
+
+def test_the_trick_is_kept_when_tokens_are_capped() -> None:
+    tokenizer = Tokenizer(TokenizerConfig(max_tokens=3))
+    assert tokenizer({"text": "a\u034fb c d e f g"}).tokens[:1] == [INVISIBLE]
 
 
 def test_single_characters_are_kept_and_punctuation_dropped() -> None:

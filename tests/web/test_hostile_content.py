@@ -159,9 +159,11 @@ SPOOF = "support@\u202emoc.knab-ruoy"  # shows as support@your-bank.com where bi
 def invisible_in_text(page: str) -> set[str]:
     """The invisible characters of `page`'s text (its markup and attribute values aside)."""
     text = html.unescape(re.sub(r"<[^>]*>", "", page))
-    return {ch for ch in text if unicodedata.category(ch) in {"Cf", "Cc", "Zl", "Zp"}} - set(
-        "\t\n\r"
-    )
+    return {
+        ch
+        for ch in text
+        if unicodedata.category(ch) in {"Cf", "Cc", "Zl", "Zp"} or ch in "\u034f\ufe0f\u3164"
+    } - set("\t\n\r")
 
 
 def test_invisible_characters_are_shown_not_obeyed(
@@ -172,7 +174,7 @@ def test_invisible_characters_are_shown_not_obeyed(
         "id": "bidi\u2066id",
         "sender": SPOOF,
         "subject": "Invoice \u202egpj.exe",
-        "text": "pay\u200b now\u2028please\x1b[31m\nsecond line\u061c",
+        "text": "pay\u200b now\u2028please\x1b[31m\nsecond line\u061c v\u034fi\ufe0fa\u3164gra",
         "attributes": {"reply\u200eto": "x\u2067y", "n": 1},
     }
     queue_messages(api.context.config, state, [message])
@@ -185,7 +187,7 @@ def test_invisible_characters_are_shown_not_obeyed(
     assert f"support@{marked}moc.knab-ruoy" in queue and f"support@{marked}moc.knab-ruoy" in page
     assert f"Invoice {marked}gpj.exe" in page
     assert "<title>Invoice ⟨U+202E⟩gpj.exe · filterd</title>" in page  # text only in a title
-    for code in ("2066", "200B", "2028", "001B", "061C", "200E", "2067"):
+    for code in ("2066", "200B", "2028", "001B", "061C", "200E", "2067", "034F", "FE0F", "3164"):
         assert f"⟨U+{code}⟩" in page, code
     assert "\nsecond line" in page  # the excerpt keeps its line breaks
 
