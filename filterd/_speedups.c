@@ -13,6 +13,8 @@
                 filterd.tokenize.headers.python_received_tokens)
    markup       HTML with tags as spaces, and its link values (reference:
                 filterd.tokenize.markup.python_markup)
+   hidden_spans the text of HTML a reader does not see (reference:
+                filterd.tokenize.hidden.python_hidden_spans)
    folded       NFKC and casefolding of mostly ASCII text (reference:
                 filterd.tokenize.text.nfkc_casefold)
    grams        the distinct character n-grams of a text (reference:
@@ -1789,6 +1791,566 @@ done:
     return out;
 }
 
+/* hidden_spans(markup) -> [(start, end), ...]
+
+   The runs of text between tags that a reader does not see: the walk of
+   filterd.tokenize.hidden.python_hidden_spans (its reference), to the same spans on every
+   input. Tags are its _TAG, attributes its _ATTRIBUTE (the first of a name counts), style
+   declarations its _DECLARATION (the last of a property counts), colours its `colour`, lengths
+   its `_length`; the stack of open elements is at most HIDDEN_MAX_DEPTH deep, an element
+   deeper taking the place of the deepest. Linear: each character is read a bounded number of
+   times but for a closing tag's search of the stack, at most HIDDEN_MAX_DEPTH entries.
+   tests/tokenize/test_hidden.py checks that both agree. */
+
+#define HIDDEN_MAX_DEPTH 256 /* hidden.MAX_DEPTH */
+#define HIDDEN_CLOSE 48      /* hidden.CLOSE */
+#define NO_COLOUR (-1)
+
+typedef struct {
+    int hidden;
+    long colour;     /* 0xRRGGBB, or NO_COLOUR: never set */
+    long background; /* 0xRRGGBB, or NO_COLOUR: an image, or a colour not understood */
+} HSeen;
+
+typedef struct {
+    Py_ssize_t name, name_len; /* in the markup */
+    HSeen seen;
+} HOpen;
+
+typedef struct {
+    int kind;
+    const void *data;
+} HText;
+
+#define HCH(t, i) PyUnicode_READ((t)->kind, (t)->data, (i))
+
+static int
+h_space(Py_UCS4 c)
+{
+    return Py_UNICODE_ISSPACE(c);
+}
+
+static int
+h_word(Py_UCS4 c) /* Python's \w on str */
+{
+    return c == '_' || Py_UNICODE_ISALNUM(c);
+}
+
+/* The span [*start, *end) without white space at either end (str.strip) */
+static void
+h_strip(const HText *t, Py_ssize_t *start, Py_ssize_t *end)
+{
+    while (*start < *end && h_space(HCH(t, *start)))
+        (*start)++;
+    while (*end > *start && h_space(HCH(t, *end - 1)))
+        (*end)--;
+}
+
+static int
+h_equals(const HText *t, Py_ssize_t start, Py_ssize_t end, const char *literal)
+{
+    Py_ssize_t n = (Py_ssize_t)strlen(literal);
+    if (end - start != n)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (HCH(t, start + i) != (Py_UCS4)(unsigned char)literal[i])
+            return 0;
+    return 1;
+}
+
+static int
+h_starts(const HText *t, Py_ssize_t start, Py_ssize_t end, const char *literal)
+{
+    Py_ssize_t n = (Py_ssize_t)strlen(literal);
+    return end - start >= n && h_equals(t, start, start + n, literal);
+}
+
+static int
+h_hex(Py_UCS4 c)
+{
+    return (c >= '0' && c <= '9') ? (int)(c - '0') : (c >= 'a' && c <= 'f') ? (int)(c - 'a' + 10) : -1;
+}
+
+static const struct {
+    const char *name;
+    long rgb;
+} h_named[] = {
+    {"white", 0xffffff}, {"black", 0x000000}, {"silver", 0xc0c0c0}, {"gray", 0x808080},
+    {"grey", 0x808080}, {"red", 0xff0000}, {"maroon", 0x800000}, {"yellow", 0xffff00},
+    {"olive", 0x808000}, {"lime", 0x00ff00}, {"green", 0x008000}, {"aqua", 0x00ffff},
+    {"teal", 0x008080}, {"blue", 0x0000ff}, {"navy", 0x000080}, {"fuchsia", 0xff00ff},
+    {"purple", 0x800080}, {"snow", 0xfffafa}, {"ivory", 0xfffff0}, {"whitesmoke", 0xf5f5f5},
+    {"ghostwhite", 0xf8f8ff},
+};
+
+/* rgb(…)'s number at *i: 1 to 3 ASCII digits; with `followed`, then white space and ",".
+   -1 where none. */
+static long
+h_channel(const HText *t, Py_ssize_t *i, Py_ssize_t end, int followed)
+{
+    Py_ssize_t j = *i;
+    long value = 0;
+    while (j < end && j - *i < 4 && HCH(t, j) >= '0' && HCH(t, j) <= '9')
+        j++;
+    Py_ssize_t digits = j - *i;
+    if (digits == 0 || (followed && digits > 3))
+        return -1;
+    if (digits > 3)
+        digits = 3;
+    for (Py_ssize_t k = 0; k < digits; k++)
+        value = value * 10 + (long)(HCH(t, *i + k) - '0');
+    j = *i + digits;
+    if (followed) {
+        while (j < end && h_space(HCH(t, j)))
+            j++;
+        if (j >= end || HCH(t, j) != ',')
+            return -1;
+        j++;
+        while (j < end && h_space(HCH(t, j)))
+            j++;
+    }
+    *i = j;
+    return value > 255 ? 255 : value;
+}
+
+/* hidden.colour of [start, end) (lowercase already): 0xRRGGBB or NO_COLOUR */
+static long
+h_colour(const HText *t, Py_ssize_t start, Py_ssize_t end)
+{
+    h_strip(t, &start, &end);
+    if (start < end && HCH(t, start) == '#') {
+        Py_ssize_t digits = 0;
+        while (start + 1 + digits < end && digits < 7 && h_hex(HCH(t, start + 1 + digits)) >= 0)
+            digits++;
+        for (int want = 3; want <= 6; want += 3) {
+            Py_ssize_t after = start + 1 + want;
+            if (digits >= want && (after == end || !h_word(HCH(t, after)))) {
+                long rgb = 0;
+                for (int k = 0; k < 6; k++)
+                    rgb = rgb * 16 + h_hex(HCH(t, start + 1 + (want == 3 ? k / 2 : k)));
+                return rgb;
+            }
+        }
+    }
+    if (h_starts(t, start, end, "rgb")) {
+        Py_ssize_t i = start + 3;
+        if (i < end && HCH(t, i) == 'a')
+            i++;
+        if (i < end && HCH(t, i) == '(') {
+            i++;
+            while (i < end && h_space(HCH(t, i)))
+                i++;
+            long r = h_channel(t, &i, end, 1);
+            long g = r < 0 ? -1 : h_channel(t, &i, end, 1);
+            long b = g < 0 ? -1 : h_channel(t, &i, end, 0);
+            if (b >= 0)
+                return (r << 16) | (g << 8) | b;
+        }
+    }
+    Py_ssize_t word = start;
+    while (word < end && !h_space(HCH(t, word)))
+        word++;
+    for (size_t k = 0; k < sizeof(h_named) / sizeof(h_named[0]); k++)
+        if (h_equals(t, start, word, h_named[k].name))
+            return h_named[k].rgb;
+    return NO_COLOUR;
+}
+
+/* hidden._length of [start, end): 1 with *number and the unit's span, 0 for none; -1 on error */
+static int
+h_length(const HText *t, Py_ssize_t start, Py_ssize_t end, double *number, Py_ssize_t *unit,
+         Py_ssize_t *unit_end)
+{
+    h_strip(t, &start, &end);
+    Py_ssize_t i = start;
+    if (i < end && HCH(t, i) == '-')
+        i++;
+    Py_ssize_t whole = i;
+    while (i < end && HCH(t, i) >= '0' && HCH(t, i) <= '9')
+        i++;
+    if (i > whole) {
+        if (i < end && HCH(t, i) == '.') {
+            i++;
+            while (i < end && HCH(t, i) >= '0' && HCH(t, i) <= '9')
+                i++;
+        }
+    }
+    else {
+        if (i >= end || HCH(t, i) != '.')
+            return 0;
+        Py_ssize_t fraction = ++i;
+        while (i < end && HCH(t, i) >= '0' && HCH(t, i) <= '9')
+            i++;
+        if (i == fraction)
+            return 0;
+    }
+    char *ascii = PyMem_Malloc((size_t)(i - start) + 1);
+    if (ascii == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = start; k < i; k++)
+        ascii[k - start] = (char)HCH(t, k);
+    ascii[i - start] = '\0';
+    *number = PyOS_string_to_double(ascii, NULL, NULL);
+    PyMem_Free(ascii);
+    if (*number == -1.0 && PyErr_Occurred())
+        return -1;
+    while (i < end && h_space(HCH(t, i)))
+        i++;
+    *unit = i;
+    while (i < end && ((HCH(t, i) >= 'a' && HCH(t, i) <= 'z') || HCH(t, i) == '%'))
+        i++;
+    *unit_end = i;
+    return 1;
+}
+
+/* The style properties `_seen` reads, each its last declaration's value ([start, end),
+   stripped; start -1: not declared) */
+enum { P_DISPLAY, P_VISIBILITY, P_OPACITY, P_FONT_SIZE, P_LEFT, P_TOP, P_TEXT_INDENT, P_OVERFLOW,
+       P_HEIGHT, P_MAX_HEIGHT, P_WIDTH, P_COLOR, P_BACKGROUND_COLOR, P_BACKGROUND, P_COUNT };
+static const char *h_properties[P_COUNT] = {
+    "display", "visibility", "opacity", "font-size", "left", "top", "text-indent", "overflow",
+    "height", "max-height", "width", "color", "background-color", "background"};
+
+static int
+h_name_char(Py_UCS4 c) /* [a-z-] */
+{
+    return (c >= 'a' && c <= 'z') || c == '-';
+}
+
+static void
+h_declarations(const HText *t, Py_ssize_t start, Py_ssize_t end, Py_ssize_t (*values)[2])
+{
+    Py_ssize_t i = start;
+    while (i < end) {
+        if (!h_name_char(HCH(t, i)) || (i > start && h_name_char(HCH(t, i - 1)))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t name = i;
+        while (i < end && h_name_char(HCH(t, i)))
+            i++;
+        Py_ssize_t name_end = i, k = i;
+        while (k < end && h_space(HCH(t, k)))
+            k++;
+        if (k >= end || HCH(t, k) != ':')
+            continue; /* at the run's end, which no declaration starts */
+        k++;
+        while (k < end && h_space(HCH(t, k)))
+            k++;
+        Py_ssize_t value = k;
+        while (k < end && HCH(t, k) != ';')
+            k++;
+        for (int p = 0; p < P_COUNT; p++) {
+            if (h_equals(t, name, name_end, h_properties[p])) {
+                Py_ssize_t vs = value, ve = k;
+                h_strip(t, &vs, &ve);
+                values[p][0] = vs;
+                values[p][1] = ve;
+            }
+        }
+        i = k;
+    }
+}
+
+/* A property's length number, or `absent` where not declared or not a length; -2 on error
+   (*failed set) */
+static double
+h_number(const HText *t, Py_ssize_t (*values)[2], int p, double absent, int *failed)
+{
+    if (values[p][0] < 0)
+        return absent;
+    double number;
+    Py_ssize_t unit, unit_end;
+    int found = h_length(t, values[p][0], values[p][1], &number, &unit, &unit_end);
+    if (found < 0)
+        *failed = 1;
+    return found == 1 ? number : absent;
+}
+
+static int
+h_tiny(const HText *t, Py_ssize_t (*values)[2], int *failed)
+{
+    if (values[P_FONT_SIZE][0] < 0)
+        return 0;
+    double n;
+    Py_ssize_t u, ue;
+    int found = h_length(t, values[P_FONT_SIZE][0], values[P_FONT_SIZE][1], &n, &u, &ue);
+    if (found < 0)
+        *failed = 1;
+    if (found != 1)
+        return 0;
+    if (ue == u || h_equals(t, u, ue, "px") || h_equals(t, u, ue, "pt"))
+        return n <= 2.0;
+    if (h_equals(t, u, ue, "em") || h_equals(t, u, ue, "rem"))
+        return n <= 0.2;
+    return h_equals(t, u, ue, "%") && n <= 20;
+}
+
+static int
+h_off_screen(const HText *t, Py_ssize_t (*values)[2], int p, int *failed)
+{
+    if (values[p][0] < 0)
+        return 0;
+    double n;
+    Py_ssize_t u, ue;
+    int found = h_length(t, values[p][0], values[p][1], &n, &u, &ue);
+    if (found < 0)
+        *failed = 1;
+    return found == 1 && (ue == u || h_equals(t, u, ue, "px") || h_equals(t, u, ue, "pt")) &&
+           n <= -500.0;
+}
+
+/* The attributes `_seen` reads: their first occurrence's value ([start, end); start -1:
+   absent; an attribute without a value is the empty span at its name's end) */
+enum { A_HIDDEN, A_COLOR, A_TEXT, A_BACKGROUND, A_BGCOLOR, A_STYLE, A_COUNT };
+static const char *h_attributes[A_COUNT] = {"hidden", "color", "text", "background", "bgcolor",
+                                            "style"};
+
+static int
+h_attr_start(Py_UCS4 c) /* [a-z_:] */
+{
+    return (c >= 'a' && c <= 'z') || c == '_' || c == ':';
+}
+
+static int
+h_attr_char(Py_UCS4 c) /* [-a-z0-9_:.] */
+{
+    return h_attr_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.';
+}
+
+static int
+h_unquoted(Py_UCS4 c) /* [^\s"'=<>`] */
+{
+    return !h_space(c) && c != '"' && c != '\'' && c != '=' && c != '<' && c != '>' && c != '`';
+}
+
+static void
+h_attribute_values(const HText *t, Py_ssize_t start, Py_ssize_t end, Py_ssize_t (*values)[2])
+{
+    Py_ssize_t i = start;
+    while (i < end) {
+        if (!h_attr_start(HCH(t, i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t name = i;
+        while (i < end && h_attr_char(HCH(t, i)))
+            i++;
+        Py_ssize_t name_end = i, k = i, vs = i, ve = i;
+        while (k < end && h_space(HCH(t, k)))
+            k++;
+        if (k < end && HCH(t, k) == '=') {
+            k++;
+            while (k < end && h_space(HCH(t, k)))
+                k++;
+            if (k < end && (HCH(t, k) == '"' || HCH(t, k) == '\'')) {
+                Py_UCS4 quote = HCH(t, k);
+                Py_ssize_t q = k + 1;
+                while (q < end && HCH(t, q) != quote)
+                    q++;
+                if (q < end) {
+                    vs = k + 1;
+                    ve = q;
+                    i = q + 1;
+                }
+            }
+            else {
+                Py_ssize_t q = k;
+                while (q < end && h_unquoted(HCH(t, q)))
+                    q++;
+                if (q > k) {
+                    vs = k;
+                    ve = q;
+                    i = q;
+                }
+            }
+        }
+        for (int a = 0; a < A_COUNT; a++) {
+            if (values[a][0] < 0 && h_equals(t, name, name_end, h_attributes[a])) {
+                values[a][0] = vs;
+                values[a][1] = ve;
+            }
+        }
+    }
+}
+
+/* hidden._seen: what an element with the attributes [start, end) shows inside `parent`; 0, or
+   -1 on error */
+static int
+h_seen(const HText *t, Py_ssize_t start, Py_ssize_t end, const HSeen *parent, HSeen *out)
+{
+    Py_ssize_t attributes[A_COUNT][2], style[P_COUNT][2];
+    for (int a = 0; a < A_COUNT; a++)
+        attributes[a][0] = -1;
+    h_attribute_values(t, start, end, attributes);
+    *out = *parent;
+    out->hidden = parent->hidden || attributes[A_HIDDEN][0] >= 0;
+    for (int a = A_COLOR; a <= A_TEXT; a++) {
+        if (attributes[a][0] >= 0) {
+            long c = h_colour(t, attributes[a][0], attributes[a][1]);
+            if (c != NO_COLOUR)
+                out->colour = c;
+        }
+    }
+    if (attributes[A_BACKGROUND][0] >= 0)
+        out->background = NO_COLOUR;
+    if (attributes[A_BGCOLOR][0] >= 0)
+        out->background = h_colour(t, attributes[A_BGCOLOR][0], attributes[A_BGCOLOR][1]);
+    if (attributes[A_STYLE][0] < 0)
+        return 0;
+    for (int p = 0; p < P_COUNT; p++)
+        style[p][0] = -1;
+    h_declarations(t, attributes[A_STYLE][0], attributes[A_STYLE][1], style);
+    int failed = 0;
+    if (!out->hidden) {
+        int overflow_hidden =
+            style[P_OVERFLOW][0] >= 0 && h_starts(t, style[P_OVERFLOW][0], style[P_OVERFLOW][1], "hidden");
+        out->hidden =
+            (style[P_DISPLAY][0] >= 0 && h_starts(t, style[P_DISPLAY][0], style[P_DISPLAY][1], "none")) ||
+            (style[P_VISIBILITY][0] >= 0 &&
+             (h_starts(t, style[P_VISIBILITY][0], style[P_VISIBILITY][1], "hidden") ||
+              h_starts(t, style[P_VISIBILITY][0], style[P_VISIBILITY][1], "collapse"))) ||
+            h_number(t, style, P_OPACITY, 1.0, &failed) <= 0.1 || h_tiny(t, style, &failed) ||
+            h_off_screen(t, style, P_LEFT, &failed) || h_off_screen(t, style, P_TOP, &failed) ||
+            h_off_screen(t, style, P_TEXT_INDENT, &failed) ||
+            (overflow_hidden && (h_number(t, style, P_HEIGHT, 1.0, &failed) <= 0 ||
+                                 h_number(t, style, P_MAX_HEIGHT, 1.0, &failed) <= 0 ||
+                                 h_number(t, style, P_WIDTH, 1.0, &failed) <= 0));
+    }
+    if (failed)
+        return -1;
+    if (style[P_COLOR][0] >= 0) {
+        long c = h_colour(t, style[P_COLOR][0], style[P_COLOR][1]);
+        if (c != NO_COLOUR)
+            out->colour = c;
+    }
+    if (style[P_BACKGROUND_COLOR][0] >= 0)
+        out->background = h_colour(t, style[P_BACKGROUND_COLOR][0], style[P_BACKGROUND_COLOR][1]);
+    else if (style[P_BACKGROUND][0] >= 0)
+        out->background = h_colour(t, style[P_BACKGROUND][0], style[P_BACKGROUND][1]);
+    return 0;
+}
+
+static int
+h_unseen(const HSeen *seen)
+{
+    if (seen->hidden)
+        return 1;
+    if (seen->colour == NO_COLOUR || seen->background == NO_COLOUR)
+        return 0;
+    long distance = 0;
+    for (int shift = 0; shift <= 16; shift += 8) {
+        long a = (seen->colour >> shift) & 0xff, b = (seen->background >> shift) & 0xff;
+        distance += a > b ? a - b : b - a;
+    }
+    return distance < HIDDEN_CLOSE;
+}
+
+static const char *h_void[] = {"area", "base", "br", "col", "embed", "hr", "img", "input",
+                               "link", "meta", "param", "source", "track", "wbr"};
+
+static int
+h_append_span(PyObject *spans, Py_ssize_t start, Py_ssize_t end)
+{
+    PyObject *span = Py_BuildValue("(nn)", start, end);
+    if (span == NULL)
+        return -1;
+    int failed = PyList_Append(spans, span);
+    Py_DECREF(span);
+    return failed;
+}
+
+static PyObject *
+hidden_spans(PyObject *self, PyObject *args)
+{
+    PyObject *markup;
+    if (!PyArg_ParseTuple(args, "U", &markup))
+        return NULL;
+    HText text = {PyUnicode_KIND(markup), PyUnicode_DATA(markup)};
+    const HText *t = &text;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(markup);
+    PyObject *spans = PyList_New(0);
+    if (spans == NULL)
+        return NULL;
+    HOpen *stack = PyMem_Malloc(sizeof(HOpen) * HIDDEN_MAX_DEPTH);
+    if (stack == NULL) {
+        Py_DECREF(spans);
+        return PyErr_NoMemory();
+    }
+    int depth = 0;
+    HSeen page = {0, NO_COLOUR, 0xffffff}, current = page;
+    Py_ssize_t position = 0, i = 0;
+    while (i < n) {
+        if (HCH(t, i) != '<') {
+            i++;
+            continue;
+        }
+        /* _TAG: <(/?)([a-z][a-z0-9]*+)([^<>]*+)> */
+        Py_ssize_t j = i + 1;
+        int closing = j < n && HCH(t, j) == '/';
+        if (closing)
+            j++;
+        if (j >= n || HCH(t, j) < 'a' || HCH(t, j) > 'z') {
+            i++;
+            continue;
+        }
+        Py_ssize_t name = j;
+        while (j < n && ((HCH(t, j) >= 'a' && HCH(t, j) <= 'z') || (HCH(t, j) >= '0' && HCH(t, j) <= '9')))
+            j++;
+        Py_ssize_t name_end = j;
+        while (j < n && HCH(t, j) != '<' && HCH(t, j) != '>')
+            j++;
+        if (j >= n || HCH(t, j) != '>') {
+            i++;
+            continue;
+        }
+        if (i > position && h_unseen(&current) && h_append_span(spans, position, i) < 0)
+            goto error;
+        position = j + 1;
+        if (closing) {
+            for (int d = depth - 1; d >= 0; d--) {
+                Py_ssize_t len = stack[d].name_len;
+                int same = len == name_end - name;
+                for (Py_ssize_t k = 0; same && k < len; k++)
+                    same = HCH(t, stack[d].name + k) == HCH(t, name + k);
+                if (same) {
+                    depth = d;
+                    current = depth ? stack[depth - 1].seen : page;
+                    break;
+                }
+            }
+        }
+        else {
+            int is_void = 0;
+            for (size_t k = 0; !is_void && k < sizeof(h_void) / sizeof(h_void[0]); k++)
+                is_void = h_equals(t, name, name_end, h_void[k]);
+            if (!is_void && !(j > name_end && HCH(t, j - 1) == '/')) {
+                HSeen seen;
+                if (h_seen(t, name_end, j, &current, &seen) < 0)
+                    goto error;
+                current = seen;
+                if (depth == HIDDEN_MAX_DEPTH) /* it takes the place of the deepest */
+                    depth--;
+                stack[depth].name = name;
+                stack[depth].name_len = name_end - name;
+                stack[depth].seen = current;
+                depth++;
+            }
+        }
+        i = j + 1;
+    }
+    if (n > position && h_unseen(&current) && h_append_span(spans, position, n) < 0)
+        goto error;
+    PyMem_Free(stack);
+    return spans;
+error:
+    PyMem_Free(stack);
+    Py_DECREF(spans);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"logistic_pass", logistic_pass, METH_VARARGS,
      "logistic_pass(x, y, rate, target_rate, k) -> the weights of one pass, as float64 bytes: "
@@ -1800,6 +2362,8 @@ static PyMethodDef methods[] = {
      "pairs(tokens, window, enough) -> the tokens with their word pairs: text.with_pairs."},
     {"grams", grams, METH_VARARGS,
      "grams(text, n, prefix) -> prefix + each distinct n-character substring: text.python_grams."},
+    {"hidden_spans", hidden_spans, METH_VARARGS,
+     "hidden_spans(markup) -> [(start, end)] of text a reader does not see: hidden.python_hidden_spans."},
     {"markup", markup, METH_VARARGS,
      "markup(text) -> (text with tags as spaces, link values): markup.python_markup."},
     {"url_tokens", url_tokens, METH_VARARGS,

@@ -39,6 +39,9 @@ def url_tokens(url: str, max_length: int, /) -> tuple[str, ...]:
 def received(value: str, max_length: int, /) -> list[str] | None:
     """The tokens of `filterd.tokenize.headers.python_received_tokens`; None if not ASCII."""
 
+def hidden_spans(markup: str, /) -> list[tuple[int, int]]:
+    """The text a reader does not see: `filterd.tokenize.hidden.python_hidden_spans`."""
+
 def markup(text: str, /) -> tuple[str, list[str]]:
     """(text with tags as spaces, link values): `filterd.tokenize.markup.python_markup`."""
 

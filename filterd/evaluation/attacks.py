@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from email.charset import QP, Charset
 from email.policy import compat32
+from html import escape
 
 Attack = Callable[[str], str]
 
@@ -60,10 +61,12 @@ def attacked(text: str, fmt: str, attack: Attack) -> str:
     return as_sent(text, attack)
 
 
-def as_sent(mail: str, rewrite: Attack = str) -> str:
+def as_sent(mail: str, rewrite: Attack = str, html: bool = False) -> str:
     """The e-mail `mail` with the decoded text of each text part through `rewrite` and written
-    back as UTF-8 quoted-printable. An attack is measured against the mail `as_sent` without
-    one, so that the new encoding's own tokens (charset, transfer encoding) weigh on both."""
+    back as UTF-8 quoted-printable; with `html`, each text/plain part first made text/html
+    (its text escaped in a <pre>). An attack is measured against the mail `as_sent` without
+    one, so that the new encoding's own tokens (charset, transfer encoding, type) weigh on
+    both."""
     message = email.message_from_string(mail, policy=compat32)
     for part in message.walk():
         if part.is_multipart() or part.get_content_maintype() != "text":
@@ -75,9 +78,33 @@ def as_sent(mail: str, rewrite: Attack = str) -> str:
             body = raw.decode(part.get_content_charset() or "us-ascii", errors="replace")
         except LookupError:  # a charset Python does not know
             body = raw.decode("latin-1")
+        if html and part.get_content_subtype() == "plain":
+            body = f"<html><body><pre>{escape(body)}</pre></body></html>"
+            part.set_type("text/html")
         del part["Content-Transfer-Encoding"]
         part.set_payload(rewrite(body), _UTF8_QP)
     return message.as_string()
+
+
+# How a spammer hides words in HTML (`with_hidden_words`): an element's opening and closing
+HIDINGS = {
+    "display:none": ('<div style="display:none">', "</div>"),
+    "font-size:0": ('<span style="font-size:0px">', "</span>"),
+    "white on white": ('<font color="#ffffff">', "</font>"),
+}
+
+
+def with_hidden_words(mail: str, words: Sequence[str], hiding: str) -> str:
+    """The e-mail `mail` as HTML (`as_sent` with `html`) with `words` in an element that
+    `HIDINGS[hiding]` hides, at the end of each text part's body."""
+    opening, closing = HIDINGS[hiding]
+    hidden = f"{opening}{' '.join(words)}{closing}"
+
+    def hide(body: str) -> str:
+        end = body.rfind("</body>")
+        return f"{body}{hidden}" if end < 0 else f"{body[:end]}{hidden}{body[end:]}"
+
+    return as_sent(mail, hide, html=True)
 
 
 def with_good_words(text: str, fmt: str, words: Sequence[str]) -> str:

@@ -105,6 +105,21 @@ FAMILIES: dict[str, Family] = {
     "url_behind_addresses": lambda n: _message("q@b.cwww./" * (n // 10)),
     "html_many_tags": lambda n: _mail("Content-Type: text/html", "<b>" * (n // 3)),
     "html_unclosed_comment": lambda n: _mail("Content-Type: text/html", "<!--" + "x" * n),
+    # what `filterd.tokenize.hidden` walks: hidden elements nested far past its stack's depth,
+    # closing tags of no open element under a full stack, one tag of thousands of
+    # declarations, and words each in its own white-on-white font
+    "html_hidden_nested": lambda n: _mail(
+        "Content-Type: text/html", '<div style="display:none">x' * (n // 28)
+    ),
+    "html_stray_closings": lambda n: _mail(
+        "Content-Type: text/html", "<div>" * 300 + "</span>" * ((n - 1500) // 7)
+    ),
+    "html_style_huge": lambda n: _mail(
+        "Content-Type: text/html", '<p style="' + "color:#fff;" * (n // 11) + '">x</p>'
+    ),
+    "html_white_words": lambda n: _mail(
+        "Content-Type: text/html", "<font color=#fff>ham</font> " * (n // 29)
+    ),
     # link attributes whose values a "<" or ">" cuts, and tags a "<" cuts, for the C scan of
     # markup (filterd/_speedups.c `markup`)
     "html_unclosed_values": lambda n: _mail(

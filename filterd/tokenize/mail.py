@@ -8,6 +8,8 @@ Token forms (body words are unprefixed, like plain text, so mail and SMS share a
     content-type:<type>         the top part's and every part's type ("content-type:text/html")
     content-transfer-encoding:<cte>, charset:<charset>   of text parts that declare one
     <body tokens>               text/* parts; HTML as visible text plus its link targets' tokens
+    hidden:<token>              each token of HTML text a reader does not see (hidden.py),
+                                after "trick:hidden", once for each part that has such text
     attach:<type>               each non-text part, or a part with Content-Disposition: attachment
     attachsize:<class>          its decoded size: 1k, 10k, 100k, 1m, 10m or more (upper bounds)
     attachext:<ext>             its file name's extension ("attachext:exe")
@@ -67,6 +69,8 @@ _ENCODED_WORD = re.compile(r"=\?([^?\s]{1,64})\?([bBqQ])\?([^?\s]*)\?=")
 _BETWEEN_ENCODED_WORDS = re.compile(r"(?<=\?=)\s+(?==\?)")
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
 _CTYPE = re.compile(r"[a-z0-9][\w.+-]{0,63}/[\w.+-]{1,64}")
+HIDDEN_PREFIX = "hidden:"  # the namespace of HTML text a reader does not see
+HIDDEN_TRICK = "trick:hidden"  # a part that has such text
 _LABEL = re.compile(r"[a-z0-9][\w.:-]{0,39}")  # charset, transfer encoding
 _CHARSET = re.compile(r"""\bcharset\s*=\s*["']?([^\s"';]+)""", re.IGNORECASE)
 _EXTENSION = re.compile(r"\.([^\W_]{1,10})\Z")
@@ -379,10 +383,12 @@ def _leaf_tokens(
         if len(out) > enough:
             pass  # past what the caller keeps
         elif ctype == "text/html":
-            visible, links = html_text(text)
+            visible, links, hidden = html_text(text)
             if bodies is not None:
                 bodies.append(visible)
             out += text_tokens(visible, max_length, config.pairs, enough - len(out))
+            if hidden and len(out) <= enough:
+                out += hidden_tokens(hidden, max_length, enough - len(out))
             for link in links:
                 if len(out) > enough:
                     break
@@ -407,6 +413,17 @@ def _decoded_text(part: Message, payload: str, cte: str, charset: str | None) ->
         return payload  # 7bit/8bit text is already text: the mail arrived as a str
     data = part.get_payload(decode=True)
     return decode_bytes(data, charset) if isinstance(data, bytes) else payload
+
+
+def hidden_tokens(text: str, max_length: int, enough: int) -> list[str]:
+    """The tokens of HTML text a reader does not see: HIDDEN_TRICK (hiding text is evidence in
+    itself), then each token as `hidden:<token>`, words of their own, which the model learns
+    apart from the reader's (see text_tokens for `enough`).
+
+    >>> hidden_tokens("meeting at noon", 40, 100)
+    ['trick:hidden', 'hidden:meeting', 'hidden:at', 'hidden:noon']
+    """
+    return [HIDDEN_TRICK] + [HIDDEN_PREFIX + t for t in text_tokens(text, max_length, 0, enough)]
 
 
 @memoized

@@ -1,7 +1,8 @@
 """HTML → (visible text, link targets), by regex: fast, linear, and good enough for tokens.
 
 Comments, <script> and <style> are dropped with their content (an unclosed one runs to the
-end, as in a browser); every other tag becomes a space; entities are unescaped. Links are
+end, as in a browser); text a reader does not see is told apart (`filterd.tokenize.hidden`);
+every other tag becomes a space; entities are unescaped. Links are
 the values of href, src and action attributes outside scripts, unescaped, in document order.
 Both come out lowercased (tokens are casefolded anyway): lowercasing first lets the regexes
 below skip to their literal starts, which IGNORECASE prevents (slower). `readable_text` is the
@@ -13,6 +14,9 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from typing import NamedTuple
+
+from filterd.tokenize.hidden import split_hidden
 
 c_markup: Callable[[str], tuple[str, list[str]]] | None
 try:  # the tag and link scans in C, built where a compiler was at hand (setup.py)
@@ -32,14 +36,23 @@ _SPACES = re.compile(r"[ \t]{2,}")
 _LINK = re.compile(r"""(?:href|src|action)\s*+=\s*+(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]++))""")
 
 
-def html_text(markup: str) -> tuple[str, list[str]]:
-    """(the visible text of `markup`, its link targets), lowercased."""
-    markup = _HIDDEN.sub(" ", markup.lower())
+class HtmlText(NamedTuple):
+    """What an HTML part says, lowercased: its text a reader sees, its link targets (of the
+    whole markup), and its text a reader does not see (`filterd.tokenize.hidden`)."""
+
+    text: str
+    links: list[str]
+    hidden: str
+
+
+def html_text(markup: str) -> HtmlText:
+    """The visible text of `markup`, its link targets and its hidden text, lowercased."""
+    markup, hidden = split_hidden(_HIDDEN.sub(" ", markup.lower()))
     # Scanned by filterd._speedups where built: HTML mail is long, and the regexes of tags
     # and links, whose starts are not one literal, find them slowly.
     text, values = (python_markup if c_markup is None else c_markup)(markup)
     links = [html.unescape(value) for value in values]
-    return html.unescape(text), [link for link in links if link]
+    return HtmlText(html.unescape(text), [link for link in links if link], html.unescape(hidden))
 
 
 def python_markup(markup: str) -> tuple[str, list[str]]:

@@ -5,7 +5,14 @@ import pytest
 from filterd.bayes.features import encode
 from filterd.bayes.model import ROBINSON_FISHER_SPEC
 from filterd.bayes.statistics import Statistics
-from filterd.evaluation.attacks import ATTACKS, as_sent, attacked, with_good_words
+from filterd.evaluation.attacks import (
+    ATTACKS,
+    HIDINGS,
+    as_sent,
+    attacked,
+    with_good_words,
+    with_hidden_words,
+)
 from filterd.evaluation.corpus import Record
 from filterd.evaluation.protocols import Corpus, split_model
 from filterd.tokenize import Tokenizer, TokenizerConfig
@@ -78,3 +85,12 @@ def test_invisible_attacks_leave_a_learned_model_s_scores_as_they_were() -> None
         text = attacked(tested.text, "text", ATTACKS[attack])
         score = model.score(encode([tokens(text)], hasher)).binary()[0]
         assert score == pytest.approx(clean) and clean > 0
+
+
+@pytest.mark.parametrize("hiding", sorted(HIDINGS))
+def test_words_hidden_in_html_are_read_as_hidden(hiding: str) -> None:
+    plain = "From: a@example.com\nSubject: pills\n\ncheap pills & more\n"
+    read = tokens(with_hidden_words(plain, ["meeting", "agenda"], hiding), "email")
+    made_html = tokens(as_sent(plain, html=True), "email")
+    assert "content-type:text/html" in made_html and {"cheap", "pills", "more"} <= set(made_html)
+    assert sorted(set(read) - set(made_html)) == ["hidden:agenda", "hidden:meeting", "trick:hidden"]

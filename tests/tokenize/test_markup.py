@@ -35,7 +35,7 @@ MARKUP = st.lists(
 
 
 def test_tags_become_spaces_and_links_are_their_unescaped_targets() -> None:
-    visible, links = html_text(
+    visible, links, _ = html_text(
         '<P>Hi <A HREF="http://x.example.com/?a=1&amp;b=2">there</a><img src=y.png></p>'
     )
     assert visible.split() == ["hi", "there"]
