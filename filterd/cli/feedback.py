@@ -1,4 +1,5 @@
-"""`filterd feedback …`: the labels analysts gave, read back from the audit trail.
+"""`filterd feedback …`: the labels analysts gave, read back from the audit trail, and
+forgotten by selector.
 
 `filterd feedback log` prints a model's label events (`filterd.store.audit`), newest first: one
 line each, or one JSON object per line with --json. Text that came from feedback records (ids,
@@ -15,10 +16,19 @@ from datetime import UTC, datetime
 
 import click
 
-from filterd.cli.common import OptionError, parse_time, quoted, shown
-from filterd.cli.store import db_option, model_option, open_model, store_errors
+from filterd.cli.common import (
+    OptionError,
+    config_option,
+    confirmed,
+    load_config,
+    parse_time,
+    quoted,
+    shown,
+)
+from filterd.cli.store import bounded, db_option, model_option, open_model, store_errors
 from filterd.service.config import parse_duration
-from filterd.store.labels import Event
+from filterd.store.forgetting import Selector
+from filterd.store.labels import Event, Source
 
 
 class Since(click.ParamType[datetime, str | datetime]):
@@ -78,8 +88,8 @@ def feedback_log(
     as_json: bool,
 ) -> None:
     """Label events of the model, newest first: when, message, previous label → label, what it
-    did (learned, relabelled, duplicate, held_out, kept_analyst_label, parked, expired), source,
-    analyst and comment."""
+    did (learned, relabelled, duplicate, held_out, kept_analyst_label, parked, expired,
+    forgotten), source, analyst and comment."""
     with store_errors():
         events = open_model(url, name).events(
             message_id=message_id,
@@ -94,6 +104,80 @@ def feedback_log(
         lines = render(list(events))  # aligned: every line is needed first
     for line in lines:
         click.echo(line)
+
+
+class Until(Since):
+    """A duration back from now or an ISO 8601 time, as --until."""
+
+    def convert(
+        self, value: str | datetime, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        try:
+            return super().convert(value, param, ctx)
+        except OptionError as error:
+            raise OptionError(str(error).replace("--since", "--until", 1)) from None
+
+
+@feedback.command(name="forget")
+@db_option
+@model_option
+@config_option  # for decision.target_class: the database is --db's
+@click.option("--analyst", metavar="NAME", help="The labels this analyst gave.")
+@click.option("--source", type=click.Choice(["analyst", "auto"]), help="The labels of this source.")
+@click.option(
+    "--since",
+    type=Since(),
+    help="The labels learned (held out: labelled) since then: 14d, 12h, 30m back from now, "
+    "or a time such as 2026-11-21T12:00 (UTC).",
+)
+@click.option("--until", type=Until(), help="… and before then (a duration back or a time).")
+@click.option(
+    "--message", "message_ids", metavar="ID", multiple=True, help="The label of this message."
+)
+@click.option(
+    "--operator",
+    metavar="NAME",
+    help="Who forgets, for the audit trail.",
+    callback=lambda _ctx, _param, value: bounded(value, "--operator", 200),
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be forgotten, and forget nothing.")
+@click.option("--yes", is_flag=True, help="Forget without asking.")
+def feedback_forget(
+    url: str | None,
+    name: str,
+    config_path: str | None,
+    analyst: str | None,
+    source: Source | None,
+    since: datetime | None,
+    until: datetime | None,
+    message_ids: tuple[str, ...],
+    operator: str | None,
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    """Unlearn every label the options select (all of them together: an analyst's, a source's,
+    within a time range, or of given messages), as if it had never been given: its contribution
+    to the statistics taken back through the ledger, a held-out label dropped, each recorded on
+    the audit trail (outcome forgotten). A message forgotten that is labelled again is learned
+    anew."""
+    try:
+        selector = Selector(analyst, source, since, until, message_ids)
+    except ValueError:
+        raise OptionError(
+            "say which labels to forget: --analyst, --source, --since, --until or --message"
+        ) from None
+    config = load_config(config_path)
+    target = config.decision.target_class
+    with store_errors():
+        model = open_model(url, name, writes=not dry_run)
+        found = model.forget(selector, target, dry_run=True)
+        what = f"{len(found.learned)} learned and {len(found.held_out)} held-out labels"
+        if dry_run or not (found.learned or found.held_out):
+            click.echo(f"would forget {what} of model {name!r}" if dry_run else "nothing to forget")
+            return
+        confirmed(f"Forget {what} of model {name!r} ({selector.describe()})", yes)
+        done = model.forget(selector, target, operator=operator)
+    click.echo(f"forgot {len(done.learned)} learned and {len(done.held_out)} held-out labels")
 
 
 JSON_FIELDS = (

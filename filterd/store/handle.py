@@ -39,6 +39,7 @@ from filterd.store import (
     drift,
     entities,
     expiry,
+    forgetting,
     learning,
     lists,
     models,
@@ -51,6 +52,7 @@ from filterd.store import (
 )
 from filterd.store import rules as stored_rules  # beside ModelStore.rules
 from filterd.store.errors import UnknownModel, translated
+from filterd.store.forgetting import Forgotten, Selector
 from filterd.store.labels import Event, LabelledTokens
 from filterd.store.learning import Applied
 from filterd.store.models import ModelRef, ModelRows
@@ -229,6 +231,22 @@ class ModelStore:
         a fusion model's decision target, the class its logistic steps are about."""
         with self.transaction() as writing:
             return writing.learn(items, holdout_fraction, now or datetime.now(UTC), target)
+
+    def forget(
+        self,
+        selector: Selector,
+        target: str | None = None,
+        operator: str | None = None,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> Forgotten:
+        """Unlearn the labels `selector` selects, in one transaction
+        (`filterd.store.forgetting`); `target` as for `learn`; `dry_run`: only what would be
+        forgotten."""
+        with translated(), self._engine.begin() as conn:
+            return forgetting.forget(
+                conn, self.ref, selector, now or datetime.now(UTC), target, operator, dry_run
+            )
 
     @contextmanager
     def transaction(self) -> Iterator[ModelTransaction]:

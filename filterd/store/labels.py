@@ -14,7 +14,14 @@ Source = Literal["analyst", "auto"]
 SOURCES = ("analyst", "auto")
 
 Outcome = Literal[
-    "learned", "relabelled", "duplicate", "held_out", "kept_analyst_label", "parked", "expired"
+    "learned",
+    "relabelled",
+    "duplicate",
+    "held_out",
+    "kept_analyst_label",
+    "parked",
+    "expired",
+    "forgotten",
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 

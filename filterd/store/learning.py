@@ -71,11 +71,7 @@ def apply(
         if item.source not in SOURCES:
             raise ValueError(f"feedback source must be analyst or auto, not {item.source!r}")
     now = now or datetime.now(UTC)
-    seq = conn.execute(
-        update(ModelRow).where(model.row()).values(seq=ModelRow.seq + 1).returning(ModelRow.seq)
-    ).scalar_one_or_none()
-    if seq is None:
-        raise model.gone()
+    seq = next_seq(conn, model)
     result = Applied(seq=seq)
     batch = encode([item.tokens for item in items], TokenHasher(model.hash_seed))
     plan = Plan(conn, model.id, [item.message_id for item in items])
@@ -86,19 +82,43 @@ def apply(
         result.count(outcome)
         outcomes.append(outcome)
         previous.append(before)
-    class_ids = _class_ids(conn, model.id, {c.label for c in plan.contributions})
     if plan.contributions:
-        contributed = _batch_of(plan.contributions)
-        steps = None
-        if target is not None and model.spec.variant == FUSION:
-            steps = _logistic_steps(conn, model.id, plan.contributions, contributed, target)
+        steps = write_contributions(conn, model, seq, now, plan.contributions, target)
+        if steps is not None:
             plan.record_steps(steps)
-        _write_statistics(
-            conn, model.id, seq, now, plan.contributions, contributed, class_ids, steps
-        )
     write_ledger(conn, model.id, now, plan)
     insert_events(conn, model.id, items, outcomes, previous, now)
     return result
+
+
+def next_seq(conn: Connection, model: ModelRef) -> int:
+    """The model's next change sequence number, its row locked until the transaction ends
+    (concurrent writers of one model queue here)."""
+    seq = conn.execute(
+        update(ModelRow).where(model.row()).values(seq=ModelRow.seq + 1).returning(ModelRow.seq)
+    ).scalar_one_or_none()
+    if seq is None:
+        raise model.gone()
+    return int(seq)
+
+
+def write_contributions(
+    conn: Connection,
+    model: ModelRef,
+    seq: int,
+    now: datetime,
+    contributions: list[Contribution],
+    target: str | None,
+) -> IntArray | None:
+    """Add (or take back) `contributions` to the statistics with change number `seq`; for a
+    fusion model with a `target`, with their logistic steps (`_logistic_steps`), returned."""
+    class_ids = _class_ids(conn, model.id, {c.label for c in contributions})
+    contributed = _batch_of(contributions)
+    steps = None
+    if target is not None and model.spec.variant == FUSION:
+        steps = _logistic_steps(conn, model.id, contributions, contributed, target)
+    _write_statistics(conn, model.id, seq, now, contributions, contributed, class_ids, steps)
+    return steps
 
 
 def _class_ids(conn: Connection, model_id: int, labels: set[str]) -> dict[str, int]:
@@ -214,7 +234,11 @@ def _write_statistics(
     day = int(now.timestamp() // 86400)
     columns = (key, cid, n, df, tf, wt)
     _write_rows(conn, model_id, seq, day, *(a[growing] for a in columns), insert=True)
-    applied_tokens = np.bincount(cid[growing], weights=n[growing], minlength=len(class_ids) + 1)
+    # float: bincount with weights gives float64, but int64 for no rows (a batch that only
+    # takes back, such as forgetting)
+    applied_tokens = np.bincount(
+        cid[growing], weights=n[growing], minlength=len(class_ids) + 1
+    ).astype(np.float64)
     if len(shrinking):
         # Tokens expired by `prune` may be gone, or re-learned from fewer documents since:
         # remove at most what is there, so that class totals stay the sums of the rows.

@@ -228,7 +228,8 @@ class LabelEvent(Base):
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     applied_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    # learned | relabelled | duplicate | held_out | kept_analyst_label | parked | expired
+    # learned | relabelled | duplicate | held_out | kept_analyst_label | parked | expired |
+    # forgotten
     outcome: Mapped[str] = mapped_column(String(24))
     # early (a warning: a customer's report) | final (a chargeback, a cleared dispute); None:
     # a label that says neither, taken as final

@@ -149,3 +149,53 @@ def test_a_labels_stage_is_shown_beside_its_outcome() -> None:
     first, second = render([early, final])
     assert "learned (early)" in first and "relabelled (final)" in second
     assert as_json_object(final)["stage"] == "final"
+
+
+def forget(db: str, *args: str) -> Result:
+    return CliRunner().invoke(main, ["feedback", "forget", "--db", db, *args])
+
+
+@pytest.fixture
+def poisoned(tmp_path: Path) -> str:
+    """A store whose model learned two labels from mallory and one from alice."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = Store.open(url)
+    store.upgrade()
+    model = store.create_model("default", ModelSpec("mnb"), seed=0)
+    model.learn(
+        [
+            LabelledTokens("m1", "ham", ["win", "cash"], analyst="mallory"),
+            LabelledTokens("m2", "ham", ["prize"], analyst="mallory"),
+            LabelledTokens("m3", "spam", ["cash"], analyst="alice"),
+        ],
+        holdout_fraction=0,
+    )
+    store.close()
+    return url
+
+
+def test_forget_asks_first_then_unlearns_and_logs(poisoned: str) -> None:
+    assert lines(forget(poisoned, "--analyst", "mallory", "--dry-run")) == [
+        "would forget 2 learned and 0 held-out labels of model 'default'"
+    ]
+    refused = forget(poisoned, "--analyst", "mallory")  # no terminal, no --yes
+    assert refused.exit_code != 0 and "add --yes" in refused.output
+    done = forget(poisoned, "--analyst", "mallory", "--operator", "oscar", "--yes")
+    assert lines(done) == ["forgot 2 learned and 0 held-out labels"]
+    store = Store.open(poisoned)
+    model = store.model("default")
+    assert set(model.load()[0].canonical()["ham"][1]) == set()  # no ham token counts left
+    events = list(model.events(analyst="oscar"))
+    assert sorted(e.message_id for e in events) == ["m1", "m2"]
+    assert {e.outcome for e in events} == {"forgotten"}
+    store.close()
+    assert lines(forget(poisoned, "--analyst", "mallory", "--yes")) == ["nothing to forget"]
+
+
+def test_forget_needs_a_selector_and_a_known_model(poisoned: str) -> None:
+    bare = forget(poisoned, "--yes")
+    assert bare.exit_code == 2 and "say which labels to forget" in bare.output
+    unknown = forget(poisoned, "--model", "nope", "--source", "auto", "--yes")
+    assert unknown.exit_code != 0 and "nope" in unknown.output
+    late = forget(poisoned, "--until", "yesterday", "--yes")
+    assert late.exit_code == 2 and "--until 'yesterday'" in late.output

@@ -6,9 +6,37 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from filterd.bayes.statistics import Canonical, Statistics
 from filterd.store.handle import ModelStore, Store
 from filterd.store.thresholds import ThresholdVersion
 from tests.conftest import fresh_postgres
+
+SEED = 7
+# Short messages to learn (h3 and h4 fall in a 30 % holdout share)
+DOCS = {
+    "m1": "free cash now",
+    "m2": "meet at noon",
+    "m3": "win a free prize now",
+    "m4": "lunch with bob at noon",
+    "h3": "claim your free prize",
+    "h4": "see you at lunch",
+}
+
+
+def learned_directly(pairs: list[tuple[str, str]]) -> Canonical:
+    """The statistics of DOCS' messages learned in memory with these labels."""
+    stats = Statistics(seed=SEED)
+    for message_id, label in pairs:
+        stats.learn(DOCS[message_id].split(), label)
+    return nonempty(stats.canonical())
+
+
+def nonempty(canonical: Canonical) -> Canonical:
+    return {label: v for label, v in canonical.items() if v[0] or v[1]}
+
+
+def store_statistics(model: ModelStore) -> Canonical:
+    return nonempty(model.load()[0].canonical())
 
 
 def threshold_in_force(model: ModelStore, target_class: str = "spam") -> ThresholdVersion:

@@ -9,42 +9,19 @@ from sqlalchemy import Engine, event, insert, text
 from sqlalchemy.exc import IntegrityError
 
 from filterd.bayes.model import ModelSpec
-from filterd.bayes.statistics import Canonical, Statistics
+from filterd.bayes.statistics import Statistics
 from filterd.store.errors import UnknownModel
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens, Source
 from filterd.store.ledger import in_holdout
 from filterd.store.schema import TokenStats
+from tests.store.conftest import DOCS, SEED, learned_directly, nonempty, store_statistics
 
-SEED = 7
 HOLDOUT = 0.3
-DOCS = {
-    "m1": "free cash now",
-    "m2": "meet at noon",
-    "m3": "win a free prize now",
-    "m4": "lunch with bob at noon",
-    "h3": "claim your free prize",
-    "h4": "see you at lunch",
-}  # h3, h4: in a 30 % holdout share
 
 
 def fb(message_id: str, label: str, source: Source = "analyst") -> LabelledTokens:
     return LabelledTokens(message_id, label, DOCS[message_id].split(), source)
-
-
-def learned_directly(pairs: list[tuple[str, str]]) -> Canonical:
-    stats = Statistics(seed=SEED)
-    for message_id, label in pairs:
-        stats.learn(DOCS[message_id].split(), label)
-    return nonempty(stats.canonical())
-
-
-def nonempty(canonical: Canonical) -> Canonical:
-    return {label: v for label, v in canonical.items() if v[0] or v[1]}
-
-
-def store_statistics(model: ModelStore) -> Canonical:
-    return nonempty(model.load()[0].canonical())
 
 
 @pytest.fixture

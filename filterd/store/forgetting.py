@@ -1,0 +1,174 @@
+"""Forgetting labels by selector: every label an analyst gave, a source gave, or that was learned
+within a time range, unlearned through the ledger, in one transaction.
+
+A label that poisoned the model is taken back exactly as it was learned: each selected message's
+contribution to the statistics (its token counts from the ledger, and for a fusion model the
+logistic step it recorded) is subtracted, as a relabel subtracts it, under the model row's lock
+and with the next change sequence number (`filterd.store.learning`), so that every scorer's
+sync sees it. Its ledger row is deleted, and so is a held-out label's holdout row (calibration
+would otherwise keep reading it). Each forgotten label becomes an event of the audit trail
+(outcome "forgotten", with who forgot it and the selector in its comment). A message forgotten
+can be labelled again later, and is then learned as new.
+
+A label is an analyst's when the latest event that learned, relabelled or held it out names the
+analyst: an audit trail pruned of that event (`filterd db prune --audit-days`) leaves the label
+selectable by source, time and id only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, select
+from sqlalchemy.orm import InstrumentedAttribute
+
+from filterd.store.audit import insert_events
+from filterd.store.labels import Event, Source
+from filterd.store.learning import next_seq, write_contributions
+from filterd.store.ledger import Contribution, unpack
+from filterd.store.models import ModelRef
+from filterd.store.schema import FeedbackLedger, Holdout, LabelEvent
+from filterd.store.sql import among, as_utc, id_chunks
+
+# the events whose analyst gave a message its current label
+_GIVING = ("learned", "relabelled", "held_out")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which labels to forget: those matching every criterion given (at least one must be)."""
+
+    analyst: str | None = None  # given by this analyst
+    source: Source | None = None  # analyst | auto
+    since: datetime | None = None  # learned (held out: labelled) at or after
+    until: datetime | None = None  # … and before
+    message_ids: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        given = (self.analyst, self.source, self.since, self.until)
+        if all(value is None for value in given) and not self.message_ids:
+            raise ValueError("forgetting needs a selector: an analyst, a source, a time or ids")
+
+    def describe(self) -> str:
+        """The selector in words, for the audit trail's comment.
+
+        >>> Selector(analyst="mallory", source="analyst").describe()
+        'forgotten by selector: analyst=mallory source=analyst'
+        """
+        parts = [
+            f"{name}={value.isoformat() if isinstance(value, datetime) else value}"
+            for name, value in (
+                ("analyst", self.analyst),
+                ("source", self.source),
+                ("since", self.since),
+                ("until", self.until),
+            )
+            if value is not None
+        ]
+        if self.message_ids:
+            parts.append(f"ids={len(self.message_ids)}")
+        return "forgotten by selector: " + " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What forgetting did (or, for a dry run, would do): the learned labels unlearned and the
+    held-out labels dropped, with their message ids."""
+
+    learned: tuple[str, ...]
+    held_out: tuple[str, ...]
+
+
+def forget(
+    conn: Connection,
+    model: ModelRef,
+    selector: Selector,
+    now: datetime,
+    target: str | None = None,
+    operator: str | None = None,
+    dry_run: bool = False,
+) -> Forgotten:
+    """Forget the labels `selector` selects, in the caller's transaction (the module
+    docstring); `target`: a fusion model's decision target, whose logistic steps are taken back
+    too (as `filterd.store.learning.apply` takes them); `operator`: who forgets, for the trail.
+    With `dry_run`, only what would be forgotten."""
+    learned = conn.execute(_selected_ledger(model.id, selector).order_by("message_id")).all()
+    held = conn.execute(_selected_holdout(model.id, selector).order_by("message_id")).all()
+    forgotten = Forgotten(tuple(r.message_id for r in learned), tuple(r.message_id for r in held))
+    if dry_run or not (learned or held):
+        return forgotten
+    seq = next_seq(conn, model)
+    if learned:
+        contributions = [
+            Contribution(r.message_id, r.label, *unpack(r.tokens), sign=-1, step=r.step)
+            for r in learned
+        ]
+        write_contributions(conn, model, seq, now, contributions, target)
+    _delete(conn, FeedbackLedger, model.id, forgotten.learned)
+    _delete(conn, Holdout, model.id, forgotten.held_out)
+    comment = selector.describe()
+    events = [
+        Event(
+            r.message_id, r.label, "forgotten", r.label, r.source, analyst=operator, comment=comment
+        )
+        for r in (*learned, *held)
+    ]
+    insert_events(
+        conn, model.id, events, [e.outcome for e in events], [e.previous_label for e in events], now
+    )
+    return forgotten
+
+
+def _given_by(model_id: int, analyst: str) -> Select[str]:
+    """The ids of the messages whose current label the analyst gave (the module docstring)."""
+    latest = (
+        select(func.max(LabelEvent.id))
+        .where(LabelEvent.model_id == model_id, LabelEvent.outcome.in_(_GIVING))
+        .group_by(LabelEvent.message_id)
+    )
+    return select(LabelEvent.message_id).where(
+        LabelEvent.id.in_(latest), LabelEvent.analyst == analyst
+    )
+
+
+def _selected_ledger(model_id: int, selector: Selector) -> Select[str, str, str, bytes, int]:
+    table = FeedbackLedger
+    query = select(table.message_id, table.label, table.source, table.tokens, table.step)
+    return query.where(_matching(table, table.learned_at, model_id, selector))
+
+
+def _selected_holdout(model_id: int, selector: Selector) -> Select[str, str, str]:
+    query = select(Holdout.message_id, Holdout.label, Holdout.source)
+    return query.where(_matching(Holdout, Holdout.ts, model_id, selector))
+
+
+def _matching(
+    table: type[FeedbackLedger] | type[Holdout],
+    time: InstrumentedAttribute[datetime],
+    model_id: int,
+    selector: Selector,
+) -> ColumnElement[bool]:
+    """The rows of `table` (its time column `time`) that `selector` selects."""
+    where = [table.model_id == model_id]
+    if selector.source is not None:
+        where.append(table.source == selector.source)
+    if selector.since is not None:
+        where.append(time >= as_utc(selector.since))
+    if selector.until is not None:
+        where.append(time < as_utc(selector.until))
+    if selector.message_ids:
+        where.append(among(table.message_id, list(selector.message_ids)))
+    if selector.analyst is not None:
+        where.append(table.message_id.in_(_given_by(model_id, selector.analyst)))
+    return and_(*where)
+
+
+def _delete(
+    conn: Connection, table: type[FeedbackLedger] | type[Holdout], model_id: int, ids: Sequence[str]
+) -> None:
+    for chunk in id_chunks(conn, list(ids)):
+        conn.execute(
+            delete(table).where(table.model_id == model_id, among(table.message_id, chunk))
+        )
