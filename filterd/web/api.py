@@ -69,6 +69,33 @@ class FeedbackAccepted(msgspec.Struct, kw_only=True):
     topic: str
 
 
+FORGET_IDS = 1000  # message ids per POST /v1/forget, at most
+
+
+class ForgetRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """POST /v1/forget: which labels to forget — every criterion given, together; at least one
+    — and whether to: without `confirm`, the answer says how many would be forgotten, and
+    nothing is. The operator on the audit trail is the credential's name."""
+
+    analyst: (
+        Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)] | None
+    ) = None
+    source: Literal["analyst", "auto"] | None = None
+    since: datetime | None = None  # learned (held out: labelled) at or after
+    until: datetime | None = None  # … and before
+    message_ids: Annotated[list[Id], msgspec.Meta(max_length=FORGET_IDS)] = []
+    confirm: bool = False
+
+
+class ForgetResult(msgspec.Struct, kw_only=True):
+    """How many labels were forgotten (`confirmed`), or would be: learned labels unlearned and
+    held-out labels dropped (`filterd feedback forget`)."""
+
+    confirmed: bool
+    learned: int
+    held_out: int
+
+
 class ReviewPage(msgspec.Struct, kw_only=True):
     """GET /v1/review: queued items, most informative first (or newest first)."""
 
@@ -319,6 +346,7 @@ class ApiError(msgspec.Struct, kw_only=True, omit_defaults=True):
 RESPONSES: tuple[type[msgspec.Struct], ...] = (
     CheckResponse,
     FeedbackAccepted,
+    ForgetResult,
     ReviewPage,
     DecisionInfo,
     ModelInfo,

@@ -44,7 +44,7 @@ from structlog.typing import FilteringBoundLogger
 from filterd.observe.metrics import Metrics
 from filterd.service.hosts import AllowedHosts
 from filterd.store.errors import StoreError, UnknownModel, ValueRefused
-from filterd.web import check, feedback, lists, openapi, pages, reads, rules
+from filterd.web import check, feedback, forgetting, lists, openapi, pages, reads, rules
 from filterd.web.auth import REALM, client_address
 from filterd.web.body import read_body
 from filterd.web.context import WebContext
@@ -103,6 +103,12 @@ def create_app(context: WebContext) -> Starlette:
         sent = await feedback.send_feedback(context, body, analyst)
         return json_response(sent, 202)
 
+    async def post_forget(request: Request) -> Response:
+        analyst = await analyst_of(request)
+        body = await json_body(request)
+        done = await run_in_threadpool(forgetting.forget_labels, context, body, analyst)
+        return json_response(done)
+
     async def get_decision(request: Request) -> Response:
         await analyst_of(request)
         message_id = path_id(request.path_params, request.query_params)
@@ -156,6 +162,7 @@ def create_app(context: WebContext) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/v1/check", post_check, methods=["POST"]),
         Route("/v1/feedback", post_feedback, methods=["POST"]),
+        Route("/v1/forget", post_forget, methods=["POST"]),
         Route("/v1/decisions/{id:path}", get_decision, methods=["GET"]),
         Route("/v1/review", get_review, methods=["GET"]),
         Route("/v1/model", get_model, methods=["GET"]),

@@ -30,6 +30,7 @@ def document() -> dict[str, Any]:
     kinds: list[Any] = [
         api.CheckRequest,
         api.FeedbackRequest,
+        api.ForgetRequest,
         api.ListRequest,
         api.RuleRequest,
         api.ReviewQuery,
@@ -37,7 +38,7 @@ def document() -> dict[str, Any]:
     ]
     schemas, components = msgspec.json.schema_components(kinds, ref_template=REF)
     # the query's: its component, below
-    check_in, feedback_in, list_in, rule_in, _query, *out = schemas
+    check_in, feedback_in, forget_in, list_in, rule_in, _query, *out = schemas
     of = dict(zip(api.RESPONSES, out))
     error = _json(of[api.ApiError])
 
@@ -84,6 +85,16 @@ def document() -> dict[str, Any]:
                 "responses": answers(
                     api.FeedbackAccepted, "202", "400", "413", "415", "422", "503", "504"
                 ),
+            }
+        },
+        "/v1/forget": {
+            "post": {
+                "summary": "Unlearn the labels a selector selects (an analyst's, a source's, "
+                "within a time range, of given messages), as the authenticated analyst",
+                "description": "Without `confirm` it only counts. Each label forgotten is taken "
+                "back exactly and recorded on the audit trail (outcome forgotten).",
+                "requestBody": {"required": True, **_json(forget_in)},
+                "responses": answers(api.ForgetResult, "200", "400", "413", "415", "422", "503"),
             }
         },
         "/v1/decisions/{id}": {

@@ -5,7 +5,8 @@
     POST /queue/label                            one label for the selected items
     GET  /messages/{id}   POST /messages/{id}/label    (the id escaped: `ids.message_url`)
     GET  /model   GET /model/preview   POST /model/calibrate
-    GET  /audit                                  label events by analyst and message
+    GET  /audit   POST /audit/forget             label events by analyst and message; an
+                                                 analyst's labels forgotten
     GET  /entity?key=K&value=V   POST /entity/label   an entity's messages, velocity, list
     GET  /rules   POST /rules, /rules/remove, /rules/lists, /rules/lists/remove
                                                  the lists and rules beside the model
@@ -38,7 +39,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from filterd.service.config import parse_duration
-from filterd.web import lists, rules, views
+from filterd.web import forgetting, lists, rules, views
 from filterd.web.api import MAX_OFFSET, FeedbackRequest, ListRequest, ReviewQuery, RuleRequest
 from filterd.web.auth import client_address
 from filterd.web.body import read_body
@@ -388,11 +389,23 @@ def page_routes(
         raw_id = params.get("message_id")
         message_id = checked_id(raw_id, "message_id") if raw_id else None
         events = views.audit_view(context, analyst, message_id, None)
+        # an analyst's labels in force, which the page offers to forget (counted, not forgotten)
+        labels = None if analyst is None else forgetting.labels_of(context, analyst)
         return {
             "events": events,
             "filter_analyst": analyst or "",
             "filter_message": message_id or "",
+            "labels_in_force": labels,
         }
+
+    async def post_forget(request: Request) -> Response:
+        session, form = await form_of(request)
+        analyst = first(form, "analyst") or ""
+        if not analyst or "\x00" in analyst or len(analyst) > 200:
+            raise Problem(422, "say whose labels to forget: an analyst's name", "analyst")
+        await run_in_threadpool(forgetting.forget_by_analyst, context, analyst, session.analyst)
+        query = urllib.parse.urlencode({"analyst": analyst})
+        return RedirectResponse(f"/audit?{query}", 303, headers=HEADERS)
 
     # --- lists and rules -------------------------------------------------------------------
 
@@ -468,6 +481,7 @@ def page_routes(
         Route("/model/preview", page("_preview.html", preview_values), methods=["GET"]),
         Route("/model/calibrate", post_calibrate, methods=["POST"]),
         Route("/audit", page("audit.html", audit_values), methods=["GET"]),
+        Route("/audit/forget", post_forget, methods=["POST"]),
         Route("/entity", page("entity.html", entity_values), methods=["GET"]),
         Route("/entity/label", post_entity_label, methods=["POST"]),
         Route("/rules", page("rules.html", rules_values), methods=["GET"]),

@@ -29,7 +29,8 @@ from filterd.service.passwords import hash_secret
 from filterd.service.records import Decision, Message
 from filterd.service.review import ReviewItem, queued_item
 from filterd.store.handle import Store
-from filterd.web.api import CHECK_BATCH
+from filterd.store.labels import LabelledTokens
+from filterd.web.api import CHECK_BATCH, FORGET_IDS
 from filterd.web.auth import FAILURES
 from filterd.web.context import WebContext
 from filterd.web.serving import Api
@@ -58,6 +59,7 @@ PROTECTED = [
     ("GET", "/v1/rules"),
     ("POST", "/v1/rules"),
     ("DELETE", "/v1/rules/big"),
+    ("POST", "/v1/forget"),
 ]
 
 
@@ -137,6 +139,7 @@ def test_the_openapi_document_is_generated_from_the_record_types(api: Api) -> No
     assert set(document["paths"]) == {
         "/v1/check",
         "/v1/feedback",
+        "/v1/forget",
         "/v1/decisions/{id}",
         "/v1/review",
         "/v1/model",
@@ -273,6 +276,29 @@ def test_an_analyst_manages_the_rules_and_a_check_obeys_them(api: Api) -> None:
     ]
 
 
+def test_an_analyst_forgets_a_poisoners_labels_counting_first(api: Api) -> None:
+    model = api.context.model
+    poison = [LabelledTokens(f"p{i}", "ham", ["free", "prize"], analyst="mallory") for i in (1, 2)]
+    model.learn(poison, holdout_fraction=0)
+    before = model.load()[0].canonical()["ham"]
+    status, body, _ = call(api.port, "POST", "/v1/forget", {"analyst": "mallory"}, auth=DANA)
+    assert status == 200 and body == {"confirmed": False, "learned": 2, "held_out": 0}
+    conforms(api.port, "ForgetResult", body)
+    assert model.load()[0].canonical()["ham"] == before  # counted only
+    request = {"analyst": "mallory", "confirm": True}
+    status, body, _ = call(api.port, "POST", "/v1/forget", request, auth=DANA)
+    assert status == 200 and body == {"confirmed": True, "learned": 2, "held_out": 0}
+    assert model.load()[0].canonical()["ham"] != before
+    events = list(model.events(analyst="dana"))
+    assert sorted((e.message_id, e.outcome) for e in events) == [
+        ("p1", "forgotten"),
+        ("p2", "forgotten"),
+    ]
+    for bad, field in (({}, "$"), ({"analyst": "x", "everyone": True}, "$.everyone")):
+        status, body, _ = call(api.port, "POST", "/v1/forget", bad, auth=DANA)
+        assert status == 422 and body["field"] == field, body
+
+
 def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
     # a body over INLINE_BYTES is checked in the thread pool, a smaller one on the event loop
     from filterd.web.check import INLINE_BYTES
@@ -367,6 +393,20 @@ def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
         ("POST", "/v1/rules", b'{"name": "r", "when": "a >", "outcome": "block"}', 422, "$.when"),
         ("DELETE", "/v1/rules/" + "x" * 65, None, 422, "name"),
         ("DELETE", "/v1/rules/never-added", None, 404, None),
+        ("POST", "/v1/forget", b"{}", 422, "$"),
+        ("POST", "/v1/forget", b'{"analyst": ""}', 422, "$.analyst"),
+        ("POST", "/v1/forget", b'{"analyst": "a\\u0000"}', 422, "$.analyst"),
+        ("POST", "/v1/forget", b'{"source": "robot"}', 422, "$.source"),
+        ("POST", "/v1/forget", b'{"since": "yesterday"}', 422, "$.since"),
+        ("POST", "/v1/forget", b'{"confirm": "yes", "source": "auto"}', 422, "$.confirm"),
+        (
+            "POST",
+            "/v1/forget",
+            msgspec.json.encode({"message_ids": [str(i) for i in range(FORGET_IDS + 1)]}),
+            422,
+            "$.message_ids",
+        ),
+        ("POST", "/v1/forget", b'{"message_ids": ["' + b"x" * 30_000 + b'"]}', 413, None),
         ("GET", "/v1/decisions/never-seen", None, 404, "id"),
         ("GET", "/v1/nowhere", None, 404, None),
         ("DELETE", "/v1/model", None, 405, None),

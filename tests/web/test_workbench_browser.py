@@ -165,6 +165,16 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
     # every label went through the feedback topic, as the session's analyst
     sent = read_all(kafka_config, topics["feedback"], until=lambda rs: len(rs) >= 4)
     assert {valid("feedback", r.value)["analyst"] for r in sent} == {"dana"}
+
+    # the audit page offers to forget dana's labels in force: one button, and they are unlearned
+    offer = browser.find_element(By.CSS_SELECTOR, "form.forget").text
+    assert "dana gave 4 labels in force" in offer
+    browser.find_element(By.CSS_SELECTOR, "form.forget button").click()
+    wait_until(lambda: not browser.find_elements(By.CSS_SELECTOR, "form.forget"), what="forgotten")
+    outcomes = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.event")]
+    assert sum("forgotten" in text for text in outcomes) == 4
+    assert not set(ledger(engine)) & {first, *rows[:2], target}
+    screenshot(browser, "audit-forgotten")
     log = daemon.log()
     assert PASSWORD not in log and "filterd_session=" not in log  # no secret is logged
     engine.dispose()

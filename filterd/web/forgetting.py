@@ -1,0 +1,45 @@
+"""Forgetting labels by selector (`filterd.store.forgetting`) over HTTP, as `filterd feedback
+forget` forgets them, with the credential's or the session's analyst as the operator on the
+audit trail: POST /v1/forget (counted, and forgotten only when the request confirms), and the
+workbench's audit page (an analyst's labels, counted on the page, forgotten by its button)."""
+
+from __future__ import annotations
+
+from filterd.store.forgetting import Selector
+from filterd.web.api import ForgetRequest, ForgetResult
+from filterd.web.context import WebContext
+from filterd.web.errors import Problem, decode_body
+
+
+def forget_labels(context: WebContext, body: bytes, analyst: str) -> ForgetResult:
+    """What `body` selects, forgotten if it confirms, or a Problem: 400 not JSON, 422 a field
+    that does not validate or no criterion at all."""
+    request: ForgetRequest = decode_body(body, ForgetRequest)
+    try:
+        selector = Selector(
+            request.analyst,
+            request.source,
+            request.since,
+            request.until,
+            tuple(request.message_ids),
+        )
+    except ValueError as error:
+        raise Problem(422, str(error), "$") from None
+    target = context.config.decision.target_class
+    done = context.model.forget(selector, target, operator=analyst, dry_run=not request.confirm)
+    return ForgetResult(
+        confirmed=request.confirm, learned=len(done.learned), held_out=len(done.held_out)
+    )
+
+
+def labels_of(context: WebContext, analyst: str) -> ForgetResult:
+    """How many labels in force `analyst` gave (that forgetting them would take back)."""
+    done = context.model.forget(Selector(analyst=analyst), dry_run=True)
+    return ForgetResult(confirmed=False, learned=len(done.learned), held_out=len(done.held_out))
+
+
+def forget_by_analyst(context: WebContext, analyst: str, operator: str) -> ForgetResult:
+    """Every label in force that `analyst` gave, forgotten by `operator` (the workbench)."""
+    target = context.config.decision.target_class
+    done = context.model.forget(Selector(analyst=analyst), target, operator=operator)
+    return ForgetResult(confirmed=True, learned=len(done.learned), held_out=len(done.held_out))
