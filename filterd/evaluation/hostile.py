@@ -147,6 +147,10 @@ FAMILIES: dict[str, Family] = {
         "v\u034fi\U000e0041a\ufe0fg\u200br\u00ada " * (n // 22)
     ),
     "invisible_run": lambda n: _message("a" + "\u034f" * (n // 2) + "b"),
+    # words that mix Latin and look-alike Cyrillic letters (each folded: `text.normalized`),
+    # and one such word of the whole record, which the mixed-word scan must read once
+    "lookalike_words": lambda n: _message("p\u0430yp\u0430l " * (n // 14)),
+    "lookalike_run": lambda n: _message("a\u0430" * (n // 3)),
     "nfkc_expanding": lambda n: _message(
         "\ufdfa" * (n // 3)
     ),  # 3 UTF-8 bytes, 18 characters in NFKC

@@ -292,9 +292,19 @@ def split_model(corpus: Corpus, spec: ModelSpec, target: str) -> tuple[DecisionM
     fusion with the weights `_learned_weights` gives it), and the test part's records: what
     `split_scores` scores, for scoring other messages too (bench/evasion.py's attacked ones)."""
     train, test = train_test_split(corpus.records)
+    return model_of(corpus, spec, target, train), test
+
+
+def model_of(
+    corpus: Corpus, spec: ModelSpec, target: str, train: Sequence[Record]
+) -> DecisionModel:
+    """The model of `spec`, target vs the rest, learned from `train` (records of `corpus`, in
+    `order`) as the split protocol learns its training part: a fusion with the weights
+    `_learned_weights` gives it."""
+    train = sorted(train, key=lambda r: r.order)
     stats = Statistics(seed=SEED)
     _learn(stats, corpus.batch_of(train), [_label(r, target) for r in train], spec, target)
-    return _learned_model(corpus, spec, target, stats, train), test
+    return _learned_model(corpus, spec, target, stats, train)
 
 
 def _learn(

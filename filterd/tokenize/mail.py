@@ -418,12 +418,16 @@ def _decoded_text(part: Message, payload: str, cte: str, charset: str | None) ->
 def hidden_tokens(text: str, max_length: int, enough: int) -> list[str]:
     """The tokens of HTML text a reader does not see: HIDDEN_TRICK (hiding text is evidence in
     itself), then each token as `hidden:<token>`, words of their own, which the model learns
-    apart from the reader's (see text_tokens for `enough`).
+    apart from the reader's (see text_tokens for `enough`); none for text of no token (a
+    spacer's dots).
 
     >>> hidden_tokens("meeting at noon", 40, 100)
     ['trick:hidden', 'hidden:meeting', 'hidden:at', 'hidden:noon']
+    >>> hidden_tokens(". , .", 40, 100)
+    []
     """
-    return [HIDDEN_TRICK] + [HIDDEN_PREFIX + t for t in text_tokens(text, max_length, 0, enough)]
+    tokens = text_tokens(text, max_length, 0, enough)
+    return [HIDDEN_TRICK, *(HIDDEN_PREFIX + t for t in tokens)] if tokens else []
 
 
 @memoized

@@ -7,6 +7,9 @@ Choices (SpamBayes-like, adjusted for short messages):
   grapheme joiner, variation selectors, tag characters) are removed: "ＦＲＥＥ" and
   "fr<U+200B>ee" read "free". A text that wrote them inside a word also gets the token
   "trick:invisible" (first): hiding a word from a filter is itself evidence. "’" reads "'".
+- in a word that mixes Latin letters with look-alike letters of another script (Unicode's
+  confusables: Cyrillic "а", Greek "ο"), those are read as the Latin letters ("pаypаl" reads
+  "paypal"), and the text gets "trick:lookalike" (first). Words of one script stay as written.
 - a word is a run of letters, digits and "_", with inner "'" or "-" ("don't", "x-ray",
   "0800-123-456"). Single-character words are kept: in SMS and chat "u", "2" and "4" carry
   signal. Han and kana characters are one token each, as those scripts do not space words.
@@ -38,6 +41,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 
+from filterd.tokenize.confusables import LOOKALIKES
 from filterd.tokenize.limits import CHAR_NGRAM, cap_all
 from filterd.tokenize.links import FIND_URLS, URL_TRAILER, email_tokens, find_links, url_tokens
 
@@ -103,6 +107,21 @@ INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
 _HIDING = re.compile(f"(?<=\\w)[{_INVISIBLE_CHARS}]++(?=\\w)")
 # The token of a text that wrote invisible characters inside a word: the trick is evidence.
 INVISIBLE_TRICK = "trick:invisible"
+# Letters of other scripts that look like Latin ones (Cyrillic "а", Greek "ο"), folded to them
+# in a word that mixes them with Latin letters ("pаypаl" reads "paypal"), which gives the text
+# LOOKALIKE_TRICK. A word of one script alone, Russian or Greek, is left as it is.
+LOOKALIKE_TRICK = "trick:lookalike"
+# (a superset: the look-alikes of the Basic Multilingual Plane and every letter beyond it, whose
+# own list would make the scan ten times slower; folding changes the look-alikes alone)
+_LOOKALIKE = re.compile(
+    "[" + "".join(re.escape(c) for c in LOOKALIKES if c <= "\uffff") + "\U00010000-\U0010ffff]"
+)
+_UNLOOKALIKE = str.maketrans(LOOKALIKES)
+# A word with an ASCII letter beside another letter that is not ASCII. Linear: a word is tried
+# from its start alone (the look behind), and a failed try reads the word once.
+# The tricks a text's normalization undoes, in the order its tokens give them
+TRICKS = (INVISIBLE_TRICK, LOOKALIKE_TRICK)
+_MIXED_WORD = re.compile(r"(?<!\w)\w*?(?:[a-z][^\W\x00-\x7f]|[^\W\x00-\x7f][a-z])\w*")
 _UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
 # One scan decides whether any of the three fix-ups below is needed: most text needs none.
 _NEEDS_FIXING = re.compile(f"[{_INVISIBLE_CHARS}{_UNSPACED_CHARS}\u2019]")
@@ -116,32 +135,44 @@ _PAIR_SEPARATORS = tuple(" " + "~" * skipped for skipped in range(16))
 
 
 def normalize(text: str, spaced: bool = True) -> str:
-    """NFKC, casefolded, without invisible characters, "’" as "'", Han/kana spaced apart
-    (unless not `spaced`)."""
+    """NFKC, casefolded, without invisible characters, "’" as "'", look-alike letters folded
+    in a word that mixes scripts, Han/kana spaced apart (unless not `spaced`)."""
     return normalized(text, spaced)[0]
 
 
-def normalized(text: str, spaced: bool = True) -> tuple[str, bool]:
-    """`normalize(text, spaced)`, and whether invisible characters stood inside a word.
+def normalized(text: str, spaced: bool = True) -> tuple[str, tuple[str, ...]]:
+    """`normalize(text, spaced)`, and the tricks it undid: INVISIBLE_TRICK where invisible
+    characters stood inside a word, LOOKALIKE_TRICK where a word mixed scripts.
 
     >>> normalized("Fr\u034fee m\U000e0041oney \u2764\ufe0f")
-    ('free money \u2764', True)
+    ('free money \u2764', ('trick:invisible',))
+    >>> normalized("P\u0430yp\u0430l \u043f\u0440\u0438\u0432\u0435\u0442 caf\u00e9")
+    ('paypal \u043f\u0440\u0438\u0432\u0435\u0442 caf\u00e9', ('trick:lookalike',))
     >>> normalized("Free \u2764\ufe0f \u200b")
-    ('free \u2764 ', False)
+    ('free \u2764 ', ())
     """
     if text.isascii():  # NFKC is the identity on ASCII, and casefold is lower
-        return text.lower(), False
+        return text.lower(), ()
     # Fix-ups come after NFKC, which maps some compatibility characters into Han and kana.
     # filterd._speedups, where built, normalizes only the non-ASCII runs of the text (bodies
     # hold a few among thousands of ASCII characters): the same text.
     text = nfkc_casefold(text) if c_folded is None else c_folded(text, nfkc_casefold)
-    hiding = False
+    tricks: tuple[str, ...] = ()
     if _NEEDS_FIXING.search(text) is not None:
-        hiding = _HIDING.search(text) is not None
+        if _HIDING.search(text) is not None:
+            tricks += (INVISIBLE_TRICK,)
         text = INVISIBLE.sub("", text).replace("\u2019", "'")
         if spaced:
             text = _UNSPACED.sub(_spaced, text)
-    return text, hiding
+    if _LOOKALIKE.search(text) is not None:
+        folded = _MIXED_WORD.sub(_unlookalike, text)
+        if folded != text:
+            text, tricks = folded, (*tricks, LOOKALIKE_TRICK)
+    return text, tricks
+
+
+def _unlookalike(word: re.Match[str]) -> str:
+    return word.group().translate(_UNLOOKALIKE)
 
 
 def nfkc_casefold(text: str) -> str:
@@ -170,12 +201,17 @@ def text_tokens(
         # same tokens, and a text whose NFKC form is many times longer (U+FDFA is 18
         # characters) is normalized only as far as the tokens it can give are wanted.
         out: list[str] = []
+        found: set[str] = set()
         for piece in _pieces(text, CHUNK):
-            out += _tokens(piece, max_token_length, False, enough - len(out))
+            tokens, tricks = _tokens(piece, max_token_length, False, enough - len(out))
+            out += tokens
+            found.update(tricks)
             if len(out) > enough:
                 break
-        return out
-    return _tokens(text, max_token_length, pairs, enough)
+        return [*(t for t in TRICKS if t in found), *out]
+    tokens, tricks = _tokens(text, max_token_length, pairs, enough)
+    # first, so that a caller keeping the first `enough` tokens keeps them
+    return [*tricks, *tokens] if tricks else tokens
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
@@ -191,8 +227,11 @@ def _pieces(text: str, size: int) -> Iterator[str]:
     yield text[start:]
 
 
-def _tokens(text: str, max_token_length: int, pairs: int, enough: int) -> list[str]:
-    text, hiding = normalized(text)
+def _tokens(
+    text: str, max_token_length: int, pairs: int, enough: int
+) -> tuple[list[str], tuple[str, ...]]:
+    """The tokens of `text` and the tricks its normalization undid (`normalized`)."""
+    text, tricks = normalized(text)
     if "@" in text or "://" in text or "www." in text:
         # Scanned by filterd._speedups where built: a text with links in Python is a loop of
         # slices and calls per link (mail headers and bodies are full of addresses).
@@ -202,8 +241,7 @@ def _tokens(text: str, max_token_length: int, pairs: int, enough: int) -> list[s
             tokens = linked_tokens(text, max_token_length, pairs, enough)
     else:
         tokens = plain_tokens(text, max_token_length, pairs, enough)
-    # first, so that a caller keeping the first `enough` tokens keeps it
-    return [INVISIBLE_TRICK, *tokens] if hiding else tokens
+    return tokens, tricks
 
 
 def linked_tokens(

@@ -491,3 +491,47 @@ def test_the_c_url_reading_gives_the_regex_tokens(url: str, max_length: int) -> 
     expected = links_module.python_url_tokens(url, max_length)
     assert links_module.c_url_tokens is not None
     assert links_module.c_url_tokens(url, max_length) == expected
+
+
+LOOKALIKE = "trick:lookalike"
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "p\u0430yp\u0430l",  # Cyrillic а
+        "\u0420ayPal",  # Cyrillic Р, capital
+        "p\u03b1yp\u03b1l",  # Greek α
+        "\u0440\u0430\u0443pal",  # three Cyrillic letters, then Latin
+        "payp\u0430\u200bl",  # and an invisible character
+    ],
+)
+def test_look_alike_letters_in_a_latin_word_read_as_latin_with_their_trick(written: str) -> None:
+    read = tokens(f"log in to {written} now")
+    assert [t for t in read if not t.startswith("trick:")] == ["log", "in", "to", "paypal", "now"]
+    assert LOOKALIKE in read[:2]  # first, with the invisible characters' trick if any
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u043f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440",  # Russian, one script a word
+        "\u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1",  # Greek
+        "caf\u00e9 na\u00efve kap\u0131s\u0131 stra\u00dfe",  # Latin's own letters
+        "iPhone \u0438 Android",  # words of either script beside each other
+    ],
+)
+def test_words_of_one_script_stay_as_written(text: str) -> None:
+    read = tokens(text)
+    assert LOOKALIKE not in read
+    assert read == Tokenizer(TokenizerConfig())({"text": text}).tokens
+    assert "".join(read) == "".join(text_module.normalize(text).split())
+
+
+def test_a_long_text_read_piece_by_piece_gives_its_tricks_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(text_module, "CHUNK", 16)
+    text = "plain words here " * 4 + "p\u0430yp\u0430l fr\u200bee"
+    read = text_module.text_tokens(text)
+    assert read[:2] == [INVISIBLE, LOOKALIKE] and read[-2:] == ["paypal", "free"]
