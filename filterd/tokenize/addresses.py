@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from filterd.tokenize.limits import cap
-from filterd.tokenize.text import normalize, plain_tokens
+from filterd.tokenize.text import normalize, normalized, plain_tokens
 
 # A local part is RFC 5322 atext and dots ("owner+a/b=c@…" is one address); it may not start
 # inside a longer run of its characters (see links.FIND_LINKS), which keeps the scan linear.
@@ -26,10 +26,16 @@ _NOT_ID = re.compile(r"[^\w.+-]+")
 
 
 def sender_tokens(value: str, prefix: str, max_token_length: int) -> list[str]:
-    """Tokens of one sender value, e.g. `'"John" <john@example.com>'` with prefix "from:"."""
-    text = normalize(value)
+    """Tokens of one sender value, e.g. `'"John" <john@example.com>'` with prefix "from:";
+    first the tricks its normalization undid (`text.normalized`: a look-alike domain
+    reads as the domain it imitates, and says so).
+
+    >>> sender_tokens("PayPal <service@p\u0430ypal.com>", "from:", 40)[:2]
+    ['trick:lookalike', 'from:paypal.com']
+    """
+    text, tricks = normalized(value)
     addresses = _ADDRESS.findall(text)
-    out: list[str] = []
+    out: list[str] = list(tricks)
     for local, domain in addresses:
         out.append(prefix + cap(domain, max_token_length))
         out.append(prefix + "local:" + cap(local, max_token_length))

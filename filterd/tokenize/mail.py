@@ -58,7 +58,7 @@ from filterd.tokenize.markup import html_text
 from filterd.tokenize.memo import memoized
 from filterd.tokenize.mime import MimeTooDeep, split_mail
 from filterd.tokenize.params import LinearMessage
-from filterd.tokenize.text import normalize, text_tokens
+from filterd.tokenize.text import normalize, normalized, text_tokens
 
 _SENDERS = ("from", "reply-to", "return-path")
 _RECIPIENTS = ("to", "cc")
@@ -432,12 +432,14 @@ def hidden_tokens(text: str, max_length: int, enough: int) -> list[str]:
 
 @memoized
 def _link_tokens(link: str, max_length: int) -> tuple[str, ...]:
-    link = normalize(link.strip())
+    """The tokens of one link target of HTML, after the tricks its normalization undid (a
+    look-alike host reads as the host it imitates, and says so)."""
+    link, tricks = normalized(link.strip())
     m = _MAILTO.match(link)
     if m is not None:
-        return tuple(email_tokens(m.group(1), m.group(2), max_length))
+        return (*tricks, *email_tokens(m.group(1), m.group(2), max_length))
     if _URL_START.match(link):
-        return url_tokens(link, max_length)
+        return (*tricks, *url_tokens(link, max_length))
     return ()  # relative, cid:, javascript: …
 
 

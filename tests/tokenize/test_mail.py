@@ -282,3 +282,15 @@ def test_mail_fields_come_from_what_the_limits_let_through() -> None:
         TokenizerConfig(max_bytes=30),
     )
     assert "max_bytes" in cut.flags and cut.mail == MailFields("é", None, "é" * 8)
+
+
+def test_a_look_alike_sender_and_link_read_as_what_they_imitate_and_say_so() -> None:
+    raw = (
+        "From: PayPal <service@p\u0430ypal.com>\nSubject: account\nContent-Type: text/html\n\n"
+        '<a href="http://p\u0430yp\u0430l.com/login">log in</a>'
+    )
+    read = tokenize({"text": raw, "format": "email"}).tokens
+    assert {"from:paypal.com", "url:paypal.com", "trick:lookalike"} <= set(read)
+    assert not [t for t in read if "\u0430" in t]  # no token keeps the Cyrillic letter
+    honest = raw.replace("\u0430", "a")
+    assert "trick:lookalike" not in tokenize({"text": honest, "format": "email"}).tokens
