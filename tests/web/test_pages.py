@@ -17,6 +17,8 @@ from filterd.service.config import Config
 from filterd.service.records import Decision
 from filterd.store.decided import id_hash
 from filterd.store.entities import DecidedEvent, EntityLabelled
+from filterd.store.forgetting import Selector
+from filterd.store.labels import LabelledTokens
 from filterd.web.serving import Api
 from filterd.web.sessions import SESSION_COOKIE
 from tests.conftest import fresh_postgres
@@ -367,3 +369,28 @@ def test_an_entitys_page_shows_its_messages_velocity_and_labels_them_all_at_once
         ("q1", "spam", "dana"),
         ("q2", "spam", "dana"),
     ]
+
+
+def test_the_audit_page_forgets_an_analysts_labels_when_asked_with_its_token(
+    workbench: tuple[Api, list[Decision]],
+) -> None:
+    api, _ = workbench
+    model = api.context.model
+    model.learn(
+        [LabelledTokens(f"f{i}", "ham", ["prize", "cash"], analyst="mallory") for i in (1, 2)],
+        holdout_fraction=0,
+    )
+    client = Client(api.port)
+    client.log_in(next="/audit?analyst=mallory")
+    status, page, _ = client.get("/audit?analyst=mallory")
+    assert status == 200 and 'class="forget"' in page and "mallory gave 2 labels in force" in page
+    token = csrf_of(page)
+    assert client.post("/audit/forget", {"analyst": "mallory"})[0] == 403  # no token
+    assert client.post("/audit/forget", {"analyst": "", "csrf": token})[0] == 422
+    status, _, headers = client.post("/audit/forget", {"analyst": "mallory", "csrf": token})
+    assert status == 303 and headers["location"] == "/audit?analyst=mallory"
+    assert model.forget(Selector(analyst="mallory"), dry_run=True).learned == ()
+    status, page, _ = client.get("/audit?analyst=mallory")
+    assert status == 200 and 'class="forget"' not in page  # none left to forget
+    status, page, _ = client.get("/audit?analyst=dana")  # who forgot them
+    assert page.count("<td>forgotten</td>") == 2
