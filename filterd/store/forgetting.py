@@ -24,7 +24,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, select
 from sqlalchemy.orm import InstrumentedAttribute
 
-from filterd.store.audit import insert_events
+from filterd.store.audit import record_events
 from filterd.store.labels import Event, Source
 from filterd.store.learning import next_seq, write_contributions
 from filterd.store.ledger import Contribution, unpack
@@ -94,10 +94,14 @@ def forget(
     docstring); `target`: a fusion model's decision target, whose logistic steps are taken back
     too (as `filterd.store.learning.apply` takes them); `operator`: who forgets, for the trail.
     With `dry_run`, only what would be forgotten."""
-    learned = conn.execute(_selected_ledger(model.id, selector).order_by("message_id")).all()
     held = conn.execute(_selected_holdout(model.id, selector).order_by("message_id")).all()
-    forgotten = Forgotten(tuple(r.message_id for r in learned), tuple(r.message_id for r in held))
-    if dry_run or not (learned or held):
+    held_ids = tuple(r.message_id for r in held)
+    if dry_run:  # the ids alone: the ledger's token counts are read only to take them back
+        ids = select(FeedbackLedger.message_id).where(_matching_ledger(model.id, selector))
+        return Forgotten(tuple(conn.execute(ids.order_by("message_id")).scalars()), held_ids)
+    learned = conn.execute(_selected_ledger(model.id, selector).order_by("message_id")).all()
+    forgotten = Forgotten(tuple(r.message_id for r in learned), held_ids)
+    if not (learned or held):
         return forgotten
     seq = next_seq(conn, model)
     if learned:
@@ -115,9 +119,7 @@ def forget(
         )
         for r in (*learned, *held)
     ]
-    insert_events(
-        conn, model.id, events, [e.outcome for e in events], [e.previous_label for e in events], now
-    )
+    record_events(conn, model.id, events, now)
     return forgotten
 
 
@@ -136,7 +138,11 @@ def _given_by(model_id: int, analyst: str) -> Select[str]:
 def _selected_ledger(model_id: int, selector: Selector) -> Select[str, str, str, bytes, int]:
     table = FeedbackLedger
     query = select(table.message_id, table.label, table.source, table.tokens, table.step)
-    return query.where(_matching(table, table.learned_at, model_id, selector))
+    return query.where(_matching_ledger(model_id, selector))
+
+
+def _matching_ledger(model_id: int, selector: Selector) -> ColumnElement[bool]:
+    return _matching(FeedbackLedger, FeedbackLedger.learned_at, model_id, selector)
 
 
 def _selected_holdout(model_id: int, selector: Selector) -> Select[str, str, str]:

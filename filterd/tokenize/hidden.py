@@ -137,6 +137,12 @@ def _length(value: str) -> tuple[float, str] | None:
     return (float(m.group(1)), m.group(2)) if m is not None else None
 
 
+def _number(value: str | None) -> float:
+    """A length's number; 1 for none, or for a value that is not a length."""
+    size = None if value is None else _length(value)
+    return 1.0 if size is None else size[0]
+
+
 def _tiny(value: str) -> bool:
     """A font size no one reads: 0, ≤ 2 px or pt, ≤ 0.2 em or rem, ≤ 20 %."""
     size = _length(value)
@@ -176,15 +182,12 @@ def _seen(attributes: str, parent: _Seen) -> _Seen:
         hidden = hidden or (
             style.get("display", "").startswith("none")
             or style.get("visibility", "").startswith(("hidden", "collapse"))
-            or (_length(style.get("opacity", "1")) or (1.0, ""))[0] <= 0.1
+            or _number(style.get("opacity")) <= 0.1
             or _tiny(style.get("font-size", "1em"))
             or any(_off_screen(style.get(p, "0")) for p in ("left", "top", "text-indent"))
             or (
                 style.get("overflow", "").startswith("hidden")
-                and any(
-                    (_length(style.get(p, "1")) or (1.0, ""))[0] <= 0
-                    for p in ("height", "max-height", "width")
-                )
+                and any(_number(style.get(p)) <= 0 for p in ("height", "max-height", "width"))
             )
         )
         if "color" in style:

@@ -117,10 +117,10 @@ _LOOKALIKE = re.compile(
     "[" + "".join(re.escape(c) for c in LOOKALIKES if c <= "\uffff") + "\U00010000-\U0010ffff]"
 )
 _UNLOOKALIKE = str.maketrans(LOOKALIKES)
-# A word with an ASCII letter beside another letter that is not ASCII. Linear: a word is tried
-# from its start alone (the look behind), and a failed try reads the word once.
 # The tricks a text's normalization undoes, in the order its tokens give them
 TRICKS = (INVISIBLE_TRICK, LOOKALIKE_TRICK)
+# A word with an ASCII letter beside another letter that is not ASCII. Linear: a word is tried
+# from its start alone (the look behind), and a failed try reads the word once.
 _MIXED_WORD = re.compile(r"(?<!\w)\w*?(?:[a-z][^\W\x00-\x7f]|[^\W\x00-\x7f][a-z])\w*")
 _UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
 # One scan decides whether any of the three fix-ups below is needed: most text needs none.

@@ -25,21 +25,23 @@ def forget_labels(context: WebContext, body: bytes, analyst: str) -> ForgetResul
         )
     except ValueError as error:
         raise Problem(422, str(error), "$") from None
-    target = context.config.decision.target_class
-    done = context.model.forget(selector, target, operator=analyst, dry_run=not request.confirm)
-    return ForgetResult(
-        confirmed=request.confirm, learned=len(done.learned), held_out=len(done.held_out)
-    )
+    return _forget(context, selector, analyst, request.confirm)
 
 
 def labels_of(context: WebContext, analyst: str) -> ForgetResult:
     """How many labels in force `analyst` gave (that forgetting them would take back)."""
-    done = context.model.forget(Selector(analyst=analyst), dry_run=True)
-    return ForgetResult(confirmed=False, learned=len(done.learned), held_out=len(done.held_out))
+    return _forget(context, Selector(analyst=analyst), None, confirmed=False)
 
 
 def forget_by_analyst(context: WebContext, analyst: str, operator: str) -> ForgetResult:
     """Every label in force that `analyst` gave, forgotten by `operator` (the workbench)."""
+    return _forget(context, Selector(analyst=analyst), operator, confirmed=True)
+
+
+def _forget(
+    context: WebContext, selector: Selector, operator: str | None, confirmed: bool
+) -> ForgetResult:
+    """What `selector` selects, forgotten by `operator` if `confirmed`, else only counted."""
     target = context.config.decision.target_class
-    done = context.model.forget(Selector(analyst=analyst), target, operator=operator)
-    return ForgetResult(confirmed=True, learned=len(done.learned), held_out=len(done.held_out))
+    done = context.model.forget(selector, target, operator=operator, dry_run=not confirmed)
+    return ForgetResult(confirmed=confirmed, learned=len(done.learned), held_out=len(done.held_out))
