@@ -15,6 +15,8 @@
                 filterd.tokenize.markup.python_markup)
    hidden_spans the text of HTML a reader does not see (reference:
                 filterd.tokenize.hidden.python_hidden_spans)
+   split_words  the words written a letter at a time, "v i a g r a" (reference:
+                filterd.tokenize.text.python_split_words)
    folded       NFKC and casefolding of mostly ASCII text (reference:
                 filterd.tokenize.text.nfkc_casefold)
    grams        the distinct character n-grams of a text (reference:
@@ -2351,6 +2353,80 @@ error:
     return NULL;
 }
 
+/* split_words(text) -> [(start, end), ...]
+
+   The runs of filterd.tokenize.text.python_split_words (its reference): SPLIT_MIN_LETTERS or
+   more single letters a-z, one after another with the same one separator between each two
+   (" ", "." or "-"), a letter single when no word character (Python's \w: alphanumeric or
+   "_") touches it but the separators; none just after a word character or one of "./@:-", and
+   a run of "." or "-" not followed by "@", "/" or its separator and a word character. Linear:
+   a run that fails is shorter than SPLIT_MIN_LETTERS, or one of "." or "-" whose later letters
+   fail at once (the separator before them); a run found is passed over. */
+
+#define SPLIT_MIN_LETTERS 4 /* text.SPLIT_MIN_LETTERS */
+
+static int
+s_word(Py_UCS4 c)
+{
+    return c == '_' || Py_UNICODE_ISALNUM(c);
+}
+
+static int
+s_after_word(Py_UCS4 c) /* what a run may not follow */
+{
+    return s_word(c) || c == '.' || c == '/' || c == '@' || c == ':' || c == '-';
+}
+
+static int
+s_letter(Py_UCS4 c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
+static PyObject *
+split_words(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text))
+        return NULL;
+    HText source = {PyUnicode_KIND(text), PyUnicode_DATA(text)};
+    const HText *t = &source;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *spans = PyList_New(0);
+    if (spans == NULL)
+        return NULL;
+    Py_ssize_t i = 0;
+    while (i + 1 < n) {
+        Py_UCS4 separator = HCH(t, i + 1);
+        if (!s_letter(HCH(t, i)) || (separator != ' ' && separator != '.' && separator != '-') ||
+            (i > 0 && s_after_word(HCH(t, i - 1)))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t last = i; /* the run's last letter */
+        int letters = 1;
+        while (last + 2 < n && HCH(t, last + 1) == separator && s_letter(HCH(t, last + 2)) &&
+               (last + 3 >= n || !s_word(HCH(t, last + 3)))) {
+            last += 2;
+            letters++;
+        }
+        Py_UCS4 next = last + 1 < n ? HCH(t, last + 1) : 0;
+        int linked = separator != ' ' &&
+                     (next == '@' || next == '/' ||
+                      (next == separator && last + 2 < n && s_word(HCH(t, last + 2))));
+        if (letters < SPLIT_MIN_LETTERS || linked) {
+            i++;
+            continue;
+        }
+        if (h_append_span(spans, i, last + 1) < 0) {
+            Py_DECREF(spans);
+            return NULL;
+        }
+        i = last + 1;
+    }
+    return spans;
+}
+
 static PyMethodDef methods[] = {
     {"logistic_pass", logistic_pass, METH_VARARGS,
      "logistic_pass(x, y, rate, target_rate, k) -> the weights of one pass, as float64 bytes: "
@@ -2364,6 +2440,8 @@ static PyMethodDef methods[] = {
      "grams(text, n, prefix) -> prefix + each distinct n-character substring: text.python_grams."},
     {"hidden_spans", hidden_spans, METH_VARARGS,
      "hidden_spans(markup) -> [(start, end)] of text a reader does not see: hidden.python_hidden_spans."},
+    {"split_words", split_words, METH_VARARGS,
+     "split_words(text) -> [(start, end)] of words written a letter at a time: text.python_split_words."},
     {"markup", markup, METH_VARARGS,
      "markup(text) -> (text with tags as spaces, link values): markup.python_markup."},
     {"url_tokens", url_tokens, METH_VARARGS,

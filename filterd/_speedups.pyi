@@ -42,6 +42,9 @@ def received(value: str, max_length: int, /) -> list[str] | None:
 def hidden_spans(markup: str, /) -> list[tuple[int, int]]:
     """The text a reader does not see: `filterd.tokenize.hidden.python_hidden_spans`."""
 
+def split_words(text: str, /) -> list[tuple[int, int]]:
+    """Words written a letter at a time: `filterd.tokenize.text.python_split_words`."""
+
 def markup(text: str, /) -> tuple[str, list[str]]:
     """(text with tags as spaces, link values): `filterd.tokenize.markup.python_markup`."""
 

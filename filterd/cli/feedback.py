@@ -125,6 +125,11 @@ class Until(Since):
 @click.option("--analyst", metavar="NAME", help="The labels this analyst gave.")
 @click.option("--source", type=click.Choice(["analyst", "auto"]), help="The labels of this source.")
 @click.option(
+    "--sender",
+    metavar="ADDRESS|DOMAIN|ID",
+    help="The labels of the messages from this address, domain or phone number.",
+)
+@click.option(
     "--since",
     type=Since(),
     help="The labels learned (held out: labelled) since then: 14d, 12h, 30m back from now, "
@@ -148,6 +153,7 @@ def feedback_forget(
     config_path: str | None,
     analyst: str | None,
     source: Source | None,
+    sender: str | None,
     since: datetime | None,
     until: datetime | None,
     message_ids: tuple[str, ...],
@@ -156,27 +162,34 @@ def feedback_forget(
     yes: bool,
 ) -> None:
     """Unlearn every label the options select (all of them together: an analyst's, a source's,
-    within a time range, or of given messages), as if it had never been given: its contribution
-    to the statistics taken back through the ledger, a held-out label dropped, each recorded on
-    the audit trail (outcome forgotten). A message forgotten that is labelled again is learned
-    anew."""
+    a sender's, within a time range, or of given messages), as if it had never been given: its
+    contribution to the statistics taken back through the ledger, a held-out label dropped, each
+    recorded on the audit trail (outcome forgotten). A message forgotten that is labelled again
+    is learned anew."""
+    if sender is not None:
+        try:
+            Selector(sender=sender)
+        except ValueError as error:
+            raise OptionError(f"--sender: {error}") from None
     try:
-        selector = Selector(analyst, source, since, until, message_ids)
+        selector = Selector(analyst, source, since, until, message_ids, sender)
     except ValueError:
         raise OptionError(
-            "say which labels to forget: --analyst, --source, --since, --until or --message"
+            "say which labels to forget: --analyst, --source, --sender, --since, --until or "
+            "--message"
         ) from None
     config = load_config(config_path)
     target = config.decision.target_class
+    length = config.limits.max_token_length
     with store_errors():
         model = open_model(url, name, writes=not dry_run)
-        found = model.forget(selector, target, dry_run=True)
+        found = model.forget(selector, target, dry_run=True, max_token_length=length)
         what = f"{len(found.learned)} learned and {len(found.held_out)} held-out labels"
         if dry_run or not (found.learned or found.held_out):
             click.echo(f"would forget {what} of model {name!r}" if dry_run else "nothing to forget")
             return
         confirmed(f"Forget {what} of model {name!r} ({selector.describe()})", yes)
-        done = model.forget(selector, target, operator=operator)
+        done = model.forget(selector, target, operator=operator, max_token_length=length)
     click.echo(f"forgot {len(done.learned)} learned and {len(done.held_out)} held-out labels")
 
 

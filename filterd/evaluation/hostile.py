@@ -151,6 +151,11 @@ FAMILIES: dict[str, Family] = {
     # and one such word of the whole record, which the mixed-word scan must read once
     "lookalike_words": lambda n: _message("p\u0430yp\u0430l " * (n // 14)),
     "lookalike_run": lambda n: _message("a\u0430" * (n // 3)),
+    # words written a letter at a time (each joined: `text.unsplit`), runs one letter short of
+    # a split word (each tried and dropped), and dotted runs of a host (each tried to its end)
+    "split_words": lambda n: _message("v i a g r a " * (n // 12)),
+    "split_near_runs": lambda n: _message("a b c  " * (n // 7)),
+    "split_host_runs": lambda n: _message("a.b.c.d.e.f.g.h.ex " * (n // 19)),
     "nfkc_expanding": lambda n: _message(
         "\ufdfa" * (n // 3)
     ),  # 3 UTF-8 bytes, 18 characters in NFKC

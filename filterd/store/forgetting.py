@@ -1,5 +1,6 @@
-"""Forgetting labels by selector: every label an analyst gave, a source gave, or that was learned
-within a time range, unlearned through the ledger, in one transaction.
+"""Forgetting labels by selector: every label an analyst gave, a source gave, of the messages of
+a sender or domain, or that was learned within a time range, unlearned through the ledger, in one
+transaction.
 
 A label that poisoned the model is taken back exactly as it was learned: each selected message's
 contribution to the statistics (its token counts from the ledger, and for a fusion model the
@@ -12,7 +13,11 @@ can be labelled again later, and is then learned as new.
 
 A label is an analyst's when the latest event that learned, relabelled or held it out names the
 analyst: an audit trail pruned of that event (`filterd db prune --audit-days`) leaves the label
-selectable by source, time and id only.
+selectable by source, sender, time and id only. A label is a sender's when its message's learned
+tokens hold the sender's (`filterd.tokenize.addresses.sender_selector`: an address's domain and
+local part, a domain's, a phone number's id), found by their keys in the ledger's and the
+holdout's token counts — read row by row, as no index holds them: the other criteria narrow the
+rows read.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVarTuple, Unpack
 
-from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, select
+import numpy as np
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, delete, func, select
 from sqlalchemy.orm import InstrumentedAttribute
 
+from filterd.bayes.arrays import Int64Array
+from filterd.bayes.vocab import TokenHasher
 from filterd.store.audit import record_events
 from filterd.store.labels import Event, Source
 from filterd.store.learning import next_seq, write_contributions
@@ -31,6 +40,8 @@ from filterd.store.ledger import Contribution, unpack
 from filterd.store.models import ModelRef
 from filterd.store.schema import FeedbackLedger, Holdout, LabelEvent
 from filterd.store.sql import among, as_utc, id_chunks
+from filterd.tokenize.addresses import sender_selector
+from filterd.tokenize.limits import TokenizerConfig
 
 # the events whose analyst gave a message its current label
 _GIVING = ("learned", "relabelled", "held_out")
@@ -45,11 +56,26 @@ class Selector:
     since: datetime | None = None  # learned (held out: labelled) at or after
     until: datetime | None = None  # … and before
     message_ids: tuple[str, ...] = field(default=())
+    sender: str | None = None  # of messages from this address, domain or phone number
 
     def __post_init__(self) -> None:
-        given = (self.analyst, self.source, self.since, self.until)
+        given = (self.analyst, self.source, self.since, self.until, self.sender)
         if all(value is None for value in given) and not self.message_ids:
-            raise ValueError("forgetting needs a selector: an analyst, a source, a time or ids")
+            raise ValueError(
+                "forgetting needs a selector: an analyst, a source, a sender, a time or ids"
+            )
+        if self.sender is not None:
+            self.sender_tokens(TokenizerConfig.max_token_length)  # ValueError: no sender
+
+    def sender_tokens(self, max_token_length: int) -> tuple[str, ...]:
+        """The tokens a message of the sender has (`sender_selector`), none without one.
+
+        >>> Selector(sender="Mallory@Example.com").sender_tokens(40)
+        ('from:example.com', 'from:local:mallory')
+        """
+        if self.sender is None:
+            return ()
+        return sender_selector(self.sender, "from:", max_token_length)
 
     def describe(self) -> str:
         """The selector in words, for the audit trail's comment.
@@ -62,6 +88,7 @@ class Selector:
             for name, value in (
                 ("analyst", self.analyst),
                 ("source", self.source),
+                ("sender", self.sender),
                 ("since", self.since),
                 ("until", self.until),
             )
@@ -89,18 +116,25 @@ def forget(
     target: str | None = None,
     operator: str | None = None,
     dry_run: bool = False,
+    max_token_length: int = TokenizerConfig.max_token_length,
 ) -> Forgotten:
     """Forget the labels `selector` selects, in the caller's transaction (the module
     docstring); `target`: a fusion model's decision target, whose logistic steps are taken back
-    too (as `filterd.store.learning.apply` takes them); `operator`: who forgets, for the trail.
-    With `dry_run`, only what would be forgotten."""
-    held = conn.execute(_selected_holdout(model.id, selector).order_by("message_id")).all()
+    too (as `filterd.store.learning.apply` takes them); `operator`: who forgets, for the trail;
+    `max_token_length`: the tokenizer's (`limits.max_token_length`), which a sender's tokens
+    were cut at. With `dry_run`, only what would be forgotten."""
+    sender = selector.sender_tokens(max_token_length)
+    keys = TokenHasher(model.hash_seed).keys(list(sender)) if sender else None
+    held = _sent_by(conn, _selected_holdout(model.id, selector), keys)
     held_ids = tuple(r.message_id for r in held)
-    if dry_run:  # the ids alone: the ledger's token counts are read only to take them back
+    if dry_run and keys is None:  # the ids alone: the ledger's token counts are read to take
+        # them back, or to find a sender's
         ids = select(FeedbackLedger.message_id).where(_matching_ledger(model.id, selector))
         return Forgotten(tuple(conn.execute(ids.order_by("message_id")).scalars()), held_ids)
-    learned = conn.execute(_selected_ledger(model.id, selector).order_by("message_id")).all()
+    learned = _sent_by(conn, _selected_ledger(model.id, selector), keys)
     forgotten = Forgotten(tuple(r.message_id for r in learned), held_ids)
+    if dry_run:
+        return forgotten
     if not (learned or held):
         return forgotten
     seq = next_seq(conn, model)
@@ -121,6 +155,22 @@ def forget(
     ]
     record_events(conn, model.id, events, now)
     return forgotten
+
+
+# rows of the ledger or the holdout read at a time when a sender's are searched for
+_SEARCHED_ROWS = 1000
+_Columns = TypeVarTuple("_Columns")
+
+
+def _sent_by(
+    conn: Connection, query: Select[Unpack[_Columns]], keys: Int64Array | None
+) -> list[Row[Unpack[_Columns]]]:
+    """The rows of `query` (with their `tokens`), in message id order, whose tokens hold every
+    one of `keys` (every row for None); read a chunk at a time, the others let go."""
+    rows = conn.execute(query.order_by("message_id").execution_options(yield_per=_SEARCHED_ROWS))
+    if keys is None:
+        return list(rows)
+    return [r for r in rows if np.isin(keys, unpack(r.tokens)[0]).all()]
 
 
 def _given_by(model_id: int, analyst: str) -> Select[str]:
@@ -145,8 +195,8 @@ def _matching_ledger(model_id: int, selector: Selector) -> ColumnElement[bool]:
     return _matching(FeedbackLedger, FeedbackLedger.learned_at, model_id, selector)
 
 
-def _selected_holdout(model_id: int, selector: Selector) -> Select[str, str, str]:
-    query = select(Holdout.message_id, Holdout.label, Holdout.source)
+def _selected_holdout(model_id: int, selector: Selector) -> Select[str, str, str, bytes]:
+    query = select(Holdout.message_id, Holdout.label, Holdout.source, Holdout.tokens)
     return query.where(_matching(Holdout, Holdout.ts, model_id, selector))
 
 

@@ -60,6 +60,7 @@ from filterd.store.parking import Parked
 from filterd.store.report import ModelReport, ModelSummary
 from filterd.store.rules import RuleChange
 from filterd.store.undecodable import Undecodable
+from filterd.tokenize.limits import TokenizerConfig
 
 if TYPE_CHECKING:  # scipy's statistics: not imported for a type
     from filterd.evaluation.calibration import Threshold
@@ -239,13 +240,21 @@ class ModelStore:
         operator: str | None = None,
         dry_run: bool = False,
         now: datetime | None = None,
+        max_token_length: int = TokenizerConfig.max_token_length,
     ) -> Forgotten:
         """Unlearn the labels `selector` selects, in one transaction
         (`filterd.store.forgetting`); `target` as for `learn`; `dry_run`: only what would be
-        forgotten."""
+        forgotten; `max_token_length`: the tokenizer's, for a sender's tokens."""
         with translated(), self._engine.begin() as conn:
             return forgetting.forget(
-                conn, self.ref, selector, now or datetime.now(UTC), target, operator, dry_run
+                conn,
+                self.ref,
+                selector,
+                now or datetime.now(UTC),
+                target,
+                operator,
+                dry_run,
+                max_token_length,
             )
 
     @contextmanager

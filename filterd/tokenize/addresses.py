@@ -23,6 +23,31 @@ from filterd.tokenize.text import normalize, normalized, plain_tokens
 _LOCAL = r"[\w.!#$%&'*+/=?^`{|}~-]"
 _ADDRESS = re.compile(rf"(?<!{_LOCAL})({_LOCAL}++)@([\w-]++(?:\.[\w-]++)*+)")
 _NOT_ID = re.compile(r"[^\w.+-]+")
+_DOMAIN = re.compile(r"[\w-]++(?:\.[\w-]++)++")
+
+
+def sender_selector(sender: str, prefix: str, max_token_length: int) -> tuple[str, ...]:
+    """The tokens that every message from `sender` has (`sender_tokens`): for an address, its
+    domain's and its local part's; for a domain (a dot, no "@"), the domain's; for anything
+    else (a phone number), its `id:`. ValueError for a value that gives none.
+
+    >>> sender_selector("John.Doe@Example.com", "from:", 40)
+    ('from:example.com', 'from:local:john.doe')
+    >>> sender_selector("example.com", "from:", 40), sender_selector("+44 7700", "from:", 40)
+    (('from:example.com',), ('from:id:+447700',))
+    """
+    text = normalize(sender.strip())
+    address = _ADDRESS.fullmatch(text)
+    if address is not None:
+        local, domain = address.groups()
+        domain_token = prefix + cap(domain, max_token_length)
+        return domain_token, f"{prefix}local:" + cap(local, max_token_length)
+    if "@" not in text and _DOMAIN.fullmatch(text) is not None:
+        return (prefix + cap(text, max_token_length),)
+    compact = _NOT_ID.sub("", text)
+    if "@" in text or not compact:
+        raise ValueError(f"not an address, a domain or a sender id: {sender!r}")
+    return (f"{prefix}id:" + cap(compact, max_token_length),)
 
 
 def sender_tokens(value: str, prefix: str, max_token_length: int) -> list[str]:

@@ -50,14 +50,16 @@ c_linked_words: Callable[[str, int, int, Callable[[str, int], Sequence[str]]], l
 c_folded: Callable[[str, Callable[[str], str]], str] | None
 c_grams: Callable[[str, int, str], list[str]] | None
 c_pairs: Callable[[list[str], int, int], list[str]] | None
+c_split_words: Callable[[str], list[tuple[int, int]]] | None
 try:  # the word and link scans and case folding in C, built where a compiler was at hand (setup.py)
     from filterd._speedups import folded as c_folded
     from filterd._speedups import grams as c_grams
     from filterd._speedups import linked_words as c_linked_words
     from filterd._speedups import pairs as c_pairs
+    from filterd._speedups import split_words as c_split_words
     from filterd._speedups import words as c_words
 except ImportError:  # pragma: no cover - depends on the build
-    c_words = c_linked_words = c_folded = c_grams = c_pairs = None
+    c_words = c_linked_words = c_folded = c_grams = c_pairs = c_split_words = None
 
 # Text longer than this is tokenized piece by piece (`text_tokens`)
 CHUNK = 1 << 16
@@ -117,8 +119,22 @@ _LOOKALIKE = re.compile(
     "[" + "".join(re.escape(c) for c in LOOKALIKES if c <= "\uffff") + "\U00010000-\U0010ffff]"
 )
 _UNLOOKALIKE = str.maketrans(LOOKALIKES)
+# A word written a letter at a time ("v i a g r a", "v.i.a.g.r.a", "v-i-a-g-r-a"): at least
+# SPLIT_MIN_LETTERS single letters a-z (no word character touches one but the separators), the
+# same one separator between each two, read joined ("viagra"), which gives the text SPLIT_TRICK.
+# Not a part of a link: no "/", "@", ":", "-" or "." just before it, and a run of "." or "-"
+# not followed by "@", "/" or its separator and a word character ("a.b.c.d.example.com").
+# Linear: a run that fails is shorter than SPLIT_MIN_LETTERS, or one of "." or "-" whose later
+# letters fail at once (the separator before them); one found is passed over.
+SPLIT_MIN_LETTERS = 4
+_SPLIT_WORD = re.compile(
+    r"(?<![\w./@:\-])[a-z]"
+    rf"(?:(?: [a-z](?!\w)){{{SPLIT_MIN_LETTERS - 1},}}+"
+    rf"|(?=([.\-]))(?:\1[a-z](?!\w)){{{SPLIT_MIN_LETTERS - 1},}}+(?!\1\w|[@/]))"
+)
+SPLIT_TRICK = "trick:split"
 # The tricks a text's normalization undoes, in the order its tokens give them
-TRICKS = (INVISIBLE_TRICK, LOOKALIKE_TRICK)
+TRICKS = (INVISIBLE_TRICK, LOOKALIKE_TRICK, SPLIT_TRICK)
 # A word with an ASCII letter beside another letter that is not ASCII. Linear: a word is tried
 # from its start alone (the look behind), and a failed try reads the word once.
 _MIXED_WORD = re.compile(r"(?<!\w)\w*?(?:[a-z][^\W\x00-\x7f]|[^\W\x00-\x7f][a-z])\w*")
@@ -169,6 +185,37 @@ def normalized(text: str, spaced: bool = True) -> tuple[str, tuple[str, ...]]:
         if folded != text:
             text, tricks = folded, (*tricks, LOOKALIKE_TRICK)
     return text, tricks
+
+
+def unsplit(text: str) -> tuple[str, bool]:
+    """(`text` with each word written a letter at a time joined, whether there was one): the
+    runs of `split_words`, normalized text's.
+
+    >>> unsplit("buy v i a g r a or c.i.a.l.i.s, u r a star")
+    ('buy viagra or cialis, u r a star', True)
+    """
+    spans = split_words(text)
+    if not spans:
+        return text, False
+    pieces: list[str] = []
+    end = 0
+    for start, stop in spans:
+        pieces += (text[end:start], text[start:stop:2])  # the letters, without the separators
+        end = stop
+    pieces.append(text[end:])
+    return "".join(pieces), True
+
+
+def split_words(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each word of `text` written a letter at a time (`_SPLIT_WORD`): by
+    filterd._speedups where built (a scan of every text, which a regex would make slower by
+    half), else `python_split_words`."""
+    return (python_split_words if c_split_words is None else c_split_words)(text)
+
+
+def python_split_words(text: str) -> list[tuple[int, int]]:
+    """`split_words` by the regex: the reference of `c_split_words`."""
+    return [m.span() for m in _SPLIT_WORD.finditer(text)]
 
 
 def _unlookalike(word: re.Match[str]) -> str:
@@ -230,8 +277,12 @@ def _pieces(text: str, size: int) -> Iterator[str]:
 def _tokens(
     text: str, max_token_length: int, pairs: int, enough: int
 ) -> tuple[list[str], tuple[str, ...]]:
-    """The tokens of `text` and the tricks its normalization undid (`normalized`)."""
+    """The tokens of `text` and the tricks its normalization undid (`normalized`), and
+    SPLIT_TRICK where words written a letter at a time were joined (`unsplit`)."""
     text, tricks = normalized(text)
+    text, split = unsplit(text)
+    if split:
+        tricks = (*tricks, SPLIT_TRICK)
     if "@" in text or "://" in text or "www." in text:
         # Scanned by filterd._speedups where built: a text with links in Python is a loop of
         # slices and calls per link (mail headers and bodies are full of addresses).

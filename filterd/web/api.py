@@ -81,6 +81,10 @@ class ForgetRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=WITHOUT_NUL)] | None
     ) = None
     source: Literal["analyst", "auto"] | None = None
+    # of the messages from this address, domain or phone number
+    sender: (
+        Annotated[str, msgspec.Meta(min_length=1, max_length=320, pattern=WITHOUT_NUL)] | None
+    ) = None
     since: datetime | None = None  # learned (held out: labelled) at or after
     until: datetime | None = None  # … and before
     message_ids: Annotated[list[Id], msgspec.Meta(max_length=FORGET_IDS)] = []

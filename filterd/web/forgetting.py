@@ -1,7 +1,8 @@
 """Forgetting labels by selector (`filterd.store.forgetting`) over HTTP, as `filterd feedback
 forget` forgets them, with the credential's or the session's analyst as the operator on the
 audit trail: POST /v1/forget (counted, and forgotten only when the request confirms), and the
-workbench's audit page (an analyst's labels, counted on the page, forgotten by its button)."""
+workbench's audit page (an analyst's or a sender's labels, counted on the page, forgotten by its
+button)."""
 
 from __future__ import annotations
 
@@ -22,26 +23,33 @@ def forget_labels(context: WebContext, body: bytes, analyst: str) -> ForgetResul
             request.since,
             request.until,
             tuple(request.message_ids),
+            request.sender,
         )
     except ValueError as error:
         raise Problem(422, str(error), "$") from None
     return _forget(context, selector, analyst, request.confirm)
 
 
-def labels_of(context: WebContext, analyst: str) -> ForgetResult:
-    """How many labels in force `analyst` gave (that forgetting them would take back)."""
-    return _forget(context, Selector(analyst=analyst), None, confirmed=False)
+def labels_of(context: WebContext, selector: Selector) -> ForgetResult:
+    """How many labels in force `selector` selects (that forgetting them would take back)."""
+    return _forget(context, selector, None, confirmed=False)
 
 
-def forget_by_analyst(context: WebContext, analyst: str, operator: str) -> ForgetResult:
-    """Every label in force that `analyst` gave, forgotten by `operator` (the workbench)."""
-    return _forget(context, Selector(analyst=analyst), operator, confirmed=True)
+def forget_selected(context: WebContext, selector: Selector, operator: str) -> ForgetResult:
+    """Every label in force that `selector` selects, forgotten by `operator` (the workbench)."""
+    return _forget(context, selector, operator, confirmed=True)
 
 
 def _forget(
     context: WebContext, selector: Selector, operator: str | None, confirmed: bool
 ) -> ForgetResult:
     """What `selector` selects, forgotten by `operator` if `confirmed`, else only counted."""
-    target = context.config.decision.target_class
-    done = context.model.forget(selector, target, operator=operator, dry_run=not confirmed)
+    config = context.config
+    done = context.model.forget(
+        selector,
+        config.decision.target_class,
+        operator=operator,
+        dry_run=not confirmed,
+        max_token_length=config.limits.max_token_length,
+    )
     return ForgetResult(confirmed=confirmed, learned=len(done.learned), held_out=len(done.held_out))

@@ -6,7 +6,7 @@
     GET  /messages/{id}   POST /messages/{id}/label    (the id escaped: `ids.message_url`)
     GET  /model   GET /model/preview   POST /model/calibrate
     GET  /audit   POST /audit/forget             label events by analyst and message; an
-                                                 analyst's labels forgotten
+                                                 analyst's or a sender's labels forgotten
     GET  /entity?key=K&value=V   POST /entity/label   an entity's messages, velocity, list
     GET  /rules   POST /rules, /rules/remove, /rules/lists, /rules/lists/remove
                                                  the lists and rules beside the model
@@ -39,6 +39,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from filterd.service.config import parse_duration
+from filterd.store.forgetting import Selector
 from filterd.web import forgetting, lists, rules, views
 from filterd.web.api import MAX_OFFSET, FeedbackRequest, ListRequest, ReviewQuery, RuleRequest
 from filterd.web.auth import client_address
@@ -383,28 +384,32 @@ def page_routes(
 
     def audit_values(request: Request, _session: Session) -> dict[str, Any]:
         params = request.query_params
-        analyst = params.get("analyst") or None
-        if analyst is not None and "\x00" in analyst:  # no name has one, nor can SQL compare it
-            raise Problem(422, "an analyst's name has no NUL", "analyst")
+        analyst, sender = _forget_criteria(params.get("analyst"), params.get("sender"))
         raw_id = params.get("message_id")
         message_id = checked_id(raw_id, "message_id") if raw_id else None
         events = views.audit_view(context, analyst, message_id, None)
-        # an analyst's labels in force, which the page offers to forget (counted, not forgotten)
-        labels = None if analyst is None else forgetting.labels_of(context, analyst)
+        # the labels in force of an analyst or a sender, which the page offers to forget
+        # (counted, not forgotten)
+        labels = None
+        if analyst is not None or sender is not None:
+            labels = forgetting.labels_of(context, Selector(analyst=analyst, sender=sender))
         return {
             "events": events,
             "filter_analyst": analyst or "",
+            "filter_sender": sender or "",
             "filter_message": message_id or "",
             "labels_in_force": labels,
         }
 
     async def post_forget(request: Request) -> Response:
         session, form = await form_of(request)
-        analyst = first(form, "analyst") or ""
-        if not analyst or "\x00" in analyst or len(analyst) > 200:
-            raise Problem(422, "say whose labels to forget: an analyst's name", "analyst")
-        await run_in_threadpool(forgetting.forget_by_analyst, context, analyst, session.analyst)
-        query = urllib.parse.urlencode({"analyst": analyst})
+        analyst, sender = _forget_criteria(first(form, "analyst"), first(form, "sender"))
+        if analyst is None and sender is None:
+            raise Problem(422, "say whose labels to forget: an analyst or a sender", "analyst")
+        selector = Selector(analyst=analyst, sender=sender)
+        await run_in_threadpool(forgetting.forget_selected, context, selector, session.analyst)
+        given = {"analyst": analyst, "sender": sender}
+        query = urllib.parse.urlencode({k: v for k, v in given.items() if v is not None})
         return RedirectResponse(f"/audit?{query}", 303, headers=HEADERS)
 
     # --- lists and rules -------------------------------------------------------------------
@@ -550,3 +555,17 @@ def cookie_of(request: Request, name: str) -> str:
 def first(form: Mapping[str, list[str]], key: str) -> str | None:
     values = form.get(key)
     return values[0] if values else None
+
+
+def _forget_criteria(analyst: str | None, sender: str | None) -> tuple[str | None, str | None]:
+    """(analyst, sender) of the audit page's filter or forget form, each None when empty;
+    a Problem (422) for a name with NUL or over 200 characters, or a sender that is none."""
+    analyst, sender = analyst or None, sender or None
+    if analyst is not None and ("\x00" in analyst or len(analyst) > 200):
+        raise Problem(422, "an analyst's name has no NUL and at most 200 characters", "analyst")
+    if sender is not None:
+        try:
+            Selector(sender=sender)
+        except ValueError as error:
+            raise Problem(422, str(error), "sender") from None
+    return analyst, sender

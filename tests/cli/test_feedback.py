@@ -167,6 +167,7 @@ def poisoned(tmp_path: Path) -> str:
             LabelledTokens("m1", "ham", ["win", "cash"], analyst="mallory"),
             LabelledTokens("m2", "ham", ["prize"], analyst="mallory"),
             LabelledTokens("m3", "spam", ["cash"], analyst="alice"),
+            LabelledTokens("m4", "spam", ["from:evil.example", "cash"], analyst="alice"),
         ],
         holdout_fraction=0,
     )
@@ -190,6 +191,14 @@ def test_forget_asks_first_then_unlearns_and_logs(poisoned: str) -> None:
     assert {e.outcome for e in events} == {"forgotten"}
     store.close()
     assert lines(forget(poisoned, "--analyst", "mallory", "--yes")) == ["nothing to forget"]
+
+
+def test_forget_finds_a_senders_labels_and_refuses_what_is_no_sender(poisoned: str) -> None:
+    assert lines(forget(poisoned, "--sender", "Evil.example", "--dry-run")) == [
+        "would forget 1 learned and 0 held-out labels of model 'default'"
+    ]
+    bad = forget(poisoned, "--sender", "mallory@", "--yes")
+    assert bad.exit_code == 2 and "--sender: not an address, a domain or a sender id" in bad.output
 
 
 def test_forget_needs_a_selector_and_a_known_model(poisoned: str) -> None:

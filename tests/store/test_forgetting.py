@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 from filterd.bayes.model import ModelSpec
+from filterd.bayes.statistics import Statistics
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.forgetting import Selector
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens, Source
+from filterd.tokenize import Tokenizer, TokenizerConfig
 from tests.store.conftest import DOCS, SEED, learned_directly, nonempty, store_statistics
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -80,3 +82,35 @@ def test_a_fusion_models_logistic_steps_are_taken_back(store: Store) -> None:
     model.forget(Selector(analyst="a1"), target="spam")
     stats = model.load()[0]
     assert stats.logistic_weights() == (0, {}) and nonempty(stats.canonical()) == {}
+
+
+def sent(message_id: str, label: str, sender: str) -> LabelledTokens:
+    """A label for a message from `sender`, with the tokens the tokenizer gives it."""
+    tokens = Tokenizer(TokenizerConfig())({"text": DOCS[message_id], "sender": sender}).tokens
+    return LabelledTokens(message_id, label, tokens, analyst="a")
+
+
+def test_a_senders_and_a_domains_labels_are_found_by_their_tokens(model: ModelStore) -> None:
+    model.learn([sent("m1", "spam", "Mallory <mallory@evil.example>")], 0, now=T0)
+    model.learn([sent("m2", "spam", "eve@evil.example"), sent("m3", "ham", "bob@good.example")], 0)
+    model.learn([sent("m4", "ham", "+44 7700 900123")], 0)
+    model.learn([sent(m, "spam", "mallory@evil.example") for m in ("h3", "h4")], 0.3)  # held out
+    trial = model.forget(Selector(sender="MALLORY@evil.example"), dry_run=True)
+    assert (trial.learned, trial.held_out) == (("m1",), ("h3", "h4"))
+    recent = model.forget(Selector(sender="evil.example", since=T0 + timedelta(days=1)))
+    assert (recent.learned, recent.held_out) == (("m2",), ("h3", "h4"))  # held out: just now
+    assert model.forget(Selector(sender="+447700900123")).learned == ("m4",)
+    assert model.forget(Selector(sender="nobody.example")).learned == ()
+    forgotten = model.forget(Selector(sender="evil.example"), operator="oscar")
+    assert (forgotten.learned, forgotten.held_out) == (("m1",), ())
+    kept = Statistics(seed=SEED)
+    kept.learn(sent("m3", "ham", "bob@good.example").tokens, "ham")
+    assert store_statistics(model) == nonempty(kept.canonical())
+    (event, *_) = list(model.events(analyst="oscar"))
+    assert event.comment == "forgotten by selector: sender=evil.example"
+
+
+@pytest.mark.parametrize("sender", ["", "a@", "@@", "  "])
+def test_a_sender_that_is_none_is_refused(sender: str) -> None:
+    with pytest.raises(ValueError, match="not an address, a domain or a sender id"):
+        Selector(sender=sender)

@@ -75,27 +75,27 @@ def test_pairs_of_one_are_the_bigrams() -> None:
 
 
 def test_osb_pairs_each_word_with_the_four_before_it_nearest_first() -> None:
-    assert tokens("a b c d e f", osb=True) == [
-        "a",
-        "b",
-        "a b",
-        "c",
-        "b c",
-        "a ~c",
-        "d",
-        "c d",
-        "b ~d",
-        "a ~~d",
-        "e",
-        "d e",
-        "c ~e",
-        "b ~~e",
-        "a ~~~e",
-        "f",
-        "e f",
-        "d ~f",
-        "c ~~f",
-        "b ~~~f",
+    assert tokens("a1 b1 c1 d1 e1 f1", osb=True) == [
+        "a1",
+        "b1",
+        "a1 b1",
+        "c1",
+        "b1 c1",
+        "a1 ~c1",
+        "d1",
+        "c1 d1",
+        "b1 ~d1",
+        "a1 ~~d1",
+        "e1",
+        "d1 e1",
+        "c1 ~e1",
+        "b1 ~~e1",
+        "a1 ~~~e1",
+        "f1",
+        "e1 f1",
+        "d1 ~f1",
+        "c1 ~~f1",
+        "b1 ~~~f1",
     ]
 
 

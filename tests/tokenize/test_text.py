@@ -2,6 +2,7 @@
 
 import re
 import sys
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -535,3 +536,48 @@ def test_a_long_text_read_piece_by_piece_gives_its_tricks_first(
     text = "plain words here " * 4 + "p\u0430yp\u0430l fr\u200bee"
     read = text_module.text_tokens(text)
     assert read[:2] == [INVISIBLE, LOOKALIKE] and read[-2:] == ["paypal", "free"]
+
+
+SPLIT = "trick:split"
+
+
+@pytest.mark.parametrize(
+    "written", ["v i a g r a", "V.I.A.G.R.A", "v-i-a-g-r-a", "v i\u200b a g r a"]
+)
+def test_a_word_written_a_letter_at_a_time_reads_joined_with_its_trick(written: str) -> None:
+    read = tokens(f"buy {written} now")
+    assert [t for t in read if not t.startswith("trick:")] == ["buy", "viagra", "now"]
+    assert SPLIT in read[:2]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "u r a star",  # three single letters: words of a chat
+        "a.b.c.d.example.com",  # a host
+        "see http://a.b.c.d.e/ or mail a.b.c.d@example.com",  # links
+        "plan b-c-d-e3 x-ray",  # a letter beside a digit is no single letter
+        "_a b c d",  # nor one beside "_"
+    ],
+)
+def test_single_letters_that_are_no_split_word_stay_as_written(text: str) -> None:
+    assert SPLIT not in tokens(text)
+    assert text_module.unsplit(text_module.normalize(text)) == (text_module.normalize(text), False)
+
+
+def test_a_long_split_run_reads_as_one_long_word_in_linear_time() -> None:
+    started = time.process_time()
+    read = text_module.text_tokens("a " * 500_000)
+    assert read[0] == SPLIT and all(t.startswith("skip:a:") for t in read[1:])
+    assert time.process_time() - started < 2.0
+
+
+SPLIT_TEXT = st.text("ab .-_@/:é1\u00e0Z\u200b", max_size=60)
+
+
+@pytest.mark.skipif(text_module.c_split_words is None, reason="filterd._speedups not built")
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(SPLIT_TEXT, st.text(st.characters(codec="utf-8"), max_size=60)))
+def test_the_c_split_word_scan_gives_the_regex_runs(text: str) -> None:
+    assert text_module.c_split_words is not None
+    assert text_module.c_split_words(text) == text_module.python_split_words(text)

@@ -3,6 +3,7 @@ over HTTP: authentication, checks, bad input, the reads and the OpenAPI document
 
 import http.client
 import logging
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import NoReturn
@@ -294,9 +295,29 @@ def test_an_analyst_forgets_a_poisoners_labels_counting_first(api: Api) -> None:
         ("p1", "forgotten"),
         ("p2", "forgotten"),
     ]
-    for bad, field in (({}, "$"), ({"analyst": "x", "everyone": True}, "$.everyone")):
+    model.learn([LabelledTokens("p3", "spam", ["from:evil.example"], analyst="eve")], 0)
+    sender = {"sender": "evil.example", "confirm": True}
+    status, body, _ = call(api.port, "POST", "/v1/forget", sender, auth=DANA)
+    assert status == 200 and body == {"confirmed": True, "learned": 1, "held_out": 0}
+    for bad, field in (
+        ({}, "$"),
+        ({"analyst": "x", "everyone": True}, "$.everyone"),
+        ({"sender": "a@"}, "$"),
+        ({"sender": ""}, "$.sender"),
+    ):
         status, body, _ = call(api.port, "POST", "/v1/forget", bad, auth=DANA)
         assert status == 422 and body["field"] == field, body
+
+
+@pytest.mark.parametrize(
+    "sender", ["a." * 160, "@" * 320, "a" * 319 + "@", "-." * 160, "\u0430" * 320, "+1 " * 106]
+)
+def test_a_hostile_sender_to_forget_is_answered_at_once(api: Api, sender: str) -> None:
+    started = time.process_time()
+    status, body, _ = call(api.port, "POST", "/v1/forget", {"sender": sender}, auth=DANA)
+    assert status in (200, 422), body
+    assert status == 200 or body["field"] == "$"
+    assert time.process_time() - started < 1.0
 
 
 def test_a_large_check_decides_as_a_small_one(api: Api) -> None:
