@@ -168,7 +168,7 @@ def test_an_analyst_labels_from_the_queue_and_sees_it_audited(
 
     # the audit page offers to forget dana's labels in force: one button, and they are unlearned
     offer = browser.find_element(By.CSS_SELECTOR, "form.forget").text
-    assert "dana gave 4 labels in force" in offer
+    assert "4 labels in force given by dana" in offer
     browser.find_element(By.CSS_SELECTOR, "form.forget button").click()
     wait_until(lambda: not browser.find_elements(By.CSS_SELECTOR, "form.forget"), what="forgotten")
     outcomes = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.event")]
