@@ -53,8 +53,11 @@ def poison(train: Sequence[Record], share: float, words: Sequence[str]) -> list[
     email = train[0].format == "email"
     text = " ".join(words)
     body = f"From: a@example.com\nSubject: hello\n\n{text}\n" if email else text
+    # ids of their own for each attack: a corpus finds a record by its id
     return [
-        Record(f"poison-{i}", ("spam",), body, train[0].format, orders[j], None)
+        Record(
+            f"poison-{share}-{len(words)}-{i}", ("spam",), body, train[0].format, orders[j], None
+        )
         for i, j in enumerate(at)
     ]
 

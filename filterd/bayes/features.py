@@ -15,7 +15,9 @@ from typing import Protocol
 import numpy as np
 
 from filterd.bayes.arrays import BoolArray, Int64Array
-from filterd.bayes.vocab import BUCKET_MASKS, P1, P2, TokenHasher, views_of
+from filterd.bayes.vocab import BUCKET_MASKS, P1, P2, VIEWS, TokenHasher, views_of
+
+VIEW_IDS = range(len(VIEWS))
 
 
 class _Speedups(Protocol):
@@ -147,6 +149,45 @@ def concat(batches: Sequence[DocBatch]) -> DocBatch:
     return DocBatch(
         indptr, keys, counts, list(chain.from_iterable(b.tokens for b in batches)), token_index
     )
+
+
+# The distinct tokens of each view that learning one document adds, at most: a message of 9,000
+# words teaches what a long message does (the longest of the shared corpora have 3,100 distinct
+# words and 4,900 word pairs), not what thousands of messages would. Chosen so that one poisoned
+# label cannot move every token of the vocabulary: docs/benchmarks.md, "What do poisoned labels
+# cost?".
+LEARNED_PER_VIEW = 2000
+
+
+def learned_entries(batch: DocBatch, limit: int | None = None) -> BoolArray | None:
+    """(nnz,) the entries that learning each document of `batch` adds: of each document, its
+    `limit` (default `LEARNED_PER_VIEW`) smallest keys of each view — a sample no sender can
+    choose, as the keys are the model's seeded hashes; None when that is every entry.
+
+    >>> batch = DocBatch(np.array([0, 3, 4]), np.array([5, 6, 7, 5]), np.ones(4, np.int64))
+    >>> learned_entries(batch, 2).tolist(), learned_entries(batch, 3)
+    ([True, True, False, True], None)
+    """
+    limit = LEARNED_PER_VIEW if limit is None else limit
+    lengths = np.diff(batch.indptr)
+    if len(lengths) == 0 or int(lengths.max()) <= limit:
+        return None
+    doc = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    view = views_of(batch.keys)
+    order = np.lexsort((batch.keys, view, doc))  # by document, view, key
+    run = (doc * len(VIEW_IDS) + view)[order]
+    first = np.ones(len(run), dtype=bool)
+    first[1:] = run[1:] != run[:-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(run)), 0))
+    keep = np.zeros(len(run), dtype=bool)
+    keep[order] = np.arange(len(run)) - start < limit
+    return None if keep.all() else keep
+
+
+def learned(batch: DocBatch, limit: int | None = None) -> DocBatch:
+    """The batch as learning adds it (`learned_entries`): `batch` itself when that is all."""
+    keep = learned_entries(batch, limit)
+    return batch if keep is None else select_entries(batch, keep)
 
 
 def select_entries(batch: DocBatch, keep: BoolArray) -> DocBatch:

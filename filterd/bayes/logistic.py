@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array
-from filterd.bayes.features import DocBatch
+from filterd.bayes.features import DocBatch, learned, learned_entries
 from filterd.bayes.statistics import T_SCALE, Statistics
 from filterd.bayes.view_scores import segment_sums
 from filterd.bayes.vocab import VIEWS
@@ -112,8 +112,9 @@ def by_position(batch: DocBatch) -> tuple[Int64Array, DocBatch]:
 
 def learn_steps(stats: Statistics, batch: DocBatch, labels: list[str], target: str) -> Int64Array:
     """(n,) the steps of `batch`'s documents learned in order after what `stats` holds
-    (`sequential_steps` from its weights)."""
-    keys, at = by_position(batch)
+    (`sequential_steps` from its weights), each document as learning adds it
+    (`filterd.bayes.features.learned`)."""
+    keys, at = by_position(learned(batch))
     ids = stats.vocab.lookup(keys)
     known = ids >= 0
     weights = np.zeros(len(keys), dtype=np.int64)
@@ -141,20 +142,30 @@ def replay_logistic(
     """
     keys, at = by_position(batch)
     inverse = at.keys
-    weights = np.zeros(len(keys), dtype=np.int64)
-    bias, learned, n = 0, 0, len(batch)
+    # the positions of the tokens each message's step adds to (`features.learned`)
+    kept = learned_entries(batch)
+    taught = inverse if kept is None else np.where(kept, inverse, len(keys))
+    weights = np.zeros(len(keys) + 1, dtype=np.int64)  # the last: a token not learned, kept 0
+    bias, done, n = 0, 0, len(batch)
     indptr = batch.indptr
     decision, arrival = np.zeros(n), np.zeros(n)
     for t in range(n + 1):
         upto = n if t == n else (t if visible is None else int(visible[t]))
-        while learned < upto:
-            tokens = inverse[indptr[learned] : indptr[learned + 1]]
+        while done < upto:
+            tokens = taught[indptr[done] : indptr[done + 1]]
             z = bias + int(weights[tokens].sum())
-            arrival[learned] = z / SCALE
-            s = step(z, bool(is_target[learned]), rate)
+            # the message's score reads all of it, its step what learning it adds
+            whole = (
+                z
+                if kept is None
+                else bias + int(weights[inverse[indptr[done] : indptr[done + 1]]].sum())
+            )
+            arrival[done] = whole / SCALE
+            s = step(z, bool(is_target[done]), rate)
             weights[tokens] += s
+            weights[-1] = 0
             bias += s
-            learned += 1
+            done += 1
         if t < n:
             decision[t] = (bias + int(weights[inverse[indptr[t] : indptr[t + 1]]].sum())) / SCALE
     return decision, arrival

@@ -33,7 +33,7 @@ import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array, IntArray
 from filterd.bayes.estimators import ESTIMATORS, TOKEN_STATISTICS, Statistic, reads_of
-from filterd.bayes.features import DocBatch, only_view, select_docs
+from filterd.bayes.features import DocBatch, learned_entries, only_view, select_docs
 from filterd.bayes.model import Model, ModelSpec, compile_weights, score_columns
 from filterd.bayes.statistics import Counts, Statistics, fixed_point_log_tf
 from filterd.bayes.vocab import key_runs
@@ -280,10 +280,14 @@ def _learned_end(
     return ends
 
 
-def _document_frequency(in_t: IntArray, order: Int64Array, group_start: Int64Array) -> IntArray:
-    """(2, nnz) per entry (document i, token w): DF[c,w] over the documents before i."""
+def _document_frequency(
+    owners: tuple[IntArray, IntArray], order: Int64Array, group_start: Int64Array
+) -> IntArray:
+    """(2, nnz) per entry (document i, token w): DF[c,w] over the documents before i, from
+    `owners`: per entry, 1 where its document taught the token to the target (row 0) or to
+    the rest (row 1)."""
     DF = np.empty((2, len(order)), dtype=np.int32)
-    for c, own in enumerate((in_t, 1 - in_t)):
+    for c, own in enumerate(owners):
         DF[c][order] = _token_before(own[order], group_start)
     return DF
 
@@ -312,12 +316,17 @@ class _History:
     ) -> _History:
         """The history of `batch` (`in_class`: (2, n) one-hot) with DF, and N and T if in
         `statistics` (for Robinson–Fisher, DF alone: less time than all three); with `visible`,
-        as of before document v_i for document i."""
+        as of before document v_i for document i. A document teaches the entries that learning
+        adds (`filterd.bayes.features.learned`), and is scored on all of them."""
         order, _, starts = key_runs(batch.keys, exact=True)  # by token, then document
         group_start = np.repeat(starts, np.diff(starts, append=len(order)))  # in token order
         learned_end = None if visible is None else _learned_end(batch, order, starts, visible)
         # per entry: 1 in the target class
         in_t = np.repeat(in_class[0].astype(np.int32), np.diff(batch.indptr))
+        kept = learned_entries(batch)
+        taught = np.ones(len(in_t), dtype=np.int32) if kept is None else kept.astype(np.int32)
+        # per entry: 1 where its document taught the token to the target, to the rest
+        owners = (in_t, 1 - in_t) if kept is None else (in_t * taught, (1 - in_t) * taught)
         # DF (the entries) always: U, V and which tokens were seen
         summed: dict[str, Int64Array | None] = {"DF": None}
         if "N" in statistics:
@@ -330,21 +339,21 @@ class _History:
             out = per_token[name] = np.empty(
                 (2, len(order)), dtype=np.int32 if values is None else np.int64
             )
-            for c, own in enumerate((in_t, 1 - in_t)):  # a row at a time: temporaries are reused
+            for c, own in enumerate(owners):  # a row at a time: temporaries are reused
                 out[c][order] = _token_before(
                     (own if values is None else own * values)[order], group_start, learned_end
                 )
         # U and V count, as each document is learned, the tokens it brings: DF as of then
-        DF = per_token["DF"] if visible is None else _document_frequency(in_t, order, group_start)
+        DF = per_token["DF"] if visible is None else _document_frequency(owners, order, group_start)
         # tokens new to the document's class
-        U = in_class * _per_doc(np.where(in_t, DF[0], DF[1]) == 0, batch)
-        V = _per_doc((DF[0] == 0) & (DF[1] == 0), batch)  # tokens new to every class
+        U = in_class * _per_doc((np.where(in_t, DF[0], DF[1]) == 0) & (taught > 0), batch)
+        V = _per_doc((DF[0] == 0) & (DF[1] == 0) & (taught > 0), batch)  # new to every class
         aggregates = [
             _before(a)
             for a in (
                 in_class,
-                in_class * _per_doc(batch.counts, batch),
-                in_class * np.diff(batch.indptr),
+                in_class * _per_doc(batch.counts * taught, batch),
+                in_class * _per_doc(taught, batch),
                 U,
                 V,
             )

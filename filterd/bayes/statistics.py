@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 
 from filterd.bayes.arrays import BoolArray, FloatArray, Int64Array, IntArray
-from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.features import DocBatch, encode, learned
 from filterd.bayes.matrix import DenseMatrix, SparseMatrix
 from filterd.bayes.vocab import VIEWS, TokenHasher, Vocabulary, next_capacity, views_of
 
@@ -96,11 +96,14 @@ class Statistics:
         steps: Int64Array | None = None,
     ) -> None:
         """Learn (`sign=+1`) or unlearn (`sign=-1`) every document of `batch` with its label,
-        and its logistic step s_d (`steps`, fixed point; None: 0, the weights unchanged).
+        as learning adds it (`filterd.bayes.features.learned`: at most LEARNED_PER_VIEW tokens
+        of each view), and its logistic step s_d (`steps`, fixed point; None: 0, the weights
+        unchanged).
 
         Unlearning what was never learned would drive counts below zero; that raises
         ValueError and leaves the statistics as they were.
         """
+        batch = learned(batch)
         if len(labels) != len(batch):
             raise ValueError(f"{len(batch)} documents but {len(labels)} labels")
         if steps is not None and len(steps) != len(batch):

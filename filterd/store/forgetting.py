@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVarTuple, Unpack
+from typing import TypeVarTuple
 
 import numpy as np
 from sqlalchemy import ColumnElement, Connection, Row, Select, and_, delete, func, select
@@ -163,8 +163,8 @@ _Columns = TypeVarTuple("_Columns")
 
 
 def _sent_by(
-    conn: Connection, query: Select[Unpack[_Columns]], keys: Int64Array | None
-) -> list[Row[Unpack[_Columns]]]:
+    conn: Connection, query: Select[*_Columns], keys: Int64Array | None
+) -> list[Row[*_Columns]]:
     """The rows of `query` (with their `tokens`), in message id order, whose tokens hold every
     one of `keys` (every row for None); read a chunk at a time, the others let go."""
     rows = conn.execute(query.order_by("message_id").execution_options(yield_per=_SEARCHED_ROWS))

@@ -4,6 +4,8 @@
 - it takes the model row's lock and the next change sequence number first, so concurrent
   learners of one model queue instead of deadlocking, and sequence order is commit order
   (which makes `filterd.store.sync` exact);
+- each message is learned as `filterd.bayes.features.learned` bounds it (at most
+  LEARNED_PER_VIEW distinct tokens of each view), which the ledger then holds;
 - each item is decided against the ledger and the holdout (`filterd.store.ledger.Plan`): learned,
   relabelled, a duplicate, held out, or an automatic label that keeps an analyst's;
 - for a fusion model with a target class, each learned item takes its logistic step in the
@@ -26,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, func, insert, select, update
 
-from filterd.bayes.features import DocBatch, encode
+from filterd.bayes.features import DocBatch, encode, learned
 from filterd.bayes.logistic import by_position, sequential_steps
 from filterd.bayes.model import FUSION
 from filterd.bayes.statistics import fixed_point_log_tf
@@ -73,7 +75,8 @@ def apply(
     now = now or datetime.now(UTC)
     seq = next_seq(conn, model)
     result = Applied(seq=seq)
-    batch = encode([item.tokens for item in items], TokenHasher(model.hash_seed))
+    # each message as learning adds it: at most LEARNED_PER_VIEW tokens of each view
+    batch = learned(encode([item.tokens for item in items], TokenHasher(model.hash_seed)))
     plan = Plan(conn, model.id, [item.message_id for item in items])
     outcomes: list[Outcome] = []
     previous: list[str | None] = []  # the label each message had before
