@@ -16,8 +16,8 @@ analyst: an audit trail pruned of that event (`filterd db prune --audit-days`) l
 selectable by source, sender, time and id only. A label is a sender's when its message's learned
 tokens hold the sender's (`filterd.tokenize.addresses.sender_selector`: an address's domain and
 local part, a domain's, a phone number's id), found by their keys in the ledger's and the
-holdout's token counts — read row by row, as no index holds them: the other criteria narrow the
-rows read.
+holdout's token counts — by the database in the bytes of each row the other criteria leave, as
+no index holds them, and then here among the keys alone.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from filterd.bayes.vocab import TokenHasher
 from filterd.store.audit import record_events
 from filterd.store.labels import Event, Source
 from filterd.store.learning import next_seq, write_contributions
-from filterd.store.ledger import Contribution, unpack
+from filterd.store.ledger import Contribution, pack, unpack
 from filterd.store.models import ModelRef
 from filterd.store.schema import FeedbackLedger, Holdout, LabelEvent
-from filterd.store.sql import among, as_utc, id_chunks
+from filterd.store.sql import HoldsBytes, among, as_utc, bytes_param, id_chunks
 from filterd.tokenize.addresses import sender_selector
 from filterd.tokenize.limits import TokenizerConfig
 
@@ -125,13 +125,13 @@ def forget(
     were cut at. With `dry_run`, only what would be forgotten."""
     sender = selector.sender_tokens(max_token_length)
     keys = TokenHasher(model.hash_seed).keys(list(sender)) if sender else None
-    held = _sent_by(conn, _selected_holdout(model.id, selector), keys)
+    held = _sent_by(conn, _selected_holdout(model.id, selector), Holdout.tokens, keys)
     held_ids = tuple(r.message_id for r in held)
     if dry_run and keys is None:  # the ids alone: the ledger's token counts are read to take
         # them back, or to find a sender's
         ids = select(FeedbackLedger.message_id).where(_matching_ledger(model.id, selector))
         return Forgotten(tuple(conn.execute(ids.order_by("message_id")).scalars()), held_ids)
-    learned = _sent_by(conn, _selected_ledger(model.id, selector), keys)
+    learned = _sent_by(conn, _selected_ledger(model.id, selector), FeedbackLedger.tokens, keys)
     forgotten = Forgotten(tuple(r.message_id for r in learned), held_ids)
     if dry_run:
         return forgotten
@@ -163,10 +163,19 @@ _Columns = TypeVarTuple("_Columns")
 
 
 def _sent_by(
-    conn: Connection, query: Select[*_Columns], keys: Int64Array | None
+    conn: Connection,
+    query: Select[*_Columns],
+    tokens: InstrumentedAttribute[bytes],
+    keys: Int64Array | None,
 ) -> list[Row[*_Columns]]:
-    """The rows of `query` (with their `tokens`), in message id order, whose tokens hold every
-    one of `keys` (every row for None); read a chunk at a time, the others let go."""
+    """The rows of `query` (with their `tokens`, the column `tokens`), in message id order,
+    whose tokens hold every one of `keys` (every row for None): the database keeps the rows
+    whose bytes hold each key's (`HoldsBytes`), read a chunk at a time, and of those the ones
+    that hold it as a key (not across two keys, nor among the counts)."""
+    if keys is not None:
+        query = query.where(
+            *(HoldsBytes(tokens, bytes_param(pack(k, k[:0]))) for k in keys[:, None])
+        )
     rows = conn.execute(query.order_by("message_id").execution_options(yield_per=_SEARCHED_ROWS))
     if keys is None:
         return list(rows)

@@ -1,6 +1,7 @@
 """What the store's modules share to query by message id, to compare times and to keep tokens:
-ids in chunks (`id_chunks`, `among`), times as stored (`as_utc`) and tokens packed
-(`pack_tokens`: the review queue's and the decided messages')."""
+ids in chunks (`id_chunks`, `among`), times as stored (`as_utc`), tokens packed
+(`pack_tokens`: the review queue's and the decided messages') and bytes found in a column's
+(`HoldsBytes`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,20 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import overload
 
-from sqlalchemy import ARRAY, ColumnElement, Connection, String, any_, bindparam
+from sqlalchemy import (
+    ARRAY,
+    Boolean,
+    ColumnElement,
+    Connection,
+    LargeBinary,
+    String,
+    any_,
+    bindparam,
+)
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import QueryableAttribute
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 CHUNK = 500  # ids per IN (...) query
 
@@ -30,6 +43,33 @@ def among(column: QueryableAttribute[str], ids: list[str]) -> ColumnElement[bool
         if len(ids) <= CHUNK
         else column == any_(bindparam(None, ids, type_=ARRAY(String)))
     )
+
+
+class HoldsBytes(FunctionElement[bool]):
+    """`HoldsBytes(column, needle)`: whether the bytes of a binary `column` hold `needle`
+    somewhere (`instr` on SQLite, `position … in` on PostgreSQL): a filter the database applies
+    before rows are read, which a caller that needs the needle at a given place checks again."""
+
+    type = Boolean()
+    inherit_cache = True
+    name = "holds_bytes"
+
+
+@compiles(HoldsBytes, "sqlite")
+def _holds_bytes_sqlite(element: HoldsBytes, compiler: SQLCompiler, **kw: object) -> str:
+    column, needle = element.clauses
+    return f"instr({compiler.process(column, **kw)}, {compiler.process(needle, **kw)}) > 0"
+
+
+@compiles(HoldsBytes, "postgresql")
+def _holds_bytes_postgresql(element: HoldsBytes, compiler: SQLCompiler, **kw: object) -> str:
+    column, needle = element.clauses
+    return f"position({compiler.process(needle, **kw)} in {compiler.process(column, **kw)}) > 0"
+
+
+def bytes_param(value: bytes) -> ColumnElement[bytes]:
+    """`value` as a binary parameter (for `HoldsBytes`)."""
+    return bindparam(None, value, type_=LargeBinary())
 
 
 @overload

@@ -5,13 +5,18 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from sqlalchemy import select
 
 from filterd.bayes.model import ModelSpec
 from filterd.bayes.statistics import Statistics
+from filterd.bayes.vocab import TokenHasher
 from filterd.evaluation.synth import SynthConfig, generate
 from filterd.store.forgetting import Selector
 from filterd.store.handle import ModelStore, Store
 from filterd.store.labels import LabelledTokens, Source
+from filterd.store.ledger import pack
+from filterd.store.schema import FeedbackLedger
+from filterd.store.sql import HoldsBytes, bytes_param
 from filterd.tokenize import Tokenizer, TokenizerConfig
 from tests.store.conftest import DOCS, SEED, learned_directly, nonempty, store_statistics
 
@@ -114,3 +119,14 @@ def test_a_senders_and_a_domains_labels_are_found_by_their_tokens(model: ModelSt
 def test_a_sender_that_is_none_is_refused(sender: str) -> None:
     with pytest.raises(ValueError, match="not an address, a domain or a sender id"):
         Selector(sender=sender)
+
+
+def test_the_database_keeps_the_rows_whose_bytes_hold_a_key(store: Store) -> None:
+    model = store.create_model("default", ModelSpec("mnb"), seed=SEED)
+    model.learn([sent("m1", "spam", "a@evil.example"), sent("m2", "ham", "b@good.example")], 0)
+    key = TokenHasher(SEED).keys(["from:evil.example"])
+    found = select(FeedbackLedger.message_id).where(
+        HoldsBytes(FeedbackLedger.tokens, bytes_param(pack(key, key[:0])))
+    )
+    with store.engine.connect() as conn:
+        assert list(conn.execute(found).scalars()) == ["m1"]
