@@ -10,6 +10,10 @@ Choices (SpamBayes-like, adjusted for short messages):
 - in a word that mixes Latin letters with look-alike letters of another script (Unicode's
   confusables: Cyrillic "а", Greek "ο"), those are read as the Latin letters ("pаypаl" reads
   "paypal"), and the text gets "trick:lookalike" (first). Words of one script stay as written.
+- a word written a letter at a time — four or more single letters a-z with the same one
+  separator between each two, a space, "." or "-" ("v i a g r a", "v.i.a.g.r.a") — is read
+  joined ("viagra"), and the text gets "trick:split" (first): `unsplit`. Three letters ("u r
+  a star") and the dotted labels of a host or address stay as written.
 - a word is a run of letters, digits and "_", with inner "'" or "-" ("don't", "x-ray",
   "0800-123-456"). Single-character words are kept: in SMS and chat "u", "2" and "4" carry
   signal. Han and kana characters are one token each, as those scripts do not space words.
