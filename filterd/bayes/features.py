@@ -17,8 +17,6 @@ import numpy as np
 from filterd.bayes.arrays import BoolArray, Int64Array
 from filterd.bayes.vocab import BUCKET_MASKS, P1, P2, VIEWS, TokenHasher, views_of
 
-VIEW_IDS = range(len(VIEWS))
-
 
 class _Speedups(Protocol):
     """What `encode` uses of filterd._speedups (see filterd/_speedups.pyi)."""
@@ -175,7 +173,7 @@ def learned_entries(batch: DocBatch, limit: int | None = None) -> BoolArray | No
     doc = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
     view = views_of(batch.keys)
     order = np.lexsort((batch.keys, view, doc))  # by document, view, key
-    run = (doc * len(VIEW_IDS) + view)[order]
+    run = (doc * len(VIEWS) + view)[order]
     first = np.ones(len(run), dtype=bool)
     first[1:] = run[1:] != run[:-1]
     start = np.maximum.accumulate(np.where(first, np.arange(len(run)), 0))

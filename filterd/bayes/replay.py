@@ -323,10 +323,9 @@ class _History:
         learned_end = None if visible is None else _learned_end(batch, order, starts, visible)
         # per entry: 1 in the target class
         in_t = np.repeat(in_class[0].astype(np.int32), np.diff(batch.indptr))
-        kept = learned_entries(batch)
-        taught = np.ones(len(in_t), dtype=np.int32) if kept is None else kept.astype(np.int32)
+        kept = learned_entries(batch)  # None (the rule): every entry taught
         # per entry: 1 where its document taught the token to the target, to the rest
-        owners = (in_t, 1 - in_t) if kept is None else (in_t * taught, (1 - in_t) * taught)
+        owners = (in_t, 1 - in_t) if kept is None else (in_t * kept, (1 - in_t) * kept)
         # DF (the entries) always: U, V and which tokens were seen
         summed: dict[str, Int64Array | None] = {"DF": None}
         if "N" in statistics:
@@ -345,18 +344,18 @@ class _History:
                 )
         # U and V count, as each document is learned, the tokens it brings: DF as of then
         DF = per_token["DF"] if visible is None else _document_frequency(owners, order, group_start)
-        # tokens new to the document's class
-        U = in_class * _per_doc((np.where(in_t, DF[0], DF[1]) == 0) & (taught > 0), batch)
-        V = _per_doc((DF[0] == 0) & (DF[1] == 0) & (taught > 0), batch)  # new to every class
+        new_to_class = np.where(in_t, DF[0], DF[1]) == 0
+        new_to_all = (DF[0] == 0) & (DF[1] == 0)
+        counts, entries = batch.counts, np.diff(batch.indptr)
+        if kept is not None:  # what a document brings is what it taught
+            new_to_class &= kept
+            new_to_all &= kept
+            counts, entries = counts * kept, _per_doc(kept, batch)
+        U = in_class * _per_doc(new_to_class, batch)  # tokens new to the document's class
+        V = _per_doc(new_to_all, batch)  # tokens new to every class
         aggregates = [
             _before(a)
-            for a in (
-                in_class,
-                in_class * _per_doc(batch.counts * taught, batch),
-                in_class * _per_doc(taught, batch),
-                U,
-                V,
-            )
+            for a in (in_class, in_class * _per_doc(counts, batch), in_class * entries, U, V)
         ]
         if visible is not None:
             aggregates = [a[..., visible] for a in aggregates]

@@ -3,9 +3,6 @@ LEARNED_PER_VIEW distinct tokens of each view, the smallest keys — a sample th
 picks — in memory and in both replays, which still score a message on all of it (the store:
 tests/store/test_learning_limit.py)."""
 
-from collections.abc import Iterator
-from unittest import mock
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -25,9 +22,8 @@ TOKENIZER = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_cha
 
 
 @pytest.fixture
-def small_limit() -> Iterator[None]:
-    with mock.patch.object(features, "LEARNED_PER_VIEW", LIMIT):
-        yield
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(features, "LEARNED_PER_VIEW", LIMIT)
 
 
 def test_a_long_message_teaches_each_views_smallest_keys(small_limit: None) -> None:
@@ -66,7 +62,8 @@ streams = st.lists(
 def test_the_replay_of_long_messages_equals_the_stepwise_replay(
     items: list[tuple[list[str], bool]], spec: ModelSpec, block_entries: int, draws: list[int]
 ) -> None:
-    with mock.patch.object(features, "LEARNED_PER_VIEW", LIMIT):
+    with pytest.MonkeyPatch.context() as patch:  # a fixture's would outlive one example
+        patch.setattr(features, "LEARNED_PER_VIEW", LIMIT)
         batch = encode([tokens for tokens, _ in items], Statistics().hasher)
         is_target = np.array([spam for _, spam in items], dtype=bool)
         visible = np.minimum(

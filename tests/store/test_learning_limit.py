@@ -1,9 +1,6 @@
 """The store learns of a long message what memory learns of it (`filterd.bayes.features.learned`),
 and the logistic replay steps on the same tokens."""
 
-from collections.abc import Iterator
-from unittest import mock
-
 import numpy as np
 import pytest
 
@@ -20,9 +17,8 @@ TOKENIZER = Tokenizer(TokenizerConfig(osb=True, char_ngrams=True, char_ngram_cha
 
 
 @pytest.fixture
-def small_limit() -> Iterator[None]:
-    with mock.patch.object(features, "LEARNED_PER_VIEW", 4):
-        yield
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(features, "LEARNED_PER_VIEW", 4)
 
 
 STREAM = [
